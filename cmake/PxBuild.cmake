@@ -1,0 +1,58 @@
+# PxBuild.cmake - compiler flags, platform defines and test registration.
+
+set(PX_IS_WINDOWS OFF)
+set(PX_IS_LINUX OFF)
+if(WIN32)
+  set(PX_IS_WINDOWS ON)
+  set(PX_PLATFORM win)
+elseif(CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  set(PX_IS_LINUX ON)
+  set(PX_PLATFORM linux)
+else()
+  message(FATAL_ERROR "PhoenixExecutor builds for Windows and Linux only")
+endif()
+
+set(PX_WARNINGS -Wall -Wextra -Wshadow -Wstrict-prototypes
+    -Wmissing-prototypes -Wformat=2 -Wno-unused-parameter)
+
+function(px_target_defaults target)
+  target_compile_options(${target} PRIVATE ${PX_WARNINGS})
+  if(PX_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(PX_IS_WINDOWS)
+    target_compile_definitions(${target} PUBLIC WIN32_LEAN_AND_MEAN UNICODE
+      _UNICODE _WIN32_WINNT=0x0A00 WINVER=0x0A00 ZMQ_STATIC
+      __USE_MINGW_ANSI_STDIO=1)
+  else()
+    # POSIX and Linux interfaces (pipe2, memfd, clone3 wrappers...).
+    target_compile_definitions(${target} PUBLIC _GNU_SOURCE)
+  endif()
+  if(PX_SANITIZE)
+    target_compile_options(${target} PUBLIC -fsanitize=${PX_SANITIZE}
+      -fno-omit-frame-pointer -fno-sanitize-recover=all)
+    target_link_options(${target} PUBLIC -fsanitize=${PX_SANITIZE})
+  endif()
+endfunction()
+
+# An executable: static on Windows so it runs on a bare machine.
+function(px_executable target)
+  px_target_defaults(${target})
+  target_link_libraries(${target} PRIVATE px_core)
+  if(PX_IS_WINDOWS)
+    target_link_options(${target} PRIVATE -static)
+  endif()
+endfunction()
+
+# Register one ctest test that runs a group of a test executable.
+#   px_add_test_group(<exe> <group> LABELS l1 l2 [TIMEOUT s])
+function(px_add_test_group exe group)
+  cmake_parse_arguments(A "" "TIMEOUT" "LABELS" ${ARGN})
+  if(NOT A_TIMEOUT)
+    set(A_TIMEOUT 600)
+  endif()
+  add_test(NAME ${PX_PLATFORM}.${group} COMMAND ${exe} --group ${group})
+  set_tests_properties(${PX_PLATFORM}.${group} PROPERTIES
+    LABELS "${A_LABELS};${PX_PLATFORM}" TIMEOUT ${A_TIMEOUT}
+    SKIP_RETURN_CODE 77)
+endfunction()

@@ -1,0 +1,62 @@
+/* px_os.h - the small portable OS layer the engine, KB and tests stand on.
+ *
+ * Threads, locks, condition variables, clocks and a few host facts.
+ * Implemented in service/linux/os.c (pthreads, clock_gettime) and
+ * service/win/os.c (SRWLOCK, CONDITION_VARIABLE, QueryPerformanceCounter).
+ * Nothing outside the linux/ and win/ folders calls the OS directly.
+ */
+#ifndef PX_OS_H
+#define PX_OS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Opaque storage big enough for pthread_mutex_t / SRWLOCK etc. */
+typedef struct { _Alignas(8) unsigned char opaque[64]; } px_mutex_t;
+typedef struct { _Alignas(8) unsigned char opaque[64]; } px_cond_t;
+typedef struct px_thread_s *px_thread_t;
+
+int px_mutex_init(px_mutex_t *m);
+void px_mutex_destroy(px_mutex_t *m);
+void px_mutex_lock(px_mutex_t *m);
+void px_mutex_unlock(px_mutex_t *m);
+
+int px_cond_init(px_cond_t *c);
+void px_cond_destroy(px_cond_t *c);
+void px_cond_signal(px_cond_t *c);
+void px_cond_broadcast(px_cond_t *c);
+void px_cond_wait(px_cond_t *c, px_mutex_t *m);
+/* Wait at most timeout_ms; returns 0 when signalled (or spuriously woken),
+ * PX_ETIMEDOUT when the time ran out. */
+int px_cond_timedwait(px_cond_t *c, px_mutex_t *m, uint64_t timeout_ms);
+
+/* Start fn(arg) on a new thread. *out is owned by the caller until
+ * px_thread_join, which frees it. */
+int px_thread_create(px_thread_t *out, void (*fn)(void *), void *arg);
+int px_thread_join(px_thread_t t);
+
+/* Monotonic clock in milliseconds / nanoseconds (arbitrary epoch). */
+uint64_t px_now_ms(void);
+uint64_t px_now_ns(void);
+/* Wall-clock time, milliseconds since the Unix epoch. */
+uint64_t px_wall_ms(void);
+void px_sleep_ms(uint64_t ms);
+
+/* Logical CPUs (at least 1). */
+unsigned px_cpu_count(void);
+/* Memory the host can still hand out, in bytes; 0 if unknown. */
+uint64_t px_free_memory_bytes(void);
+/* This process's id. */
+unsigned long px_getpid(void);
+
+/* Fill buf with cryptographically random bytes. */
+int px_random_bytes(void *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PX_OS_H */

@@ -1,0 +1,192 @@
+/* px_protocol.h - the wire protocol: PXF1 framing, client messages parsed
+ * into typed requests, and service messages encoded as JSON.
+ *
+ * Framing (every stream transport): 12-byte header then payload.
+ *   bytes 0-3  "PXF1"
+ *   bytes 4-7  payload length, uint32 little-endian
+ *   bytes 8-11 CRC-32 (IEEE, zlib's crc32()) of the payload, uint32 LE
+ * The payload is one UTF-8 JSON object. ZeroMQ carries the same objects as
+ * the last message frame without the header. See docs/protocol.md.
+ */
+#ifndef PX_PROTOCOL_H
+#define PX_PROTOCOL_H
+
+#include "px_job.h"
+#include "px_result.h"
+#include "px_util.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PX_FRAME_MAGIC "PXF1"
+#define PX_FRAME_HEADER 12
+#define PX_DEFAULT_MAX_FRAME (16u * 1024u * 1024u)
+#define PX_JSON_MAX_DEPTH 64
+
+/* ---- CRC-32 ---- */
+/* Continue a CRC-32 (start with crc = 0), zlib-compatible. */
+uint32_t px_crc32(uint32_t crc, const void *data, size_t len);
+
+/* ---- frame decoder (incremental) ---- */
+typedef enum {
+  PX_FRAME_NEED_MORE = 0, /* feed more bytes */
+  PX_FRAME_READY,         /* a payload is ready (px_frame_payload) */
+  PX_FRAME_BAD_MAGIC,     /* fatal: send bad_frame, close */
+  PX_FRAME_TOO_LARGE,     /* fatal: send frame_too_large, close */
+  PX_FRAME_BAD_CRC        /* the payload was skipped; connection usable */
+} px_frame_status_t;
+
+typedef struct px_frame_decoder_s px_frame_decoder_t;
+
+/* A decoder for one connection; max_payload is checked on the header,
+ * before any allocation. Returns NULL on OOM. */
+px_frame_decoder_t *px_frame_decoder_new(uint32_t max_payload);
+void px_frame_decoder_free(px_frame_decoder_t *d);
+/* Consume up to len bytes; *consumed says how many were used. Call again
+ * with the rest after handling READY/BAD_CRC. Fatal states are sticky. */
+px_frame_status_t px_frame_feed(px_frame_decoder_t *d, const void *data,
+                                size_t len, size_t *consumed);
+/* After READY: the payload (NUL-terminated for convenience; may contain
+ * NULs, len is authoritative). Valid until the next feed. */
+const char *px_frame_payload(px_frame_decoder_t *d, size_t *len);
+/* 1 while a frame is partly received (for the stall timeout). */
+int px_frame_in_progress(const px_frame_decoder_t *d);
+
+/* Append a frame (header + payload) to out. 0, PX_ENOMEM, or PX_ERANGE
+ * when len does not fit 32 bits. */
+int px_frame_encode(px_buf_t *out, const void *payload, size_t len);
+
+/* ---- UTF-8 ---- */
+/* 1 if s[0..len) is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
+int px_utf8_valid(const char *s, size_t len);
+/* Copy s into a malloc'd NUL-terminated string, invalid sequences replaced
+ * by U+FFFD; *lossy set to 1 if anything was replaced (else unchanged).
+ * NULs are kept as-is (JSON encodes them as \u0000). *out_len receives the
+ * length. Returns NULL on OOM. */
+char *px_utf8_sanitize(const char *s, size_t len, size_t *out_len, int *lossy);
+
+/* ---- client -> service messages ---- */
+typedef enum {
+  PX_MSG_RUN = 1,
+  PX_MSG_CANCEL,
+  PX_MSG_STATUS,
+  PX_MSG_PING,
+  PX_MSG_SCRAM,
+  PX_MSG_RESUME
+} px_msg_type_t;
+
+typedef enum {
+  PX_KB_ROLLBACK_ON_VIOLATION = 0,
+  PX_KB_ROLLBACK_ALWAYS,
+  PX_KB_ROLLBACK_NEVER
+} px_kb_rollback_t;
+
+/* Which limits the request set explicitly (the rest default from policy). */
+enum {
+  PX_LIMSET_CPU = 1u << 0,
+  PX_LIMSET_WALL = 1u << 1,
+  PX_LIMSET_MEMORY = 1u << 2,
+  PX_LIMSET_PROCESSES = 1u << 3,
+  PX_LIMSET_OUTPUT = 1u << 4
+};
+
+/* A parsed, shape-checked `run` (policy not yet applied). Owns all its
+ * memory; px_request_free releases it. */
+typedef struct {
+  char id[PX_JOB_ID_MAX + 1];
+  char *runtime;
+  char *code;
+  size_t code_len;
+  char **args;
+  size_t nargs;
+  char *stdin_data;
+  size_t stdin_len;
+  px_env_var_t *env;
+  size_t nenv;
+  px_job_file_t *files;
+  size_t nfiles;
+  px_limits_t limits;
+  unsigned limits_set; /* PX_LIMSET_* */
+  char **capabilities; /* as given, e.g. "fs:write_tmp", "dev:python" */
+  size_t ncapabilities;
+  px_priority_t priority;
+  int stream;
+  int high_trust;
+  px_kb_rollback_t kb_rollback;
+} px_run_request_t;
+
+typedef struct {
+  px_msg_type_t type;
+  px_run_request_t run; /* PX_MSG_RUN */
+  char id[PX_JOB_ID_MAX + 1]; /* PX_MSG_CANCEL (and RUN: same as run.id) */
+} px_request_t;
+
+/* A parse failure: the error frame or rejected result to send. */
+typedef struct {
+  px_code_t code;    /* BAD_JSON, UNKNOWN_TYPE, BAD_REQUEST */
+  int has_id;        /* 1: a valid run id was read: answer with a
+                        `result` rejected, else an `error` frame */
+  char id[PX_JOB_ID_MAX + 1];
+  char message[256]; /* names the field for bad_request */
+} px_parse_error_t;
+
+/* Limits on a request's shape (from config; defaults in px_request_limits_default). */
+typedef struct {
+  size_t max_code_bytes;
+  size_t max_files;
+  size_t max_file_bytes;   /* one file, decoded */
+  size_t max_total_bytes;  /* code + stdin + files */
+  size_t max_args;
+  size_t max_env;
+  size_t max_path_len;
+} px_request_limits_t;
+
+void px_request_limits_default(px_request_limits_t *l);
+
+/* Parse one payload (UTF-8 JSON object) into *req. Returns 0, or
+ * PX_EPROTO with *err filled. On error *req needs no free. */
+int px_request_parse(const char *payload, size_t len,
+                     const px_request_limits_t *limits, px_request_t *req,
+                     px_parse_error_t *err);
+void px_request_free(px_request_t *req);
+
+/* 1 if s is a valid job id: 1-64 chars of [A-Za-z0-9._-]. */
+int px_job_id_valid(const char *s);
+
+/* ---- service -> client messages (JSON text, malloc'd, caller frees) ---- */
+char *px_encode_accepted(const char *id, uint64_t queue_position);
+char *px_encode_started(const char *id);
+/* stream: 1 stdout, 2 stderr (px_stream_t); data must already be valid
+ * UTF-8 (the output guard sanitizes and never splits a character). */
+char *px_encode_output(const char *id, int stream, const char *data,
+                       size_t len);
+char *px_encode_result(const px_result_t *r);
+/* id may be NULL (JSON null). */
+char *px_encode_error(const char *id, px_code_t code, const char *message);
+char *px_encode_pong(void);
+
+/* The fields of a `status` answer. */
+typedef struct {
+  const char *version;
+  const char *backend;
+  uint64_t enforcement_available; /* PX_ENF bits */
+  uint64_t queue[PX_PRIO_COUNT];
+  uint64_t queue_max;
+  uint64_t running;
+  uint64_t workers;
+  int paused;
+  uint64_t counters[PX_STATUS_COUNT_]; /* by px_status_t */
+  uint64_t accepted;
+  uint64_t uptime_ms;
+} px_status_info_t;
+
+char *px_encode_status(const px_status_info_t *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PX_PROTOCOL_H */

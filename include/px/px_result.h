@@ -1,0 +1,126 @@
+/* px_result.h - the one result every `run` ends with (protocol `result`).
+ *
+ * The engine fills it; the protocol encoder turns it into JSON. Portable
+ * plain data; px_result_free releases what it owns.
+ */
+#ifndef PX_RESULT_H
+#define PX_RESULT_H
+
+#include "px_job.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  PX_STATUS_OK = 0,       /* "ok": exit 0 */
+  PX_STATUS_NONZERO_EXIT, /* "nonzero_exit" */
+  PX_STATUS_KILLED,       /* "killed": a limit or sandbox violation */
+  PX_STATUS_CANCELLED,    /* "cancelled" */
+  PX_STATUS_REJECTED,     /* "rejected": refused before start */
+  PX_STATUS_ERROR,        /* "error": the service failed */
+  PX_STATUS_ABORTED,      /* "aborted": service stopping or scram */
+  PX_STATUS_COUNT_
+} px_status_t;
+
+/* Stable error codes of `result.error.code` and `error` messages. */
+#define PX_CODE_MAP(X)                                                       \
+  X(PX_CODE_NONE, "")                                                        \
+  X(PX_CODE_BAD_FRAME, "bad_frame")                                          \
+  X(PX_CODE_FRAME_TOO_LARGE, "frame_too_large")                              \
+  X(PX_CODE_BAD_CRC, "bad_crc")                                              \
+  X(PX_CODE_BAD_JSON, "bad_json")                                            \
+  X(PX_CODE_UNKNOWN_TYPE, "unknown_type")                                    \
+  X(PX_CODE_BAD_REQUEST, "bad_request")                                      \
+  X(PX_CODE_DUPLICATE_ID, "duplicate_id")                                    \
+  X(PX_CODE_UNKNOWN_ID, "unknown_id")                                        \
+  X(PX_CODE_FORBIDDEN, "forbidden")                                          \
+  X(PX_CODE_UNKNOWN_RUNTIME, "unknown_runtime")                              \
+  X(PX_CODE_LIMIT_EXCEEDS_POLICY, "limit_exceeds_policy")                    \
+  X(PX_CODE_CAPABILITY_DENIED, "capability_denied")                          \
+  X(PX_CODE_AUDIT_REJECTED, "audit_rejected")                                \
+  X(PX_CODE_ARGV_TOO_LONG, "argv_too_long")                                  \
+  X(PX_CODE_QUEUE_FULL, "queue_full")                                        \
+  X(PX_CODE_PAUSED, "paused")                                                \
+  X(PX_CODE_SPAWN_FAILED, "spawn_failed")                                    \
+  X(PX_CODE_SANDBOX_FAILED, "sandbox_failed")                                \
+  X(PX_CODE_INTERNAL, "internal")
+
+typedef enum {
+#define PX_CODE_ENUM_(name, str) name,
+  PX_CODE_MAP(PX_CODE_ENUM_)
+#undef PX_CODE_ENUM_
+  PX_CODE_COUNT_
+} px_code_t;
+
+const char *px_code_name(px_code_t code);     /* "bad_request" */
+const char *px_status_name(px_status_t status); /* "nonzero_exit" */
+const char *px_limit_name(px_limit_t limit);    /* "cpu_time", NULL for NONE */
+
+typedef enum {
+  PX_SEV_INFO = 0,
+  PX_SEV_LOW = 1,
+  PX_SEV_MEDIUM = 2,
+  PX_SEV_HIGH = 3,
+  PX_SEV_CRITICAL = 4
+} px_severity_t;
+
+typedef struct {
+  char *rule;    /* rule id, owned */
+  unsigned line; /* 1-based line of the code */
+  px_severity_t severity;
+  char *message; /* owned */
+} px_audit_finding_t;
+
+typedef struct {
+  char *path;   /* relative to its root, prefixed "root/" ("mind/a.txt") */
+  char *action; /* "restored", "removed", "modified_kept", ... (static) */
+} px_kb_change_t;
+
+typedef struct {
+  int present;        /* 0: no KB configured / no snapshot: "kb": null */
+  char *snapshot;     /* snapshot id, owned */
+  int rolled_back;
+  uint64_t files_restored;
+  uint64_t files_removed;
+  uint64_t bytes_restored;
+  int verified;       /* rollback verified against the manifest */
+  px_kb_change_t *changes; /* first N, owned */
+  size_t nchanges;
+  char *error;        /* owned; set when rollback or verification failed */
+} px_kb_result_t;
+
+typedef struct {
+  char id[PX_JOB_ID_MAX + 1];
+  px_status_t status;
+  long long exit_code; /* meaningful for ok/nonzero_exit; -1 otherwise */
+  px_violation_t violation;
+  char *out[2]; /* [0] stdout, [1] stderr: valid UTF-8, owned */
+  size_t out_len[2];
+  int out_truncated[2];
+  int output_lossy; /* invalid UTF-8 replaced by U+FFFD */
+  px_usage_t usage;
+  px_audit_finding_t *audit; /* owned */
+  size_t naudit;
+  px_kb_result_t kb;
+  uint64_t enforcement; /* PX_ENF bits */
+  px_code_t error_code; /* PX_CODE_NONE unless rejected/error */
+  char *error_message;  /* owned */
+} px_result_t;
+
+/* Release everything the result owns (not the struct itself). */
+void px_result_free(px_result_t *r);
+/* Append a finding (copies strings). 0 or PX_ENOMEM. */
+int px_result_add_finding(px_result_t *r, const char *rule, unsigned line,
+                          px_severity_t sev, const char *message);
+/* Set error code and a formatted message (copied). */
+int px_result_set_error(px_result_t *r, px_code_t code, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PX_RESULT_H */

@@ -1,0 +1,93 @@
+/* px_sandbox.h - the seam between the portable engine and a platform
+ * backend (Windows Job Objects, Linux namespaces/cgroups, or the in-process
+ * fake used by the engine's tests).
+ *
+ * Life of a job, as the engine drives it from one worker thread:
+ *
+ *     prepare(spec, events) -> sb      job dir created, files written,
+ *                                      limits/token/cgroup ready, child
+ *                                      created suspended where the OS can
+ *     start(sb)                        child placed under every control,
+ *                                      checked, then resumed
+ *     wait(sb, &outcome)               blocks until every process of the job
+ *                                      is gone and its output drained
+ *     release(sb)                      kills anything left, removes the dir
+ *
+ * kill(sb) may be called from any thread at any time between prepare and
+ * release (cancel, scram, service stop, output overflow); it is idempotent.
+ * Security setup fails closed: if any control cannot be applied, prepare or
+ * start returns an error, nothing runs, and release cleans up.
+ */
+#ifndef PX_SANDBOX_H
+#define PX_SANDBOX_H
+
+#include "px_job.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct px_sandbox_s px_sandbox_t;
+
+typedef enum { PX_STREAM_STDOUT = 1, PX_STREAM_STDERR = 2 } px_stream_t;
+
+/* What the on_output callback tells the backend to do next. */
+#define PX_OUTPUT_CONTINUE 0 /* keep reading */
+#define PX_OUTPUT_KILL (-1)  /* kill the job now (the engine records why) */
+/* A positive value N: pause reading this stream for N ms (back-pressure:
+ * the pipe fills and the child blocks). */
+
+typedef struct {
+  void *ctx; /* borrowed; passed back to every callback */
+  /* Output bytes as they are read, on a backend thread, never concurrently
+   * for the same job. Returns PX_OUTPUT_CONTINUE, PX_OUTPUT_KILL or a pause
+   * in ms. May be NULL (output discarded). */
+  int (*on_output)(void *ctx, px_stream_t stream, const char *data,
+                   size_t len);
+  /* The job's processes started running (after start's checks). */
+  void (*on_started)(void *ctx);
+} px_sandbox_events_t;
+
+/* Backend-wide settings, filled by the engine from the policy. */
+typedef struct {
+  const char *work_root;   /* jobs' directories live below it */
+  uint64_t tick_ms;        /* watchdog re-check period (default 50) */
+  int ui_restrictions;     /* Windows: JOB_OBJECT_LIMIT UI (default 1) */
+  int untrusted_integrity; /* Windows: Untrusted instead of Low */
+  int kill_grace_ms;       /* unused by kills (always hard); reserved */
+  const char *const *ro_binds; /* Linux: host paths the runtime needs,
+                                  NULL-terminated; NULL = built-in list */
+  uint64_t tmpfs_bytes;    /* Linux: job dir size cap (default 64 MiB) */
+  const char *cgroup_root; /* Linux: override cgroup mount root (tests) */
+  int allow_degraded;      /* run when a control is unavailable on this
+                              host (reported as "degraded"); default 0 */
+} px_backend_opts_t;
+
+/* A backend is a table of operations plus its own state. */
+typedef struct px_backend_ops_s {
+  const char *name; /* "windows", "linux", "fake" */
+  int (*open)(const px_backend_opts_t *opts, void **state);
+  void (*close)(void *state);
+  /* Mechanisms this host can apply (PX_ENF bits), for `status`. */
+  uint64_t (*enforcement_available)(void *state);
+  int (*prepare)(void *state, const px_job_spec_t *spec,
+                 const px_sandbox_events_t *events, px_sandbox_t **out);
+  int (*start)(px_sandbox_t *sb);
+  /* Blocks until the job has ended; fills *out exactly once. */
+  int (*wait)(px_sandbox_t *sb, px_outcome_t *out);
+  int (*kill)(px_sandbox_t *sb);
+  void (*release)(px_sandbox_t *sb);
+} px_backend_ops_t;
+
+/* The backends built into this binary (NULL where not built). */
+extern const px_backend_ops_t px_backend_fake;
+extern const px_backend_ops_t px_backend_linux;
+extern const px_backend_ops_t px_backend_windows;
+
+/* The real backend of this platform. */
+const px_backend_ops_t *px_backend_native(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PX_SANDBOX_H */

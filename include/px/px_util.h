@@ -1,0 +1,64 @@
+/* px_util.h - small string and buffer helpers shared by every component.
+ * (strdup is not ISO C and mingw hides it under -std=c11: use these.) */
+#ifndef PX_UTIL_H
+#define PX_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* malloc'd copy of s (NULL if s is NULL or on OOM). Caller frees. */
+char *px_strdup(const char *s);
+/* malloc'd copy of at most n bytes of s, NUL-terminated. Caller frees. */
+char *px_strndup(const char *s, size_t n);
+/* Copy src into dst (size dstsz, > 0), always NUL-terminating. Returns 0,
+ * or PX_ERANGE when src was truncated. */
+int px_strlcpy(char *dst, const char *src, size_t dstsz);
+/* snprintf that reports truncation: 0, or PX_ERANGE. */
+int px_snprintf(char *dst, size_t dstsz, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+/* ASCII case-insensitive comparisons (locale-independent). */
+int px_strcasecmp(const char *a, const char *b);
+/* First occurrence of needle in hay[0..hay_len), ASCII case-insensitive;
+ * NULL if none. */
+const char *px_memcasemem(const char *hay, size_t hay_len, const char *needle,
+                          size_t needle_len);
+
+/* A growable byte buffer. Zero-initialise ({0}) before use. */
+typedef struct {
+  char *data; /* owned; NUL-terminated when len > 0 or after px_buf_cstr */
+  size_t len;
+  size_t cap;
+} px_buf_t;
+
+/* Append n bytes; returns 0 or PX_ENOMEM (buffer unchanged then). */
+int px_buf_append(px_buf_t *b, const void *p, size_t n);
+int px_buf_append_str(px_buf_t *b, const char *s);
+int px_buf_printf(px_buf_t *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Make sure cap >= len + extra + 1. */
+int px_buf_reserve(px_buf_t *b, size_t extra);
+/* The contents as a C string ("" for an empty buffer; never NULL). */
+const char *px_buf_cstr(px_buf_t *b);
+/* Hand the storage to the caller (who frees it) and reset the buffer. */
+char *px_buf_take(px_buf_t *b, size_t *len);
+void px_buf_reset(px_buf_t *b); /* len = 0, keeps the storage */
+void px_buf_free(px_buf_t *b);  /* frees, idempotent */
+
+/* Overflow-checked arithmetic: 0, or PX_EOVERFLOW. */
+int px_add_u64(uint64_t a, uint64_t b, uint64_t *out);
+int px_mul_u64(uint64_t a, uint64_t b, uint64_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PX_UTIL_H */

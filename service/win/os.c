@@ -1,0 +1,124 @@
+/* os.c (Windows) - px_os.h on SRWLOCK, CONDITION_VARIABLE and QPC. */
+#include "px/px_os.h"
+
+#include "px/px_error.h"
+
+#include <windows.h>
+#include <bcrypt.h>
+#include <process.h>
+#include <stdlib.h>
+
+_Static_assert(sizeof(SRWLOCK) <= sizeof(px_mutex_t), "px_mutex_t");
+_Static_assert(sizeof(CONDITION_VARIABLE) <= sizeof(px_cond_t), "px_cond_t");
+
+#define LOCK(m) ((SRWLOCK *)(void *)(m)->opaque)
+#define COND(c) ((CONDITION_VARIABLE *)(void *)(c)->opaque)
+
+int px_mutex_init(px_mutex_t *m) {
+  InitializeSRWLock(LOCK(m));
+  return 0;
+}
+void px_mutex_destroy(px_mutex_t *m) { (void)m; /* SRW locks need none */ }
+void px_mutex_lock(px_mutex_t *m) { AcquireSRWLockExclusive(LOCK(m)); }
+void px_mutex_unlock(px_mutex_t *m) { ReleaseSRWLockExclusive(LOCK(m)); }
+
+int px_cond_init(px_cond_t *c) {
+  InitializeConditionVariable(COND(c));
+  return 0;
+}
+void px_cond_destroy(px_cond_t *c) { (void)c; }
+void px_cond_signal(px_cond_t *c) { WakeConditionVariable(COND(c)); }
+void px_cond_broadcast(px_cond_t *c) { WakeAllConditionVariable(COND(c)); }
+void px_cond_wait(px_cond_t *c, px_mutex_t *m) {
+  SleepConditionVariableSRW(COND(c), LOCK(m), INFINITE, 0);
+}
+
+int px_cond_timedwait(px_cond_t *c, px_mutex_t *m, uint64_t timeout_ms) {
+  DWORD ms = timeout_ms >= INFINITE ? INFINITE - 1 : (DWORD)timeout_ms;
+  if (!SleepConditionVariableSRW(COND(c), LOCK(m), ms, 0))
+    return GetLastError() == ERROR_TIMEOUT ? PX_ETIMEDOUT : PX_EOS;
+  return 0;
+}
+
+struct px_thread_s {
+  HANDLE h; /* owned */
+  void (*fn)(void *);
+  void *arg;
+};
+
+static unsigned __stdcall thread_main(void *p) {
+  struct px_thread_s *t = p;
+  t->fn(t->arg);
+  return 0;
+}
+
+int px_thread_create(px_thread_t *out, void (*fn)(void *), void *arg) {
+  struct px_thread_s *t = calloc(1, sizeof *t);
+  uintptr_t h;
+  if (!t)
+    return PX_ENOMEM;
+  t->fn = fn;
+  t->arg = arg;
+  /* _beginthreadex, not CreateThread, so the CRT is set up per thread. */
+  h = _beginthreadex(NULL, 0, thread_main, t, 0, NULL);
+  if (!h) {
+    free(t);
+    return PX_EOS;
+  }
+  t->h = (HANDLE)h;
+  *out = t;
+  return 0;
+}
+
+int px_thread_join(px_thread_t t) {
+  DWORD w = WaitForSingleObject(t->h, INFINITE);
+  CloseHandle(t->h);
+  free(t);
+  return w == WAIT_OBJECT_0 ? 0 : PX_EOS;
+}
+
+uint64_t px_now_ns(void) {
+  static LARGE_INTEGER freq; /* constant after boot; racing writers agree */
+  LARGE_INTEGER now;
+  if (!freq.QuadPart)
+    QueryPerformanceFrequency(&freq);
+  QueryPerformanceCounter(&now);
+  return (uint64_t)((double)now.QuadPart * 1e9 / (double)freq.QuadPart);
+}
+uint64_t px_now_ms(void) { return px_now_ns() / 1000000u; }
+
+uint64_t px_wall_ms(void) {
+  FILETIME ft;
+  ULARGE_INTEGER u;
+  GetSystemTimeAsFileTime(&ft);
+  u.LowPart = ft.dwLowDateTime;
+  u.HighPart = ft.dwHighDateTime;
+  /* 100 ns ticks since 1601 -> ms since 1970. */
+  return (u.QuadPart - 116444736000000000ULL) / 10000u;
+}
+
+void px_sleep_ms(uint64_t ms) { Sleep(ms >= INFINITE ? INFINITE - 1 : (DWORD)ms); }
+
+unsigned px_cpu_count(void) {
+  SYSTEM_INFO si;
+  GetSystemInfo(&si);
+  return si.dwNumberOfProcessors ? si.dwNumberOfProcessors : 1u;
+}
+
+uint64_t px_free_memory_bytes(void) {
+  MEMORYSTATUSEX ms;
+  ms.dwLength = sizeof ms;
+  if (!GlobalMemoryStatusEx(&ms))
+    return 0;
+  return ms.ullAvailPhys;
+}
+
+unsigned long px_getpid(void) { return GetCurrentProcessId(); }
+
+int px_random_bytes(void *buf, size_t len) {
+  if (len > 0xffffffffu)
+    return PX_EINVAL;
+  if (BCryptGenRandom(NULL, buf, (ULONG)len, BCRYPT_USE_SYSTEM_PREFERRED_RNG) != 0)
+    return PX_EOS;
+  return 0;
+}

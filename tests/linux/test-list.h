@@ -1,0 +1,1 @@
+/* Linux backend and daemon tests. PX_TEST_ENTRY(group, name, timeout_s) */

@@ -1,0 +1,179 @@
+/* spawn.c (Windows) - the runner's process helpers on Win32: spawn with a
+ * timeout (the child and its descendants in a kill-on-close job), capture
+ * output, find ourselves, detect Wine. */
+#include "../task.h"
+
+#include <windows.h>
+
+static char self_path[MAX_PATH * 3];
+
+const char *px_test_self_path(void) {
+  if (!self_path[0]) {
+    WCHAR w[MAX_PATH];
+    DWORD n = GetModuleFileNameW(NULL, w, MAX_PATH);
+    if (n == 0 || n >= MAX_PATH)
+      return "";
+    WideCharToMultiByte(CP_UTF8, 0, w, -1, self_path, sizeof self_path, NULL, NULL);
+  }
+  return self_path;
+}
+
+const char *px_test_self_dir(void) {
+  static char dir[MAX_PATH * 3];
+  if (!dir[0]) {
+    char *slash;
+    snprintf(dir, sizeof dir, "%s", px_test_self_path());
+    slash = strrchr(dir, '\\');
+    if (slash)
+      slash[1] = '\0';
+  }
+  return dir;
+}
+
+int px_test_under_wine(void) {
+  HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
+  return ntdll && GetProcAddress(ntdll, "wine_get_version") != NULL;
+}
+
+const char *px_test_tmpdir(void) {
+  static char dir[MAX_PATH * 3];
+  if (!dir[0]) {
+    WCHAR base[MAX_PATH], w[MAX_PATH];
+    unsigned i;
+    GetTempPathW(MAX_PATH, base);
+    for (i = 0; i < 1000; i++) {
+      _snwprintf(w, MAX_PATH, L"%spx-test-%lu-%u\\", base, GetCurrentProcessId(), i);
+      if (CreateDirectoryW(w, NULL))
+        break;
+    }
+    WideCharToMultiByte(CP_UTF8, 0, w, -1, dir, sizeof dir, NULL, NULL);
+  }
+  return dir;
+}
+
+/* Quote one argument the way CommandLineToArgvW reads it back. */
+static void append_arg(WCHAR *cmd, size_t cap, size_t *len, const WCHAR *arg) {
+  size_t i, bs = 0;
+  if (*len && *len + 1 < cap)
+    cmd[(*len)++] = L' ';
+  if (*len + 1 < cap)
+    cmd[(*len)++] = L'"';
+  for (i = 0; arg[i] && *len + 4 < cap; i++) {
+    if (arg[i] == L'\\') {
+      bs++;
+    } else if (arg[i] == L'"') {
+      while (bs--) cmd[(*len)++] = L'\\';
+      cmd[(*len)++] = L'\\';
+      bs = 0;
+    } else {
+      bs = 0;
+    }
+    cmd[(*len)++] = arg[i];
+  }
+  while (bs-- && *len + 2 < cap)
+    cmd[(*len)++] = L'\\';
+  if (*len + 1 < cap)
+    cmd[(*len)++] = L'"';
+  cmd[*len] = 0;
+}
+
+int px_test_spawn(const char *const argv[], unsigned timeout_s, int *status,
+                  char *out, size_t outsz) {
+  static WCHAR cmd[32768];
+  WCHAR warg[4096];
+  size_t len = 0, used = 0;
+  int i;
+  SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
+  HANDLE rd = NULL, wr = NULL, job = NULL;
+  STARTUPINFOW si;
+  PROCESS_INFORMATION pi;
+  JOBOBJECT_EXTENDED_LIMIT_INFORMATION lim;
+  DWORD code = 0, wait;
+  ULONGLONG deadline = GetTickCount64() + (ULONGLONG)timeout_s * 1000u;
+
+  cmd[0] = 0;
+  for (i = 0; argv[i]; i++) {
+    MultiByteToWideChar(CP_UTF8, 0, argv[i], -1, warg, 4096);
+    append_arg(cmd, 32768, &len, warg);
+  }
+  memset(&si, 0, sizeof si);
+  si.cb = sizeof si;
+  if (out) {
+    if (!CreatePipe(&rd, &wr, &sa, 0))
+      return -1;
+    SetHandleInformation(rd, HANDLE_FLAG_INHERIT, 0);
+    si.dwFlags = STARTF_USESTDHANDLES;
+    si.hStdInput = GetStdHandle(STD_INPUT_HANDLE);
+    si.hStdOutput = wr;
+    si.hStdError = wr;
+  }
+  /* A kill-on-close job takes every descendant with the timed-out test. */
+  job = CreateJobObjectW(NULL, NULL);
+  memset(&lim, 0, sizeof lim);
+  lim.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+  if (job)
+    SetInformationJobObject(job, JobObjectExtendedLimitInformation, &lim, sizeof lim);
+  MultiByteToWideChar(CP_UTF8, 0, argv[0], -1, warg, 4096);
+  if (!CreateProcessW(warg, cmd, NULL, NULL, out ? TRUE : FALSE, CREATE_SUSPENDED,
+                      NULL, NULL, &si, &pi)) {
+    if (rd) CloseHandle(rd);
+    if (wr) CloseHandle(wr);
+    if (job) CloseHandle(job);
+    return -2;
+  }
+  if (job)
+    AssignProcessToJobObject(job, pi.hProcess);
+  ResumeThread(pi.hThread);
+  CloseHandle(pi.hThread);
+  if (wr)
+    CloseHandle(wr);
+  for (;;) {
+    ULONGLONG now = GetTickCount64();
+    DWORD slice = now >= deadline ? 0 : (DWORD)(deadline - now);
+    if (rd) {
+      DWORD avail = 0, got = 0;
+      char tmp[4096];
+      if (PeekNamedPipe(rd, NULL, 0, NULL, &avail, NULL) && avail) {
+        if (ReadFile(rd, tmp, avail < sizeof tmp ? avail : sizeof tmp, &got, NULL) && got &&
+            used + 1 < outsz) {
+          size_t take = got < outsz - 1 - used ? got : outsz - 1 - used;
+          memcpy(out + used, tmp, take);
+          used += take;
+        }
+        continue;
+      }
+      if (slice > 20)
+        slice = 20;
+    }
+    wait = WaitForSingleObject(pi.hProcess, slice);
+    if (wait == WAIT_OBJECT_0) {
+      DWORD avail = 0, got = 0;
+      char tmp[4096];
+      while (rd && PeekNamedPipe(rd, NULL, 0, NULL, &avail, NULL) && avail &&
+             ReadFile(rd, tmp, avail < sizeof tmp ? avail : sizeof tmp, &got, NULL) && got) {
+        if (used + 1 < outsz) {
+          size_t take = got < outsz - 1 - used ? got : outsz - 1 - used;
+          memcpy(out + used, tmp, take);
+          used += take;
+        }
+      }
+      GetExitCodeProcess(pi.hProcess, &code);
+      *status = (int)code;
+      break;
+    }
+    if (GetTickCount64() >= deadline) {
+      TerminateProcess(pi.hProcess, 1); /* checksrc: allow - runner timeout */
+      WaitForSingleObject(pi.hProcess, 5000);
+      *status = -1;
+      break;
+    }
+  }
+  if (out)
+    out[used] = '\0';
+  CloseHandle(pi.hProcess);
+  if (rd)
+    CloseHandle(rd);
+  if (job)
+    CloseHandle(job); /* kills leftovers */
+  return 0;
+}

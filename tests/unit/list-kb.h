@@ -1,0 +1,1 @@
+/* kb unit tests. */

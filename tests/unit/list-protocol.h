@@ -1,0 +1,1 @@
+/* protocol unit tests. */

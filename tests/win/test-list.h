@@ -1,0 +1,1 @@
+/* Windows backend and service tests. PX_TEST_ENTRY(group, name, timeout_s) */
