@@ -28,6 +28,10 @@ function(px_target_defaults target)
     # POSIX and Linux interfaces (pipe2, memfd, clone3 wrappers...).
     target_compile_definitions(${target} PUBLIC _GNU_SOURCE)
   endif()
+  if(PX_FUZZ)
+    # Coverage instrumentation for libFuzzer in everything fuzzers link.
+    target_compile_options(${target} PUBLIC -fsanitize=fuzzer-no-link)
+  endif()
   if(PX_SANITIZE)
     target_compile_options(${target} PUBLIC -fsanitize=${PX_SANITIZE}
       -fno-omit-frame-pointer -fno-sanitize-recover=all)
@@ -55,4 +59,31 @@ function(px_add_test_group exe group)
   set_tests_properties(${PX_PLATFORM}.${group} PROPERTIES
     LABELS "${A_LABELS};${PX_PLATFORM}" TIMEOUT ${A_TIMEOUT}
     SKIP_RETURN_CODE 77)
+endfunction()
+
+# A libFuzzer target (only with -DPX_FUZZ=ON and clang):
+#   px_add_fuzzer(<name> <sources...>)
+# Registered as ctest test fuzz.<name> (label "fuzz") running
+# PX_FUZZ_SECONDS (default 60) over its committed seed corpus
+# tests/fuzz/corpus/<name>.
+set(PX_FUZZ_SECONDS 60 CACHE STRING "Seconds each fuzzer runs under ctest")
+function(px_add_fuzzer name)
+  if(NOT PX_FUZZ)
+    return()
+  endif()
+  add_executable(${name} ${ARGN})
+  target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  px_target_defaults(${name})
+  target_link_libraries(${name} PRIVATE px_core)
+  set(corpus ${PROJECT_SOURCE_DIR}/tests/fuzz/corpus/${name})
+  set(work ${CMAKE_CURRENT_BINARY_DIR}/${name}-corpus)
+  add_test(NAME fuzz.${name}
+    COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=1
+      $<TARGET_FILE:${name}> -max_total_time=${PX_FUZZ_SECONDS}
+      -print_final_stats=1 ${work} ${corpus})
+  set_tests_properties(fuzz.${name} PROPERTIES LABELS "fuzz"
+    TIMEOUT 600 FIXTURES_REQUIRED fuzzdir.${name})
+  add_test(NAME fuzzdir.${name} COMMAND ${CMAKE_COMMAND} -E make_directory ${work})
+  set_tests_properties(fuzzdir.${name} PROPERTIES FIXTURES_SETUP fuzzdir.${name} LABELS "fuzz")
 endfunction()

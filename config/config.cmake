@@ -1,0 +1,1 @@
+# config/config.cmake - filled in by its component.

@@ -1,0 +1,1 @@
+# kb/kb.cmake - filled in by its component.

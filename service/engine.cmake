@@ -1,0 +1,1 @@
+# service/engine.cmake - filled in by its component.

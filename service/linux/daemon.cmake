@@ -1,0 +1,1 @@
+# service/linux/daemon.cmake - filled in by its component.

@@ -1,0 +1,1 @@
+# service/protocol.cmake - filled in by its component.

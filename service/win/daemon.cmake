@@ -1,0 +1,1 @@
+# service/win/daemon.cmake - filled in by its component.

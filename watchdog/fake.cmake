@@ -1,0 +1,1 @@
+# watchdog/fake.cmake - filled in by its component.

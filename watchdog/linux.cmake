@@ -1,0 +1,1 @@
+# watchdog/linux.cmake - filled in by its component.

@@ -1,0 +1,1 @@
+# watchdog/win.cmake - filled in by its component.
