@@ -13,7 +13,7 @@
  *                                      is gone and its output drained
  *     release(sb)                      kills anything left, removes the dir
  *
- * kill(sb) may be called from any thread at any time between prepare and
+ * The kill operation may be called from any thread at any time between prepare and
  * release (cancel, scram, service stop, output overflow); it is idempotent.
  * Security setup fails closed: if any control cannot be applied, prepare or
  * start returns an error, nothing runs, and release cleans up.

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# checksrc_selftest.sh - tools/checksrc must flag each rule and pass clean
+# code; run by ctest (tools.checksrc_selftest) and on the real tree by
+# tools.checksrc.
+set -eu
+checksrc=$(cd "$(dirname "$0")/../.." && pwd)/tools/checksrc
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+git init -q .
+mkdir -p service/linux
+printf 'int f(char *d) { return snprintf(d, 4, "x"); }\n' > service/ok.c
+printf '#include <unistd.h>\n' > service/linux/ok.c
+git add -A
+"$checksrc" >/dev/null || { echo "FAIL: clean tree flagged"; exit 1; }
+
+expect_flag() { # file content rule
+    printf '%s\n' "$2" > "$1"
+    git add -A
+    if out=$("$checksrc"); then
+        echo "FAIL: not flagged: $2"; exit 1
+    fi
+    case "$out" in *"$3"*) ;; *) echo "FAIL: wrong rule for $2: $out"; exit 1 ;; esac
+    git rm -qf "$1"
+}
+expect_flag service/a.c 'void f(char *d) { strcpy(d, "x"); }' "banned call"
+expect_flag service/b.c 'int n(const char *s) { return atoi(s); }' "banned call"
+expect_flag service/c.c 'void g(int p) { kill(p, 9); }' "process control"
+expect_flag service/d.c 'void h(void) { CreateProcessW(0); }' "process control"
+expect_flag service/e.c '#include <windows.h>' "OS header"
+# Allowed places and the opt-out marker:
+printf 'void g(int p) { kill(p, 9); }\n' > service/linux/spawn.c
+printf 'void f(char *d) { strcpy(d, "x"); } /* checksrc: allow - test */\n' > service/f.c
+git add -A
+"$checksrc" >/dev/null || { echo "FAIL: allowed code flagged"; "$checksrc"; exit 1; }
+echo "checksrc selftest: ok"

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# setup.sh - install what building and testing PhoenixExecutor needs on
+# Debian 12 / Ubuntu (as root, or through sudo). Idempotent: installs only
+# what is missing. Used by tools/demo.sh, tools/test.sh and .ci/run.
+set -euo pipefail
+
+packages=(
+    build-essential cmake ninja-build pkg-config git python3
+    libcjson-dev libzmq3-dev libseccomp-dev         # Linux build
+    gcc-mingw-w64-x86-64 g++-mingw-w64-x86-64 mingw-w64-tools  # Windows build
+    wine wine64 wixl msitools dpkg-dev                 # Wine tests, MSI, deps
+    clang libclang-rt-14-dev valgrind cppcheck clang-tidy  # fuzz, sanitizers
+    bubblewrap iproute2 procps                         # benchmarks, tests
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+        || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "setup: all packages present"
+    exit 0
+fi
+sudo=""
+[ "$(id -u)" = 0 ] || sudo=sudo
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get -o DPkg::Lock::Timeout=600 update -qq
+$sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# test.sh - build both configurations and run every test suite.
+#
+#   tools/test.sh            everything CI runs (README's test command)
+#   PX_QUICK=1 tools/test.sh skip the fuzzing and sanitizer passes
+#
+# Steps: packages -> source rules -> Linux build + ctest -> Windows cross
+# build + ctest under Wine -> fuzzers (60 s each, ASan/UBSan) -> MSI build
+# when the installer exists. Stops at the first failing step; the last
+# lines are the ctest summaries.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+step() { printf '\n==== %s ====\n' "$*"; }
+fail() { printf '\ntest.sh: FAILED at: %s\n' "$*"; exit 1; }
+
+step "packages"
+bash tools/setup.sh || fail "package setup"
+
+step "source rules (tools/checksrc)"
+tools/checksrc || fail "checksrc"
+
+jobs=$(nproc)
+summary=()
+
+run_ctest() { # name builddir [ctest args...]
+    local name=$1 dir=$2; shift 2
+    local log="$dir/ctest-summary.log"
+    "$@" ctest --test-dir "$dir" --output-on-failure -j "$jobs" 2>&1 | tee "$log"
+    local rc=${PIPESTATUS[0]}
+    summary+=("$name: $(grep -E 'tests passed|tests failed' "$log" | tail -1)")
+    return "$rc"
+}
+
+step "Linux: configure and build"
+cmake --preset linux-native -DPX_WERROR=ON >/dev/null || fail "Linux configure"
+cmake --build build/linux-native -j "$jobs" || fail "Linux build"
+
+step "Linux: tests"
+run_ctest linux build/linux-native || fail "Linux tests"
+
+step "Windows (mingw-w64): dependencies, configure and build"
+cmake --preset windows-mingw -DPX_WERROR=ON >/dev/null || fail "Windows configure"
+cmake --build build/windows-mingw -j "$jobs" || fail "Windows build"
+
+step "Windows: tests under Wine"
+run_ctest windows build/windows-mingw tools/wine-env.sh run || fail "Windows tests"
+
+if [ "${PX_QUICK:-0}" != 1 ]; then
+    step "Fuzzers (libFuzzer, ASan+UBSan, ${PX_FUZZ_SECONDS:-60} s each)"
+    cmake --preset linux-fuzz -DPX_FUZZ_SECONDS="${PX_FUZZ_SECONDS:-60}" >/dev/null \
+        || fail "fuzz configure"
+    cmake --build build/linux-fuzz -j "$jobs" || fail "fuzz build"
+    if ctest --test-dir build/linux-fuzz -N -L fuzz | grep -q 'fuzz\.'; then
+        run_ctest fuzz build/linux-fuzz env -- || fail "fuzzers"
+    else
+        echo "no fuzz targets registered yet"
+    fi
+fi
+
+if [ -f installer/PhoenixExecutor.wxs ]; then
+    step "MSI"
+    cmake --build build/windows-mingw --target msi || fail "MSI build"
+fi
+
+step "summary (ctest, per configuration)"
+for line in "${summary[@]}"; do
+    printf '[%s]\n%s\n' "${line%%: *}" "${line#*: }"
+done
