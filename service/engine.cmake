@@ -1,1 +1,7 @@
-# service/engine.cmake - filled in by its component.
+# service/engine.cmake - run queue, output guard, engine (and their tests).
+target_sources(px_core PRIVATE
+  ${CMAKE_CURRENT_SOURCE_DIR}/queue.c)
+
+target_sources(px_tests PRIVATE
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_queue.c)
+px_add_test_group(px_tests engine LABELS unit)
