@@ -1,1 +1,3 @@
-# service/linux/daemon.cmake - filled in by its component.
+# service/linux/daemon.cmake - the Linux daemon: Unix-socket transport and
+# main (phoenix-executor).
+target_sources(px_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/linux/server.c)

@@ -1,0 +1,98 @@
+/* px_service.h - the service core every transport drives.
+ *
+ * A px_service_t holds the immutable configuration, the engine (queue,
+ * workers, backend), the KB layer and the counters. A transport (Unix
+ * socket, named pipe, ZeroMQ) opens one px_session_t per client and feeds
+ * it decoded payloads; the session answers through the transport's send
+ * callback, from any thread. Framing is the transport's business: the
+ * session sees and produces bare JSON objects.
+ *
+ *   transport thread                  engine worker threads
+ *   ----------------                  ---------------------
+ *   px_session_open(svc, peer, send)
+ *   px_session_on_payload(...)  --->  accepted/started/output/result
+ *                                     -> send(ctx, json, len)
+ *   px_session_close(s)               (no send() after close returns)
+ */
+#ifndef PX_SERVICE_H
+#define PX_SERVICE_H
+
+#include "px_protocol.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct px_service_s px_service_t;
+typedef struct px_session_s px_session_t;
+typedef struct px_config_s px_config_t;
+
+/* Who is on the other end, as the transport established it. */
+typedef enum {
+  PX_PEER_UNIX = 1, /* SO_PEERCRED */
+  PX_PEER_WINDOWS,  /* named-pipe client token */
+  PX_PEER_ZMQ       /* CURVE public key (Z85) */
+} px_peer_kind_t;
+
+#define PX_PEER_MAX_GROUPS 64
+
+typedef struct {
+  px_peer_kind_t kind;
+  unsigned long pid;           /* 0 if unknown */
+  uint32_t uid;                /* unix */
+  uint32_t gids[PX_PEER_MAX_GROUPS]; /* unix: primary first */
+  size_t ngids;
+  char user_sid[192];          /* windows */
+  char group_sids[PX_PEER_MAX_GROUPS][192];
+  size_t ngroup_sids;
+  char zmq_key[41];            /* zmq: Z85 public key, "" if none */
+} px_peer_t;
+
+/* Called by a session to send one JSON object to its client. Thread-safe
+ * on the transport side; json is not retained. Returns 0, or an error when
+ * the client is gone (the message is dropped and logged by the caller). */
+typedef int (*px_session_send_fn)(void *ctx, const char *json, size_t len);
+
+typedef struct {
+  const px_config_t *config; /* borrowed; must outlive the service */
+  const char *version;       /* reported by `status` */
+  /* Engine/backend overrides for tests (NULL: from config / native). */
+  const void *backend_ops;   /* const px_backend_ops_t * */
+} px_service_opts_t;
+
+/* Build the service: backend, KB layer, engine and workers. 0 or PX_E*
+ * (logged). */
+int px_service_open(const px_service_opts_t *opts, px_service_t **out);
+/* Orderly stop: refuse new work, answer every queued job `aborted`, kill
+ * running jobs (their results go out `aborted`), run KB rollbacks, join the
+ * workers. Every session still open receives its results first. */
+void px_service_stop(px_service_t *svc);
+/* Free after stop and after every session is closed. */
+void px_service_free(px_service_t *svc);
+
+/* Frame limits for transports (max payload, read timeout). */
+uint32_t px_service_max_frame(const px_service_t *svc);
+uint64_t px_service_read_timeout_ms(const px_service_t *svc);
+
+/* A client connection. NULL on OOM. peer is copied. */
+px_session_t *px_session_open(px_service_t *svc, const px_peer_t *peer,
+                              px_session_send_fn send, void *ctx);
+/* One complete payload from the client (already de-framed). */
+void px_session_on_payload(px_session_t *s, const char *payload, size_t len);
+/* A framing failure the transport detected (bad_frame, frame_too_large,
+ * bad_crc): sends the `error` message. The transport closes the
+ * connection itself for the fatal ones. */
+void px_session_on_frame_error(px_session_t *s, px_code_t code);
+/* The client went away (or the transport drops it). Its running jobs are
+ * cancelled or left to finish per config `on_disconnect`; their results
+ * are logged. After this returns the send callback is never called again
+ * for this session. Frees the session. */
+void px_session_close(px_session_t *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PX_SERVICE_H */

@@ -1,0 +1,220 @@
+/* main.c - phoenix-executor, the Linux daemon.
+ *
+ *   phoenix-executor [--config PATH] [--socket PATH] [--log-level LEVEL]
+ *                    [--log-file PATH] [--foreground]
+ *   phoenix-executor --print-default-config
+ *   phoenix-executor --check-config [--config PATH]
+ *
+ * Start-up is a list of steps, each fatal on failure: block the stop
+ * signals (before any thread exists, so only the signalfd sees them),
+ * load and check the configuration, set up logging, build the service
+ * (crash recovery, backend, KB, engine), listen, tell systemd READY=1.
+ * SIGTERM/SIGINT start an orderly stop in which every job is answered and
+ * no job process is left behind.
+ */
+#include "service/linux/daemon.h"
+#include "service/linux/server.h"
+
+#include "px/px_config.h"
+#include "px/px_error.h"
+#include "px/px_log.h"
+#include "px/px_log_file.h"
+#include "px/px_service.h"
+#include "px/px_util.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef PX_VERSION
+#define PX_VERSION "0.0.0"
+#endif
+#define PX_VERSION_STRING PX_VERSION
+
+typedef struct {
+  const char *config_path;
+  const char *socket_path;
+  const char *log_level;
+  const char *log_file;
+  int print_default;
+  int check_only;
+} args_t;
+
+static int parse_args(int argc, char **argv, args_t *a) {
+  int i;
+  memset(a, 0, sizeof *a);
+  for (i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    const char **dst = NULL;
+    if (!strcmp(o, "--print-default-config")) a->print_default = 1;
+    else if (!strcmp(o, "--check-config")) a->check_only = 1;
+    else if (!strcmp(o, "--foreground")) ; /* the only mode; for symmetry */
+    else if (!strcmp(o, "--config")) dst = &a->config_path;
+    else if (!strcmp(o, "--socket")) dst = &a->socket_path;
+    else if (!strcmp(o, "--log-level")) dst = &a->log_level;
+    else if (!strcmp(o, "--log-file")) dst = &a->log_file;
+    else {
+      fprintf(stderr, "phoenix-executor: unknown argument %s\n", o);
+      return -1;
+    }
+    if (dst) {
+      if (++i >= argc) {
+        fprintf(stderr, "phoenix-executor: %s needs a value\n", o);
+        return -1;
+      }
+      *dst = argv[i];
+    }
+  }
+  return 0;
+}
+
+static int load_config(const args_t *a, px_config_t **cfg) {
+  char err[512] = "";
+  int rc = a->config_path ? px_config_load(a->config_path, cfg, err, sizeof err)
+                          : px_config_load_default(cfg, err, sizeof err);
+  if (rc != 0)
+    fprintf(stderr, "phoenix-executor: configuration refused: %s\n",
+            err[0] ? err : px_strerror(rc));
+  return rc;
+}
+
+static int setup_logging(const args_t *a, const px_config_t *cfg,
+                         px_log_file_t **file) {
+  px_log_level_t level = cfg->log_level;
+  if (a->log_level && px_log_level_parse(a->log_level, &level) != 0) {
+    fprintf(stderr, "phoenix-executor: bad --log-level %s\n", a->log_level);
+    return -1;
+  }
+  px_log_set_level(level);
+  px_log_clear_sinks();
+  px_log_add_sink(px_log_stderr_sink, NULL, PX_LOG_TRACE);
+  if (getenv("NOTIFY_SOCKET")) { /* under systemd: stderr is the journal */
+    px_syslog_open();
+    px_log_add_sink(px_syslog_sink, NULL, PX_LOG_WARN);
+  }
+  if (a->log_file) {
+    if (px_log_file_open(a->log_file, 10u << 20, 5, file) != 0) {
+      fprintf(stderr, "phoenix-executor: cannot open log file %s\n", a->log_file);
+      return -1;
+    }
+    px_log_add_sink(px_log_file_sink, *file, PX_LOG_TRACE);
+  }
+  return 0;
+}
+
+/* The directory holding the socket is created 0755 if missing. */
+static void ensure_socket_dir(const char *path) {
+  char dir[256];
+  char *slash;
+  if (px_strlcpy(dir, path, sizeof dir) != 0 || !(slash = strrchr(dir, '/')) ||
+      slash == dir)
+    return;
+  *slash = '\0';
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+    PX_LOG(PX_LOG_WARN, "mkdir %s failed: errno %d", dir, errno);
+}
+
+static int open_server(const args_t *a, const px_config_t *cfg,
+                       px_service_t *svc, px_unix_server_t **srv) {
+  px_unix_server_opts_t o;
+  memset(&o, 0, sizeof o);
+  o.path = a->socket_path ? a->socket_path : cfg->transports.socket_path;
+  o.mode = 0660;
+  o.gid = (uint32_t)-1;
+  if (cfg->transports.socket_group) {
+    struct group *g = getgrnam(cfg->transports.socket_group);
+    if (!g) {
+      PX_LOG(PX_LOG_ERROR, "socket group %s does not exist",
+             cfg->transports.socket_group);
+      return PX_ECONFIG;
+    }
+    o.gid = (uint32_t)g->gr_gid;
+  }
+  o.max_clients = 256;
+  o.max_frame = px_service_max_frame(svc);
+  o.read_timeout_ms = px_service_read_timeout_ms(svc);
+  ensure_socket_dir(o.path);
+  return px_unix_server_open(&o, svc, srv);
+}
+
+static int wait_for_stop_signal(const sigset_t *set) {
+  struct signalfd_siginfo si;
+  int fd = signalfd(-1, set, SFD_CLOEXEC);
+  ssize_t n;
+  if (fd < 0)
+    return PX_LOG_ERRNO(PX_EIO, errno, "signalfd");
+  do {
+    n = read(fd, &si, sizeof si);
+  } while (n < 0 && errno == EINTR);
+  close(fd);
+  PX_LOG(PX_LOG_INFO, "signal %u received: stopping", (unsigned)si.ssi_signo);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  args_t a;
+  sigset_t set;
+  px_config_t *cfg = NULL;
+  px_service_t *svc = NULL;
+  px_unix_server_t *srv = NULL;
+  px_log_file_t *logf = NULL;
+  px_service_opts_t so;
+  int rc = 1;
+
+  if (parse_args(argc, argv, &a) != 0)
+    return 2;
+  if (a.print_default) {
+    char *json = px_config_default_json();
+    if (!json)
+      return 1;
+    printf("%s\n", json);
+    free(json);
+    return 0;
+  }
+  /* Stop signals go to the signalfd only: block them before any thread. */
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigprocmask(SIG_BLOCK, &set, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  if (load_config(&a, &cfg) != 0)
+    return 1;
+  if (a.check_only) {
+    printf("configuration ok\n");
+    px_config_free(cfg);
+    return 0;
+  }
+  if (setup_logging(&a, cfg, &logf) != 0)
+    goto cleanup;
+  memset(&so, 0, sizeof so);
+  so.config = cfg;
+  so.version = PX_VERSION_STRING;
+  if (px_service_open(&so, &svc) != 0 || open_server(&a, cfg, svc, &srv) != 0)
+    goto cleanup;
+  px_sd_notify("READY=1");
+  PX_LOG(PX_LOG_INFO, "phoenix-executor %s ready", PX_VERSION_STRING);
+  wait_for_stop_signal(&set);
+  px_sd_notify("STOPPING=1");
+  rc = 0;
+
+cleanup:
+  if (srv)
+    px_unix_server_stop_accept(srv);
+  if (svc)
+    px_service_stop(svc); /* every job answered into the sessions */
+  if (srv)
+    px_unix_server_close(srv, 5000); /* flush them, close sessions */
+  px_service_free(svc);
+  PX_LOG(PX_LOG_INFO, "phoenix-executor stopped");
+  px_log_clear_sinks();
+  px_log_file_close(logf);
+  px_config_free(cfg);
+  return rc;
+}

@@ -1,0 +1,452 @@
+/* server.c - the Unix-socket transport of the Linux daemon.
+ *
+ * DESIGN: one thread runs an epoll loop over the listening socket, every
+ * client connection and an eventfd. Inbound bytes go through a PXF1 frame
+ * decoder per connection; each complete payload is handed to the client's
+ * px_session_t. Outbound messages come from any thread (engine workers)
+ * through send_cb: it frames the JSON into the connection's out buffer
+ * under the connection lock and pokes the eventfd; the loop thread does
+ * all socket writes. A connection that stalls in the middle of a frame for
+ * longer than the read timeout is dropped without affecting others.
+ *
+ * Shutdown is two-phase so that nothing is lost: px_unix_server_stop_accept
+ * closes the listener (the service then answers every job, results land in
+ * out buffers), px_unix_server_close flushes what is pending (bounded) and
+ * closes every session and socket.
+ */
+#include "service/linux/server.h"
+
+#include "px/px_error.h"
+#include "px/px_log.h"
+#include "px/px_os.h"
+#include "px/px_protocol.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define READ_CHUNK 65536
+#define TICK_MS 100
+
+typedef struct conn_s {
+  struct conn_s *next;
+  int fd;                   /* owned */
+  px_frame_decoder_t *dec;  /* owned */
+  px_session_t *sess;       /* owned; closed before the conn is freed */
+  px_mutex_t lock;          /* guards out, out_off, dead */
+  px_buf_t out;
+  size_t out_off;
+  int dead;                 /* no more sends accepted */
+  int close_after_flush;    /* fatal framing error: flush, then close */
+  int epollout;             /* EPOLLOUT currently armed */
+  uint64_t frame_started_ms;
+  px_unix_server_t *srv;    /* borrowed */
+} conn_t;
+
+struct px_unix_server_s {
+  px_unix_server_opts_t opts;
+  char path[108];
+  px_service_t *svc;        /* borrowed */
+  int lfd;                  /* owned, -1 after stop_accept */
+  int epfd;                 /* owned */
+  int wakefd;               /* owned eventfd */
+  conn_t *conns;            /* loop thread only */
+  size_t nconns;
+  px_thread_t thread;
+  /* Set by the closing thread, read by the loop (then it drains and
+   * exits on its own: the connection list is the loop's alone). */
+  volatile int stop_accept;
+  volatile int draining;
+  volatile uint64_t drain_deadline_ms;
+};
+
+static void wake(px_unix_server_t *srv) {
+  uint64_t one = 1;
+  ssize_t n = write(srv->wakefd, &one, sizeof one);
+  (void)n; /* a full counter still wakes the loop */
+}
+
+static int send_cb(void *ctx, const char *json, size_t len) {
+  conn_t *c = ctx;
+  int rc;
+  px_mutex_lock(&c->lock);
+  rc = c->dead ? PX_ECLOSED : px_frame_encode(&c->out, json, len);
+  px_mutex_unlock(&c->lock);
+  if (rc == 0)
+    wake(c->srv);
+  return rc;
+}
+
+static int peer_identity(int fd, px_peer_t *peer) {
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  gid_t groups[PX_PEER_MAX_GROUPS];
+  socklen_t glen = sizeof groups;
+  size_t i, n;
+
+  memset(peer, 0, sizeof *peer);
+  peer->kind = PX_PEER_UNIX;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+    return PX_LOG_ERRNO(PX_EACCES, errno, "getsockopt(SO_PEERCRED)");
+  peer->pid = (unsigned long)cred.pid;
+  peer->uid = cred.uid;
+  peer->gids[0] = cred.gid;
+  peer->ngids = 1;
+  /* Supplementary groups of the peer as of connect() (Linux 4.13+). A
+   * peer with more groups than we keep is matched on the first ones. */
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) == 0) {
+    n = glen / sizeof(gid_t);
+    for (i = 0; i < n && peer->ngids < PX_PEER_MAX_GROUPS; i++)
+      if (groups[i] != cred.gid)
+        peer->gids[peer->ngids++] = groups[i];
+  }
+  return 0;
+}
+
+static void conn_free(px_unix_server_t *srv, conn_t *c) {
+  if (c->sess) {
+    /* After this returns no engine thread calls send_cb for c. */
+    px_session_close(c->sess);
+    c->sess = NULL;
+  }
+  px_mutex_lock(&c->lock);
+  c->dead = 1;
+  px_mutex_unlock(&c->lock);
+  epoll_ctl(srv->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+  close(c->fd);
+  px_frame_decoder_free(c->dec);
+  px_buf_free(&c->out);
+  px_mutex_destroy(&c->lock);
+  free(c);
+}
+
+static void conn_remove(px_unix_server_t *srv, conn_t *c) {
+  conn_t **pp;
+  for (pp = &srv->conns; *pp; pp = &(*pp)->next) {
+    if (*pp == c) {
+      *pp = c->next;
+      srv->nconns--;
+      break;
+    }
+  }
+  conn_free(srv, c);
+}
+
+static void accept_one(px_unix_server_t *srv) {
+  struct epoll_event ev;
+  px_peer_t peer;
+  conn_t *c;
+  int fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+  if (fd < 0) {
+    if (errno != EAGAIN && errno != EINTR)
+      (void)PX_LOG_ERRNO(PX_EIO, errno, "accept4");
+    return;
+  }
+  if (srv->nconns >= srv->opts.max_clients) {
+    PX_LOG(PX_LOG_WARN, "client limit (%zu) reached: refusing a connection",
+           srv->opts.max_clients);
+    close(fd);
+    return;
+  }
+  if (peer_identity(fd, &peer) != 0 || !(c = calloc(1, sizeof *c))) {
+    close(fd);
+    return;
+  }
+  c->fd = fd;
+  c->srv = srv;
+  px_mutex_init(&c->lock);
+  c->dec = px_frame_decoder_new(srv->opts.max_frame);
+  c->sess = c->dec ? px_session_open(srv->svc, &peer, send_cb, c) : NULL;
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.ptr = c;
+  if (!c->sess || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    PX_LOG(PX_LOG_ERROR, "cannot set up a connection from pid %lu", peer.pid);
+    conn_free(srv, c);
+    return;
+  }
+  c->next = srv->conns;
+  srv->conns = c;
+  srv->nconns++;
+  PX_LOG(PX_LOG_DEBUG, "client connected: pid %lu uid %u", peer.pid,
+         (unsigned)peer.uid);
+}
+
+/* Write what is pending; arm EPOLLOUT if the socket is full. Returns -1
+ * when the connection is broken. */
+static int conn_flush(px_unix_server_t *srv, conn_t *c) {
+  int rc = 0, want_out;
+  px_mutex_lock(&c->lock);
+  while (c->out_off < c->out.len) {
+    ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off,
+                     MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno != EAGAIN && errno != EINTR)
+        rc = -1;
+      break;
+    }
+    c->out_off += (size_t)n;
+  }
+  if (c->out_off == c->out.len) {
+    px_buf_reset(&c->out);
+    c->out_off = 0;
+  }
+  want_out = c->out.len > 0 && rc == 0;
+  px_mutex_unlock(&c->lock);
+  if (want_out != c->epollout) {
+    struct epoll_event ev;
+    ev.events = EPOLLIN | EPOLLRDHUP | (want_out ? EPOLLOUT : 0u);
+    ev.data.ptr = c;
+    epoll_ctl(srv->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+    c->epollout = want_out;
+  }
+  return rc;
+}
+
+static int conn_pending(conn_t *c) {
+  int pending;
+  px_mutex_lock(&c->lock);
+  pending = c->out.len > c->out_off;
+  px_mutex_unlock(&c->lock);
+  return pending;
+}
+
+/* Feed received bytes through the decoder. Returns -1 to close now. */
+static int conn_feed(conn_t *c, const char *data, size_t len) {
+  while (len > 0 && !c->close_after_flush) {
+    size_t used = 0;
+    px_frame_status_t st = px_frame_feed(c->dec, data, len, &used);
+    data += used;
+    len -= used;
+    if (st == PX_FRAME_READY) {
+      size_t plen;
+      const char *p = px_frame_payload(c->dec, &plen);
+      px_session_on_payload(c->sess, p, plen);
+    } else if (st == PX_FRAME_BAD_CRC) {
+      px_session_on_frame_error(c->sess, PX_CODE_BAD_CRC);
+    } else if (st == PX_FRAME_BAD_MAGIC || st == PX_FRAME_TOO_LARGE) {
+      px_session_on_frame_error(c->sess, st == PX_FRAME_BAD_MAGIC
+                                             ? PX_CODE_BAD_FRAME
+                                             : PX_CODE_FRAME_TOO_LARGE);
+      c->close_after_flush = 1;
+    } else if (used == 0) {
+      break; /* NEED_MORE with nothing consumed: wait for more bytes */
+    }
+  }
+  if (px_frame_in_progress(c->dec)) {
+    if (!c->frame_started_ms)
+      c->frame_started_ms = px_now_ms();
+  } else {
+    c->frame_started_ms = 0;
+  }
+  return 0;
+}
+
+static int conn_read(conn_t *c) {
+  char buf[READ_CHUNK];
+  for (;;) {
+    ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n == 0)
+      return -1; /* orderly EOF */
+    if (n < 0)
+      return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
+    if (conn_feed(c, buf, (size_t)n) != 0)
+      return -1;
+    if (c->close_after_flush)
+      return 0;
+  }
+}
+
+static void check_stalls(px_unix_server_t *srv) {
+  uint64_t now = px_now_ms(), limit = srv->opts.read_timeout_ms;
+  conn_t *c = srv->conns, *next;
+  for (; c; c = next) {
+    next = c->next;
+    if (c->frame_started_ms && now - c->frame_started_ms > limit) {
+      PX_LOG(PX_LOG_WARN, "dropping a client stalled mid-frame for %llu ms",
+             (unsigned long long)(now - c->frame_started_ms));
+      conn_remove(srv, c);
+    } else if (c->close_after_flush && !conn_pending(c)) {
+      conn_remove(srv, c);
+    }
+  }
+}
+
+static void handle_event(px_unix_server_t *srv, struct epoll_event *ev) {
+  conn_t *c = ev->data.ptr;
+  int broken = 0;
+  if (ev->events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+    broken = c->close_after_flush ? 0 : conn_read(c);
+  if (!broken && (ev->events & EPOLLOUT))
+    broken = conn_flush(srv, c);
+  if (!broken && (ev->events & (EPOLLHUP | EPOLLERR)))
+    broken = -1;
+  if (broken)
+    conn_remove(srv, c);
+}
+
+static int any_pending(px_unix_server_t *srv) {
+  conn_t *c;
+  for (c = srv->conns; c; c = c->next)
+    if (conn_pending(c))
+      return 1;
+  return 0;
+}
+
+static void loop_thread(void *arg) {
+  px_unix_server_t *srv = arg;
+  struct epoll_event evs[64];
+  conn_t *c, *next;
+
+  for (;;) {
+    int i, n = epoll_wait(srv->epfd, evs, 64, TICK_MS);
+    if (n < 0 && errno != EINTR) {
+      (void)PX_LOG_ERRNO(PX_EIO, errno, "epoll_wait");
+      break;
+    }
+    for (i = 0; i < n; i++) {
+      if (evs[i].data.ptr == &srv->wakefd) {
+        uint64_t v;
+        ssize_t r = read(srv->wakefd, &v, sizeof v);
+        (void)r;
+      } else if (evs[i].data.ptr == &srv->lfd) {
+        if (!srv->stop_accept)
+          accept_one(srv);
+      } else {
+        handle_event(srv, &evs[i]);
+      }
+    }
+    if (srv->stop_accept && srv->lfd >= 0) {
+      epoll_ctl(srv->epfd, EPOLL_CTL_DEL, srv->lfd, NULL);
+      close(srv->lfd);
+      srv->lfd = -1;
+      unlink(srv->path);
+    }
+    for (c = srv->conns; c; c = next) {
+      next = c->next;
+      if (conn_pending(c) && conn_flush(srv, c) != 0)
+        conn_remove(srv, c);
+    }
+    check_stalls(srv);
+    if (srv->draining && (!any_pending(srv) || px_now_ms() >= srv->drain_deadline_ms))
+      break;
+  }
+}
+
+static int listen_socket(px_unix_server_t *srv) {
+  struct sockaddr_un sa;
+  struct stat st;
+  mode_t old;
+  int fd;
+
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  memcpy(sa.sun_path, srv->path, strlen(srv->path) + 1);
+  /* A stale socket from a previous run is removed; anything else at the
+   * path is left alone and start-up fails. */
+  if (lstat(srv->path, &st) == 0 && S_ISSOCK(st.st_mode))
+    unlink(srv->path);
+  fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return PX_LOG_ERRNO(PX_EIO, errno, "socket(AF_UNIX)");
+  old = umask(0177); /* the socket is born 0600, widened below */
+  if (bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+    int e = errno;
+    umask(old);
+    close(fd);
+    return PX_LOG_ERRNO(px_err_from_errno(e), e, "bind(unix socket)");
+  }
+  umask(old);
+  if (srv->opts.gid != (uint32_t)-1 && chown(srv->path, (uid_t)-1, srv->opts.gid) != 0) {
+    close(fd);
+    return PX_LOG_ERRNO(PX_EACCES, errno, "chown(socket)");
+  }
+  if (chmod(srv->path, srv->opts.mode) != 0 || listen(fd, 128) != 0) {
+    close(fd);
+    return PX_LOG_ERRNO(PX_EIO, errno, "chmod/listen(socket)");
+  }
+  srv->lfd = fd;
+  return 0;
+}
+
+static int add_watch(px_unix_server_t *srv, int fd, void *tag) {
+  struct epoll_event ev;
+  ev.events = EPOLLIN;
+  ev.data.ptr = tag;
+  if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0)
+    return PX_LOG_ERRNO(PX_EIO, errno, "epoll_ctl(ADD)");
+  return 0;
+}
+
+int px_unix_server_open(const px_unix_server_opts_t *opts, px_service_t *svc,
+                        px_unix_server_t **out) {
+  px_unix_server_t *srv = calloc(1, sizeof *srv);
+  int rc;
+
+  if (!srv)
+    return PX_ENOMEM;
+  srv->opts = *opts;
+  srv->svc = svc;
+  srv->lfd = srv->epfd = srv->wakefd = -1;
+  if (px_strlcpy(srv->path, opts->path, sizeof srv->path) != 0) {
+    PX_LOG(PX_LOG_ERROR, "socket path too long (max %zu bytes)", sizeof srv->path - 1);
+    rc = PX_ERANGE;
+    goto fail;
+  }
+  srv->epfd = epoll_create1(EPOLL_CLOEXEC);
+  srv->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (srv->epfd < 0 || srv->wakefd < 0) {
+    rc = PX_LOG_ERRNO(PX_EIO, errno, "epoll_create1/eventfd");
+    goto fail;
+  }
+  if ((rc = listen_socket(srv)) != 0 || (rc = add_watch(srv, srv->lfd, &srv->lfd)) != 0 ||
+      (rc = add_watch(srv, srv->wakefd, &srv->wakefd)) != 0 ||
+      (rc = px_thread_create(&srv->thread, loop_thread, srv)) != 0)
+    goto fail;
+  PX_LOG(PX_LOG_INFO, "listening on %s", srv->path);
+  *out = srv;
+  return 0;
+
+fail:
+  if (srv->lfd >= 0) {
+    close(srv->lfd);
+    unlink(srv->path);
+  }
+  if (srv->epfd >= 0)
+    close(srv->epfd);
+  if (srv->wakefd >= 0)
+    close(srv->wakefd);
+  free(srv);
+  return rc;
+}
+
+void px_unix_server_stop_accept(px_unix_server_t *srv) {
+  srv->stop_accept = 1;
+  wake(srv);
+}
+
+void px_unix_server_close(px_unix_server_t *srv, uint64_t flush_timeout_ms) {
+  conn_t *c;
+  srv->drain_deadline_ms = px_now_ms() + flush_timeout_ms;
+  srv->stop_accept = 1;
+  srv->draining = 1;
+  wake(srv);
+  px_thread_join(srv->thread); /* the loop drains, then returns */
+  while ((c = srv->conns) != NULL)
+    conn_remove(srv, c); /* sessions closed: no send after this */
+  if (srv->lfd >= 0) {
+    close(srv->lfd);
+    unlink(srv->path);
+  }
+  close(srv->epfd);
+  close(srv->wakefd);
+  free(srv);
+}

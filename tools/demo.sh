@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# demo.sh - README's first command: set up, build, start the executor with
+# its built-in default configuration, run real jobs through it and print
+# their verdicts, then stop it.
+#
+# Linux: the phoenix-executor daemon with real kernel enforcement
+# (namespaces, cgroups, seccomp, Landlock) on its default Unix socket.
+# Needs root (the sandbox builds namespaces and cgroups); re-runs itself
+# with sudo when started as another user.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ "$(id -u)" != 0 ]; then
+    exec sudo -E "$0" "$@"
+fi
+
+bash tools/setup.sh
+echo "==== building (Linux) ===="
+cmake --preset linux-native >/dev/null
+cmake --build build/linux-native -j "$(nproc)" >/dev/null
+daemon=build/linux-native/service/phoenix-executor
+ctl=build/linux-native/tools/phoenixctl
+
+log=$(mktemp /tmp/phoenix-demo-log.XXXXXX)
+echo "==== starting phoenix-executor with the built-in defaults ===="
+"$daemon" --log-level info >"$log" 2>&1 &
+pid=$!
+stop() {
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+trap stop EXIT
+for _ in $(seq 100); do
+    "$ctl" ping >/dev/null 2>&1 && break
+    sleep 0.05
+done
+"$ctl" ping >/dev/null || { cat "$log"; exit 1; }
+
+jobdir=$(mktemp -d /tmp/phoenix-demo.XXXXXX)
+cat > "$jobdir/hello.py" <<'PY'
+import platform, os
+print("hello from", platform.python_implementation(), "in", os.getcwd())
+PY
+cat > "$jobdir/exit3.sh" <<'SH'
+echo "about to fail"; exit 3
+SH
+cat > "$jobdir/memory_hog.py" <<'PY'
+chunks = []
+while True:
+    chunks.append(bytearray(16 * 1024 * 1024))
+PY
+cat > "$jobdir/fork_bomb.sh" <<'SH'
+bomb() { bomb | bomb & }; bomb
+sleep 5
+SH
+cat > "$jobdir/busy_loop.py" <<'PY'
+while True:
+    pass
+PY
+cat > "$jobdir/sleeper.sh" <<'SH'
+sleep 60
+SH
+cat > "$jobdir/flood.py" <<'PY'
+import sys
+while True:
+    sys.stdout.write("x" * 65536)
+PY
+cat > "$jobdir/escape.py" <<'PY'
+import os, socket
+def attempt(what, action):
+    try:
+        action()
+        print(what + ": ALLOWED")
+    except Exception as e:
+        print(what + ": denied (" + type(e).__name__ + ": " + str(e) + ")")
+attempt("write /etc/phoenix-demo", lambda: open("/etc/phoenix-demo", "w").write("x"))
+attempt("read /etc/shadow", lambda: open("/etc/shadow").read())
+attempt("connect to 1.1.1.1:53", lambda: socket.create_connection(("1.1.1.1", 53), timeout=2))
+attempt("listen on 127.0.0.1:8080", lambda: socket.socket().bind(("127.0.0.1", 8080)))
+PY
+
+run() { # title, phoenixctl run arguments...
+    local title=$1; shift
+    printf '\n---- %s ----\n' "$title"
+    set +e
+    "$ctl" run "$@"
+    printf '(phoenixctl exit status %d)\n' "$?"
+    set -e
+}
+run "a normal Python job" "$jobdir/hello.py"
+run "a shell job that exits 3" "$jobdir/exit3.sh"
+run "a memory hog under a 64 MiB limit" --memory 64M "$jobdir/memory_hog.py"
+run "a fork bomb under an 8-process limit" --procs 8 --wall 5s "$jobdir/fork_bomb.sh"
+run "an infinite loop under 1 s of CPU" --cpu 1s "$jobdir/busy_loop.py"
+run "a sleeper under a 1 s wall limit" --wall 1s "$jobdir/sleeper.sh"
+run "an output flood under a 1 MiB cap" --output 1M "$jobdir/flood.py"
+run "escape attempts (file, secrets, network)" "$jobdir/escape.py"
+run "a request above policy (100 GiB memory)" --memory 100G "$jobdir/hello.py"
+
+printf '\n---- service status ----\n'
+"$ctl" status
+stop
+trap - EXIT
+printf '\n---- daemon log (last lines) ----\n'
+tail -n 15 "$log"
+rm -rf "$jobdir"

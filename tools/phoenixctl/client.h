@@ -1,0 +1,56 @@
+/* client.h - the PhoenixExecutor client library: connect over the local
+ * transport (Unix socket / named pipe) or ZeroMQ, send JSON messages,
+ * receive them one at a time. Used by phoenixctl, the protocol-case
+ * runner and the integration tests.
+ */
+#ifndef PX_CLIENT_H
+#define PX_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct px_client_s px_client_t;
+
+typedef enum {
+  PX_TARGET_LOCAL = 0, /* Unix socket (Linux) or named pipe (Windows) */
+  PX_TARGET_ZMQ
+} px_target_kind_t;
+
+typedef struct {
+  px_target_kind_t kind;
+  const char *address;      /* socket path, pipe name or zmq endpoint;
+                               NULL = the platform default */
+  const char *zmq_server_key;  /* Z85 public key of the service (CURVE) */
+  const char *zmq_key_file;    /* file with "public secret" Z85 keys */
+} px_target_t;
+
+/* The platform default local address. */
+const char *px_client_default_address(void);
+
+/* Connect; 0 or PX_E* (message in err). */
+int px_client_connect(const px_target_t *t, px_client_t **out, char *err,
+                      size_t errsz);
+/* Send one JSON object (framed with PXF1 on stream transports). */
+int px_client_send(px_client_t *c, const char *json, size_t len);
+/* Send raw bytes as they are (tests of the framing layer; stream
+ * transports only). */
+int px_client_send_raw(px_client_t *c, const void *data, size_t len);
+/* Receive one message; *json is malloc'd (caller frees). Waits at most
+ * timeout_ms (-1: forever). 0, PX_ETIMEDOUT, PX_ECLOSED (peer closed) or
+ * PX_EPROTO (bad frame from the service). */
+int px_client_recv(px_client_t *c, char **json, size_t *len, int timeout_ms);
+void px_client_close(px_client_t *c);
+
+/* ---- the per-platform stream layer (linux/conn.c, win/conn.c) ---- */
+typedef struct px_stream_s px_stream_t;
+int px__stream_connect(const char *address, px_stream_t **out, char *err,
+                       size_t errsz);
+/* Write all bytes; 0 or PX_ECLOSED/PX_EIO. */
+int px__stream_write(px_stream_t *s, const void *data, size_t len);
+/* Read up to cap bytes, waiting at most timeout_ms (-1 forever): >0 bytes,
+ * 0 on EOF, PX_ETIMEDOUT, or another PX_E*. */
+long px__stream_read(px_stream_t *s, void *buf, size_t cap, int timeout_ms);
+void px__stream_close(px_stream_t *s);
+const char *px__stream_default_address(void);
+
+#endif

@@ -1,0 +1,43 @@
+/* ctl.h - phoenixctl internals: argument parsing, request building, the
+ * run exchange and verdict printing (ctl.c). Portable. */
+#ifndef PX_CTL_H
+#define PX_CTL_H
+
+#include "tools/phoenixctl/client.h"
+
+#include <stdint.h>
+
+#define CTL_MAX_LIST 64
+
+typedef struct {
+  const char *local, *zmq, *zmq_server_key, *zmq_key_file;
+  const char *command;
+  const char *operand; /* FILE for run, ID for cancel, JSON for send */
+  const char *runtime, *priority, *id, *kb_rollback;
+  uint64_t memory, cpu_ms, wall_ms, procs, output;
+  const char *caps[CTL_MAX_LIST];
+  int ncaps;
+  const char *args[CTL_MAX_LIST];
+  int nargs;
+  const char *env[CTL_MAX_LIST];
+  int nenv;
+  int stream, json, high_trust;
+} ctl_args_t;
+
+/* "256M", "1G", "512K", "1048576" -> bytes; 0 or PX_EINVAL. */
+int ctl_parse_size(const char *s, uint64_t *out);
+/* "2s", "500ms", "1m", "1500" (ms) -> ms; 0 or PX_EINVAL. */
+int ctl_parse_duration(const char *s, uint64_t *out);
+/* 0, or PX_EINVAL on a usage error (message printed). */
+int ctl_parse_args(int argc, char **argv, ctl_args_t *a);
+/* The `run` message for a (reads the code file or stdin). *json malloc'd. */
+int ctl_build_run(const ctl_args_t *a, char **json);
+/* Send json, print output and the verdict; returns the process exit
+ * status phoenixctl should end with. */
+int ctl_run_exchange(px_client_t *c, const ctl_args_t *a, const char *json);
+/* A one-line verdict for a result object, e.g.
+ * "killed: memory limit (configured 67108864, observed 67112960, by os)".
+ * Returns the exit status to use. */
+int ctl_verdict(const void *result_cjson, char *line, size_t linesz);
+
+#endif
