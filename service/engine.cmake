@@ -1,7 +1,9 @@
 # service/engine.cmake - run queue, output guard, engine (and their tests).
 target_sources(px_core PRIVATE
-  ${CMAKE_CURRENT_SOURCE_DIR}/queue.c)
+  ${CMAKE_CURRENT_SOURCE_DIR}/queue.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/outguard.c)
 
 target_sources(px_tests PRIVATE
-  ${PROJECT_SOURCE_DIR}/tests/unit/test_queue.c)
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_queue.c
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_outguard.c)
 px_add_test_group(px_tests engine LABELS unit)
