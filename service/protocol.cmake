@@ -1,1 +1,20 @@
-# service/protocol.cmake - filled in by its component.
+# service/protocol.cmake - the wire protocol: PXF1 framing, CRC-32, UTF-8,
+# request parsing and validation, JSON encoders, result helpers; its unit
+# tests, the protocol case loader (tests/cases) and the fuzzers.
+target_sources(px_core PRIVATE
+  ${CMAKE_CURRENT_SOURCE_DIR}/crc32.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/frame.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/utf8.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/json_scan.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/request.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/request_check.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/encode.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/result.c)
+
+set(PX_PROTOCOL_TESTS
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_crc_frame.c
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_utf8.c)
+
+target_sources(px_tests PRIVATE ${PX_PROTOCOL_TESTS})
+px_add_test_group(px_tests protocol LABELS unit)
+

@@ -37,27 +37,37 @@ typedef enum {
   PX_FRAME_READY,         /* a payload is ready (px_frame_payload) */
   PX_FRAME_BAD_MAGIC,     /* fatal: send bad_frame, close */
   PX_FRAME_TOO_LARGE,     /* fatal: send frame_too_large, close */
-  PX_FRAME_BAD_CRC        /* the payload was skipped; connection usable */
+  PX_FRAME_BAD_CRC,       /* the payload was skipped; connection usable */
+  PX_FRAME_NOMEM          /* fatal: no memory for the payload buffer
+                             (send `error` internal, close) */
 } px_frame_status_t;
 
 typedef struct px_frame_decoder_s px_frame_decoder_t;
 
 /* A decoder for one connection; max_payload is checked on the header,
- * before any allocation. Returns NULL on OOM. */
+ * before any allocation (the payload buffer is at most max_payload + 1
+ * bytes). Returns NULL on OOM; free with px_frame_decoder_free. */
 px_frame_decoder_t *px_frame_decoder_new(uint32_t max_payload);
+/* Release the decoder and its buffer; NULL is allowed. */
 void px_frame_decoder_free(px_frame_decoder_t *d);
-/* Consume up to len bytes; *consumed says how many were used. Call again
- * with the rest after handling READY/BAD_CRC. Fatal states are sticky. */
+/* Consume up to len bytes; *consumed says how many were used. Returns at
+ * most one frame per call: call again with the rest (data + *consumed)
+ * after handling READY/BAD_CRC. NEED_MORE means all len bytes were
+ * consumed. Fatal states (BAD_MAGIC, TOO_LARGE, NOMEM) are sticky: later
+ * calls return them again and consume nothing. A wrong magic byte is
+ * refused as soon as it arrives. */
 px_frame_status_t px_frame_feed(px_frame_decoder_t *d, const void *data,
                                 size_t len, size_t *consumed);
 /* After READY: the payload (NUL-terminated for convenience; may contain
  * NULs, len is authoritative). Valid until the next feed. */
 const char *px_frame_payload(px_frame_decoder_t *d, size_t *len);
-/* 1 while a frame is partly received (for the stall timeout). */
+/* 1 while a frame is partly received (for the stall timeout): some
+ * header bytes, or a header whose payload is incomplete. */
 int px_frame_in_progress(const px_frame_decoder_t *d);
 
-/* Append a frame (header + payload) to out. 0, PX_ENOMEM, or PX_ERANGE
- * when len does not fit 32 bits. */
+/* Append a frame (header + payload) to out. 0, PX_ENOMEM (out unchanged),
+ * or PX_ERANGE when len does not fit 32 bits. payload may be NULL when
+ * len is 0. */
 int px_frame_encode(px_buf_t *out, const void *payload, size_t len);
 
 /* ---- UTF-8 ---- */
@@ -130,46 +140,65 @@ typedef struct {
   px_code_t code;    /* BAD_JSON, UNKNOWN_TYPE, BAD_REQUEST */
   int has_id;        /* 1: a valid run id was read: answer with a
                         `result` rejected, else an `error` frame */
-  char id[PX_JOB_ID_MAX + 1];
+  char id[PX_JOB_ID_MAX + 1]; /* "" or the valid id (run or cancel) */
   char message[256]; /* names the field for bad_request */
 } px_parse_error_t;
 
-/* Limits on a request's shape (from config; defaults in px_request_limits_default). */
+/* Limits on a request's shape (from config; defaults in
+ * px_request_limits_default, shown in brackets). Exceeding one is a
+ * bad_request naming the field. */
 typedef struct {
-  size_t max_code_bytes;
-  size_t max_files;
-  size_t max_file_bytes;   /* one file, decoded */
-  size_t max_total_bytes;  /* code + stdin + files */
-  size_t max_args;
-  size_t max_env;
-  size_t max_path_len;
+  size_t max_code_bytes;      /* [1 MiB] `code` */
+  size_t max_files;           /* [64] entries of `files` */
+  size_t max_file_bytes;      /* [4 MiB] one file, decoded */
+  size_t max_total_bytes;     /* [8 MiB] code + stdin + decoded files */
+  size_t max_args;            /* [256] entries of `args` */
+  size_t max_env;             /* [128] entries of `env` */
+  size_t max_path_len;        /* [200] bytes of one file path */
+  size_t max_env_name_len;    /* [128] bytes of one env name */
+  size_t max_env_value_bytes; /* [32767] bytes of one env value */
 } px_request_limits_t;
 
+/* Fill *l with the defaults above. */
 void px_request_limits_default(px_request_limits_t *l);
 
-/* Parse one payload (UTF-8 JSON object) into *req. Returns 0, or
- * PX_EPROTO with *err filled. On error *req needs no free. */
+/* Parse one payload (UTF-8 JSON object) into *req. limits may be NULL
+ * (defaults). Returns 0 (free *req with px_request_free), PX_EPROTO with
+ * *err filled (code BAD_JSON, UNKNOWN_TYPE or BAD_REQUEST), or PX_ENOMEM
+ * (*err code INTERNAL). On error *req is zeroed and needs no free.
+ * err->id holds a valid, unambiguous `id` of a run or cancel whenever one
+ * was read (use it as the `error` frame's id); err->has_id is 1 only for
+ * a run, whose refusal is its `rejected` result. */
 int px_request_parse(const char *payload, size_t len,
                      const px_request_limits_t *limits, px_request_t *req,
                      px_parse_error_t *err);
+/* Release what *req owns and zero it; idempotent. */
 void px_request_free(px_request_t *req);
 
 /* 1 if s is a valid job id: 1-64 chars of [A-Za-z0-9._-]. */
 int px_job_id_valid(const char *s);
 
-/* ---- service -> client messages (JSON text, malloc'd, caller frees) ---- */
+/* ---- service -> client messages ----
+ * Each returns compact JSON text, malloc'd (the caller free()s it), or
+ * NULL on OOM. Fields come out in the documented order. Integers are
+ * written as exact decimal text (not through a double), strings are
+ * escaped, and any invalid UTF-8 in them is replaced by U+FFFD, so the
+ * output is always valid UTF-8. */
 char *px_encode_accepted(const char *id, uint64_t queue_position);
 char *px_encode_started(const char *id);
 /* stream: 1 stdout, 2 stderr (px_stream_t); data must already be valid
  * UTF-8 (the output guard sanitizes and never splits a character). */
 char *px_encode_output(const char *id, int stream, const char *data,
                        size_t len);
+/* The full result. output_lossy is true when r->output_lossy is set or
+ * when stdout/stderr needed repair here. Strings may be NULL ("" or null
+ * as documented). */
 char *px_encode_result(const px_result_t *r);
 /* id may be NULL (JSON null). */
 char *px_encode_error(const char *id, px_code_t code, const char *message);
 char *px_encode_pong(void);
 
-/* The fields of a `status` answer. */
+/* The fields of a `status` answer. version and backend are borrowed. */
 typedef struct {
   const char *version;
   const char *backend;
@@ -184,6 +213,8 @@ typedef struct {
   uint64_t uptime_ms;
 } px_status_info_t;
 
+/* `status`: enforcement_available as a list of names, queue as
+ * {critical, high, normal, low, max}, counters as {accepted, ok, ...}. */
 char *px_encode_status(const px_status_info_t *s);
 
 #ifdef __cplusplus

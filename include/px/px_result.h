@@ -53,9 +53,16 @@ typedef enum {
   PX_CODE_COUNT_
 } px_code_t;
 
-const char *px_code_name(px_code_t code);     /* "bad_request" */
-const char *px_status_name(px_status_t status); /* "nonzero_exit" */
-const char *px_limit_name(px_limit_t limit);    /* "cpu_time", NULL for NONE */
+/* The wire names of the enumerations (static strings, never freed):
+ * px_code_name: "bad_request" ("" for NONE, "internal" when out of range);
+ * px_status_name: "nonzero_exit" ("error" when out of range);
+ * px_limit_name: "memory", "cpu_time", "wall_time", "processes", "output",
+ * "sandbox"; NULL for NONE or out of range;
+ * px_detector_name: "os", "watchdog", "engine"; NULL for NONE. */
+const char *px_code_name(px_code_t code);
+const char *px_status_name(px_status_t status);
+const char *px_limit_name(px_limit_t limit);
+const char *px_detector_name(px_detector_t d);
 
 typedef enum {
   PX_SEV_INFO = 0,
@@ -64,6 +71,12 @@ typedef enum {
   PX_SEV_HIGH = 3,
   PX_SEV_CRITICAL = 4
 } px_severity_t;
+
+/* "info", "low", "medium", "high", "critical" (the wire form of
+ * result.audit[].severity); NULL when out of range. Static. */
+const char *px_severity_name(px_severity_t sev);
+/* The reverse (exact, lower case): 0 or PX_EINVAL. For config rules. */
+int px_severity_parse(const char *name, px_severity_t *out);
 
 typedef struct {
   char *rule;    /* rule id, owned */
@@ -108,12 +121,15 @@ typedef struct {
   char *error_message;  /* owned */
 } px_result_t;
 
-/* Release everything the result owns (not the struct itself). */
+/* Release everything the result owns (not the struct itself) and clear
+ * the owning pointers and counts; idempotent, NULL allowed. */
 void px_result_free(px_result_t *r);
-/* Append a finding (copies strings). 0 or PX_ENOMEM. */
+/* Append a finding (copies strings; NULL becomes ""). 0 or PX_ENOMEM (the
+ * result is unchanged then). */
 int px_result_add_finding(px_result_t *r, const char *rule, unsigned line,
                           px_severity_t sev, const char *message);
-/* Set error code and a formatted message (copied). */
+/* Set error code and a formatted message (copied; replaces an earlier
+ * message). 0, or PX_ENOMEM (the code is set, the old message kept). */
 int px_result_set_error(px_result_t *r, px_code_t code, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

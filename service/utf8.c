@@ -1,0 +1,174 @@
+/* utf8.c - UTF-8 validation and repair.
+ *
+ * Valid means RFC 3629: shortest form only (no overlongs such as C0 80 or
+ * E0 80 80), no UTF-16 surrogates (ED A0..BF xx), nothing above U+10FFFF
+ * (F4 90.. and F5..FF). Repair follows the WHATWG / Unicode "maximal
+ * subpart" practice: each maximal prefix of a would-be valid sequence, or
+ * each lone bad byte, becomes one U+FFFD, and decoding resumes at the byte
+ * that broke the sequence. So "\xE2\x82" + "A" gives U+FFFD "A" and
+ * "\xF0\x80\x80" gives three U+FFFD (F0 80 is already impossible).
+ */
+#include "proto_internal.h"
+
+#include "px/px_error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char replacement[3] = {'\xEF', '\xBF', '\xBD'}; /* U+FFFD */
+
+/* The allowed range of the second byte after lead byte b (Unicode table
+ * 3-7), and the sequence length; 0 for bytes that cannot lead. */
+static size_t lead_info(unsigned char b, unsigned char *lo, unsigned char *hi) {
+  *lo = 0x80;
+  *hi = 0xBF;
+  if (b >= 0xC2 && b <= 0xDF)
+    return 2;
+  if (b >= 0xE0 && b <= 0xEF) {
+    if (b == 0xE0)
+      *lo = 0xA0; /* overlong below U+0800 */
+    else if (b == 0xED)
+      *hi = 0x9F; /* surrogates U+D800..DFFF */
+    return 3;
+  }
+  if (b >= 0xF0 && b <= 0xF4) {
+    if (b == 0xF0)
+      *lo = 0x90; /* overlong below U+10000 */
+    else if (b == 0xF4)
+      *hi = 0x8F; /* above U+10FFFF */
+    return 4;
+  }
+  return 0;
+}
+
+size_t px__utf8_seq(const unsigned char *s, size_t len, size_t *bad_len) {
+  unsigned char lo, hi;
+  size_t n, i;
+  *bad_len = 1;
+  if (len == 0)
+    return 0;
+  if (s[0] < 0x80)
+    return 1;
+  n = lead_info(s[0], &lo, &hi);
+  if (n == 0)
+    return 0;
+  for (i = 1; i < n; i++) {
+    if (i >= len || s[i] < lo || s[i] > hi) {
+      *bad_len = i; /* the lead and the good continuation bytes */
+      return 0;
+    }
+    lo = 0x80;
+    hi = 0xBF;
+  }
+  return n;
+}
+
+int px_utf8_valid(const char *s, size_t len) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t i = 0, bad;
+  while (i < len) {
+    size_t n;
+    if (p[i] < 0x80) { /* fast path for ASCII runs */
+      i++;
+      continue;
+    }
+    n = px__utf8_seq(p + i, len - i, &bad);
+    if (n == 0)
+      return 0;
+    i += n;
+  }
+  return 1;
+}
+
+char *px_utf8_sanitize(const char *s, size_t len, size_t *out_len,
+                       int *lossy) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t i = 0, o = 0, cap;
+  char *out;
+  /* Worst case: every byte becomes 3 bytes of U+FFFD. */
+  if (len > (SIZE_MAX - 1) / 3)
+    return NULL;
+  cap = px_utf8_valid(s, len) ? len + 1 : len * 3 + 1;
+  out = malloc(cap);
+  if (!out)
+    return NULL;
+  while (i < len) {
+    size_t bad, n = px__utf8_seq(p + i, len - i, &bad);
+    if (n) {
+      memcpy(out + o, p + i, n);
+      o += n;
+      i += n;
+    } else {
+      memcpy(out + o, replacement, sizeof replacement);
+      o += sizeof replacement;
+      i += bad;
+      if (lossy)
+        *lossy = 1;
+    }
+  }
+  out[o] = '\0';
+  if (out_len)
+    *out_len = o;
+  return out;
+}
+
+/* Append a JSON escape for control byte c ("\n" or "\u001f"). */
+static int quote_control(px_buf_t *b, unsigned char c) {
+  static const char hex[] = "0123456789abcdef";
+  char esc[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
+  switch (c) {
+  case '\b': return px_buf_append(b, "\\b", 2);
+  case '\f': return px_buf_append(b, "\\f", 2);
+  case '\n': return px_buf_append(b, "\\n", 2);
+  case '\r': return px_buf_append(b, "\\r", 2);
+  case '\t': return px_buf_append(b, "\\t", 2);
+  default: return px_buf_append(b, esc, 6);
+  }
+}
+
+/* Append one unit at s (len > 0) escaped; *used receives its length. */
+static int quote_unit(px_buf_t *b, const unsigned char *s, size_t len,
+                      size_t *used, int *lossy) {
+  size_t bad, n;
+  if (*s == '"' || *s == '\\') {
+    *used = 1;
+    return px_buf_append(b, *s == '"' ? "\\\"" : "\\\\", 2);
+  }
+  if (*s < 0x20 || *s == 0x7f) {
+    *used = 1;
+    return quote_control(b, *s);
+  }
+  n = px__utf8_seq(s, len, &bad);
+  if (n) {
+    *used = n;
+    return px_buf_append(b, s, n);
+  }
+  *used = bad;
+  if (lossy)
+    *lossy = 1;
+  return px_buf_append(b, replacement, sizeof replacement);
+}
+
+int px__json_quote(px_buf_t *b, const char *s, size_t len, int *lossy) {
+  const unsigned char *p = (const unsigned char *)s;
+  size_t i = 0, run;
+  if (px_buf_reserve(b, len + 2) != 0 || px_buf_append(b, "\"", 1) != 0)
+    return PX_ENOMEM;
+  while (i < len) {
+    size_t used = 0;
+    /* Copy plain printable ASCII in one go. */
+    for (run = i; run < len && p[run] >= 0x20 && p[run] < 0x7f &&
+                  p[run] != '"' && p[run] != '\\';
+         run++)
+      ;
+    if (run > i && px_buf_append(b, p + i, run - i) != 0)
+      return PX_ENOMEM;
+    i = run;
+    if (i == len)
+      break;
+    if (quote_unit(b, p + i, len - i, &used, lossy) != 0)
+      return PX_ENOMEM;
+    i += used;
+  }
+  return px_buf_append(b, "\"", 1);
+}
