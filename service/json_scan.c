@@ -234,7 +234,9 @@ static int scan(scan_t *s) {
       continue;
     }
     if (s->pos >= s->len)
-      return fail(s, s->len ? "unexpected end of JSON" : "empty payload");
+      return fail(s, state == WANT_VALUE && s->depth == 0
+                         ? "empty payload" /* nothing but blanks */
+                         : "unexpected end of JSON");
     if ((state == WANT_VALUE_OR_CLOSE && s->p[s->pos] == ']') ||
         (state == WANT_KEY_OR_CLOSE && s->p[s->pos] == '}')) {
       s->pos++;

@@ -11,9 +11,18 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/encode.c
   ${CMAKE_CURRENT_SOURCE_DIR}/result.c)
 
+# The case files are data: the checker test loads every one of them.
+file(GLOB PX_CASE_FILES CONFIGURE_DEPENDS
+  RELATIVE ${PROJECT_SOURCE_DIR}/tests/cases
+  ${PROJECT_SOURCE_DIR}/tests/cases/*.json)
+list(SORT PX_CASE_FILES)
+string(REPLACE ";" "," PX_CASE_LIST "${PX_CASE_FILES}")
+
 set(PX_PROTOCOL_TESTS
   ${PROJECT_SOURCE_DIR}/tests/unit/test_crc_frame.c
-  ${PROJECT_SOURCE_DIR}/tests/unit/test_utf8.c)
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_utf8.c
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_request.c
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_request_files.c)
 
 target_sources(px_tests PRIVATE ${PX_PROTOCOL_TESTS})
 px_add_test_group(px_tests protocol LABELS unit)
