@@ -22,7 +22,8 @@ set(PX_PROTOCOL_TESTS
   ${PROJECT_SOURCE_DIR}/tests/unit/test_crc_frame.c
   ${PROJECT_SOURCE_DIR}/tests/unit/test_utf8.c
   ${PROJECT_SOURCE_DIR}/tests/unit/test_request.c
-  ${PROJECT_SOURCE_DIR}/tests/unit/test_request_files.c)
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_request_files.c
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_encode.c)
 
 target_sources(px_tests PRIVATE ${PX_PROTOCOL_TESTS})
 px_add_test_group(px_tests protocol LABELS unit)

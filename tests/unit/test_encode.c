@@ -1,0 +1,274 @@
+/* test_encode.c - service -> client messages: exact field sets and order,
+ * null rules, exact 64-bit integers, string escaping and UTF-8 repair;
+ * and the px_result_* helpers and name tables. */
+#include "task.h"
+
+#include "px/px_error.h"
+#include "px/px_protocol.h"
+
+#include <cjson/cJSON.h>
+
+/* The keys of object o, comma-separated, in order. */
+static void keys_of(const cJSON *o, char *out, size_t outsz) {
+  const cJSON *c;
+  size_t n = 0;
+  out[0] = '\0';
+  for (c = o->child; c; c = c->next)
+    n += (size_t)snprintf(out + n, outsz - n, "%s%s", n ? "," : "",
+                          c->string);
+}
+
+static void assert_keys(const cJSON *o, const char *want) {
+  char buf[512];
+  ASSERT_NOT_NULL(o);
+  keys_of(o, buf, sizeof buf);
+  ASSERT_STR_EQ(buf, want);
+}
+
+static cJSON *parsed(char *text) {
+  cJSON *o;
+  ASSERT_NOT_NULL(text);
+  ASSERT_EQ(px_utf8_valid(text, strlen(text)), 1);
+  o = cJSON_Parse(text);
+  ASSERT_NOT_NULL(o);
+  return o;
+}
+
+TEST_IMPL(encode_small_messages_exact) {
+  char *s;
+  s = px_encode_pong();
+  ASSERT_STR_EQ(s, "{\"type\":\"pong\"}");
+  free(s);
+  s = px_encode_accepted("j1", 3);
+  ASSERT_STR_EQ(s, "{\"type\":\"accepted\",\"id\":\"j1\",\"queue_position\":3}");
+  free(s);
+  s = px_encode_started("j1");
+  ASSERT_STR_EQ(s, "{\"type\":\"started\",\"id\":\"j1\"}");
+  free(s);
+  s = px_encode_error(NULL, PX_CODE_BAD_JSON, "invalid JSON: x");
+  ASSERT_STR_EQ(s, "{\"type\":\"error\",\"id\":null,\"code\":\"bad_json\","
+                   "\"message\":\"invalid JSON: x\"}");
+  free(s);
+  s = px_encode_error("j2", PX_CODE_DUPLICATE_ID, NULL);
+  ASSERT_STR_EQ(s, "{\"type\":\"error\",\"id\":\"j2\",\"code\":"
+                   "\"duplicate_id\",\"message\":\"\"}");
+  free(s);
+  return 0;
+}
+
+TEST_IMPL(encode_output_escapes_and_repairs) {
+  char *s = px_encode_output("j", 2, "a\0\"\n\xFF", 5);
+  ASSERT_STR_EQ(s, "{\"type\":\"output\",\"id\":\"j\",\"stream\":\"stderr\","
+                   "\"data\":\"a\\u0000\\\"\\n\xEF\xBF\xBD\"}");
+  free(s);
+  s = px_encode_output("j", 1, "", 0);
+  ASSERT_STR_CONTAINS(s, "\"stream\":\"stdout\",\"data\":\"\"");
+  free(s);
+  ASSERT_NULL(px_encode_output("j", 3, "x", 1));
+  return 0;
+}
+
+static void fill_result(px_result_t *r) {
+  static px_kb_change_t changes[1];
+  memset(r, 0, sizeof *r);
+  px_strlcpy(r->id, "job-9", sizeof r->id);
+  r->status = PX_STATUS_KILLED;
+  r->exit_code = 137;
+  r->violation.limit = PX_LIMIT_MEMORY;
+  r->violation.configured = UINT64_MAX;
+  r->violation.observed = UINT64_C(9007199254740993);
+  r->violation.detected_by = PX_DETECT_OS;
+  r->out[0] = px_strdup("out\xC3\xA9");
+  r->out_len[0] = 5;
+  r->out_truncated[1] = 1;
+  r->usage.wall_ms = 1;
+  r->usage.cpu_ms = 2;
+  r->usage.user_ms = 3;
+  r->usage.kernel_ms = 4;
+  r->usage.peak_memory_bytes = UINT64_C(12345678901234567890);
+  r->usage.processes = 6;
+  ASSERT_OK(px_result_add_finding(r, "py.socket", 3, PX_SEV_HIGH, "net"));
+  r->kb.present = 1;
+  r->kb.snapshot = px_strdup("snap-1");
+  r->kb.rolled_back = 1;
+  r->kb.files_restored = 2;
+  changes[0].path = "mind/a.txt";
+  changes[0].action = "restored";
+  r->kb.changes = changes; /* static: detached before px_result_free */
+  r->kb.nchanges = 1;
+  r->enforcement = PX_ENF(PX_ENF_JOB_MEMORY_LIMIT) | PX_ENF(PX_ENF_SECCOMP);
+}
+
+TEST_IMPL(encode_result_full) {
+  px_result_t r;
+  cJSON *o, *v, *kb;
+  char *s;
+  fill_result(&r);
+  s = px_encode_result(&r);
+  /* Exact decimal text above 2^53 and up to 2^64-1. */
+  ASSERT_STR_CONTAINS(s, "\"configured\":18446744073709551615");
+  ASSERT_STR_CONTAINS(s, "\"observed\":9007199254740993");
+  ASSERT_STR_CONTAINS(s, "\"peak_memory_bytes\":12345678901234567890");
+  o = parsed(s);
+  assert_keys(o, "type,id,status,exit_code,violation,stdout,stderr,"
+                 "stdout_truncated,stderr_truncated,output_lossy,usage,"
+                 "audit,kb,enforcement,error");
+  ASSERT_STR_EQ(cJSON_GetObjectItem(o, "status")->valuestring, "killed");
+  ASSERT(cJSON_IsNull(cJSON_GetObjectItem(o, "exit_code")));
+  v = cJSON_GetObjectItem(o, "violation");
+  assert_keys(v, "limit,configured,observed,detected_by");
+  ASSERT_STR_EQ(cJSON_GetObjectItem(v, "limit")->valuestring, "memory");
+  ASSERT_STR_EQ(cJSON_GetObjectItem(v, "detected_by")->valuestring, "os");
+  ASSERT_STR_EQ(cJSON_GetObjectItem(o, "stdout")->valuestring, "out\xC3\xA9");
+  ASSERT_STR_EQ(cJSON_GetObjectItem(o, "stderr")->valuestring, "");
+  ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(o, "stdout_truncated")));
+  ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(o, "stderr_truncated")));
+  ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(o, "output_lossy")));
+  assert_keys(cJSON_GetObjectItem(o, "usage"),
+              "wall_ms,cpu_ms,user_ms,kernel_ms,peak_memory_bytes,processes");
+  assert_keys(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "audit"), 0),
+              "rule,line,severity,message");
+  ASSERT_STR_CONTAINS(s, "\"audit\":[{\"rule\":\"py.socket\",\"line\":3,"
+                         "\"severity\":\"high\",\"message\":\"net\"}]");
+  kb = cJSON_GetObjectItem(o, "kb");
+  assert_keys(kb, "snapshot,rolled_back,files_restored,files_removed,"
+                  "bytes_restored,verified,changes,error");
+  ASSERT_STR_CONTAINS(s, "\"changes\":[{\"path\":\"mind/a.txt\",\"action\":"
+                         "\"restored\"}],\"error\":null}");
+  ASSERT_STR_CONTAINS(s, "\"enforcement\":[\"job_memory_limit\","
+                         "\"seccomp\"],\"error\":null}");
+  cJSON_Delete(o);
+  free(s);
+  r.kb.changes = NULL;
+  r.kb.nchanges = 0;
+  px_result_free(&r);
+  return 0;
+}
+
+TEST_IMPL(encode_result_nulls_and_lossy) {
+  px_result_t r;
+  char *s;
+  memset(&r, 0, sizeof r);
+  px_strlcpy(r.id, "j", sizeof r.id);
+  r.status = PX_STATUS_NONZERO_EXIT;
+  r.exit_code = -1073741819LL; /* a Windows NTSTATUS exit code */
+  r.out[1] = px_strdup("bad\xC0");
+  r.out_len[1] = 4;
+  s = px_encode_result(&r);
+  ASSERT_STR_CONTAINS(s, "\"exit_code\":-1073741819,\"violation\":null");
+  ASSERT_STR_CONTAINS(s, "\"stderr\":\"bad\xEF\xBF\xBD\"");
+  ASSERT_STR_CONTAINS(s, "\"output_lossy\":true");
+  ASSERT_STR_CONTAINS(s, "\"audit\":[],\"kb\":null,\"enforcement\":[],"
+                         "\"error\":null}");
+  free(s);
+  r.status = PX_STATUS_OK;
+  r.exit_code = 0;
+  s = px_encode_result(&r);
+  ASSERT_STR_CONTAINS(s, "\"status\":\"ok\",\"exit_code\":0,");
+  free(s);
+  r.status = PX_STATUS_REJECTED;
+  ASSERT_OK(px_result_set_error(&r, PX_CODE_LIMIT_EXCEEDS_POLICY,
+                                "limits.%s: %d > %d", "cpu_ms", 5, 4));
+  s = px_encode_result(&r);
+  ASSERT_STR_CONTAINS(s, "\"status\":\"rejected\",\"exit_code\":null,");
+  ASSERT_STR_CONTAINS(s, "\"error\":{\"code\":\"limit_exceeds_policy\","
+                         "\"message\":\"limits.cpu_ms: 5 > 4\"}}");
+  free(s);
+  px_result_free(&r);
+  px_result_free(&r); /* idempotent */
+  ASSERT_NULL(r.error_message);
+  return 0;
+}
+
+TEST_IMPL(encode_status_shape) {
+  px_status_info_t st;
+  cJSON *o;
+  char *s;
+  memset(&st, 0, sizeof st);
+  st.version = "0.1.0";
+  st.backend = "linux";
+  st.enforcement_available = PX_ENF(PX_ENF_CGROUP_MEMORY);
+  st.queue[PX_PRIO_HIGH] = 2;
+  st.queue_max = 1000;
+  st.running = 1;
+  st.workers = 8;
+  st.paused = 1;
+  st.accepted = 10;
+  st.counters[PX_STATUS_OK] = 7;
+  st.counters[PX_STATUS_ABORTED] = 1;
+  st.uptime_ms = UINT64_C(1) << 60;
+  s = px_encode_status(&st);
+  o = parsed(s);
+  assert_keys(o, "type,version,backend,enforcement_available,queue,running,"
+                 "workers,paused,counters,uptime_ms");
+  assert_keys(cJSON_GetObjectItem(o, "queue"),
+              "critical,high,normal,low,max");
+  assert_keys(cJSON_GetObjectItem(o, "counters"),
+              "accepted,ok,nonzero_exit,killed,rejected,error,cancelled,"
+              "aborted");
+  ASSERT_STR_CONTAINS(s, "\"enforcement_available\":[\"cgroup_memory\"]");
+  ASSERT_STR_CONTAINS(s, "\"queue\":{\"critical\":0,\"high\":2,\"normal\":0,"
+                         "\"low\":0,\"max\":1000}");
+  ASSERT_STR_CONTAINS(s, "\"paused\":true");
+  ASSERT_STR_CONTAINS(s, "\"counters\":{\"accepted\":10,\"ok\":7,");
+  ASSERT_STR_CONTAINS(s, "\"aborted\":1}");
+  ASSERT_STR_CONTAINS(s, "\"uptime_ms\":1152921504606846976}");
+  cJSON_Delete(o);
+  free(s);
+  return 0;
+}
+
+TEST_IMPL(result_names_and_helpers) {
+  px_result_t r;
+  px_severity_t sev = PX_SEV_INFO;
+  ASSERT_STR_EQ(px_code_name(PX_CODE_BAD_REQUEST), "bad_request");
+  ASSERT_STR_EQ(px_code_name(PX_CODE_NONE), "");
+  ASSERT_STR_EQ(px_code_name(PX_CODE_INTERNAL), "internal");
+  ASSERT_STR_EQ(px_code_name((px_code_t)999), "internal");
+  ASSERT_STR_EQ(px_status_name(PX_STATUS_NONZERO_EXIT), "nonzero_exit");
+  ASSERT_STR_EQ(px_status_name(PX_STATUS_ABORTED), "aborted");
+  ASSERT_STR_EQ(px_limit_name(PX_LIMIT_MEMORY), "memory");
+  ASSERT_STR_EQ(px_limit_name(PX_LIMIT_CPU), "cpu_time");
+  ASSERT_STR_EQ(px_limit_name(PX_LIMIT_WALL), "wall_time");
+  ASSERT_STR_EQ(px_limit_name(PX_LIMIT_PROCESSES), "processes");
+  ASSERT_STR_EQ(px_limit_name(PX_LIMIT_OUTPUT), "output");
+  ASSERT_STR_EQ(px_limit_name(PX_LIMIT_SANDBOX), "sandbox");
+  ASSERT_NULL(px_limit_name(PX_LIMIT_NONE));
+  ASSERT_STR_EQ(px_detector_name(PX_DETECT_WATCHDOG), "watchdog");
+  ASSERT_STR_EQ(px_detector_name(PX_DETECT_ENGINE), "engine");
+  ASSERT_STR_EQ(px_severity_name(PX_SEV_CRITICAL), "critical");
+  ASSERT_OK(px_severity_parse("medium", &sev));
+  ASSERT_EQ(sev, PX_SEV_MEDIUM);
+  ASSERT_EQ(px_severity_parse("Medium", &sev), PX_EINVAL);
+  memset(&r, 0, sizeof r);
+  ASSERT_OK(px_result_add_finding(&r, "a", 1, PX_SEV_LOW, "m1"));
+  ASSERT_OK(px_result_add_finding(&r, NULL, 2, PX_SEV_HIGH, NULL));
+  ASSERT_UINT_EQ(r.naudit, 2);
+  ASSERT_STR_EQ(r.audit[0].message, "m1");
+  ASSERT_STR_EQ(r.audit[1].rule, "");
+  ASSERT_UINT_EQ(r.audit[1].line, 2);
+  ASSERT_OK(px_result_set_error(&r, PX_CODE_QUEUE_FULL, "first"));
+  ASSERT_OK(px_result_set_error(&r, PX_CODE_PAUSED, "%s", "second"));
+  ASSERT_EQ(r.error_code, PX_CODE_PAUSED);
+  ASSERT_STR_EQ(r.error_message, "second");
+  px_result_free(&r);
+  ASSERT_NULL(r.audit);
+  ASSERT_UINT_EQ(r.naudit, 0);
+  px_result_free(NULL);
+  return 0;
+}
+
+TEST_IMPL(code_names_stable) {
+  /* The wire strings are an interface: this list must only grow. */
+  static const char *const want[] = {
+      "", "bad_frame", "frame_too_large", "bad_crc", "bad_json",
+      "unknown_type", "bad_request", "duplicate_id", "unknown_id",
+      "forbidden", "unknown_runtime", "limit_exceeds_policy",
+      "capability_denied", "audit_rejected", "argv_too_long", "queue_full",
+      "paused", "spawn_failed", "sandbox_failed", "internal"};
+  size_t i;
+  ASSERT_UINT_EQ(PX_CODE_COUNT_, sizeof want / sizeof want[0]);
+  for (i = 0; i < sizeof want / sizeof want[0]; i++)
+    ASSERT_STR_EQ(px_code_name((px_code_t)i), want[i]);
+  return 0;
+}
