@@ -1,0 +1,752 @@
+/* config.c - the configuration file -> an immutable px_config_t.
+ *
+ * DESIGN
+ * One table (`root_fields` and its sub-tables) describes every key of the
+ * file: its JSON name, type, location in px_config_t and range. The same
+ * table drives parsing (px_config_from_json) and printing
+ * (px_config_to_json), so the printed defaults always parse back to the
+ * same configuration and no key can be parsed but not printed.
+ *
+ * Parsing starts from the built-in defaults (defaults.c) and applies the
+ * file over them: objects merge key by key, arrays replace the default
+ * array whole, and map-like collections (runtimes, audit.rules, kb.roots)
+ * merge entry by entry (config_lists.c). Unknown keys, duplicate keys,
+ * wrong types and out-of-range values stop the parse with the JSON path in
+ * the message; cross-field rules (a default above its maximum, a TCP
+ * ZeroMQ endpoint without keys) are checked after the whole file is read.
+ */
+#include "config_int.h"
+
+#include "px/px_error.h"
+#include "px/px_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- errors and paths ---- */
+
+int px__cfg_fail(px__cfg_ctx_t *ctx, const char *path, const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (ctx->err && ctx->errsz)
+    snprintf(ctx->err, ctx->errsz, "%s: %s", path && *path ? path : "(root)",
+             msg);
+  return PX_ECONFIG;
+}
+
+void px__cfg_join(char *child, size_t sz, const char *path, const char *key) {
+  if (!path || !*path)
+    snprintf(child, sz, "%s", key);
+  else
+    snprintf(child, sz, "%s.%s", path, key);
+}
+
+void px__cfg_index(char *child, size_t sz, const char *path, size_t i) {
+  snprintf(child, sz, "%s[%zu]", path, i);
+}
+
+/* ---- typed reads ---- */
+
+static int is_integral(double d) {
+  return d >= 0 && d <= (double)PX__JSON_INT_MAX && d == (double)(uint64_t)d;
+}
+
+int px__cfg_u64(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
+                uint64_t min, uint64_t max, uint64_t *out) {
+  const char *what =
+      min >= 1 ? "must be a positive integer" : "must be a non-negative integer";
+  uint64_t v;
+  if (!cJSON_IsNumber(it) || !is_integral(it->valuedouble))
+    return px__cfg_fail(ctx, path, "%s", what);
+  v = (uint64_t)it->valuedouble;
+  if (v < min)
+    return px__cfg_fail(ctx, path, "%s (at least %llu)", what,
+                        (unsigned long long)min);
+  if (v > max)
+    return px__cfg_fail(ctx, path, "must be at most %llu",
+                        (unsigned long long)max);
+  *out = v;
+  return 0;
+}
+
+int px__cfg_str(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
+                int allow_empty, const char **out) {
+  size_t n;
+  if (!cJSON_IsString(it) || !it->valuestring)
+    return px__cfg_fail(ctx, path, "must be a string");
+  n = strlen(it->valuestring);
+  if (!allow_empty && n == 0)
+    return px__cfg_fail(ctx, path, "must not be empty");
+  if (n > PX__STR_MAX)
+    return px__cfg_fail(ctx, path, "longer than %d bytes", PX__STR_MAX);
+  *out = it->valuestring;
+  return 0;
+}
+
+int px__cfg_expect_object(px__cfg_ctx_t *ctx, const cJSON *it,
+                          const char *path) {
+  if (!cJSON_IsObject(it))
+    return px__cfg_fail(ctx, path, "must be an object");
+  return px__cfg_no_dup_keys(ctx, it, path);
+}
+
+int px__cfg_no_dup_keys(px__cfg_ctx_t *ctx, const cJSON *obj,
+                        const char *path) {
+  const cJSON *a, *b;
+  char child[PX__PATH_MAX];
+  size_t i = 0;
+  for (a = obj->child; a; a = a->next, i++) {
+    if (i > 4096)
+      return px__cfg_fail(ctx, path, "more than 4096 members");
+    for (b = a->next; b; b = b->next)
+      if (a->string && b->string && strcmp(a->string, b->string) == 0) {
+        px__cfg_join(child, sizeof child, path, a->string);
+        return px__cfg_fail(ctx, child, "duplicate key");
+      }
+  }
+  return 0;
+}
+
+/* ---- the field table ---- */
+
+typedef enum {
+  F_U64,    /* uint64_t */
+  F_U32,    /* uint32_t */
+  F_SIZE,   /* size_t */
+  F_BOOL,   /* int 0/1 */
+  F_STR,    /* char *, non-empty */
+  F_STRN,   /* char * or JSON null (NULL) */
+  F_PATH,   /* char *, absolute path for this platform */
+  F_ENUM,   /* an enum stored as int, from names[] */
+  F_OBJ,    /* nested object: sub[] */
+  F_STRLIST, /* char ** at off, size_t count at off2 */
+  F_CUSTOM  /* parse/emit functions */
+} ftype_t;
+
+typedef struct field_s field_t;
+struct field_s {
+  const char *key;
+  ftype_t type;
+  size_t off, off2;
+  uint64_t min, max;
+  const char *const *names; /* F_ENUM, NULL-terminated */
+  const field_t *sub;       /* F_OBJ, terminated by key NULL */
+  int (*parse)(px__cfg_ctx_t *, const cJSON *, const char *, px_config_t *);
+  cJSON *(*emit)(const px_config_t *);
+  int (*check)(const char *s); /* F_STRLIST element rule, 1 = ok */
+  const char *rule;            /* ... and its message */
+};
+
+#define OFF(m) offsetof(px_config_t, m)
+#define U64(k, m, lo, hi) {k, F_U64, OFF(m), 0, lo, hi, 0, 0, 0, 0, 0, 0}
+#define U32(k, m, lo, hi) {k, F_U32, OFF(m), 0, lo, hi, 0, 0, 0, 0, 0, 0}
+#define SIZ(k, m, lo, hi) {k, F_SIZE, OFF(m), 0, lo, hi, 0, 0, 0, 0, 0, 0}
+#define BOOL(k, m) {k, F_BOOL, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define STR(k, m) {k, F_STR, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define STRN(k, m) {k, F_STRN, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define PATH(k, m) {k, F_PATH, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define ENUM(k, m, n) {k, F_ENUM, OFF(m), 0, 0, 0, n, 0, 0, 0, 0, 0}
+#define OBJ(k, s) {k, F_OBJ, 0, 0, 0, 0, 0, s, 0, 0, 0, 0}
+#define LIST(k, m, c, chk, rule)                                              \
+  {k, F_STRLIST, OFF(m), OFF(c), 0, 0, 0, 0, 0, 0, chk, rule}
+#define CUSTOM(k, p, e) {k, F_CUSTOM, 0, 0, 0, 0, 0, 0, p, e, 0, 0}
+#define END {NULL, F_U64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+
+#define KiB UINT64_C(1024)
+#define MiB (KiB * 1024)
+#define GiB (MiB * 1024)
+#define TiB (GiB * 1024)
+#define DAY_MS (UINT64_C(24) * 3600 * 1000)
+
+static const char *const log_names[] = {"trace", "debug", "info", "warn",
+                                        "error", "critical", "off", NULL};
+static const char *const disconnect_names[] = {"cancel", "finish", NULL};
+static const char *const overflow_names[] = {"kill", "truncate", NULL};
+static const char *const snapshot_names[] = {"always", "writers", NULL};
+static const char *const integrity_names[] = {"low", "untrusted", NULL};
+static const char *const mode_names[] = {"advisory", "high_trust", NULL};
+static const char *const sev_names[] = {"info", "low", "medium", "high",
+                                        "critical", NULL};
+
+static int z85_key_ok(const char *s) {
+  static const char z85[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL"
+                            "MNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+  size_t i;
+  if (strlen(s) != 40)
+    return 0;
+  for (i = 0; i < 40; i++)
+    if (!strchr(z85, s[i]))
+      return 0;
+  return 1;
+}
+
+static int abs_path_ok(const char *s) { return px__config_path_absolute(s); }
+
+static const field_t zmq_fields[] = {
+    STRN("endpoint", transports.zmq.endpoint),
+    STRN("secret_key_file", transports.zmq.secret_key_file),
+    LIST("client_keys", transports.zmq.client_keys,
+         transports.zmq.nclient_keys, z85_key_ok,
+         "must be a 40-character Z85 public key"),
+    BOOL("insecure", transports.zmq.insecure),
+    END};
+
+static const field_t transport_fields[] = {
+    STR("pipe_name", transports.pipe_name),
+    U32("pipe_max_clients", transports.pipe_max_clients, 1, 10000),
+    STR("pipe_client_sid", transports.pipe_client_sid),
+    PATH("socket_path", transports.socket_path),
+    STRN("socket_group", transports.socket_group),
+    OBJ("zmq", zmq_fields),
+    U32("max_frame_bytes", transports.max_frame_bytes, 1024, 256 * MiB),
+    U64("read_timeout_ms", transports.read_timeout_ms, 100, DAY_MS),
+    ENUM("on_disconnect", transports.on_disconnect, disconnect_names),
+    END};
+
+#define LIMIT_FIELDS(base)                                                   \
+  U64("cpu_ms", base.cpu_ms, 1, 30 * DAY_MS),                                \
+      U64("wall_ms", base.wall_ms, 1, 30 * DAY_MS),                          \
+      U64("memory_bytes", base.memory_bytes, 1, 64 * TiB),                   \
+      U64("processes", base.processes, 1, 1000000),                          \
+      U64("output_bytes", base.output_bytes, 1, 64 * GiB), END
+
+static const field_t limit_def_fields[] = {LIMIT_FIELDS(limits.def)};
+static const field_t limit_max_fields[] = {LIMIT_FIELDS(limits.max)};
+static const field_t large_mem_fields[] = {
+    U64("memory_bytes", limits.large_mem_bytes, 1, 64 * TiB), END};
+static const field_t high_cpu_fields[] = {
+    U64("cpu_ms", limits.high_cpu_ms, 1, 30 * DAY_MS),
+    U64("wall_ms", limits.high_cpu_wall_ms, 1, 30 * DAY_MS), END};
+
+static const field_t limits_fields[] = {
+    OBJ("default", limit_def_fields), OBJ("max", limit_max_fields),
+    OBJ("max_large_mem", large_mem_fields),
+    OBJ("max_high_cpu", high_cpu_fields), END};
+
+static const field_t queue_fields[] = {
+    U32("max_depth", queue.max_depth, 1, 1000000),
+    U64("aging_ms", queue.aging_ms, 0, 30 * DAY_MS),
+    U32("workers", queue.workers, 0, 1024),
+    U32("per_client_max", queue.per_client_max, 0, 1000000),
+    U64("min_free_memory_bytes", queue.min_free_memory_bytes, 0, 64 * TiB),
+    END};
+
+static const field_t output_fields[] = {
+    ENUM("overflow", output.overflow, overflow_names),
+    U64("rate_bytes_per_s", output.rate_bytes_per_s, 1, 64 * GiB),
+    U64("burst_bytes", output.burst_bytes, 1, 64 * GiB), END};
+
+static const field_t watchdog_fields[] = {
+    U64("tick_ms", watchdog_tick_ms, 5, 10000), END};
+
+static const field_t audit_fields[] = {
+    ENUM("mode", audit.mode, mode_names),
+    ENUM("reject_severity", audit.reject_severity, sev_names),
+    U32("max_findings", audit.max_findings, 0, 10000),
+    CUSTOM("rules", px__cfg_parse_audit_rules, px__cfg_emit_audit_rules),
+    END};
+
+static const field_t kb_fields[] = {
+    CUSTOM("roots", px__cfg_parse_kb_roots, px__cfg_emit_kb_roots),
+    PATH("store", kb.store),
+    ENUM("snapshot", kb.snapshot, snapshot_names),
+    U32("keep", kb.keep, 1, 100000),
+    U64("max_store_bytes", kb.max_store_bytes, 0, 1024 * TiB), END};
+
+static const field_t windows_fields[] = {
+    BOOL("ui_restrictions", windows.ui_restrictions),
+    ENUM("integrity", windows.integrity, integrity_names), END};
+
+static const field_t linux_fields[] = {
+    LIST("ro_binds", linux_.ro_binds, linux_.nro_binds, abs_path_ok,
+         "must be an absolute path"),
+    U64("tmpfs_bytes", linux_.tmpfs_bytes, 1 * MiB, 64 * GiB),
+    U32("sandbox_uid", linux_.sandbox_uid, 1, UINT32_MAX - 1),
+    U32("sandbox_gid", linux_.sandbox_gid, 1, UINT32_MAX - 1), END};
+
+static const field_t request_fields[] = {
+    SIZ("max_code_bytes", request.max_code_bytes, 1, 64 * MiB),
+    SIZ("max_files", request.max_files, 0, 10000),
+    SIZ("max_file_bytes", request.max_file_bytes, 1, 256 * MiB),
+    SIZ("max_total_bytes", request.max_total_bytes, 1, 256 * MiB),
+    SIZ("max_args", request.max_args, 0, 4096),
+    SIZ("max_env", request.max_env, 0, 4096),
+    SIZ("max_path_len", request.max_path_len, 1, 1024), END};
+
+static const field_t root_fields[] = {
+    ENUM("log_level", log_level, log_names),
+    OBJ("transports", transport_fields),
+    PATH("work_root", work_root),
+    OBJ("limits", limits_fields),
+    CUSTOM("runtimes", px__cfg_parse_runtimes, px__cfg_emit_runtimes),
+    CUSTOM("clients", px__cfg_parse_clients, px__cfg_emit_clients),
+    OBJ("queue", queue_fields),
+    OBJ("output", output_fields),
+    OBJ("watchdog", watchdog_fields),
+    OBJ("audit", audit_fields),
+    OBJ("kb", kb_fields),
+    OBJ("windows", windows_fields),
+    OBJ("linux", linux_fields),
+    OBJ("request", request_fields),
+    END};
+
+/* ---- parse ---- */
+
+static int parse_fields(px__cfg_ctx_t *ctx, const cJSON *obj,
+                        const char *path, const field_t *fields,
+                        px_config_t *cfg);
+
+static int parse_strlist(px__cfg_ctx_t *ctx, const cJSON *it,
+                         const char *path, const field_t *f,
+                         px_config_t *cfg) {
+  char ***vp = (char ***)((char *)cfg + f->off);
+  size_t *np = (size_t *)((char *)cfg + f->off2);
+  char child[PX__PATH_MAX], **v = NULL;
+  const cJSON *e;
+  size_t n = 0, i = 0;
+  const char *s;
+  if (!cJSON_IsArray(it))
+    return px__cfg_fail(ctx, path, "must be an array of strings");
+  n = (size_t)cJSON_GetArraySize(it);
+  if (n > 1024)
+    return px__cfg_fail(ctx, path, "more than 1024 entries");
+  v = calloc(n ? n : 1, sizeof *v);
+  if (!v)
+    return PX_ENOMEM;
+  cJSON_ArrayForEach(e, it) {
+    int rc = 0;
+    px__cfg_index(child, sizeof child, path, i);
+    if (px__cfg_str(ctx, e, child, 0, &s) != 0)
+      rc = PX_ECONFIG;
+    else if (f->check && !f->check(s))
+      rc = px__cfg_fail(ctx, child, "%s", f->rule);
+    else if (!(v[i] = px_strdup(s)))
+      rc = PX_ENOMEM;
+    if (rc != 0) {
+      px__cfg_free_strv(v, i);
+      return rc;
+    }
+    i++;
+  }
+  px__cfg_free_strv(*vp, *np);
+  *vp = v;
+  *np = n;
+  return 0;
+}
+
+static int parse_enum(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
+                      const char *const *names, int *out) {
+  char list[160] = "";
+  int i;
+  if (cJSON_IsString(it))
+    for (i = 0; names[i]; i++)
+      if (strcmp(it->valuestring, names[i]) == 0) {
+        *out = i;
+        return 0;
+      }
+  for (i = 0; names[i]; i++) {
+    size_t l = strlen(list);
+    snprintf(list + l, sizeof list - l, "%s\"%s\"", i ? ", " : "", names[i]);
+  }
+  return px__cfg_fail(ctx, path, "must be one of %s", list);
+}
+
+static int set_str(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
+                   const field_t *f, px_config_t *cfg) {
+  char **p = (char **)((char *)cfg + f->off);
+  const char *s = NULL;
+  char *copy = NULL;
+  if (f->type == F_STRN && cJSON_IsNull(it)) {
+    free(*p);
+    *p = NULL;
+    return 0;
+  }
+  if (px__cfg_str(ctx, it, path, 0, &s) != 0)
+    return f->type == F_STRN ? px__cfg_fail(ctx, path,
+                                            "must be a string or null")
+                             : PX_ECONFIG;
+  if (f->type == F_PATH && !px__config_path_absolute(s))
+    return px__cfg_fail(ctx, path, "must be an absolute path");
+  if (!(copy = px_strdup(s)))
+    return PX_ENOMEM;
+  free(*p);
+  *p = copy;
+  return 0;
+}
+
+static int parse_field(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
+                       const field_t *f, px_config_t *cfg) {
+  void *at = (char *)cfg + f->off;
+  uint64_t v = 0;
+  int rc;
+  switch (f->type) {
+  case F_U64:
+  case F_U32:
+  case F_SIZE:
+    if ((rc = px__cfg_u64(ctx, it, path, f->min, f->max, &v)) != 0)
+      return rc;
+    if (f->type == F_U64)
+      *(uint64_t *)at = v;
+    else if (f->type == F_U32)
+      *(uint32_t *)at = (uint32_t)v;
+    else
+      *(size_t *)at = (size_t)v;
+    return 0;
+  case F_BOOL:
+    if (!cJSON_IsBool(it))
+      return px__cfg_fail(ctx, path, "must be true or false");
+    *(int *)at = cJSON_IsTrue(it) ? 1 : 0;
+    return 0;
+  case F_STR:
+  case F_STRN:
+  case F_PATH:
+    return set_str(ctx, it, path, f, cfg);
+  case F_ENUM:
+    return parse_enum(ctx, it, path, f->names, (int *)at);
+  case F_OBJ:
+    return parse_fields(ctx, it, path, f->sub, cfg);
+  case F_STRLIST:
+    return parse_strlist(ctx, it, path, f, cfg);
+  case F_CUSTOM:
+    return f->parse(ctx, it, path, cfg);
+  }
+  return PX_EINVAL;
+}
+
+static int parse_fields(px__cfg_ctx_t *ctx, const cJSON *obj,
+                        const char *path, const field_t *fields,
+                        px_config_t *cfg) {
+  char child[PX__PATH_MAX];
+  const cJSON *it;
+  const field_t *f;
+  int rc;
+  if ((rc = px__cfg_expect_object(ctx, obj, path)) != 0)
+    return rc;
+  cJSON_ArrayForEach(it, obj) {
+    px__cfg_join(child, sizeof child, path, it->string);
+    for (f = fields; f->key; f++)
+      if (strcmp(f->key, it->string) == 0)
+        break;
+    if (!f->key)
+      return px__cfg_fail(ctx, child, "unknown key");
+    if ((rc = parse_field(ctx, it, child, f, cfg)) != 0)
+      return rc;
+  }
+  return 0;
+}
+
+/* ---- cross-field rules ---- */
+
+static int check_limits(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
+  static const char *const names[] = {"cpu_ms", "wall_ms", "memory_bytes",
+                                      "processes", "output_bytes"};
+  const px_limits_config_t *l = &cfg->limits;
+  const uint64_t d[5] = {l->def.cpu_ms, l->def.wall_ms, l->def.memory_bytes,
+                         l->def.processes, l->def.output_bytes};
+  const uint64_t m[5] = {l->max.cpu_ms, l->max.wall_ms, l->max.memory_bytes,
+                         l->max.processes, l->max.output_bytes};
+  char p[PX__PATH_MAX];
+  int i;
+  for (i = 0; i < 5; i++)
+    if (d[i] > m[i]) {
+      snprintf(p, sizeof p, "limits.default.%s", names[i]);
+      return px__cfg_fail(ctx, p, "%llu exceeds limits.max.%s (%llu)",
+                          (unsigned long long)d[i], names[i],
+                          (unsigned long long)m[i]);
+    }
+  if (l->large_mem_bytes < l->max.memory_bytes)
+    return px__cfg_fail(ctx, "limits.max_large_mem.memory_bytes",
+                        "must be at least limits.max.memory_bytes");
+  if (l->high_cpu_ms < l->max.cpu_ms)
+    return px__cfg_fail(ctx, "limits.max_high_cpu.cpu_ms",
+                        "must be at least limits.max.cpu_ms");
+  if (l->high_cpu_wall_ms < l->max.wall_ms)
+    return px__cfg_fail(ctx, "limits.max_high_cpu.wall_ms",
+                        "must be at least limits.max.wall_ms");
+  return 0;
+}
+
+static int check_zmq(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
+  const px_zmq_config_t *z = &cfg->transports.zmq;
+  if (!z->endpoint)
+    return 0;
+  if (strncmp(z->endpoint, "tcp://", 6) != 0 &&
+      strncmp(z->endpoint, "ipc://", 6) != 0)
+    return px__cfg_fail(ctx, "transports.zmq.endpoint",
+                        "must start with tcp:// or ipc://");
+  if (strncmp(z->endpoint, "tcp://", 6) != 0 || z->insecure)
+    return 0;
+  if (!z->secret_key_file)
+    return px__cfg_fail(ctx, "transports.zmq.secret_key_file",
+                        "required for a tcp endpoint (CURVE) unless "
+                        "insecure is true");
+  if (!px__config_path_absolute(z->secret_key_file))
+    return px__cfg_fail(ctx, "transports.zmq.secret_key_file",
+                        "must be an absolute path");
+  if (z->nclient_keys == 0)
+    return px__cfg_fail(ctx, "transports.zmq.client_keys",
+                        "at least one key is required for a tcp endpoint "
+                        "unless insecure is true");
+  return 0;
+}
+
+static int check_config(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
+  int rc;
+  if ((rc = check_limits(ctx, cfg)) != 0 || (rc = check_zmq(ctx, cfg)) != 0)
+    return rc;
+  if (cfg->output.burst_bytes < 4096)
+    return px__cfg_fail(ctx, "output.burst_bytes", "must be at least 4096");
+  if (cfg->request.max_file_bytes > cfg->request.max_total_bytes ||
+      cfg->request.max_code_bytes > cfg->request.max_total_bytes)
+    return px__cfg_fail(ctx, "request.max_total_bytes",
+                        "must be at least max_code_bytes and max_file_bytes");
+  return px__cfg_check_lists(ctx, cfg);
+}
+
+/* ---- public: parse, defaults, free ---- */
+
+int px_config_from_json(const char *text, size_t len, px_config_t **out,
+                        char *err, size_t errsz) {
+  px__cfg_ctx_t ctx = {err, errsz};
+  px_config_t *cfg = NULL;
+  cJSON *root = NULL;
+  const char *end = NULL;
+  int rc;
+  *out = NULL;
+  if (err && errsz)
+    err[0] = '\0';
+  if (!text || len > PX_CONFIG_MAX_FILE_BYTES)
+    return px__cfg_fail(&ctx, "", "missing or larger than %u bytes",
+                        PX_CONFIG_MAX_FILE_BYTES);
+  if (!px_utf8_valid(text, len) || memchr(text, '\0', len))
+    return px__cfg_fail(&ctx, "", "not valid UTF-8 text");
+  if (!(cfg = calloc(1, sizeof *cfg)))
+    return PX_ENOMEM;
+  if ((rc = px__config_defaults(cfg)) != 0)
+    goto cleanup;
+  root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+  if (!root) {
+    rc = px__cfg_fail(&ctx, "", "invalid JSON near byte %zu",
+                      end && end >= text ? (size_t)(end - text) : (size_t)0);
+    goto cleanup;
+  }
+  while (end && (size_t)(end - text) < len && strchr(" \t\r\n", *end))
+    end++;
+  if (end && (size_t)(end - text) < len) {
+    rc = px__cfg_fail(&ctx, "", "trailing data after the JSON object");
+    goto cleanup;
+  }
+  if ((rc = parse_fields(&ctx, root, "", root_fields, cfg)) != 0 ||
+      (rc = check_config(&ctx, cfg)) != 0)
+    goto cleanup;
+  *out = cfg;
+  cfg = NULL;
+cleanup:
+  cJSON_Delete(root);
+  px_config_free(cfg);
+  return rc;
+}
+
+void px__cfg_free_strv(char **v, size_t n) {
+  size_t i;
+  if (!v)
+    return;
+  for (i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+}
+
+void px__cfg_free_runtime(px_runtime_t *rt) {
+  size_t i;
+  free(rt->name);
+  px__cfg_free_strv(rt->command, rt->ncommand);
+  free(rt->extension);
+  free(rt->capability);
+  for (i = 0; i < rt->nenv; i++) {
+    free(rt->env[i].name);
+    free(rt->env[i].value);
+  }
+  free(rt->env);
+  free(rt->audit);
+  memset(rt, 0, sizeof *rt);
+}
+
+void px__cfg_free_client(px_client_policy_t *c) {
+  free(c->name);
+  free(c->match_str);
+  px__cfg_free_strv(c->runtime_caps, c->nruntime_caps);
+  memset(c, 0, sizeof *c);
+}
+
+void px__cfg_free_ruleset(px_audit_ruleset_t *set) {
+  size_t i;
+  free(set->name);
+  for (i = 0; i < set->nrules; i++) {
+    free(set->rules[i].id);
+    free(set->rules[i].pattern);
+    free(set->rules[i].message);
+  }
+  free(set->rules);
+  memset(set, 0, sizeof *set);
+}
+
+void px__config_release(px_config_t *cfg) {
+  size_t i;
+  px_transport_config_t *t = &cfg->transports;
+  free(t->pipe_name);
+  free(t->pipe_client_sid);
+  free(t->socket_path);
+  free(t->socket_group);
+  free(t->zmq.endpoint);
+  free(t->zmq.secret_key_file);
+  px__cfg_free_strv(t->zmq.client_keys, t->zmq.nclient_keys);
+  free(cfg->work_root);
+  for (i = 0; i < cfg->nruntimes; i++)
+    px__cfg_free_runtime(&cfg->runtimes[i]);
+  free(cfg->runtimes);
+  for (i = 0; i < cfg->nclients; i++)
+    px__cfg_free_client(&cfg->clients[i]);
+  free(cfg->clients);
+  for (i = 0; i < cfg->audit.nsets; i++)
+    px__cfg_free_ruleset(&cfg->audit.sets[i]);
+  free(cfg->audit.sets);
+  for (i = 0; i < cfg->kb.nroots; i++) {
+    free(cfg->kb.roots[i].name);
+    free(cfg->kb.roots[i].path);
+  }
+  free(cfg->kb.roots);
+  free(cfg->kb.store);
+  px__cfg_free_strv(cfg->linux_.ro_binds, cfg->linux_.nro_binds);
+  memset(cfg, 0, sizeof *cfg);
+}
+
+void px_config_free(px_config_t *cfg) {
+  if (!cfg)
+    return;
+  px__config_release(cfg);
+  free(cfg);
+}
+
+/* ---- print ---- */
+
+cJSON *px__cfg_number(uint64_t v) {
+  char num[24];
+  snprintf(num, sizeof num, "%llu", (unsigned long long)v);
+  return cJSON_CreateRaw(num);
+}
+
+static cJSON *emit_fields(const field_t *fields, const px_config_t *cfg);
+
+static cJSON *emit_field(const field_t *f, const px_config_t *cfg) {
+  const void *at = (const char *)cfg + f->off;
+  const char *s;
+  switch (f->type) {
+  case F_U64:
+    return px__cfg_number(*(const uint64_t *)at);
+  case F_U32:
+    return px__cfg_number(*(const uint32_t *)at);
+  case F_SIZE:
+    return px__cfg_number(*(const size_t *)at);
+  case F_BOOL:
+    return cJSON_CreateBool(*(const int *)at);
+  case F_STR:
+  case F_STRN:
+  case F_PATH:
+    s = *(char *const *)at;
+    return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+  case F_ENUM:
+    return cJSON_CreateString(f->names[*(const int *)at]);
+  case F_OBJ:
+    return emit_fields(f->sub, cfg);
+  case F_STRLIST:
+    return cJSON_CreateStringArray(
+        (const char *const *)*(char **const *)at,
+        (int)*(const size_t *)((const char *)cfg + f->off2));
+  case F_CUSTOM:
+    return f->emit(cfg);
+  }
+  return NULL;
+}
+
+static cJSON *emit_fields(const field_t *fields, const px_config_t *cfg) {
+  cJSON *obj = cJSON_CreateObject(), *v;
+  const field_t *f;
+  if (!obj)
+    return NULL;
+  for (f = fields; f->key; f++) {
+    if (!(v = emit_field(f, cfg)) || !cJSON_AddItemToObject(obj, f->key, v)) {
+      cJSON_Delete(v);
+      cJSON_Delete(obj);
+      return NULL;
+    }
+  }
+  return obj;
+}
+
+char *px_config_to_json(const px_config_t *cfg) {
+  cJSON *root = emit_fields(root_fields, cfg);
+  char *text = root ? cJSON_Print(root) : NULL;
+  char *copy = NULL;
+  cJSON_Delete(root);
+  if (!text)
+    return NULL;
+  /* cJSON's allocator is malloc, but hand out our own copy with a final
+   * newline so callers free() it without caring. */
+  copy = malloc(strlen(text) + 2);
+  if (copy) {
+    memcpy(copy, text, strlen(text));
+    memcpy(copy + strlen(text), "\n", 2);
+  }
+  cJSON_free(text);
+  return copy;
+}
+
+char *px_config_default_json(void) {
+  px_config_t cfg;
+  char *text = NULL;
+  memset(&cfg, 0, sizeof cfg);
+  if (px__config_defaults(&cfg) == 0)
+    text = px_config_to_json(&cfg);
+  px__config_release(&cfg);
+  return text;
+}
+
+/* ---- load ---- */
+
+int px_config_load(const char *path, px_config_t **out, char *err,
+                   size_t errsz) {
+  char *text = NULL;
+  size_t len = 0;
+  int rc;
+  *out = NULL;
+  if (!path)
+    return px_config_from_json("{}", 2, out, err, errsz);
+  rc = px_config_read_file(path, 0, PX_CONFIG_MAX_FILE_BYTES, &text, &len,
+                           err, errsz);
+  if (rc == 0)
+    rc = px_config_from_json(text, len, out, err, errsz);
+  free(text);
+  return rc;
+}
+
+int px_config_load_default(px_config_t **out, char *err, size_t errsz) {
+  char *path = px__config_default_file();
+  int rc;
+  *out = NULL;
+  if (!path)
+    return PX_ENOMEM;
+  rc = px_config_load(path, out, err, errsz);
+  if (rc == PX_ENOENT) {
+    PX_LOG(PX_LOG_INFO, "no configuration file at %s: built-in defaults",
+           path);
+    rc = px_config_load(NULL, out, err, errsz);
+  }
+  free(path);
+  return rc;
+}
+
+char *px_config_default_path(void) { return px__config_default_file(); }

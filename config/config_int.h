@@ -1,0 +1,114 @@
+/* config_int.h - internals shared by the files of config/ (not a seam).
+ *
+ * The parser (config.c, config_lists.c) fills a px_config_t that starts as
+ * the built-in defaults (defaults.c); the platform files (linux/, win/)
+ * supply default paths and the file checks.
+ */
+#ifndef PX_CONFIG_INT_H
+#define PX_CONFIG_INT_H
+
+#include "px/px_config.h"
+
+#include <cjson/cJSON.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest integer a JSON number carries exactly (2^53). */
+#define PX__JSON_INT_MAX (UINT64_C(1) << 53)
+#define PX__PATH_MAX 160 /* JSON path in messages ("clients[3].match") */
+#define PX__STR_MAX 4096 /* any string value in the file */
+
+/* printf-style checking that matches the C99 printf mingw builds use. */
+#if defined(__MINGW32__)
+#define PX__PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
+#elif defined(__GNUC__)
+#define PX__PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PX__PRINTF(f, a)
+#endif
+
+/* A parse in progress: where errors go. */
+typedef struct {
+  char *err;
+  size_t errsz;
+} px__cfg_ctx_t;
+
+/* Write "path: message" into ctx->err; returns PX_ECONFIG. */
+int px__cfg_fail(px__cfg_ctx_t *ctx, const char *path, const char *fmt, ...)
+    PX__PRINTF(3, 4);
+/* child = path + "." + key (or key alone at the root). */
+void px__cfg_join(char *child, size_t sz, const char *path, const char *key);
+/* child = path + "[i]". */
+void px__cfg_index(char *child, size_t sz, const char *path, size_t i);
+
+/* Typed reads: 0 or PX_ECONFIG (message names path). */
+int px__cfg_u64(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
+                uint64_t min, uint64_t max, uint64_t *out);
+int px__cfg_str(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
+                int allow_empty, const char **out);
+/* Fail on a duplicate key among obj's members (cJSON keeps both). */
+int px__cfg_no_dup_keys(px__cfg_ctx_t *ctx, const cJSON *obj,
+                        const char *path);
+int px__cfg_expect_object(px__cfg_ctx_t *ctx, const cJSON *it,
+                          const char *path);
+
+/* Collection sections (config_lists.c). Each replaces or merges into the
+ * current value in cfg as docs/config.md describes. */
+int px__cfg_parse_runtimes(px__cfg_ctx_t *ctx, const cJSON *it,
+                           const char *path, px_config_t *cfg);
+int px__cfg_parse_clients(px__cfg_ctx_t *ctx, const cJSON *it,
+                          const char *path, px_config_t *cfg);
+int px__cfg_parse_audit_rules(px__cfg_ctx_t *ctx, const cJSON *it,
+                              const char *path, px_config_t *cfg);
+int px__cfg_parse_kb_roots(px__cfg_ctx_t *ctx, const cJSON *it,
+                           const char *path, px_config_t *cfg);
+/* Cross-field checks after the whole file was read. */
+int px__cfg_check_lists(px__cfg_ctx_t *ctx, const px_config_t *cfg);
+
+/* Emitters for the same collections (config_lists.c). NULL on OOM. */
+cJSON *px__cfg_emit_runtimes(const px_config_t *cfg);
+cJSON *px__cfg_emit_clients(const px_config_t *cfg);
+cJSON *px__cfg_emit_audit_rules(const px_config_t *cfg);
+cJSON *px__cfg_emit_kb_roots(const px_config_t *cfg);
+/* A u64 as an exact JSON integer. */
+cJSON *px__cfg_number(uint64_t v);
+
+/* Free helpers (config.c). */
+void px__cfg_free_runtime(px_runtime_t *rt);
+void px__cfg_free_client(px_client_policy_t *c);
+void px__cfg_free_ruleset(px_audit_ruleset_t *set);
+void px__cfg_free_strv(char **v, size_t n);
+
+/* Fill cfg with the built-in defaults (defaults.c). 0 or PX_ENOMEM; on
+ * failure cfg holds what was built (px__config_release frees it). */
+int px__config_defaults(px_config_t *cfg);
+/* Release everything cfg owns, not cfg itself. */
+void px__config_release(px_config_t *cfg);
+/* A ruleset copied from the shipped table. 0 or PX_ENOMEM. */
+int px__cfg_ruleset_from_default(const char *name, px_audit_ruleset_t *out);
+
+/* Platform (config/linux/platform.c, config/win/platform.c). */
+/* 1 if path is absolute for this platform ("/x" or "C:\x", "\\srv\x"). */
+int px__config_path_absolute(const char *path);
+/* malloc'd platform default paths; NULL on OOM. */
+char *px__config_default_file(void);    /* executor.json */
+char *px__config_default_kb_store(void);
+char *px__config_default_work_root(void);
+/* Directory holding the OS's own programs with a trailing separator
+ * ("C:\Windows\System32\" / "/usr/bin/"), malloc'd. */
+char *px__config_system_dir(void);
+
+/* Test seam (platform files): make the next file check fail at a step,
+ * so tests exercise the fail-closed branches. 0 = off. */
+enum {
+  PX__FILECHECK_FAULT_NONE = 0,
+  PX__FILECHECK_FAULT_OPEN,
+  PX__FILECHECK_FAULT_STAT,     /* fstat / GetFileInformationByHandle */
+  PX__FILECHECK_FAULT_SECURITY, /* owner / DACL query */
+  PX__FILECHECK_FAULT_READ
+};
+void px__config_filecheck_fault(int step);
+
+#endif /* PX_CONFIG_INT_H */

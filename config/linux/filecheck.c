@@ -1,0 +1,138 @@
+/* filecheck.c (Linux) - open the configuration or a secrets file and check
+ * it before trusting it (fail closed).
+ *
+ * The file is opened once with O_NOFOLLOW (a symlink as the last component
+ * is refused: ELOOP) and O_NONBLOCK (a FIFO cannot hang us), and every
+ * check is made with fstat on that descriptor; the contents are read from
+ * the same descriptor, so nothing can swap the file between the check and
+ * the use. Rules: a regular file, owned by root or by the service's
+ * effective uid, not writable by group or others; a secrets file is also
+ * not readable by group or others.
+ */
+#include "../config_int.h"
+
+#include "px/px_error.h"
+#include "px/px_log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int fault_step;
+
+void px__config_filecheck_fault(int step) { fault_step = step; }
+
+static int fault(int step) {
+  if (fault_step != step)
+    return 0;
+  fault_step = 0;
+  return 1;
+}
+
+static int refuse(char *err, size_t errsz, int rc, const char *path,
+                  const char *why) {
+  if (err && errsz)
+    snprintf(err, errsz, "%s: %s", path, why);
+  return rc;
+}
+
+/* Open path and check it; *fd_out is the checked descriptor. */
+static int open_checked(const char *path, unsigned flags, int *fd_out,
+                        char *err, size_t errsz) {
+  struct stat st;
+  int fd, e;
+  *fd_out = -1;
+  fd = fault(PX__FILECHECK_FAULT_OPEN)
+           ? (errno = EIO, -1)
+           : open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+                            O_NOCTTY);
+  if (fd < 0) {
+    e = errno;
+    if (e == ENOENT)
+      return refuse(err, errsz, PX_ENOENT, path, "no such file");
+    if (e == ELOOP)
+      return refuse(err, errsz, PX_ELOOP, path, "is a symbolic link");
+    PX_LOG(PX_LOG_ERROR, "open(%s) failed: errno %d", path, e);
+    return refuse(err, errsz, e == EACCES ? PX_EACCES : PX_EIO, path,
+                  strerror(e));
+  }
+  if (fault(PX__FILECHECK_FAULT_STAT) || fstat(fd, &st) != 0) {
+    close(fd);
+    return refuse(err, errsz, PX_EIO, path, "fstat failed");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return refuse(err, errsz, PX_EACCES, path, "not a regular file");
+  }
+  if (fault(PX__FILECHECK_FAULT_SECURITY) ||
+      (st.st_uid != 0 && st.st_uid != geteuid())) {
+    close(fd);
+    return refuse(err, errsz, PX_EACCES, path,
+                  "owner is neither root nor the service user");
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    close(fd);
+    return refuse(err, errsz, PX_EACCES, path,
+                  "writable by group or others (chmod go-w)");
+  }
+  if ((flags & PX_FILECHECK_SECRET) && (st.st_mode & (S_IRGRP | S_IROTH))) {
+    close(fd);
+    return refuse(err, errsz, PX_EACCES, path,
+                  "secrets readable by group or others (chmod 600)");
+  }
+  *fd_out = fd;
+  return 0;
+}
+
+int px_config_check_file(const char *path, unsigned flags, char *err,
+                         size_t errsz) {
+  int fd = -1, rc = open_checked(path, flags, &fd, err, errsz);
+  if (fd >= 0)
+    close(fd);
+  return rc;
+}
+
+int px_config_read_file(const char *path, unsigned flags, size_t max_bytes,
+                        char **data, size_t *len, char *err, size_t errsz) {
+  char *buf = NULL;
+  size_t got = 0;
+  ssize_t n;
+  int fd = -1, rc;
+  *data = NULL;
+  *len = 0;
+  if ((rc = open_checked(path, flags, &fd, err, errsz)) != 0)
+    return rc;
+  if (!(buf = malloc(max_bytes + 1))) {
+    rc = PX_ENOMEM;
+    goto cleanup;
+  }
+  for (;;) {
+    n = fault(PX__FILECHECK_FAULT_READ) ? (errno = EIO, -1)
+                                        : read(fd, buf + got, max_bytes + 1 - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      rc = refuse(err, errsz, PX_EIO, path, "read failed");
+      goto cleanup;
+    }
+    if (n == 0)
+      break;
+    got += (size_t)n;
+    if (got > max_bytes) {
+      rc = refuse(err, errsz, PX_ERANGE, path, "file too large");
+      goto cleanup;
+    }
+  }
+  buf[got] = '\0';
+  *data = buf;
+  *len = got;
+  buf = NULL;
+cleanup:
+  free(buf);
+  close(fd);
+  return rc;
+}

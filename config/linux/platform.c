@@ -1,0 +1,23 @@
+/* platform.c (Linux) - default paths and the absolute-path rule for the
+ * configuration. */
+#include "../config_int.h"
+
+#include "px/px_util.h"
+
+int px__config_path_absolute(const char *path) {
+  return path && path[0] == '/';
+}
+
+char *px__config_default_file(void) {
+  return px_strdup("/etc/phoenix-executor/executor.json");
+}
+
+char *px__config_default_kb_store(void) {
+  return px_strdup("/var/lib/phoenix-executor/kb-store");
+}
+
+char *px__config_default_work_root(void) {
+  return px_strdup("/var/lib/phoenix-executor/jobs");
+}
+
+char *px__config_system_dir(void) { return px_strdup("/usr/bin/"); }
