@@ -23,8 +23,13 @@ set(PX_PROTOCOL_TESTS
   ${PROJECT_SOURCE_DIR}/tests/unit/test_utf8.c
   ${PROJECT_SOURCE_DIR}/tests/unit/test_request.c
   ${PROJECT_SOURCE_DIR}/tests/unit/test_request_files.c
-  ${PROJECT_SOURCE_DIR}/tests/unit/test_encode.c)
-
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_encode.c
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_cases.c
+  ${PROJECT_SOURCE_DIR}/tests/cases/cases.c)
 target_sources(px_tests PRIVATE ${PX_PROTOCOL_TESTS})
+# (Source properties are per directory: set them where px_tests lives.)
+set_source_files_properties(${PROJECT_SOURCE_DIR}/tests/unit/test_cases.c
+  DIRECTORY ${PROJECT_SOURCE_DIR}/tests PROPERTIES COMPILE_DEFINITIONS
+  "PX_CASES_DIR=\"${PROJECT_SOURCE_DIR}/tests/cases/\";PX_CASE_LIST=\"${PX_CASE_LIST}\"")
 px_add_test_group(px_tests protocol LABELS unit)
 
