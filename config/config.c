@@ -662,10 +662,13 @@ static cJSON *emit_field(const field_t *f, const px_config_t *cfg) {
     return cJSON_CreateString(f->names[*(const int *)at]);
   case F_OBJ:
     return emit_fields(f->sub, cfg);
-  case F_STRLIST:
-    return cJSON_CreateStringArray(
-        (const char *const *)*(char **const *)at,
-        (int)*(const size_t *)((const char *)cfg + f->off2));
+  case F_STRLIST: {
+    size_t n = *(const size_t *)((const char *)cfg + f->off2);
+    /* cJSON_CreateStringArray refuses a NULL list, even an empty one. */
+    return n ? cJSON_CreateStringArray(
+                   (const char *const *)*(char **const *)at, (int)n)
+             : cJSON_CreateArray();
+  }
   case F_CUSTOM:
     return f->emit(cfg);
   }

@@ -282,8 +282,19 @@ static int parse_match(px__cfg_ctx_t *ctx, const cJSON *m, const char *path,
   const char *s;
   uint64_t id;
   int rc, i;
+  static const char *const keys[] = {"windows_sid", "windows_group_sid",
+                                      "unix_uid", "unix_gid", "zmq_key",
+                                      "any"};
   if ((rc = px__cfg_expect_object(ctx, m, path)) != 0)
     return rc;
+  cJSON_ArrayForEach(it, m) {
+    for (i = 0; i < 6 && strcmp(it->string, keys[i]) != 0; i++)
+      ;
+    if (i == 6) {
+      px__cfg_join(child, sizeof child, path, it->string);
+      return px__cfg_fail(ctx, child, "unknown key");
+    }
+  }
   if (cJSON_GetArraySize(m) != 1)
     return px__cfg_fail(ctx, path, "must have exactly one of windows_sid, "
                         "windows_group_sid, unix_uid, unix_gid, zmq_key, any");
@@ -686,7 +697,7 @@ int px__cfg_parse_kb_roots(px__cfg_ctx_t *ctx, const cJSON *it,
     if (!px__config_path_absolute(s))
       return px__cfg_fail(ctx, child, "must be an absolute path");
     if (at == kb->nroots) {
-      px_kb_root_t *grown = NULL;
+      px_kb_root_conf_t *grown = NULL;
       if (at >= 64 || !(grown = realloc(kb->roots, (at + 1) * sizeof *grown)))
         return at >= 64 ? px__cfg_fail(ctx, path, "more than 64 roots")
                         : PX_ENOMEM;
