@@ -357,6 +357,20 @@ px_queue_item_t *px_queue_pop_any(px_queue_t *q) {
   return NULL;
 }
 
+px_queue_item_t *px_queue_pop_client(px_queue_t *q, px_queue_client_t *c) {
+  int l;
+  for (l = 0; l < PX_PRIO_COUNT; l++) {
+    lane_t *ln = &c->lanes[l];
+    if (ln->n > 0) {
+      px_queue_item_t *it = CONTAINER(ln->items.next, px_queue_item_t,
+                                      lane_link);
+      take(q, it);
+      return it;
+    }
+  }
+  return NULL;
+}
+
 void px_queue_done(px_queue_t *q, px_queue_client_t *c) {
   (void)q;
   assert(c->running > 0);

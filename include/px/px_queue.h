@@ -103,6 +103,9 @@ px_queue_item_t *px_queue_pop(px_queue_t *q, uint64_t now_ms);
 /* Take an item of the highest non-empty level, ignoring caps and without
  * counting it as running (drain on scram and stop). */
 px_queue_item_t *px_queue_pop_any(px_queue_t *q);
+/* Take any queued item of client c (drain on disconnect), without
+ * counting it as running. NULL when c has nothing queued. */
+px_queue_item_t *px_queue_pop_client(px_queue_t *q, px_queue_client_t *c);
 /* A popped item of client c ended: its slot under the cap is free again. */
 void px_queue_done(px_queue_t *q, px_queue_client_t *c);
 

@@ -1,0 +1,101 @@
+/* engine_int.h - what engine.c (API, clients, queue, workers) and
+ * engine_run.c (one job's run, verdict, events) share. Not a seam. */
+#ifndef PX_ENGINE_INT_H
+#define PX_ENGINE_INT_H
+
+#include "px/px_engine.h"
+#include "px/px_os.h"
+#include "px/px_queue.h"
+
+typedef enum {
+  JOB_QUEUED = 0, /* in the queue: whoever takes it out owns it */
+  JOB_RUNNING,    /* popped by a worker, which owns it */
+  JOB_DRAINED,    /* taken out of the queue by cancel/scram/stop/close:
+                     the thread that took it delivers its result */
+  JOB_FINISHING   /* the worker saw the end: nothing can change it */
+} job_state_t;
+
+typedef enum {
+  REASON_NONE = 0,
+  REASON_CANCEL, /* px_engine_cancel, client close with cancel */
+  REASON_ABORT   /* scram, stop */
+} job_reason_t;
+
+typedef struct px__job_s px__job_t;
+
+struct px__job_s {
+  px_queue_item_t qi;           /* qi.data == this job */
+  px_engine_t *eng;             /* borrowed */
+  px_engine_client_t *client;   /* borrowed; holds a reference */
+  px_engine_job_t j;            /* owned: spec, audit */
+  /* --- under eng->lock --- */
+  job_state_t state;
+  job_reason_t reason;
+  int counted_running;          /* popped by px_queue_pop: px_queue_done */
+  px_sandbox_t *sb;             /* set while kill() may be called */
+  px__job_t *prev, *next;       /* eng->active while out of the queue */
+  /* --- under client->cb_lock --- */
+  int started_sent;
+  int result_sent;
+  /* --- the worker's (fed by the backend's output thread) --- */
+  px_outguard_t *guard;         /* owned */
+};
+
+struct px_engine_client_s {
+  px_engine_t *eng;
+  char *name;                   /* owned */
+  void (*on_event)(void *ctx, const px_engine_event_t *ev);
+  void *ctx;                    /* borrowed until close */
+  px_mutex_t cb_lock;           /* serializes on_event; guards closed */
+  int closed;                   /* under cb_lock */
+  /* --- under eng->lock --- */
+  px_queue_client_t *qc;        /* owned by the queue */
+  unsigned refs;                /* 1 for the transport + one per job */
+  int transport_closed;
+  px_engine_client_t *prev, *next; /* eng->clients */
+};
+
+struct px_engine_s {
+  px_engine_opts_t o;           /* copied; pointers borrowed */
+  void *bstate;                 /* backend state (owned: ops->close) */
+  px_mutex_t lock;              /* "the engine lock" */
+  px_cond_t work_cv;            /* workers: queue changed / stopping */
+  px_cond_t idle_cv;            /* stop: a result was delivered */
+  px_queue_t *q;                /* owned */
+  px__job_t *active;            /* out of the queue, result not delivered */
+  px_engine_client_t *clients;
+  px_thread_t *threads;         /* owned; nthreads */
+  unsigned nthreads;
+  int paused, stopping, stopped;
+  unsigned running;             /* jobs popped by workers, not finished */
+  uint64_t pending;             /* accepted, result not yet delivered */
+  uint64_t accepted;
+  uint64_t counters[PX_STATUS_COUNT_];
+  uint64_t seq;                 /* job keys */
+  uint64_t t0;                  /* px_now_ms at creation */
+};
+
+/* engine_run.c */
+/* Run a popped job to its end on the calling worker and deliver its
+ * result; the job is freed on return. */
+void px__engine_run(px_engine_t *eng, px__job_t *job);
+/* Deliver the result of a job that never ran (status by its reason or
+ * `status`), then free it. */
+void px__engine_finish_unrun(px_engine_t *eng, px__job_t *job,
+                             px_status_t status);
+/* Kill a job's sandbox if it has one (engine lock held). */
+void px__engine_kill_locked(px_engine_t *eng, px__job_t *job,
+                            job_reason_t why);
+/* Deliver an event to the job's client (takes cb_lock). */
+void px__engine_emit(px__job_t *job, const px_engine_event_t *ev);
+
+/* engine.c */
+/* Bookkeeping once a job's result is decided (engine lock NOT held, the
+ * client's cb_lock held): count it, drop it from the active list, free
+ * its cap slot. */
+void px__engine_account_locked_cb(px_engine_t *eng, px__job_t *job,
+                                  px_status_t status);
+/* After delivery: release the job's references (engine lock not held). */
+void px__engine_job_done(px_engine_t *eng, px__job_t *job);
+
+#endif /* PX_ENGINE_INT_H */
