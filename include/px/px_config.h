@@ -12,6 +12,8 @@
 
 #include "px_audit.h"
 #include "px_job.h"
+#include "px_kb.h"
+#include "px_outguard.h"
 #include "px_log.h"
 #include "px_protocol.h"
 #include "px_result.h"
@@ -29,8 +31,8 @@ extern "C" {
 /* ---- sections ---- */
 
 typedef enum { PX_DISCONNECT_CANCEL = 0, PX_DISCONNECT_FINISH } px_on_disconnect_t;
-typedef enum { PX_OVERFLOW_KILL = 0, PX_OVERFLOW_TRUNCATE } px_overflow_t;
-typedef enum { PX_KB_SNAPSHOT_ALWAYS = 0, PX_KB_SNAPSHOT_WRITERS } px_kb_snapshot_t;
+/* kb.snapshot and output.overflow reuse their components' enums. */
+typedef px_kb_mode_t px_kb_snapshot_t;
 typedef enum { PX_INTEGRITY_LOW = 0, PX_INTEGRITY_UNTRUSTED } px_integrity_t;
 
 typedef struct {
@@ -123,10 +125,10 @@ typedef struct {
 typedef struct {
   char *name; /* [a-z0-9_], 1-32 chars: PX_KB_<NAME> */
   char *path; /* absolute host path */
-} px_kb_root_t;
+} px_kb_root_conf_t;
 
 typedef struct {
-  px_kb_root_t *roots;
+  px_kb_root_conf_t *roots;
   size_t nroots;
   char *store;              /* snapshot store, no job can reach it */
   px_kb_snapshot_t snapshot;

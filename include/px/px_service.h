@@ -61,6 +61,8 @@ typedef struct {
   const char *version;       /* reported by `status` */
   /* Engine/backend overrides for tests (NULL: from config / native). */
   const void *backend_ops;   /* const px_backend_ops_t * */
+  int allow_degraded;        /* run where a sandbox control is missing on
+                                this host (reported as "degraded") */
 } px_service_opts_t;
 
 /* Build the service: backend, KB layer, engine and workers. 0 or PX_E*
@@ -72,6 +74,9 @@ int px_service_open(const px_service_opts_t *opts, px_service_t **out);
 void px_service_stop(px_service_t *svc);
 /* Free after stop and after every session is closed. */
 void px_service_free(px_service_t *svc);
+
+/* The knowledge-base layer, or NULL when no KB roots are configured. */
+struct px_kb_s *px_service_kb(px_service_t *svc);
 
 /* Frame limits for transports (max payload, read timeout). */
 uint32_t px_service_max_frame(const px_service_t *svc);

@@ -28,6 +28,8 @@ expect_flag service/b.c 'int n(const char *s) { return atoi(s); }' "banned call"
 expect_flag service/c.c 'void g(int p) { kill(p, 9); }' "process control"
 expect_flag service/d.c 'void h(void) { CreateProcessW(0); }' "process control"
 expect_flag service/e.c '#include <windows.h>' "OS header"
+# Comments, strings and member calls are not calls to the OS:
+printf '/* kill(p) */ void f(struct o *ops) { ops->kill(0); puts("strcpy("); }\n' > service/g.c
 # Allowed places and the opt-out marker:
 printf 'void g(int p) { kill(p, 9); }\n' > service/linux/spawn.c
 printf 'void f(char *d) { strcpy(d, "x"); } /* checksrc: allow - test */\n' > service/f.c

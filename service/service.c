@@ -1,0 +1,163 @@
+/* service.c - the service core shared by the Windows service and the Linux
+ * daemon (px_service.h): configuration -> KB layer -> backend -> engine.
+ *
+ * DESIGN: px_service_open is a list of steps, each fatal:
+ *   1. KB: open the store over the configured roots and complete any
+ *      rollback a crashed run left in its journal, before any work.
+ *   2. Engine: options from the configuration (queue, workers, output
+ *      guard, admission floor), the platform backend (or a test's), and
+ *      the KB hooks. Opening the backend does its own crash recovery
+ *      (leftover cgroups / job directories).
+ * Transports then open sessions (session.c) against it.
+ */
+#include "service/service_int.h"
+
+#include "px/px_error.h"
+#include "px/px_log.h"
+#include "px/px_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int open_kb(px_service_t *svc) {
+  const px_kb_config_t *k = &svc->cfg->kb;
+  px_kb_root_t roots[16];
+  px_kb_result_t rec;
+  px_kb_opts_t o;
+  size_t i;
+  int rc;
+
+  if (k->nroots == 0)
+    return 0; /* no knowledge base configured: results carry "kb": null */
+  if (k->nroots > sizeof roots / sizeof roots[0]) {
+    PX_LOG(PX_LOG_ERROR, "kb.roots: at most %zu roots", sizeof roots / sizeof roots[0]);
+    return PX_ECONFIG;
+  }
+  px_kb_opts_default(&o);
+  for (i = 0; i < k->nroots; i++) {
+    roots[i].name = k->roots[i].name;
+    roots[i].path = k->roots[i].path;
+  }
+  o.roots = roots;
+  o.nroots = k->nroots;
+  o.store = k->store;
+  o.snapshot = k->snapshot;
+  o.keep = k->keep;
+  o.max_store_bytes = k->max_store_bytes;
+  if ((rc = px_kb_open(&o, &svc->kb)) != 0) {
+    PX_LOG(PX_LOG_ERROR, "cannot open the knowledge-base store %s: %s", k->store,
+           px_strerror(rc));
+    return rc;
+  }
+  memset(&rec, 0, sizeof rec);
+  rc = px_kb_recover(svc->kb, &rec);
+  if (rc != 0) {
+    PX_LOG(PX_LOG_CRITICAL, "knowledge-base crash recovery failed: %s",
+           rec.error ? rec.error : px_strerror(rc));
+  } else if (rec.rolled_back) {
+    PX_LOG(PX_LOG_WARN, "crash recovery: completed rollback to %s (%llu restored, "
+           "%llu removed, verified %d)", rec.snapshot ? rec.snapshot : "?",
+           (unsigned long long)rec.files_restored,
+           (unsigned long long)rec.files_removed, rec.verified);
+  }
+  px_kb_result_free(&rec);
+  return rc;
+}
+
+/* The NULL-terminated read-only bind list the Linux backend wants. */
+static int build_ro_binds(px_service_t *svc) {
+  const px_linux_config_t *l = &svc->cfg->linux_;
+  size_t i;
+  if (l->nro_binds == 0)
+    return 0; /* backend default */
+  svc->ro_binds = calloc(l->nro_binds + 1, sizeof *svc->ro_binds);
+  if (!svc->ro_binds)
+    return PX_ENOMEM;
+  for (i = 0; i < l->nro_binds; i++)
+    svc->ro_binds[i] = l->ro_binds[i];
+  return 0;
+}
+
+static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,
+                        px_engine_opts_t *o) {
+  const px_config_t *cfg = svc->cfg;
+  px_engine_opts_default(o);
+  o->workers = cfg->queue.workers;
+  o->queue_max = cfg->queue.max_depth;
+  o->aging_ms = cfg->queue.aging_ms;
+  o->min_free_memory_bytes = cfg->queue.min_free_memory_bytes;
+  o->output.limit_bytes = cfg->limits.def.output_bytes;
+  o->output.overflow = cfg->output.overflow;
+  o->output.rate_bytes_per_s = cfg->output.rate_bytes_per_s;
+  o->output.burst_bytes = cfg->output.burst_bytes;
+  o->backend = so->backend_ops ? (const px_backend_ops_t *)so->backend_ops
+                               : px_backend_native();
+  o->backend_opts.work_root = cfg->work_root;
+  o->backend_opts.tick_ms = cfg->watchdog_tick_ms;
+  o->backend_opts.ui_restrictions = cfg->windows.ui_restrictions;
+  o->backend_opts.untrusted_integrity = cfg->windows.integrity == PX_INTEGRITY_UNTRUSTED;
+  o->backend_opts.ro_binds = svc->ro_binds;
+  o->backend_opts.tmpfs_bytes = cfg->linux_.tmpfs_bytes;
+  o->backend_opts.allow_degraded = so->allow_degraded;
+  if (svc->kb)
+    o->kb = px_kb_hooks(svc->kb);
+  o->version = svc->version;
+}
+
+int px_service_open(const px_service_opts_t *so, px_service_t **out) {
+  px_service_t *svc = calloc(1, sizeof *svc);
+  px_engine_opts_t eo;
+  int rc;
+
+  if (!svc)
+    return PX_ENOMEM;
+  svc->cfg = so->config;
+  px_strlcpy(svc->version, so->version ? so->version : "0.0.0", sizeof svc->version);
+  if ((rc = open_kb(svc)) != 0 || (rc = build_ro_binds(svc)) != 0)
+    goto fail;
+  engine_opts(svc, so, &eo);
+  if (!eo.backend) {
+    PX_LOG(PX_LOG_ERROR, "no sandbox backend is built for this platform");
+    rc = PX_ENOTSUP;
+    goto fail;
+  }
+  if ((rc = px_engine_new(&eo, &svc->eng)) != 0) {
+    PX_LOG(PX_LOG_ERROR, "cannot start the engine (%s backend): %s",
+           eo.backend->name, px_strerror(rc));
+    goto fail;
+  }
+  PX_LOG(PX_LOG_INFO, "service core ready: backend %s, %s", eo.backend->name,
+         svc->kb ? "knowledge base on" : "no knowledge base configured");
+  *out = svc;
+  return 0;
+
+fail:
+  px_kb_close(&svc->kb);
+  free(svc->ro_binds);
+  free(svc);
+  return rc;
+}
+
+void px_service_stop(px_service_t *svc) {
+  if (svc && svc->eng)
+    px_engine_stop(svc->eng);
+}
+
+void px_service_free(px_service_t *svc) {
+  if (!svc)
+    return;
+  px_engine_free(svc->eng); /* stops first if needed */
+  px_kb_close(&svc->kb);
+  free(svc->ro_binds);
+  free(svc);
+}
+
+uint32_t px_service_max_frame(const px_service_t *svc) {
+  return svc->cfg->transports.max_frame_bytes;
+}
+
+uint64_t px_service_read_timeout_ms(const px_service_t *svc) {
+  return svc->cfg->transports.read_timeout_ms;
+}
+
+px_kb_t *px_service_kb(px_service_t *svc) { return svc->kb; }

@@ -1,0 +1,271 @@
+/* session.c - one client connection's protocol logic (px_service.h).
+ *
+ * DESIGN: a session turns each payload into exactly the answers the
+ * protocol promises, then gets out of the way:
+ *
+ *   payload -> px_request_parse ---- bad ----> `error` (no valid id) or a
+ *                 |                            `rejected` result (valid id)
+ *                 v
+ *   ping/status/cancel/scram/resume: answered here (admin checked)
+ *   run: client policy -> px_policy_admit -> px_audit_run -> engine submit
+ *        -> `accepted` now; `started`, `output`, `result` later from the
+ *        engine's threads through engine_event().
+ *
+ * Thread safety: on_payload runs on the transport thread; engine events
+ * arrive on worker threads. Both send through send_locked(), which holds
+ * the session lock and drops everything once the session is closing, so a
+ * transport never sees a send after px_session_close returns.
+ */
+#include "service/service_int.h"
+
+#include "px/px_audit.h"
+
+#include "px/px_error.h"
+#include "px/px_log.h"
+#include "px/px_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void send_locked(px_session_t *s, char *json) {
+  if (!json) {
+    PX_LOG(PX_LOG_ERROR, "out of memory encoding a message for a client");
+    return;
+  }
+  px_mutex_lock(&s->lock);
+  if (!s->closing && s->send(s->ctx, json, strlen(json)) != 0)
+    PX_LOG(PX_LOG_DEBUG, "client gone: a message was dropped");
+  px_mutex_unlock(&s->lock);
+  free(json);
+}
+
+static void send_error(px_session_t *s, const char *id, px_code_t code,
+                       const char *msg) {
+  send_locked(s, px_encode_error(id, code, msg));
+}
+
+/* A `run` refused before the engine: the engine delivers and counts its
+ * one result (status rejected), findings included. */
+static void reject(px_session_t *s, const char *id, px_code_t code,
+                   const char *msg, px_result_t *findings) {
+  px_audit_finding_t *audit = findings ? findings->audit : NULL;
+  size_t naudit = findings ? findings->naudit : 0;
+  if (findings) {
+    findings->audit = NULL; /* moved */
+    findings->naudit = 0;
+  }
+  PX_LOG(code == PX_CODE_AUDIT_REJECTED ? PX_LOG_WARN : PX_LOG_INFO,
+         "job %s rejected: %s", id, px_code_name(code));
+  if (px_engine_reject(s->svc->eng, s->ec, id, code, msg, audit, naudit) != 0)
+    PX_LOG(PX_LOG_ERROR, "could not deliver the rejection of job %s", id);
+}
+
+static void on_parse_error(px_session_t *s, const px_parse_error_t *e) {
+  if (e->has_id)
+    reject(s, e->id, e->code, e->message, NULL);
+  else
+    send_error(s, e->id[0] ? e->id : NULL, e->code, e->message);
+}
+
+static void handle_run(px_session_t *s, px_run_request_t *run) {
+  const px_config_t *cfg = s->svc->cfg;
+  px_engine_job_t job;
+  px_result_t r;
+  px_code_t refusal = PX_CODE_NONE;
+  int rc;
+
+  memset(&job, 0, sizeof job);
+  memset(&r, 0, sizeof r);
+  if (!s->policy) {
+    reject(s, run->id, PX_CODE_FORBIDDEN, "this client may not run jobs", NULL);
+    return;
+  }
+  rc = px_policy_admit(cfg, s->policy, run, &job.spec, &r);
+  if (rc == 0) /* findings go into r; high trust may turn them into a no */
+    rc = px_audit_run(cfg, run->runtime, run->code, run->code_len,
+                      run->high_trust, &r);
+  if (rc == PX_EPOLICY) {
+    reject(s, run->id, r.error_code, r.error_message ? r.error_message : "", &r);
+  } else if (rc != 0) {
+    reject(s, run->id, PX_CODE_INTERNAL, px_strerror(rc), &r);
+  } else {
+    job.stream = run->stream;
+    job.kb_rollback = run->kb_rollback;
+    job.audit = r.audit; /* moved */
+    job.naudit = r.naudit;
+    r.audit = NULL;
+    r.naudit = 0;
+    rc = px_engine_submit_take(s->svc->eng, s->ec, &job, NULL, &refusal);
+    if (rc == PX_EEXIST)
+      send_error(s, run->id, PX_CODE_DUPLICATE_ID,
+                 "a job with this id is still in flight");
+    else if (rc != 0 && rc != PX_EBUSY)
+      send_error(s, run->id, PX_CODE_INTERNAL, px_strerror(rc));
+  }
+  px_engine_job_clear(&job);
+  px_job_spec_free(&job.spec);
+  px_result_free(&r);
+}
+
+static void send_status(px_session_t *s) {
+  px_status_info_t st;
+  px_engine_status(s->svc->eng, &st);
+  send_locked(s, px_encode_status(&st));
+}
+
+static int is_admin(const px_session_t *s) { return s->policy && s->policy->admin; }
+
+static void dispatch(px_session_t *s, px_request_t *req) {
+  switch (req->type) {
+  case PX_MSG_PING:
+    send_locked(s, px_encode_pong());
+    break;
+  case PX_MSG_STATUS:
+    send_status(s);
+    break;
+  case PX_MSG_RUN:
+    handle_run(s, &req->run);
+    break;
+  case PX_MSG_CANCEL:
+    if (px_engine_cancel(s->svc->eng, s->ec, req->id) != 0)
+      send_error(s, req->id, PX_CODE_UNKNOWN_ID, "no job with this id in flight");
+    break;
+  case PX_MSG_SCRAM:
+  case PX_MSG_RESUME:
+    if (!is_admin(s)) {
+      send_error(s, NULL, PX_CODE_FORBIDDEN, "scram and resume are for admins");
+      break;
+    }
+    if (req->type == PX_MSG_SCRAM) {
+      unsigned n = px_engine_scram(s->svc->eng);
+      PX_LOG_EVENT(PX_LOG_CRITICAL, 0, "SCRAM by pid %lu: %u jobs aborted",
+                   s->peer.pid, n);
+    } else {
+      px_engine_resume(s->svc->eng);
+      PX_LOG(PX_LOG_WARN, "resume by pid %lu", s->peer.pid);
+    }
+    send_status(s); /* the answer: the new status (paused or not) */
+    break;
+  }
+}
+
+void px_session_on_payload(px_session_t *s, const char *payload, size_t len) {
+  px_request_t req;
+  px_parse_error_t err;
+  memset(&err, 0, sizeof err);
+  if (px_request_parse(payload, len, &s->svc->cfg->request, &req,
+                       &err) != 0) {
+    on_parse_error(s, &err);
+    return;
+  }
+  dispatch(s, &req);
+  px_request_free(&req);
+}
+
+void px_session_on_frame_error(px_session_t *s, px_code_t code) {
+  const char *msg = code == PX_CODE_BAD_CRC ? "payload CRC-32 mismatch; frame skipped"
+                    : code == PX_CODE_FRAME_TOO_LARGE
+                        ? "frame longer than max_frame_bytes; closing"
+                        : "bad frame magic; closing";
+  send_error(s, NULL, code, msg);
+}
+
+static void peer_to_client_id(const px_peer_t *p, px_client_id_t *id,
+                              const char **groups) {
+  size_t i;
+  memset(id, 0, sizeof *id);
+  switch (p->kind) {
+  case PX_PEER_UNIX:
+    id->kind = PX_CLIENT_UNIX;
+    id->uid = p->uid;
+    id->gids = p->gids;
+    id->ngids = p->ngids;
+    break;
+  case PX_PEER_WINDOWS:
+    id->kind = PX_CLIENT_WINDOWS;
+    id->user_sid = p->user_sid;
+    for (i = 0; i < p->ngroup_sids; i++)
+      groups[i] = p->group_sids[i];
+    id->group_sids = groups;
+    id->ngroup_sids = p->ngroup_sids;
+    break;
+  case PX_PEER_ZMQ:
+    id->kind = PX_CLIENT_ZMQ;
+    id->zmq_key = p->zmq_key;
+    break;
+  }
+}
+
+void px__session_on_event(void *ctx, const px_engine_event_t *ev) {
+  px_session_t *s = ctx;
+  switch (ev->type) {
+  case PX_ENGINE_EV_ACCEPTED:
+    send_locked(s, px_encode_accepted(ev->id, ev->queue_position));
+    break;
+  case PX_ENGINE_EV_STARTED:
+    send_locked(s, px_encode_started(ev->id));
+    break;
+  case PX_ENGINE_EV_OUTPUT:
+    send_locked(s, px_encode_output(ev->id, (int)ev->stream, ev->data, ev->len));
+    break;
+  case PX_ENGINE_EV_RESULT:
+    send_locked(s, px_encode_result(ev->result));
+    break;
+  }
+}
+
+static void client_name(const px_peer_t *p, char *out, size_t outsz) {
+  if (p->kind == PX_PEER_UNIX)
+    px_snprintf(out, outsz, "uid %u pid %lu", (unsigned)p->uid, p->pid);
+  else if (p->kind == PX_PEER_WINDOWS)
+    px_snprintf(out, outsz, "%s pid %lu", p->user_sid, p->pid);
+  else
+    px_snprintf(out, outsz, "zmq %.8s...", p->zmq_key);
+}
+
+px_session_t *px_session_open(px_service_t *svc, const px_peer_t *peer,
+                              px_session_send_fn send, void *ctx) {
+  px_session_t *s = calloc(1, sizeof *s);
+  const char *groups[PX_PEER_MAX_GROUPS];
+  px_engine_client_opts_t eo;
+  px_client_id_t id;
+  char name[96];
+
+  if (!s)
+    return NULL;
+  s->svc = svc;
+  s->peer = *peer;
+  s->send = send;
+  s->ctx = ctx;
+  px_mutex_init(&s->lock);
+  peer_to_client_id(peer, &id, groups);
+  s->policy = px_config_match_client(svc->cfg, &id);
+  client_name(peer, name, sizeof name);
+  memset(&eo, 0, sizeof eo);
+  eo.on_event = px__session_on_event;
+  eo.ctx = s;
+  eo.max_concurrent = s->policy ? s->policy->max_concurrent : 0;
+  eo.name = name;
+  if (px_engine_client_open(svc->eng, &eo, &s->ec) != 0) {
+    px_mutex_destroy(&s->lock);
+    free(s);
+    return NULL;
+  }
+  PX_LOG(PX_LOG_DEBUG, "session opened: %s, policy %s", name,
+         s->policy ? s->policy->name : "(none)");
+  return s;
+}
+
+void px_session_close(px_session_t *s) {
+  int cancel;
+  if (!s)
+    return;
+  cancel = s->svc->cfg->transports.on_disconnect == PX_DISCONNECT_CANCEL;
+  /* After this returns the engine never calls on_event for s again. */
+  px_engine_client_close(s->svc->eng, s->ec, cancel);
+  px_mutex_lock(&s->lock);
+  s->closing = 1;
+  px_mutex_unlock(&s->lock);
+  px_mutex_destroy(&s->lock);
+  free(s);
+}
