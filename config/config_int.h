@@ -84,6 +84,9 @@ void px__cfg_free_strv(char **v, size_t n);
 /* Fill cfg with the built-in defaults (defaults.c). 0 or PX_ENOMEM; on
  * failure cfg holds what was built (px__config_release frees it). */
 int px__config_defaults(px_config_t *cfg);
+/* Names of the built-in runtimes of this platform (static). A printed
+ * config lists a missing one as null so that it parses back the same. */
+size_t px__config_default_runtime_names(const char *const **names);
 /* Release everything cfg owns, not cfg itself. */
 void px__config_release(px_config_t *cfg);
 /* A ruleset copied from the shipped table. 0 or PX_ENOMEM. */

@@ -195,9 +195,10 @@ int px__cfg_parse_runtimes(px__cfg_ctx_t *ctx, const cJSON *it,
       return px__cfg_fail(ctx, child, "runtime names are 1-32 of "
                                       "[A-Za-z0-9_.-]");
     if (cJSON_IsNull(e)) { /* remove a built-in runtime */
-      if (at != (size_t)-1) {
+      if (at != (size_t)-1) { /* keep the order: printing depends on it */
         px__cfg_free_runtime(&cfg->runtimes[at]);
-        cfg->runtimes[at] = cfg->runtimes[--cfg->nruntimes];
+        memmove(&cfg->runtimes[at], &cfg->runtimes[at + 1],
+                (--cfg->nruntimes - at) * sizeof cfg->runtimes[0]);
       }
       continue;
     }
@@ -254,6 +255,16 @@ cJSON *px__cfg_emit_runtimes(const px_config_t *cfg) {
       cJSON_Delete(all);
       return NULL;
     }
+  }
+  {
+    const char *const *names = NULL;
+    size_t n = px__config_default_runtime_names(&names);
+    for (i = 0; all && i < n; i++)
+      if (find_runtime(cfg, names[i]) == (size_t)-1 &&
+          !cJSON_AddNullToObject(all, names[i])) {
+        cJSON_Delete(all);
+        return NULL;
+      }
   }
   return all;
 }
@@ -613,7 +624,8 @@ int px__cfg_parse_audit_rules(px__cfg_ctx_t *ctx, const cJSON *it,
     if (cJSON_IsNull(e)) {
       if (at < cfg->audit.nsets) {
         px__cfg_free_ruleset(&cfg->audit.sets[at]);
-        cfg->audit.sets[at] = cfg->audit.sets[--cfg->audit.nsets];
+        memmove(&cfg->audit.sets[at], &cfg->audit.sets[at + 1],
+                (--cfg->audit.nsets - at) * sizeof cfg->audit.sets[0]);
       }
       continue;
     }
@@ -659,6 +671,17 @@ cJSON *px__cfg_emit_audit_rules(const px_config_t *cfg) {
         goto oom;
     }
   }
+  { /* a removed shipped set prints as null, so it stays removed */
+    const char *const *names = NULL;
+    size_t n = px_audit_default_sets(&names), k;
+    for (i = 0; all && i < n; i++) {
+      for (k = 0; k < cfg->audit.nsets; k++)
+        if (strcmp(cfg->audit.sets[k].name, names[i]) == 0)
+          break;
+      if (k == cfg->audit.nsets && !cJSON_AddNullToObject(all, names[i]))
+        goto oom;
+    }
+  }
   return all;
 oom:
   cJSON_Delete(all);
@@ -688,7 +711,8 @@ int px__cfg_parse_kb_roots(px__cfg_ctx_t *ctx, const cJSON *it,
       if (at < kb->nroots) {
         free(kb->roots[at].name);
         free(kb->roots[at].path);
-        kb->roots[at] = kb->roots[--kb->nroots];
+        memmove(&kb->roots[at], &kb->roots[at + 1],
+                (--kb->nroots - at) * sizeof kb->roots[0]);
       }
       continue;
     }

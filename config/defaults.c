@@ -236,6 +236,16 @@ static void default_numbers(px_config_t *cfg) {
   cfg->request.max_path_len = 200;
 }
 
+size_t px__config_default_runtime_names(const char *const **names) {
+#ifdef _WIN32
+  static const char *const n[] = {"cmd", "powershell"};
+#else
+  static const char *const n[] = {"sh", "python"};
+#endif
+  *names = n;
+  return sizeof n / sizeof n[0];
+}
+
 int px__config_defaults(px_config_t *cfg) {
   int rc;
   memset(cfg, 0, sizeof *cfg);

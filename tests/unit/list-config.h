@@ -1,6 +1,7 @@
 /* config unit tests: parser, file checks, policy, audit. */
 PX_TEST_ENTRY(config, config_defaults, 0)
 PX_TEST_ENTRY(config, config_default_json_roundtrip, 0)
+PX_TEST_ENTRY(config, config_roundtrip_after_merge, 0)
 PX_TEST_ENTRY(config, config_every_key_path, 120)
 PX_TEST_ENTRY(config, config_range_messages, 0)
 PX_TEST_ENTRY(config, config_syntax_errors, 0)

@@ -493,3 +493,38 @@ TEST_IMPL(config_names) {
   }
   return 0;
 }
+
+/* Removed built-ins print as null; order survives a print/parse cycle. */
+TEST_IMPL(config_roundtrip_after_merge) {
+  static const char *const inputs[] = {
+      "{\"runtimes\":{\"sh\":null,\"cmd\":null,\"zz\":{\"command\":["
+#ifdef _WIN32
+      "\"C:\\\\z.exe\""
+#else
+      "\"/z\""
+#endif
+      ",\"{file}\"]}},\"audit\":{\"rules\":{\"cmd\":null,\"python\":null,"
+      "\"mine\":[]}},\"kb\":{\"roots\":{\"b\":"
+#ifdef _WIN32
+      "\"C:\\\\b\",\"a\":\"C:\\\\a\""
+#else
+      "\"/b\",\"a\":\"/a\""
+#endif
+      "}}}",
+      "{\"clients\":[],\"linux\":{\"ro_binds\":[]}}"};
+  size_t i;
+  for (i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+    px_config_t *a = parse_ok(inputs[i]), *b;
+    char *ta = px_config_to_json(a), *tb;
+    b = parse_ok(ta);
+    tb = px_config_to_json(b);
+    ASSERT_STR_EQ(tb, ta);
+    ASSERT_UINT_EQ(a->nruntimes, b->nruntimes);
+    ASSERT_UINT_EQ(a->audit.nsets, b->audit.nsets);
+    free(ta);
+    free(tb);
+    px_config_free(a);
+    px_config_free(b);
+  }
+  return 0;
+}
