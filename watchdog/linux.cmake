@@ -1,1 +1,25 @@
-# watchdog/linux.cmake - filled in by its component.
+# watchdog/linux.cmake - the Linux backend (px_backend_linux), its tests and
+# the probe that runs inside the sandbox.
+target_sources(px_core PRIVATE
+  ${CMAKE_CURRENT_SOURCE_DIR}/linux/backend.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/linux/cgroup.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/linux/landlock.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/linux/mounts.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/linux/seccomp.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/linux/spawn.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/linux/watchdog.c)
+
+target_sources(px_tests_linux PRIVATE
+  ${PROJECT_SOURCE_DIR}/tests/linux/job_helpers.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_job_sandbox.c)
+
+# The probe runs inside minimal roots: static, no px_core, beside the tests.
+add_executable(px_probe ${PROJECT_SOURCE_DIR}/tests/linux/probe.c)
+target_compile_options(px_probe PRIVATE ${PX_WARNINGS})
+target_link_options(px_probe PRIVATE -static)
+set_target_properties(px_probe PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY $<TARGET_FILE_DIR:px_tests_linux>)
+target_compile_definitions(px_probe PRIVATE _GNU_SOURCE)
+add_dependencies(px_tests_linux px_probe)
+
+px_add_test_group(px_tests_linux sandbox LABELS linux sandbox)

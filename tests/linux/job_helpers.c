@@ -1,0 +1,137 @@
+/* job_helpers.c - see job_helpers.h. */
+#include "job_helpers.h"
+
+#include "px/px_log.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "watchdog/linux/linux_int.h"
+
+static int on_output(void *ctx, px_stream_t stream, const char *data,
+                     size_t len) {
+  th_run_t *r = ctx;
+  px_buf_t *b = stream == PX_STREAM_STDOUT ? &r->out : &r->err;
+  r->outputs++;
+  if (r->killed_by_output) {
+    r->calls_after_kill++;
+    return PX_OUTPUT_KILL;
+  }
+  if (b->len < (8u << 20))
+    px_buf_append(b, data, len);
+  else
+    b->len += len; /* count only */
+  if (r->kill_after && r->out.len + r->err.len >= r->kill_after) {
+    r->killed_by_output = 1;
+    return PX_OUTPUT_KILL;
+  }
+  if (r->pause_ms && !r->paused_once) {
+    r->paused_once = 1;
+    return r->pause_ms;
+  }
+  return PX_OUTPUT_CONTINUE;
+}
+
+static void on_started(void *ctx) { ((th_run_t *)ctx)->started = 1; }
+
+int th_open(th_backend_t *b, const char *const *extra, int degraded) {
+  px_backend_opts_t o;
+  size_t n = 0, i;
+  char *slash;
+  memset(b, 0, sizeof *b);
+  b->ops = px_backend_native();
+  snprintf(b->work_root, sizeof b->work_root, "%swork", px_test_tmpdir());
+  snprintf(b->probe_dir, sizeof b->probe_dir, "%s", px_test_self_dir());
+  slash = strrchr(b->probe_dir, '/');
+  if (slash && slash != b->probe_dir)
+    *slash = '\0';
+  for (i = 0; px__lnx_default_binds[i]; i++)
+    b->binds[n++] = px__lnx_default_binds[i];
+  b->binds[n++] = b->probe_dir;
+  for (i = 0; extra && extra[i] && n + 1 < 24; i++)
+    b->binds[n++] = extra[i];
+  b->binds[n] = NULL;
+  memset(&o, 0, sizeof o);
+  o.work_root = b->work_root;
+  o.tick_ms = 20;
+  o.ro_binds = b->binds;
+  o.allow_degraded = degraded;
+  px_log_set_level(PX_LOG_WARN);
+  return b->ops->open(&o, &b->state);
+}
+
+void th_close(th_backend_t *b) {
+  if (b->state)
+    b->ops->close(b->state);
+  b->state = NULL;
+}
+
+const char *th_probe(void) {
+  static char p[600];
+  snprintf(p, sizeof p, "%spx_probe", px_test_self_dir());
+  return p;
+}
+
+void th_spec(px_job_spec_t *s, const char *const *argv) {
+  static unsigned seq;
+  memset(s, 0, sizeof *s);
+  snprintf(s->id, sizeof s->id, "t%u", seq);
+  snprintf(s->key, sizeof s->key, "t-%lu-%u", (unsigned long)getpid(), seq++);
+  s->argv = (char **)argv;
+  while (argv[s->argc])
+    s->argc++;
+  s->limits.wall_ms = 20000;
+  s->limits.cpu_ms = 20000;
+  s->limits.memory_bytes = 512u << 20;
+  s->limits.processes = 64;
+}
+
+int th_begin(th_backend_t *b, const px_job_spec_t *spec, th_run_t *r,
+             px_sandbox_t **sb) {
+  px_sandbox_events_t ev;
+  ev.ctx = r;
+  ev.on_output = on_output;
+  ev.on_started = on_started;
+  *sb = NULL;
+  r->prepare_rc = b->ops->prepare(b->state, spec, &ev, sb);
+  if (r->prepare_rc != 0)
+    return r->prepare_rc;
+  r->start_rc = b->ops->start(*sb);
+  return r->start_rc;
+}
+
+int th_run(th_backend_t *b, const px_job_spec_t *spec, th_run_t *r) {
+  px_sandbox_t *sb = NULL;
+  int rc = th_begin(b, spec, r, &sb);
+  if (sb) {
+    r->wait_rc = b->ops->wait(sb, &r->o);
+    b->ops->release(sb);
+  }
+  px_buf_cstr(&r->out);
+  px_buf_cstr(&r->err);
+  return rc;
+}
+
+int th_kill(th_backend_t *b, px_sandbox_t *sb) { return b->ops->kill(sb); }
+
+void th_free(th_run_t *r) {
+  px_buf_free(&r->out);
+  px_buf_free(&r->err);
+}
+
+int th_has(const char *text, const char *check, const char *verdict) {
+  char line[128];
+  const char *p = text;
+  size_t n;
+  snprintf(line, sizeof line, "%s %s", check, verdict);
+  n = strlen(line);
+  while ((p = strstr(p, line)) != NULL) {
+    if ((p == text || p[-1] == '\n') && (p[n] == ' ' || p[n] == '\n' ||
+                                         p[n] == '\0'))
+      return 1;
+    p += n;
+  }
+  return 0;
+}

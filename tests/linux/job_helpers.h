@@ -1,0 +1,58 @@
+/* job_helpers.h - running real jobs through px_backend_linux in tests. */
+#ifndef PX_TESTS_LINUX_JOB_HELPERS_H
+#define PX_TESTS_LINUX_JOB_HELPERS_H
+
+#include "task.h"
+
+#include "px/px_error.h"
+#include "px/px_sandbox.h"
+#include "px/px_util.h"
+
+typedef struct {
+  const px_backend_ops_t *ops;
+  void *state;
+  char work_root[512];
+  char probe_dir[512];      /* where px_probe lives (bound read-only) */
+  const char *binds[24];
+} th_backend_t;
+
+/* What one run saw. */
+typedef struct {
+  px_buf_t out, err;
+  size_t outputs;           /* on_output calls */
+  size_t calls_after_kill;  /* on_output calls after we answered KILL */
+  size_t kill_after;        /* answer KILL once this many bytes came (0: never) */
+  int pause_ms;             /* answer a pause once, on the first chunk */
+  int paused_once, killed_by_output, started;
+  px_outcome_t o;
+  int prepare_rc, start_rc, wait_rc;
+} th_run_t;
+
+/* Open the backend with a fresh work root below the test's tmpdir and the
+ * default binds plus extra (NULL-terminated, may be NULL). */
+int th_open(th_backend_t *b, const char *const *extra, int degraded);
+void th_close(th_backend_t *b);
+
+/* A spec with a unique key, argv (borrowed), generous limits. */
+void th_spec(px_job_spec_t *s, const char *const *argv);
+/* Path of px_probe (static). */
+const char *th_probe(void);
+
+/* prepare + start + wait + release; fills r. Returns 0 when it ran. */
+int th_run(th_backend_t *b, const px_job_spec_t *spec, th_run_t *r);
+/* prepare + start only (the caller waits and releases). */
+int th_begin(th_backend_t *b, const px_job_spec_t *spec, th_run_t *r,
+             px_sandbox_t **sb);
+void th_free(th_run_t *r);
+/* The kill operation (named here so only this file calls it). */
+int th_kill(th_backend_t *b, px_sandbox_t *sb);
+/* 1 when line "<check> ALLOWED|DENIED" is in text. */
+int th_has(const char *text, const char *check, const char *verdict);
+
+#define TH_REQUIRE_ROOT()                                                    \
+  do {                                                                       \
+    if (geteuid() != 0)                                                      \
+      RETURN_SKIP("needs root (namespaces, cgroups, tmpfs mounts)");         \
+  } while (0)
+
+#endif

@@ -1,0 +1,278 @@
+/* probe.c - runs inside the sandbox and tries forbidden things.
+ *
+ * Usage: px_probe CHECK[=ARG]...   One line per check on stdout:
+ *   "<check> ALLOWED" when the forbidden thing worked,
+ *   "<check> DENIED <errno name>" when it did not.
+ * (For info checks like have_caps, ALLOWED means the bad state holds.)
+ * Statically linked so it needs nothing from the sandbox's /usr.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/io_uring.h>
+#include <linux/perf_event.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void report(const char *name, const char *arg, int ok, int err) {
+  if (ok)
+    printf("%s ALLOWED\n", name);
+  else
+    printf("%s DENIED %s\n", name, strerrorname_np(err) ? strerrorname_np(err)
+                                                        : "?");
+  (void)arg;
+}
+
+static int try_write(const char *path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0)
+    return -errno;
+  if (write(fd, "x", 1) != 1) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  close(fd);
+  return 0;
+}
+
+static int try_read(const char *path) {
+  char c;
+  int fd = open(path, O_RDONLY);
+  if (fd < 0)
+    return -errno;
+  if (read(fd, &c, 1) < 0) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  close(fd);
+  return 0;
+}
+
+static int try_see(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? 0 : -errno;
+}
+
+static int try_connect(const char *arg, int family) {
+  char host[128];
+  const char *colon = strrchr(arg, ':');
+  int fd, rc;
+  struct sockaddr_storage ss;
+  socklen_t len;
+  memset(&ss, 0, sizeof ss);
+  if (!colon || (size_t)(colon - arg) >= sizeof host)
+    return -EINVAL;
+  memcpy(host, arg, (size_t)(colon - arg));
+  host[colon - arg] = '\0';
+  if (family == AF_INET) {
+    struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+    a->sin_family = AF_INET;
+    a->sin_port = htons((unsigned short)strtoul(colon + 1, NULL, 10));
+    inet_pton(AF_INET, host, &a->sin_addr);
+    len = sizeof *a;
+  } else {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons((unsigned short)strtoul(colon + 1, NULL, 10));
+    inet_pton(AF_INET6, host, &a->sin6_addr);
+    len = sizeof *a;
+  }
+  fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return -errno;
+  rc = connect(fd, (struct sockaddr *)&ss, len);
+  if (rc != 0)
+    rc = -errno;
+  close(fd);
+  /* Reaching the network at all is what counts. */
+  if (rc == -EINPROGRESS || rc == -ECONNREFUSED)
+    rc = 0;
+  return rc;
+}
+
+static int try_listen(void) {
+  struct sockaddr_in a;
+  int fd = socket(AF_INET, SOCK_STREAM, 0), rc = 0;
+  if (fd < 0)
+    return -errno;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 1) != 0)
+    rc = -errno;
+  close(fd);
+  return rc;
+}
+
+static int try_socket(int family, int type) {
+  int fd = socket(family, type, 0);
+  if (fd < 0)
+    return -errno;
+  close(fd);
+  return 0;
+}
+
+static int try_ptrace(void) {
+  pid_t pid = fork();
+  int rc;
+  if (pid < 0)
+    return -errno;
+  if (pid == 0) {
+    pause();
+    _exit(0);
+  }
+  rc = ptrace(PTRACE_ATTACH, pid, NULL, NULL) == 0 ? 0 : -errno;
+  kill(pid, SIGKILL); /* checksrc: allow - probe's own child */
+  waitpid(pid, NULL, 0);
+  return rc;
+}
+
+static int try_clone_ns(void) {
+  long pid = syscall(SYS_clone, (unsigned long)(CLONE_NEWUTS | SIGCHLD), 0, 0,
+                     0, 0);
+  if (pid < 0)
+    return -errno;
+  if (pid == 0)
+    _exit(0);
+  waitpid((pid_t)pid, NULL, 0);
+  return 0;
+}
+
+static int raw(long rc) {
+  if (rc >= 0)
+    return 0;
+  /* The call reached the kernel proper and failed on our garbage. */
+  if (errno == EINVAL || errno == EFAULT || errno == EBADF || errno == E2BIG)
+    return 0;
+  return -errno;
+}
+
+static int status_field(const char *key, char *out, size_t outsz) {
+  char line[256];
+  FILE *f = fopen("/proc/self/status", "r");
+  size_t kl = strlen(key);
+  int found = -ENOENT;
+  if (!f)
+    return -errno;
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
+      snprintf(out, outsz, "%s", line + kl + 1);
+      found = 0;
+    }
+  fclose(f);
+  return found;
+}
+
+static int state_nonzero(const char *key) {
+  char v[128];
+  if (status_field(key, v, sizeof v) != 0)
+    return -ENOENT;
+  return strtoull(v, NULL, 16) != 0 ? 0 : -EPERM;
+}
+
+static int run_check(const char *name, const char *arg) {
+  struct io_uring_params iop;
+  struct perf_event_attr pa;
+  union bpf_attr ba;
+  if (strcmp(name, "write") == 0)
+    return try_write(arg);
+  if (strcmp(name, "read") == 0)
+    return try_read(arg);
+  if (strcmp(name, "see") == 0)
+    return try_see(arg);
+  if (strcmp(name, "connect") == 0)
+    return try_connect(arg, AF_INET);
+  if (strcmp(name, "connect6") == 0)
+    return try_connect(arg, AF_INET6);
+  if (strcmp(name, "listen") == 0)
+    return try_listen();
+  if (strcmp(name, "udp") == 0)
+    return try_socket(AF_INET, SOCK_DGRAM);
+  if (strcmp(name, "unix") == 0)
+    return try_socket(AF_UNIX, SOCK_STREAM);
+  if (strcmp(name, "netlink") == 0)
+    return try_socket(AF_NETLINK, SOCK_RAW);
+  if (strcmp(name, "ptrace") == 0)
+    return try_ptrace();
+  if (strcmp(name, "mount") == 0)
+    return mount("none", "/job", "tmpfs", 0, NULL) == 0 ? 0 : -errno;
+  if (strcmp(name, "remount_root") == 0)
+    return mount(NULL, "/", NULL, MS_REMOUNT, NULL) == 0 ? 0 : -errno;
+  if (strcmp(name, "unshare") == 0)
+    return unshare(CLONE_NEWUSER) == 0 ? 0 : -errno;
+  if (strcmp(name, "clone_ns") == 0)
+    return try_clone_ns();
+  if (strcmp(name, "setuid0") == 0)
+    return setuid(0) == 0 ? 0 : -errno;
+  if (strcmp(name, "chroot") == 0)
+    return chroot("/") == 0 ? 0 : -errno;
+  if (strcmp(name, "mknod") == 0)
+    return mknod("/job/px-null", S_IFCHR | 0666, makedev(1, 3)) == 0 ? 0
+                                                                   : -errno;
+  if (strcmp(name, "bpf") == 0) {
+    memset(&ba, 0, sizeof ba);
+    return raw(syscall(SYS_bpf, BPF_PROG_LOAD, &ba, sizeof ba));
+  }
+  if (strcmp(name, "keyctl") == 0)
+    return raw(syscall(SYS_keyctl, 0 /* GET_KEYRING_ID */, -3 /* session */,
+                       0));
+  if (strcmp(name, "io_uring") == 0) {
+    memset(&iop, 0, sizeof iop);
+    return raw(syscall(SYS_io_uring_setup, 1, &iop));
+  }
+  if (strcmp(name, "userfaultfd") == 0)
+    return raw(syscall(SYS_userfaultfd, 0));
+  if (strcmp(name, "perf") == 0) {
+    memset(&pa, 0, sizeof pa);
+    pa.size = sizeof pa;
+    pa.type = PERF_TYPE_SOFTWARE;
+    pa.config = PERF_COUNT_SW_CPU_CLOCK;
+    return raw(syscall(SYS_perf_event_open, &pa, 0, -1, -1, 0));
+  }
+  if (strcmp(name, "have_caps") == 0)
+    return state_nonzero("CapEff") == 0 || state_nonzero("CapPrm") == 0 ||
+                   state_nonzero("CapBnd") == 0
+               ? 0
+               : -EPERM;
+  if (strcmp(name, "no_nnp") == 0)
+    return state_nonzero("NoNewPrivs") == 0 ? -EPERM : 0;
+  if (strcmp(name, "no_seccomp") == 0)
+    return state_nonzero("Seccomp") == 0 ? -EPERM : 0;
+  if (strcmp(name, "root_uid") == 0)
+    return getuid() == 0 || geteuid() == 0 ? 0 : -EPERM;
+  return -ENOSYS;
+}
+
+int main(int argc, char **argv) {
+  int i;
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  for (i = 1; i < argc; i++) {
+    char name[64];
+    const char *eq = strchr(argv[i], '=');
+    const char *arg = eq ? eq + 1 : "";
+    size_t n = eq ? (size_t)(eq - argv[i]) : strlen(argv[i]);
+    int rc;
+    if (n >= sizeof name)
+      n = sizeof name - 1;
+    memcpy(name, argv[i], n);
+    name[n] = '\0';
+    rc = run_check(name, arg);
+    report(name, arg, rc == 0, -rc);
+  }
+  return 0;
+}

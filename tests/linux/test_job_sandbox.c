@@ -1,0 +1,305 @@
+/* test_job_sandbox.c - basic runs through px_backend_linux: exit codes,
+ * stdio, environment, files, PATH lookup, KB mounts, cancel. */
+#include "job_helpers.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "watchdog/linux/linux_int.h"
+
+TEST_IMPL(sandbox_true) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  const char *argv[] = {"/bin/true", NULL};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  ASSERT_OK(th_run(&b, &s, &r));
+  ASSERT_EQ(r.o.error, 0);
+  ASSERT_EQ(r.o.exited, 1);
+  ASSERT_EQ(r.o.exit_code, 0);
+  ASSERT_EQ(r.o.killed, 0);
+  ASSERT_EQ(r.o.violation.limit, PX_LIMIT_NONE);
+  ASSERT_EQ(r.started, 1);
+  ASSERT(r.o.enforcement & PX_ENF(PX_ENF_PID_NAMESPACE));
+  ASSERT(r.o.enforcement & PX_ENF(PX_ENF_NET_NAMESPACE));
+  ASSERT(r.o.enforcement & PX_ENF(PX_ENF_SECCOMP));
+  ASSERT(r.o.enforcement & PX_ENF(PX_ENF_TMPFS_WORKDIR));
+  ASSERT(r.o.enforcement & PX_ENF(PX_ENF_CAPS_DROPPED));
+  ASSERT(!(r.o.enforcement & PX_ENF(PX_ENF_DEGRADED)));
+  ASSERT_UINT_GE(r.o.usage.processes, 1);
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(sandbox_exit_code_and_signal) {
+  th_backend_t b;
+  th_run_t r = {0}, r2 = {0};
+  px_job_spec_t s;
+  const char *argv[] = {"/bin/sh", "-c", "exit 7", NULL};
+  const char *argv2[] = {"/bin/sh", "-c", "kill -SEGV $$; sleep 5", NULL};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  ASSERT_OK(th_run(&b, &s, &r));
+  ASSERT_EQ(r.o.exited, 1);
+  ASSERT_EQ(r.o.exit_code, 7);
+  /* pid 1 of a namespace ignores signals it has no handler for, even
+   * from itself: the shell survives its own SEGV and runs on. */
+  th_spec(&s, argv2);
+  s.limits.wall_ms = 300;
+  ASSERT_OK(th_run(&b, &s, &r2));
+  ASSERT_EQ(r2.o.violation.limit, PX_LIMIT_WALL);
+  ASSERT_EQ(r2.o.term_signal, 9);
+  ASSERT_EQ(r2.o.exit_code, 137);
+  th_free(&r);
+  th_free(&r2);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(sandbox_stdio) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  static unsigned char in[300000];
+  const char *argv[] = {"/bin/sh", "-c", "cat; echo err >&2", NULL};
+  size_t i;
+  TH_REQUIRE_ROOT();
+  for (i = 0; i < sizeof in; i++)
+    in[i] = (unsigned char)('a' + i % 26);
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  s.stdin_data = in;
+  s.stdin_len = sizeof in; /* larger than a pipe: written in pieces */
+  ASSERT_OK(th_run(&b, &s, &r));
+  ASSERT_EQ(r.o.exit_code, 0);
+  ASSERT_UINT_EQ(r.out.len, sizeof in);
+  ASSERT_MEM_EQ(r.out.data, in, sizeof in);
+  ASSERT_STR_EQ(px_buf_cstr(&r.err), "err\n");
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(sandbox_env_allow_list) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  px_env_var_t env[] = {{"FOO", "bar"}, {"PATH", "/usr/bin:/bin"},
+                        {"HOME", "/root"}};
+  const char *argv[] = {"env", NULL};
+  TH_REQUIRE_ROOT();
+  setenv("PX_SECRET_OF_THE_DAEMON", "leak", 1);
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  s.env = env;
+  s.envc = 3;
+  ASSERT_OK(th_run(&b, &s, &r)); /* "env" found through the spec's PATH */
+  ASSERT_EQ(r.o.exit_code, 0);
+  ASSERT_STR_EQ(px_buf_cstr(&r.out), "FOO=bar\nPATH=/usr/bin:/bin\n"
+                                     "HOME=/job\nTMPDIR=/job\nTMP=/job\n"
+                                     "TEMP=/job\n");
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(sandbox_no_path_without_spec_path) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  const char *argv[] = {"/usr/bin/env", NULL};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  ASSERT_OK(th_run(&b, &s, &r));
+  /* Nothing of the daemon's environment, no PATH the spec did not give. */
+  ASSERT_STR_EQ(px_buf_cstr(&r.out),
+                "HOME=/job\nTMPDIR=/job\nTMP=/job\nTEMP=/job\n");
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(sandbox_files_and_write_cap) {
+  th_backend_t b;
+  th_run_t r = {0}, r2 = {0};
+  px_job_spec_t s;
+  px_job_file_t files[] = {{"main.sh", (unsigned char *)"echo hi; cat sub/d.txt; "
+                            "echo new > /job/out.txt && echo wrote", 62},
+                           {"sub/d.txt", (unsigned char *)"data\n", 5}};
+  const char *argv[] = {"/bin/sh", "main.sh", NULL};
+  TH_REQUIRE_ROOT();
+  files[0].len = strlen((char *)files[0].data);
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  s.files = files;
+  s.nfiles = 2;
+  s.caps = PX_CAP_FS_WRITE_TMP;
+  ASSERT_OK(th_run(&b, &s, &r));
+  ASSERT_STR_EQ(px_buf_cstr(&r.out), "hi\ndata\nwrote\n");
+  th_spec(&s, argv);
+  s.files = files;
+  s.nfiles = 2;
+  s.caps = 0; /* read-only job dir */
+  ASSERT_OK(th_run(&b, &s, &r2));
+  ASSERT_STR_EQ(px_buf_cstr(&r2.out), "hi\ndata\n");
+  ASSERT_STR_CONTAINS(px_buf_cstr(&r2.err), "Read-only");
+  th_free(&r);
+  th_free(&r2);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(sandbox_rejects_bad_paths) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  px_job_file_t f = {"../escape", (unsigned char *)"x", 1};
+  const char *argv[] = {"/bin/true", NULL};
+  char p[700];
+  TH_REQUIRE_ROOT();
+  ASSERT(!px__relpath_ok("/abs"));
+  ASSERT(!px__relpath_ok("a/../b"));
+  ASSERT(!px__relpath_ok("a//b"));
+  ASSERT(!px__relpath_ok(""));
+  ASSERT(px__relpath_ok("a/b.txt"));
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  s.files = &f;
+  s.nfiles = 1;
+  ASSERT_EQ(th_run(&b, &s, &r), PX_EINVAL);
+  snprintf(p, sizeof p, "%s/escape", px_test_tmpdir());
+  ASSERT(access(p, F_OK) != 0);
+  snprintf(p, sizeof p, "%s/%s", b.work_root, s.key);
+  ASSERT(access(p, F_OK) != 0); /* cleaned up */
+  th_spec(&s, argv);
+  snprintf(s.key, sizeof s.key, "../k");
+  ASSERT_EQ(th_run(&b, &s, &r), PX_EINVAL);
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(sandbox_exec_missing_fails) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  const char *argv[] = {"/no/such/program", NULL};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  ASSERT_NE(th_run(&b, &s, &r), 0);
+  ASSERT_NE(r.o.error, 0);
+  ASSERT_STR_CONTAINS(r.o.error_msg, "execve");
+  ASSERT_EQ(r.started, 0);
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(sandbox_python) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  px_job_file_t f = {"main.py", (unsigned char *)"import os,sys\n"
+                     "print('py', os.getuid(), os.getcwd(), sum(p.isdigit() for p in os.listdir('/proc')) < 5)\n", 0};
+  const char *argv[] = {"/usr/bin/python3", "main.py", NULL};
+  TH_REQUIRE_ROOT();
+  if (access("/usr/bin/python3", X_OK) != 0)
+    RETURN_SKIP("no /usr/bin/python3");
+  f.len = strlen((char *)f.data);
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  s.files = &f;
+  s.nfiles = 1;
+  ASSERT_OK(th_run(&b, &s, &r));
+  if (r.o.exit_code != 0)
+    fprintf(stderr, "stderr: %s\n", px_buf_cstr(&r.err));
+  ASSERT_STR_EQ(px_buf_cstr(&r.out), "py 65534 /job True\n");
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(sandbox_kb_mounts) {
+  th_backend_t b;
+  th_run_t r = {0}, r2 = {0};
+  px_job_spec_t s;
+  char kbdir[600], path[700];
+  px_job_kb_t kb = {"mind", kbdir, 0};
+  const char *argv[] = {"/bin/sh", "-c",
+                        "echo $PX_KB_MIND; cat $PX_KB_MIND/fact.txt; "
+                        "echo more > $PX_KB_MIND/new.txt && echo wrote",
+                        NULL};
+  FILE *f;
+  TH_REQUIRE_ROOT();
+  snprintf(kbdir, sizeof kbdir, "%skb-mind", px_test_tmpdir());
+  ASSERT_EQ(mkdir(kbdir, 0777), 0);
+  ASSERT_EQ(chmod(kbdir, 0777), 0);
+  snprintf(path, sizeof path, "%s/fact.txt", kbdir);
+  f = fopen(path, "w");
+  ASSERT_NOT_NULL(f);
+  fputs("sky is blue\n", f);
+  fclose(f);
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  s.kb = &kb;
+  s.nkb = 1;
+  ASSERT_OK(th_run(&b, &s, &r));
+  ASSERT_STR_EQ(px_buf_cstr(&r.out), "/kb/mind\nsky is blue\n");
+  kb.writable = 1;
+  th_spec(&s, argv);
+  s.kb = &kb;
+  s.nkb = 1;
+  ASSERT_OK(th_run(&b, &s, &r2));
+  ASSERT_STR_EQ(px_buf_cstr(&r2.out), "/kb/mind\nsky is blue\nwrote\n");
+  snprintf(path, sizeof path, "%s/new.txt", kbdir);
+  ASSERT_EQ(access(path, F_OK), 0);
+  th_free(&r);
+  th_free(&r2);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(sandbox_kill_before_start) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  px_sandbox_t *sb = NULL;
+  const char *argv[] = {"/bin/true", NULL};
+  px_sandbox_events_t ev = {0};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  ASSERT_OK(b.ops->prepare(b.state, &s, &ev, &sb));
+  ASSERT_OK(th_kill(&b, sb));
+  ASSERT_OK(th_kill(&b, sb));
+  ASSERT_EQ(b.ops->start(sb), PX_ECANCELED);
+  ASSERT_OK(b.ops->wait(sb, &r.o));
+  ASSERT_EQ(r.o.killed, 1);
+  ASSERT_EQ(r.o.exited, 0);
+  b.ops->release(sb);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(sandbox_available_bits) {
+  th_backend_t b;
+  uint64_t a;
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  a = b.ops->enforcement_available(b.state);
+  ASSERT(a & PX_ENF(PX_ENF_SECCOMP));
+  ASSERT(a & PX_ENF(PX_ENF_PID_NAMESPACE));
+  ASSERT(!(a & PX_ENF(PX_ENF_JOB_OBJECT)));
+  ASSERT_STR_EQ(b.ops->name, "linux");
+  ASSERT(px_backend_native() == &px_backend_linux);
+  th_close(&b);
+  return 0;
+}

@@ -1,0 +1,396 @@
+/* backend.c - the Linux backend's operations table (px_sandbox.h).
+ *
+ * DESIGN
+ * open detects what the host offers once (cgroup controllers per
+ * hierarchy, Landlock ABI, root or user-namespace mode), builds what every
+ * job shares (the mount skeleton, the seccomp BPF with and without
+ * net:egress) and starts the watchdog thread. prepare makes the job dir
+ * (tmpfs, files), the job's cgroups with their limits and the exec plan;
+ * start spawns (spawn.c) and hands the job to the watchdog; wait blocks on
+ * the job's condition until the watchdog retired it; kill is
+ * px__job_kill; release kills leftovers and removes cgroups and job dir.
+ *
+ * Fail closed: a limit the policy sets that this host cannot apply makes
+ * prepare fail with PX_ENOTSUP, unless allow_degraded (then rlimit
+ * backstops and the pid-namespace kill remain, and "degraded" is reported).
+ * A failed prepare cleans up after itself and returns no sandbox; a failed
+ * start leaves an outcome with error set for wait().
+ */
+#include "linux_int.h"
+
+#include "px/px_error.h"
+#include "px/px_log.h"
+#include "px/px_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+volatile int px__lnx_fail_step;
+
+static const char *const step_names[] = {
+    "none",
+#define PX_STEP_NAME_(e, s) s,
+    PX_LNX_STEP_MAP(PX_STEP_NAME_)
+#undef PX_STEP_NAME_
+};
+
+const char *px__lnx_step_name(int step) {
+  if (step < 0 || step >= PX_STEP_COUNT_)
+    return "?";
+  return step_names[step];
+}
+
+int px__lnx_inject_fail(const char *step) {
+  int i;
+  if (!step) {
+    px__lnx_fail_step = 0;
+    return 0;
+  }
+  for (i = 1; i < PX_STEP_COUNT_; i++)
+    if (strcmp(step_names[i], step) == 0) {
+      px__lnx_fail_step = i;
+      return 0;
+    }
+  return PX_EINVAL;
+}
+
+/* --- open / close -------------------------------------------------------- */
+
+static int read_cap_last(void) {
+  FILE *f = fopen("/proc/sys/kernel/cap_last_cap", "re");
+  int v = 63;
+  if (f) {
+    if (fscanf(f, "%d", &v) != 1)
+      v = 63;
+    fclose(f);
+  }
+  return v;
+}
+
+static uint64_t host_available(const px__lnx_backend_t *be) {
+  uint64_t a = PX_ENF(PX_ENF_PID_NAMESPACE) | PX_ENF(PX_ENF_MOUNT_NAMESPACE) |
+               PX_ENF(PX_ENF_NET_NAMESPACE) | PX_ENF(PX_ENF_IPC_NAMESPACE) |
+               PX_ENF(PX_ENF_UTS_NAMESPACE) | PX_ENF(PX_ENF_PIVOT_ROOT) |
+               PX_ENF(PX_ENF_SECCOMP) | PX_ENF(PX_ENF_NO_NEW_PRIVS) |
+               PX_ENF(PX_ENF_UID_DROP) | PX_ENF(PX_ENF_CAPS_DROPPED) |
+               PX_ENF(PX_ENF_RLIMITS) | PX_ENF(PX_ENF_WATCHDOG_POLL);
+  if (be->is_root)
+    a |= PX_ENF(PX_ENF_TMPFS_WORKDIR);
+  else
+    a |= PX_ENF(PX_ENF_USER_NAMESPACE);
+  if (be->landlock_abi > 0)
+    a |= PX_ENF(PX_ENF_LANDLOCK);
+  if (be->cg.memory != PX_CG_NONE)
+    a |= PX_ENF(PX_ENF_CGROUP_MEMORY);
+  if (be->cg.pids != PX_CG_NONE)
+    a |= PX_ENF(PX_ENF_CGROUP_PIDS);
+  if (be->cg.cpu != PX_CG_NONE)
+    a |= PX_ENF(PX_ENF_CGROUP_CPU);
+  if (be->cg.v2_kill)
+    a |= PX_ENF(PX_ENF_CGROUP_KILL);
+  return a;
+}
+
+static int open_work_root(px__lnx_backend_t *be, const char *root) {
+  char stage[PX_LNX_PATH_MAX];
+  if (!root || root[0] != '/')
+    return PX_EINVAL;
+  if (mkdir(root, 0711) != 0 && errno != EEXIST)
+    return PX_LOG_ERRNO(PX_EIO, errno, "mkdir(work_root)");
+  be->work_root_fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (be->work_root_fd < 0)
+    return PX_LOG_ERRNO(PX_EIO, errno, "open(work_root)");
+  if (!(be->work_root = px_strdup(root)) ||
+      px_snprintf(stage, sizeof stage, "%s/.px-root", root) != 0 ||
+      !(be->stage = px_strdup(stage)))
+    return PX_ENOMEM;
+  if (mkdir(stage, 0755) != 0 && errno != EEXIST)
+    return PX_LOG_ERRNO(PX_EIO, errno, "mkdir(stage)");
+  return 0;
+}
+
+static void lnx_close(void *state);
+
+static int lnx_open(const px_backend_opts_t *opts, void **state) {
+  px__lnx_backend_t *be = calloc(1, sizeof *be);
+  int rc;
+  if (!be)
+    return PX_ENOMEM;
+  be->work_root_fd = -1;
+  be->tick_ms = opts->tick_ms ? opts->tick_ms : 50;
+  be->tmpfs_bytes = opts->tmpfs_bytes ? opts->tmpfs_bytes : 64u << 20;
+  be->allow_degraded = opts->allow_degraded;
+  be->is_root = geteuid() == 0;
+  be->outer_uid = geteuid();
+  be->outer_gid = getegid();
+  be->run_uid = PX_LNX_RUN_UID;
+  be->run_gid = PX_LNX_RUN_GID;
+  be->cap_last = read_cap_last();
+  be->landlock_abi = px__landlock_abi();
+  if ((rc = open_work_root(be, opts->work_root)) != 0 ||
+      (rc = px__cg_detect(&be->cg, opts->cgroup_root)) != 0 ||
+      (rc = px__mnt_skeleton(be->stage, opts->ro_binds ? opts->ro_binds
+                                                       : px__lnx_default_binds,
+                             &be->skel)) != 0 ||
+      (rc = px__seccomp_build(0, &be->bpf[0])) != 0 ||
+      (rc = px__seccomp_build(1, &be->bpf[1])) != 0)
+    goto fail;
+  /* Orphans of a job's processes would come to us, not to init. */
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+    rc = PX_LOG_ERRNO(PX_EOS, errno, "prctl(PR_SET_CHILD_SUBREAPER)");
+    goto fail;
+  }
+  be->available = host_available(be);
+  if ((rc = px__wd_open(be, &be->wd)) != 0)
+    goto fail;
+  PX_LOG(PX_LOG_INFO, "linux backend: %s, landlock ABI %d, work root %s",
+         be->is_root ? "root" : "user namespace", be->landlock_abi,
+         be->work_root);
+  *state = be;
+  return 0;
+fail:
+  lnx_close(be);
+  return rc;
+}
+
+static void lnx_close(void *state) {
+  px__lnx_backend_t *be = state;
+  if (!be)
+    return;
+  px__wd_close(be->wd);
+  px__seccomp_free(&be->bpf[0]);
+  px__seccomp_free(&be->bpf[1]);
+  px__mnt_plan_free(&be->skel);
+  px__cg_host_free(&be->cg);
+  if (be->stage)
+    rmdir(be->stage);
+  if (be->work_root_fd >= 0)
+    close(be->work_root_fd);
+  free(be->stage);
+  free(be->work_root);
+  free(be);
+}
+
+static uint64_t lnx_available(void *state) {
+  return ((px__lnx_backend_t *)state)->available;
+}
+
+/* --- prepare ------------------------------------------------------------- */
+
+static int key_ok(const char *key) {
+  size_t i, n = strlen(key);
+  if (n == 0 || n > 90 || key[0] == '.')
+    return 0;
+  for (i = 0; i < n; i++) {
+    char c = key[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+      return 0;
+  }
+  return 1;
+}
+
+/* Fail closed when the policy sets a limit this host cannot apply. */
+static int check_degraded(px_sandbox_t *sb) {
+  const px__lnx_backend_t *be = sb->be;
+  const px_limits_t *l = &sb->spec->limits;
+  const char *missing = NULL;
+  if (l->memory_bytes && be->cg.memory == PX_CG_NONE)
+    missing = "memory";
+  else if (l->processes && be->cg.pids == PX_CG_NONE)
+    missing = "pids";
+  else if (l->cpu_ms && be->cg.cpu == PX_CG_NONE)
+    missing = "cpu accounting";
+  if (!missing)
+    return 0;
+  if (!be->allow_degraded) {
+    PX_LOG(PX_LOG_ERROR, "job %s: no cgroup %s controller and degraded mode "
+           "is off", sb->spec->key, missing);
+    return PX_ENOTSUP;
+  }
+  sb->enf |= PX_ENF(PX_ENF_DEGRADED);
+  return 0;
+}
+
+static uint64_t job_enforcement(const px_sandbox_t *sb) {
+  uint64_t e = sb->enf | sb->cg.enf | PX_ENF(PX_ENF_PID_NAMESPACE) |
+               PX_ENF(PX_ENF_MOUNT_NAMESPACE) | PX_ENF(PX_ENF_IPC_NAMESPACE) |
+               PX_ENF(PX_ENF_UTS_NAMESPACE) | PX_ENF(PX_ENF_PIVOT_ROOT) |
+               PX_ENF(PX_ENF_SECCOMP) | PX_ENF(PX_ENF_NO_NEW_PRIVS) |
+               PX_ENF(PX_ENF_UID_DROP) | PX_ENF(PX_ENF_CAPS_DROPPED) |
+               PX_ENF(PX_ENF_RLIMITS) | PX_ENF(PX_ENF_WATCHDOG_POLL);
+  if (!sb->plan.egress)
+    e |= PX_ENF(PX_ENF_NET_NAMESPACE);
+  if (sb->plan.userns)
+    e |= PX_ENF(PX_ENF_USER_NAMESPACE);
+  if (sb->job_dir_mounted)
+    e |= PX_ENF(PX_ENF_TMPFS_WORKDIR);
+  if (sb->be->landlock_abi > 0)
+    e |= PX_ENF(PX_ENF_LANDLOCK);
+  return e;
+}
+
+static void lnx_release(px_sandbox_t *sb);
+
+static int prepare_steps(px_sandbox_t *sb) {
+  px__lnx_backend_t *be = sb->be;
+  const px_job_spec_t *spec = sb->spec;
+  char cgname[128];
+  int rc;
+  if (!key_ok(spec->key))
+    return PX_EINVAL;
+  if ((rc = check_degraded(sb)) != 0)
+    return rc;
+  if ((rc = px__jobdir_create(be->work_root_fd, be->work_root, spec->key,
+                              be->tmpfs_bytes, be->is_root, be->run_uid,
+                              be->run_gid, &sb->job_dir)) != 0)
+    return rc;
+  sb->job_dir_mounted = be->is_root;
+  if ((rc = px__jobdir_write(sb->job_dir, spec->files, spec->nfiles,
+                             be->run_uid, be->run_gid)) != 0)
+    return rc;
+  px_snprintf(cgname, sizeof cgname, "px-%s", spec->key);
+  if ((rc = px__cg_job_create(&be->cg, cgname, &sb->cg)) != 0 ||
+      (rc = px__cg_job_limits(&be->cg, &sb->cg, &spec->limits)) != 0)
+    return rc;
+  return px__plan_build(sb);
+}
+
+static int lnx_prepare(void *state, const px_job_spec_t *spec,
+                       const px_sandbox_events_t *events,
+                       px_sandbox_t **out) {
+  px_sandbox_t *sb;
+  int rc;
+  *out = NULL;
+  if (!spec)
+    return PX_EINVAL;
+  sb = calloc(1, sizeof *sb);
+  if (!sb)
+    return PX_ENOMEM;
+  sb->be = state;
+  sb->spec = spec;
+  if (events)
+    sb->ev = *events;
+  sb->pidfd = sb->in_fd = sb->wall_tfd = -1;
+  sb->out_fd[0] = sb->out_fd[1] = sb->pause_tfd[0] = sb->pause_tfd[1] = -1;
+  px__cg_job_init(&sb->cg);
+  if (px_mutex_init(&sb->mu) != 0 || px_cond_init(&sb->cv) != 0) {
+    free(sb);
+    return PX_ENOMEM;
+  }
+  rc = prepare_steps(sb);
+  if (rc != 0) {
+    PX_LOG(PX_LOG_ERROR, "job %s: prepare failed: %s", spec->key,
+           px_strerror(rc));
+    lnx_release(sb);
+    return rc;
+  }
+  *out = sb;
+  return 0;
+}
+
+/* --- start / wait / kill / release -------------------------------------- */
+
+static int start_failed(px_sandbox_t *sb, int rc) {
+  px_mutex_lock(&sb->mu);
+  sb->outcome.error = rc;
+  if (!sb->outcome.error_msg[0])
+    px_snprintf(sb->outcome.error_msg, sizeof sb->outcome.error_msg,
+                "%s", px_strerror(rc));
+  sb->outcome.enforcement = sb->enf;
+  sb->state = PX_SB_DONE;
+  px_cond_broadcast(&sb->cv);
+  px_mutex_unlock(&sb->mu);
+  return rc;
+}
+
+static int lnx_start(px_sandbox_t *sb) {
+  int rc, cancelled;
+  px_mutex_lock(&sb->mu);
+  cancelled = sb->kill_requested;
+  if (sb->state != PX_SB_PREPARED) {
+    px_mutex_unlock(&sb->mu);
+    return PX_EINVAL;
+  }
+  if (cancelled) {
+    sb->outcome.killed = 1;
+    sb->state = PX_SB_DONE;
+    px_cond_broadcast(&sb->cv);
+  }
+  px_mutex_unlock(&sb->mu);
+  if (cancelled)
+    return PX_ECANCELED;
+  if ((rc = px__spawn(sb)) != 0)
+    return start_failed(sb, rc);
+  sb->enf = job_enforcement(sb);
+  px_mutex_lock(&sb->mu);
+  sb->state = PX_SB_RUNNING;
+  px_mutex_unlock(&sb->mu);
+  if ((rc = px__wd_add(sb->be->wd, sb)) != 0) {
+    /* The watchdog reaps it through the tick once killed. */
+    px_snprintf(sb->outcome.error_msg, sizeof sb->outcome.error_msg,
+                "watchdog registration failed");
+    sb->outcome.error = rc;
+    px__job_kill(sb);
+    return rc;
+  }
+  if (sb->ev.on_started)
+    sb->ev.on_started(sb->ev.ctx);
+  px_mutex_lock(&sb->mu);
+  cancelled = sb->kill_requested;
+  px_mutex_unlock(&sb->mu);
+  if (cancelled)
+    px__job_kill(sb); /* kill() raced with start */
+  return 0;
+}
+
+static int lnx_wait(px_sandbox_t *sb, px_outcome_t *out) {
+  px_mutex_lock(&sb->mu);
+  if (sb->state == PX_SB_PREPARED) {
+    px_mutex_unlock(&sb->mu);
+    return PX_EINVAL;
+  }
+  while (sb->state != PX_SB_DONE)
+    px_cond_wait(&sb->cv, &sb->mu);
+  *out = sb->outcome;
+  px_mutex_unlock(&sb->mu);
+  return 0;
+}
+
+static int lnx_kill(px_sandbox_t *sb) {
+  px__job_kill(sb);
+  return 0;
+}
+
+static void lnx_release(px_sandbox_t *sb) {
+  px__lnx_backend_t *be;
+  if (!sb)
+    return;
+  be = sb->be;
+  px__job_kill(sb);
+  px_mutex_lock(&sb->mu);
+  while (sb->state == PX_SB_RUNNING)
+    px_cond_wait(&sb->cv, &sb->mu);
+  px_mutex_unlock(&sb->mu);
+  px__cg_job_destroy(&be->cg, &sb->cg);
+  if (sb->job_dir)
+    px__jobdir_remove(be->work_root_fd, be->work_root, sb->spec->key,
+                      sb->job_dir_mounted);
+  free(sb->job_dir);
+  px__plan_free(&sb->plan);
+  px_cond_destroy(&sb->cv);
+  px_mutex_destroy(&sb->mu);
+  free(sb);
+}
+
+const px_backend_ops_t px_backend_linux = {
+    "linux",      lnx_open,  lnx_close, lnx_available, lnx_prepare,
+    lnx_start,    lnx_wait,  lnx_kill,  lnx_release};
+
+const px_backend_ops_t *px_backend_native(void) { return &px_backend_linux; }

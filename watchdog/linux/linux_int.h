@@ -1,0 +1,270 @@
+/* linux_int.h - what the files of the Linux backend share: the backend and
+ * job structs and the px__ functions each mechanism file exports to the
+ * others. Nothing outside watchdog/linux/ and tests/linux/ includes it.
+ */
+#ifndef PX_WATCHDOG_LINUX_INT_H
+#define PX_WATCHDOG_LINUX_INT_H
+
+#include "px/px_job.h"
+#include "px/px_os.h"
+#include "px/px_sandbox.h"
+
+#include <linux/filter.h>
+#include <stdint.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include "linux_error.h"
+
+/* Where things appear inside the sandbox. */
+#define PX_LNX_JOB_MNT "/job"
+#define PX_LNX_KB_MNT "/kb"
+#define PX_LNX_RUN_UID 65534 /* nobody: owns nothing on the host */
+#define PX_LNX_RUN_GID 65534
+#define PX_LNX_NOFILE 1024
+#define PX_LNX_PATH_MAX 4096
+
+/* --- cgroup.c ----------------------------------------------------------- */
+
+typedef enum { PX_CG_NONE = 0, PX_CG_V1 = 1, PX_CG_V2 = 2 } px__cg_mode_t;
+
+enum { PX_CG1_MEMORY, PX_CG1_PIDS, PX_CG1_CPUACCT, PX_CG1_FREEZER,
+       PX_CG1_COUNT };
+
+/* What this host offers, detected once at open. */
+typedef struct {
+  int fake;                  /* root overridden (tests): plain files */
+  px__cg_mode_t memory;      /* limit + peak + OOM events */
+  px__cg_mode_t pids;        /* pids.max + events */
+  px__cg_mode_t cpu;         /* CPU time accounting (cpu_ms limit) */
+  px__cg_mode_t freezer;     /* v1 freezer used for kill without v2 */
+  int v2_kill;               /* cgroup.kill exists in v2 child cgroups */
+  int v1_memsw;              /* memory.memsw.limit_in_bytes exists */
+  int v2_peak;               /* memory.peak exists (v2) */
+  char *v2_base;             /* owned: daemon's v2 cgroup dir, or NULL */
+  char *v1_base[PX_CG1_COUNT]; /* owned: daemon's v1 dirs, or NULL */
+} px__cg_host_t;
+
+/* One job's cgroups. */
+typedef struct {
+  char *v2;                  /* owned: job dir in the v2 tree, or NULL */
+  char *v1[PX_CG1_COUNT];    /* owned: job dirs in v1 trees, or NULL */
+  int v2_fd;                 /* owned: O_PATH dir fd for CLONE_INTO_CGROUP */
+  int oom_efd;               /* owned: v1 OOM eventfd, or -1 */
+  int mem_events_fd;         /* owned: v2 memory.events (EPOLLPRI), or -1 */
+  uint64_t enf;              /* PX_ENF bits applied */
+} px__cg_job_t;
+
+typedef struct {
+  int have_cpu, have_mem, have_pids;
+  uint64_t cpu_ns, user_ns, sys_ns;
+  uint64_t mem_peak, mem_current;
+  uint64_t pids_current, pids_peak;
+  uint64_t oom_kills;        /* OOM kills inside the job */
+  uint64_t pids_max_hits;    /* forks refused at pids.max */
+} px__cg_stat_t;
+
+/* Detect controllers below `root_override` (NULL: /sys/fs/cgroup). */
+int px__cg_detect(px__cg_host_t *h, const char *root_override);
+void px__cg_host_free(px__cg_host_t *h);
+void px__cg_job_init(px__cg_job_t *j);
+/* Create the job's cgroups named `name` below the daemon's own. */
+int px__cg_job_create(const px__cg_host_t *h, const char *name,
+                      px__cg_job_t *j);
+/* Write the limits of `lim` (0 = unlimited) and open event sources. */
+int px__cg_job_limits(const px__cg_host_t *h, px__cg_job_t *j,
+                      const px_limits_t *lim);
+/* Put pid into every job cgroup it is not in yet (in_v2: placed by
+ * CLONE_INTO_CGROUP already). */
+int px__cg_job_place(const px__cg_host_t *h, px__cg_job_t *j, pid_t pid,
+                     int in_v2);
+/* Kill every process: cgroup.kill, else freezer + SIGKILL. Returns 0 when
+ * a cgroup mechanism was used, PX_ENOTSUP when none exists. */
+int px__cg_job_kill(const px__cg_host_t *h, px__cg_job_t *j);
+/* 1 when no process is left in any of the job's cgroups. */
+int px__cg_job_empty(const px__cg_host_t *h, const px__cg_job_t *j);
+int px__cg_job_stat(const px__cg_host_t *h, const px__cg_job_t *j,
+                    px__cg_stat_t *st);
+/* Close fds, remove the cgroups (kills leftovers first). Idempotent. */
+void px__cg_job_destroy(const px__cg_host_t *h, px__cg_job_t *j);
+
+/* --- seccomp.c / landlock.c --------------------------------------------- */
+
+typedef struct {
+  struct sock_filter *filter; /* owned */
+  unsigned short len;
+} px__bpf_t;
+
+/* Build the deny-list filter once; egress allows AF_INET/AF_INET6. */
+int px__seccomp_build(int egress, px__bpf_t *out);
+void px__seccomp_free(px__bpf_t *p);
+/* Child side: load it (async-signal-safe). Returns 0 or -errno. */
+int px__seccomp_load(const px__bpf_t *p);
+
+/* Landlock ABI of this kernel, 0 when absent/disabled. */
+int px__landlock_abi(void);
+typedef struct {
+  const char *path; /* inside the sandbox */
+  int rw;
+} px__ll_rule_t;
+/* Child side, after pivot_root: read+exec everywhere, rw on rules with rw,
+ * TCP bind always denied, TCP connect denied unless egress, scoping.
+ * Returns 0 or -errno (async-signal-safe). */
+int px__landlock_apply(int abi, const px__ll_rule_t *rules, size_t n,
+                       int egress);
+
+/* --- mounts.c ------------------------------------------------------------ */
+
+typedef enum {
+  PX_MNT_MKDIR,      /* mkdir dst */
+  PX_MNT_FILE,       /* create empty file dst (a bind target) */
+  PX_MNT_SYMLINK,    /* symlink src at dst */
+  PX_MNT_BIND_RO,    /* bind src on dst, remount read-only */
+  PX_MNT_BIND_RW,    /* bind src on dst, nosuid nodev */
+  PX_MNT_BIND_DEV,   /* bind a device node (no nodev) */
+  PX_MNT_TMPFS,      /* tmpfs on dst, options src */
+  PX_MNT_PROC,       /* fresh proc on dst */
+  PX_MNT_REMOUNT_RO  /* remount dst read-only */
+} px__mnt_kind_t;
+
+typedef struct {
+  px__mnt_kind_t kind;
+  int step;             /* PX_STEP_* reported when it fails */
+  char *src;            /* owned: host path, symlink target or options */
+  char *dst;            /* owned: absolute path in the staging root */
+  unsigned long flags;  /* flags of the source mount to keep */
+} px__mnt_op_t;
+
+typedef struct {
+  px__mnt_op_t *ops;
+  size_t n, cap;
+} px__mnt_plan_t;
+
+/* Backend-wide skeleton: the ro bind list, /dev, /proc, /job, /tmp. */
+int px__mnt_skeleton(const char *stage, const char *const *binds,
+                     px__mnt_plan_t *plan);
+int px__mnt_add(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
+                const char *src, const char *dst);
+/* mkdir ops for every missing parent of stage+rel, then the bind of host
+ * path src (directory, file or symlink) there. Missing src: nothing, 0. */
+int px__mnt_add_bind(px__mnt_plan_t *plan, int step, const char *src,
+                     const char *stage, const char *rel, int rw);
+void px__mnt_plan_free(px__mnt_plan_t *plan);
+/* Child side: build the root from skeleton + job ops and pivot into it.
+ * Returns 0 or -errno with *step set (async-signal-safe). */
+int px__mnt_child(const char *stage, const px__mnt_plan_t *skel,
+                  const px__mnt_plan_t *job, int *step);
+
+/* Host side job dir. */
+int px__jobdir_create(int root_fd, const char *root_path, const char *key,
+                      uint64_t tmpfs_bytes, int use_tmpfs, uid_t uid,
+                      gid_t gid, char **out_path);
+int px__jobdir_write(const char *dir, const px_job_file_t *files, size_t n,
+                     uid_t uid, gid_t gid);
+void px__jobdir_remove(int root_fd, const char *root_path, const char *key,
+                       int mounted);
+/* 1 when `path` is a safe relative file name (no "..", not absolute). */
+int px__relpath_ok(const char *path);
+
+/* --- the backend --------------------------------------------------------- */
+
+typedef struct px__wd_s px__wd_t;
+
+typedef struct {
+  char *work_root;           /* owned */
+  int work_root_fd;          /* owned */
+  char *stage;               /* owned: <work_root>/.px-root */
+  uint64_t tick_ms, tmpfs_bytes;
+  int allow_degraded;
+  int is_root;               /* euid 0: no user namespace */
+  uid_t run_uid, outer_uid;
+  gid_t run_gid, outer_gid;
+  int cap_last;
+  int landlock_abi;
+  px__cg_host_t cg;
+  px__mnt_plan_t skel;
+  px__bpf_t bpf[2];          /* [0] no egress, [1] egress */
+  uint64_t available;        /* PX_ENF bits this host can apply */
+  px__wd_t *wd;              /* owned */
+} px__lnx_backend_t;
+
+/* The exec plan a child follows: everything precomputed by the parent so
+ * that the child only makes system calls (it is a fork of a threaded
+ * process: no malloc, no locks). */
+typedef struct {
+  const px__lnx_backend_t *be;
+  px__mnt_plan_t mnt;        /* job-specific mount ops */
+  px__ll_rule_t ll[2 + 16];
+  size_t nll;
+  char **argv, **envp;       /* owned, NULL-terminated */
+  char *search_path;         /* owned: PATH for argv[0] lookup */
+  uint64_t cpu_rlimit_s;
+  uint64_t fsize;
+  int egress, userns;
+  /* fds, child ends, set by spawn */
+  int sync_rd, err_wr, in_rd, out_wr, errout_wr;
+} px__plan_t;
+
+typedef enum { PX_SB_PREPARED, PX_SB_RUNNING, PX_SB_DONE } px__sb_state_t;
+
+typedef struct {
+  px_sandbox_t *sb;
+  int kind;
+} px__wd_reg_t;
+
+struct px_sandbox_s {
+  px__lnx_backend_t *be;      /* borrowed */
+  const px_job_spec_t *spec;  /* borrowed until release */
+  px_sandbox_events_t ev;
+  px_mutex_t mu;
+  px_cond_t cv;
+  px__sb_state_t state;
+  int kill_sent, kill_requested, output_killed;
+  char *job_dir;              /* owned: host path */
+  int job_dir_mounted;
+  px__cg_job_t cg;
+  px__plan_t plan;
+  /* process */
+  int pidfd;                  /* owned */
+  pid_t pid;
+  int exited_seen;
+  int wstatus_code, wstatus_kind; /* from waitid */
+  struct rusage ru;           /* of pid 1 and its reaped children */
+  /* streams (parent ends, owned) */
+  int out_fd[2];              /* stdout, stderr */
+  int in_fd;
+  size_t in_off;
+  int wall_tfd, pause_tfd[2];
+  int paused[2];
+  px__wd_reg_t reg[10];       /* epoll keys, by watchdog.c REG_* kind */
+  /* accounting */
+  uint64_t start_ms, end_ms;
+  uint64_t peak_mem, peak_pids;
+  uint64_t enf;
+  int finishing;
+  px_outcome_t outcome;
+  struct px_sandbox_s *next;  /* watchdog's running list */
+};
+
+/* spawn.c */
+int px__plan_build(px_sandbox_t *sb);
+void px__plan_free(px__plan_t *p);
+/* clone3 + placement + release; fills sb->pidfd/pid and the stream fds.
+ * On failure the child is dead and reaped; returns PX_E*. */
+int px__spawn(px_sandbox_t *sb);
+
+/* watchdog.c */
+int px__wd_open(px__lnx_backend_t *be, px__wd_t **out);
+void px__wd_close(px__wd_t *wd);
+/* Hand a started job to the watchdog thread (registers its fds). */
+int px__wd_add(px__wd_t *wd, px_sandbox_t *sb);
+/* Record a violation (first wins) and kill; thread-safe. */
+void px__job_violation(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
+                       uint64_t observed, px_detector_t by);
+/* Kill every process of the job; thread-safe, idempotent. */
+void px__job_kill(px_sandbox_t *sb);
+
+/* Default ro bind list (NULL-terminated). */
+extern const char *const px__lnx_default_binds[];
+
+#endif /* PX_WATCHDOG_LINUX_INT_H */

@@ -1,0 +1,473 @@
+/* mounts.c - the filesystem a job sees, and its directory on the host.
+ *
+ * DESIGN
+ * Inside the child's new mount namespace (propagation made private first):
+ * a small tmpfs is mounted on the staging dir <work_root>/.px-root and
+ * filled from a plan of operations computed by the parent: mkdirs, the
+ * read-only bind list (symlinks such as /lib -> usr/lib are recreated as
+ * symlinks, not bound), a minimal /dev (tmpfs with null, zero, full, random,
+ * urandom bound from the host, then read-only), a fresh /proc (the child is
+ * pid 1 of a new pid namespace, so it shows only the job), /tmp -> /job,
+ * the job dir at /job (rw only with fs:write_tmp) and KB roots at
+ * /kb/<name>. No host /sys. The root tmpfs is remounted read-only, then
+ * pivot_root and the old root is detached. The skeleton part of the plan
+ * is built once per backend; a job adds only its own binds.
+ *
+ * On the host the job dir is work_root/<key>, a size-capped tmpfs mounted
+ * by the daemon (so the cap and inode limit hold and removal is one
+ * umount: a job's symlinks are never followed). Without privilege (user
+ * namespace mode) it is a plain directory removed with a no-follow walk.
+ */
+#include "linux_int.h"
+
+#include "px/px_error.h"
+#include "px/px_log.h"
+#include "px/px_util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+const char *const px__lnx_default_binds[] = {
+    "/bin", "/sbin", "/usr", "/lib", "/lib64", "/lib32", "/libx32",
+    "/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime",
+    "/etc/ssl/certs", NULL};
+
+static const char *const dev_nodes[] = {"null", "zero", "full", "random",
+                                        "urandom", NULL};
+
+int px__mnt_add(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
+                const char *src, const char *dst) {
+  px__mnt_op_t *op;
+  if (plan->n == plan->cap) {
+    size_t cap = plan->cap ? plan->cap * 2 : 32;
+    px__mnt_op_t *ops = realloc(plan->ops, cap * sizeof *ops);
+    if (!ops)
+      return PX_ENOMEM;
+    plan->ops = ops;
+    plan->cap = cap;
+  }
+  op = &plan->ops[plan->n];
+  memset(op, 0, sizeof *op);
+  op->kind = kind;
+  op->step = step;
+  op->src = src ? px_strdup(src) : NULL;
+  op->dst = px_strdup(dst);
+  if ((src && !op->src) || !op->dst) {
+    free(op->src);
+    free(op->dst);
+    return PX_ENOMEM;
+  }
+  plan->n++;
+  return 0;
+}
+
+void px__mnt_plan_free(px__mnt_plan_t *plan) {
+  size_t i;
+  for (i = 0; i < plan->n; i++) {
+    free(plan->ops[i].src);
+    free(plan->ops[i].dst);
+  }
+  free(plan->ops);
+  memset(plan, 0, sizeof *plan);
+}
+
+static int have_dir(const px__mnt_plan_t *plan, const char *dst) {
+  size_t i;
+  for (i = 0; i < plan->n; i++)
+    if (plan->ops[i].kind == PX_MNT_MKDIR && strcmp(plan->ops[i].dst, dst) == 0)
+      return 1;
+  return 0;
+}
+
+/* mkdir ops for each parent of dst below its first component's parent. */
+static int add_parents(px__mnt_plan_t *plan, int step, const char *dst,
+                       size_t root_len) {
+  char p[PX_LNX_PATH_MAX];
+  char *s;
+  int rc;
+  if (px_strlcpy(p, dst, sizeof p) != 0)
+    return PX_ERANGE;
+  for (s = p + root_len + 1; (s = strchr(s, '/')) != NULL; s++) {
+    *s = '\0';
+    if (!have_dir(plan, p) && (rc = px__mnt_add(plan, PX_MNT_MKDIR, step,
+                                                NULL, p)) != 0)
+      return rc;
+    *s = '/';
+  }
+  return 0;
+}
+
+static unsigned long kept_flags(const char *src) {
+  struct statvfs sv;
+  unsigned long f = 0;
+  if (statvfs(src, &sv) != 0)
+    return 0;
+  if (sv.f_flag & ST_NOEXEC)
+    f |= MS_NOEXEC;
+  if (sv.f_flag & ST_NOATIME)
+    f |= MS_NOATIME;
+  if (sv.f_flag & ST_NODIRATIME)
+    f |= MS_NODIRATIME;
+  if (sv.f_flag & ST_RELATIME)
+    f |= MS_RELATIME;
+  return f;
+}
+
+int px__mnt_add_bind(px__mnt_plan_t *plan, int step, const char *src,
+                     const char *stage, const char *rel, int rw) {
+  struct stat st;
+  char target[PX_LNX_PATH_MAX], dst[PX_LNX_PATH_MAX];
+  int rc;
+  if (lstat(src, &st) != 0)
+    return 0; /* not on this host */
+  if (rel[0] != '/' || px_snprintf(dst, sizeof dst, "%s%s", stage, rel) != 0)
+    return PX_EINVAL;
+  if ((rc = add_parents(plan, step, dst, strlen(stage))) != 0)
+    return rc;
+  if (S_ISLNK(st.st_mode)) {
+    ssize_t n = readlink(src, target, sizeof target - 1);
+    if (n <= 0)
+      return 0;
+    target[n] = '\0';
+    return px__mnt_add(plan, PX_MNT_SYMLINK, step, target, dst);
+  }
+  if (S_ISDIR(st.st_mode)) {
+    if (!have_dir(plan, dst) &&
+        (rc = px__mnt_add(plan, PX_MNT_MKDIR, step, NULL, dst)) != 0)
+      return rc;
+  } else if ((rc = px__mnt_add(plan, PX_MNT_FILE, step, NULL, dst)) != 0) {
+    return rc;
+  }
+  rc = px__mnt_add(plan, rw ? PX_MNT_BIND_RW : PX_MNT_BIND_RO, step, src, dst);
+  if (rc == 0)
+    plan->ops[plan->n - 1].flags = kept_flags(src);
+  return rc;
+}
+
+static int add_at(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
+                  const char *src, const char *stage, const char *rel) {
+  char p[PX_LNX_PATH_MAX];
+  if (px_snprintf(p, sizeof p, "%s%s", stage, rel) != 0)
+    return PX_ERANGE;
+  return px__mnt_add(plan, kind, step, src, p);
+}
+
+static int skeleton_dev(const char *stage, px__mnt_plan_t *plan) {
+  char src[64], rel[64];
+  size_t i;
+  int rc = 0;
+  static const char *const links[][2] = {{"/proc/self/fd", "/dev/fd"},
+                                         {"/proc/self/fd/0", "/dev/stdin"},
+                                         {"/proc/self/fd/1", "/dev/stdout"},
+                                         {"/proc/self/fd/2", "/dev/stderr"}};
+  rc = add_at(plan, PX_MNT_MKDIR, PX_STEP_MOUNT_DEV, NULL, stage, "/dev");
+  if (rc == 0)
+    rc = add_at(plan, PX_MNT_TMPFS, PX_STEP_MOUNT_DEV,
+                "size=64k,nr_inodes=64,mode=0755", stage, "/dev");
+  for (i = 0; rc == 0 && dev_nodes[i]; i++) {
+    px_snprintf(src, sizeof src, "/dev/%s", dev_nodes[i]);
+    px_snprintf(rel, sizeof rel, "/dev/%s", dev_nodes[i]);
+    rc = add_at(plan, PX_MNT_FILE, PX_STEP_MOUNT_DEV, NULL, stage, rel);
+    if (rc == 0)
+      rc = add_at(plan, PX_MNT_BIND_DEV, PX_STEP_MOUNT_DEV, src, stage, rel);
+  }
+  for (i = 0; rc == 0 && i < sizeof links / sizeof links[0]; i++)
+    rc = add_at(plan, PX_MNT_SYMLINK, PX_STEP_MOUNT_DEV, links[i][0], stage,
+                links[i][1]);
+  if (rc == 0)
+    rc = add_at(plan, PX_MNT_REMOUNT_RO, PX_STEP_MOUNT_DEV, NULL, stage,
+                "/dev");
+  return rc;
+}
+
+int px__mnt_skeleton(const char *stage, const char *const *binds,
+                     px__mnt_plan_t *plan) {
+  char tmp[PX_LNX_PATH_MAX];
+  size_t i;
+  int rc = 0;
+  for (i = 0; rc == 0 && binds[i]; i++) {
+    if (binds[i][0] != '/' || strstr(binds[i], "..") ||
+        strcmp(binds[i], "/") == 0) {
+      PX_LOG(PX_LOG_ERROR, "ro bind must be an absolute path below /");
+      return PX_EINVAL;
+    }
+    rc = px__mnt_add_bind(plan, PX_STEP_BIND_RO, binds[i], stage, binds[i], 0);
+  }
+  if (rc == 0)
+    rc = skeleton_dev(stage, plan);
+  if (rc == 0)
+    rc = add_at(plan, PX_MNT_MKDIR, PX_STEP_MOUNT_PROC, NULL, stage, "/proc");
+  if (rc == 0)
+    rc = add_at(plan, PX_MNT_PROC, PX_STEP_MOUNT_PROC, NULL, stage, "/proc");
+  if (rc == 0)
+    rc = add_at(plan, PX_MNT_MKDIR, PX_STEP_MOUNT_JOB, NULL, stage,
+                PX_LNX_JOB_MNT);
+  if (rc == 0)
+    rc = add_at(plan, PX_MNT_MKDIR, PX_STEP_MOUNT_KB, NULL, stage,
+                PX_LNX_KB_MNT);
+  if (rc == 0 && px_snprintf(tmp, sizeof tmp, "%s/tmp", stage) == 0 &&
+      !have_dir(plan, tmp))
+    rc = add_at(plan, PX_MNT_SYMLINK, PX_STEP_MOUNT_JOB, PX_LNX_JOB_MNT,
+                stage, "/tmp");
+  return rc;
+}
+
+/* --- child side (async-signal-safe) ------------------------------------ */
+
+static int run_op(const px__mnt_op_t *op) {
+  unsigned long base = MS_REMOUNT | MS_BIND | MS_NOSUID | op->flags;
+  int fd;
+  if (PX_LNX_INJECTED(op->step))
+    return -EPERM;
+  switch (op->kind) {
+  case PX_MNT_MKDIR:
+    if (mkdir(op->dst, 0755) != 0 && errno != EEXIST)
+      return -errno;
+    return 0;
+  case PX_MNT_FILE:
+    fd = open(op->dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return -errno;
+    close(fd);
+    return 0;
+  case PX_MNT_SYMLINK:
+    return symlink(op->src, op->dst) == 0 ? 0 : -errno;
+  case PX_MNT_BIND_RO:
+  case PX_MNT_BIND_RW:
+  case PX_MNT_BIND_DEV:
+    if (mount(op->src, op->dst, NULL, MS_BIND, NULL) != 0)
+      return -errno;
+    if (op->kind == PX_MNT_BIND_RO)
+      base |= MS_RDONLY | MS_NODEV;
+    else if (op->kind == PX_MNT_BIND_RW)
+      base |= MS_NODEV;
+    else
+      base |= MS_NOEXEC;
+    return mount(NULL, op->dst, NULL, base, NULL) == 0 ? 0 : -errno;
+  case PX_MNT_TMPFS:
+    return mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                 op->src) == 0
+               ? 0
+               : -errno;
+  case PX_MNT_PROC:
+    return mount("proc", op->dst, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                 NULL) == 0
+               ? 0
+               : -errno;
+  case PX_MNT_REMOUNT_RO:
+    return mount(NULL, op->dst, NULL,
+                 MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                 NULL) == 0
+               ? 0
+               : -errno;
+  }
+  return -EINVAL;
+}
+
+static int run_plan(const px__mnt_plan_t *p, int *step) {
+  size_t i;
+  int rc;
+  for (i = 0; i < p->n; i++) {
+    if ((rc = run_op(&p->ops[i])) != 0) {
+      *step = p->ops[i].step;
+      return rc;
+    }
+  }
+  return 0;
+}
+
+#define FAIL_STEP(s)                                                         \
+  do {                                                                       \
+    *step = (s);                                                             \
+    return PX_LNX_INJECTED(s) ? -EPERM : -errno;                             \
+  } while (0)
+
+int px__mnt_child(const char *stage, const px__mnt_plan_t *skel,
+                  const px__mnt_plan_t *job, int *step) {
+  int rc;
+  /* Nothing we mount may propagate back to the host. */
+  if (PX_LNX_INJECTED(PX_STEP_MOUNT_PRIVATE) ||
+      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+    FAIL_STEP(PX_STEP_MOUNT_PRIVATE);
+  if (PX_LNX_INJECTED(PX_STEP_MOUNT_ROOT) ||
+      mount("px-root", stage, "tmpfs", MS_NOSUID | MS_NODEV,
+            "size=1m,nr_inodes=1024,mode=0755") != 0)
+    FAIL_STEP(PX_STEP_MOUNT_ROOT);
+  if ((rc = run_plan(skel, step)) != 0 || (rc = run_plan(job, step)) != 0)
+    return rc;
+  if (PX_LNX_INJECTED(PX_STEP_ROOT_RO) ||
+      mount(NULL, stage, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+            NULL) != 0)
+    FAIL_STEP(PX_STEP_ROOT_RO);
+  /* pivot_root(".", "."): the old root is stacked under the new one and
+   * detached at once; no directory for it needed. */
+  if (PX_LNX_INJECTED(PX_STEP_PIVOT_ROOT) || chdir(stage) != 0 ||
+      syscall(SYS_pivot_root, ".", ".") != 0 ||
+      umount2(".", MNT_DETACH) != 0 || chdir(PX_LNX_JOB_MNT) != 0)
+    FAIL_STEP(PX_STEP_PIVOT_ROOT);
+  return 0;
+}
+
+/* --- host side job dir ------------------------------------------------- */
+
+int px__relpath_ok(const char *path) {
+  const char *p = path, *slash;
+  if (!path || !*path || *path == '/' || strlen(path) > 1024)
+    return 0;
+  for (;;) {
+    size_t len;
+    slash = strchr(p, '/');
+    len = slash ? (size_t)(slash - p) : strlen(p);
+    if (len == 0 || (len == 1 && p[0] == '.') ||
+        (len == 2 && p[0] == '.' && p[1] == '.'))
+      return 0;
+    if (!slash)
+      return 1;
+    p = slash + 1;
+  }
+}
+
+/* Remove dir entry `name` of dirfd and everything below it, never
+ * following a symlink (a job may have planted any). */
+static void rm_tree_at(int parent, const char *name, int depth) {
+  int fd;
+  DIR *d;
+  struct dirent *de;
+  if (unlinkat(parent, name, 0) == 0 || errno == ENOENT)
+    return;
+  if (depth > 64)
+    return;
+  fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return;
+  }
+  while ((de = readdir(d)) != NULL) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    rm_tree_at(dirfd(d), de->d_name, depth + 1);
+  }
+  closedir(d);
+  unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+void px__jobdir_remove(int root_fd, const char *root_path, const char *key,
+                       int mounted) {
+  char p[PX_LNX_PATH_MAX];
+  if (px_snprintf(p, sizeof p, "%s/%s", root_path, key) != 0)
+    return;
+  if (mounted && umount2(p, MNT_DETACH | UMOUNT_NOFOLLOW) != 0)
+    PX_LOG(PX_LOG_WARN, "umount2(job dir) failed: errno %d", errno);
+  rm_tree_at(root_fd, key, 0);
+}
+
+int px__jobdir_create(int root_fd, const char *root_path, const char *key,
+                      uint64_t tmpfs_bytes, int use_tmpfs, uid_t uid,
+                      gid_t gid, char **out_path) {
+  char p[PX_LNX_PATH_MAX], opts[160];
+  if (px_snprintf(p, sizeof p, "%s/%s", root_path, key) != 0)
+    return PX_ERANGE;
+  if (PX_LNX_INJECTED(PX_STEP_JOB_DIR))
+    return PX_LOG_ERRNO(PX_ESANDBOX, EPERM, "mkdir(job dir) [injected]");
+  if (mkdirat(root_fd, key, 0700) != 0) {
+    if (errno != EEXIST)
+      return PX_LOG_ERRNO(PX_ESANDBOX, errno, "mkdirat(job dir)");
+    /* A leftover of a crashed daemon: clear it, then start fresh. */
+    px__jobdir_remove(root_fd, root_path, key, 1);
+    if (mkdirat(root_fd, key, 0700) != 0)
+      return PX_LOG_ERRNO(PX_ESANDBOX, errno, "mkdirat(job dir)");
+  }
+  if (use_tmpfs) {
+    px_snprintf(opts, sizeof opts,
+                "size=%" PRIu64 ",nr_inodes=16384,mode=0700,uid=%lu,gid=%lu",
+                tmpfs_bytes, (unsigned long)uid, (unsigned long)gid);
+    if (PX_LNX_INJECTED(PX_STEP_TMPFS) ||
+        mount("px-job", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0) {
+      int e = PX_LNX_INJECTED(PX_STEP_TMPFS) ? EPERM : errno;
+      unlinkat(root_fd, key, AT_REMOVEDIR);
+      return PX_LOG_ERRNO(PX_ESANDBOX, e, "mount(tmpfs job dir)");
+    }
+  } else if (fchownat(root_fd, key, uid, gid, AT_SYMLINK_NOFOLLOW) != 0 &&
+             errno != EPERM) {
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "fchownat(job dir)");
+  }
+  *out_path = px_strdup(p);
+  return *out_path ? 0 : PX_ENOMEM;
+}
+
+/* Open (creating) the directory part of `rel` below dirfd. */
+static int open_parent(int top, char *rel, char **base, uid_t uid,
+                       gid_t gid) {
+  int fd = fcntl(top, F_DUPFD_CLOEXEC, 0);
+  char *p = rel, *slash;
+  while (fd >= 0 && (slash = strchr(p, '/')) != NULL) {
+    int next;
+    *slash = '\0';
+    if (mkdirat(fd, p, 0755) == 0)
+      fchownat(fd, p, uid, gid, AT_SYMLINK_NOFOLLOW);
+    next = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    close(fd);
+    fd = next;
+    *slash = '/';
+    p = slash + 1;
+  }
+  *base = p;
+  return fd;
+}
+
+static int write_one(int top, const px_job_file_t *f, uid_t uid, gid_t gid) {
+  char rel[1100];
+  char *base;
+  size_t off = 0;
+  int pfd, fd, rc = 0;
+  if (!px__relpath_ok(f->path) || px_strlcpy(rel, f->path, sizeof rel) != 0)
+    return PX_EINVAL;
+  pfd = open_parent(top, rel, &base, uid, gid);
+  if (pfd < 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "openat(job subdir)");
+  fd = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              0644);
+  close(pfd);
+  if (fd < 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "openat(job file)");
+  while (off < f->len) {
+    ssize_t n = write(fd, f->data + off, f->len - off);
+    if (n <= 0) {
+      rc = PX_LOG_ERRNO(errno == ENOSPC ? PX_ENOSPC : PX_EIO, errno,
+                        "write(job file)");
+      break;
+    }
+    off += (size_t)n;
+  }
+  if (rc == 0 && fchown(fd, uid, gid) != 0 && errno != EPERM)
+    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "fchown(job file)");
+  close(fd);
+  return rc;
+}
+
+int px__jobdir_write(const char *dir, const px_job_file_t *files, size_t n,
+                     uid_t uid, gid_t gid) {
+  size_t i;
+  int dfd, rc = 0;
+  if (PX_LNX_INJECTED(PX_STEP_FILES))
+    return PX_LOG_ERRNO(PX_ESANDBOX, EPERM, "write(job files) [injected]");
+  dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "open(job dir)");
+  for (i = 0; rc == 0 && i < n; i++)
+    rc = write_one(dfd, &files[i], uid, gid);
+  close(dfd);
+  return rc;
+}

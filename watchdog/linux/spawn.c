@@ -1,0 +1,548 @@
+/* spawn.c - create a job's first process inside every control.
+ *
+ * DESIGN
+ * The parent precomputes an exec plan (argv, envp, mount ops, Landlock
+ * rules; the seccomp BPF is the backend's), then clone3() with CLONE_PIDFD
+ * and new pid, mount, IPC, UTS and (without net:egress) net namespaces, plus
+ * a user namespace when the daemon is not root; CLONE_INTO_CGROUP puts the
+ * child in its v2 cgroup at birth. The child blocks on a sync pipe while the
+ * parent writes it into its v1 cgroups (and uid/gid maps). Released, the
+ * child runs the steps below, each checked; a failure writes (step, errno)
+ * to the error pipe and exits 127, and the parent kills and reaps it:
+ *
+ *   signals reset, stdio, hostname, mounts + pivot_root (mounts.c),
+ *   rlimits (CORE 0, NOFILE, FSIZE, CPU above the policy; never AS/NPROC),
+ *   close_range, capability bounding set, setgroups/setresgid/setresuid
+ *   to the job uid, capabilities cleared, no_new_privs, Landlock, seccomp
+ *   (last), execve.
+ *
+ * The error pipe is O_CLOEXEC: EOF on it means execve succeeded. The child
+ * is a fork of a threaded process: it only makes system calls.
+ */
+#include "linux_int.h"
+
+#include "px/px_error.h"
+#include "px/px_log.h"
+#include "px/px_util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+#ifndef CLOSE_RANGE_UNSHARE
+#define CLOSE_RANGE_UNSHARE 2
+#endif
+
+#define DEFAULT_SEARCH "/usr/local/bin:/usr/bin:/bin"
+#define SETUP_TIMEOUT_MS 10000
+
+/* --- plan ---------------------------------------------------------------- */
+
+static int env_reserved(const char *name) {
+  return strcmp(name, "HOME") == 0 || strcmp(name, "TMPDIR") == 0 ||
+         strcmp(name, "TMP") == 0 || strcmp(name, "TEMP") == 0 ||
+         strncmp(name, "PX_KB_", 6) == 0;
+}
+
+static char *env_pair(const char *name, const char *value) {
+  px_buf_t b = {0};
+  if (px_buf_printf(&b, "%s=%s", name, value) != 0) {
+    px_buf_free(&b);
+    return NULL;
+  }
+  return px_buf_take(&b, NULL);
+}
+
+static int kb_name_ok(const char *n) {
+  size_t i, len = strlen(n);
+  if (len == 0 || len > 64)
+    return 0;
+  for (i = 0; i < len; i++) {
+    char c = n[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '_' || c == '-'))
+      return 0;
+  }
+  return 1;
+}
+
+static int build_env(px__plan_t *p, const px_job_spec_t *spec) {
+  size_t i, k, n = 0, cap = spec->envc + spec->nkb + 5;
+  char **envp = calloc(cap, sizeof *envp);
+  static const char *const ours[] = {"HOME", "TMPDIR", "TMP", "TEMP"};
+  if (!envp)
+    return PX_ENOMEM;
+  p->envp = envp;
+  for (i = 0; i < spec->envc; i++) {
+    const char *name = spec->env[i].name;
+    if (!name || !*name || strchr(name, '=') || env_reserved(name))
+      continue;
+    if (strcmp(name, "PATH") == 0 && spec->env[i].value && !p->search_path)
+      if (!(p->search_path = px_strdup(spec->env[i].value)))
+        return PX_ENOMEM;
+    if (!(envp[n++] = env_pair(name, spec->env[i].value
+                                         ? spec->env[i].value : "")))
+      return PX_ENOMEM;
+  }
+  for (k = 0; k < 4; k++)
+    if (!(envp[n++] = env_pair(ours[k], PX_LNX_JOB_MNT)))
+      return PX_ENOMEM;
+  for (i = 0; i < spec->nkb; i++) {
+    char name[80], val[96];
+    size_t j;
+    px_snprintf(name, sizeof name, "PX_KB_%s", spec->kb[i].name);
+    for (j = 6; name[j]; j++) {
+      char c = name[j];
+      if (c >= 'a' && c <= 'z')
+        name[j] = (char)(c - 'a' + 'A');
+      else if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+        name[j] = '_';
+    }
+    px_snprintf(val, sizeof val, "%s/%s", PX_LNX_KB_MNT, spec->kb[i].name);
+    if (!(envp[n++] = env_pair(name, val)))
+      return PX_ENOMEM;
+  }
+  if (!p->search_path && !(p->search_path = px_strdup(DEFAULT_SEARCH)))
+    return PX_ENOMEM;
+  return 0;
+}
+
+static int build_mounts(px__plan_t *p, px_sandbox_t *sb) {
+  const px_job_spec_t *spec = sb->spec;
+  const char *stage = sb->be->stage;
+  int rw = (spec->caps & PX_CAP_FS_WRITE_TMP) != 0;
+  size_t i;
+  int rc;
+  rc = px__mnt_add_bind(&p->mnt, PX_STEP_MOUNT_JOB, sb->job_dir, stage,
+                        PX_LNX_JOB_MNT, rw);
+  if (rc != 0)
+    return rc;
+  p->nll = 0;
+  if (rw) {
+    p->ll[p->nll].path = PX_LNX_JOB_MNT;
+    p->ll[p->nll++].rw = 1;
+  }
+  for (i = 0; i < spec->nkb; i++) {
+    char rel[96];
+    const px_job_kb_t *kb = &spec->kb[i];
+    if (!kb_name_ok(kb->name) || !kb->host_path || kb->host_path[0] != '/' ||
+        i >= 16)
+      return PX_EINVAL;
+    px_snprintf(rel, sizeof rel, "%s/%s", PX_LNX_KB_MNT, kb->name);
+    rc = px__mnt_add_bind(&p->mnt, PX_STEP_MOUNT_KB, kb->host_path, stage, rel,
+                          kb->writable);
+    if (rc != 0)
+      return rc;
+    if (kb->writable) {
+      /* The op list owns a copy of the in-sandbox path. */
+      p->ll[p->nll].path = p->mnt.ops[p->mnt.n - 1].dst + strlen(stage);
+      p->ll[p->nll++].rw = 1;
+    }
+  }
+  return 0;
+}
+
+int px__plan_build(px_sandbox_t *sb) {
+  px__plan_t *p = &sb->plan;
+  const px_job_spec_t *spec = sb->spec;
+  size_t i;
+  int rc;
+  p->be = sb->be;
+  p->sync_rd = p->err_wr = p->in_rd = p->out_wr = p->errout_wr = -1;
+  if (spec->argc == 0 || !spec->argv || !spec->argv[0] || !spec->argv[0][0])
+    return PX_EINVAL;
+  p->argv = calloc(spec->argc + 1, sizeof *p->argv);
+  if (!p->argv)
+    return PX_ENOMEM;
+  for (i = 0; i < spec->argc; i++)
+    p->argv[i] = spec->argv[i]; /* borrowed from the spec */
+  if ((rc = build_env(p, spec)) != 0 || (rc = build_mounts(p, sb)) != 0)
+    return rc;
+  p->cpu_rlimit_s =
+      spec->limits.cpu_ms ? (spec->limits.cpu_ms + 999) / 1000 + 1 : 0;
+  p->fsize = sb->be->tmpfs_bytes;
+  p->egress = (spec->caps & PX_CAP_NET_EGRESS) != 0;
+  p->userns = !sb->be->is_root;
+  return 0;
+}
+
+void px__plan_free(px__plan_t *p) {
+  size_t i;
+  free(p->argv);
+  if (p->envp)
+    for (i = 0; p->envp[i]; i++)
+      free(p->envp[i]);
+  free(p->envp);
+  free(p->search_path);
+  px__mnt_plan_free(&p->mnt);
+  p->argv = p->envp = NULL;
+  p->search_path = NULL;
+}
+
+/* --- child (async-signal-safe only) ------------------------------------ */
+
+static __attribute__((noreturn)) void child_fail(int fd, int step, int err) {
+  px__lnx_child_err_t e;
+  e.step = step;
+  e.err = err;
+  if (write(fd, &e, sizeof e) < 0) {
+    /* nothing more to do: the parent sees EOF and a 127 exit */
+  }
+  _exit(127);
+}
+
+#define CHILD_STEP(p, step, ok)                                              \
+  do {                                                                       \
+    if (PX_LNX_INJECTED(step))                                               \
+      child_fail((p)->err_wr, (step), EPERM);                                \
+    if (!(ok))                                                               \
+      child_fail((p)->err_wr, (step), errno);                                \
+  } while (0)
+
+static int set_rl(int res, rlim_t soft, rlim_t hard) {
+  struct rlimit rl;
+  rl.rlim_cur = soft;
+  rl.rlim_max = hard;
+  return setrlimit(res, &rl);
+}
+
+static int child_rlimits(const px__plan_t *p) {
+  if (set_rl(RLIMIT_CORE, 0, 0) != 0 ||
+      set_rl(RLIMIT_NOFILE, PX_LNX_NOFILE, PX_LNX_NOFILE) != 0 ||
+      set_rl(RLIMIT_FSIZE, p->fsize, p->fsize) != 0)
+    return -1;
+  /* Per process, above the job's total: the watchdog acts first. */
+  if (p->cpu_rlimit_s &&
+      set_rl(RLIMIT_CPU, p->cpu_rlimit_s, p->cpu_rlimit_s + 1) != 0)
+    return -1;
+  return 0;
+}
+
+static int child_close_fds(int keep) {
+  if (keep > 3 && syscall(SYS_close_range, 3, keep - 1, 0) != 0)
+    return -1;
+  return (int)syscall(SYS_close_range, keep + 1, ~0U, 0);
+}
+
+static int child_drop_caps(void) {
+  struct __user_cap_header_struct hdr;
+  struct __user_cap_data_struct data[2];
+  memset(&hdr, 0, sizeof hdr);
+  memset(data, 0, sizeof data);
+  hdr.version = _LINUX_CAPABILITY_VERSION_3;
+  if (syscall(SYS_capset, &hdr, data) != 0)
+    return -1;
+  return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+}
+
+static int child_bounding(int cap_last) {
+  int c;
+  for (c = 0; c <= cap_last; c++)
+    if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) != 0 && errno != EINVAL)
+      return -1;
+  return 0;
+}
+
+static void child_signals(void) {
+  sigset_t none;
+  int s;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, NULL);
+  for (s = 1; s < NSIG; s++)
+    if (s != SIGKILL && s != SIGSTOP)
+      signal(s, SIG_DFL); /* ignored dispositions survive execve */
+}
+
+static size_t cat(char *dst, size_t off, size_t cap, const char *s,
+                  size_t n) {
+  if (off + n >= cap)
+    return cap;
+  memcpy(dst + off, s, n);
+  dst[off + n] = '\0';
+  return off + n;
+}
+
+/* execve argv[0], searching PATH for a bare name like execvp. */
+static int child_exec(const px__plan_t *p) {
+  const char *prog = p->argv[0], *dir = p->search_path;
+  char buf[PX_LNX_PATH_MAX];
+  int err = ENOENT;
+  if (strchr(prog, '/')) {
+    execve(prog, p->argv, p->envp);
+    return errno;
+  }
+  while (dir && *dir) {
+    const char *colon = strchr(dir, ':');
+    size_t len = colon ? (size_t)(colon - dir) : strlen(dir), off;
+    off = cat(buf, 0, sizeof buf, len ? dir : ".", len ? len : 1);
+    off = cat(buf, off, sizeof buf, "/", 1);
+    off = cat(buf, off, sizeof buf, prog, strlen(prog));
+    if (off < sizeof buf) {
+      execve(buf, p->argv, p->envp);
+      if (errno != ENOENT && errno != ENOTDIR)
+        err = errno;
+    }
+    dir = colon ? colon + 1 : NULL;
+  }
+  return err;
+}
+
+static __attribute__((noreturn)) void child_main(const px__plan_t *p) {
+  const px__lnx_backend_t *be = p->be;
+  char go;
+  int step = 0, rc;
+
+  /* Parked until the parent placed us in our cgroups (EOF: it gave up). */
+  if (read(p->sync_rd, &go, 1) != 1)
+    _exit(127);
+  CHILD_STEP(p, PX_STEP_SYNC, 1);
+  child_signals();
+  CHILD_STEP(p, PX_STEP_SIGNALS, 1);
+  CHILD_STEP(p, PX_STEP_STDIO,
+             dup2(p->in_rd, 0) == 0 && dup2(p->out_wr, 1) == 1 &&
+                 dup2(p->errout_wr, 2) == 2);
+  CHILD_STEP(p, PX_STEP_HOSTNAME, sethostname("px", 2) == 0);
+  rc = px__mnt_child(be->stage, &be->skel, &p->mnt, &step);
+  if (rc != 0)
+    child_fail(p->err_wr, step, -rc);
+  CHILD_STEP(p, PX_STEP_RLIMITS, child_rlimits(p) == 0);
+  CHILD_STEP(p, PX_STEP_CLOSE_RANGE, child_close_fds(p->err_wr) == 0);
+  CHILD_STEP(p, PX_STEP_CAPS_BOUNDING, child_bounding(be->cap_last) == 0);
+  /* Raw system calls: glibc's set*id wrappers broadcast to every thread
+   * the parent had, and wait for threads that do not exist in this copy.
+   * In a user namespace setgroups is denied (we wrote "deny"): the only
+   * group is the mapped one. */
+  CHILD_STEP(p, PX_STEP_SETGROUPS,
+             p->userns || syscall(SYS_setgroups, 0, NULL) == 0);
+  CHILD_STEP(p, PX_STEP_SETGID,
+             syscall(SYS_setresgid, be->run_gid, be->run_gid, be->run_gid) ==
+                 0);
+  CHILD_STEP(p, PX_STEP_SETUID,
+             syscall(SYS_setresuid, be->run_uid, be->run_uid, be->run_uid) ==
+                 0);
+  CHILD_STEP(p, PX_STEP_CAPS, child_drop_caps() == 0);
+  CHILD_STEP(p, PX_STEP_NO_NEW_PRIVS,
+             prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+  if (be->landlock_abi > 0) {
+    rc = px__landlock_apply(be->landlock_abi, p->ll, p->nll, p->egress);
+    if (PX_LNX_INJECTED(PX_STEP_LANDLOCK))
+      rc = -EPERM;
+    if (rc != 0)
+      child_fail(p->err_wr, PX_STEP_LANDLOCK, -rc);
+  }
+  rc = px__seccomp_load(&be->bpf[p->egress ? 1 : 0]);
+  if (PX_LNX_INJECTED(PX_STEP_SECCOMP))
+    rc = -EPERM;
+  if (rc != 0)
+    child_fail(p->err_wr, PX_STEP_SECCOMP, -rc);
+  if (PX_LNX_INJECTED(PX_STEP_EXECVE))
+    child_fail(p->err_wr, PX_STEP_EXECVE, EPERM);
+  child_fail(p->err_wr, PX_STEP_EXECVE, child_exec(p));
+}
+
+/* --- parent -------------------------------------------------------------- */
+
+static void close_fd(int *fd) {
+  if (*fd >= 0)
+    close(*fd);
+  *fd = -1;
+}
+
+/* A pipe whose ends are >= 3 (fds 0-2 are the child's stdio). */
+static int make_pipe(int fds[2]) {
+  int i;
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    return -1;
+  for (i = 0; i < 2; i++) {
+    if (fds[i] < 3) {
+      int hi = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+      if (hi < 0)
+        return -1;
+      close(fds[i]);
+      fds[i] = hi;
+    }
+  }
+  return 0;
+}
+
+static int write_file(const char *path, const char *s) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  ssize_t n;
+  if (fd < 0)
+    return -1;
+  n = write(fd, s, strlen(s));
+  close(fd);
+  return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
+static int write_id_maps(const px__lnx_backend_t *be, pid_t pid) {
+  char path[64], map[64];
+  if (PX_LNX_INJECTED(PX_STEP_ID_MAP))
+    return PX_LOG_ERRNO(PX_ESANDBOX, EPERM, "uid_map [injected]");
+  px_snprintf(path, sizeof path, "/proc/%ld/uid_map", (long)pid);
+  px_snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)be->run_uid,
+              (unsigned long)be->outer_uid);
+  if (write_file(path, map) != 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "write(uid_map)");
+  px_snprintf(path, sizeof path, "/proc/%ld/setgroups", (long)pid);
+  if (write_file(path, "deny") != 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "write(setgroups)");
+  px_snprintf(path, sizeof path, "/proc/%ld/gid_map", (long)pid);
+  px_snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)be->run_gid,
+              (unsigned long)be->outer_gid);
+  if (write_file(path, map) != 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "write(gid_map)");
+  return 0;
+}
+
+static pid_t do_clone3(uint64_t flags, int *pidfd, int cgfd) {
+  struct clone_args ca;
+  memset(&ca, 0, sizeof ca);
+  ca.flags = flags | CLONE_PIDFD;
+  ca.pidfd = (uint64_t)(uintptr_t)pidfd;
+  ca.exit_signal = SIGCHLD;
+  if (cgfd >= 0) {
+    ca.flags |= CLONE_INTO_CGROUP;
+    ca.cgroup = (uint64_t)cgfd;
+  }
+  return (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+}
+
+static void kill_and_reap(px_sandbox_t *sb) {
+  siginfo_t si;
+  if (sb->pidfd < 0)
+    return;
+  syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+  memset(&si, 0, sizeof si);
+  while (waitid((idtype_t)P_PIDFD, (id_t)sb->pidfd, &si, WEXITED) != 0 &&
+         errno == EINTR) {
+  }
+  close_fd(&sb->pidfd);
+}
+
+/* Wait for the child's verdict on its setup: EOF = exec'd. */
+static int read_setup(px_sandbox_t *sb, int err_rd) {
+  px__lnx_child_err_t ce;
+  struct pollfd pfd;
+  ssize_t n;
+  pfd.fd = err_rd;
+  pfd.events = POLLIN;
+  if (poll(&pfd, 1, SETUP_TIMEOUT_MS) <= 0) {
+    px_snprintf(sb->outcome.error_msg, sizeof sb->outcome.error_msg,
+                "sandbox setup timed out");
+    return PX_LOG_ERRNO(PX_ETIMEDOUT, ETIMEDOUT, "sandbox setup");
+  }
+  do
+    n = read(err_rd, &ce, sizeof ce);
+  while (n < 0 && errno == EINTR);
+  if (n == 0)
+    return 0;
+  if (n != (ssize_t)sizeof ce) {
+    ce.step = PX_STEP_NONE_;
+    ce.err = n < 0 ? errno : EIO;
+  }
+  px_snprintf(sb->outcome.error_msg, sizeof sb->outcome.error_msg,
+              "sandbox setup step %s failed: %s", px__lnx_step_name(ce.step),
+              strerrordesc_np(ce.err) ? strerrordesc_np(ce.err) : "?");
+  PX_LOG(PX_LOG_ERROR, "job %s: setup step %s failed: errno %d",
+         sb->spec->key, px__lnx_step_name(ce.step), ce.err);
+  return ce.step == PX_STEP_EXECVE && ce.err == ENOENT ? PX_ENOENT
+                                                       : PX_ESANDBOX;
+}
+
+static uint64_t clone_flags(const px__plan_t *p) {
+  uint64_t f = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
+  if (!p->egress)
+    f |= CLONE_NEWNET;
+  if (p->userns)
+    f |= CLONE_NEWUSER;
+  return f;
+}
+
+int px__spawn(px_sandbox_t *sb) {
+  px__plan_t *p = &sb->plan;
+  int sync_p[2] = {-1, -1}, err_p[2] = {-1, -1}, in_p[2] = {-1, -1};
+  int out_p[2] = {-1, -1}, eo_p[2] = {-1, -1};
+  int in_v2 = sb->cg.v2_fd >= 0, rc = PX_ESANDBOX;
+  pid_t pid;
+
+  if (PX_LNX_INJECTED(PX_STEP_PIPES) || make_pipe(sync_p) || make_pipe(err_p) ||
+      make_pipe(in_p) || make_pipe(out_p) || make_pipe(eo_p)) {
+    rc = PX_LOG_ERRNO(PX_ESPAWN, PX_LNX_INJECTED(PX_STEP_PIPES) ? EPERM : errno,
+                      "pipe2");
+    goto cleanup;
+  }
+  p->sync_rd = sync_p[0];
+  p->err_wr = err_p[1];
+  p->in_rd = in_p[0];
+  p->out_wr = out_p[1];
+  p->errout_wr = eo_p[1];
+  pid = PX_LNX_INJECTED(PX_STEP_CLONE)
+            ? (errno = EPERM, -1)
+            : do_clone3(clone_flags(p), &sb->pidfd, sb->cg.v2_fd);
+  if (pid < 0 && in_v2 && !PX_LNX_INJECTED(PX_STEP_CLONE)) {
+    in_v2 = 0; /* kernels before 5.7: place by writing cgroup.procs */
+    pid = do_clone3(clone_flags(p), &sb->pidfd, -1);
+  }
+  if (pid == 0)
+    child_main(p);
+  if (pid < 0) {
+    rc = PX_LOG_ERRNO(PX_ESPAWN, errno, "clone3");
+    goto cleanup;
+  }
+  sb->pid = pid;
+  close_fd(&sync_p[0]);
+  close_fd(&err_p[1]);
+  close_fd(&in_p[0]);
+  close_fd(&out_p[1]);
+  close_fd(&eo_p[1]);
+  if ((rc = px__cg_job_place(&sb->be->cg, &sb->cg, pid, in_v2)) != 0 ||
+      (p->userns && (rc = write_id_maps(sb->be, pid)) != 0))
+    goto fail;
+  sb->start_ms = px_now_ms();
+  if (write(sync_p[1], "g", 1) != 1) {
+    rc = PX_LOG_ERRNO(PX_ESPAWN, errno, "write(sync)");
+    goto fail;
+  }
+  close_fd(&sync_p[1]);
+  if ((rc = read_setup(sb, err_p[0])) != 0)
+    goto fail;
+  sb->in_fd = in_p[1];
+  sb->out_fd[0] = out_p[0];
+  sb->out_fd[1] = eo_p[0];
+  in_p[1] = out_p[0] = eo_p[0] = -1;
+  rc = 0;
+  goto cleanup;
+fail:
+  if (!sb->outcome.error_msg[0])
+    px_snprintf(sb->outcome.error_msg, sizeof sb->outcome.error_msg,
+                "sandbox setup failed: %s", px_strerror(rc));
+  kill_and_reap(sb);
+cleanup:
+  close_fd(&sync_p[0]);
+  close_fd(&sync_p[1]);
+  close_fd(&err_p[0]);
+  close_fd(&err_p[1]);
+  close_fd(&in_p[0]);
+  close_fd(&in_p[1]);
+  close_fd(&out_p[0]);
+  close_fd(&out_p[1]);
+  close_fd(&eo_p[0]);
+  close_fd(&eo_p[1]);
+  p->sync_rd = p->err_wr = p->in_rd = p->out_wr = p->errout_wr = -1;
+  return rc;
+}
