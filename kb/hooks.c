@@ -1,0 +1,89 @@
+/* hooks.c - the KB as the engine sees it (px_kb_hooks.h).
+ *
+ * snapshot: before a job. Mode "always" snapshots every job; "writers"
+ *   only jobs holding kb:write (others see the KB read-only or not at
+ *   all, so there is nothing to undo). The snapshot is pinned so retention
+ *   cannot drop it while the job runs. A failure is returned: the engine
+ *   then does not run the job (we never run a job we could not undo).
+ * finish: after every process of the job is gone. rollback=1 restores and
+ *   verifies; rollback=0 keeps the job's changes and lists them as
+ *   "*_kept" (the snapshot stays for a manual restore). Then unpin and
+ *   apply retention.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb/kb_internal.h"
+#include "px/px_error.h"
+#include "px/px_log.h"
+#include "px/px_util.h"
+
+typedef struct {
+  char id[PX_KB_ID_MAX];
+} snap_t;
+
+static int hook_snapshot(void *ctx, const px_job_spec_t *spec, void **out) {
+  px_kb_t *kb = ctx;
+  snap_t *s;
+  int rc;
+  *out = NULL;
+  if (kb->nroots == 0)
+    return 0;
+  if (kb->mode == PX_KB_SNAPSHOT_WRITERS && !(spec->caps & PX_CAP_KB_WRITE))
+    return 0;
+  s = calloc(1, sizeof *s);
+  if (!s)
+    return PX_ENOMEM;
+  rc = px__kb_snapshot_pinned(kb, s->id);
+  if (rc) {
+    PX_LOG(PX_LOG_ERROR, "kb: snapshot before a job failed: %s",
+           px_strerror(rc));
+    free(s);
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+
+static void keep_changes(px_kb_t *kb, const snap_t *s, px_kb_result_t *out) {
+  px__kb_walk_t w;
+  int rc = px__kb_diff_locked(kb, s->id, "_kept", kb->max_changes, &w);
+  if (rc) {
+    PX_LOG(PX_LOG_WARN, "kb: cannot list what the job changed: %s",
+           px_strerror(rc));
+  } else {
+    out->changes = w.changes;
+    out->nchanges = w.nchanges;
+    w.changes = NULL;
+    w.nchanges = 0;
+  }
+  px__kb_walk_free(&w);
+}
+
+static void hook_finish(void *ctx, void *snap, int rollback,
+                        px_kb_result_t *out) {
+  px_kb_t *kb = ctx;
+  snap_t *s = snap;
+  memset(out, 0, sizeof *out);
+  if (!s)
+    return; /* no snapshot: "kb": null */
+  px_mutex_lock(&kb->mu);
+  out->present = 1;
+  out->snapshot = px_strdup(s->id);
+  if (rollback)
+    px__kb_restore_locked(kb, s->id, out); /* logs and fills out->error */
+  else
+    keep_changes(kb, s, out);
+  px__kb_unpin(kb, s->id);
+  px__kb_gc_if_needed(kb);
+  px_mutex_unlock(&kb->mu);
+  free(s);
+}
+
+px_kb_hooks_t px_kb_hooks(px_kb_t *kb) {
+  px_kb_hooks_t h;
+  h.ctx = kb;
+  h.snapshot = hook_snapshot;
+  h.finish = hook_finish;
+  return h;
+}

@@ -1,0 +1,176 @@
+/* kb_internal.h - what the files of kb/ share: the KB object, manifests,
+ * the object store and the converge walk. Not a public header. */
+#ifndef PX_KB_INTERNAL_H
+#define PX_KB_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kb/kb_fs.h"
+#include "kb/sha256.h"
+#include "px/px_kb.h"
+#include "px/px_os.h"
+
+#define PX_KB_ID_MAX 40
+#define PX_KB_BUF_SIZE (1024 * 1024) /* the one streaming buffer */
+#define PX_KB_MAX_DEPTH 256          /* deeper trees are refused */
+
+/* One manifest entry. Paths are "root/dir/file" with '/' separators. */
+typedef struct {
+  char *path; /* owned */
+  px_kbfs_type_t type; /* FILE, DIR or LINK */
+  uint64_t size;
+  int64_t mtime_ns;
+  int64_t ctime_ns;
+  uint64_t dev;
+  uint64_t ino;
+  uint32_t perm;
+  unsigned char hash[PX_SHA256_LEN]; /* files only */
+} px__kb_entry_t;
+
+typedef struct {
+  char id[PX_KB_ID_MAX];
+  uint64_t created_ms;
+  char **roots; /* owned names, in config order */
+  size_t nroots;
+  px__kb_entry_t *e; /* owned, sorted by path (strcmp) once complete */
+  size_t n, cap;
+  uint64_t bytes; /* sum of file sizes */
+} px__kb_manifest_t;
+
+typedef struct {
+  char *name; /* owned */
+  char *path; /* owned */
+} px__kb_root_t;
+
+typedef struct {
+  char id[PX_KB_ID_MAX];
+  unsigned refs;
+} px__kb_pin_t;
+
+struct px_kb_s {
+  px_mutex_t mu; /* serialises every public call */
+  px__kb_root_t *roots; /* owned */
+  size_t nroots;
+  char *store_path; /* owned */
+  px_kb_mode_t mode;
+  unsigned keep;
+  uint64_t max_store_bytes;
+  size_t max_changes;
+  px_kbfs_dir_t *store;   /* owned: the store directory */
+  px_kbfs_dir_t *objects; /* owned: store/objects */
+  px_kbfs_dir_t *snaps;   /* owned: store/snapshots */
+  px__kb_manifest_t *last; /* owned: the newest manifest, or NULL */
+  char last_id[PX_KB_ID_MAX];
+  uint64_t nsnapshots;  /* manifests in the store */
+  uint64_t store_bytes; /* object bytes in the store (estimate) */
+  px__kb_pin_t *pins;   /* snapshots of running jobs: never collected */
+  size_t npins;
+  unsigned char *buf; /* owned, PX_KB_BUF_SIZE, used under mu */
+  px_kb_stats_t stats;
+};
+
+/* --- manifest.c --- */
+px__kb_manifest_t *px__kb_manifest_new(void);
+void px__kb_manifest_free(px__kb_manifest_t **m);
+int px__kb_manifest_add(px__kb_manifest_t *m, const px__kb_entry_t *e);
+int px__kb_manifest_add_root(px__kb_manifest_t *m, const char *name);
+void px__kb_manifest_sort(px__kb_manifest_t *m);
+/* Index of `path`, or -1. */
+long px__kb_manifest_find(const px__kb_manifest_t *m, const char *path);
+/* [*begin, *end) = entries below dir `path` (any depth). */
+void px__kb_manifest_below(const px__kb_manifest_t *m, const char *path,
+                           size_t *begin, size_t *end);
+/* Write store/snapshots/<id>.manifest atomically (temp, flush, rename). */
+int px__kb_manifest_write(px_kb_t *kb, const px__kb_manifest_t *m);
+/* Read snapshot `id`; *out owned by the caller. */
+int px__kb_manifest_read(px_kb_t *kb, const char *id, px__kb_manifest_t **out);
+/* A valid snapshot id (only [0-9A-Za-z.-], bounded). */
+int px__kb_id_valid(const char *id);
+
+/* --- store.c --- */
+/* Make the store layout and open its directories. */
+int px__kb_store_open(px_kb_t *kb);
+/* Hash regular file `name` of d (streamed); st gets its fstat. */
+int px__kb_hash_file(px_kb_t *kb, px_kbfs_dir_t *d, const char *name,
+                     unsigned char hash[PX_SHA256_LEN], px_kbfs_stat_t *st);
+/* Make sure the content of `name` is in the store; hash[] gets its hash. */
+int px__kb_store_file(px_kb_t *kb, px_kbfs_dir_t *d, const char *name,
+                      unsigned char hash[PX_SHA256_LEN], px_kbfs_stat_t *st);
+/* Open object `hash` for reading. */
+int px__kb_object_open(px_kb_t *kb, const unsigned char hash[PX_SHA256_LEN],
+                       px_kbfs_file_t **f);
+/* Write data atomically as `name` in d (manifests, the journal). */
+int px__kb_write_small(px_kbfs_dir_t *d, const char *name, const void *data,
+                       size_t len);
+/* Read a small file whole (< 1 MiB); *out NUL-terminated, caller frees. */
+int px__kb_read_small(px_kbfs_dir_t *d, const char *name, char **out,
+                      size_t *len);
+/* A new snapshot id, larger than kb->last_id. */
+void px__kb_new_id(px_kb_t *kb, char id[PX_KB_ID_MAX], uint64_t *now_ms);
+
+/* --- snapshot.c --- */
+/* Walk the roots into a new manifest (reusing hashes of kb->last where
+ * the stat data match) and store what is new. *out owned by the caller. */
+int px__kb_snapshot_take(px_kb_t *kb, px__kb_manifest_t **out);
+
+/* --- rollback.c --- */
+typedef enum {
+  PX__KB_FIX = 0, /* make the roots equal to the manifest */
+  PX__KB_VERIFY,  /* check them, re-hashing what does not match by stat */
+  PX__KB_DIFF     /* report what differs, change nothing */
+} px__kb_walk_mode_t;
+
+typedef struct {
+  px__kb_walk_mode_t mode;
+  const char *suffix;     /* appended to DIFF actions ("_kept") or "" */
+  size_t max_changes;     /* SIZE_MAX for the diff API */
+  px_kb_change_t *changes; /* owned until handed out */
+  size_t nchanges;
+  size_t cap;
+  uint64_t files_restored;
+  uint64_t files_removed;
+  uint64_t bytes_restored;
+  uint64_t mismatches; /* VERIFY / DIFF: differences found */
+  char first_error[256];
+} px__kb_walk_t;
+
+int px__kb_walk(px_kb_t *kb, const px__kb_manifest_t *m, px__kb_walk_t *w);
+void px__kb_walk_free(px__kb_walk_t *w);
+/* Journaled FIX then VERIFY; fills out. `journal`: write the journal first
+ * (0 when recovering from an existing one). */
+int px__kb_rollback(px_kb_t *kb, const px__kb_manifest_t *m, int journal,
+                    px_kb_result_t *out);
+
+/* --- journal.c --- */
+int px__kb_journal_write(px_kb_t *kb, const char *id);
+int px__kb_journal_remove(px_kb_t *kb);
+/* 0 and id filled when a journal exists, PX_ENOENT when none. */
+int px__kb_journal_read(px_kb_t *kb, char id[PX_KB_ID_MAX]);
+/* Test hook: _Exit at the n-th step of a rollback (0 = off). */
+void px__kb_set_crash_after(unsigned n);
+void px__kb_crash_point(void);
+
+/* --- gc.c --- */
+int px__kb_gc_locked(px_kb_t *kb, px_kb_gc_stats_t *out);
+/* Run retention/gc when the store is over its limits. */
+void px__kb_gc_if_needed(px_kb_t *kb);
+int px__kb_is_pinned(px_kb_t *kb, const char *id);
+/* Snapshot ids in the store, sorted; caller frees each and the array. */
+int px__kb_list_ids(px_kb_t *kb, char ***ids, size_t *n);
+
+/* --- kb.c --- */
+/* Snapshot now and pin it for a running job (takes mu). */
+int px__kb_snapshot_pinned(px_kb_t *kb, char id[PX_KB_ID_MAX]);
+/* With mu held: journaled rollback to `id` (NULL: newest). */
+int px__kb_restore_locked(px_kb_t *kb, const char *id, px_kb_result_t *out);
+/* With mu held: DIFF walk against `id`; w owned by the caller. */
+int px__kb_diff_locked(px_kb_t *kb, const char *id, const char *suffix,
+                       size_t max, px__kb_walk_t *w);
+int px__kb_pin(px_kb_t *kb, const char *id);
+void px__kb_unpin(px_kb_t *kb, const char *id);
+/* Add a change (copies path; action is static). */
+int px__kb_add_change(px_kb_change_t **arr, size_t *n, size_t *cap,
+                      const char *path, const char *action);
+
+#endif /* PX_KB_INTERNAL_H */

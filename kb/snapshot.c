@@ -1,0 +1,205 @@
+/* snapshot.c - walk the KB roots into a manifest.
+ *
+ * Directories are opened one component at a time without following links
+ * (kb_fs.h). A regular file whose size, mtime, ctime and identity
+ * (dev+ino / volume serial+file index) equal its entry in the previous
+ * manifest keeps that entry's hash: an unchanged KB costs one stat per
+ * entry and no reads. Anything else is hashed and stored if new. Links
+ * and other special entries are recorded as "l" entries (never followed,
+ * never stored) with a warning.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kb/kb_internal.h"
+#include "px/px_error.h"
+#include "px/px_log.h"
+#include "px/px_util.h"
+
+typedef struct {
+  char *name;
+  px_kbfs_stat_t st;
+} dirent_t;
+
+typedef struct {
+  dirent_t *v;
+  size_t n, cap;
+} dirents_t;
+
+static int collect(void *ctx, const char *name, const px_kbfs_stat_t *st) {
+  dirents_t *d = ctx;
+  if (strncmp(name, ".px-kb-tmp-", 11) == 0 && st->type == PX_KBFS_FILE)
+    return 0; /* our own leftovers are not KB content */
+  if (d->n == d->cap) {
+    size_t cap = d->cap ? d->cap * 2 : 32;
+    dirent_t *nv = realloc(d->v, cap * sizeof *nv);
+    if (!nv)
+      return PX_ENOMEM;
+    d->v = nv;
+    d->cap = cap;
+  }
+  d->v[d->n].name = px_strdup(name);
+  if (!d->v[d->n].name)
+    return PX_ENOMEM;
+  d->v[d->n].st = *st;
+  d->n++;
+  return 0;
+}
+
+static int cmp_dirent(const void *a, const void *b) {
+  return strcmp(((const dirent_t *)a)->name, ((const dirent_t *)b)->name);
+}
+
+static void dirents_free(dirents_t *d) {
+  size_t i;
+  for (i = 0; i < d->n; i++)
+    free(d->v[i].name);
+  free(d->v);
+  memset(d, 0, sizeof *d);
+}
+
+static int same_stat(const px__kb_entry_t *e, const px_kbfs_stat_t *st) {
+  return e->type == PX_KBFS_FILE && st->type == PX_KBFS_FILE &&
+         e->size == st->size && e->mtime_ns == st->mtime_ns &&
+         e->ctime_ns == st->ctime_ns && e->dev == st->dev &&
+         e->ino == st->ino && e->perm == st->perm;
+}
+
+static void entry_from(px__kb_entry_t *e, const char *path,
+                       const px_kbfs_stat_t *st) {
+  memset(e, 0, sizeof *e);
+  e->path = (char *)path;
+  e->type = st->type == PX_KBFS_OTHER ? PX_KBFS_LINK : st->type;
+  e->size = st->type == PX_KBFS_FILE ? st->size : 0;
+  e->mtime_ns = st->mtime_ns;
+  e->ctime_ns = st->ctime_ns;
+  e->dev = st->dev;
+  e->ino = st->ino;
+  e->perm = st->perm;
+}
+
+static int walk_dir(px_kb_t *kb, px_kbfs_dir_t *dir, const char *rel,
+                    unsigned depth, px__kb_manifest_t *out);
+
+static int add_file(px_kb_t *kb, px_kbfs_dir_t *dir, const dirent_t *de,
+                    const char *path, px__kb_manifest_t *out) {
+  px__kb_entry_t e;
+  px_kbfs_stat_t st = de->st;
+  long prev = kb->last ? px__kb_manifest_find(kb->last, path) : -1;
+  entry_from(&e, path, &st);
+  if (prev >= 0 && same_stat(&kb->last->e[prev], &st)) {
+    memcpy(e.hash, kb->last->e[prev].hash, sizeof e.hash); /* stat only */
+  } else {
+    int rc = px__kb_store_file(kb, dir, de->name, e.hash, &st);
+    if (rc) {
+      PX_LOG(PX_LOG_ERROR, "kb: cannot snapshot a file of %s: %s",
+             px_kbfs_dir_path(dir), px_strerror(rc));
+      return rc;
+    }
+    /* What was hashed is what the handle saw: record its stat, with the
+     * listing's identity fields (Windows listings and handles agree). */
+    {
+      unsigned char h[PX_SHA256_LEN];
+      memcpy(h, e.hash, sizeof h);
+      entry_from(&e, path, &st);
+      memcpy(e.hash, h, sizeof h);
+    }
+    if (st.type != PX_KBFS_FILE)
+      return PX_EAGAIN;
+  }
+  return px__kb_manifest_add(out, &e);
+}
+
+static int add_entry(px_kb_t *kb, px_kbfs_dir_t *dir, const dirent_t *de,
+                     const char *path, unsigned depth,
+                     px__kb_manifest_t *out) {
+  px__kb_entry_t e;
+  px_kbfs_dir_t *sub = NULL;
+  int rc;
+  switch (de->st.type) {
+  case PX_KBFS_FILE:
+    return add_file(kb, dir, de, path, out);
+  case PX_KBFS_DIR:
+    entry_from(&e, path, &de->st);
+    rc = px__kb_manifest_add(out, &e);
+    if (rc == 0)
+      rc = px_kbfs_open_dir(dir, de->name, &sub);
+    if (rc == 0)
+      rc = walk_dir(kb, sub, path, depth + 1, out);
+    px_kbfs_close_dir(&sub);
+    return rc;
+  default:
+    PX_LOG(PX_LOG_WARN, "kb: %s is a link or special file: recorded, "
+                        "never followed", path);
+    entry_from(&e, path, &de->st);
+    return px__kb_manifest_add(out, &e);
+  }
+}
+
+static int walk_dir(px_kb_t *kb, px_kbfs_dir_t *dir, const char *rel,
+                    unsigned depth, px__kb_manifest_t *out) {
+  dirents_t d = {0};
+  px_buf_t path = {0};
+  size_t i;
+  int rc;
+  if (depth > PX_KB_MAX_DEPTH)
+    return PX_ERANGE;
+  rc = px_kbfs_list(dir, collect, &d);
+  if (rc == 0)
+    qsort(d.v, d.n, sizeof *d.v, cmp_dirent);
+  for (i = 0; rc == 0 && i < d.n; i++) {
+    px_buf_reset(&path);
+    rc = px_buf_printf(&path, "%s/%s", rel, d.v[i].name);
+    if (rc == 0)
+      rc = add_entry(kb, dir, &d.v[i], px_buf_cstr(&path), depth, out);
+  }
+  px_buf_free(&path);
+  dirents_free(&d);
+  return rc;
+}
+
+static int snapshot_root(px_kb_t *kb, const px__kb_root_t *r,
+                         px__kb_manifest_t *m) {
+  px_kbfs_dir_t *dir = NULL;
+  px_kbfs_stat_t st;
+  px__kb_entry_t e;
+  int rc = px_kbfs_open_root(r->path, &dir);
+  if (rc) {
+    PX_LOG(PX_LOG_ERROR, "kb: cannot open root %s (%s): %s", r->name,
+           r->path, px_strerror(rc));
+    return rc;
+  }
+  rc = px__kb_manifest_add_root(m, r->name);
+  if (rc == 0)
+    rc = px_kbfs_dir_stat(dir, &st);
+  if (rc == 0) {
+    entry_from(&e, r->name, &st);
+    rc = px__kb_manifest_add(m, &e);
+  }
+  if (rc == 0)
+    rc = walk_dir(kb, dir, r->name, 0, m);
+  px_kbfs_close_dir(&dir);
+  return rc;
+}
+
+int px__kb_snapshot_take(px_kb_t *kb, px__kb_manifest_t **out) {
+  px__kb_manifest_t *m = px__kb_manifest_new();
+  size_t i;
+  int rc = m ? 0 : PX_ENOMEM;
+  *out = NULL;
+  for (i = 0; rc == 0 && i < kb->nroots; i++)
+    rc = snapshot_root(kb, &kb->roots[i], m);
+  if (rc == 0) {
+    px__kb_manifest_sort(m);
+    px__kb_new_id(kb, m->id, &m->created_ms);
+    rc = px__kb_manifest_write(kb, m);
+  }
+  if (rc) {
+    px__kb_manifest_free(&m);
+    return rc;
+  }
+  kb->stats.snapshots++;
+  *out = m;
+  return 0;
+}
