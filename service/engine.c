@@ -253,8 +253,9 @@ int px_engine_new(const px_engine_opts_t *opts, px_engine_t **out) {
     px_engine_free(eng); /* stops the workers that did start */
     return rc;
   }
-  PX_LOG(PX_LOG_INFO, "engine started: backend %s, %u workers, queue %zu",
-         eng->o.backend->name, eng->nthreads, px_queue_max_depth(eng->q));
+  PX_LOG(PX_LOG_INFO, "engine started: backend %s, %u workers, queue %llu",
+         eng->o.backend->name, eng->nthreads,
+         (unsigned long long)px_queue_max_depth(eng->q));
   *out = eng;
   return 0;
 }
@@ -604,8 +605,8 @@ unsigned px_engine_scram(px_engine_t *eng) {
   eng->paused = 1;
   n = drain_locked(eng, NULL, REASON_ABORT, &jobs, &killed);
   px_mutex_unlock(&eng->lock);
-  PX_LOG(PX_LOG_WARN, "scram: %u running jobs killed, %zu queued aborted",
-         killed, n);
+  PX_LOG(PX_LOG_WARN, "scram: %u running jobs killed, %llu queued aborted",
+         killed, (unsigned long long)n);
   finish_drained(eng, jobs, n);
   free(jobs);
   return killed + (unsigned)n;
@@ -666,8 +667,8 @@ void px_engine_stop(px_engine_t *eng) {
     n = drain_locked(eng, NULL, REASON_ABORT, &jobs, &killed);
   px_cond_broadcast(&eng->work_cv);
   px_mutex_unlock(&eng->lock);
-  PX_LOG(PX_LOG_INFO, "stopping: %u running jobs killed, %zu queued aborted",
-         killed, n);
+  PX_LOG(PX_LOG_INFO, "stopping: %u running jobs killed, %llu queued aborted",
+         killed, (unsigned long long)n);
   finish_drained(eng, jobs, n);
   free(jobs);
   for (i = 0; i < eng->nthreads; i++)

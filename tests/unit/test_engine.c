@@ -654,9 +654,22 @@ TEST_IMPL(engine_cancel_queued_and_running) {
 
 /* ---- admission control ---- */
 
-static volatile uint64_t fake_free_memory = 1;
+static px_mutex_t free_memory_lock;
+static uint64_t fake_free_memory = 1;
 
-static uint64_t get_free_memory(void) { return fake_free_memory; }
+static uint64_t get_free_memory(void) {
+  uint64_t v;
+  px_mutex_lock(&free_memory_lock);
+  v = fake_free_memory;
+  px_mutex_unlock(&free_memory_lock);
+  return v;
+}
+
+static void set_free_memory(uint64_t v) {
+  px_mutex_lock(&free_memory_lock);
+  fake_free_memory = v;
+  px_mutex_unlock(&free_memory_lock);
+}
 
 TEST_IMPL(engine_admission_floor) {
   col_t *col = col_new();
@@ -669,7 +682,8 @@ TEST_IMPL(engine_admission_floor) {
   o.min_free_memory_bytes = 1000;
   o.admission_poll_ms = 10;
   o.free_memory = get_free_memory;
-  fake_free_memory = 999;
+  ASSERT_OK(px_mutex_init(&free_memory_lock));
+  set_free_memory(999);
   eng = mkengine(2, &o);
   c = mkclient(eng, &cx, col, 0, 0);
   ASSERT_OK(submit(eng, c, mkjob("j", PX_PRIO_NORMAL, "exit 0", NULL)));
@@ -678,12 +692,13 @@ TEST_IMPL(engine_admission_floor) {
   ASSERT_UINT_EQ(st.queue[PX_PRIO_NORMAL], 1);
   ASSERT_UINT_EQ(st.running, 0);
   ASSERT_EQ(find(col, 0, "j")->ntypes, 1); /* accepted only */
-  fake_free_memory = 1000;
+  set_free_memory(1000);
   wait_results(col, 1);
   ASSERT_EQ(find(col, 0, "j")->status, PX_STATUS_OK);
   check_all(col);
   px_engine_client_close(eng, c, 0);
   px_engine_free(eng);
+  px_mutex_destroy(&free_memory_lock);
   col_free(col);
   return 0;
 }

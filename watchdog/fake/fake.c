@@ -394,7 +394,7 @@ static int fake_prepare(void *state, const px_job_spec_t *spec,
   for (i = 1; i < spec->argc; i++) {
     rc = parse_step(spec->argv[i], &sb->steps[sb->nsteps]);
     if (rc != 0) {
-      PX_LOG(PX_LOG_ERROR, "fake backend: bad step %zu of job %s", i,
+      PX_LOG(PX_LOG_ERROR, "fake backend: bad step %u of job %s", (unsigned)i,
              spec->key);
       free_steps(sb->steps, sb->nsteps);
       free(sb);
