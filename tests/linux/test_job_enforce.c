@@ -1,0 +1,378 @@
+/* test_job_enforce.c - limits and isolation, end to end through the real
+ * backend: memory bomb, fork bomb, busy loop, sleeper, output flood and
+ * back-pressure, no survivors after a kill, and the probe's forbidden
+ * attempts (filesystem, network, privileges). */
+#include "job_helpers.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "watchdog/linux/linux_int.h"
+
+TEST_IMPL(enforce_memory_bomb) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  const char *argv[] = {"/usr/bin/python3", "-c",
+                        "s = ['x' * (1 << 20) for i in range(1024)]", NULL};
+  TH_REQUIRE_ROOT();
+  if (access("/usr/bin/python3", X_OK) != 0)
+    RETURN_SKIP("no /usr/bin/python3");
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  s.limits.memory_bytes = 64u << 20;
+  ASSERT_OK(th_run(&b, &s, &r));
+  if (!(r.o.enforcement & PX_ENF(PX_ENF_CGROUP_MEMORY)))
+    RETURN_SKIP("no memory cgroup here");
+  ASSERT_EQ(r.o.violation.limit, PX_LIMIT_MEMORY);
+  ASSERT_EQ(r.o.violation.detected_by, PX_DETECT_OS);
+  ASSERT_UINT_EQ(r.o.violation.configured, 64u << 20);
+  ASSERT_UINT_GE(r.o.violation.observed, 60u << 20);
+  ASSERT_EQ(r.o.killed, 1);
+  ASSERT_EQ(r.o.exited, 0);
+  ASSERT_UINT_GE(r.o.usage.peak_memory_bytes, 60u << 20);
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(enforce_fork_bomb) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  const char *argv[] = {"/bin/sh", "-c", "f() { f | f & }; f; sleep 10",
+                        NULL};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  s.limits.processes = 16;
+  s.limits.wall_ms = 10000;
+  ASSERT_OK(th_run(&b, &s, &r));
+  if (!(r.o.enforcement & PX_ENF(PX_ENF_CGROUP_PIDS)))
+    RETURN_SKIP("no pids cgroup here");
+  ASSERT_EQ(r.o.violation.limit, PX_LIMIT_PROCESSES);
+  ASSERT_EQ(r.o.violation.detected_by, PX_DETECT_OS);
+  ASSERT_UINT_EQ(r.o.violation.configured, 16);
+  ASSERT_UINT_EQ(r.o.violation.observed, 16);
+  ASSERT_UINT_LE(r.o.usage.processes, 16);
+  ASSERT_EQ(r.o.killed, 1);
+  ASSERT_UINT_LE(r.o.usage.wall_ms, 9000); /* not left to the wall clock */
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(enforce_cpu_busy_loop) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  const char *argv[] = {"/bin/sh", "-c", "while :; do :; done", NULL};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  s.limits.cpu_ms = 300;
+  s.limits.wall_ms = 15000;
+  ASSERT_OK(th_run(&b, &s, &r));
+  ASSERT_EQ(r.o.violation.limit, PX_LIMIT_CPU);
+  ASSERT_EQ(r.o.violation.detected_by, PX_DETECT_WATCHDOG);
+  ASSERT_UINT_EQ(r.o.violation.configured, 300);
+  ASSERT_UINT_GE(r.o.violation.observed, 300);
+  ASSERT_UINT_GE(r.o.usage.cpu_ms, 300);
+  ASSERT_UINT_GE(r.o.usage.user_ms + r.o.usage.kernel_ms + 20,
+                 r.o.usage.cpu_ms);
+  ASSERT_EQ(r.o.killed, 1);
+  ASSERT_EQ(r.o.term_signal, SIGKILL);
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(enforce_wall_sleeper) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  const char *argv[] = {"/bin/sleep", "30", NULL};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  s.limits.wall_ms = 300;
+  ASSERT_OK(th_run(&b, &s, &r));
+  ASSERT_EQ(r.o.violation.limit, PX_LIMIT_WALL);
+  ASSERT_EQ(r.o.violation.detected_by, PX_DETECT_WATCHDOG);
+  ASSERT_UINT_EQ(r.o.violation.configured, 300);
+  ASSERT_UINT_GE(r.o.violation.observed, 300);
+  ASSERT_UINT_GE(r.o.usage.wall_ms, 300);
+  ASSERT_UINT_LE(r.o.usage.wall_ms, 20000);
+  ASSERT_EQ(r.o.killed, 1);
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(enforce_output_flood_kill) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  const char *argv[] = {"/usr/bin/yes", "flood", NULL};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  r.kill_after = 1u << 20;
+  ASSERT_OK(th_run(&b, &s, &r));
+  ASSERT_EQ(r.killed_by_output, 1);
+  ASSERT_UINT_GE(r.out.len, 1u << 20);
+  ASSERT_UINT_EQ(r.calls_after_kill, 0); /* the rest was dropped */
+  ASSERT_EQ(r.o.killed, 1);
+  ASSERT_EQ(r.o.violation.limit, PX_LIMIT_NONE); /* the engine records it */
+  ASSERT_EQ(r.o.error, 0);
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(enforce_output_pause) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  const char *argv[] = {"/bin/sh", "-c",
+                        "head -c 200000 /dev/zero; echo done >&2", NULL};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  r.pause_ms = 200;
+  ASSERT_OK(th_run(&b, &s, &r));
+  ASSERT_EQ(r.paused_once, 1);
+  ASSERT_UINT_EQ(r.out.len, 200000); /* nothing lost across the pause */
+  ASSERT_STR_EQ(px_buf_cstr(&r.err), "done\n");
+  ASSERT_EQ(r.o.exit_code, 0);
+  ASSERT_UINT_GE(r.o.usage.wall_ms, 150); /* the child was held */
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+static int read_pids(const char *dir, long *pids, int max) {
+  char p[700], buf[4096];
+  FILE *f;
+  int n = 0;
+  snprintf(p, sizeof p, "%s/cgroup.procs", dir);
+  f = fopen(p, "r");
+  if (!f)
+    return -1;
+  while (n < max && fgets(buf, sizeof buf, f))
+    pids[n++] = strtol(buf, NULL, 10);
+  fclose(f);
+  return n;
+}
+
+TEST_IMPL(enforce_no_survivors_after_kill) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  px_sandbox_t *sb = NULL;
+  const char *argv[] = {"/bin/sh", "-c",
+                        "sleep 100 & sleep 100 & (sleep 100 &) ; "
+                        "setsid sleep 100 & echo up; sleep 100", NULL};
+  long pids[64];
+  const char *dir;
+  int n = 0, i, tries;
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  ASSERT_OK(th_begin(&b, &s, &r, &sb));
+  dir = sb->cg.v2 ? sb->cg.v2 : sb->cg.v1[PX_CG1_PIDS];
+  ASSERT_NOT_NULL(dir);
+  for (tries = 0; tries < 200 && n < 6; tries++) {
+    px_sleep_ms(10);
+    n = read_pids(dir, pids, 64);
+  }
+  ASSERT_GE(n, 6);
+  ASSERT_OK(th_kill(&b, sb));
+  ASSERT_OK(th_kill(&b, sb)); /* idempotent */
+  ASSERT_OK(b.ops->wait(sb, &r.o));
+  ASSERT_EQ(r.o.killed, 1);
+  ASSERT_EQ(read_pids(dir, pids + 32, 32), 0); /* cgroup empty */
+  for (i = 0; i < n; i++)
+    ASSERT(kill((pid_t)pids[i], 0) != 0 && errno == ESRCH);
+  b.ops->release(sb);
+  ASSERT(access(dir, F_OK) != 0); /* cgroup removed */
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(enforce_no_survivors_after_exit) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  px_sandbox_t *sb = NULL;
+  /* The first process exits while a grandchild holds stdout open. */
+  const char *argv[] = {"/bin/sh", "-c", "(sleep 100 &); echo bye", NULL};
+  char dir[600];
+  long pids[8];
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  ASSERT_OK(th_begin(&b, &s, &r, &sb));
+  snprintf(dir, sizeof dir, "%s", sb->cg.v2 ? sb->cg.v2
+                                            : sb->cg.v1[PX_CG1_PIDS]);
+  ASSERT_OK(b.ops->wait(sb, &r.o));
+  ASSERT_EQ(r.o.exited, 1);
+  ASSERT_EQ(r.o.exit_code, 0);
+  ASSERT_UINT_LE(r.o.usage.wall_ms, 5000);
+  ASSERT_EQ(read_pids(dir, pids, 8), 0);
+  b.ops->release(sb);
+  ASSERT_STR_EQ(px_buf_cstr(&r.out), "bye\n");
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+/* --- the probe ----------------------------------------------------------- */
+
+static int run_probe(th_backend_t *b, uint32_t caps, const char *const *args,
+                     th_run_t *r) {
+  const char *argv[32];
+  px_job_spec_t s;
+  size_t n = 0;
+  argv[n++] = th_probe();
+  while (*args && n < 31)
+    argv[n++] = *args++;
+  argv[n] = NULL;
+  th_spec(&s, argv);
+  s.caps = caps;
+  return th_run(b, &s, r);
+}
+
+#define EXPECT(text, check, verdict)                                         \
+  do {                                                                       \
+    if (!th_has((text), (check), (verdict)))                                 \
+      px__test_fail(__FILE__, __LINE__, "expected \"%s %s\" in:\n%s",        \
+                    (check), (verdict), (text));                             \
+  } while (0)
+
+TEST_IMPL(enforce_probe_filesystem) {
+  th_backend_t b;
+  th_run_t r = {0};
+  char dir[600], secret[700], wr[700], wr_arg[720], rd_arg[720], shared[600];
+  const char *extra[] = {dir, shared, NULL};
+  FILE *f;
+  char self_proc[64];
+  const char *args[16];
+  TH_REQUIRE_ROOT();
+  /* A root-only file inside a directory the job can see. */
+  snprintf(dir, sizeof dir, "%sprivate", px_test_tmpdir());
+  ASSERT_EQ(mkdir(dir, 0755), 0);
+  ASSERT_EQ(chmod(dir, 0755), 0);
+  snprintf(secret, sizeof secret, "%s/secret", dir);
+  f = fopen(secret, "w");
+  ASSERT_NOT_NULL(f);
+  fputs("top secret\n", f);
+  fclose(f);
+  ASSERT_EQ(chmod(secret, 0600), 0);
+  /* A world-writable host dir, visible (read-only) in the sandbox. */
+  snprintf(shared, sizeof shared, "%sshared", px_test_tmpdir());
+  ASSERT_EQ(mkdir(shared, 01777), 0);
+  ASSERT_EQ(chmod(shared, 01777), 0);
+  snprintf(wr, sizeof wr, "%s/planted", shared);
+  snprintf(wr_arg, sizeof wr_arg, "write=%s", wr);
+  snprintf(rd_arg, sizeof rd_arg, "read=%s", secret);
+  snprintf(self_proc, sizeof self_proc, "see=/proc/%lu",
+           (unsigned long)getpid());
+  args[0] = rd_arg;
+  args[1] = "read=/etc/shadow";
+  args[2] = "see=/etc/shadow";
+  args[3] = wr_arg;
+  args[4] = "write=/px-root-file";
+  args[5] = "write=/usr/px-file";
+  args[6] = "write=/job/ok";
+  args[7] = "write=/job/ok2"; /* (/tmp is a dir here: the binds need it) */
+  args[8] = "see=/sys/kernel";
+  args[9] = self_proc;
+  args[10] = "write=/proc/sys/kernel/hostname";
+  args[11] = "mknod";
+  args[12] = "see=/dev/sda";
+  args[13] = NULL;
+  ASSERT_OK(th_open(&b, extra, 0));
+  ASSERT_OK(run_probe(&b, PX_CAP_FS_WRITE_TMP, args, &r));
+  EXPECT(r.out.data, "read", "DENIED EACCES"); /* root-only file, visible */
+  EXPECT(r.out.data, "read", "DENIED ENOENT"); /* /etc/shadow not there */
+  EXPECT(r.out.data, "see", "DENIED ENOENT");
+  ASSERT(access(wr, F_OK) != 0);               /* nothing planted */
+  /* outside x3 read-only, then the job dir (fs:write_tmp) twice */
+  if (!strstr(r.out.data, "write DENIED EROFS\nwrite DENIED EROFS\n"
+                          "write DENIED EROFS\nwrite ALLOWED\nwrite ALLOWED\n"))
+    px__test_fail(__FILE__, __LINE__, "output:\n%s", r.out.data);
+  EXPECT(r.out.data, "write", "DENIED EACCES"); /* /proc/sys */
+  EXPECT(r.out.data, "mknod", "DENIED");
+  ASSERT(strstr(r.out.data, "see ALLOWED") == NULL); /* sys, host pid, sda */
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(enforce_probe_network) {
+  th_backend_t b;
+  th_run_t r = {0};
+  const char *args[] = {"connect=127.0.0.1:1", "connect=1.1.1.1:80",
+                        "connect6=[::1]:1", "listen", "udp", "netlink",
+                        "unix", NULL};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  ASSERT_OK(run_probe(&b, 0, args, &r));
+  ASSERT(strstr(r.out.data, "ALLOWED") == strstr(r.out.data, "unix ALLOWED") + 5);
+  ASSERT(strstr(strstr(r.out.data, "ALLOWED") + 1, "ALLOWED") == NULL);
+  EXPECT(r.out.data, "connect", "DENIED EAFNOSUPPORT");
+  EXPECT(r.out.data, "listen", "DENIED EAFNOSUPPORT");
+  EXPECT(r.out.data, "udp", "DENIED EAFNOSUPPORT");
+  EXPECT(r.out.data, "netlink", "DENIED EAFNOSUPPORT");
+  EXPECT(r.out.data, "connect6", "DENIED EAFNOSUPPORT");
+  EXPECT(r.out.data, "unix", "ALLOWED");
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(enforce_probe_egress) {
+  th_backend_t b;
+  th_run_t r = {0};
+  const char *args[] = {"connect=127.0.0.1:1", "listen", "udp", NULL};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  ASSERT_OK(run_probe(&b, PX_CAP_NET_EGRESS, args, &r));
+  /* The host's network: a refused connection proves it was reached. */
+  EXPECT(r.out.data, "connect", "ALLOWED");
+  EXPECT(r.out.data, "udp", "ALLOWED");
+  if (px__landlock_abi() >= 4)
+    EXPECT(r.out.data, "listen", "DENIED EACCES"); /* Landlock bind rule */
+  ASSERT(!(r.o.enforcement & PX_ENF(PX_ENF_NET_NAMESPACE)));
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(enforce_probe_privileges) {
+  th_backend_t b;
+  th_run_t r = {0};
+  const char *args[] = {"ptrace", "mount", "remount_root", "unshare",
+                        "clone_ns", "setuid0", "chroot", "bpf", "keyctl",
+                        "io_uring", "userfaultfd", "perf", "have_caps",
+                        "no_nnp", "no_seccomp", "root_uid", NULL};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  ASSERT_OK(run_probe(&b, PX_CAP_FS_WRITE_TMP, args, &r));
+  if (strstr(r.out.data, "ALLOWED"))
+    px__test_fail(__FILE__, __LINE__, "something was allowed:\n%s",
+                  r.out.data);
+  EXPECT(r.out.data, "ptrace", "DENIED EPERM");
+  EXPECT(r.out.data, "unshare", "DENIED EPERM");
+  EXPECT(r.out.data, "bpf", "DENIED EPERM");
+  ASSERT(th_has(r.out.data, "root_uid", "DENIED EPERM"));
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
