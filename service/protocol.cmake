@@ -33,3 +33,5 @@ set_source_files_properties(${PROJECT_SOURCE_DIR}/tests/unit/test_cases.c
   "PX_CASES_DIR=\"${PROJECT_SOURCE_DIR}/tests/cases/\";PX_CASE_LIST=\"${PX_CASE_LIST}\"")
 px_add_test_group(px_tests protocol LABELS unit)
 
+px_add_fuzzer(fuzz_frame ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_frame.c)
+px_add_fuzzer(fuzz_request ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_request.c)

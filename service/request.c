@@ -66,9 +66,17 @@ static void trim_utf8(char *s) {
   s[len] = '\0';
 }
 
+/* mingw's "printf" format checks the MSVCRT dialect (no %zu); with
+ * __USE_MINGW_ANSI_STDIO the C99 one applies. */
+#if defined(__MINGW_PRINTF_FORMAT)
+#define FMT_ __MINGW_PRINTF_FORMAT
+#else
+#define FMT_ printf
+#endif
+
 static int fail_code(ctx_t *c, px_code_t code, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+    __attribute__((format(FMT_, 3, 4)))
 #endif
     ;
 

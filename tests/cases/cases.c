@@ -19,9 +19,15 @@
 
 #define DEFAULT_TIMEOUT_MS 10000u
 
+#if defined(__MINGW_PRINTF_FORMAT) /* C99 dialect, see stdio.h */
+#define FMT_ __MINGW_PRINTF_FORMAT
+#else
+#define FMT_ printf
+#endif
+
 static int fail(char *why, size_t whysz, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
+    __attribute__((format(FMT_, 3, 4)))
 #endif
     ;
 
