@@ -266,7 +266,8 @@ static const field_t linux_fields[] = {
          "must be an absolute path"),
     U64("tmpfs_bytes", linux_.tmpfs_bytes, 1 * MiB, 64 * GiB),
     U32("sandbox_uid", linux_.sandbox_uid, 1, UINT32_MAX - 1),
-    U32("sandbox_gid", linux_.sandbox_gid, 1, UINT32_MAX - 1), END};
+    U32("sandbox_gid", linux_.sandbox_gid, 1, UINT32_MAX - 1),
+    BOOL("allow_degraded", linux_.allow_degraded), END};
 
 static const field_t request_fields[] = {
     SIZ("max_code_bytes", request.max_code_bytes, 1, 64 * MiB),

@@ -147,6 +147,8 @@ typedef struct {
   uint64_t tmpfs_bytes;     /* size of the job directory tmpfs */
   uint32_t sandbox_uid;
   uint32_t sandbox_gid;
+  int allow_degraded;       /* run when a control (cgroups...) is missing,
+                               reported as "degraded"; default false */
 } px_linux_config_t;
 
 /* The whole configuration. Immutable once returned. */

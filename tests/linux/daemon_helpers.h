@@ -1,0 +1,57 @@
+/* daemon_helpers.h - start, talk to and stop a real phoenix-executor for
+ * the Linux integration tests (daemon_helpers.c). */
+#ifndef PX_TEST_DAEMON_HELPERS_H
+#define PX_TEST_DAEMON_HELPERS_H
+
+#include "tools/phoenixctl/client.h"
+
+#include <cjson/cJSON.h>
+#include <sys/types.h>
+
+typedef struct {
+  pid_t pid;
+  uid_t uid;
+  gid_t gid;
+  char dir[256];      /* scratch: config, socket, work root, log */
+  char sock[320];
+  char cfg_path[320];
+  char log_path[320];
+  int cg_baseline;    /* job cgroups that existed before the daemon */
+} px_daemon_t;
+
+typedef struct {
+  int results, ok, aborted, cancelled, killed, rejected, other, duplicates;
+} px_tally_t;
+
+/* Start the daemon binary (beside the tests: ../service/phoenix-executor)
+ * with a config of its own: socket and work root in a fresh scratch dir,
+ * socket group nogroup, then case_config and extra_json (either may be
+ * NULL) merged over it. Waits until it answers ping. 0 or -1. */
+int px_daemon_start(px_daemon_t *d, const cJSON *case_config, const char *extra_json);
+/* The same, running the daemon as uid/gid (the unprivileged path). */
+int px_daemon_start_as(px_daemon_t *d, uid_t uid, gid_t gid, const char *extra_json);
+/* Start again with the same config and directories (after a kill). */
+int px_daemon_restart(px_daemon_t *d);
+int px_daemon_signal(px_daemon_t *d, int sig);
+/* Wait for the daemon to exit; *status its exit code (128+sig if killed). */
+int px_daemon_wait(px_daemon_t *d, int timeout_ms, int *status);
+/* signal + wait; status may be NULL. */
+int px_daemon_stop(px_daemon_t *d, int sig, int *status);
+/* Remove the scratch directory. */
+void px_daemon_cleanup(px_daemon_t *d);
+/* Connect; as_user = 1 connects as uid/gid 65534 (a plain local user),
+ * 0 as root (an admin). */
+int px_daemon_connect(px_daemon_t *d, int as_user, px_client_t **cl);
+int px_log_contains(const px_daemon_t *d, const char *needle);
+
+int px_ping(px_client_t *cl);
+/* Read messages until n `started` arrived (others are ignored). */
+int px_wait_started(px_client_t *cl, int n, int timeout_ms);
+/* Read until `expected` results arrived or the time is up; counts them. */
+void px_tally_results(px_client_t *cl, int expected, int timeout_ms, px_tally_t *t);
+/* Processes whose command line contains marker. */
+int px_count_procs(const char *marker);
+/* Job cgroups ("px-px-*") below this process's cgroups, any hierarchy. */
+int px_count_job_cgroups(void);
+
+#endif
