@@ -262,6 +262,13 @@ TEST_IMPL(queue_find_remove_position) {
   px_queue_remove(q, it); /* idempotent */
   ASSERT_UINT_EQ(px_queue_depth(q), 3);
   ASSERT_UINT_EQ(px_queue_client_queued(b), 1);
+  /* Drain one client (disconnect): only its items, not counted running. */
+  push(q, b, &p, "b2", PX_PRIO_LOW, 0, NULL);
+  ASSERT(px_queue_pop_client(q, b) == &p.it[3]); /* "h", highest first */
+  ASSERT(px_queue_pop_client(q, b) == &p.it[4]);
+  ASSERT_NULL(px_queue_pop_client(q, b));
+  ASSERT_EQ(px_queue_client_running(b), 0);
+  push(q, b, &p, "h", PX_PRIO_HIGH, 0, NULL);
   ASSERT_STR_EQ(pop_id(q, 0), "h");
   ASSERT_STR_EQ(pop_id(q, 0), "x");
   ASSERT_STR_EQ(pop_id(q, 0), "y");

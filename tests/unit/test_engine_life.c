@@ -1,0 +1,311 @@
+/* test_engine_life.c - the engine's life cycle and races: stop, client
+ * close, reject, exactly one result under cancel/scram/stop races, output
+ * back-pressure, and the fake backend's own contract. */
+#include "engine_harness.h"
+
+/* ---- stop, close, reject ---- */
+
+TEST_IMPL(engine_stop_aborts_everything) {
+  col_t *col = eh_col_new();
+  ctx_t cx;
+  kbrec_t k;
+  px_engine_opts_t o;
+  px_engine_t *eng;
+  px_engine_client_t *c;
+  px_engine_job_t j;
+  px_code_t why;
+  int i;
+  memset(&k, 0, sizeof k);
+  ASSERT_OK(px_mutex_init(&k.m));
+  px_engine_opts_default(&o);
+  o.kb.ctx = &k;
+  o.kb.snapshot = eh_kb_snapshot;
+  o.kb.finish = eh_kb_finish;
+  eng = eh_engine(2, &o);
+  c = eh_client(eng, &cx, col, 0, 0);
+  ASSERT_OK(eh_submit(eng, c, eh_job("r1", PX_PRIO_NORMAL, "hang", NULL)));
+  ASSERT_OK(eh_submit(eng, c, eh_job("r2", PX_PRIO_NORMAL, "hang", NULL)));
+  eh_wait_started(col, 2);
+  ASSERT_OK(eh_submit(eng, c, eh_job("q1", PX_PRIO_NORMAL, NULL)));
+  ASSERT_OK(eh_submit(eng, c, eh_job("q2", PX_PRIO_NORMAL, NULL)));
+  ASSERT_OK(eh_submit(eng, c, eh_job("q3", PX_PRIO_NORMAL, NULL)));
+  px_engine_stop(eng);
+  /* Every result is out when stop returns. */
+  ASSERT_EQ(col->results, 5);
+  for (i = 0; i < col->nrecs; i++)
+    ASSERT_EQ(col->recs[i].status, PX_STATUS_ABORTED);
+  ASSERT_EQ(k.finishes, 2); /* the running jobs' KB hooks ran */
+  ASSERT_UINT_GE(eh_find(col, 0, "r1")->usage.processes, 1);
+  j = eh_job("late", PX_PRIO_NORMAL, NULL);
+  ASSERT_EQ(px_engine_submit_take(eng, c, &j, NULL, &why), PX_EBUSY);
+  ASSERT_EQ(why, PX_CODE_PAUSED);
+  px_engine_stop(eng); /* idempotent */
+  eh_check_all(col);
+  px_engine_client_close(eng, c, 0);
+  px_engine_free(eng);
+  px_mutex_destroy(&k.m);
+  eh_col_free(col);
+  return 0;
+}
+
+TEST_IMPL(engine_client_close) {
+  col_t *col = eh_col_new();
+  ctx_t ca, cb;
+  px_engine_t *eng = eh_engine(1, NULL);
+  px_engine_client_t *a = eh_client(eng, &ca, col, 0, 0);
+  px_engine_client_t *b = eh_client(eng, &cb, col, 1, 0);
+  px_status_info_t st;
+  int events;
+  /* a disconnects and cancels: its running and queued jobs are
+   * cancelled, and it hears nothing more. */
+  ASSERT_OK(eh_submit(eng, a, eh_job("run", PX_PRIO_NORMAL, "hang", NULL)));
+  eh_wait_started(col, 1);
+  ASSERT_OK(eh_submit(eng, a, eh_job("q", PX_PRIO_NORMAL, NULL)));
+  px_mutex_lock(&col->m);
+  events = col->events;
+  px_mutex_unlock(&col->m);
+  px_engine_client_close(eng, a, 1);
+  /* b disconnects without cancelling: its job still runs to the end. */
+  ASSERT_OK(eh_submit(eng, b, eh_job("keep", PX_PRIO_NORMAL, "sleep 20",
+                                 "exit 0", NULL)));
+  px_engine_client_close(eng, b, 0);
+  do { /* nobody hears it end: watch the counters */
+    px_sleep_ms(5);
+    px_engine_status(eng, &st);
+  } while (st.counters[PX_STATUS_OK] + st.counters[PX_STATUS_CANCELLED] < 3);
+  px_engine_stop(eng);
+  px_mutex_lock(&col->m);
+  ASSERT_EQ(col->events, events + 1); /* b's accepted, nothing else */
+  px_mutex_unlock(&col->m);
+  px_engine_status(eng, &st);
+  ASSERT_UINT_EQ(st.counters[PX_STATUS_CANCELLED], 2);
+  ASSERT_UINT_EQ(st.counters[PX_STATUS_OK], 1);
+  px_engine_free(eng);
+  eh_col_free(col);
+  return 0;
+}
+
+TEST_IMPL(engine_reject_counts) {
+  col_t *col = eh_col_new();
+  ctx_t cx;
+  px_engine_t *eng = eh_engine(1, NULL);
+  px_engine_client_t *c = eh_client(eng, &cx, col, 0, 0);
+  px_audit_finding_t *f = calloc(1, sizeof *f);
+  px_status_info_t st;
+  rec_t *r;
+  px_engine_job_t j;
+  ASSERT_NOT_NULL(f);
+  f->rule = px_strdup("py-socket");
+  f->message = px_strdup("opens a socket");
+  f->line = 3;
+  f->severity = PX_SEV_HIGH;
+  ASSERT_OK(px_engine_reject(eng, c, "bad", PX_CODE_AUDIT_REJECTED,
+                             "audit finding at or above high", f, 1));
+  r = eh_find(col, 0, "bad");
+  ASSERT_EQ(r->status, PX_STATUS_REJECTED);
+  ASSERT_EQ(r->code, PX_CODE_AUDIT_REJECTED);
+  ASSERT_UINT_EQ(r->naudit, 1);
+  /* Findings of an accepted job reach its result. */
+  j = eh_job("good", PX_PRIO_NORMAL, "exit 0", NULL);
+  j.audit = calloc(1, sizeof *j.audit);
+  ASSERT_NOT_NULL(j.audit);
+  j.audit[0].rule = px_strdup("py-exec");
+  j.audit[0].message = px_strdup("starts a process");
+  j.naudit = 1;
+  ASSERT_OK(px_engine_submit_take(eng, c, &j, NULL, NULL));
+  eh_wait_results(col, 2);
+  ASSERT_UINT_EQ(eh_find(col, 0, "good")->naudit, 1);
+  px_engine_status(eng, &st);
+  ASSERT_UINT_EQ(st.counters[PX_STATUS_REJECTED], 1);
+  ASSERT_UINT_EQ(st.accepted, 1);
+  /* Bad ids are refused before anything is delivered. */
+  j = eh_job("no spaces", PX_PRIO_NORMAL, NULL);
+  ASSERT_EQ(px_engine_submit_take(eng, c, &j, NULL, NULL), PX_EINVAL);
+  eh_check_all(col);
+  px_engine_client_close(eng, c, 0);
+  px_engine_free(eng);
+  eh_col_free(col);
+  return 0;
+}
+
+/* ---- races: exactly one result, always ---- */
+
+TEST_IMPL(engine_race_cancel_vs_completion) {
+  col_t *col = eh_col_new();
+  ctx_t cx;
+  px_engine_t *eng = eh_engine(4, NULL);
+  px_engine_client_t *c = eh_client(eng, &cx, col, 0, 0);
+  px_status_info_t st;
+  char id[32];
+  int i, n = 400, cancelled = 0, ok = 0;
+  for (i = 0; i < n; i++) {
+    int rc;
+    snprintf(id, sizeof id, "r%d", i);
+    ASSERT_OK(eh_submit(eng, c, eh_job(id, PX_PRIO_NORMAL,
+                                   i % 3 ? "exit 0" : "sleep 1", NULL)));
+    if (i % 5 == 4)
+      px_sleep_ms(1); /* let some finish first */
+    rc = px_engine_cancel(eng, c, id);
+    ASSERT(rc == 0 || rc == PX_ENOENT);
+  }
+  eh_wait_results(col, n);
+  for (i = 0; i < col->nrecs; i++) {
+    ASSERT(col->recs[i].status == PX_STATUS_OK ||
+           col->recs[i].status == PX_STATUS_CANCELLED);
+    if (col->recs[i].status == PX_STATUS_OK)
+      ok++;
+    else
+      cancelled++;
+  }
+  ASSERT_EQ(ok + cancelled, n);
+  ASSERT_EQ(col->nrecs, n);
+  eh_check_all(col);
+  px_engine_status(eng, &st);
+  ASSERT_UINT_EQ(st.counters[PX_STATUS_OK], (uint64_t)ok);
+  ASSERT_UINT_EQ(st.counters[PX_STATUS_CANCELLED], (uint64_t)cancelled);
+  px_engine_client_close(eng, c, 0);
+  px_engine_free(eng);
+  eh_col_free(col);
+  return 0;
+}
+
+TEST_IMPL(engine_race_scram_vs_start) {
+  col_t *col = eh_col_new();
+  ctx_t cx;
+  px_engine_t *eng = eh_engine(3, NULL);
+  px_engine_client_t *c = eh_client(eng, &cx, col, 0, 0);
+  char id[32];
+  int round, k, n = 0, i;
+  for (round = 0; round < 200; round++) {
+    for (k = 0; k < 4; k++) {
+      snprintf(id, sizeof id, "s%d-%d", round, k);
+      ASSERT_OK(eh_submit(eng, c, eh_job(id, PX_PRIO_NORMAL,
+                                     k % 2 ? "sleep 1" : "exit 0", NULL)));
+      n++;
+    }
+    (void)px_engine_scram(eng);
+    px_engine_resume(eng);
+  }
+  eh_wait_results(col, n);
+  ASSERT_EQ(col->nrecs, n);
+  for (i = 0; i < col->nrecs; i++)
+    ASSERT(col->recs[i].status == PX_STATUS_OK ||
+           col->recs[i].status == PX_STATUS_ABORTED);
+  eh_check_all(col);
+  px_engine_client_close(eng, c, 0);
+  px_engine_free(eng);
+  eh_col_free(col);
+  return 0;
+}
+
+TEST_IMPL(engine_race_stop) {
+  int round;
+  for (round = 0; round < 60; round++) {
+    col_t *col = eh_col_new();
+    ctx_t cx, cy;
+    px_engine_t *eng = eh_engine(3, NULL);
+    px_engine_client_t *c = eh_client(eng, &cx, col, 0, 0);
+    px_engine_client_t *d = eh_client(eng, &cy, col, 1, 0);
+    char id[32];
+    int k, i;
+    for (k = 0; k < 8; k++) {
+      snprintf(id, sizeof id, "t%d", k);
+      ASSERT_OK(eh_submit(eng, k % 2 ? c : d,
+                       eh_job(id, (px_priority_t)(k % PX_PRIO_COUNT),
+                             k % 3 ? "exit 0" : "hang", NULL)));
+    }
+    if (round % 2)
+      (void)px_engine_cancel(eng, c, "t1");
+    px_engine_stop(eng);
+    ASSERT_EQ(col->results, 8);
+    for (i = 0; i < col->nrecs; i++)
+      ASSERT(col->recs[i].status == PX_STATUS_OK ||
+             col->recs[i].status == PX_STATUS_ABORTED ||
+             col->recs[i].status == PX_STATUS_CANCELLED);
+    eh_check_all(col);
+    px_engine_client_close(eng, c, 1);
+    px_engine_free(eng); /* d never closed: free handles it */
+    eh_col_free(col);
+  }
+  return 0;
+}
+
+/* ---- the fake backend on its own ---- */
+
+TEST_IMPL(fake_backend_contract) {
+  const px_backend_ops_t *ops = &px_backend_fake;
+  px_engine_job_t j = eh_job("f", PX_PRIO_NORMAL, "hang", NULL);
+  px_sandbox_events_t ev = {NULL, NULL, NULL};
+  px_sandbox_t *sb = NULL;
+  px_outcome_t oc;
+  void *st = NULL;
+  ASSERT_OK(ops->open(NULL, &st));
+  ASSERT_STR_EQ(ops->name, "fake");
+  ASSERT(ops->enforcement_available(st) & PX_ENF(PX_ENF_WATCHDOG_POLL));
+  /* kill before start: the job ends at once, killed. */
+  ASSERT_OK(ops->prepare(st, &j.spec, &ev, &sb));
+  ASSERT_OK(ops->kill(sb));
+  ASSERT_OK(ops->kill(sb)); /* idempotent */
+  ASSERT_OK(ops->start(sb));
+  ASSERT_OK(ops->wait(sb, &oc));
+  ASSERT_EQ(oc.killed, 1);
+  ASSERT_EQ(oc.exited, 0);
+  ASSERT_EQ(ops->wait(sb, &oc), PX_EINVAL); /* exactly once */
+  ops->release(sb);
+  /* release without start. */
+  ASSERT_OK(ops->prepare(st, &j.spec, &ev, &sb));
+  ops->release(sb);
+  /* release of a running job kills it. */
+  ASSERT_OK(ops->prepare(st, &j.spec, &ev, &sb));
+  ASSERT_OK(ops->start(sb));
+  ops->release(sb);
+  px_engine_job_clear(&j);
+  /* A typo in a script is refused. */
+  j = eh_job("f", PX_PRIO_NORMAL, "exit", NULL);
+  ASSERT_EQ(ops->prepare(st, &j.spec, &ev, &sb), PX_EINVAL);
+  px_engine_job_clear(&j);
+  j = eh_job("f", PX_PRIO_NORMAL, "stdin", "exit 4", "exit 5", NULL);
+  ASSERT_OK(ops->prepare(st, &j.spec, &ev, &sb));
+  ASSERT_OK(ops->start(sb));
+  ASSERT_OK(ops->wait(sb, &oc));
+  ASSERT_EQ(oc.exited, 1);
+  ASSERT_EQ(oc.exit_code, 4);
+  ops->release(sb);
+  px_engine_job_clear(&j);
+  ops->close(st);
+  return 0;
+}
+
+/* ---- output back-pressure ---- */
+
+/* 60000 bytes through a 100 KB/s bucket with a 10 KB burst: the backend is
+ * told to pause, so the job cannot finish before (60000 - 10000 - one
+ * 4096-byte chunk of debt) / 100 bytes per ms = 459 ms. A lower bound
+ * only. */
+TEST_IMPL(engine_output_backpressure) {
+  col_t *col = eh_col_new();
+  ctx_t cx;
+  px_engine_opts_t o;
+  px_engine_t *eng;
+  px_engine_client_t *c;
+  rec_t *r;
+  uint64_t t0;
+  px_engine_opts_default(&o);
+  o.output.rate_bytes_per_s = 100000;
+  o.output.burst_bytes = 10000;
+  eng = eh_engine(1, &o);
+  c = eh_client(eng, &cx, col, 0, 0);
+  t0 = px_now_ms();
+  ASSERT_OK(eh_submit(eng, c, eh_job("flood", PX_PRIO_NORMAL,
+                                     "print-out 60000", "exit 0", NULL)));
+  eh_wait_results(col, 1);
+  ASSERT_UINT_GE(px_now_ms() - t0, 459);
+  r = eh_find(col, 0, "flood");
+  ASSERT_EQ(r->status, PX_STATUS_OK);
+  ASSERT_UINT_EQ(r->out_len[0], 60000);
+  ASSERT_UINT_GE(r->usage.wall_ms, 459);
+  px_engine_client_close(eng, c, 0);
+  px_engine_free(eng);
+  eh_col_free(col);
+  return 0;
+}
