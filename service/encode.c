@@ -100,8 +100,7 @@ static char *finish(cJSON *o, int bad) {
 
 /* A new object with "type" (and "id": string, or null when id is NULL
  * and with_id is set). */
-static cJSON *start(const char *type, int with_id, const char *id,
-                    int *bad) {
+static cJSON *start(const char *type, int with_id, const char *id, int *bad) {
   cJSON *o = cJSON_CreateObject();
   *bad = !o;
   if (!o)
@@ -291,8 +290,8 @@ char *px_encode_result(const px_result_t *r) {
 /* ---- status ---- */
 
 static int add_queue(cJSON *o, const px_status_info_t *s) {
-  static const char *const names[PX_PRIO_COUNT] = {"critical", "high",
-                                                   "normal", "low"};
+  static const char *const names[PX_PRIO_COUNT] = {"critical", "high", "normal",
+                                                   "low"};
   cJSON *q = add_object(o, "queue");
   int bad = !q, i;
   for (i = 0; q && i < PX_PRIO_COUNT; i++)
@@ -303,10 +302,10 @@ static int add_queue(cJSON *o, const px_status_info_t *s) {
 }
 
 static int add_counters(cJSON *o, const px_status_info_t *s) {
-  static const px_status_t order[] = {
-      PX_STATUS_OK,       PX_STATUS_NONZERO_EXIT, PX_STATUS_KILLED,
-      PX_STATUS_REJECTED, PX_STATUS_ERROR,        PX_STATUS_CANCELLED,
-      PX_STATUS_ABORTED};
+  static const px_status_t order[] = {PX_STATUS_OK,     PX_STATUS_NONZERO_EXIT,
+                                      PX_STATUS_KILLED, PX_STATUS_REJECTED,
+                                      PX_STATUS_ERROR,  PX_STATUS_CANCELLED,
+                                      PX_STATUS_ABORTED};
   cJSON *c = add_object(o, "counters");
   int bad;
   size_t i;
@@ -325,8 +324,7 @@ char *px_encode_status(const px_status_info_t *s) {
     return NULL;
   bad |= add_str(o, "version", s->version ? s->version : "");
   bad |= add_str(o, "backend", s->backend ? s->backend : "");
-  bad |= add_enforcement(o, "enforcement_available",
-                         s->enforcement_available);
+  bad |= add_enforcement(o, "enforcement_available", s->enforcement_available);
   bad |= add_queue(o, s);
   bad |= add_u64(o, "running", s->running);
   bad |= add_u64(o, "workers", s->workers);

@@ -66,8 +66,7 @@ void px_frame_decoder_free(px_frame_decoder_t *d) {
   free(d);
 }
 
-static px_frame_status_t go_fatal(px_frame_decoder_t *d,
-                                  px_frame_status_t st) {
+static px_frame_status_t go_fatal(px_frame_decoder_t *d, px_frame_status_t st) {
   d->state = ST_FATAL;
   d->fatal = st;
   free(d->buf); /* nothing more will be read on this connection */

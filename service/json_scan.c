@@ -8,7 +8,9 @@
  * here first, iteratively, with an explicit stack of at most
  * PX_JSON_MAX_DEPTH containers: the grammar of RFC 8259, valid UTF-8 in
  * the whole text, no control characters or \u0000 in strings, escapes
- * well-formed with surrogate pairs matched, nothing after the value. A text
+ * well-formed with surrogate pairs matched, nothing after the value, and at
+ * most PX_JSON_MAX_VALUES values: cJSON spends about 64 bytes per value,
+ * so "[0,0,0,...]" in a 16 MiB frame would otherwise cost 500 MiB. A text
  * that passes parses with cJSON to the same tree.
  *
  * cJSON keeps numbers as doubles, exact only up to 2^53. The scanner can
@@ -29,6 +31,7 @@ typedef struct {
   size_t pos;
   int depth;
   unsigned char stack[PX_JSON_MAX_DEPTH]; /* '{' or '[' */
+  size_t nvalues;
   const char *err;
   /* number lookup: report the token with this ordinal */
   size_t nnumbers;
@@ -174,6 +177,8 @@ static int scan_literal(scan_t *s) {
 /* One value token at s->pos; containers are opened (pushed) only. */
 static int scan_value(scan_t *s, int *state) {
   unsigned char c = s->p[s->pos];
+  if (++s->nvalues > PX_JSON_MAX_VALUES)
+    return fail(s, "more than 65536 JSON values");
   if (c == '{' || c == '[') {
     if (s->depth >= PX_JSON_MAX_DEPTH)
       return fail(s, "nesting deeper than 64");

@@ -246,8 +246,10 @@ static int parse_env(ctx_t *c, px_run_request_t *r) {
   for (it = obj->child; it; it = it->next, i++) {
     const char *k = shown(it->string, buf, sizeof buf);
     if (!px__env_name_valid(it->string, c->lim->max_env_name_len))
-      return BAD(c, "env.%s: invalid name (want [A-Za-z_][A-Za-z0-9_]*, "
-                    "at most %zu bytes)", k, c->lim->max_env_name_len);
+      return BAD(c,
+                 "env.%s: invalid name (want [A-Za-z_][A-Za-z0-9_]*, "
+                 "at most %zu bytes)",
+                 k, c->lim->max_env_name_len);
     for (prev = obj->child; prev != it; prev = prev->next)
       if (px_strcasecmp(prev->string, it->string) == 0)
         return BAD(c, "env.%s: duplicate name (names ignore case)", k);
@@ -278,14 +280,13 @@ static int path_conflict(const char *a, const char *b) {
   return la == lb || (la < lb ? b[la] : a[lb]) == '/';
 }
 
-static int parse_content(ctx_t *c, const cJSON *content, int base64,
-                         size_t i, px_job_file_t *f) {
+static int parse_content(ctx_t *c, const cJSON *content, int base64, size_t i,
+                         px_job_file_t *f) {
   size_t len = strlen(content->valuestring);
   size_t max = c->lim->max_file_bytes;
   int rc;
   if (base64) {
-    rc = px__base64_decode(content->valuestring, len, max, &f->data,
-                           &f->len);
+    rc = px__base64_decode(content->valuestring, len, max, &f->data, &f->len);
     if (rc == PX_EINVAL)
       return BAD(c, "files[%zu].content: not valid base64", i);
     if (rc == PX_ERANGE)
@@ -301,8 +302,7 @@ static int parse_content(ctx_t *c, const cJSON *content, int base64,
   return 0;
 }
 
-static int parse_file(ctx_t *c, const cJSON *obj, size_t i,
-                      px_job_file_t *f) {
+static int parse_file(ctx_t *c, const cJSON *obj, size_t i, px_job_file_t *f) {
   static const char *const keys[] = {"path", "content", "encoding", NULL};
   static const char *const encs[] = {"utf-8", "base64", NULL};
   const cJSON *path, *content, *enc;
@@ -371,21 +371,21 @@ static int parse_limit(ctx_t *c, const cJSON *it, uint64_t *out) {
     return BAD(c, "limits.%s: must be a positive integer", it->string);
   if (px__json_number_ordinal(c->root, it, &ord) != 0 ||
       px__json_number_text(c->payload, c->len, ord, &text, &tlen) != 0)
-    return fail_code(c, PX_CODE_INTERNAL, "limits.%s: number lost",
-                     it->string);
+    return fail_code(c, PX_CODE_INTERNAL, "limits.%s: number lost", it->string);
   rc = px__parse_pos_int(text, tlen, out);
   if (rc == PX_ERANGE)
     return BAD(c, "limits.%s: larger than 9223372036854775807", it->string);
   if (rc != 0)
-    return BAD(c, "limits.%s: must be a positive integer written without "
-                  "sign, fraction or exponent", it->string);
+    return BAD(c,
+               "limits.%s: must be a positive integer written without "
+               "sign, fraction or exponent",
+               it->string);
   return 0;
 }
 
 static int parse_limits(ctx_t *c, px_run_request_t *r) {
-  static const char *const keys[] = {"cpu_ms",    "wall_ms",
-                                     "memory_bytes", "processes",
-                                     "output_bytes", NULL};
+  static const char *const keys[] = {
+      "cpu_ms", "wall_ms", "memory_bytes", "processes", "output_bytes", NULL};
   static const unsigned bits[] = {PX_LIMSET_CPU, PX_LIMSET_WALL,
                                   PX_LIMSET_MEMORY, PX_LIMSET_PROCESSES,
                                   PX_LIMSET_OUTPUT};
@@ -423,8 +423,8 @@ static int parse_options(ctx_t *c, px_run_request_t *r) {
   int prio = PX_PRIO_NORMAL, kb = PX_KB_ROLLBACK_ON_VIOLATION, rc;
   if ((rc = get_enum(c, "priority", prios, "critical|high|normal|low",
                      &prio)) != 0 ||
-      (rc = get_enum(c, "kb_rollback", rollbacks,
-                     "on_violation|always|never", &kb)) != 0 ||
+      (rc = get_enum(c, "kb_rollback", rollbacks, "on_violation|always|never",
+                     &kb)) != 0 ||
       (rc = get_bool(c, "stream", &r->stream)) != 0 ||
       (rc = get_bool(c, "high_trust", &r->high_trust)) != 0)
     return rc;
@@ -440,9 +440,10 @@ static int check_total(ctx_t *c, const px_run_request_t *r) {
   for (i = 0; i < r->nfiles; i++)
     total += r->files[i].len;
   if (total > c->lim->max_total_bytes)
-    return BAD(c, "request: code + stdin + files are %llu bytes, the "
-                  "limit is %zu", (unsigned long long)total,
-               c->lim->max_total_bytes);
+    return BAD(c,
+               "request: code + stdin + files are %llu bytes, the "
+               "limit is %zu",
+               (unsigned long long)total, c->lim->max_total_bytes);
   return 0;
 }
 
@@ -451,13 +452,12 @@ static int parse_run(ctx_t *c, px_run_request_t *r) {
   r->priority = PX_PRIO_NORMAL;
   r->kb_rollback = PX_KB_ROLLBACK_ON_VIOLATION;
   if ((rc = parse_code(c, r)) != 0 ||
-      (rc = get_strings(c, "args", c->lim->max_args, 0, &r->args,
-                        &r->nargs)) != 0 ||
+      (rc = get_strings(c, "args", c->lim->max_args, 0, &r->args, &r->nargs)) !=
+          0 ||
       (rc = parse_env(c, r)) != 0 || (rc = parse_files(c, r)) != 0 ||
       (rc = parse_limits(c, r)) != 0 ||
-      (rc = get_strings(c, "capabilities", MAX_CAPABILITIES,
-                        MAX_CAPABILITY_LEN, &r->capabilities,
-                        &r->ncapabilities)) != 0 ||
+      (rc = get_strings(c, "capabilities", MAX_CAPABILITIES, MAX_CAPABILITY_LEN,
+                        &r->capabilities, &r->ncapabilities)) != 0 ||
       (rc = parse_options(c, r)) != 0)
     return rc;
   return check_total(c, r);
@@ -474,7 +474,7 @@ static int count_key(const cJSON *obj, const char *name) {
 }
 
 static int read_type(ctx_t *c, px_msg_type_t *type) {
-  static const char *const names[] = {"run",  "cancel", "status", "ping",
+  static const char *const names[] = {"run",   "cancel", "status", "ping",
                                       "scram", "resume", NULL};
   const cJSON *it = cJSON_GetObjectItemCaseSensitive(c->root, "type");
   char buf[MAX_FIELD_SHOWN + 8];
@@ -508,8 +508,8 @@ static int peek_id(ctx_t *c, px_msg_type_t type, char *id) {
 
 static int parse_root(ctx_t *c, px_request_t *req) {
   static const char *const run_keys[] = {
-      "type",   "id",     "runtime",      "code",     "args",
-      "stdin",  "env",    "files",        "limits",   "capabilities",
+      "type",     "id",     "runtime",    "code",        "args",
+      "stdin",    "env",    "files",      "limits",      "capabilities",
       "priority", "stream", "high_trust", "kb_rollback", NULL};
   static const char *const id_keys[] = {"type", "id", NULL};
   static const char *const bare_keys[] = {"type", NULL};

@@ -46,7 +46,8 @@ int px__env_name_valid(const char *name, size_t max_len) {
   if (!is_alpha_((unsigned char)name[0]))
     return 0;
   for (i = 1; name[i]; i++)
-    if (!is_alpha_((unsigned char)name[i]) && !(name[i] >= '0' && name[i] <= '9'))
+    if (!is_alpha_((unsigned char)name[i]) &&
+        !(name[i] >= '0' && name[i] <= '9'))
       return 0;
   return i <= max_len;
 }
@@ -54,9 +55,8 @@ int px__env_name_valid(const char *name, size_t max_len) {
 /* 1 if the component (len bytes) is a DOS device name, with or without an
  * extension, ignoring case and trailing spaces before the dot. */
 static int reserved_name(const char *c, size_t len) {
-  static const char *const plain[] = {"CON",    "PRN",     "AUX",
-                                      "NUL",    "CONIN$",  "CONOUT$",
-                                      "CLOCK$"};
+  static const char *const plain[] = {"CON",    "PRN",     "AUX",   "NUL",
+                                      "CONIN$", "CONOUT$", "CLOCK$"};
   char base[16];
   size_t n = 0, i;
   while (n < len && c[n] != '.')
@@ -87,8 +87,7 @@ static int set_why(char *why, size_t whysz, const char *msg) {
 }
 
 /* One path component c[0..len): 0 or PX_EINVAL with why. */
-static int check_component(const char *c, size_t len, char *why,
-                           size_t whysz) {
+static int check_component(const char *c, size_t len, char *why, size_t whysz) {
   size_t i;
   if (len == 0)
     return set_why(why, whysz, "empty path component");

@@ -27,8 +27,7 @@ static const char *const limit_names[] = {
 static const char *const severity_names[] = {"info", "low", "medium", "high",
                                              "critical"};
 
-static const char *const detector_names[] = {NULL, "os", "watchdog",
-                                             "engine"};
+static const char *const detector_names[] = {NULL, "os", "watchdog", "engine"};
 
 #define COUNT_(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -125,8 +124,7 @@ nomem:
   return PX_ENOMEM;
 }
 
-int px_result_set_error(px_result_t *r, px_code_t code, const char *fmt,
-                        ...) {
+int px_result_set_error(px_result_t *r, px_code_t code, const char *fmt, ...) {
   px_buf_t b = {0};
   va_list ap;
   char *msg;

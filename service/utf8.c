@@ -80,8 +80,7 @@ int px_utf8_valid(const char *s, size_t len) {
   return 1;
 }
 
-char *px_utf8_sanitize(const char *s, size_t len, size_t *out_len,
-                       int *lossy) {
+char *px_utf8_sanitize(const char *s, size_t len, size_t *out_len, int *lossy) {
   const unsigned char *p = (const unsigned char *)s;
   size_t i = 0, o = 0, cap;
   char *out;
@@ -117,12 +116,18 @@ static int quote_control(px_buf_t *b, unsigned char c) {
   static const char hex[] = "0123456789abcdef";
   char esc[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
   switch (c) {
-  case '\b': return px_buf_append(b, "\\b", 2);
-  case '\f': return px_buf_append(b, "\\f", 2);
-  case '\n': return px_buf_append(b, "\\n", 2);
-  case '\r': return px_buf_append(b, "\\r", 2);
-  case '\t': return px_buf_append(b, "\\t", 2);
-  default: return px_buf_append(b, esc, 6);
+  case '\b':
+    return px_buf_append(b, "\\b", 2);
+  case '\f':
+    return px_buf_append(b, "\\f", 2);
+  case '\n':
+    return px_buf_append(b, "\\n", 2);
+  case '\r':
+    return px_buf_append(b, "\\r", 2);
+  case '\t':
+    return px_buf_append(b, "\\t", 2);
+  default:
+    return px_buf_append(b, esc, 6);
   }
 }
 

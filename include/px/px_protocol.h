@@ -25,7 +25,8 @@ extern "C" {
 #define PX_FRAME_MAGIC "PXF1"
 #define PX_FRAME_HEADER 12
 #define PX_DEFAULT_MAX_FRAME (16u * 1024u * 1024u)
-#define PX_JSON_MAX_DEPTH 64
+#define PX_JSON_MAX_DEPTH 64      /* the top-level object is depth 1 */
+#define PX_JSON_MAX_VALUES 65536  /* values (incl. containers) per payload */
 
 /* ---- CRC-32 ---- */
 /* Continue a CRC-32 (start with crc = 0), zlib-compatible. */

@@ -101,9 +101,9 @@ static int item_payload(const cJSON *item, px_buf_t *p, char *why,
 }
 
 static int check_item_keys(const cJSON *item, char *why, size_t whysz) {
-  static const char *const keys[] = {"json", "text", "hex", "raw_hex",
-                                     "pad_to", "corrupt_crc", "comment",
-                                     NULL};
+  static const char *const keys[] = {"json",    "text",   "hex",
+                                     "raw_hex", "pad_to", "corrupt_crc",
+                                     "comment", NULL};
   const cJSON *k;
   if (!cJSON_IsObject(item))
     return fail(why, whysz, "send: items are objects");
@@ -153,8 +153,7 @@ cleanup:
   return rc;
 }
 
-static int load_send(px_case_t *c, const cJSON *arr, char *why,
-                     size_t whysz) {
+static int load_send(px_case_t *c, const cJSON *arr, char *why, size_t whysz) {
   const cJSON *it;
   size_t n;
   if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0)
@@ -171,8 +170,8 @@ static int load_send(px_case_t *c, const cJSON *arr, char *why,
 /* ---- expectations ---- */
 
 static const char *const matchers[] = {
-    "$present", "$absent", "$null",   "$string", "$number", "$integer",
-    "$bool",    "$object", "$array",  "$nonempty", NULL};
+    "$present", "$absent", "$null",  "$string",   "$number", "$integer",
+    "$bool",    "$object", "$array", "$nonempty", NULL};
 
 static int is_matcher(const cJSON *want) {
   return cJSON_IsString(want) && want->valuestring[0] == '$' &&
@@ -252,10 +251,9 @@ static int match_keys(const cJSON *keys, const cJSON *got) {
 }
 
 static int match_value(const cJSON *want, const cJSON *got) {
-  const cJSON *special = cJSON_IsObject(want) && want->child &&
-                                 !want->child->next
-                             ? want->child
-                             : NULL;
+  const cJSON *special =
+      cJSON_IsObject(want) && want->child && !want->child->next ? want->child
+                                                                : NULL;
   if (is_matcher(want))
     return match_named(want->valuestring, got);
   if (!got)
@@ -336,8 +334,8 @@ static int check_expectation(const cJSON *e, char *why, size_t whysz) {
 
 static int check_case_keys(const cJSON *root, char *why, size_t whysz) {
   static const char *const keys[] = {
-      "name",  "description", "platform", "client",  "config", "send",
-      "expect", "ignore",     "close",    "codec",   "timeout_ms", NULL};
+      "name",   "description", "platform", "client", "config",     "send",
+      "expect", "ignore",      "close",    "codec",  "timeout_ms", NULL};
   const cJSON *k;
   for (k = root->child; k; k = k->next) {
     size_t i;

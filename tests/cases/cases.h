@@ -39,20 +39,20 @@ typedef struct {
 } px_case_send_t;
 
 typedef struct {
-  char *name;        /* owned */
-  char *platform;    /* owned; NULL: any, else "linux" or "windows" */
-  char *client;      /* owned; "user" (default) or "admin" */
-  int stream_only;   /* 1: raw bytes or a corrupt CRC: no ZeroMQ variant */
-  int expect_close;  /* 1: the service closes after the last expectation */
-  int codec_only;    /* 1: the answers follow from framing and parsing
-                        alone (checked against the codec by unit tests) */
-  unsigned timeout_ms; /* for the whole exchange; default 10000 */
-  cJSON *config;     /* owned; NULL when the case uses the defaults */
+  char *name;           /* owned */
+  char *platform;       /* owned; NULL: any, else "linux" or "windows" */
+  char *client;         /* owned; "user" (default) or "admin" */
+  int stream_only;      /* 1: raw bytes or a corrupt CRC: no ZeroMQ variant */
+  int expect_close;     /* 1: the service closes after the last expectation */
+  int codec_only;       /* 1: the answers follow from framing and parsing
+                           alone (checked against the codec by unit tests) */
+  unsigned timeout_ms;  /* for the whole exchange; default 10000 */
+  cJSON *config;        /* owned; NULL when the case uses the defaults */
   px_case_send_t *send; /* owned array */
   size_t nsend;
-  cJSON *expect;     /* owned JSON array of expectation objects */
+  cJSON *expect; /* owned JSON array of expectation objects */
   size_t nexpect;
-  cJSON *ignore;     /* owned JSON array of message types to skip, or NULL */
+  cJSON *ignore; /* owned JSON array of message types to skip, or NULL */
 } px_case_t;
 
 /* Parse a case from JSON text. 0, or -1 with the reason in why (the case

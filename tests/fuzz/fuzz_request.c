@@ -96,9 +96,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       abort();
     if (!px_utf8_valid(err.message, strlen(err.message)))
       abort();
-    check_json_text(px_encode_error(err.id[0] ? err.id : NULL, err.code,
-                                    err.message),
-                    1);
+    check_json_text(
+        px_encode_error(err.id[0] ? err.id : NULL, err.code, err.message), 1);
   } else if (rc != PX_ENOMEM) {
     abort();
   }

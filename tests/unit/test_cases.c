@@ -9,8 +9,7 @@
 #include "px/px_protocol.h"
 #include "tests/cases/cases.h"
 
-static int check(const char *expect, const char *msg, char *why,
-                 size_t whysz) {
+static int check(const char *expect, const char *msg, char *why, size_t whysz) {
   cJSON *e = cJSON_Parse(expect);
   int rc;
   ASSERT_NOT_NULL(e);
@@ -31,7 +30,8 @@ TEST_IMPL(cases_checker_matchers) {
   char why[512];
   MATCH("{\"type\":\"result\",\"error.code\":\"bad_request\"}", msg);
   NO_MATCH("{\"error.code\":\"bad_json\"}", msg);
-  ASSERT_STR_CONTAINS(why, "error.code: want \"bad_json\", got \"bad_request\"");
+  ASSERT_STR_CONTAINS(why,
+                      "error.code: want \"bad_json\", got \"bad_request\"");
   MATCH("{\"audit.0.rule\":\"r1\",\"audit.1\":\"$absent\"}", msg);
   NO_MATCH("{\"audit.0.rule\":\"r2\"}", msg);
   MATCH("{\"exit_code\":null,\"exit_code \":\"$absent\"}", msg);
@@ -54,8 +54,7 @@ TEST_IMPL(cases_checker_matchers) {
   NO_MATCH("{\"error.message\":\"$contains:field 'y'\"}", msg);
   MATCH("{\"error\":{\"$keys\":[\"message\",\"code\"]}}", msg);
   NO_MATCH("{\"error\":{\"$keys\":[\"code\"]}}", msg);
-  MATCH("{\"n\":{\"$one_of\":[1,3]},\"id\":{\"$one_of\":[\"$string\"]}}",
-        msg);
+  MATCH("{\"n\":{\"$one_of\":[1,3]},\"id\":{\"$one_of\":[\"$string\"]}}", msg);
   NO_MATCH("{\"n\":{\"$one_of\":[1,2]}}", msg);
   MATCH("{\"error\":{\"message\":\"unknown field 'x'\",\"code\":"
         "\"bad_request\"}}",
@@ -79,9 +78,8 @@ TEST_IMPL(cases_parse_items) {
   px_case_t c;
   char why[256] = "";
   uint32_t crc;
-  ASSERT_EQ(px_case_parse(inline_case, strlen(inline_case), &c, why,
-                          sizeof why),
-            0);
+  ASSERT_EQ(
+      px_case_parse(inline_case, strlen(inline_case), &c, why, sizeof why), 0);
   ASSERT_STR_EQ(c.name, "t");
   ASSERT_STR_EQ(c.client, "user");
   ASSERT_NULL(c.platform);
@@ -148,9 +146,8 @@ TEST_IMPL(cases_feed_sequence) {
   const char *pong = "{\"type\":\"pong\"}";
   const char *out = "{\"type\":\"output\",\"id\":\"a\"}";
   const char *err = "{\"type\":\"error\",\"code\":\"bad_crc\"}";
-  ASSERT_EQ(px_case_parse(inline_case, strlen(inline_case), &c, why,
-                          sizeof why),
-            0);
+  ASSERT_EQ(
+      px_case_parse(inline_case, strlen(inline_case), &c, why, sizeof why), 0);
   run.c = &c;
   run.next = 0;
   ASSERT_EQ(px_case_feed(&run, out, strlen(out), why, sizeof why), 1);
@@ -170,8 +167,8 @@ TEST_IMPL(cases_feed_sequence) {
 static int load_case_file(const char *file, px_case_t *c, char *why,
                           size_t whysz) {
   char path[1024];
-  snprintf(path, sizeof path, "%s%s%s",
-           px_test_under_wine() ? "Z:" : "", PX_CASES_DIR, file);
+  snprintf(path, sizeof path, "%s%s%s", px_test_under_wine() ? "Z:" : "",
+           PX_CASES_DIR, file);
   return px_case_load(path, c, why, whysz);
 }
 
@@ -190,15 +187,17 @@ static void answer_payload(const char *p, size_t len, cJSON *msgs,
   px_result_t r;
   if (px_request_parse(p, len, NULL, &req, &err) == 0) {
     if (req.type != PX_MSG_PING)
-      px__test_fail(__FILE__, __LINE__, "%s: codec case sends a valid "
-                    "non-ping message", name);
+      px__test_fail(__FILE__, __LINE__,
+                    "%s: codec case sends a valid "
+                    "non-ping message",
+                    name);
     px_request_free(&req);
     emit(msgs, px_encode_pong());
     return;
   }
   if (!err.has_id) {
-    emit(msgs, px_encode_error(err.id[0] ? err.id : NULL, err.code,
-                               err.message));
+    emit(msgs,
+         px_encode_error(err.id[0] ? err.id : NULL, err.code, err.message));
     return;
   }
   memset(&r, 0, sizeof r);
@@ -213,24 +212,25 @@ static void answer_payload(const char *p, size_t len, cJSON *msgs,
  * would close the connection. */
 static int replay(const px_case_t *c, cJSON *msgs) {
   const cJSON *max = cJSON_GetObjectItem(c->config, "max_frame_bytes");
-  px_frame_decoder_t *d = px_frame_decoder_new(
-      max ? (uint32_t)max->valuedouble : PX_DEFAULT_MAX_FRAME);
+  px_frame_decoder_t *d = px_frame_decoder_new(max ? (uint32_t)max->valuedouble
+                                                   : PX_DEFAULT_MAX_FRAME);
   size_t i, off, used, len;
   int closed = 0;
   for (i = 0; i < c->nsend && !closed; i++) {
     for (off = 0; off < c->send[i].len || off == 0; off += used) {
-      px_frame_status_t st = px_frame_feed(d, c->send[i].data + off,
-                                           c->send[i].len - off, &used);
+      px_frame_status_t st =
+          px_frame_feed(d, c->send[i].data + off, c->send[i].len - off, &used);
       if (st == PX_FRAME_READY) {
         const char *p = px_frame_payload(d, &len);
         answer_payload(p, len, msgs, c->name);
       } else if (st == PX_FRAME_BAD_CRC) {
         emit(msgs, px_encode_error(NULL, PX_CODE_BAD_CRC, "bad CRC"));
       } else if (st != PX_FRAME_NEED_MORE) {
-        emit(msgs, px_encode_error(NULL, st == PX_FRAME_BAD_MAGIC
-                                             ? PX_CODE_BAD_FRAME
-                                             : PX_CODE_FRAME_TOO_LARGE,
-                                   "closing"));
+        emit(msgs,
+             px_encode_error(NULL,
+                             st == PX_FRAME_BAD_MAGIC ? PX_CODE_BAD_FRAME
+                                                      : PX_CODE_FRAME_TOO_LARGE,
+                             "closing"));
         closed = 1;
         break;
       }
@@ -252,8 +252,7 @@ static void check_codec_case(const px_case_t *c) {
     int rc = px_case_feed(&run, m->valuestring, strlen(m->valuestring), why,
                           sizeof why);
     if (rc < 0)
-      px__test_fail(__FILE__, __LINE__, "%s (message %s)", why,
-                    m->valuestring);
+      px__test_fail(__FILE__, __LINE__, "%s (message %s)", why, m->valuestring);
   }
   if (!px_case_done(&run))
     px__test_fail(__FILE__, __LINE__, "%s: only %zu of %zu expectations met",

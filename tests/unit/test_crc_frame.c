@@ -68,8 +68,7 @@ TEST_IMPL(frame_encode_layout) {
   ASSERT_UINT_EQ(b.len, 12);
   ASSERT_MEM_EQ(b.data, "PXF1\0\0\0\0\0\0\0\0", 12);
   if (SIZE_MAX > UINT32_MAX) /* refused before reading the payload */
-    ASSERT_EQ(px_frame_encode(&b, b.data, (size_t)UINT32_MAX + 1),
-              PX_ERANGE);
+    ASSERT_EQ(px_frame_encode(&b, b.data, (size_t)UINT32_MAX + 1), PX_ERANGE);
   ASSERT_UINT_EQ(b.len, 12);
   px_buf_free(&b);
   return 0;
@@ -125,13 +124,11 @@ TEST_IMPL(frame_payload_across_reads) {
   ASSERT_UINT_EQ(used, 15);
   off = 15;
   while (b.len - off > 1000) {
-    ASSERT_EQ(px_frame_feed(d, b.data + off, 1000, &used),
-              PX_FRAME_NEED_MORE);
+    ASSERT_EQ(px_frame_feed(d, b.data + off, 1000, &used), PX_FRAME_NEED_MORE);
     ASSERT_UINT_EQ(used, 1000);
     off += 1000;
   }
-  ASSERT_EQ(px_frame_feed(d, b.data + off, b.len - off, &used),
-            PX_FRAME_READY);
+  ASSERT_EQ(px_frame_feed(d, b.data + off, b.len - off, &used), PX_FRAME_READY);
   ASSERT_MEM_EQ(px_frame_payload(d, &len), big, sizeof big);
   ASSERT_UINT_EQ(len, sizeof big);
   px_frame_decoder_free(d);

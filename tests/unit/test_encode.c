@@ -14,8 +14,7 @@ static void keys_of(const cJSON *o, char *out, size_t outsz) {
   size_t n = 0;
   out[0] = '\0';
   for (c = o->child; c; c = c->next)
-    n += (size_t)snprintf(out + n, outsz - n, "%s%s", n ? "," : "",
-                          c->string);
+    n += (size_t)snprintf(out + n, outsz - n, "%s%s", n ? "," : "", c->string);
 }
 
 static void assert_keys(const cJSON *o, const char *want) {
@@ -40,7 +39,8 @@ TEST_IMPL(encode_small_messages_exact) {
   ASSERT_STR_EQ(s, "{\"type\":\"pong\"}");
   free(s);
   s = px_encode_accepted("j1", 3);
-  ASSERT_STR_EQ(s, "{\"type\":\"accepted\",\"id\":\"j1\",\"queue_position\":3}");
+  ASSERT_STR_EQ(s,
+                "{\"type\":\"accepted\",\"id\":\"j1\",\"queue_position\":3}");
   free(s);
   s = px_encode_started("j1");
   ASSERT_STR_EQ(s, "{\"type\":\"started\",\"id\":\"j1\"}");
@@ -201,8 +201,7 @@ TEST_IMPL(encode_status_shape) {
   o = parsed(s);
   assert_keys(o, "type,version,backend,enforcement_available,queue,running,"
                  "workers,paused,counters,uptime_ms");
-  assert_keys(cJSON_GetObjectItem(o, "queue"),
-              "critical,high,normal,low,max");
+  assert_keys(cJSON_GetObjectItem(o, "queue"), "critical,high,normal,low,max");
   assert_keys(cJSON_GetObjectItem(o, "counters"),
               "accepted,ok,nonzero_exit,killed,rejected,error,cancelled,"
               "aborted");
@@ -260,12 +259,26 @@ TEST_IMPL(result_names_and_helpers) {
 
 TEST_IMPL(code_names_stable) {
   /* The wire strings are an interface: this list must only grow. */
-  static const char *const want[] = {
-      "", "bad_frame", "frame_too_large", "bad_crc", "bad_json",
-      "unknown_type", "bad_request", "duplicate_id", "unknown_id",
-      "forbidden", "unknown_runtime", "limit_exceeds_policy",
-      "capability_denied", "audit_rejected", "argv_too_long", "queue_full",
-      "paused", "spawn_failed", "sandbox_failed", "internal"};
+  static const char *const want[] = {"",
+                                     "bad_frame",
+                                     "frame_too_large",
+                                     "bad_crc",
+                                     "bad_json",
+                                     "unknown_type",
+                                     "bad_request",
+                                     "duplicate_id",
+                                     "unknown_id",
+                                     "forbidden",
+                                     "unknown_runtime",
+                                     "limit_exceeds_policy",
+                                     "capability_denied",
+                                     "audit_rejected",
+                                     "argv_too_long",
+                                     "queue_full",
+                                     "paused",
+                                     "spawn_failed",
+                                     "sandbox_failed",
+                                     "internal"};
   size_t i;
   ASSERT_UINT_EQ(PX_CODE_COUNT_, sizeof want / sizeof want[0]);
   for (i = 0; i < sizeof want / sizeof want[0]; i++)

@@ -46,7 +46,7 @@ TEST_IMPL(request_bad_json_syntax) {
   bad_json("{'type':'ping'}", "key");
   bad_json("{\"type\":\"ping\"} x", "after");
   bad_json("{\"type\":\"ping\"}{}", "after");
-  bad_json("{\"a\":01}", NULL);    /* leading zero */
+  bad_json("{\"a\":01}", NULL); /* leading zero */
   bad_json("{\"a\":1.}", "number");
   bad_json("{\"a\":.5}", NULL);
   bad_json("{\"a\":-}", "number");
@@ -96,9 +96,35 @@ TEST_IMPL(request_depth_limit) {
   s = nested(200000); /* far beyond cJSON's own limit: no recursion */
   bad_json(s, "nesting");
   free(s);
-  bad_json("{\"type\":\"ping\",\"x\":[{\"a\":[{\"b\":" "[[[[[[[[[[[[[[[[[["
+  bad_json("{\"type\":\"ping\",\"x\":[{\"a\":[{\"b\":"
+           "[[[[[[[[[[[[[[[[[["
            "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[}",
            "nesting");
+  return 0;
+}
+
+/* {"type":"ping","x":[0,0,...]} with n zeros: n + 3 values. */
+static char *zeros(size_t n) {
+  size_t i, len = 24 + 2 * n;
+  char *s = malloc(len), *p = s;
+  ASSERT_NOT_NULL(s);
+  p += snprintf(p, len, "{\"type\":\"ping\",\"x\":[");
+  for (i = 0; i < n; i++) {
+    *p++ = '0';
+    *p++ = i + 1 < n ? ',' : ']';
+  }
+  *p++ = '}';
+  *p = '\0';
+  return s;
+}
+
+TEST_IMPL(request_value_count_limit) {
+  char *s = zeros(PX_JSON_MAX_VALUES - 3); /* exactly at the limit */
+  refused(s, PX_CODE_BAD_REQUEST, 0, "unknown field 'x'");
+  free(s);
+  s = zeros(PX_JSON_MAX_VALUES - 2);
+  bad_json(s, "more than 65536 JSON values");
+  free(s);
   return 0;
 }
 
@@ -274,8 +300,8 @@ TEST_IMPL(request_job_id_rules) {
 }
 
 TEST_IMPL(request_run_strings) {
-  refused("{\"type\":\"run\",\"id\":\"j\",\"code\":\"x\"}",
-          PX_CODE_BAD_REQUEST, 1, "missing field 'runtime'");
+  refused("{\"type\":\"run\",\"id\":\"j\",\"code\":\"x\"}", PX_CODE_BAD_REQUEST,
+          1, "missing field 'runtime'");
   refused("{\"type\":\"run\",\"id\":\"j\",\"runtime\":\"sh\"}",
           PX_CODE_BAD_REQUEST, 1, "missing field 'code'");
   refused("{\"type\":\"run\",\"id\":\"j\",\"runtime\":\"s h\",\"code\":\"\"}",
@@ -288,8 +314,7 @@ TEST_IMPL(request_run_strings) {
   refused(RUN ",\"args\":[\"a\",1]}", PX_CODE_BAD_REQUEST, 1, "args[1]");
   refused(RUN ",\"capabilities\":[\"\"]}", PX_CODE_BAD_REQUEST, 1,
           "capabilities[0]");
-  refused(RUN ",\"capabilities\":{}}", PX_CODE_BAD_REQUEST, 1,
-          "capabilities");
+  refused(RUN ",\"capabilities\":{}}", PX_CODE_BAD_REQUEST, 1, "capabilities");
   return 0;
 }
 
@@ -327,8 +352,8 @@ TEST_IMPL(request_run_env) {
   refused(RUN ",\"env\":{\"A-B\":\"x\"}}", PX_CODE_BAD_REQUEST, 1, "A-B");
   refused(RUN ",\"env\":{\"\":\"x\"}}", PX_CODE_BAD_REQUEST, 1, "env.");
   refused(RUN ",\"env\":{\"A=B\":\"x\"}}", PX_CODE_BAD_REQUEST, 1, "A=B");
-  refused(RUN ",\"env\":{\"Path\":\"x\",\"PATH\":\"y\"}}",
-          PX_CODE_BAD_REQUEST, 1, "env.PATH: duplicate");
+  refused(RUN ",\"env\":{\"Path\":\"x\",\"PATH\":\"y\"}}", PX_CODE_BAD_REQUEST,
+          1, "env.PATH: duplicate");
   refused(RUN ",\"env\":{\"A\":1}}", PX_CODE_BAD_REQUEST, 1,
           "env.A: must be a string");
   memset(name, 'N', 129);
@@ -343,9 +368,8 @@ TEST_IMPL(request_run_env) {
 }
 
 TEST_IMPL(request_run_limits) {
-  static const char *const bad[] = {"0",    "-1",   "1.5", "1.0",
-                                    "1e3",  "-0",   "\"5\"", "true",
-                                    "null", "[1]",  "{}"};
+  static const char *const bad[] = {"0",     "-1",   "1.5",  "1.0", "1e3", "-0",
+                                    "\"5\"", "true", "null", "[1]", "{}"};
   char buf[200];
   size_t i;
   for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -360,8 +384,8 @@ TEST_IMPL(request_run_limits) {
           PX_CODE_BAD_REQUEST, 1, "larger");
   refused(RUN ",\"limits\":{\"gpu_ms\":1}}", PX_CODE_BAD_REQUEST, 1,
           "unknown field 'limits.gpu_ms'");
-  refused(RUN ",\"limits\":{\"cpu_ms\":1,\"cpu_ms\":2}}",
-          PX_CODE_BAD_REQUEST, 1, "duplicate field 'limits.cpu_ms'");
+  refused(RUN ",\"limits\":{\"cpu_ms\":1,\"cpu_ms\":2}}", PX_CODE_BAD_REQUEST,
+          1, "duplicate field 'limits.cpu_ms'");
   refused(RUN ",\"limits\":[]}", PX_CODE_BAD_REQUEST, 1, "limits");
   /* Numbers elsewhere in the payload do not confuse the lookup. */
   ASSERT_OK(parse("{\"type\":\"run\",\"id\":\"j\",\"runtime\":\"sh\","
@@ -384,20 +408,16 @@ TEST_IMPL(request_shape_limits) {
   lim.max_env = 1;
   lim.max_total_bytes = 5;
   json = RUN ",\"args\":[\"a\",\"b\"]}";
-  ASSERT_EQ(px_request_parse(json, strlen(json), &lim, &req, &err),
-            PX_EPROTO);
+  ASSERT_EQ(px_request_parse(json, strlen(json), &lim, &req, &err), PX_EPROTO);
   ASSERT_STR_CONTAINS(err.message, "args: 2 entries, the limit is 1");
   json = RUN ",\"env\":{\"A\":\"\",\"B\":\"\"}}";
-  ASSERT_EQ(px_request_parse(json, strlen(json), &lim, &req, &err),
-            PX_EPROTO);
+  ASSERT_EQ(px_request_parse(json, strlen(json), &lim, &req, &err), PX_EPROTO);
   ASSERT_STR_CONTAINS(err.message, "env: 2 variables");
   json = "{\"type\":\"run\",\"id\":\"j\",\"runtime\":\"sh\",\"code\":\"abcd\"}";
-  ASSERT_EQ(px_request_parse(json, strlen(json), &lim, &req, &err),
-            PX_EPROTO);
+  ASSERT_EQ(px_request_parse(json, strlen(json), &lim, &req, &err), PX_EPROTO);
   ASSERT_STR_CONTAINS(err.message, "code: 4 bytes, the limit is 3");
   json = RUN ",\"stdin\":\"12345\"}";
-  ASSERT_EQ(px_request_parse(json, strlen(json), &lim, &req, &err),
-            PX_EPROTO);
+  ASSERT_EQ(px_request_parse(json, strlen(json), &lim, &req, &err), PX_EPROTO);
   ASSERT_EQ(err.has_id, 1);
   ASSERT_STR_CONTAINS(err.message, "6 bytes, the limit is 5");
   json = RUN ",\"stdin\":\"1234\"}";

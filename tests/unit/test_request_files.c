@@ -20,10 +20,12 @@ static int path_ok(const char *p) {
 
 TEST_IMPL(files_path_accepts) {
   static const char *const ok[] = {
-      "a.txt",       "dir/sub/file.py", "\xC3\x84pfel.txt", "console.txt",
-      "com10",       "lpt",             "CONx",             "auxiliary.c",
-      "a..b",        ".hidden",         "x/.cfg",           "nul_file",
-      "COM\xC2\xB9x", "with space.txt", "-rf",              "a.b.c"};
+      "a.txt",        "dir/sub/file.py", "\xC3\x84pfel.txt",
+      "console.txt",  "com10",           "lpt",
+      "CONx",         "auxiliary.c",     "a..b",
+      ".hidden",      "x/.cfg",          "nul_file",
+      "COM\xC2\xB9x", "with space.txt",  "-rf",
+      "a.b.c"};
   size_t i;
   for (i = 0; i < sizeof ok / sizeof ok[0]; i++) {
     if (!path_ok(ok[i]))
@@ -34,18 +36,50 @@ TEST_IMPL(files_path_accepts) {
 }
 
 TEST_IMPL(files_path_refuses) {
-  static const char *const bad[] = {
-      "",          "/abs",        "//server/share/x", "\\\\server\\x",
-      "a\\b",      "C:foo",       "c:/x",             "file.txt:stream",
-      "..",        ".",           "a/../b",           "./a",
-      "a/..",      "a//b",        "a/",               "CON",
-      "con.txt",   "Com1.log",    "LPT9",             "lpt0",
-      "nul .txt",  "NUL",         "aux.tar.gz",       "PRN",
-      "con/x",     "x/CON",       "CONIN$",           "conout$.txt",
-      "COM\xC2\xB9.txt", "lpt\xC2\xB3", "a.",          "a ",
-      "a/b./c",    "dir /f",      "a*b",              "a?b",
-      "a|b",       "a<b",         "a>b",              "a\"b",
-      "tab\there", "nl\nx",       "del\x7f",          "clock$"};
+  static const char *const bad[] = {"",
+                                    "/abs",
+                                    "//server/share/x",
+                                    "\\\\server\\x",
+                                    "a\\b",
+                                    "C:foo",
+                                    "c:/x",
+                                    "file.txt:stream",
+                                    "..",
+                                    ".",
+                                    "a/../b",
+                                    "./a",
+                                    "a/..",
+                                    "a//b",
+                                    "a/",
+                                    "CON",
+                                    "con.txt",
+                                    "Com1.log",
+                                    "LPT9",
+                                    "lpt0",
+                                    "nul .txt",
+                                    "NUL",
+                                    "aux.tar.gz",
+                                    "PRN",
+                                    "con/x",
+                                    "x/CON",
+                                    "CONIN$",
+                                    "conout$.txt",
+                                    "COM\xC2\xB9.txt",
+                                    "lpt\xC2\xB3",
+                                    "a.",
+                                    "a ",
+                                    "a/b./c",
+                                    "dir /f",
+                                    "a*b",
+                                    "a?b",
+                                    "a|b",
+                                    "a<b",
+                                    "a>b",
+                                    "a\"b",
+                                    "tab\there",
+                                    "nl\nx",
+                                    "del\x7f",
+                                    "clock$"};
   char longp[300];
   size_t i;
   for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -86,17 +120,17 @@ TEST_IMPL(files_base64_strict) {
   ASSERT_OK(b64("QUJD", "ABC", 3));
   ASSERT_OK(b64("AP8A/w==", "\0\xff\0\xff", 4));
   ASSERT_OK(b64("+/+/", "\xfb\xff\xbf", 3));
-  ASSERT_EQ(b64("QQ=", NULL, 0), PX_EINVAL);     /* length not 4k */
-  ASSERT_EQ(b64("QQ", NULL, 0), PX_EINVAL);      /* unpadded */
-  ASSERT_EQ(b64("Q===", NULL, 0), PX_EINVAL);    /* too much padding */
+  ASSERT_EQ(b64("QQ=", NULL, 0), PX_EINVAL);  /* length not 4k */
+  ASSERT_EQ(b64("QQ", NULL, 0), PX_EINVAL);   /* unpadded */
+  ASSERT_EQ(b64("Q===", NULL, 0), PX_EINVAL); /* too much padding */
   ASSERT_EQ(b64("====", NULL, 0), PX_EINVAL);
-  ASSERT_EQ(b64("QR==", NULL, 0), PX_EINVAL);    /* non-canonical bits */
+  ASSERT_EQ(b64("QR==", NULL, 0), PX_EINVAL); /* non-canonical bits */
   ASSERT_EQ(b64("QUJ=", NULL, 0), PX_EINVAL);
-  ASSERT_EQ(b64("QQ=A", NULL, 0), PX_EINVAL);    /* '=' inside */
+  ASSERT_EQ(b64("QQ=A", NULL, 0), PX_EINVAL);     /* '=' inside */
   ASSERT_EQ(b64("QQ==QUJD", NULL, 0), PX_EINVAL); /* padding mid-text */
   ASSERT_EQ(b64("QU JD", NULL, 0), PX_EINVAL);
   ASSERT_EQ(b64("QUJD\n", NULL, 0), PX_EINVAL);
-  ASSERT_EQ(b64("QU-_", NULL, 0), PX_EINVAL);    /* URL alphabet */
+  ASSERT_EQ(b64("QU-_", NULL, 0), PX_EINVAL); /* URL alphabet */
   ASSERT_EQ(px__base64_decode("QUJDQUJD", 8, 5, &out, &n), PX_ERANGE);
   ASSERT_NULL(out);
   return 0;
@@ -116,7 +150,8 @@ static void refused(const char *json, const char *part) {
 }
 
 TEST_IMPL(files_field_parsed) {
-  ASSERT_OK(parse(RUN ",\"files\":[{\"path\":\"a/b.txt\",\"content\":"
+  ASSERT_OK(parse(RUN
+                  ",\"files\":[{\"path\":\"a/b.txt\",\"content\":"
                   "\"hi\\n\"},{\"path\":\"bin.dat\",\"content\":\"AAEC\","
                   "\"encoding\":\"base64\"},{\"path\":\"u.txt\",\"content\":"
                   "\"\",\"encoding\":\"utf-8\"}]}"));

@@ -8,7 +8,9 @@
 
 #define FFFD "\xEF\xBF\xBD"
 
-static int valid(const char *s) { return px_utf8_valid(s, strlen(s)); }
+static int valid(const char *s) {
+  return px_utf8_valid(s, strlen(s));
+}
 
 TEST_IMPL(utf8_valid_accepts_and_refuses) {
   ASSERT_EQ(px_utf8_valid("", 0), 1);
@@ -29,9 +31,11 @@ TEST_IMPL(utf8_valid_accepts_and_refuses) {
   ASSERT_EQ(valid("\xF4\x90\x80\x80"), 0); /* U+110000 */
   ASSERT_EQ(valid("\xF5\x80\x80\x80"), 0);
   ASSERT_EQ(valid("\xFF"), 0);
-  ASSERT_EQ(valid("\x80"), 0);             /* lone continuation */
-  ASSERT_EQ(valid("\xE2\x82"), 0);         /* truncated at the end */
-  ASSERT_EQ(valid("\xE2\x82" "A"), 0);     /* truncated in the middle */
+  ASSERT_EQ(valid("\x80"), 0);     /* lone continuation */
+  ASSERT_EQ(valid("\xE2\x82"), 0); /* truncated at the end */
+  ASSERT_EQ(valid("\xE2\x82"
+                  "A"),
+            0); /* truncated in the middle */
   ASSERT_EQ(valid("\xF0\x9F\x98"), 0);
   return 0;
 }
@@ -64,8 +68,14 @@ TEST_IMPL(utf8_sanitize_maximal_subparts) {
   ASSERT_EQ(SAN("\xF4\x90\x80\x80", FFFD FFFD FFFD FFFD), 1);
   ASSERT_EQ(SAN("\xF5\x80", FFFD FFFD), 1);
   /* Truncated sequences: the valid prefix is one replacement. */
-  ASSERT_EQ(SAN("\xE2\x82" "A", FFFD "A"), 1);
-  ASSERT_EQ(SAN("\xF0\x9F\x98" "B", FFFD "B"), 1);
+  ASSERT_EQ(SAN("\xE2\x82"
+                "A",
+                FFFD "A"),
+            1);
+  ASSERT_EQ(SAN("\xF0\x9F\x98"
+                "B",
+                FFFD "B"),
+            1);
   ASSERT_EQ(SAN("x\xF0\x9F\x98", "x" FFFD), 1);
   ASSERT_EQ(SAN("\xE2\x82\xE2\x82\xAC", FFFD "\xE2\x82\xAC"), 1);
   /* Stray continuation bytes and 0xFF. */
