@@ -137,7 +137,7 @@ struct field_s {
   const field_t *sub;       /* F_OBJ, terminated by key NULL */
   int (*parse)(px__cfg_ctx_t *, const cJSON *, const char *, px_config_t *);
   cJSON *(*emit)(const px_config_t *);
-  int (*check)(const char *s); /* F_STRLIST element rule, 1 = ok */
+  int (*check)(const char *s); /* F_STR / F_STRLIST element rule, 1 = ok */
   const char *rule;            /* ... and its message */
 };
 
@@ -147,6 +147,7 @@ struct field_s {
 #define SIZ(k, m, lo, hi) {k, F_SIZE, OFF(m), 0, lo, hi, 0, 0, 0, 0, 0, 0}
 #define BOOL(k, m) {k, F_BOOL, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0}
 #define STR(k, m) {k, F_STR, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define STRC(k, m, chk, rule) {k, F_STR, OFF(m), 0, 0, 0, 0, 0, 0, 0, chk, rule}
 #define STRN(k, m) {k, F_STRN, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0}
 #define PATH(k, m) {k, F_PATH, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0}
 #define ENUM(k, m, n) {k, F_ENUM, OFF(m), 0, 0, 0, n, 0, 0, 0, 0, 0}
@@ -184,7 +185,9 @@ static int z85_key_ok(const char *s) {
   return 1;
 }
 
-static int abs_path_ok(const char *s) { return px__config_path_absolute(s); }
+/* Unix paths (the socket, bind mounts) are absolute with a '/' whatever
+ * platform reads the file: one file can serve both. */
+static int unix_abs_ok(const char *s) { return s[0] == '/'; }
 
 static const field_t zmq_fields[] = {
     STRN("endpoint", transports.zmq.endpoint),
@@ -199,7 +202,8 @@ static const field_t transport_fields[] = {
     STR("pipe_name", transports.pipe_name),
     U32("pipe_max_clients", transports.pipe_max_clients, 1, 10000),
     STR("pipe_client_sid", transports.pipe_client_sid),
-    PATH("socket_path", transports.socket_path),
+    STRC("socket_path", transports.socket_path, unix_abs_ok,
+         "must be an absolute path"),
     STRN("socket_group", transports.socket_group),
     OBJ("zmq", zmq_fields),
     U32("max_frame_bytes", transports.max_frame_bytes, 1024, 256 * MiB),
@@ -262,7 +266,7 @@ static const field_t windows_fields[] = {
     ENUM("integrity", windows.integrity, integrity_names), END};
 
 static const field_t linux_fields[] = {
-    LIST("ro_binds", linux_.ro_binds, linux_.nro_binds, abs_path_ok,
+    LIST("ro_binds", linux_.ro_binds, linux_.nro_binds, unix_abs_ok,
          "must be an absolute path"),
     U64("tmpfs_bytes", linux_.tmpfs_bytes, 1 * MiB, 64 * GiB),
     U32("sandbox_uid", linux_.sandbox_uid, 1, UINT32_MAX - 1),
@@ -372,6 +376,8 @@ static int set_str(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
                              : PX_ECONFIG;
   if (f->type == F_PATH && !px__config_path_absolute(s))
     return px__cfg_fail(ctx, path, "must be an absolute path");
+  if (f->check && !f->check(s))
+    return px__cfg_fail(ctx, path, "%s", f->rule);
   if (!(copy = px_strdup(s)))
     return PX_ENOMEM;
   free(*p);
