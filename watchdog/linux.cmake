@@ -12,7 +12,9 @@ target_sources(px_core PRIVATE
 target_sources(px_tests_linux PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/linux/job_helpers.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_job_sandbox.c
-  ${PROJECT_SOURCE_DIR}/tests/linux/test_job_enforce.c)
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_job_enforce.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_job_faults.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_cgroup.c)
 
 # The probe runs inside minimal roots: static, no px_core, beside the tests.
 add_executable(px_probe ${PROJECT_SOURCE_DIR}/tests/linux/probe.c)
@@ -25,3 +27,5 @@ add_dependencies(px_tests_linux px_probe)
 
 px_add_test_group(px_tests_linux sandbox LABELS linux sandbox)
 px_add_test_group(px_tests_linux enforce LABELS linux sandbox)
+px_add_test_group(px_tests_linux cgroup LABELS linux sandbox)
+px_add_test_group(px_tests_linux faults LABELS linux sandbox)

@@ -26,3 +26,13 @@ PX_TEST_ENTRY(enforce, enforce_probe_filesystem, 60)
 PX_TEST_ENTRY(enforce, enforce_probe_network, 60)
 PX_TEST_ENTRY(enforce, enforce_probe_egress, 60)
 PX_TEST_ENTRY(enforce, enforce_probe_privileges, 60)
+/* watchdog/linux: tests/linux/test_cgroup.c */
+PX_TEST_ENTRY(cgroup, cgroup_fake_v2, 30)
+PX_TEST_ENTRY(cgroup, cgroup_fake_v2_enables_controllers, 30)
+PX_TEST_ENTRY(cgroup, cgroup_fake_hybrid, 30)
+PX_TEST_ENTRY(cgroup, cgroup_fake_v1_only, 30)
+PX_TEST_ENTRY(cgroup, cgroup_host_detect, 30)
+PX_TEST_ENTRY(cgroup, cgroup_none_degraded, 30)
+/* watchdog/linux: tests/linux/test_job_faults.c */
+PX_TEST_ENTRY(faults, faults_every_step_fails_closed, 120)
+PX_TEST_ENTRY(faults, faults_unknown_step_rejected, 30)

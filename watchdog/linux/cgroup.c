@@ -24,6 +24,7 @@
 #include "px/px_log.h"
 #include "px/px_util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -175,9 +176,11 @@ static int has_word(const char *text, const char *word) {
 /* A short-lived child cgroup tells what a job cgroup will contain. */
 static void probe_v2_child(px__cg_host_t *h) {
   char p[PX_LNX_PATH_MAX];
-  if (h->fake) {
+  if (h->fake) { /* what a kernel >= 5.19 shows */
     h->v2_kill = 1;
     h->v2_peak = 1;
+    if (h->cpu == PX_CG_NONE)
+      h->cpu = PX_CG_V2;
     return;
   }
   if (px_snprintf(p, sizeof p, "%s/px-probe-%lu", h->v2_base,
@@ -196,11 +199,12 @@ static void probe_v2_child(px__cg_host_t *h) {
  * the kernel refuses because the daemon's cgroup holds processes (the "no
  * internal processes" rule), move the daemon into a leaf first. */
 static void enable_v2_controllers(px__cg_host_t *h, const char *avail) {
-  char want[64] = "";
+  char want[64] = "", have[512] = "";
   char leaf[PX_LNX_PATH_MAX], pid[32];
-  if (has_word(avail, "memory"))
+  cg_read(h->v2_base, "cgroup.subtree_control", have, sizeof have);
+  if (has_word(avail, "memory") && !has_word(have, "memory"))
     px_strlcpy(want, "+memory", sizeof want);
-  if (has_word(avail, "pids")) {
+  if (has_word(avail, "pids") && !has_word(have, "pids")) {
     size_t l = strlen(want);
     px_snprintf(want + l, sizeof want - l, "%s+pids", l ? " " : "");
   }
@@ -606,16 +610,13 @@ static void remove_dir(const px__cg_host_t *h, char **dirp) {
   if (!*dirp)
     return;
   if (h->fake) {
-    char cmd[PX_LNX_PATH_MAX];
-    static const char *const files[] = {
-        "memory.max", "memory.swap.max", "memory.oom.group", "pids.max",
-        "cgroup.procs", "cgroup.kill", "memory.peak", "memory.current",
-        "memory.events", "cpu.stat", "pids.current", "pids.peak",
-        "pids.events", "memory.limit_in_bytes", "freezer.state", NULL};
-    size_t i;
-    for (i = 0; files[i]; i++)
-      if (px_snprintf(cmd, sizeof cmd, "%s/%s", *dirp, files[i]) == 0)
-        unlink(cmd);
+    DIR *d = opendir(*dirp);
+    struct dirent *de;
+    while (d && (de = readdir(d)) != NULL)
+      if (de->d_type == DT_REG)
+        unlinkat(dirfd(d), de->d_name, 0);
+    if (d)
+      closedir(d);
   }
   for (tries = 0; tries < 200; tries++) {
     if (rmdir(*dirp) == 0 || errno == ENOENT)

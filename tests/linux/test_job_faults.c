@@ -1,0 +1,89 @@
+/* test_job_faults.c - fail closed: every setup step of the Linux backend,
+ * made to fail by the injection hook, stops the job before it runs. */
+#include "job_helpers.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "watchdog/linux/linux_int.h"
+
+static int step_applies(const px__lnx_backend_t *be, const char *name) {
+  if (strcmp(name, "id_map") == 0)
+    return !be->is_root; /* user namespace mode only */
+  if (strcmp(name, "landlock") == 0)
+    return be->landlock_abi > 0;
+  if (strcmp(name, "cgroup_memory") == 0 || strcmp(name, "cgroup_events") == 0)
+    return be->cg.memory != PX_CG_NONE;
+  if (strcmp(name, "cgroup_pids") == 0)
+    return be->cg.pids != PX_CG_NONE;
+  if (strcmp(name, "cgroup_create") == 0 || strcmp(name, "cgroup_place") == 0)
+    return be->cg.v2_base || be->cg.memory == PX_CG_V1;
+  if (strcmp(name, "tmpfs") == 0)
+    return be->is_root;
+  return 1;
+}
+
+TEST_IMPL(faults_every_step_fails_closed) {
+  th_backend_t b;
+  char kbdir[600], ran[900];
+  px_job_kb_t kb = {"facts", kbdir, 0};
+  const char *argv[] = {"/bin/sh", "-c", "echo ran > /job/ran; echo ran",
+                        NULL};
+  int step, tested = 0;
+  TH_REQUIRE_ROOT();
+  snprintf(kbdir, sizeof kbdir, "%skb", px_test_tmpdir());
+  ASSERT_EQ(mkdir(kbdir, 0755), 0);
+  ASSERT_OK(th_open(&b, NULL, 0));
+  for (step = 1; step < PX_STEP_COUNT_; step++) {
+    const char *name = px__lnx_step_name(step);
+    th_run_t r = {0};
+    px_job_spec_t s;
+    px_sandbox_t *sb = NULL;
+    int rc;
+    if (!step_applies(b.state, name)) {
+      printf("step %s: not used on this host\n", name);
+      continue;
+    }
+    th_spec(&s, argv);
+    s.caps = PX_CAP_FS_WRITE_TMP;
+    s.kb = &kb;
+    s.nkb = 1;
+    ASSERT_OK(px__lnx_inject_fail(name));
+    rc = th_begin(&b, &s, &r, &sb);
+    ASSERT_OK(px__lnx_inject_fail(NULL));
+    if (rc == 0)
+      px__test_fail(__FILE__, __LINE__, "step %s: the job started", name);
+    if (sb) { /* failed in start: an outcome with the error, no process */
+      ASSERT_OK(b.ops->wait(sb, &r.o));
+      ASSERT_NE(r.o.error, 0);
+      ASSERT(r.o.error_msg[0] != '\0');
+      snprintf(ran, sizeof ran, "%s/ran", sb->job_dir);
+      ASSERT(access(ran, F_OK) != 0);
+      ASSERT_EQ(px__cg_job_empty(&((px__lnx_backend_t *)b.state)->cg,
+                                 &sb->cg), 1);
+      if (step >= PX_STEP_SYNC && !strstr(r.o.error_msg, name))
+        px__test_fail(__FILE__, __LINE__, "step %s: message \"%s\"", name,
+                      r.o.error_msg);
+      b.ops->release(sb);
+    }
+    ASSERT_EQ(r.started, 0);
+    ASSERT_UINT_EQ(r.out.len, 0);
+    th_free(&r);
+    printf("step %s: fails closed (%s)\n", name,
+           sb ? "start" : "prepare");
+    tested++;
+  }
+  ASSERT_GE(tested, 28);
+  th_close(&b);
+  return 0;
+}
+
+TEST_IMPL(faults_unknown_step_rejected) {
+  ASSERT_EQ(px__lnx_inject_fail("no_such_step"), PX_EINVAL);
+  ASSERT_OK(px__lnx_inject_fail(NULL));
+  ASSERT_STR_EQ(px__lnx_step_name(PX_STEP_SECCOMP), "seccomp");
+  ASSERT_STR_EQ(px__lnx_step_name(9999), "?");
+  return 0;
+}
