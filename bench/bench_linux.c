@@ -1,0 +1,448 @@
+/* bench_linux.c - PhoenixExecutor's Linux benchmarks, side by side with
+ * their comparisons in one run (these machines are noisy: only ratios
+ * measured together mean anything).
+ *
+ *   px_bench_linux [--rounds N] [--seconds S] [--json FILE] [--quick]
+ *
+ * It starts its own phoenix-executor (beside it in the build tree) with a
+ * private socket and a benchmark config (a runtime "true" that runs
+ * /bin/true), then measures:
+ *   spawn     trivial job end to end (run -> result) through the daemon vs
+ *             raw fork+exec+wait of /bin/true vs bubblewrap running it
+ *   throughput trivial jobs per second with the queue kept full
+ *   kill      wall-limit kill latency: result time minus (started + limit)
+ *   footprint daemon RSS and open fds idle, with 1000 queued, after N jobs
+ * Prints a table and writes JSON. Needs root (the sandbox does).
+ */
+#include "tools/phoenixctl/client.h"
+
+#include "px/px_error.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct {
+  double *v;
+  size_t n, cap;
+} series_t;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void push(series_t *s, double v) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? s->cap * 2 : 256;
+    s->v = realloc(s->v, s->cap * sizeof *s->v);
+    if (!s->v)
+      abort();
+  }
+  s->v[s->n++] = v;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double pct(series_t *s, double p) {
+  size_t i;
+  if (!s->n)
+    return 0;
+  qsort(s->v, s->n, sizeof *s->v, cmp_d);
+  i = (size_t)(p * (double)(s->n - 1) + 0.5);
+  return s->v[i];
+}
+
+/* ---- raw comparisons ---- */
+
+static double spawn_wait(char *const argv[]) {
+  double t0 = now_ms();
+  int st;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open("/dev/null", O_RDWR);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  waitpid(pid, &st, 0);
+  return (WIFEXITED(st) && WEXITSTATUS(st) == 0) ? now_ms() - t0 : -1;
+}
+
+static int have_bwrap(void) { return access("/usr/bin/bwrap", X_OK) == 0; }
+
+/* ---- the daemon ---- */
+
+typedef struct {
+  pid_t pid;
+  char dir[PATH_MAX], sock[PATH_MAX + 16];
+} daemon_t;
+
+static int daemon_start(daemon_t *d, const char *self_dir) {
+  char cfg[PATH_MAX + 32], bin[PATH_MAX + 64], work[PATH_MAX + 16];
+  FILE *f;
+  int i;
+  snprintf(d->dir, sizeof d->dir, "/tmp/px-bench-XXXXXX");
+  if (!mkdtemp(d->dir))
+    return -1;
+  snprintf(d->sock, sizeof d->sock, "%s/s.sock", d->dir);
+  snprintf(cfg, sizeof cfg, "%s/executor.json", d->dir);
+  snprintf(work, sizeof work, "%s/jobs", d->dir);
+  mkdir(work, 0755);
+  f = fopen(cfg, "w");
+  if (!f)
+    return -1;
+  fprintf(f,
+          "{\"transports\": {\"socket_path\": \"%s\"}, \"work_root\": \"%s\",\n"
+          " \"log_level\": \"warn\", \"queue\": {\"max_depth\": 20000},\n"
+          " \"runtimes\": {\"true\": {\"command\": [\"/bin/true\", \"{file}\"], \"extension\": \".txt\"},\n"
+          "              \"sh\": {\"command\": [\"/bin/sh\", \"{file}\", \"{args}\"],"
+          " \"extension\": \".sh\", \"env\": {\"PATH\": \"/usr/bin:/bin\"}}}}\n",
+          d->sock, work);
+  fclose(f);
+  chmod(cfg, 0644);
+  snprintf(bin, sizeof bin, "%s../service/phoenix-executor", self_dir);
+  d->pid = fork();
+  if (d->pid == 0) {
+    execl(bin, bin, "--config", cfg, (char *)NULL);
+    _exit(127);
+  }
+  for (i = 0; i < 500; i++) {
+    if (access(d->sock, F_OK) == 0)
+      return 0;
+    usleep(10000);
+  }
+  return -1;
+}
+
+static void daemon_stop(daemon_t *d) {
+  char cmd[PATH_MAX + 16];
+  kill(d->pid, SIGTERM); /* checksrc: allow - benchmark harness */
+  waitpid(d->pid, NULL, 0);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", d->dir);
+  if (system(cmd) != 0)
+    fprintf(stderr, "cannot remove %s\n", d->dir);
+}
+
+static px_client_t *connect_daemon(const daemon_t *d) {
+  px_target_t t;
+  px_client_t *c = NULL;
+  char err[256];
+  memset(&t, 0, sizeof t);
+  t.address = d->sock;
+  if (px_client_connect(&t, &c, err, sizeof err) != 0) {
+    fprintf(stderr, "bench: %s\n", err);
+    exit(1);
+  }
+  return c;
+}
+
+static void send_run(px_client_t *c, const char *id, const char *runtime,
+                     const char *code, const char *extra) {
+  char json[1024];
+  snprintf(json, sizeof json,
+           "{\"type\":\"run\",\"id\":\"%s\",\"runtime\":\"%s\",\"code\":\"%s\"%s}",
+           id, runtime, code, extra ? extra : "");
+  if (px_client_send(c, json, strlen(json)) != 0) {
+    fprintf(stderr, "bench: send failed\n");
+    exit(1);
+  }
+}
+
+/* Read until a message of `type` arrives; returns its parsed object. */
+static cJSON *recv_type(px_client_t *c, const char *type) {
+  for (;;) {
+    char *msg = NULL;
+    size_t len;
+    cJSON *o, *t;
+    if (px_client_recv(c, &msg, &len, 60000) != 0) {
+      fprintf(stderr, "bench: no answer from the daemon\n");
+      exit(1);
+    }
+    o = cJSON_ParseWithLength(msg, len);
+    free(msg);
+    t = cJSON_GetObjectItemCaseSensitive(o, "type");
+    if (cJSON_IsString(t) && strcmp(t->valuestring, type) == 0)
+      return o;
+    cJSON_Delete(o);
+  }
+}
+
+static const char *status_of(cJSON *r) {
+  cJSON *s = cJSON_GetObjectItemCaseSensitive(r, "status");
+  return cJSON_IsString(s) ? s->valuestring : "?";
+}
+
+/* ---- footprint ---- */
+
+static long rss_kb(pid_t pid) {
+  char path[64], line[256];
+  long kb = -1;
+  FILE *f;
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  f = fopen(path, "r");
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return kb;
+}
+
+static int fd_count(pid_t pid) {
+  char path[64];
+  DIR *d;
+  struct dirent *e;
+  int n = 0;
+  snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+  d = opendir(path);
+  while (d && (e = readdir(d)) != NULL)
+    n += e->d_name[0] != '.';
+  if (d)
+    closedir(d);
+  return n;
+}
+
+/* ---- the measurements ---- */
+
+typedef struct {
+  int rounds;
+  double seconds;
+  const char *json_path;
+} opts_t;
+
+static void bench_spawn(const daemon_t *d, const opts_t *o, cJSON *out) {
+  char *true_argv[] = {"/bin/true", NULL};
+  char *bwrap_argv[] = {"/usr/bin/bwrap", "--ro-bind", "/usr", "/usr",
+                        "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib",
+                        "/lib", "--symlink", "usr/lib64", "/lib64", "--proc",
+                        "/proc", "--dev", "/dev", "--unshare-all",
+                        "--die-with-parent", "/bin/true", NULL};
+  series_t raw = {0}, bw = {0}, px = {0};
+  px_client_t *c = connect_daemon(d);
+  int i, bwrap = have_bwrap();
+  char id[32];
+
+  for (i = 0; i < 20; i++) { /* warm-up: page cache, daemon threads */
+    snprintf(id, sizeof id, "w%d", i);
+    send_run(c, id, "true", "", NULL);
+    cJSON_Delete(recv_type(c, "result"));
+  }
+  /* Interleave the three so drift in machine load hits them alike. */
+  for (i = 0; i < o->rounds; i++) {
+    double t0;
+    cJSON *r;
+    push(&raw, spawn_wait(true_argv));
+    if (bwrap)
+      push(&bw, spawn_wait(bwrap_argv));
+    snprintf(id, sizeof id, "t%d", i);
+    t0 = now_ms();
+    send_run(c, id, "true", "", NULL);
+    r = recv_type(c, "result");
+    push(&px, now_ms() - t0);
+    if (strcmp(status_of(r), "ok") != 0) {
+      fprintf(stderr, "bench: trivial job ended %s\n", status_of(r));
+      exit(1);
+    }
+    cJSON_Delete(r);
+  }
+  printf("\nspawn: trivial job (/bin/true), %d rounds, ms\n", o->rounds);
+  printf("  %-34s %8s %8s %10s\n", "", "p50", "p99", "p50 ratio");
+  printf("  %-34s %8.3f %8.3f %10s\n", "raw fork+exec+wait", pct(&raw, .5), pct(&raw, .99), "1.0x");
+  if (bwrap)
+    printf("  %-34s %8.3f %8.3f %9.1fx\n", "bubblewrap (--unshare-all)", pct(&bw, .5),
+           pct(&bw, .99), pct(&bw, .5) / pct(&raw, .5));
+  printf("  %-34s %8.3f %8.3f %9.1fx\n", "phoenix-executor end to end", pct(&px, .5),
+         pct(&px, .99), pct(&px, .5) / pct(&raw, .5));
+  if (bwrap)
+    printf("  phoenix / bubblewrap p50: %.2f (target < 1.0)\n", pct(&px, .5) / pct(&bw, .5));
+  cJSON_AddNumberToObject(out, "spawn_raw_p50_ms", pct(&raw, .5));
+  cJSON_AddNumberToObject(out, "spawn_raw_p99_ms", pct(&raw, .99));
+  if (bwrap) {
+    cJSON_AddNumberToObject(out, "spawn_bwrap_p50_ms", pct(&bw, .5));
+    cJSON_AddNumberToObject(out, "spawn_bwrap_p99_ms", pct(&bw, .99));
+  }
+  cJSON_AddNumberToObject(out, "spawn_phoenix_p50_ms", pct(&px, .5));
+  cJSON_AddNumberToObject(out, "spawn_phoenix_p99_ms", pct(&px, .99));
+  cJSON_AddNumberToObject(out, "spawn_ratio_raw_p50", pct(&px, .5) / pct(&raw, .5));
+  px_client_close(c);
+  free(raw.v);
+  free(bw.v);
+  free(px.v);
+}
+
+static void bench_throughput(const daemon_t *d, const opts_t *o, cJSON *out) {
+  enum { CONNS = 4, DEPTH = 32 };
+  px_client_t *c[CONNS];
+  long sent = 0, done = 0, bad = 0;
+  double t0, end;
+  int i, k;
+  char id[32];
+
+  for (i = 0; i < CONNS; i++)
+    c[i] = connect_daemon(d);
+  t0 = now_ms();
+  end = t0 + o->seconds * 1000.0;
+  for (i = 0; i < CONNS; i++)
+    for (k = 0; k < DEPTH; k++) {
+      snprintf(id, sizeof id, "q%ld", sent++);
+      send_run(c[i], id, "true", "", NULL);
+    }
+  /* Keep every connection DEPTH jobs deep until the time is up. */
+  while (now_ms() < end) {
+    for (i = 0; i < CONNS; i++) {
+      cJSON *r = recv_type(c[i], "result");
+      done++;
+      bad += strcmp(status_of(r), "ok") != 0;
+      cJSON_Delete(r);
+      snprintf(id, sizeof id, "q%ld", sent++);
+      send_run(c[i], id, "true", "", NULL);
+    }
+  }
+  end = now_ms();
+  for (i = 0; i < CONNS; i++) { /* drain what is in flight */
+    for (k = 0; k < DEPTH; k++)
+      cJSON_Delete(recv_type(c[i], "result"));
+    px_client_close(c[i]);
+  }
+  printf("\nthroughput: %ld trivial jobs in %.1f s over %d connections x %d deep\n",
+         done, (end - t0) / 1000.0, CONNS, DEPTH);
+  printf("  %.0f jobs/s (target >= 300), %ld not ok\n", done / ((end - t0) / 1000.0), bad);
+  cJSON_AddNumberToObject(out, "throughput_jobs_per_s", done / ((end - t0) / 1000.0));
+  cJSON_AddNumberToObject(out, "throughput_not_ok", (double)bad);
+}
+
+static void bench_kill(const daemon_t *d, const opts_t *o, cJSON *out) {
+  series_t late = {0};
+  px_client_t *c = connect_daemon(d);
+  int i, n = o->rounds / 10 > 10 ? o->rounds / 10 : 10;
+  char id[32];
+  for (i = 0; i < n; i++) {
+    double t_started, t_result;
+    cJSON *r;
+    snprintf(id, sizeof id, "k%d", i);
+    send_run(c, id, "sh", "exec sleep 30", ",\"limits\":{\"wall_ms\":100}");
+    cJSON_Delete(recv_type(c, "started"));
+    t_started = now_ms();
+    r = recv_type(c, "result");
+    t_result = now_ms();
+    if (strcmp(status_of(r), "killed") == 0)
+      push(&late, t_result - (t_started + 100.0));
+    cJSON_Delete(r);
+  }
+  printf("\nkill latency: wall limit 100 ms, %d rounds, ms past the deadline\n", n);
+  printf("  (client view: result received minus (started received + 100 ms))\n");
+  printf("  p50 %.2f  p99 %.2f  (target p99 <= 10)\n", pct(&late, .5), pct(&late, .99));
+  cJSON_AddNumberToObject(out, "kill_wall_late_p50_ms", pct(&late, .5));
+  cJSON_AddNumberToObject(out, "kill_wall_late_p99_ms", pct(&late, .99));
+  px_client_close(c);
+  free(late.v);
+}
+
+static void bench_footprint(const daemon_t *d, int jobs, cJSON *out) {
+  px_client_t *c = connect_daemon(d), *q;
+  long rss0 = rss_kb(d->pid), rss_q, rss_n;
+  int fd0 = fd_count(d->pid), fd_q, fd_n, i;
+  char id[32];
+
+  for (i = 0; i < jobs; i++) { /* sequential trivial jobs */
+    snprintf(id, sizeof id, "f%d", i);
+    send_run(c, id, "true", "", NULL);
+    cJSON_Delete(recv_type(c, "result"));
+  }
+  rss_n = rss_kb(d->pid);
+  fd_n = fd_count(d->pid);
+  q = connect_daemon(d); /* 1000 queued behind two long jobs per worker */
+  for (i = 0; i < 1000 + 4; i++) {
+    snprintf(id, sizeof id, "z%d", i);
+    send_run(q, id, "sh", "exec sleep 30", NULL);
+    cJSON_Delete(recv_type(q, "accepted"));
+  }
+  rss_q = rss_kb(d->pid);
+  fd_q = fd_count(d->pid);
+  px_client_close(q); /* disconnect cancels them */
+  px_client_close(c);
+  printf("\nfootprint of the daemon\n");
+  printf("  idle:               RSS %6ld KiB, %3d fds\n", rss0, fd0);
+  printf("  after %5d jobs:    RSS %6ld KiB, %3d fds\n", jobs, rss_n, fd_n);
+  printf("  1000 jobs queued:   RSS %6ld KiB, %3d fds\n", rss_q, fd_q);
+  cJSON_AddNumberToObject(out, "rss_idle_kib", (double)rss0);
+  cJSON_AddNumberToObject(out, "fds_idle", fd0);
+  cJSON_AddNumberToObject(out, "rss_after_jobs_kib", (double)rss_n);
+  cJSON_AddNumberToObject(out, "fds_after_jobs", fd_n);
+  cJSON_AddNumberToObject(out, "jobs_for_footprint", jobs);
+  cJSON_AddNumberToObject(out, "rss_1000_queued_kib", (double)rss_q);
+  cJSON_AddNumberToObject(out, "fds_1000_queued", fd_q);
+}
+
+static const char *self_dir(void) {
+  static char dir[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+  char *slash;
+  if (n <= 0)
+    return "./";
+  dir[n] = '\0';
+  slash = strrchr(dir, '/');
+  if (slash)
+    slash[1] = '\0';
+  return dir;
+}
+
+int main(int argc, char **argv) {
+  opts_t o = {300, 10.0, "bench-linux.json"};
+  int footprint_jobs = 10000, i;
+  daemon_t d;
+  cJSON *out = cJSON_CreateObject();
+  char host[256] = "?", *text;
+  FILE *f;
+
+  for (i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--rounds") && i + 1 < argc) o.rounds = (int)strtol(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) o.seconds = strtod(argv[++i], NULL);
+    else if (!strcmp(argv[i], "--json") && i + 1 < argc) o.json_path = argv[++i];
+    else if (!strcmp(argv[i], "--quick")) { o.rounds = 50; o.seconds = 2; footprint_jobs = 500; }
+    else { fprintf(stderr, "usage: %s [--rounds N] [--seconds S] [--json FILE] [--quick]\n", argv[0]); return 2; }
+  }
+  if (geteuid() != 0) {
+    fprintf(stderr, "px_bench_linux: needs root (the sandbox does)\n");
+    return 2;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  if (daemon_start(&d, self_dir()) != 0) {
+    fprintf(stderr, "px_bench_linux: cannot start the daemon\n");
+    return 1;
+  }
+  gethostname(host, sizeof host);
+  printf("PhoenixExecutor Linux benchmarks on %s, %ld CPUs\n", host, sysconf(_SC_NPROCESSORS_ONLN));
+  cJSON_AddNumberToObject(out, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
+  bench_spawn(&d, &o, out);
+  bench_throughput(&d, &o, out);
+  bench_kill(&d, &o, out);
+  bench_footprint(&d, footprint_jobs, out);
+  daemon_stop(&d);
+  text = cJSON_Print(out);
+  f = fopen(o.json_path, "w");
+  if (f && text) {
+    fputs(text, f);
+    fclose(f);
+    printf("\nJSON: %s\n", o.json_path);
+  }
+  free(text);
+  cJSON_Delete(out);
+  return 0;
+}
