@@ -538,20 +538,27 @@ static int parse_root(ctx_t *c, px_request_t *req) {
 int px_request_parse(const char *payload, size_t len,
                      const px_request_limits_t *limits, px_request_t *req,
                      px_parse_error_t *err) {
-  px_request_limits_t def;
+  px_request_limits_t lim;
   cJSON *root = NULL;
   ctx_t c;
   char why[96];
   int rc;
   memset(req, 0, sizeof *req);
   memset(err, 0, sizeof *err);
-  if (!limits) {
-    px_request_limits_default(&def);
-    limits = &def;
+  px_request_limits_default(&lim);
+  if (limits) {
+    /* The env bounds came later; 0 (a caller that fills the struct field
+     * by field) means their default. */
+    size_t name_len = lim.max_env_name_len, value = lim.max_env_value_bytes;
+    lim = *limits;
+    if (!lim.max_env_name_len)
+      lim.max_env_name_len = name_len;
+    if (!lim.max_env_value_bytes)
+      lim.max_env_value_bytes = value;
   }
+  c.lim = &lim;
   c.payload = payload;
   c.len = len;
-  c.lim = limits;
   c.err = err;
   c.root = NULL;
   if (px__json_check(payload, len, why, sizeof why) != 0)

@@ -156,8 +156,8 @@ typedef struct {
   size_t max_args;            /* [256] entries of `args` */
   size_t max_env;             /* [128] entries of `env` */
   size_t max_path_len;        /* [200] bytes of one file path */
-  size_t max_env_name_len;    /* [128] bytes of one env name */
-  size_t max_env_value_bytes; /* [32767] bytes of one env value */
+  size_t max_env_name_len;    /* [128] bytes of one env name; 0: default */
+  size_t max_env_value_bytes; /* [32767] bytes of one env value; 0: default */
 } px_request_limits_t;
 
 /* Fill *l with the defaults above. */

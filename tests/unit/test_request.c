@@ -367,6 +367,27 @@ TEST_IMPL(request_run_env) {
   return 0;
 }
 
+TEST_IMPL(request_env_bounds_zero_means_default) {
+  px_request_limits_t lim;
+  const char *json = RUN ",\"env\":{\"NAME\":\"value\"}}";
+  px_request_limits_default(&lim);
+  lim.max_env_name_len = 0; /* a config that predates these fields */
+  lim.max_env_value_bytes = 0;
+  ASSERT_OK(px_request_parse(json, strlen(json), &lim, &req, &err));
+  ASSERT_STR_EQ(req.run.env[0].value, "value");
+  px_request_free(&req);
+  lim.max_env_name_len = 3;
+  lim.max_env_value_bytes = 4;
+  ASSERT_EQ(px_request_parse(json, strlen(json), &lim, &req, &err),
+            PX_EPROTO);
+  ASSERT_STR_CONTAINS(err.message, "env.NAME: invalid name");
+  lim.max_env_name_len = 4;
+  ASSERT_EQ(px_request_parse(json, strlen(json), &lim, &req, &err),
+            PX_EPROTO);
+  ASSERT_STR_CONTAINS(err.message, "env.NAME: value longer than 4 bytes");
+  return 0;
+}
+
 TEST_IMPL(request_run_limits) {
   static const char *const bad[] = {"0",     "-1",   "1.5",  "1.0", "1e3", "-0",
                                     "\"5\"", "true", "null", "[1]", "{}"};
