@@ -6,3 +6,4 @@
 #include "list-config.h"
 #include "list-engine.h"
 #include "list-kb.h"
+#include "list-zmq.h"
