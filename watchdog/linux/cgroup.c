@@ -227,6 +227,12 @@ static void detect_v2(px__cg_host_t *h, const char *v2root) {
   h->v2_base = join(v2root, own);
   if (!h->v2_base)
     return;
+  /* Not ours to write (an unprivileged daemon without delegation). */
+  if (!h->fake && access(h->v2_base, W_OK) != 0) {
+    free(h->v2_base);
+    h->v2_base = NULL;
+    return;
+  }
   if (cg_read(h->v2_base, "cgroup.controllers", ctrls, sizeof ctrls) != 0) {
     free(h->v2_base);
     h->v2_base = NULL;
@@ -258,9 +264,10 @@ static void detect_v1(px__cg_host_t *h, const char *root) {
       continue;
     /* The root cgroup has no pids.max/freezer.state: test a file that
      * every level has for those two. */
-    if (!path_exists(base, limit_file[i]) &&
+    if ((!h->fake && access(base, W_OK) != 0) ||
+        (!path_exists(base, limit_file[i]) &&
         !((i == PX_CG1_PIDS || i == PX_CG1_FREEZER) &&
-          strcmp(own, "/") == 0 && path_exists(base, "cgroup.procs"))) {
+          strcmp(own, "/") == 0 && path_exists(base, "cgroup.procs")))) {
       free(base);
       continue;
     }

@@ -242,6 +242,7 @@ struct px_sandbox_s {
   uint64_t peak_mem, peak_pids;
   uint64_t enf;
   int finishing;
+  int reg_failed;             /* some fds not in epoll: the tick polls */
   px_outcome_t outcome;
   struct px_sandbox_s *next;  /* watchdog's running list */
 };

@@ -256,6 +256,8 @@ static void on_pidfd(px__wd_t *wd, px_sandbox_t *sb) {
   siginfo_t si;
   struct rusage ru;
   long rc;
+  if (sb->exited_seen)
+    return;
   memset(&si, 0, sizeof si);
   memset(&ru, 0, sizeof ru);
   rc = syscall(SYS_waitid, P_PIDFD, sb->pidfd, &si, WEXITED | WNOHANG, &ru);
@@ -400,8 +402,16 @@ static void on_tick(px__wd_t *wd) {
   /* Only this thread removes from the list; others insert at the head. */
   for (; sb; sb = next) {
     next = sb->next;
-    if (!sb->exited_seen)
+    if (!sb->exited_seen) {
       check_stats(sb, 0);
+      on_pidfd(wd, sb); /* WNOHANG: a hint missed is caught here */
+    }
+    if (sb->reg_failed) { /* not in the epoll set: poll it */
+      if (sb->out_fd[0] >= 0)
+        on_stream(wd, sb, 0);
+      if (sb->out_fd[1] >= 0)
+        on_stream(wd, sb, 1);
+    }
     try_finish(wd, sb);
   }
 }
@@ -472,8 +482,9 @@ int px__wd_add(px__wd_t *wd, px_sandbox_t *sb) {
   sb->next = wd->jobs;
   wd->jobs = sb;
   px_mutex_unlock(&wd->mu);
-  /* From here on the watchdog thread may act on the job. A registration
-   * failure is handled by the caller's kill; the tick finishes the job. */
+  /* From here on the watchdog thread may act on the job. After a
+   * registration failure the caller kills the job and the tick polls its
+   * pidfd and pipes until it is finished. */
   if (ep_add(wd, sb->pidfd, EPOLLIN, &sb->reg[WD_PIDFD]) ||
       ep_add(wd, sb->out_fd[0], EPOLLIN, &sb->reg[WD_OUT]) ||
       ep_add(wd, sb->out_fd[1], EPOLLIN, &sb->reg[WD_ERR]) ||
@@ -483,8 +494,10 @@ int px__wd_add(px__wd_t *wd, px_sandbox_t *sb) {
       (sb->cg.oom_efd >= 0 &&
        ep_add(wd, sb->cg.oom_efd, EPOLLIN, &sb->reg[WD_MEM])) ||
       (sb->cg.mem_events_fd >= 0 &&
-       ep_add(wd, sb->cg.mem_events_fd, EPOLLPRI, &sb->reg[WD_MEM])))
+       ep_add(wd, sb->cg.mem_events_fd, EPOLLPRI, &sb->reg[WD_MEM]))) {
+    sb->reg_failed = 1;
     return PX_LOG_ERRNO(PX_EIO, errno, "epoll_ctl(ADD)");
+  }
   return 0;
 }
 
