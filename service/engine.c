@@ -316,43 +316,46 @@ static px__job_t *drain_item(px_engine_t *eng, px_queue_item_t *it,
 
 /* Deliver the results of jobs drained from the queue (not under any
  * lock): aborted or cancelled by their reason. */
-static void finish_drained(px_engine_t *eng, px__job_t **jobs, size_t n) {
-  size_t i;
-  for (i = 0; i < n; i++)
-    px__engine_finish_unrun(eng, jobs[i],
-                            jobs[i]->reason == REASON_ABORT
-                                ? PX_STATUS_ABORTED
-                                : PX_STATUS_CANCELLED);
+static void finish_drained(px_engine_t *eng, px__job_t *list) {
+  while (list) {
+    px__job_t *job = list;
+    list = job->dnext;
+    px__engine_finish_unrun(eng, job,
+                            job->reason == REASON_ABORT ? PX_STATUS_ABORTED
+                                                        : PX_STATUS_CANCELLED);
+  }
 }
 
 /* Take every queued job of client c (or of everyone when c is NULL) out of
- * the queue; kill the running ones. Engine lock held. *jobs is malloc'd. */
+ * the queue into *list (linked by dnext, oldest level first); kill the
+ * running ones. Engine lock held; never allocates, so it cannot fail. */
 static size_t drain_locked(px_engine_t *eng, px_engine_client_t *c,
-                           job_reason_t why, px__job_t ***jobs,
+                           job_reason_t why, px__job_t **list,
                            unsigned *killed) {
-  size_t n = 0, cap = c ? px_queue_client_queued(c->qc)
-                        : px_queue_depth(eng->q);
+  px__job_t *job, **tail = list;
   px_queue_item_t *it;
-  px__job_t *job;
-  *jobs = cap ? calloc(cap, sizeof **jobs) : NULL;
+  size_t n = 0;
+  *list = NULL;
   for (job = eng->active; job; job = job->next)
     if ((!c || job->client == c) && job->state == JOB_RUNNING &&
         job->reason == REASON_NONE) {
       px__engine_kill_locked(eng, job, why);
       (*killed)++;
     }
-  if (cap && !*jobs)
-    return 0; /* out of memory: the queued jobs stay queued */
-  while (n < cap && (it = c ? px_queue_pop_client(eng->q, c->qc)
-                            : px_queue_pop_any(eng->q)) != NULL)
-    (*jobs)[n++] = drain_item(eng, it, why);
+  while ((it = c ? px_queue_pop_client(eng->q, c->qc)
+                 : px_queue_pop_any(eng->q)) != NULL) {
+    job = drain_item(eng, it, why);
+    job->dnext = NULL;
+    *tail = job;
+    tail = &job->dnext;
+    n++;
+  }
   return n;
 }
 
 void px_engine_client_close(px_engine_t *eng, px_engine_client_t *c,
                             int cancel_jobs) {
-  px__job_t **jobs = NULL;
-  size_t n = 0;
+  px__job_t *jobs = NULL;
   unsigned killed = 0;
   if (!eng || !c)
     return;
@@ -361,13 +364,12 @@ void px_engine_client_close(px_engine_t *eng, px_engine_client_t *c,
   px_mutex_unlock(&c->cb_lock);
   px_mutex_lock(&eng->lock);
   if (cancel_jobs)
-    n = drain_locked(eng, c, REASON_CANCEL, &jobs, &killed);
+    (void)drain_locked(eng, c, REASON_CANCEL, &jobs, &killed);
   c->refs++; /* keep c alive until the drained results are out */
   c->transport_closed = 1;
   client_unref_locked(eng, c);
   px_mutex_unlock(&eng->lock);
-  finish_drained(eng, jobs, n);
-  free(jobs);
+  finish_drained(eng, jobs);
   px_mutex_lock(&eng->lock);
   client_unref_locked(eng, c); /* may free c */
   px_mutex_unlock(&eng->lock);
@@ -596,7 +598,7 @@ int px_engine_cancel(px_engine_t *eng, px_engine_client_t *c,
 /* ---- scram, resume, status, stop ---- */
 
 unsigned px_engine_scram(px_engine_t *eng) {
-  px__job_t **jobs = NULL;
+  px__job_t *jobs = NULL;
   size_t n;
   unsigned killed = 0;
   if (!eng)
@@ -607,8 +609,7 @@ unsigned px_engine_scram(px_engine_t *eng) {
   px_mutex_unlock(&eng->lock);
   PX_LOG(PX_LOG_WARN, "scram: %u running jobs killed, %llu queued aborted",
          killed, (unsigned long long)n);
-  finish_drained(eng, jobs, n);
-  free(jobs);
+  finish_drained(eng, jobs);
   return killed + (unsigned)n;
 }
 
@@ -648,7 +649,7 @@ void px_engine_status(px_engine_t *eng, px_status_info_t *s) {
 }
 
 void px_engine_stop(px_engine_t *eng) {
-  px__job_t **jobs = NULL;
+  px__job_t *jobs = NULL;
   size_t n = 0;
   unsigned killed = 0, i;
   if (!eng)
@@ -669,8 +670,7 @@ void px_engine_stop(px_engine_t *eng) {
   px_mutex_unlock(&eng->lock);
   PX_LOG(PX_LOG_INFO, "stopping: %u running jobs killed, %llu queued aborted",
          killed, (unsigned long long)n);
-  finish_drained(eng, jobs, n);
-  free(jobs);
+  finish_drained(eng, jobs);
   for (i = 0; i < eng->nthreads; i++)
     px_thread_join(eng->threads[i]);
   eng->nthreads = 0;

@@ -34,6 +34,7 @@ struct px__job_s {
   int counted_running;          /* popped by px_queue_pop: px_queue_done */
   px_sandbox_t *sb;             /* set while kill() may be called */
   px__job_t *prev, *next;       /* eng->active while out of the queue */
+  px__job_t *dnext;             /* a drain's private list (no allocation) */
   /* --- under client->cb_lock --- */
   int started_sent;
   int result_sent;
