@@ -107,8 +107,7 @@ static int boundary(const char *s, size_t len, size_t i) {
   return before != after;
 }
 
-static int match_items(const item_t *it, size_t n, const char *s,
-                       size_t len) {
+static int match_items(const item_t *it, size_t n, const char *s, size_t len) {
   size_t p = 0, i = 0, star_p = 0, star_i = 0; /* implicit leading star */
   for (;;) {
     if (p == n)
@@ -135,8 +134,7 @@ static int match_items(const item_t *it, size_t n, const char *s,
   }
 }
 
-int px_audit_pattern_match(const char *pattern, const char *line,
-                           size_t len) {
+int px_audit_pattern_match(const char *pattern, const char *line, size_t len) {
   item_t items[PX_AUDIT_MAX_PATTERN];
   const char *why = NULL;
   int n = compile(pattern, items, &why);
@@ -171,9 +169,8 @@ static compiled_t *compile_set(const px_audit_ruleset_t *set) {
   return c;
 }
 
-int px_audit_run(const px_config_t *cfg, const char *runtime,
-                 const char *code, size_t len, int high_trust,
-                 px_result_t *result) {
+int px_audit_run(const px_config_t *cfg, const char *runtime, const char *code,
+                 size_t len, int high_trust, px_result_t *result) {
   const px_audit_ruleset_t *set = find_set(cfg, runtime);
   const px_audit_rule_t *worst = NULL;
   compiled_t *pats = NULL;
@@ -190,8 +187,7 @@ int px_audit_run(const px_config_t *cfg, const char *runtime,
     for (r = 0; rc == 0 && r < set->nrules; r++) {
       const px_audit_rule_t *rule = &set->rules[r];
       if (pats[r].n <= 0 ||
-          !match_items(pats[r].items, (size_t)pats[r].n, code + pos,
-                       end - pos))
+          !match_items(pats[r].items, (size_t)pats[r].n, code + pos, end - pos))
         continue;
       if (reported < cfg->audit.max_findings) {
         rc = px_result_add_finding(result, rule->id, line, rule->severity,
@@ -217,8 +213,8 @@ int px_audit_run(const px_config_t *cfg, const char *runtime,
   result->exit_code = -1;
   if (px_result_set_error(result, PX_CODE_AUDIT_REJECTED,
                           "audit rule %s (%s) on line %u: %s", worst->id,
-                          px_audit_severity_name(worst->severity),
-                          worst_line, worst->message) != 0)
+                          px_audit_severity_name(worst->severity), worst_line,
+                          worst->message) != 0)
     return PX_ENOMEM;
   return PX_EPOLICY;
 }

@@ -65,7 +65,8 @@ static const px_audit_default_rule_t powershell_rules[] = {
      "process creation (Start-Process)"},
     {"ps.process_class", H, "Diagnostics.Process",
      "process creation (System.Diagnostics.Process)"},
-    {"ps.iex", H, "\\bInvoke-Expression\\b", "dynamic code (Invoke-Expression)"},
+    {"ps.iex", H, "\\bInvoke-Expression\\b",
+     "dynamic code (Invoke-Expression)"},
     {"ps.iex_alias", H, "\\biex\\b", "dynamic code (iex)"},
     {"ps.invoke_command", H, "\\bInvoke-Command\\b",
      "remote or script-block execution (Invoke-Command)"},
@@ -131,8 +132,9 @@ static const px_audit_default_rule_t sh_rules[] = {
     {"sh.shred", H, "\\bshred\\b", "destructive overwrite (shred)"},
     {"sh.dd", H, "\\bdd\\b*\\bof=", "raw write (dd of=)"},
     {"sh.mkfs", C, "\\bmkfs", "filesystem creation (mkfs)"},
-    {"sh.find_delete", H, "\\bfind\\b*-delete\\b", "bulk deletion (find "
-                                                    "-delete)"},
+    {"sh.find_delete", H, "\\bfind\\b*-delete\\b",
+     "bulk deletion (find "
+     "-delete)"},
     {"sh.nohup", M, "\\bnohup\\b", "detached process (nohup)"},
     {"sh.setsid", M, "\\bsetsid\\b", "detached process (setsid)"},
     {"sh.eval", M, "\\beval\\b", "dynamic code (eval)"},
@@ -142,8 +144,7 @@ static const px_audit_default_rule_t sh_rules[] = {
     {"sh.su", H, "\\bsu\\b", "identity change (su)"},
     {"sh.chmod", L, "\\bchmod\\b", "permission change (chmod)"},
     {"sh.setuid_bit", C, "\\bchmod\\b*+s\\b", "setuid/setgid bit (chmod +s)"},
-    {"sh.setuid_octal", C, "\\bchmod\\b*\\b4???\\b",
-     "setuid bit (chmod 4xxx)"},
+    {"sh.setuid_octal", C, "\\bchmod\\b*\\b4???\\b", "setuid bit (chmod 4xxx)"},
     {"sh.chown", M, "\\bchown\\b", "ownership change (chown)"},
     {"sh.setcap", C, "\\bsetcap\\b", "file capabilities (setcap)"},
     {"sh.passwd", H, "/etc/passwd", "account database (/etc/passwd)"},
@@ -158,7 +159,8 @@ static const struct {
   const px_audit_default_rule_t *rules;
   size_t n;
 } sets[] = {
-#define SET(name, arr) {name, arr, sizeof arr / sizeof arr[0]}
+#define SET(name, arr)                                                         \
+  { name, arr, sizeof arr / sizeof arr[0] }
     SET("python", python_rules),
     SET("powershell", powershell_rules),
     SET("cmd", cmd_rules),

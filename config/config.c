@@ -57,8 +57,8 @@ static int is_integral(double d) {
 
 int px__cfg_u64(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
                 uint64_t min, uint64_t max, uint64_t *out) {
-  const char *what =
-      min >= 1 ? "must be a positive integer" : "must be a non-negative integer";
+  const char *what = min >= 1 ? "must be a positive integer"
+                              : "must be a non-negative integer";
   uint64_t v;
   if (!cJSON_IsNumber(it) || !is_integral(it->valuedouble))
     return px__cfg_fail(ctx, path, "%s", what);
@@ -114,17 +114,17 @@ int px__cfg_no_dup_keys(px__cfg_ctx_t *ctx, const cJSON *obj,
 /* ---- the field table ---- */
 
 typedef enum {
-  F_U64,    /* uint64_t */
-  F_U32,    /* uint32_t */
-  F_SIZE,   /* size_t */
-  F_BOOL,   /* int 0/1 */
-  F_STR,    /* char *, non-empty */
-  F_STRN,   /* char * or JSON null (NULL) */
-  F_PATH,   /* char *, absolute path for this platform */
-  F_ENUM,   /* an enum stored as int, from names[] */
-  F_OBJ,    /* nested object: sub[] */
+  F_U64,     /* uint64_t */
+  F_U32,     /* uint32_t */
+  F_SIZE,    /* size_t */
+  F_BOOL,    /* int 0/1 */
+  F_STR,     /* char *, non-empty */
+  F_STRN,    /* char * or JSON null (NULL) */
+  F_PATH,    /* char *, absolute path for this platform */
+  F_ENUM,    /* an enum stored as int, from names[] */
+  F_OBJ,     /* nested object: sub[] */
   F_STRLIST, /* char ** at off, size_t count at off2 */
-  F_CUSTOM  /* parse/emit functions */
+  F_CUSTOM   /* parse/emit functions */
 } ftype_t;
 
 typedef struct field_s field_t;
@@ -142,20 +142,32 @@ struct field_s {
 };
 
 #define OFF(m) offsetof(px_config_t, m)
-#define U64(k, m, lo, hi) {k, F_U64, OFF(m), 0, lo, hi, 0, 0, 0, 0, 0, 0}
-#define U32(k, m, lo, hi) {k, F_U32, OFF(m), 0, lo, hi, 0, 0, 0, 0, 0, 0}
-#define SIZ(k, m, lo, hi) {k, F_SIZE, OFF(m), 0, lo, hi, 0, 0, 0, 0, 0, 0}
-#define BOOL(k, m) {k, F_BOOL, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0}
-#define STR(k, m) {k, F_STR, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0}
-#define STRC(k, m, chk, rule) {k, F_STR, OFF(m), 0, 0, 0, 0, 0, 0, 0, chk, rule}
-#define STRN(k, m) {k, F_STRN, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0}
-#define PATH(k, m) {k, F_PATH, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0}
-#define ENUM(k, m, n) {k, F_ENUM, OFF(m), 0, 0, 0, n, 0, 0, 0, 0, 0}
-#define OBJ(k, s) {k, F_OBJ, 0, 0, 0, 0, 0, s, 0, 0, 0, 0}
-#define LIST(k, m, c, chk, rule)                                              \
-  {k, F_STRLIST, OFF(m), OFF(c), 0, 0, 0, 0, 0, 0, chk, rule}
-#define CUSTOM(k, p, e) {k, F_CUSTOM, 0, 0, 0, 0, 0, 0, p, e, 0, 0}
-#define END {NULL, F_U64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+#define U64(k, m, lo, hi)                                                      \
+  { k, F_U64, OFF(m), 0, lo, hi, 0, 0, 0, 0, 0, 0 }
+#define U32(k, m, lo, hi)                                                      \
+  { k, F_U32, OFF(m), 0, lo, hi, 0, 0, 0, 0, 0, 0 }
+#define SIZ(k, m, lo, hi)                                                      \
+  { k, F_SIZE, OFF(m), 0, lo, hi, 0, 0, 0, 0, 0, 0 }
+#define BOOL(k, m)                                                             \
+  { k, F_BOOL, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define STR(k, m)                                                              \
+  { k, F_STR, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define STRC(k, m, chk, rule)                                                  \
+  { k, F_STR, OFF(m), 0, 0, 0, 0, 0, 0, 0, chk, rule }
+#define STRN(k, m)                                                             \
+  { k, F_STRN, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define PATH(k, m)                                                             \
+  { k, F_PATH, OFF(m), 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+#define ENUM(k, m, n)                                                          \
+  { k, F_ENUM, OFF(m), 0, 0, 0, n, 0, 0, 0, 0, 0 }
+#define OBJ(k, s)                                                              \
+  { k, F_OBJ, 0, 0, 0, 0, 0, s, 0, 0, 0, 0 }
+#define LIST(k, m, c, chk, rule)                                               \
+  { k, F_STRLIST, OFF(m), OFF(c), 0, 0, 0, 0, 0, 0, chk, rule }
+#define CUSTOM(k, p, e)                                                        \
+  { k, F_CUSTOM, 0, 0, 0, 0, 0, 0, p, e, 0, 0 }
+#define END                                                                    \
+  { NULL, F_U64, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 #define KiB UINT64_C(1024)
 #define MiB (KiB * 1024)
@@ -163,15 +175,15 @@ struct field_s {
 #define TiB (GiB * 1024)
 #define DAY_MS (UINT64_C(24) * 3600 * 1000)
 
-static const char *const log_names[] = {"trace", "debug", "info", "warn",
-                                        "error", "critical", "off", NULL};
+static const char *const log_names[] = {"trace", "debug",    "info", "warn",
+                                        "error", "critical", "off",  NULL};
 static const char *const disconnect_names[] = {"cancel", "finish", NULL};
 static const char *const overflow_names[] = {"kill", "truncate", NULL};
 static const char *const snapshot_names[] = {"always", "writers", NULL};
 static const char *const integrity_names[] = {"low", "untrusted", NULL};
 static const char *const mode_names[] = {"advisory", "high_trust", NULL};
-static const char *const sev_names[] = {"info", "low", "medium", "high",
-                                        "critical", NULL};
+static const char *const sev_names[] = {"info", "low",      "medium",
+                                        "high", "critical", NULL};
 
 static int z85_key_ok(const char *s) {
   static const char z85[] = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKL"
@@ -187,16 +199,16 @@ static int z85_key_ok(const char *s) {
 
 /* Unix paths (the socket, bind mounts) are absolute with a '/' whatever
  * platform reads the file: one file can serve both. */
-static int unix_abs_ok(const char *s) { return s[0] == '/'; }
+static int unix_abs_ok(const char *s) {
+  return s[0] == '/';
+}
 
 static const field_t zmq_fields[] = {
     STRN("endpoint", transports.zmq.endpoint),
     STRN("secret_key_file", transports.zmq.secret_key_file),
-    LIST("client_keys", transports.zmq.client_keys,
-         transports.zmq.nclient_keys, z85_key_ok,
-         "must be a 40-character Z85 public key"),
-    BOOL("insecure", transports.zmq.insecure),
-    END};
+    LIST("client_keys", transports.zmq.client_keys, transports.zmq.nclient_keys,
+         z85_key_ok, "must be a 40-character Z85 public key"),
+    BOOL("insecure", transports.zmq.insecure), END};
 
 static const field_t transport_fields[] = {
     STR("pipe_name", transports.pipe_name),
@@ -211,11 +223,11 @@ static const field_t transport_fields[] = {
     ENUM("on_disconnect", transports.on_disconnect, disconnect_names),
     END};
 
-#define LIMIT_FIELDS(base)                                                   \
-  U64("cpu_ms", base.cpu_ms, 1, 30 * DAY_MS),                                \
-      U64("wall_ms", base.wall_ms, 1, 30 * DAY_MS),                          \
-      U64("memory_bytes", base.memory_bytes, 1, 64 * TiB),                   \
-      U64("processes", base.processes, 1, 1000000),                          \
+#define LIMIT_FIELDS(base)                                                     \
+  U64("cpu_ms", base.cpu_ms, 1, 30 * DAY_MS),                                  \
+      U64("wall_ms", base.wall_ms, 1, 30 * DAY_MS),                            \
+      U64("memory_bytes", base.memory_bytes, 1, 64 * TiB),                     \
+      U64("processes", base.processes, 1, 1000000),                            \
       U64("output_bytes", base.output_bytes, 1, 64 * GiB), END
 
 static const field_t limit_def_fields[] = {LIMIT_FIELDS(limits.def)};
@@ -251,15 +263,15 @@ static const field_t audit_fields[] = {
     ENUM("mode", audit.mode, mode_names),
     ENUM("reject_severity", audit.reject_severity, sev_names),
     U32("max_findings", audit.max_findings, 0, 10000),
-    CUSTOM("rules", px__cfg_parse_audit_rules, px__cfg_emit_audit_rules),
-    END};
+    CUSTOM("rules", px__cfg_parse_audit_rules, px__cfg_emit_audit_rules), END};
 
 static const field_t kb_fields[] = {
     CUSTOM("roots", px__cfg_parse_kb_roots, px__cfg_emit_kb_roots),
     PATH("store", kb.store),
     ENUM("snapshot", kb.snapshot, snapshot_names),
     U32("keep", kb.keep, 1, 100000),
-    U64("max_store_bytes", kb.max_store_bytes, 0, 1024 * TiB), END};
+    U64("max_store_bytes", kb.max_store_bytes, 0, 1024 * TiB),
+    END};
 
 static const field_t windows_fields[] = {
     BOOL("ui_restrictions", windows.ui_restrictions),
@@ -271,7 +283,8 @@ static const field_t linux_fields[] = {
     U64("tmpfs_bytes", linux_.tmpfs_bytes, 1 * MiB, 64 * GiB),
     U32("sandbox_uid", linux_.sandbox_uid, 1, UINT32_MAX - 1),
     U32("sandbox_gid", linux_.sandbox_gid, 1, UINT32_MAX - 1),
-    BOOL("allow_degraded", linux_.allow_degraded), END};
+    BOOL("allow_degraded", linux_.allow_degraded),
+    END};
 
 static const field_t request_fields[] = {
     SIZ("max_code_bytes", request.max_code_bytes, 1, 64 * MiB),
@@ -280,7 +293,8 @@ static const field_t request_fields[] = {
     SIZ("max_total_bytes", request.max_total_bytes, 1, 256 * MiB),
     SIZ("max_args", request.max_args, 0, 4096),
     SIZ("max_env", request.max_env, 0, 4096),
-    SIZ("max_path_len", request.max_path_len, 1, 1024), END};
+    SIZ("max_path_len", request.max_path_len, 1, 1024),
+    END};
 
 static const field_t root_fields[] = {
     ENUM("log_level", log_level, log_names),
@@ -301,13 +315,11 @@ static const field_t root_fields[] = {
 
 /* ---- parse ---- */
 
-static int parse_fields(px__cfg_ctx_t *ctx, const cJSON *obj,
-                        const char *path, const field_t *fields,
-                        px_config_t *cfg);
+static int parse_fields(px__cfg_ctx_t *ctx, const cJSON *obj, const char *path,
+                        const field_t *fields, px_config_t *cfg);
 
-static int parse_strlist(px__cfg_ctx_t *ctx, const cJSON *it,
-                         const char *path, const field_t *f,
-                         px_config_t *cfg) {
+static int parse_strlist(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
+                         const field_t *f, px_config_t *cfg) {
   char ***vp = (char ***)((char *)cfg + f->off);
   size_t *np = (size_t *)((char *)cfg + f->off2);
   char child[PX__PATH_MAX], **v = NULL;
@@ -371,9 +383,9 @@ static int set_str(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
     return 0;
   }
   if (px__cfg_str(ctx, it, path, 0, &s) != 0)
-    return f->type == F_STRN ? px__cfg_fail(ctx, path,
-                                            "must be a string or null")
-                             : PX_ECONFIG;
+    return f->type == F_STRN
+               ? px__cfg_fail(ctx, path, "must be a string or null")
+               : PX_ECONFIG;
   if (f->type == F_PATH && !px__config_path_absolute(s))
     return px__cfg_fail(ctx, path, "must be an absolute path");
   if (f->check && !f->check(s))
@@ -424,9 +436,8 @@ static int parse_field(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
   return PX_EINVAL;
 }
 
-static int parse_fields(px__cfg_ctx_t *ctx, const cJSON *obj,
-                        const char *path, const field_t *fields,
-                        px_config_t *cfg) {
+static int parse_fields(px__cfg_ctx_t *ctx, const cJSON *obj, const char *path,
+                        const field_t *fields, px_config_t *cfg) {
   char child[PX__PATH_MAX];
   const cJSON *it;
   const field_t *f;
@@ -672,8 +683,8 @@ static cJSON *emit_field(const field_t *f, const px_config_t *cfg) {
   case F_STRLIST: {
     size_t n = *(const size_t *)((const char *)cfg + f->off2);
     /* cJSON_CreateStringArray refuses a NULL list, even an empty one. */
-    return n ? cJSON_CreateStringArray(
-                   (const char *const *)*(char **const *)at, (int)n)
+    return n ? cJSON_CreateStringArray((const char *const *)*(char **const *)at,
+                                       (int)n)
              : cJSON_CreateArray();
   }
   case F_CUSTOM:
@@ -735,8 +746,8 @@ int px_config_load(const char *path, px_config_t **out, char *err,
   *out = NULL;
   if (!path)
     return px_config_from_json("{}", 2, out, err, errsz);
-  rc = px_config_read_file(path, 0, PX_CONFIG_MAX_FILE_BYTES, &text, &len,
-                           err, errsz);
+  rc = px_config_read_file(path, 0, PX_CONFIG_MAX_FILE_BYTES, &text, &len, err,
+                           errsz);
   if (rc == 0)
     rc = px_config_from_json(text, len, out, err, errsz);
   free(text);
@@ -751,12 +762,13 @@ int px_config_load_default(px_config_t **out, char *err, size_t errsz) {
     return PX_ENOMEM;
   rc = px_config_load(path, out, err, errsz);
   if (rc == PX_ENOENT) {
-    PX_LOG(PX_LOG_INFO, "no configuration file at %s: built-in defaults",
-           path);
+    PX_LOG(PX_LOG_INFO, "no configuration file at %s: built-in defaults", path);
     rc = px_config_load(NULL, out, err, errsz);
   }
   free(path);
   return rc;
 }
 
-char *px_config_default_path(void) { return px__config_default_file(); }
+char *px_config_default_path(void) {
+  return px__config_default_file();
+}

@@ -49,8 +49,7 @@ int px__cfg_u64(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
 int px__cfg_str(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
                 int allow_empty, const char **out);
 /* Fail on a duplicate key among obj's members (cJSON keeps both). */
-int px__cfg_no_dup_keys(px__cfg_ctx_t *ctx, const cJSON *obj,
-                        const char *path);
+int px__cfg_no_dup_keys(px__cfg_ctx_t *ctx, const cJSON *obj, const char *path);
 int px__cfg_expect_object(px__cfg_ctx_t *ctx, const cJSON *it,
                           const char *path);
 
@@ -58,8 +57,8 @@ int px__cfg_expect_object(px__cfg_ctx_t *ctx, const cJSON *it,
  * current value in cfg as docs/config.md describes. */
 int px__cfg_parse_runtimes(px__cfg_ctx_t *ctx, const cJSON *it,
                            const char *path, px_config_t *cfg);
-int px__cfg_parse_clients(px__cfg_ctx_t *ctx, const cJSON *it,
-                          const char *path, px_config_t *cfg);
+int px__cfg_parse_clients(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
+                          px_config_t *cfg);
 int px__cfg_parse_audit_rules(px__cfg_ctx_t *ctx, const cJSON *it,
                               const char *path, px_config_t *cfg);
 int px__cfg_parse_kb_roots(px__cfg_ctx_t *ctx, const cJSON *it,
@@ -96,7 +95,7 @@ int px__cfg_ruleset_from_default(const char *name, px_audit_ruleset_t *out);
 /* 1 if path is absolute for this platform ("/x" or "C:\x", "\\srv\x"). */
 int px__config_path_absolute(const char *path);
 /* malloc'd platform default paths; NULL on OOM. */
-char *px__config_default_file(void);    /* executor.json */
+char *px__config_default_file(void); /* executor.json */
 char *px__config_default_kb_store(void);
 char *px__config_default_work_root(void);
 /* Directory holding the OS's own programs with a trailing separator

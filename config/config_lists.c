@@ -71,8 +71,7 @@ static int parse_command(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
   const cJSON *e;
   const char *s;
   size_t n, i = 0, nargs = 0, nfile = 0;
-  if (!cJSON_IsArray(it) || (n = (size_t)cJSON_GetArraySize(it)) == 0 ||
-      n > 64)
+  if (!cJSON_IsArray(it) || (n = (size_t)cJSON_GetArraySize(it)) == 0 || n > 64)
     return px__cfg_fail(ctx, path, "must be an array of 1-64 strings");
   if (!(rt->command = calloc(n, sizeof *rt->command)))
     return PX_ENOMEM;
@@ -82,8 +81,9 @@ static int parse_command(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
       return PX_ECONFIG;
     if (i == 0 && (strstr(s, "{file}") || strstr(s, "{args}") ||
                    !px__config_path_absolute(s)))
-      return px__cfg_fail(ctx, child, "the program must be an absolute "
-                                      "path without placeholders");
+      return px__cfg_fail(ctx, child,
+                          "the program must be an absolute "
+                          "path without placeholders");
     if (strstr(s, "{args}") && strcmp(s, "{args}") != 0)
       return px__cfg_fail(ctx, child, "{args} must be a whole element");
     nargs += strcmp(s, "{args}") == 0;
@@ -127,8 +127,8 @@ static int parse_env(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
   return 0;
 }
 
-static int parse_runtime(px__cfg_ctx_t *ctx, const cJSON *obj,
-                         const char *path, px_runtime_t *rt) {
+static int parse_runtime(px__cfg_ctx_t *ctx, const cJSON *obj, const char *path,
+                         px_runtime_t *rt) {
   char child[PX__PATH_MAX], cap[80];
   const cJSON *it;
   const char *s;
@@ -192,9 +192,10 @@ int px__cfg_parse_runtimes(px__cfg_ctx_t *ctx, const cJSON *it,
     size_t at = find_runtime(cfg, e->string);
     px__cfg_join(child, sizeof child, path, e->string);
     if (!name_ok(e->string, 32, 0))
-      return px__cfg_fail(ctx, child, "runtime names are 1-32 of "
-                                      "[A-Za-z0-9_.-]");
-    if (cJSON_IsNull(e)) { /* remove a built-in runtime */
+      return px__cfg_fail(ctx, child,
+                          "runtime names are 1-32 of "
+                          "[A-Za-z0-9_.-]");
+    if (cJSON_IsNull(e)) {    /* remove a built-in runtime */
       if (at != (size_t)-1) { /* keep the order: printing depends on it */
         px__cfg_free_runtime(&cfg->runtimes[at]);
         memmove(&cfg->runtimes[at], &cfg->runtimes[at + 1],
@@ -212,8 +213,8 @@ int px__cfg_parse_runtimes(px__cfg_ctx_t *ctx, const cJSON *it,
     if (at == (size_t)-1) {
       px_runtime_t *grown;
       if (cfg->nruntimes >= MAX_ENTRIES ||
-          !(grown = realloc(cfg->runtimes,
-                            (cfg->nruntimes + 1) * sizeof *grown))) {
+          !(grown =
+                realloc(cfg->runtimes, (cfg->nruntimes + 1) * sizeof *grown))) {
         px__cfg_free_runtime(&rt);
         return cfg->nruntimes >= MAX_ENTRIES
                    ? px__cfg_fail(ctx, path, "too many runtimes")
@@ -294,8 +295,8 @@ static int parse_match(px__cfg_ctx_t *ctx, const cJSON *m, const char *path,
   uint64_t id;
   int rc, i;
   static const char *const keys[] = {"windows_sid", "windows_group_sid",
-                                      "unix_uid", "unix_gid", "zmq_key",
-                                      "any"};
+                                     "unix_uid",    "unix_gid",
+                                     "zmq_key",     "any"};
   if ((rc = px__cfg_expect_object(ctx, m, path)) != 0)
     return rc;
   cJSON_ArrayForEach(it, m) {
@@ -307,7 +308,8 @@ static int parse_match(px__cfg_ctx_t *ctx, const cJSON *m, const char *path,
     }
   }
   if (cJSON_GetArraySize(m) != 1)
-    return px__cfg_fail(ctx, path, "must have exactly one of windows_sid, "
+    return px__cfg_fail(ctx, path,
+                        "must have exactly one of windows_sid, "
                         "windows_group_sid, unix_uid, unix_gid, zmq_key, any");
   it = m->child;
   px__cfg_join(child, sizeof child, path, it->string);
@@ -349,8 +351,8 @@ static int parse_match(px__cfg_ctx_t *ctx, const cJSON *m, const char *path,
 }
 
 static int add_runtime_cap(px_client_policy_t *c, const char *s) {
-  char **grown = realloc(c->runtime_caps,
-                         (c->nruntime_caps + 1) * sizeof *grown);
+  char **grown =
+      realloc(c->runtime_caps, (c->nruntime_caps + 1) * sizeof *grown);
   if (!grown)
     return PX_ENOMEM;
   c->runtime_caps = grown;
@@ -388,8 +390,8 @@ static int parse_caps(px__cfg_ctx_t *ctx, const cJSON *arr, const char *path,
   return 0;
 }
 
-static int parse_client(px__cfg_ctx_t *ctx, const cJSON *obj,
-                        const char *path, px_client_policy_t *c) {
+static int parse_client(px__cfg_ctx_t *ctx, const cJSON *obj, const char *path,
+                        px_client_policy_t *c) {
   char child[PX__PATH_MAX];
   const cJSON *it;
   const char *s;
@@ -402,9 +404,8 @@ static int parse_client(px__cfg_ctx_t *ctx, const cJSON *obj,
   cJSON_ArrayForEach(it, obj) {
     px__cfg_join(child, sizeof child, path, it->string);
     if (strcmp(it->string, "name") == 0)
-      rc = px__cfg_str(ctx, it, child, 0, &s) != 0
-               ? PX_ECONFIG
-               : dup_or_enomem(&c->name, s);
+      rc = px__cfg_str(ctx, it, child, 0, &s) != 0 ? PX_ECONFIG
+                                                   : dup_or_enomem(&c->name, s);
     else if (strcmp(it->string, "match") == 0)
       rc = parse_match(ctx, it, child, c);
     else if (strcmp(it->string, "capabilities") == 0)
@@ -412,8 +413,9 @@ static int parse_client(px__cfg_ctx_t *ctx, const cJSON *obj,
     else if (strcmp(it->string, "max_priority") == 0)
       rc = (!cJSON_IsString(it) ||
             px_policy_priority_parse(it->valuestring, &c->max_priority))
-               ? px__cfg_fail(ctx, child, "must be one of \"critical\", "
-                                          "\"high\", \"normal\", \"low\"")
+               ? px__cfg_fail(ctx, child,
+                              "must be one of \"critical\", "
+                              "\"high\", \"normal\", \"low\"")
                : 0;
     else if (strcmp(it->string, "max_concurrent") == 0) {
       rc = px__cfg_u64(ctx, it, child, 0, 100000, &v);
@@ -434,8 +436,8 @@ static int parse_client(px__cfg_ctx_t *ctx, const cJSON *obj,
   return 0;
 }
 
-int px__cfg_parse_clients(px__cfg_ctx_t *ctx, const cJSON *it,
-                          const char *path, px_config_t *cfg) {
+int px__cfg_parse_clients(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
+                          px_config_t *cfg) {
   char child[PX__PATH_MAX];
   px_client_policy_t *list = NULL;
   const cJSON *e;
@@ -483,9 +485,9 @@ static cJSON *emit_match(const px_client_policy_t *c) {
     break;
   case PX_MATCH_UNIX_UID:
   case PX_MATCH_UNIX_GID:
-    cJSON_AddItemToObject(m, c->match == PX_MATCH_UNIX_UID ? "unix_uid"
-                                                           : "unix_gid",
-                          px__cfg_number(c->match_id));
+    cJSON_AddItemToObject(
+        m, c->match == PX_MATCH_UNIX_UID ? "unix_uid" : "unix_gid",
+        px__cfg_number(c->match_id));
     return m;
   default:
     cJSON_AddStringToObject(m, "any", any_names[c->match - PX_MATCH_ANY_LOCAL]);
@@ -551,7 +553,8 @@ static int parse_rule(px__cfg_ctx_t *ctx, const cJSON *obj, const char *path,
     if (strcmp(it->string, "severity") == 0) {
       rc = (!cJSON_IsString(it) ||
             px_audit_severity_parse(it->valuestring, &r->severity))
-               ? px__cfg_fail(ctx, child, "must be one of \"info\", \"low\", "
+               ? px__cfg_fail(ctx, child,
+                              "must be one of \"info\", \"low\", "
                               "\"medium\", \"high\", \"critical\"")
                : 0;
       have_sev = 1;
@@ -576,13 +579,14 @@ static int parse_rule(px__cfg_ctx_t *ctx, const cJSON *obj, const char *path,
       return rc;
   }
   if (!r->id || !r->pattern || !r->message || !have_sev)
-    return px__cfg_fail(ctx, path, "id, severity, pattern and message are "
-                                   "required");
+    return px__cfg_fail(ctx, path,
+                        "id, severity, pattern and message are "
+                        "required");
   return 0;
 }
 
-static int parse_ruleset(px__cfg_ctx_t *ctx, const cJSON *arr,
-                         const char *path, px_audit_ruleset_t *set) {
+static int parse_ruleset(px__cfg_ctx_t *ctx, const cJSON *arr, const char *path,
+                         px_audit_ruleset_t *set) {
   char child[PX__PATH_MAX];
   const cJSON *e;
   size_t n, i = 0, j;
@@ -778,8 +782,10 @@ int px__cfg_check_lists(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
     for (j = 0; j < cfg->clients[i].nruntime_caps; j++)
       if (!runtime_cap_exists(cfg, cfg->clients[i].runtime_caps[j])) {
         snprintf(path, sizeof path, "clients[%zu].capabilities", i);
-        return px__cfg_fail(ctx, path, "\"%s\" is not the capability of any "
-                            "runtime", cfg->clients[i].runtime_caps[j]);
+        return px__cfg_fail(ctx, path,
+                            "\"%s\" is not the capability of any "
+                            "runtime",
+                            cfg->clients[i].runtime_caps[j]);
       }
   return 0;
 }

@@ -73,16 +73,16 @@ static int default_runtimes(px_config_t *cfg) {
   ps = cat(sys, "WindowsPowerShell\\v1.0\\powershell.exe");
   if (win && cmd && ps) {
     char buf[1024];
-    snprintf(buf, sizeof buf, "%.*s;%s;%sWindowsPowerShell\\v1.0",
-             (int)(n - 1), sys, win, sys);
+    snprintf(buf, sizeof buf, "%.*s;%s;%sWindowsPowerShell\\v1.0", (int)(n - 1),
+             sys, win, sys);
     path = px_strdup(buf);
     comspec = px_strdup(cmd);
   }
   if (path && comspec) {
     const char *cmdv[] = {cmd, "/d", "/c", "{file}", "{args}"};
-    const char *psv[] = {ps, "-NoProfile", "-NonInteractive",
-                         "-ExecutionPolicy", "Bypass", "-File", "{file}",
-                         "{args}"};
+    const char *psv[] = {
+        ps,       "-NoProfile", "-NonInteractive", "-ExecutionPolicy",
+        "Bypass", "-File",      "{file}",          "{args}"};
     const kv_t env[] = {{"PATH", path},
                         {"SystemRoot", win},
                         {"COMSPEC", comspec},
@@ -190,9 +190,13 @@ static int default_strings(px_config_t *cfg) {
     return PX_ENOMEM;
 #ifndef _WIN32
   {
-    static const char *const binds[] = {"/usr", "/bin", "/lib", "/lib64",
+    static const char *const binds[] = {"/usr",
+                                        "/bin",
+                                        "/lib",
+                                        "/lib64",
                                         "/etc/alternatives",
-                                        "/etc/ld.so.cache", "/etc/ssl/certs"};
+                                        "/etc/ld.so.cache",
+                                        "/etc/ssl/certs"};
     size_t i, n = sizeof binds / sizeof binds[0];
     if (!(cfg->linux_.ro_binds = calloc(n, sizeof(char *))))
       return PX_ENOMEM;

@@ -22,8 +22,8 @@
 #include <string.h>
 
 static const char *const cap_names[PX_CAP_COUNT] = {
-    "fs:write_tmp", "net:egress", "kb:read", "kb:write", "res:high_cpu",
-    "res:large_mem"};
+    "fs:write_tmp", "net:egress",   "kb:read",
+    "kb:write",     "res:high_cpu", "res:large_mem"};
 
 static const char *const prio_names[PX_PRIO_COUNT] = {"critical", "high",
                                                       "normal", "low"};
@@ -199,17 +199,17 @@ static int check_limits(const px_config_t *cfg, const px_run_request_t *req,
     const char *name;
     unsigned set;
     uint64_t req, def, max;
-  } t[5] = {
-      {"cpu_ms", PX_LIMSET_CPU, req->limits.cpu_ms, l->def.cpu_ms,
-       hc ? l->high_cpu_ms : l->max.cpu_ms},
-      {"wall_ms", PX_LIMSET_WALL, req->limits.wall_ms, l->def.wall_ms,
-       hc ? l->high_cpu_wall_ms : l->max.wall_ms},
-      {"memory_bytes", PX_LIMSET_MEMORY, req->limits.memory_bytes,
-       l->def.memory_bytes, lm ? l->large_mem_bytes : l->max.memory_bytes},
-      {"processes", PX_LIMSET_PROCESSES, req->limits.processes,
-       l->def.processes, l->max.processes},
-      {"output_bytes", PX_LIMSET_OUTPUT, req->limits.output_bytes,
-       l->def.output_bytes, l->max.output_bytes}};
+  } t[5] = {{"cpu_ms", PX_LIMSET_CPU, req->limits.cpu_ms, l->def.cpu_ms,
+             hc ? l->high_cpu_ms : l->max.cpu_ms},
+            {"wall_ms", PX_LIMSET_WALL, req->limits.wall_ms, l->def.wall_ms,
+             hc ? l->high_cpu_wall_ms : l->max.wall_ms},
+            {"memory_bytes", PX_LIMSET_MEMORY, req->limits.memory_bytes,
+             l->def.memory_bytes,
+             lm ? l->large_mem_bytes : l->max.memory_bytes},
+            {"processes", PX_LIMSET_PROCESSES, req->limits.processes,
+             l->def.processes, l->max.processes},
+            {"output_bytes", PX_LIMSET_OUTPUT, req->limits.output_bytes,
+             l->def.output_bytes, l->max.output_bytes}};
   uint64_t v[5];
   int i;
   for (i = 0; i < 5; i++) {
@@ -221,9 +221,9 @@ static int check_limits(const px_config_t *cfg, const px_run_request_t *req,
       return reject(r, req, PX_CODE_LIMIT_EXCEEDS_POLICY,
                     "limits.%s: %llu exceeds the maximum %llu%s", t[i].name,
                     (unsigned long long)v[i], (unsigned long long)t[i].max,
-                    (i == 2 && !lm)   ? " (res:large_mem raises it)"
+                    (i == 2 && !lm)  ? " (res:large_mem raises it)"
                     : (i < 2 && !hc) ? " (res:high_cpu raises it)"
-                                      : "");
+                                     : "");
   }
   out->cpu_ms = v[0];
   out->wall_ms = v[1];
@@ -237,8 +237,9 @@ static int check_limits(const px_config_t *cfg, const px_run_request_t *req,
  * sets itself. Compared case-insensitively (Windows environments are). */
 static int env_reserved(const char *name) {
   static const char *const reserved[] = {
-      "PATH", "PATHEXT", "SystemRoot", "windir", "COMSPEC", "TEMP", "TMP",
-      "TMPDIR", "HOME", "USERPROFILE", "LD_PRELOAD", "LD_LIBRARY_PATH",
+      "PATH",    "PATHEXT",     "SystemRoot", "windir",
+      "COMSPEC", "TEMP",        "TMP",        "TMPDIR",
+      "HOME",    "USERPROFILE", "LD_PRELOAD", "LD_LIBRARY_PATH",
       "LD_AUDIT"};
   size_t i;
   if (px_strcasecmp(name, "") == 0 || strncmp(name, "PX_", 3) == 0 ||
@@ -285,8 +286,7 @@ static int check_files(const px_run_request_t *req, const char *entry,
                        px_result_t *r) {
   size_t i;
   for (i = 0; i < req->nfiles; i++)
-    if (!req->files[i].path ||
-        px_strcasecmp(req->files[i].path, entry) == 0)
+    if (!req->files[i].path || px_strcasecmp(req->files[i].path, entry) == 0)
       return reject(r, req, PX_CODE_BAD_REQUEST,
                     "files[%zu].path: collides with the entry file %s", i,
                     entry);
@@ -360,9 +360,8 @@ static int push_env(px_job_spec_t *spec, const char *name, const char *val) {
   grown[spec->envc].name = px_strdup(name);
   grown[spec->envc].value = px_strdup(val);
   spec->envc++;
-  return grown[spec->envc - 1].name && grown[spec->envc - 1].value
-             ? 0
-             : PX_ENOMEM;
+  return grown[spec->envc - 1].name && grown[spec->envc - 1].value ? 0
+                                                                   : PX_ENOMEM;
 }
 
 static int push_file(px_job_spec_t *spec, const char *path,

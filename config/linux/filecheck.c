@@ -5,9 +5,10 @@
  * is refused: ELOOP) and O_NONBLOCK (a FIFO cannot hang us), and every
  * check is made with fstat on that descriptor; the contents are read from
  * the same descriptor, so nothing can swap the file between the check and
- * the use. Rules: a regular file, owned by root or by the service's
- * effective uid, not writable by group or others; a secrets file is also
- * not readable by group or others.
+ * the use. Rules: a regular file with one link, owned by root or by the
+ * service's effective uid, not writable by group or others, in a directory
+ * nobody else may write (unless sticky); a secrets file is also not
+ * readable by group or others.
  */
 #include "../config_int.h"
 
@@ -24,7 +25,9 @@
 
 static int fault_step;
 
-void px__config_filecheck_fault(int step) { fault_step = step; }
+void px__config_filecheck_fault(int step) {
+  fault_step = step;
+}
 
 static int fault(int step) {
   if (fault_step != step)
@@ -40,18 +43,85 @@ static int refuse(char *err, size_t errsz, int rc, const char *path,
   return rc;
 }
 
+/* The directory holding path, opened (O_DIRECTORY) and checked: someone
+ * who may write it could swap the file between two starts. Owner root or
+ * the service user, not writable by group or others unless sticky (then
+ * nobody but the owner of our file can replace it). *base receives the
+ * last component. */
+static int open_parent(const char *path, int *dfd_out, const char **base,
+                       char *err, size_t errsz) {
+  char dir[4096];
+  const char *slash = strrchr(path, '/');
+  struct stat st;
+  int dfd;
+  *dfd_out = -1;
+  if (!slash) {
+    snprintf(dir, sizeof dir, ".");
+    *base = path;
+  } else {
+    size_t n = slash == path ? 1 : (size_t)(slash - path);
+    if (n >= sizeof dir)
+      return refuse(err, errsz, PX_EINVAL, path, "path too long");
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    *base = slash + 1;
+  }
+  if (!**base)
+    return refuse(err, errsz, PX_EINVAL, path, "not a file name");
+  dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return refuse(err, errsz, errno == ENOENT ? PX_ENOENT : PX_EIO, path,
+                  errno == ENOENT ? "no such file"
+                                  : "cannot open its "
+                                    "directory");
+  if (fstat(dfd, &st) != 0 || (st.st_uid != 0 && st.st_uid != geteuid()) ||
+      ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
+    close(dfd);
+    return refuse(err, errsz, PX_EACCES, path,
+                  "its directory is writable by others (or not owned by "
+                  "root or the service user)");
+  }
+  *dfd_out = dfd;
+  return 0;
+}
+
+/* The rules on the opened file itself. */
+static int check_stat(const struct stat *st, unsigned flags, const char *path,
+                      char *err, size_t errsz) {
+  if (!S_ISREG(st->st_mode))
+    return refuse(err, errsz, PX_EACCES, path, "not a regular file");
+  if (fault(PX__FILECHECK_FAULT_SECURITY) ||
+      (st->st_uid != 0 && st->st_uid != geteuid()))
+    return refuse(err, errsz, PX_EACCES, path,
+                  "owner is neither root nor the service user");
+  if (st->st_nlink != 1)
+    return refuse(err, errsz, PX_EACCES, path,
+                  "has other hard links (one could be swapped in)");
+  if (st->st_mode & (S_IWGRP | S_IWOTH))
+    return refuse(err, errsz, PX_EACCES, path,
+                  "writable by group or others (chmod go-w)");
+  if ((flags & PX_FILECHECK_SECRET) && (st->st_mode & (S_IRGRP | S_IROTH)))
+    return refuse(err, errsz, PX_EACCES, path,
+                  "secrets readable by group or others (chmod 600)");
+  return 0;
+}
+
 /* Open path and check it; *fd_out is the checked descriptor. */
 static int open_checked(const char *path, unsigned flags, int *fd_out,
                         char *err, size_t errsz) {
+  const char *base = NULL;
   struct stat st;
-  int fd, e;
+  int dfd = -1, fd, e, rc;
   *fd_out = -1;
+  if ((rc = open_parent(path, &dfd, &base, err, errsz)) != 0)
+    return rc;
   fd = fault(PX__FILECHECK_FAULT_OPEN)
            ? (errno = EIO, -1)
-           : open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
-                            O_NOCTTY);
+           : openat(dfd, base,
+                    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  e = errno;
+  close(dfd);
   if (fd < 0) {
-    e = errno;
     if (e == ENOENT)
       return refuse(err, errsz, PX_ENOENT, path, "no such file");
     if (e == ELOOP)
@@ -60,29 +130,13 @@ static int open_checked(const char *path, unsigned flags, int *fd_out,
     return refuse(err, errsz, e == EACCES ? PX_EACCES : PX_EIO, path,
                   strerror(e));
   }
-  if (fault(PX__FILECHECK_FAULT_STAT) || fstat(fd, &st) != 0) {
+  if (fault(PX__FILECHECK_FAULT_STAT) || fstat(fd, &st) != 0)
+    rc = refuse(err, errsz, PX_EIO, path, "fstat failed");
+  else
+    rc = check_stat(&st, flags, path, err, errsz);
+  if (rc != 0) {
     close(fd);
-    return refuse(err, errsz, PX_EIO, path, "fstat failed");
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return refuse(err, errsz, PX_EACCES, path, "not a regular file");
-  }
-  if (fault(PX__FILECHECK_FAULT_SECURITY) ||
-      (st.st_uid != 0 && st.st_uid != geteuid())) {
-    close(fd);
-    return refuse(err, errsz, PX_EACCES, path,
-                  "owner is neither root nor the service user");
-  }
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-    close(fd);
-    return refuse(err, errsz, PX_EACCES, path,
-                  "writable by group or others (chmod go-w)");
-  }
-  if ((flags & PX_FILECHECK_SECRET) && (st.st_mode & (S_IRGRP | S_IROTH))) {
-    close(fd);
-    return refuse(err, errsz, PX_EACCES, path,
-                  "secrets readable by group or others (chmod 600)");
+    return rc;
   }
   *fd_out = fd;
   return 0;
@@ -111,8 +165,9 @@ int px_config_read_file(const char *path, unsigned flags, size_t max_bytes,
     goto cleanup;
   }
   for (;;) {
-    n = fault(PX__FILECHECK_FAULT_READ) ? (errno = EIO, -1)
-                                        : read(fd, buf + got, max_bytes + 1 - got);
+    n = fault(PX__FILECHECK_FAULT_READ)
+            ? (errno = EIO, -1)
+            : read(fd, buf + got, max_bytes + 1 - got);
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0) {

@@ -20,4 +20,6 @@ char *px__config_default_work_root(void) {
   return px_strdup("/var/lib/phoenix-executor/jobs");
 }
 
-char *px__config_system_dir(void) { return px_strdup("/usr/bin/"); }
+char *px__config_system_dir(void) {
+  return px_strdup("/usr/bin/");
+}

@@ -4,9 +4,10 @@
  * The file is opened once (FILE_FLAG_OPEN_REPARSE_POINT: a symlink or
  * junction is opened as itself and refused; FILE_SHARE_READ only: nobody
  * can write it while we hold it) and every check is made on that handle:
- * a plain disk file, not a directory or reparse point; the owner is SYSTEM,
- * Administrators or the service's own account; the DACL exists and grants
- * write access (or, for a secrets file, any read access) to no other SID.
+ * a plain disk file with one link, not a directory or reparse point; the
+ * owner is SYSTEM, Administrators or the service's own account; the DACL
+ * exists and grants write access (or, for a secrets file, any read access)
+ * to no other SID.
  * The contents are read through the same handle.
  *
  * Wine does not keep real security descriptors: its tests skip the ACL
@@ -27,7 +28,9 @@
 
 static int fault_step;
 
-void px__config_filecheck_fault(int step) { fault_step = step; }
+void px__config_filecheck_fault(int step) {
+  fault_step = step;
+}
 
 static int fault(int step) {
   if (fault_step != step)
@@ -79,9 +82,8 @@ static PSID self_sid(void) {
 /* SYSTEM, Administrators, the service account, or OWNER RIGHTS (which
  * stands for the owner, itself checked). */
 static int trusted(PSID sid, PSID self) {
-  static const WELL_KNOWN_SID_TYPE ok[] = {WinLocalSystemSid,
-                                           WinBuiltinAdministratorsSid,
-                                           WinCreatorOwnerRightsSid};
+  static const WELL_KNOWN_SID_TYPE ok[] = {
+      WinLocalSystemSid, WinBuiltinAdministratorsSid, WinCreatorOwnerRightsSid};
   size_t i;
   for (i = 0; i < sizeof ok / sizeof ok[0]; i++)
     if (IsWellKnownSid(sid, ok[i]))
@@ -98,11 +100,12 @@ static void sid_text(PSID sid, char *out, size_t outsz) {
     snprintf(out, outsz, "(unknown SID)");
 }
 
-#define WRITE_BITS                                                           \
-  (FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_WRITE_EA |                      \
-   FILE_WRITE_ATTRIBUTES | WRITE_DAC | WRITE_OWNER | DELETE | GENERIC_WRITE | \
+#define WRITE_BITS                                                             \
+  (FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_WRITE_EA |                        \
+   FILE_WRITE_ATTRIBUTES | WRITE_DAC | WRITE_OWNER | DELETE | GENERIC_WRITE |  \
    GENERIC_ALL | MAXIMUM_ALLOWED)
-#define READ_BITS (FILE_READ_DATA | GENERIC_READ | GENERIC_ALL | MAXIMUM_ALLOWED)
+#define READ_BITS                                                              \
+  (FILE_READ_DATA | GENERIC_READ | GENERIC_ALL | MAXIMUM_ALLOWED)
 
 static int check_dacl(PACL dacl, PSID self, unsigned flags, const char *path,
                       char *err, size_t errsz) {
@@ -127,16 +130,15 @@ static int check_dacl(PACL dacl, PSID self, unsigned flags, const char *path,
     if ((a->Mask & bad) && !trusted((PSID)&a->SidStart, self)) {
       sid_text((PSID)&a->SidStart, sidbuf, sizeof sidbuf);
       snprintf(why, sizeof why, "DACL grants %s to %s",
-               (a->Mask & WRITE_BITS) ? "write access" : "read access",
-               sidbuf);
+               (a->Mask & WRITE_BITS) ? "write access" : "read access", sidbuf);
       return refuse(err, errsz, PX_EACCES, path, why);
     }
   }
   return 0;
 }
 
-static int check_security(HANDLE h, unsigned flags, const char *path,
-                          char *err, size_t errsz) {
+static int check_security(HANDLE h, unsigned flags, const char *path, char *err,
+                          size_t errsz) {
   PSECURITY_DESCRIPTOR sd = NULL;
   PSID owner = NULL, self = NULL;
   PACL dacl = NULL;
@@ -188,8 +190,7 @@ static int open_checked(const char *path, unsigned flags, HANDLE *out,
   if (h == INVALID_HANDLE_VALUE) {
     if (e == ERROR_FILE_NOT_FOUND || e == ERROR_PATH_NOT_FOUND)
       return refuse(err, errsz, PX_ENOENT, path, "no such file");
-    PX_LOG(PX_LOG_ERROR, "CreateFileW(%s) failed: %lu", path,
-           (unsigned long)e);
+    PX_LOG(PX_LOG_ERROR, "CreateFileW(%s) failed: %lu", path, (unsigned long)e);
     return refuse(err, errsz, e == ERROR_ACCESS_DENIED ? PX_EACCES : PX_EIO,
                   path, "cannot open");
   }
@@ -201,6 +202,9 @@ static int open_checked(const char *path, unsigned flags, HANDLE *out,
   } else if ((info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) ||
              GetFileType(h) != FILE_TYPE_DISK) {
     rc = refuse(err, errsz, PX_EACCES, path, "not a regular file");
+  } else if (info.nNumberOfLinks != 1) {
+    /* Another name for the same file could be swapped in or edited. */
+    rc = refuse(err, errsz, PX_EACCES, path, "has other hard links");
   } else
     rc = check_security(h, flags, path, err, errsz);
   if (rc != 0) {
@@ -236,8 +240,8 @@ int px_config_read_file(const char *path, unsigned flags, size_t max_bytes,
     goto cleanup;
   }
   for (;;) {
-    DWORD want = (DWORD)(max_bytes + 1 - got > 65536 ? 65536
-                                                     : max_bytes + 1 - got);
+    DWORD want =
+        (DWORD)(max_bytes + 1 - got > 65536 ? 65536 : max_bytes + 1 - got);
     if (fault(PX__FILECHECK_FAULT_READ) ||
         !ReadFile(h, buf + got, want, &n, NULL)) {
       rc = refuse(err, errsz, PX_EIO, path, "read failed");

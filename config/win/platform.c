@@ -50,9 +50,13 @@ static char *program_data(const char *leaf) {
   return px_strdup(buf);
 }
 
-char *px__config_default_file(void) { return program_data("executor.json"); }
+char *px__config_default_file(void) {
+  return program_data("executor.json");
+}
 
-char *px__config_default_kb_store(void) { return program_data("kb-store"); }
+char *px__config_default_kb_store(void) {
+  return program_data("kb-store");
+}
 
 char *px__config_default_work_root(void) {
   return px_strdup("C:\\PhoenixOrch\\Temp");

@@ -33,7 +33,7 @@ typedef enum {
 } px_audit_mode_t;
 
 typedef struct {
-  char *id;      /* "py.subprocess" */
+  char *id; /* "py.subprocess" */
   px_severity_t severity;
   char *pattern; /* see the syntax above */
   char *message;

@@ -30,7 +30,10 @@ extern "C" {
 
 /* ---- sections ---- */
 
-typedef enum { PX_DISCONNECT_CANCEL = 0, PX_DISCONNECT_FINISH } px_on_disconnect_t;
+typedef enum {
+  PX_DISCONNECT_CANCEL = 0,
+  PX_DISCONNECT_FINISH
+} px_on_disconnect_t;
 /* kb.snapshot and output.overflow reuse their components' enums. */
 typedef px_kb_mode_t px_kb_snapshot_t;
 typedef enum { PX_INTEGRITY_LOW = 0, PX_INTEGRITY_UNTRUSTED } px_integrity_t;
@@ -40,15 +43,15 @@ typedef struct {
   char *secret_key_file; /* server CURVE secret key (Z85), secrets file */
   char **client_keys;    /* allow-list of Z85 public keys (40 chars) */
   size_t nclient_keys;
-  int insecure;          /* 1: TCP without CURVE (warned at every start) */
+  int insecure; /* 1: TCP without CURVE (warned at every start) */
 } px_zmq_config_t;
 
 typedef struct {
-  char *pipe_name;          /* \\.\pipe\PhoenixExecutor */
+  char *pipe_name; /* \\.\pipe\PhoenixExecutor */
   uint32_t pipe_max_clients;
-  char *pipe_client_sid;    /* SID granted read/write on the pipe */
-  char *socket_path;        /* /run/phoenix-executor/executor.sock */
-  char *socket_group;       /* NULL: the daemon's own group */
+  char *pipe_client_sid; /* SID granted read/write on the pipe */
+  char *socket_path;     /* /run/phoenix-executor/executor.sock */
+  char *socket_group;    /* NULL: the daemon's own group */
   px_zmq_config_t zmq;
   uint32_t max_frame_bytes; /* payload limit, checked before allocation */
   uint64_t read_timeout_ms; /* a half-received frame stalls at most this */
@@ -56,44 +59,45 @@ typedef struct {
 } px_transport_config_t;
 
 typedef struct {
-  px_limits_t def;          /* limits.default: used when a request omits one */
-  px_limits_t max;          /* limits.max: a request above is rejected */
-  uint64_t large_mem_bytes; /* limits.max_large_mem.memory_bytes (res:large_mem) */
-  uint64_t high_cpu_ms;     /* limits.max_high_cpu.cpu_ms (res:high_cpu) */
+  px_limits_t def; /* limits.default: used when a request omits one */
+  px_limits_t max; /* limits.max: a request above is rejected */
+  uint64_t
+      large_mem_bytes;  /* limits.max_large_mem.memory_bytes (res:large_mem) */
+  uint64_t high_cpu_ms; /* limits.max_high_cpu.cpu_ms (res:high_cpu) */
   uint64_t high_cpu_wall_ms; /* limits.max_high_cpu.wall_ms (res:high_cpu) */
 } px_limits_config_t;
 
 typedef struct {
-  char *name;        /* "python" */
-  char **command;    /* argv template: "{file}" / "{args}" placeholders */
+  char *name;     /* "python" */
+  char **command; /* argv template: "{file}" / "{args}" placeholders */
   size_t ncommand;
   char *extension;   /* ".py": the entry file is "main" + extension */
   char *capability;  /* "dev:python": a client must hold it to use this */
   px_env_var_t *env; /* allow-listed base environment */
   size_t nenv;
-  char *audit;       /* audit rule set name (defaults to the runtime name) */
+  char *audit; /* audit rule set name (defaults to the runtime name) */
 } px_runtime_t;
 
 typedef enum {
-  PX_MATCH_WINDOWS_SID = 1, /* the client's user SID */
+  PX_MATCH_WINDOWS_SID = 1,   /* the client's user SID */
   PX_MATCH_WINDOWS_GROUP_SID, /* any of the client's group SIDs */
   PX_MATCH_UNIX_UID,
-  PX_MATCH_UNIX_GID,          /* any of the client's gids */
+  PX_MATCH_UNIX_GID, /* any of the client's gids */
   PX_MATCH_ZMQ_KEY,
-  PX_MATCH_ANY_LOCAL,         /* any pipe or Unix-socket client */
-  PX_MATCH_ANY_ZMQ,           /* any authenticated ZeroMQ client */
-  PX_MATCH_ANY                /* anybody */
+  PX_MATCH_ANY_LOCAL, /* any pipe or Unix-socket client */
+  PX_MATCH_ANY_ZMQ,   /* any authenticated ZeroMQ client */
+  PX_MATCH_ANY        /* anybody */
 } px_match_kind_t;
 
 /* One `clients` entry: what a matching client may do. */
 typedef struct {
-  char *name;             /* for logs; "admins", "local-users" */
+  char *name; /* for logs; "admins", "local-users" */
   px_match_kind_t match;
-  char *match_str;        /* SID or Z85 key (borrowed view: owned by cfg) */
-  uint32_t match_id;      /* uid or gid */
-  uint32_t caps;          /* PX_CAP_* the client may request */
-  int all_runtimes;       /* 1: every runtime capability allowed */
-  char **runtime_caps;    /* else: these runtime capabilities */
+  char *match_str;     /* SID or Z85 key (borrowed view: owned by cfg) */
+  uint32_t match_id;   /* uid or gid */
+  uint32_t caps;       /* PX_CAP_* the client may request */
+  int all_runtimes;    /* 1: every runtime capability allowed */
+  char **runtime_caps; /* else: these runtime capabilities */
   size_t nruntime_caps;
   px_priority_t max_priority; /* highest priority it may ask for */
   uint32_t max_concurrent;    /* jobs queued+running at once; 0 unlimited */
@@ -101,10 +105,10 @@ typedef struct {
 } px_client_policy_t;
 
 typedef struct {
-  uint32_t max_depth;     /* queued jobs; past it: queue_full */
-  uint64_t aging_ms;      /* waiting longer moves a job up one level */
-  uint32_t workers;       /* 0: number of logical CPUs */
-  uint32_t per_client_max; /* queued jobs per client; 0 unlimited */
+  uint32_t max_depth;             /* queued jobs; past it: queue_full */
+  uint64_t aging_ms;              /* waiting longer moves a job up one level */
+  uint32_t workers;               /* 0: number of logical CPUs */
+  uint32_t per_client_max;        /* queued jobs per client; 0 unlimited */
   uint64_t min_free_memory_bytes; /* do not start a job below this */
 } px_queue_config_t;
 
@@ -130,7 +134,7 @@ typedef struct {
 typedef struct {
   px_kb_root_conf_t *roots;
   size_t nroots;
-  char *store;              /* snapshot store, no job can reach it */
+  char *store; /* snapshot store, no job can reach it */
   px_kb_snapshot_t snapshot;
   uint32_t keep;            /* snapshots retained */
   uint64_t max_store_bytes; /* byte budget of the store; 0 unlimited */
@@ -142,13 +146,13 @@ typedef struct {
 } px_windows_config_t;
 
 typedef struct {
-  char **ro_binds;          /* host paths bind-mounted read-only */
+  char **ro_binds; /* host paths bind-mounted read-only */
   size_t nro_binds;
-  uint64_t tmpfs_bytes;     /* size of the job directory tmpfs */
+  uint64_t tmpfs_bytes; /* size of the job directory tmpfs */
   uint32_t sandbox_uid;
   uint32_t sandbox_gid;
-  int allow_degraded;       /* run when a control (cgroups...) is missing,
-                               reported as "degraded"; default false */
+  int allow_degraded; /* run when a control (cgroups...) is missing,
+                         reported as "degraded"; default false */
 } px_linux_config_t;
 
 /* The whole configuration. Immutable once returned. */
@@ -226,8 +230,7 @@ int px_config_read_file(const char *path, unsigned flags, size_t max_bytes,
 /* ---- lookups ---- */
 
 /* The runtime called name, or NULL. Borrowed from cfg. */
-const px_runtime_t *px_config_runtime(const px_config_t *cfg,
-                                      const char *name);
+const px_runtime_t *px_config_runtime(const px_config_t *cfg, const char *name);
 
 /* Who a client is, as its transport established it. Pointers borrowed. */
 typedef enum {
@@ -238,13 +241,13 @@ typedef enum {
 
 typedef struct {
   px_client_kind_t kind;
-  uint32_t uid;                   /* unix */
-  const uint32_t *gids;           /* unix: primary and supplementary */
+  uint32_t uid;         /* unix */
+  const uint32_t *gids; /* unix: primary and supplementary */
   size_t ngids;
-  const char *user_sid;           /* windows: "S-1-5-21-..." */
-  const char *const *group_sids;  /* windows: enabled groups */
+  const char *user_sid;          /* windows: "S-1-5-21-..." */
+  const char *const *group_sids; /* windows: enabled groups */
   size_t ngroup_sids;
-  const char *zmq_key;            /* zmq: Z85 public key */
+  const char *zmq_key; /* zmq: Z85 public key */
 } px_client_id_t;
 
 /* The first `clients` entry matching id, or NULL (the client may do

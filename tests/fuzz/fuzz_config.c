@@ -51,8 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   px_config_t *cfg = NULL;
   char err[256];
   px_log_set_level(PX_LOG_OFF);
-  if (px_config_from_json((const char *)data, size, &cfg, err, sizeof err) !=
-      0)
+  if (px_config_from_json((const char *)data, size, &cfg, err, sizeof err) != 0)
     return 0;
   roundtrip(cfg);
   exercise(cfg, (const char *)data, size);

@@ -35,7 +35,7 @@ TEST_IMPL(audit_pattern_match) {
   ASSERT_EQ(M("\\bend", "end"), 1);
   ASSERT_EQ(M("end\\b", "the end"), 1);
   ASSERT_EQ(px_audit_pattern_match("abc", "xxabc", 4), 0); /* len bound */
-  ASSERT_EQ(px_audit_pattern_match("a", "\0a", 2), 1);      /* NUL ok */
+  ASSERT_EQ(px_audit_pattern_match("a", "\0a", 2), 1);     /* NUL ok */
   ASSERT_EQ(px_audit_pattern_check("ok", err, sizeof err), 0);
   ASSERT_EQ(px_audit_pattern_check("", err, sizeof err), PX_EINVAL);
   ASSERT_EQ(px_audit_pattern_check("*?\\b", err, sizeof err), PX_EINVAL);
@@ -246,8 +246,7 @@ TEST_IMPL(audit_high_trust) {
   /* Config forces high trust with a lower threshold. */
   cfg = audit_cfg(",\"mode\":\"high_trust\",\"reject_severity\":\"medium\"");
   memset(&res, 0, sizeof res);
-  ASSERT_EQ(px_audit_run(cfg, "tt", "import socket", 13, 0, &res),
-            PX_EPOLICY);
+  ASSERT_EQ(px_audit_run(cfg, "tt", "import socket", 13, 0, &res), PX_EPOLICY);
   ASSERT_STR_CONTAINS(res.error_message, "t.med");
   ASSERT_STR_CONTAINS(res.error_message, "line 1");
   px_result_free(&res);
@@ -258,8 +257,7 @@ TEST_IMPL(audit_high_trust) {
   /* reject_severity info: anything found rejects. */
   cfg = audit_cfg(",\"reject_severity\":\"info\"");
   memset(&res, 0, sizeof res);
-  ASSERT_EQ(px_audit_run(cfg, "tt", clean, strlen(clean), 1, &res),
-            PX_EPOLICY);
+  ASSERT_EQ(px_audit_run(cfg, "tt", clean, strlen(clean), 1, &res), PX_EPOLICY);
   px_result_free(&res);
   px_config_free(cfg);
   return 0;

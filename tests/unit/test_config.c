@@ -28,8 +28,8 @@ static void expect_err(const char *json, const char *path, const char *what,
   int rc = px_config_from_json(json, strlen(json), &cfg, err, sizeof err);
   snprintf(want, sizeof want, "%s: ", path);
   if (rc != PX_ECONFIG || cfg != NULL)
-    px__test_fail(__FILE__, line, "expected PX_ECONFIG at %s, got %d\n%s",
-                  path, rc, json);
+    px__test_fail(__FILE__, line, "expected PX_ECONFIG at %s, got %d\n%s", path,
+                  rc, json);
   if (strncmp(err, want, strlen(want)) != 0 || (what && !strstr(err, what)))
     px__test_fail(__FILE__, line, "message \"%s\" lacks \"%s\" / \"%s\"", err,
                   want, what ? what : "");
@@ -185,8 +185,7 @@ static void walk(cJSON *root, cJSON *obj, const char *path) {
     if (cJSON_IsNumber(it)) {
       try_replacement(root, obj, it, child, cJSON_CreateNumber(-1), "integer");
       it = cJSON_GetArrayItem(obj, i);
-      try_replacement(root, obj, it, child, cJSON_CreateNumber(1.5),
-                      "integer");
+      try_replacement(root, obj, it, child, cJSON_CreateNumber(1.5), "integer");
       it = cJSON_GetArrayItem(obj, i);
       try_replacement(root, obj, it, child, cJSON_CreateNumber(1e300), NULL);
       it = cJSON_GetArrayItem(obj, i);
@@ -201,15 +200,14 @@ TEST_IMPL(config_every_key_path) {
   cJSON *root = cJSON_Parse(text);
   ASSERT_NOT_NULL(root);
   /* Add optional members so their paths are walked too. */
-  cJSON_AddStringToObject(cJSON_GetObjectItem(root, "runtimes")->child,
-                          "audit", "sh");
-  cJSON_AddStringToObject(cJSON_GetObjectItem(
-                              cJSON_GetObjectItem(root, "kb"), "roots"),
-                          "mind",
+  cJSON_AddStringToObject(cJSON_GetObjectItem(root, "runtimes")->child, "audit",
+                          "sh");
+  cJSON_AddStringToObject(
+      cJSON_GetObjectItem(cJSON_GetObjectItem(root, "kb"), "roots"), "mind",
 #ifdef _WIN32
-                          "C:\\kb\\mind"
+      "C:\\kb\\mind"
 #else
-                          "/srv/kb/mind"
+      "/srv/kb/mind"
 #endif
   );
   checked_paths = 0;
@@ -243,8 +241,7 @@ TEST_IMPL(config_range_messages) {
   EXPECT_ERR("{\"watchdog\":{\"tick_ms\":1}}", "watchdog.tick_ms", NULL);
   EXPECT_ERR("{\"linux\":{\"sandbox_uid\":0}}", "linux.sandbox_uid",
              "positive");
-  EXPECT_ERR("{\"output\":{\"burst_bytes\":10}}", "output.burst_bytes",
-             "4096");
+  EXPECT_ERR("{\"output\":{\"burst_bytes\":10}}", "output.burst_bytes", "4096");
   EXPECT_ERR("{\"request\":{\"max_file_bytes\":268435456,"
              "\"max_total_bytes\":1024}}",
              "request.max_total_bytes", NULL);
@@ -381,13 +378,13 @@ TEST_IMPL(config_runtimes) {
 }
 
 TEST_IMPL(config_clients) {
-  px_config_t *cfg = parse_ok(
-      "{\"clients\":[{\"name\":\"ci\",\"match\":{\"unix_gid\":1000},"
-      "\"capabilities\":[\"net:egress\",\"dev:sh\"],\"max_priority\":"
-      "\"low\",\"max_concurrent\":2},{\"match\":{\"zmq_key\":"
-      "\"rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7\"},\"capabilities\":"
-      "[\"*\"],\"admin\":true},{\"match\":{\"any\":\"local\"}}],"
-      "\"runtimes\":{\"sh\":{\"command\":[" PROG ",\"{file}\"]}}}");
+  px_config_t *cfg =
+      parse_ok("{\"clients\":[{\"name\":\"ci\",\"match\":{\"unix_gid\":1000},"
+               "\"capabilities\":[\"net:egress\",\"dev:sh\"],\"max_priority\":"
+               "\"low\",\"max_concurrent\":2},{\"match\":{\"zmq_key\":"
+               "\"rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7\"},\"capabilities\":"
+               "[\"*\"],\"admin\":true},{\"match\":{\"any\":\"local\"}}],"
+               "\"runtimes\":{\"sh\":{\"command\":[" PROG ",\"{file}\"]}}}");
   ASSERT_UINT_EQ(cfg->nclients, 3);
   ASSERT_STR_EQ(cfg->clients[0].name, "ci");
   ASSERT_EQ(cfg->clients[0].match, PX_MATCH_UNIX_GID);
@@ -411,8 +408,8 @@ TEST_IMPL(config_clients) {
              "clients[0].match.windows_sid", "SID");
   EXPECT_ERR("{\"clients\":[{\"match\":{\"any\":\"remote\"}}]}",
              "clients[0].match.any", NULL);
-  EXPECT_ERR("{\"clients\":[{\"match\":{\"uid\":0}}]}",
-             "clients[0].match.uid", "unknown key");
+  EXPECT_ERR("{\"clients\":[{\"match\":{\"uid\":0}}]}", "clients[0].match.uid",
+             "unknown key");
   EXPECT_ERR("{\"clients\":[{\"match\":{\"any\":\"all\"},\"capabilities\":"
              "[\"root\"]}]}",
              "clients[0].capabilities[0]", "unknown capability");

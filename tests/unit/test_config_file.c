@@ -31,6 +31,10 @@ static void write_file(const char *path, const char *text) {
 static void set_mode(const char *path, unsigned mode) {
   ASSERT_EQ(chmod(path, (mode_t)mode), 0);
 }
+
+static int link_file(const char *from, const char *to) {
+  return link(from, to);
+}
 #endif
 
 TEST_IMPL(config_file_missing_and_dir) {
@@ -120,8 +124,8 @@ TEST_IMPL(config_file_modes) {
 }
 
 TEST_IMPL(config_file_links_and_special) {
-  const char *target = scratch("target.json");
-  char link[1024], fifo[1024], err[512];
+  char target[1024], link[1024], fifo[1024], err[512];
+  snprintf(target, sizeof target, "%s", scratch("target.json"));
   write_file(target, "{}");
   set_mode(target, 0600);
   snprintf(link, sizeof link, "%s", scratch("link.json"));
@@ -133,6 +137,30 @@ TEST_IMPL(config_file_links_and_special) {
   ASSERT_EQ(px_config_check_file(fifo, 0, err, sizeof err), PX_EACCES);
   ASSERT_STR_CONTAINS(err, "not a regular file");
   ASSERT_EQ(px_config_check_file("/dev/null", 0, err, sizeof err), PX_EACCES);
+  /* A second hard link: refused (either name could be swapped in). */
+  snprintf(link, sizeof link, "%s", scratch("hard.json"));
+  ASSERT_EQ(link_file(target, link), 0);
+  ASSERT_EQ(px_config_check_file(target, 0, err, sizeof err), PX_EACCES);
+  ASSERT_STR_CONTAINS(err, "hard links");
+  return 0;
+}
+
+TEST_IMPL(config_file_parent_dir) {
+  char dir[1024], path[1100], err[512];
+  snprintf(dir, sizeof dir, "%s", scratch("open"));
+  ASSERT_EQ(mkdir(dir, 0700), 0);
+  snprintf(path, sizeof path, "%s/c.json", dir);
+  write_file(path, "{}");
+  set_mode(path, 0600);
+  ASSERT_OK(px_config_check_file(path, 0, err, sizeof err));
+  set_mode(dir, 0777); /* anyone could replace the file */
+  ASSERT_EQ(px_config_check_file(path, 0, err, sizeof err), PX_EACCES);
+  ASSERT_STR_CONTAINS(err, "directory");
+  set_mode(dir, 01777); /* sticky, like /tmp: only the owner may */
+  ASSERT_OK(px_config_check_file(path, 0, err, sizeof err));
+  set_mode(dir, 0775);
+  ASSERT_EQ(px_config_check_file(path, 0, err, sizeof err), PX_EACCES);
+  set_mode(dir, 0700);
   return 0;
 }
 
@@ -159,8 +187,7 @@ TEST_IMPL(config_file_modes) {
   write_file(path, "{\"log_level\":\"debug\"}");
   rc = px_config_check_file(path, 0, err, sizeof err);
   if (px_test_under_wine()) {
-    printf("wine: fresh file check returned %d (%s)\n", rc,
-           rc ? err : "ok");
+    printf("wine: fresh file check returned %d (%s)\n", rc, rc ? err : "ok");
     RETURN_SKIP("Wine keeps no real owner/DACL: the ACL rules (owner "
                 "SYSTEM/Administrators/service, write only for them, "
                 "secrets unreadable by others) need real Windows");
@@ -180,6 +207,11 @@ TEST_IMPL(config_file_links_and_special) {
   /* A device is not a regular disk file. */
   ASSERT_NE(px_config_check_file("\\\\.\\NUL", 0, err, sizeof err), 0);
   return 0;
+}
+
+TEST_IMPL(config_file_parent_dir) {
+  RETURN_SKIP("the parent-directory rule is Linux only (Windows: see "
+              "docs/config.md)");
 }
 
 TEST_IMPL(config_file_owner) {

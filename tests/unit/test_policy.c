@@ -29,8 +29,7 @@ static const char policy_json[] =
     "\"processes\":8,\"output_bytes\":9000},"
     "\"max_large_mem\":{\"memory_bytes\":64000000},"
     "\"max_high_cpu\":{\"cpu_ms\":50000,\"wall_ms\":60000}},"
-    "\"kb\":{\"roots\":{\"mind\":\"" ROOT "mind\",\"soul\":\"" ROOT
-    "soul\"}},"
+    "\"kb\":{\"roots\":{\"mind\":\"" ROOT "mind\",\"soul\":\"" ROOT "soul\"}},"
     "\"clients\":["
     "{\"name\":\"admin\",\"match\":{\"unix_uid\":0},\"capabilities\":[\"*\"],"
     "\"max_priority\":\"critical\",\"admin\":true},"
@@ -97,7 +96,7 @@ static void expect_reject(const px_config_t *cfg, const px_client_policy_t *c,
     px__test_fail(__FILE__, line, "rejected spec not empty");
   px_result_free(&res);
 }
-#define EXPECT_REJECT(c, r, code, what)                                      \
+#define EXPECT_REJECT(c, r, code, what)                                        \
   expect_reject(cfg, c, r, code, what, __LINE__)
 
 TEST_IMPL(policy_admit_builds_spec) {
@@ -195,8 +194,7 @@ TEST_IMPL(policy_kb_and_caps) {
   /* kb:read: read-only roots. */
   req.capabilities = kbread;
   req.ncapabilities = 1;
-  ASSERT_OK(px_policy_admit(cfg, client_named(cfg, "svc"), &req, &spec,
-                            &res));
+  ASSERT_OK(px_policy_admit(cfg, client_named(cfg, "svc"), &req, &spec, &res));
   ASSERT_UINT_EQ(spec.nkb, 2);
   ASSERT_EQ(spec.kb[1].writable, 0);
   ASSERT_UINT_EQ(spec.caps, PX_CAP_KB_READ);
@@ -205,15 +203,14 @@ TEST_IMPL(policy_kb_and_caps) {
   {
     char *dev[] = {"dev:t"};
     req.capabilities = dev;
-    ASSERT_OK(px_policy_admit(cfg, client_named(cfg, "svc"), &req, &spec,
-                              &res));
+    ASSERT_OK(
+        px_policy_admit(cfg, client_named(cfg, "svc"), &req, &spec, &res));
     ASSERT_UINT_EQ(spec.caps, 0);
     px_job_spec_free(&spec);
   }
   ASSERT_EQ(px_client_allows(cfg, client_named(cfg, "users"), "dev:u"), 1);
   ASSERT_EQ(px_client_allows(cfg, client_named(cfg, "users"), "dev:zz"), 0);
-  ASSERT_EQ(px_client_allows(cfg, client_named(cfg, "users"), "net:egress"),
-            0);
+  ASSERT_EQ(px_client_allows(cfg, client_named(cfg, "users"), "net:egress"), 0);
   ASSERT_EQ(px_client_allows(cfg, client_named(cfg, "svc"), "dev:u"), 0);
   px_config_free(cfg);
   return 0;
