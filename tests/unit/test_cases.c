@@ -66,7 +66,8 @@ TEST_IMPL(cases_checker_matchers) {
 }
 
 static const char *const inline_case =
-    "{\"name\":\"t\",\"config\":{\"max_frame_bytes\":64},\"send\":["
+    "{\"name\":\"t\",\"config\":{\"transports\":{\"max_frame_bytes\":64}},"
+    "\"send\":["
     "{\"json\":{\"type\":\"ping\"}},"
     "{\"text\":\"\",\"pad_to\":3},"
     "{\"hex\":\"00 ff\",\"corrupt_crc\":true},"
@@ -86,7 +87,7 @@ TEST_IMPL(cases_parse_items) {
   ASSERT_EQ(c.expect_close, 1);
   ASSERT_EQ(c.stream_only, 1);
   ASSERT_UINT_EQ(c.timeout_ms, 10000);
-  ASSERT_NOT_NULL(cJSON_GetObjectItem(c.config, "max_frame_bytes"));
+  ASSERT_NOT_NULL(cJSON_GetObjectItem(c.config, "transports"));
   ASSERT_UINT_EQ(c.nsend, 4);
   ASSERT_UINT_EQ(c.nexpect, 2);
   ASSERT_UINT_EQ(c.send[0].len, 12 + 15);
@@ -211,7 +212,8 @@ static void answer_payload(const char *p, size_t len, cJSON *msgs,
 /* Replay the case's bytes through one decoder; returns 1 if the codec
  * would close the connection. */
 static int replay(const px_case_t *c, cJSON *msgs) {
-  const cJSON *max = cJSON_GetObjectItem(c->config, "max_frame_bytes");
+  const cJSON *max = cJSON_GetObjectItem(
+      cJSON_GetObjectItem(c->config, "transports"), "max_frame_bytes");
   px_frame_decoder_t *d = px_frame_decoder_new(max ? (uint32_t)max->valuedouble
                                                    : PX_DEFAULT_MAX_FRAME);
   size_t i, off, used, len;
