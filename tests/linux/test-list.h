@@ -12,6 +12,7 @@ PX_TEST_ENTRY(sandbox, sandbox_python, 30)
 PX_TEST_ENTRY(sandbox, sandbox_kb_mounts, 30)
 PX_TEST_ENTRY(sandbox, sandbox_kill_before_start, 30)
 PX_TEST_ENTRY(sandbox, sandbox_available_bits, 30)
+PX_TEST_ENTRY(sandbox, sandbox_unprivileged_user_namespace, 30)
 #include "list-daemon.h"
 /* watchdog/linux: tests/linux/test_job_enforce.c */
 PX_TEST_ENTRY(enforce, enforce_memory_bomb, 60)

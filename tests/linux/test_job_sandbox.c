@@ -4,7 +4,10 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <grp.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "watchdog/linux/linux_int.h"
@@ -301,5 +304,57 @@ TEST_IMPL(sandbox_available_bits) {
   ASSERT_STR_EQ(b.ops->name, "linux");
   ASSERT(px_backend_native() == &px_backend_linux);
   th_close(&b);
+  return 0;
+}
+
+/* The daemon as a normal user: a user namespace maps the job uid, no
+ * cgroups are writable, so it runs degraded (and refuses without that). */
+TEST_IMPL(sandbox_unprivileged_user_namespace) {
+  char work[600];
+  pid_t pid;
+  int status = 0;
+  TH_REQUIRE_ROOT();
+  snprintf(work, sizeof work, "%swork", px_test_tmpdir());
+  ASSERT_EQ(chmod(px_test_tmpdir(), 0755), 0);
+  ASSERT_EQ(mkdir(work, 0755), 0);
+  ASSERT_EQ(chown(work, 1000, 1000), 0);
+  fflush(stdout);
+  pid = fork();
+  ASSERT(pid >= 0);
+  if (pid == 0) {
+    th_backend_t b;
+    th_run_t r = {0};
+    px_job_spec_t s;
+    const char *argv[] = {"/bin/sh", "-c", "id -u; echo hi > /job/f && cat /job/f",
+                          NULL};
+    if (setgroups(0, NULL) != 0 || setresgid(1000, 1000, 1000) != 0 ||
+        setresuid(1000, 1000, 1000) != 0)
+      _exit(2);
+    /* A uid change made us non-dumpable, which a daemon started as the
+     * user is not: /proc/<child>/uid_map would stay root's. */
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    ASSERT_OK(th_open(&b, NULL, 1));
+    th_spec(&s, argv);
+    s.caps = PX_CAP_FS_WRITE_TMP;
+    s.limits.wall_ms = 5000;
+    if (th_run(&b, &s, &r) != 0 && strstr(r.o.error_msg, "clone3"))
+      _exit(PX_TEST_SKIP);
+    if (r.o.error && strstr(r.o.error_msg, "clone3"))
+      _exit(PX_TEST_SKIP);
+    ASSERT_EQ(r.o.error, 0);
+    ASSERT_STR_EQ(px_buf_cstr(&r.out), "65534\nhi\n");
+    ASSERT(r.o.enforcement & PX_ENF(PX_ENF_USER_NAMESPACE));
+    ASSERT(r.o.enforcement & PX_ENF(PX_ENF_DEGRADED));
+    ASSERT(r.o.enforcement & PX_ENF(PX_ENF_SECCOMP));
+    ASSERT(!(r.o.enforcement & PX_ENF(PX_ENF_TMPFS_WORKDIR)));
+    th_free(&r);
+    th_close(&b);
+    _exit(0);
+  }
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT(WIFEXITED(status));
+  if (WEXITSTATUS(status) == PX_TEST_SKIP)
+    RETURN_SKIP("user namespaces unavailable to an unprivileged user");
+  ASSERT_EQ(WEXITSTATUS(status), 0);
   return 0;
 }
