@@ -98,10 +98,9 @@ int px__cfg_no_dup_keys(px__cfg_ctx_t *ctx, const cJSON *obj,
                         const char *path) {
   const cJSON *a, *b;
   char child[PX__PATH_MAX];
-  size_t i = 0;
-  for (a = obj->child; a; a = a->next, i++) {
-    if (i > 4096)
-      return px__cfg_fail(ctx, path, "more than 4096 members");
+  if (cJSON_GetArraySize(obj) > 4096) /* bounds the quadratic scan */
+    return px__cfg_fail(ctx, path, "more than 4096 members");
+  for (a = obj->child; a; a = a->next) {
     for (b = a->next; b; b = b->next)
       if (a->string && b->string && strcmp(a->string, b->string) == 0) {
         px__cfg_join(child, sizeof child, path, a->string);

@@ -47,7 +47,9 @@ static int refuse(char *err, size_t errsz, int rc, const char *path,
  * who may write it could swap the file between two starts. Owner root or
  * the service user, not writable by group or others unless sticky (then
  * nobody but the owner of our file can replace it). *base receives the
- * last component. */
+ * last component. An unsafe directory returns PX_EACCES with *dfd_out
+ * still open, so the caller can tell "no file" (defaults) from "a file we
+ * must not trust". */
 static int open_parent(const char *path, int *dfd_out, const char **base,
                        char *err, size_t errsz) {
   char dir[4096];
@@ -74,14 +76,12 @@ static int open_parent(const char *path, int *dfd_out, const char **base,
                   errno == ENOENT ? "no such file"
                                   : "cannot open its "
                                     "directory");
+  *dfd_out = dfd;
   if (fstat(dfd, &st) != 0 || (st.st_uid != 0 && st.st_uid != geteuid()) ||
-      ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))) {
-    close(dfd);
+      ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)))
     return refuse(err, errsz, PX_EACCES, path,
                   "its directory is writable by others (or not owned by "
                   "root or the service user)");
-  }
-  *dfd_out = dfd;
   return 0;
 }
 
@@ -113,8 +113,17 @@ static int open_checked(const char *path, unsigned flags, int *fd_out,
   struct stat st;
   int dfd = -1, fd, e, rc;
   *fd_out = -1;
-  if ((rc = open_parent(path, &dfd, &base, err, errsz)) != 0)
+  rc = open_parent(path, &dfd, &base, err, errsz);
+  if (dfd < 0)
     return rc;
+  if (rc != 0) { /* unsafe directory: refuse, unless there is no file */
+    int rc2 =
+        faccessat(dfd, base, F_OK, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT
+            ? refuse(err, errsz, PX_ENOENT, path, "no such file")
+            : rc;
+    close(dfd);
+    return rc2;
+  }
   fd = fault(PX__FILECHECK_FAULT_OPEN)
            ? (errno = EIO, -1)
            : openat(dfd, base,

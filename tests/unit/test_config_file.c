@@ -160,6 +160,9 @@ TEST_IMPL(config_file_parent_dir) {
   ASSERT_OK(px_config_check_file(path, 0, err, sizeof err));
   set_mode(dir, 0775);
   ASSERT_EQ(px_config_check_file(path, 0, err, sizeof err), PX_EACCES);
+  /* No file in an unsafe directory: missing (defaults), not refused. */
+  snprintf(path, sizeof path, "%s/none.json", dir);
+  ASSERT_EQ(px_config_check_file(path, 0, err, sizeof err), PX_ENOENT);
   set_mode(dir, 0700);
   return 0;
 }
