@@ -8,6 +8,8 @@
 #ifndef PX_LOG_H
 #define PX_LOG_H
 
+#include "px_attr.h"
+
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -60,9 +62,7 @@ void px_log_stderr_sink(void *ctx, const px_log_entry_t *entry);
 void px_log_write(px_log_level_t level, unsigned event_id, long long os_error,
                   const char *file, int line, const char *func,
                   const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 7, 8)))
-#endif
+    PX_PRINTF(7, 8)
     ;
 
 /* Copy `s` (up to `len` bytes) into `out` as a double-quoted C-style

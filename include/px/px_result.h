@@ -6,6 +6,8 @@
 #ifndef PX_RESULT_H
 #define PX_RESULT_H
 
+#include "px_attr.h"
+
 #include "px_job.h"
 
 #ifdef __cplusplus
@@ -131,11 +133,7 @@ int px_result_add_finding(px_result_t *r, const char *rule, unsigned line,
 /* Set error code and a formatted message (copied; replaces an earlier
  * message). 0, or PX_ENOMEM (the code is set, the old message kept). */
 int px_result_set_error(px_result_t *r, px_code_t code, const char *fmt, ...)
-#if defined(__MINGW_PRINTF_FORMAT) /* mingw: the C99 dialect (%zu, %llu) */
-    __attribute__((format(__MINGW_PRINTF_FORMAT, 3, 4)))
-#elif defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
+    PX_PRINTF(3, 4)
     ;
 
 #ifdef __cplusplus

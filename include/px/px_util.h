@@ -3,6 +3,8 @@
 #ifndef PX_UTIL_H
 #define PX_UTIL_H
 
+#include "px_attr.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,9 +21,7 @@ char *px_strndup(const char *s, size_t n);
 int px_strlcpy(char *dst, const char *src, size_t dstsz);
 /* snprintf that reports truncation: 0, or PX_ERANGE. */
 int px_snprintf(char *dst, size_t dstsz, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
+    PX_PRINTF(3, 4)
     ;
 /* ASCII case-insensitive comparisons (locale-independent). */
 int px_strcasecmp(const char *a, const char *b);
@@ -41,9 +41,7 @@ typedef struct {
 int px_buf_append(px_buf_t *b, const void *p, size_t n);
 int px_buf_append_str(px_buf_t *b, const char *s);
 int px_buf_printf(px_buf_t *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
+    PX_PRINTF(2, 3)
     ;
 /* Make sure cap >= len + extra + 1. */
 int px_buf_reserve(px_buf_t *b, size_t extra);

@@ -9,6 +9,8 @@
 #ifndef PX_TEST_TASK_H
 #define PX_TEST_TASK_H
 
+#include "px/px_attr.h"
+
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -59,8 +61,9 @@ int px_test_spawn(const char *const argv[], unsigned timeout_s, int *status,
                   char *out, size_t outsz);
 
 void px__test_fail(const char *file, int line, const char *fmt, ...)
+    PX_PRINTF(3, 4)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4), noreturn))
+    __attribute__((noreturn))
 #endif
     ;
 

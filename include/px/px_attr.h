@@ -1,0 +1,16 @@
+/* px_attr.h - compiler attributes shared by the public headers. */
+#ifndef PX_ATTR_H
+#define PX_ATTR_H
+
+/* printf-style format checking. mingw builds use the C99-conformant
+ * mingw stdio (__USE_MINGW_ANSI_STDIO=1), so %zu/%llu are right there too:
+ * check against gnu_printf, not the MS runtime's rules. */
+#if defined(__GNUC__) && defined(_WIN32)
+#define PX_PRINTF(fmt, args) __attribute__((format(gnu_printf, fmt, args)))
+#elif defined(__GNUC__)
+#define PX_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define PX_PRINTF(fmt, args)
+#endif
+
+#endif
