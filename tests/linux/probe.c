@@ -24,7 +24,9 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <stddef.h>
 #include <unistd.h>
 
 static void report(const char *name, const char *arg, int ok, int err) {
@@ -127,6 +129,56 @@ static int try_socket(int family, int type) {
   return 0;
 }
 
+/* An abstract UNIX socket (a name in the network namespace). */
+static int abstract_fd(const char *name, int listen_it) {
+  struct sockaddr_un a;
+  socklen_t len;
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0), rc;
+  if (fd < 0)
+    return -errno;
+  memset(&a, 0, sizeof a);
+  a.sun_family = AF_UNIX;
+  snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "%s", name);
+  len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name));
+  if (listen_it)
+    rc = bind(fd, (struct sockaddr *)&a, len) == 0 && listen(fd, 4) == 0;
+  else
+    rc = connect(fd, (struct sockaddr *)&a, len) == 0;
+  if (!rc) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  return fd;
+}
+
+static int try_abstract(const char *name, int mode) {
+  int l, c;
+  if (mode == 0) { /* connect to someone else's */
+    c = abstract_fd(name, 0);
+    if (c < 0)
+      return c;
+    close(c);
+    return 0;
+  }
+  l = abstract_fd(name, 1);
+  if (l < 0)
+    return l;
+  if (mode == 1) { /* listen and hold it a while */
+    printf("abstract_listening\n");
+    fflush(stdout);
+    sleep(3);
+    close(l);
+    return 0;
+  }
+  c = abstract_fd(name, 0); /* mode 2: our own, same process */
+  close(l);
+  if (c < 0)
+    return c;
+  close(c);
+  return 0;
+}
+
 static int try_ptrace(void) {
   pid_t pid = fork();
   int rc;
@@ -209,6 +261,12 @@ static int run_check(const char *name, const char *arg) {
     return try_socket(AF_NETLINK, SOCK_RAW);
   if (strcmp(name, "ptrace") == 0)
     return try_ptrace();
+  if (strcmp(name, "abstract_connect") == 0)
+    return try_abstract(arg, 0);
+  if (strcmp(name, "abstract_listen") == 0)
+    return try_abstract(arg, 1);
+  if (strcmp(name, "abstract_self") == 0)
+    return try_abstract(arg, 2);
   if (strcmp(name, "mount") == 0)
     return mount("none", "/job", "tmpfs", 0, NULL) == 0 ? 0 : -errno;
   if (strcmp(name, "remount_root") == 0)

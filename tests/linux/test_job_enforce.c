@@ -376,3 +376,49 @@ TEST_IMPL(enforce_probe_privileges) {
   th_close(&b);
   return 0;
 }
+
+/* Jobs share one empty network namespace (see docs): Landlock scoping must
+ * keep each job's abstract UNIX sockets to itself. */
+TEST_IMPL(enforce_probe_abstract_sockets_scoped) {
+  th_backend_t b;
+  th_run_t ra = {0}, rb = {0};
+  px_job_spec_t sa, sb_spec;
+  px_sandbox_t *sb = NULL;
+  char name[32], listen_arg[80], connect_arg[80], self_arg[80];
+  const char *argv_a[4], *argv_b[4];
+  int tries;
+  TH_REQUIRE_ROOT();
+  if (px__landlock_abi() < 6)
+    RETURN_SKIP("Landlock ABI < 6: each job gets its own netns instead");
+  snprintf(name, sizeof name, "px-test-%lu", (unsigned long)getpid());
+  snprintf(listen_arg, sizeof listen_arg, "abstract_listen=%s", name);
+  snprintf(connect_arg, sizeof connect_arg, "abstract_connect=%s", name);
+  snprintf(self_arg, sizeof self_arg, "abstract_self=%s-self", name);
+  argv_a[0] = th_probe();
+  argv_a[1] = listen_arg;
+  argv_a[2] = NULL;
+  argv_b[0] = th_probe();
+  argv_b[1] = connect_arg;
+  argv_b[2] = self_arg;
+  argv_b[3] = NULL;
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&sa, argv_a);
+  ASSERT_OK(th_begin(&b, &sa, &ra, &sb));
+  for (tries = 0; tries < 300; tries++) { /* until A listens */
+    if (__atomic_load_n(&ra.out.len, __ATOMIC_ACQUIRE) > 0)
+      break;
+    px_sleep_ms(10);
+  }
+  th_spec(&sb_spec, argv_b);
+  ASSERT_OK(th_run(&b, &sb_spec, &rb));
+  ASSERT_OK(th_kill(&b, sb));
+  ASSERT_OK(b.ops->wait(sb, &ra.o));
+  b.ops->release(sb);
+  ASSERT_STR_CONTAINS(px_buf_cstr(&ra.out), "abstract_listening");
+  EXPECT(rb.out.data, "abstract_connect", "DENIED EPERM");
+  EXPECT(rb.out.data, "abstract_self", "ALLOWED");
+  th_free(&ra);
+  th_free(&rb);
+  th_close(&b);
+  return 0;
+}

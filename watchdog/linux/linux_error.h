@@ -30,6 +30,7 @@
   X(PX_STEP_SYNC, "sync")                                                    \
   X(PX_STEP_SIGNALS, "signals")                                              \
   X(PX_STEP_STDIO, "stdio")                                                  \
+  X(PX_STEP_NETNS, "netns")                                                  \
   X(PX_STEP_HOSTNAME, "hostname")                                            \
   X(PX_STEP_MOUNT_PRIVATE, "mount_private")                                  \
   X(PX_STEP_MOUNT_ROOT, "mount_root")                                        \

@@ -181,6 +181,7 @@ typedef struct {
   gid_t run_gid, outer_gid;
   int cap_last;
   int landlock_abi;
+  int netns_fd;              /* owned: shared empty netns, or -1 */
   px__cg_host_t cg;
   px__mnt_plan_t skel;
   px__bpf_t bpf[2];          /* [0] no egress, [1] egress */
@@ -201,6 +202,7 @@ typedef struct {
   uint64_t cpu_rlimit_s;
   uint64_t fsize;
   int egress, userns;
+  int join_netns;            /* setns into be->netns_fd, no CLONE_NEWNET */
   /* fds, child ends, set by spawn */
   int sync_rd, err_wr, in_rd, out_wr, errout_wr;
 } px__plan_t;

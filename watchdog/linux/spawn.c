@@ -10,7 +10,8 @@
  * child runs the steps below, each checked; a failure writes (step, errno)
  * to the error pipe and exits 127, and the parent kills and reaps it:
  *
- *   signals reset, stdio, hostname, mounts + pivot_root (mounts.c),
+ *   signals reset, stdio, netns (join the backend's shared empty one),
+ *   hostname, mounts + pivot_root (mounts.c),
  *   rlimits (CORE 0, NOFILE, FSIZE, CPU above the policy; never AS/NPROC),
  *   close_range, capability bounding set, setgroups/setresgid/setresuid
  *   to the job uid, capabilities cleared, no_new_privs, Landlock, seccomp
@@ -177,6 +178,7 @@ int px__plan_build(px_sandbox_t *sb) {
   p->fsize = sb->be->tmpfs_bytes;
   p->egress = (spec->caps & PX_CAP_NET_EGRESS) != 0;
   p->userns = !sb->be->is_root;
+  p->join_netns = !p->egress && sb->be->netns_fd >= 0;
   return 0;
 }
 
@@ -315,6 +317,8 @@ static __attribute__((noreturn)) void child_main(const px__plan_t *p) {
   CHILD_STEP(p, PX_STEP_STDIO,
              dup2(p->in_rd, 0) == 0 && dup2(p->out_wr, 1) == 1 &&
                  dup2(p->errout_wr, 2) == 2);
+  CHILD_STEP(p, PX_STEP_NETNS,
+             !p->join_netns || setns(be->netns_fd, CLONE_NEWNET) == 0);
   CHILD_STEP(p, PX_STEP_HOSTNAME, sethostname("px", 2) == 0);
   rc = px__mnt_child(be->stage, &be->skel, &p->mnt, &step);
   if (rc != 0)
@@ -466,7 +470,7 @@ static int read_setup(px_sandbox_t *sb, int err_rd) {
 
 static uint64_t clone_flags(const px__plan_t *p) {
   uint64_t f = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
-  if (!p->egress)
+  if (!p->egress && !p->join_netns)
     f |= CLONE_NEWNET;
   if (p->userns)
     f |= CLONE_NEWUSER;
