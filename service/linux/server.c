@@ -232,6 +232,9 @@ static int conn_feed(conn_t *c, const char *data, size_t len) {
       px_session_on_payload(c->sess, p, plen);
     } else if (st == PX_FRAME_BAD_CRC) {
       px_session_on_frame_error(c->sess, PX_CODE_BAD_CRC);
+    } else if (st == PX_FRAME_NOMEM) {
+      PX_LOG(PX_LOG_ERROR, "out of memory for a client's frame: dropping it");
+      return -1;
     } else if (st == PX_FRAME_BAD_MAGIC || st == PX_FRAME_TOO_LARGE) {
       px_session_on_frame_error(c->sess, st == PX_FRAME_BAD_MAGIC
                                              ? PX_CODE_BAD_FRAME
@@ -259,7 +262,7 @@ static int conn_read(conn_t *c) {
     if (n < 0)
       return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
     if (conn_feed(c, buf, (size_t)n) != 0)
-      return -1;
+      return -1; /* fatal without an answer (out of memory) */
     if (c->close_after_flush)
       return 0;
   }
