@@ -112,5 +112,11 @@ enum {
   PX__FILECHECK_FAULT_READ
 };
 void px__config_filecheck_fault(int step);
+#ifdef _WIN32
+/* Windows test seam: apply the owner/DACL rules to a security descriptor
+ * given as SDDL ("O:SYD:(A;;FA;;;SY)..."), as they apply to a file's. */
+int px__config_check_sddl(const char *sddl, unsigned flags, char *err,
+                          size_t errsz);
+#endif
 
 #endif /* PX_CONFIG_INT_H */

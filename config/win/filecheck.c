@@ -137,10 +137,24 @@ static int check_dacl(PACL dacl, PSID self, unsigned flags, const char *path,
   return 0;
 }
 
+/* The owner and DACL rules, for a file's descriptor or a test's. */
+static int check_owner_dacl(PSID owner, PACL dacl, unsigned flags,
+                            const char *path, char *err, size_t errsz) {
+  PSID self = self_sid();
+  int rc;
+  if (!owner || !trusted(owner, self))
+    rc = refuse(err, errsz, PX_EACCES, path,
+                "owner is not SYSTEM, Administrators or the service account");
+  else
+    rc = check_dacl(dacl, self, flags, path, err, errsz);
+  free(self);
+  return rc;
+}
+
 static int check_security(HANDLE h, unsigned flags, const char *path, char *err,
                           size_t errsz) {
   PSECURITY_DESCRIPTOR sd = NULL;
-  PSID owner = NULL, self = NULL;
+  PSID owner = NULL;
   PACL dacl = NULL;
   DWORD e;
   int rc;
@@ -155,13 +169,27 @@ static int check_security(HANDLE h, unsigned flags, const char *path, char *err,
            (unsigned long)e);
     return refuse(err, errsz, PX_EACL, path, "cannot read its security");
   }
-  self = self_sid();
-  if (!owner || !trusted(owner, self))
-    rc = refuse(err, errsz, PX_EACCES, path,
-                "owner is not SYSTEM, Administrators or the service account");
+  rc = check_owner_dacl(owner, dacl, flags, path, err, errsz);
+  LocalFree(sd);
+  return rc;
+}
+
+int px__config_check_sddl(const char *sddl, unsigned flags, char *err,
+                          size_t errsz) {
+  PSECURITY_DESCRIPTOR sd = NULL;
+  PSID owner = NULL;
+  PACL dacl = NULL;
+  BOOL present = FALSE, defaulted = FALSE;
+  int rc;
+  if (!ConvertStringSecurityDescriptorToSecurityDescriptorA(
+          sddl, SDDL_REVISION_1, &sd, NULL))
+    return refuse(err, errsz, PX_EINVAL, sddl, "bad SDDL");
+  if (!GetSecurityDescriptorOwner(sd, &owner, &defaulted) ||
+      !GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted))
+    rc = refuse(err, errsz, PX_EACL, sddl, "cannot read it");
   else
-    rc = check_dacl(dacl, self, flags, path, err, errsz);
-  free(self);
+    rc = check_owner_dacl(owner, present ? dacl : NULL, flags, "(sddl)", err,
+                          errsz);
   LocalFree(sd);
   return rc;
 }
