@@ -1,1 +1,35 @@
-# watchdog/win.cmake - filled in by its component.
+# watchdog/win.cmake - the Windows sandbox backend (px_backend_windows) and
+# its tests. See docs/windows-backend.md.
+target_sources(px_core PRIVATE
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/backend.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/winapi.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/job.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/token.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/acl.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/spawn.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/watchdog.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/cleanup.c
+  ${PROJECT_SOURCE_DIR}/service/win/win_error.c)
+# psapi: K32GetProcessMemoryInfo lives in kernel32 on Windows 7+, but the
+# import library keeps the name in psapi for older SDKs.
+target_link_libraries(px_core PUBLIC psapi)
+
+# Tests: px_tests_win (run under Wine by ctest) and the probe it launches
+# inside the sandbox.
+target_sources(px_tests_win PRIVATE
+  ${PROJECT_SOURCE_DIR}/tests/win/wintest.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_spawn.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_job.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_watchdog.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_fault.c)
+add_executable(px_probe ${PROJECT_SOURCE_DIR}/tests/win/probe.c)
+px_executable(px_probe)
+target_link_options(px_probe PRIVATE -municode)
+target_link_libraries(px_probe PRIVATE ws2_32)
+add_dependencies(px_tests_win px_probe)
+set_target_properties(px_probe PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+px_add_test_group(px_tests_win winspawn LABELS win)
+px_add_test_group(px_tests_win winjob LABELS win)
+px_add_test_group(px_tests_win winwatchdog LABELS win)
+px_add_test_group(px_tests_win winfault LABELS win)

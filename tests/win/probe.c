@@ -1,0 +1,333 @@
+/* probe.c - the program the Windows backend's tests run inside the sandbox.
+ *
+ * It reports what it sees and tries single forbidden things, one per run,
+ * printing one line per fact (after Chromium's validation_tests):
+ *   px_probe report           token, job, handles, environment, cwd
+ *   px_probe args ...         ARG <i> <utf-8 hex> for CommandLineToArgvW
+ *   px_probe exit N           exits with N
+ *   px_probe echo             copies stdin to stdout
+ *   px_probe write N          writes N bytes to stdout and N to stderr
+ *   px_probe sleep MS         sleeps
+ *   px_probe busy             spins forever (CPU)
+ *   px_probe hog-memory MB    commits and touches MB, then sleeps
+ *   px_probe spawn N          starts N children "sleep 60000", prints
+ *                             CHILD <pid>, then sleeps
+ *   px_probe try-write PATH   create a file         -> WRITE ALLOWED|DENIED
+ *   px_probe try-read PATH    open for reading      -> READ ALLOWED|DENIED
+ *   px_probe try-connect PORT TCP to 127.0.0.1     -> CONNECT ALLOWED|DENIED
+ *   px_probe try-spawn        one child             -> SPAWN ALLOWED|DENIED
+ *   px_probe try-breakaway    CREATE_BREAKAWAY_FROM_JOB -> BREAKAWAY ...
+ *   px_probe try-open PID     PROCESS_ALL_ACCESS    -> OPEN ALLOWED|DENIED
+ * Exit status 0 unless the mode itself failed (2).
+ */
+#include <winsock2.h>
+#include <windows.h>
+#include <sddl.h>
+#include <shellapi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <wchar.h>
+
+static void out(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static void out(const char *fmt, ...) {
+  char buf[2048];
+  va_list ap;
+  DWORD n;
+  int len;
+  va_start(ap, fmt);
+  len = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+  va_end(ap);
+  if (len < 0)
+    return;
+  if ((size_t)len > sizeof buf - 2)
+    len = (int)sizeof buf - 2;
+  buf[len++] = '\n';
+  WriteFile(GetStdHandle(STD_OUTPUT_HANDLE), buf, (DWORD)len, &n, NULL);
+}
+
+static void sid_str(PSID sid, char *buf, size_t n) {
+  LPWSTR s = NULL;
+  buf[0] = 0;
+  if (ConvertSidToStringSidW(sid, &s)) {
+    WideCharToMultiByte(CP_UTF8, 0, s, -1, buf, (int)n, NULL, NULL);
+    LocalFree(s);
+  }
+}
+
+static void *tinfo(HANDLE t, TOKEN_INFORMATION_CLASS c) {
+  DWORD n = 0;
+  void *p;
+  GetTokenInformation(t, c, NULL, 0, &n);
+  if (!n || !(p = malloc(n)))
+    return NULL;
+  if (!GetTokenInformation(t, c, p, n, &n)) {
+    free(p);
+    return NULL;
+  }
+  return p;
+}
+
+static void report_token(void) {
+  HANDLE t;
+  TOKEN_MANDATORY_LABEL *ml;
+  TOKEN_GROUPS *g;
+  TOKEN_PRIVILEGES *pv;
+  char s[256];
+  DWORD i;
+  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &t)) {
+    out("TOKEN ERROR %lu", GetLastError());
+    return;
+  }
+  if ((ml = tinfo(t, TokenIntegrityLevel))) {
+    PSID l = ml->Label.Sid;
+    out("INTEGRITY %lu", *GetSidSubAuthority(l, *GetSidSubAuthorityCount(l) - 1));
+    free(ml);
+  }
+  if ((g = tinfo(t, TokenRestrictedSids))) {
+    out("RESTRICTED_COUNT %lu", g->GroupCount);
+    for (i = 0; i < g->GroupCount; i++) {
+      sid_str(g->Groups[i].Sid, s, sizeof s);
+      out("RESTRICTED_SID %s", s);
+    }
+    free(g);
+  }
+  if ((g = tinfo(t, TokenGroups))) {
+    for (i = 0; i < g->GroupCount; i++)
+      if (g->Groups[i].Attributes & SE_GROUP_USE_FOR_DENY_ONLY) {
+        sid_str(g->Groups[i].Sid, s, sizeof s);
+        out("DENY_ONLY %s", s);
+      }
+    free(g);
+  }
+  if ((pv = tinfo(t, TokenPrivileges))) {
+    for (i = 0; i < pv->PrivilegeCount; i++) {
+      WCHAR name[128];
+      DWORD n = 128;
+      if (LookupPrivilegeNameW(NULL, &pv->Privileges[i].Luid, name, &n)) {
+        WideCharToMultiByte(CP_UTF8, 0, name, -1, s, sizeof s, NULL, NULL);
+        out("PRIVILEGE %s", s);
+      }
+    }
+    free(pv);
+  }
+  {
+    DWORD ac = 0, n = 0;
+    if (GetTokenInformation(t, TokenIsAppContainer, &ac, sizeof ac, &n))
+      out("APPCONTAINER %lu", ac);
+  }
+  CloseHandle(t);
+}
+
+static void report_job(void) {
+  BOOL in = FALSE;
+  JOBOBJECT_EXTENDED_LIMIT_INFORMATION x;
+  IsProcessInJob(GetCurrentProcess(), NULL, &in);
+  out("IN_JOB %d", in ? 1 : 0);
+  memset(&x, 0, sizeof x);
+  if (QueryInformationJobObject(NULL, JobObjectExtendedLimitInformation, &x,
+                                sizeof x, NULL)) {
+    out("JOB_LIMIT_FLAGS 0x%lx", x.BasicLimitInformation.LimitFlags);
+    out("JOB_ACTIVE_LIMIT %lu", x.BasicLimitInformation.ActiveProcessLimit);
+    out("JOB_MEMORY_LIMIT %llu", (unsigned long long)x.JobMemoryLimit);
+  } else {
+    out("JOB_LIMIT_FLAGS ERROR %lu", GetLastError());
+  }
+}
+
+/* Every handle value this process holds that is marked inheritable: only
+ * the ones the parent named in its handle list can be. */
+static void report_handles(void) {
+  uintptr_t v;
+  out("STDIN 0x%llx", (unsigned long long)(uintptr_t)GetStdHandle(STD_INPUT_HANDLE));
+  out("STDOUT 0x%llx", (unsigned long long)(uintptr_t)GetStdHandle(STD_OUTPUT_HANDLE));
+  out("STDERR 0x%llx", (unsigned long long)(uintptr_t)GetStdHandle(STD_ERROR_HANDLE));
+  for (v = 4; v < 0x10000; v += 4) {
+    DWORD flags = 0;
+    if (GetHandleInformation((HANDLE)v, &flags) && (flags & HANDLE_FLAG_INHERIT))
+      out("INHERITED 0x%llx", (unsigned long long)v);
+  }
+}
+
+static void report_env(void) {
+  LPWCH env = GetEnvironmentStringsW(), p;
+  WCHAR cwd[MAX_PATH];
+  char s[4096];
+  for (p = env; p && *p; p += wcslen(p) + 1) {
+    WideCharToMultiByte(CP_UTF8, 0, p, -1, s, sizeof s, NULL, NULL);
+    out("ENV %s", s);
+  }
+  FreeEnvironmentStringsW(env);
+  GetCurrentDirectoryW(MAX_PATH, cwd);
+  WideCharToMultiByte(CP_UTF8, 0, cwd, -1, s, sizeof s, NULL, NULL);
+  out("CWD %s", s);
+}
+
+static void print_args(void) {
+  int n = 0, i;
+  LPWSTR *av = CommandLineToArgvW(GetCommandLineW(), &n);
+  out("ARGC %d", n);
+  for (i = 0; av && i < n; i++) {
+    char u[8192], hex[16385];
+    int len = WideCharToMultiByte(CP_UTF8, 0, av[i], -1, u, sizeof u, NULL, NULL);
+    int k;
+    for (k = 0; k < len - 1; k++)
+      snprintf(hex + 2 * k, 3, "%02x", (unsigned char)u[k]);
+    hex[len > 0 ? 2 * (len - 1) : 0] = 0;
+    out("ARG %d %s", i, hex);
+  }
+  LocalFree(av);
+}
+
+static int spawn_self(const WCHAR *args, DWORD flags, DWORD *pid) {
+  WCHAR self[MAX_PATH], cmd[MAX_PATH + 64];
+  STARTUPINFOW si;
+  PROCESS_INFORMATION pi;
+  GetModuleFileNameW(NULL, self, MAX_PATH);
+  swprintf(cmd, MAX_PATH + 64, L"\"%ls\" %ls", self, args);
+  memset(&si, 0, sizeof si);
+  si.cb = sizeof si;
+  if (!CreateProcessW(self, cmd, NULL, NULL, FALSE, flags, NULL, NULL, &si, /* checksrc: allow - probe */
+                      &pi))
+    return 0;
+  *pid = pi.dwProcessId;
+  CloseHandle(pi.hThread);
+  CloseHandle(pi.hProcess);
+  return 1;
+}
+
+static int verdict(const char *what, int allowed) {
+  out("%s %s", what, allowed ? "ALLOWED" : "DENIED");
+  return 0;
+}
+
+static int try_connect(const WCHAR *port) {
+  WSADATA w;
+  SOCKET s;
+  struct sockaddr_in a;
+  int ok;
+  if (WSAStartup(MAKEWORD(2, 2), &w))
+    return verdict("CONNECT", 0);
+  s = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+  if (s == INVALID_SOCKET)
+    return verdict("CONNECT", 0);
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((u_short)_wtoi(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ok = connect(s, (struct sockaddr *)&a, sizeof a) == 0;
+  closesocket(s);
+  return verdict("CONNECT", ok);
+}
+
+int wmain(int argc, WCHAR **argv);
+int wmain(int argc, WCHAR **argv) {
+  const WCHAR *m = argc > 1 ? argv[1] : L"report";
+  SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOGPFAULTERRORBOX);
+  if (!wcscmp(m, L"report")) {
+    report_token();
+    report_job();
+    report_handles();
+    report_env();
+    return 0;
+  }
+  if (!wcscmp(m, L"args")) {
+    print_args();
+    return 0;
+  }
+  if (!wcscmp(m, L"exit"))
+    return argc > 2 ? _wtoi(argv[2]) : 0;
+  if (!wcscmp(m, L"echo")) {
+    char buf[4096];
+    DWORD n, w;
+    while (ReadFile(GetStdHandle(STD_INPUT_HANDLE), buf, sizeof buf, &n, NULL) && n)
+      WriteFile(GetStdHandle(STD_OUTPUT_HANDLE), buf, n, &w, NULL);
+    return 0;
+  }
+  if (!wcscmp(m, L"write") && argc > 2) {
+    long n = _wtol(argv[2]), i;
+    char c[1024];
+    DWORD w;
+    memset(c, 'x', sizeof c);
+    for (i = 0; i < n; i += 1024) {
+      DWORD k = (DWORD)(n - i < 1024 ? n - i : 1024);
+      WriteFile(GetStdHandle(STD_OUTPUT_HANDLE), c, k, &w, NULL);
+      WriteFile(GetStdHandle(STD_ERROR_HANDLE), c, k, &w, NULL);
+    }
+    return 0;
+  }
+  if (!wcscmp(m, L"sleep")) {
+    Sleep(argc > 2 ? (DWORD)_wtol(argv[2]) : INFINITE);
+    return 0;
+  }
+  if (!wcscmp(m, L"busy")) {
+    volatile unsigned long long x = 0;
+    for (;;)
+      x++;
+  }
+  if (!wcscmp(m, L"hog-memory") && argc > 2) {
+    SIZE_T mb = (SIZE_T)_wtol(argv[2]), i;
+    for (i = 0; i < mb; i++) {
+      char *p = VirtualAlloc(NULL, 1 << 20, MEM_COMMIT | MEM_RESERVE, PAGE_READWRITE);
+      if (!p) {
+        out("ALLOC_FAILED %llu", (unsigned long long)i);
+        break;
+      }
+      memset(p, 1, 1 << 20);
+    }
+    out("HOGGING");
+    Sleep(INFINITE);
+    return 0;
+  }
+  if (!wcscmp(m, L"spawn") && argc > 2) {
+    int n = _wtoi(argv[2]), i;
+    for (i = 0; i < n; i++) {
+      DWORD pid = 0;
+      if (spawn_self(L"sleep 60000", 0, &pid))
+        out("CHILD %lu", pid);
+      else
+        out("SPAWN_FAILED %lu", GetLastError());
+    }
+    Sleep(INFINITE);
+    return 0;
+  }
+  if (!wcscmp(m, L"try-write") && argc > 2) {
+    HANDLE h = CreateFileW(argv[2], GENERIC_WRITE, 0, NULL, CREATE_ALWAYS, 0, NULL);
+    verdict("WRITE", h != INVALID_HANDLE_VALUE);
+    if (h != INVALID_HANDLE_VALUE) {
+      CloseHandle(h);
+      DeleteFileW(argv[2]);
+    }
+    return 0;
+  }
+  if (!wcscmp(m, L"try-read") && argc > 2) {
+    HANDLE h = CreateFileW(argv[2], GENERIC_READ, FILE_SHARE_READ, NULL,
+                           OPEN_EXISTING, 0, NULL);
+    verdict("READ", h != INVALID_HANDLE_VALUE);
+    if (h != INVALID_HANDLE_VALUE)
+      CloseHandle(h);
+    return 0;
+  }
+  if (!wcscmp(m, L"try-connect") && argc > 2)
+    return try_connect(argv[2]);
+  if (!wcscmp(m, L"try-spawn")) {
+    DWORD pid;
+    return verdict("SPAWN", spawn_self(L"exit 0", 0, &pid));
+  }
+  if (!wcscmp(m, L"try-breakaway")) {
+    DWORD pid;
+    return verdict("BREAKAWAY", spawn_self(L"exit 0", CREATE_BREAKAWAY_FROM_JOB, &pid));
+  }
+  if (!wcscmp(m, L"try-open") && argc > 2) {
+    HANDLE h = OpenProcess(PROCESS_ALL_ACCESS, FALSE, (DWORD)_wtol(argv[2]));
+    verdict("OPEN", h != NULL);
+    if (h)
+      CloseHandle(h);
+    return 0;
+  }
+  out("USAGE unknown mode");
+  return 2;
+}

@@ -1,0 +1,278 @@
+/* test_fault.c - every fail-closed branch of the Windows backend, driven
+ * through the function table (watchdog/win/winapi.h): the injected call
+ * fails, prepare or start returns the error, nothing runs, no process of
+ * the job is left and its directory is gone. The tolerated controls (UI
+ * restrictions, child process policy) fail soft and drop their bit. */
+#include "wintest.h"
+
+#include <tlhelp32.h>
+#include <windows.h>
+
+static const px_backend_ops_t *ops(void) { return px_backend_native(); }
+
+/* Live px_probe.exe processes whose parent is this test process. */
+static int probes_alive(void) {
+  HANDLE snap = CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
+  PROCESSENTRY32W pe;
+  int n = 0;
+  if (snap == INVALID_HANDLE_VALUE)
+    return -1;
+  pe.dwSize = sizeof pe;
+  if (Process32FirstW(snap, &pe))
+    do {
+      if (pe.th32ParentProcessID == GetCurrentProcessId() &&
+          _wcsicmp(pe.szExeFile, L"px_probe.exe") == 0 &&
+          wt_pid_alive(pe.th32ProcessID))
+        n++;
+    } while (Process32NextW(snap, &pe));
+  CloseHandle(snap);
+  return n;
+}
+
+static void assert_no_probe(void) {
+  uint64_t until = px_now_ms() + 3000;
+  while (probes_alive() > 0 && px_now_ms() < until)
+    px_sleep_ms(20);
+  ASSERT_EQ(probes_alive(), 0);
+}
+
+typedef struct {
+  px__winapi_id_t id;
+  unsigned nth;
+  int want;
+} fault_t;
+
+static void prepare_faults(const fault_t *f, size_t n, int with_file) {
+  size_t i;
+  for (i = 0; i < n; i++) {
+    wt_backend_t b;
+    wt_job_t j;
+    px_sandbox_t *sb = NULL;
+    px_sandbox_events_t ev = {0};
+    char dir[1200];
+    int rc;
+    wt_open(&b);
+    wt_job(&j, "sleep", "60000", NULL);
+    if (with_file) {
+      j.files[0].path = "sub/f.txt";
+      j.files[0].data = (unsigned char *)"data";
+      j.files[0].len = 4;
+      j.spec.nfiles = 1;
+    }
+    snprintf(dir, sizeof dir, "%s\\%s", b.root, j.spec.key);
+    px__winapi_fault(f[i].id, f[i].nth, ERROR_ACCESS_DENIED);
+    rc = ops()->prepare(b.state, &j.spec, &ev, &sb);
+    px__winapi_fault_reset();
+    printf("fault %s #%u -> %s\n", px__winapi_name(f[i].id), f[i].nth,
+           px_err_name(rc));
+    if (rc != f[i].want)
+      px__test_fail(__FILE__, __LINE__, "%s #%u: prepare returned %s, want %s",
+                    px__winapi_name(f[i].id), f[i].nth, px_err_name(rc),
+                    px_err_name(f[i].want));
+    ASSERT_NULL(sb);
+    ASSERT_EQ(GetFileAttributesA(dir), INVALID_FILE_ATTRIBUTES);
+    assert_no_probe();
+    wt_job_free(&j);
+    wt_close(&b);
+  }
+}
+
+TEST_IMPL(winfault_acl) {
+  static const fault_t f[] = {
+      {PX_WAPI_InitializeAcl, 1, PX_EACL},
+      {PX_WAPI_AddAccessAllowedAceEx, 1, PX_EACL},
+      {PX_WAPI_AddAccessAllowedAceEx, 4, PX_EACL},
+      {PX_WAPI_CreateDirectoryW, 1, PX_EACL},
+      {PX_WAPI_AllocateAndInitializeSid, 1, PX_EACL},
+      {PX_WAPI_InitializeAcl, 2, PX_EACL},
+      {PX_WAPI_AddMandatoryAce, 1, PX_EACL},
+      {PX_WAPI_CreateFileW, 1, PX_EACL},
+      {PX_WAPI_SetSecurityInfo, 1, PX_EACL},
+  };
+  prepare_faults(f, sizeof f / sizeof f[0], 0);
+  return 0;
+}
+
+TEST_IMPL(winfault_files) {
+  static const fault_t f[] = {
+      {PX_WAPI_CreateDirectoryW, 2, PX_EIO},
+      {PX_WAPI_CreateFileW, 2, PX_EIO},
+      {PX_WAPI_WriteFile, 1, PX_EIO},
+  };
+  prepare_faults(f, sizeof f / sizeof f[0], 1);
+  return 0;
+}
+
+TEST_IMPL(winfault_token) {
+  static const fault_t f[] = {
+      {PX_WAPI_OpenProcessToken, 1, PX_ETOKEN},
+      {PX_WAPI_GetTokenInformation, 1, PX_ETOKEN},
+      {PX_WAPI_GetTokenInformation, 2, PX_ETOKEN},
+      {PX_WAPI_GetTokenInformation, 4, PX_ETOKEN},
+      {PX_WAPI_CreateRestrictedToken, 1, PX_ETOKEN},
+      {PX_WAPI_InitializeAcl, 3, PX_ETOKEN},
+      {PX_WAPI_SetTokenInformation, 1, PX_ETOKEN},
+      {PX_WAPI_AllocateAndInitializeSid, 2, PX_ETOKEN},
+      {PX_WAPI_SetTokenInformation, 2, PX_ETOKEN},
+  };
+  prepare_faults(f, sizeof f / sizeof f[0], 0);
+  return 0;
+}
+
+TEST_IMPL(winfault_job) {
+  static const fault_t f[] = {
+      {PX_WAPI_CreateJobObjectW, 1, PX_EJOB},
+      {PX_WAPI_SetInformationJobObject, 1, PX_EJOB}, /* the limits */
+      {PX_WAPI_SetInformationJobObject, 3, PX_EJOB}, /* the port */
+  };
+  prepare_faults(f, sizeof f / sizeof f[0], 0);
+  return 0;
+}
+
+TEST_IMPL(winfault_spawn) {
+  static const fault_t f[] = {
+      {PX_WAPI_CreateNamedPipeW, 1, PX_ESPAWN},
+      {PX_WAPI_CreateNamedPipeW, 3, PX_ESPAWN},
+      {PX_WAPI_CreateFileW, 2, PX_ESPAWN}, /* a pipe's child end */
+      {PX_WAPI_InitializeProcThreadAttributeList, 1, PX_ESPAWN},
+      {PX_WAPI_InitializeProcThreadAttributeList, 2, PX_ESPAWN},
+      {PX_WAPI_UpdateProcThreadAttribute, 1, PX_ESPAWN}, /* handle list */
+      {PX_WAPI_UpdateProcThreadAttribute, 2, PX_ESPAWN}, /* job list */
+      {PX_WAPI_CreateProcessAsUserW, 1, PX_ESPAWN},
+      /* The child exists (suspended) from here on: it must die. */
+      {PX_WAPI_IsProcessInJob, 1, PX_EJOB},
+      {PX_WAPI_CreateIoCompletionPort, 1, PX_ESPAWN},
+      {PX_WAPI_CreateIoCompletionPort, 3, PX_ESPAWN},
+  };
+  prepare_faults(f, sizeof f / sizeof f[0], 0);
+  return 0;
+}
+
+/* Faults at start: the check before resume and the resume itself. */
+TEST_IMPL(winfault_start) {
+  static const struct {
+    px__winapi_id_t id;
+    int want;
+  } f[] = {{PX_WAPI_IsProcessInJob, PX_EJOB}, {PX_WAPI_ResumeThread, PX_ESPAWN}};
+  size_t i;
+  for (i = 0; i < 2; i++) {
+    wt_backend_t b;
+    wt_job_t j;
+    wt_capture_t c;
+    px_outcome_t o;
+    px_sandbox_t *sb;
+    px_sandbox_events_t ev;
+    wt_open(&b);
+    wt_job(&j, "write", "10", NULL);
+    wt_capture_init(&c);
+    ev = wt_events(&c);
+    ASSERT_OK(ops()->prepare(b.state, &j.spec, &ev, &sb));
+    px__winapi_fault(f[i].id, 1, ERROR_ACCESS_DENIED);
+    ASSERT_EQ(ops()->start(sb), f[i].want);
+    px__winapi_fault_reset();
+    ASSERT_OK(ops()->wait(sb, &o));
+    ASSERT_EQ(o.error, f[i].want);
+    ASSERT_EQ(o.exited, 0);
+    ASSERT_EQ(c.started, 0);
+    ASSERT_UINT_EQ(c.out.len, 0); /* it never ran */
+    ops()->release(sb);
+    assert_no_probe();
+    wt_capture_free(&c);
+    wt_job_free(&j);
+    wt_close(&b);
+  }
+  return 0;
+}
+
+/* TerminateJobObject refused: the first process is still killed. */
+TEST_IMPL(winfault_kill) {
+  wt_backend_t b;
+  wt_job_t j;
+  wt_capture_t c;
+  px_outcome_t o;
+  px_sandbox_t *sb;
+  px_sandbox_events_t ev;
+  wt_open(&b);
+  wt_job(&j, "sleep", "60000", NULL);
+  wt_capture_init(&c);
+  ev = wt_events(&c);
+  ASSERT_OK(ops()->prepare(b.state, &j.spec, &ev, &sb));
+  ASSERT_OK(ops()->start(sb));
+  px__winapi_fault(PX_WAPI_TerminateJobObject, 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(ops()->kill(sb));
+  px__winapi_fault_reset();
+  ASSERT_OK(ops()->wait(sb, &o));
+  ASSERT_EQ(o.killed, 1);
+  ASSERT_EQ(o.exited, 0);
+  ops()->release(sb);
+  assert_no_probe();
+  wt_capture_free(&c);
+  wt_job_free(&j);
+  wt_close(&b);
+  return 0;
+}
+
+/* Soft controls: refused -> the job runs, the bit is missing. */
+TEST_IMPL(winfault_tolerated) {
+  wt_backend_t b;
+  wt_job_t j;
+  wt_capture_t c;
+  px_outcome_t o;
+  wt_open(&b);
+  /* UI restrictions (the 2nd SetInformationJobObject). */
+  wt_job(&j, "exit", "0", NULL);
+  wt_capture_init(&c);
+  px__winapi_fault(PX_WAPI_SetInformationJobObject, 2, ERROR_INVALID_PARAMETER);
+  ASSERT_OK(wt_run(&b, &j, &c, &o));
+  px__winapi_fault_reset();
+  ASSERT_EQ(o.exited, 1);
+  ASSERT(!(o.enforcement & PX_ENF(PX_ENF_UI_RESTRICTIONS)));
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_JOB_OBJECT));
+  wt_capture_free(&c);
+  wt_job_free(&j);
+  /* Child process policy (3rd UpdateProcThreadAttribute, processes = 1). */
+  wt_job(&j, "exit", "0", NULL);
+  j.spec.limits.processes = 1;
+  wt_capture_init(&c);
+  px__winapi_fault(PX_WAPI_UpdateProcThreadAttribute, 3, ERROR_NOT_SUPPORTED);
+  ASSERT_OK(wt_run(&b, &j, &c, &o));
+  px__winapi_fault_reset();
+  ASSERT_EQ(o.exited, 1);
+  ASSERT(!(o.enforcement & PX_ENF(PX_ENF_CHILD_PROCESS_POLICY)));
+  wt_capture_free(&c);
+  wt_job_free(&j);
+  /* CPU rate control without res:high_cpu: applied where the OS takes it
+   * (Wine refuses it with error 87), never fatal. */
+  wt_job(&j, "exit", "0", NULL);
+  j.spec.caps &= ~(uint32_t)PX_CAP_RES_HIGH_CPU;
+  wt_capture_init(&c);
+  ASSERT_OK(wt_run(&b, &j, &c, &o));
+  ASSERT_EQ(o.exited, 1);
+  if (px_test_under_wine())
+    ASSERT(!(o.enforcement & PX_ENF(PX_ENF_CPU_RATE_CONTROL)));
+  else
+    ASSERT(o.enforcement & PX_ENF(PX_ENF_CPU_RATE_CONTROL));
+  wt_capture_free(&c);
+  wt_job_free(&j);
+  wt_close(&b);
+  return 0;
+}
+
+/* The injector itself: nth counting and reset. */
+TEST_IMPL(winfault_injector) {
+  unsigned long before = px__winapi_calls(PX_WAPI_CreateJobObjectW);
+  HANDLE h;
+  px__winapi_fault(PX_WAPI_CreateJobObjectW, 2, ERROR_ACCESS_DENIED);
+  h = PXW(CreateJobObjectW)(NULL, NULL);
+  ASSERT_NOT_NULL(h);
+  CloseHandle(h);
+  ASSERT_NULL(PXW(CreateJobObjectW)(NULL, NULL));
+  ASSERT_EQ(GetLastError(), ERROR_ACCESS_DENIED);
+  h = PXW(CreateJobObjectW)(NULL, NULL); /* one-shot */
+  ASSERT_NOT_NULL(h);
+  CloseHandle(h);
+  ASSERT_EQ(px__winapi_calls(PX_WAPI_CreateJobObjectW) - before, 3);
+  ASSERT_STR_EQ(px__winapi_name(PX_WAPI_ResumeThread), "ResumeThread");
+  px__winapi_fault_reset();
+  return 0;
+}

@@ -1,0 +1,148 @@
+/* test_spawn.c - the spawn building blocks in process: command-line
+ * quoting against CommandLineToArgvW, the 32,767-character limit, the
+ * environment block, job file path checks, Win32 error mapping. */
+#include "wintest.h"
+
+#include "service/win/win_error.h"
+
+#include <shellapi.h>
+#include <windows.h>
+
+/* Build a command line from argv and parse it back with the OS. */
+static void round_trip(char **argv, size_t argc) {
+  WCHAR *cmd = NULL, **back;
+  int n = 0;
+  size_t i;
+  ASSERT_OK(px__winbe_cmdline(argv, argc, &cmd));
+  back = CommandLineToArgvW(cmd, &n);
+  ASSERT_NOT_NULL(back);
+  ASSERT_EQ(n, argc);
+  for (i = 0; i < argc; i++) {
+    char *u = px__win_utf8(back[i]);
+    ASSERT_STR_EQ(u, argv[i]);
+    free(u);
+  }
+  LocalFree(back);
+  free(cmd);
+}
+
+TEST_IMPL(winspawn_quoting) {
+  char *a1[] = {"C:\\Program Files\\x\\prog.exe", "plain", "two words", ""};
+  char *a2[] = {"p", "a\"b", "\\\"", "end\\", "end with space\\",
+                "\\\\server\\share\\", "tab\there", "nl\nhere", "\"\"",
+                "\\\\\"\\\\"};
+  char *a3[] = {"p", "caf\xc3\xa9", "\xe2\x82\xac \xf0\x9f\x98\x80", "%PATH%",
+                "^&|<>", "-x=\"y z\""};
+  round_trip(a1, 4);
+  round_trip(a2, 10);
+  round_trip(a3, 6);
+  return 0;
+}
+
+TEST_IMPL(winspawn_cmdline_limits) {
+  static char big[40000];
+  char *argv[3];
+  WCHAR *cmd = NULL;
+  memset(big, 'a', sizeof big - 1);
+  argv[0] = "p";
+  argv[1] = big;
+  /* Over 32,767 characters: PX_ERANGE (the engine's argv_too_long). */
+  ASSERT_EQ(px__winbe_cmdline(argv, 2, &cmd), PX_ERANGE);
+  ASSERT_NULL(cmd);
+  /* At the limit: "p" quoted (3) + space + 32762 = 32766, + NUL = 32767 */
+  big[32762] = 0;
+  ASSERT_OK(px__winbe_cmdline(argv, 2, &cmd));
+  ASSERT_EQ(wcslen(cmd), 32766);
+  free(cmd);
+  big[32763] = 0;
+  big[32762] = 'a';
+  ASSERT_EQ(px__winbe_cmdline(argv, 2, &cmd), PX_ERANGE);
+  /* A quote in argv[0] cannot round-trip; bad UTF-8 is refused. */
+  argv[0] = "a\"b";
+  argv[1] = "x";
+  ASSERT_EQ(px__winbe_cmdline(argv, 2, &cmd), PX_EINVAL);
+  argv[0] = "p";
+  argv[1] = "\xff\xfe";
+  ASSERT_EQ(px__winbe_cmdline(argv, 2, &cmd), PX_EINVAL);
+  ASSERT_EQ(px__winbe_cmdline(argv, 0, &cmd), PX_EINVAL);
+  return 0;
+}
+
+static const WCHAR *block_get(const WCHAR *b, const WCHAR *name) {
+  size_t nl = wcslen(name);
+  for (; *b; b += wcslen(b) + 1)
+    if (_wcsnicmp(b, name, nl) == 0 && b[nl] == L'=')
+      return b + nl + 1;
+  return NULL;
+}
+
+TEST_IMPL(winspawn_envblock) {
+  px_sandbox_t sb;
+  px_job_spec_t spec;
+  px_env_var_t env[3] = {{"LANG", "C.UTF-8"}, {"TEMP", "C:\\evil"},
+                         {"PATH", "C:\\rt"}};
+  px_job_kb_t kb = {"mind", "C:\\kb\\mind", 0};
+  WCHAR *blk = NULL, dir[] = L"C:\\root\\job";
+  const WCHAR *p, *prev = NULL;
+  memset(&sb, 0, sizeof sb);
+  memset(&spec, 0, sizeof spec);
+  spec.env = env;
+  spec.envc = 3;
+  spec.kb = &kb;
+  spec.nkb = 1;
+  sb.spec = &spec;
+  sb.dir = dir;
+  SetEnvironmentVariableW(L"PX_SERVICE_SECRET", L"leak");
+  ASSERT_OK(px__winbe_envblock(NULL, &sb, &blk));
+  ASSERT_NULL(block_get(blk, L"PX_SERVICE_SECRET"));
+  ASSERT(wcscmp(block_get(blk, L"LANG"), L"C.UTF-8") == 0);
+  ASSERT(wcscmp(block_get(blk, L"TEMP"), dir) == 0); /* ours wins */
+  ASSERT(wcscmp(block_get(blk, L"TMP"), dir) == 0);
+  ASSERT(wcscmp(block_get(blk, L"PATH"), L"C:\\rt") == 0); /* spec wins */
+  ASSERT(wcscmp(block_get(blk, L"PX_KB_mind"), L"C:\\kb\\mind") == 0);
+  ASSERT_NOT_NULL(block_get(blk, L"SystemRoot"));
+  ASSERT_NOT_NULL(block_get(blk, L"ComSpec"));
+  ASSERT_NOT_NULL(block_get(blk, L"PATHEXT"));
+  for (p = blk; *p; p += wcslen(p) + 1) { /* sorted, case-insensitively */
+    if (prev)
+      ASSERT(_wcsicmp(prev, p) < 0);
+    prev = p;
+  }
+  free(blk);
+  /* A name with '=' is refused. */
+  env[0].name = "A=B";
+  ASSERT_EQ(px__winbe_envblock(NULL, &sb, &blk), PX_EINVAL);
+  return 0;
+}
+
+TEST_IMPL(winspawn_path_check) {
+  static const char *good[] = {"main.py", "src/a.c", "a.b.c", "dir/sub/x",
+                               "CONFIG", "com10", "lpt", "console/x.txt"};
+  static const char *bad[] = {"", "/abs", "a//b", "a/", "..", "a/../b", ".",
+                              "./a", "a:stream", "C:x", "a\\b", "CON",
+                              "nul.txt", "com1", "LPT9.log", "aux/x",
+                              "trail.", "trail ", "a*b", "a?b", "ctl\x01",
+                              "con/x", "con.d"};
+  size_t i;
+  for (i = 0; i < sizeof good / sizeof good[0]; i++)
+    if (px__winbe_path_check(good[i]) != 0)
+      px__test_fail(__FILE__, __LINE__, "refused good path \"%s\"", good[i]);
+  for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    if (px__winbe_path_check(bad[i]) == 0)
+      px__test_fail(__FILE__, __LINE__, "accepted bad path \"%s\"", bad[i]);
+  return 0;
+}
+
+TEST_IMPL(winspawn_error_map) {
+  ASSERT_EQ(px_err_from_win32(ERROR_SUCCESS), 0);
+  ASSERT_EQ(px_err_from_win32(ERROR_ACCESS_DENIED), PX_EACCES);
+  ASSERT_EQ(px_err_from_win32(ERROR_FILE_NOT_FOUND), PX_ENOENT);
+  ASSERT_EQ(px_err_from_win32(ERROR_ALREADY_EXISTS), PX_EEXIST);
+  ASSERT_EQ(px_err_from_win32(ERROR_NOT_ENOUGH_MEMORY), PX_ENOMEM);
+  ASSERT_EQ(px_err_from_win32(ERROR_BROKEN_PIPE), PX_ECLOSED);
+  ASSERT_EQ(px_err_from_win32(ERROR_OPERATION_ABORTED), PX_ECANCELED);
+  ASSERT_EQ(px_err_from_win32(ERROR_INVALID_PARAMETER), PX_EINVAL);
+  ASSERT_EQ(px_err_from_win32(0xDEADu), PX_EOS);
+  ASSERT_EQ(PX_LOG_WIN32(PX_EJOB, ERROR_ACCESS_DENIED, "TestCall"), PX_EJOB);
+  return 0;
+}

@@ -1,0 +1,288 @@
+/* acl.c - the job directory: created fresh under the work root with an
+ * explicit, protected DACL and a Low mandatory label, then filled with the
+ * job's files.
+ *
+ * DACL (inherited by what is created inside, nothing walked afterwards):
+ *   SYSTEM, Administrators, the service's own user: full control
+ *   per-job SID (and the AppContainer SID when there is one):
+ *     read/execute, plus modify when the job holds fs:write_tmp
+ * SE_DACL_PROTECTED: nothing is inherited from the work root, which itself
+ * grants the sandbox nothing. Label: Low, no-write-up, inherited inside the
+ * tree, so a Low process may write where the DACL lets it - only here.
+ * The directory must not exist yet: an existing one is never reused.
+ */
+#include "watchdog/win/internal.h"
+
+#include "px/px_log.h"
+#include "px/px_util.h"
+#include "service/win/win_error.h"
+
+#include <sddl.h>
+#include <stdlib.h>
+#include <wchar.h>
+
+#define INHERIT (OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE)
+
+static int valid_key(const char *k) {
+  size_t i;
+  if (!k[0] || strcmp(k, ".") == 0 || strcmp(k, "..") == 0)
+    return 0;
+  for (i = 0; k[i]; i++) {
+    char c = k[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+          (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+      return 0;
+  }
+  return 1;
+}
+
+static int build_dacl(px__winbe_t *be, px_sandbox_t *sb, PACL acl, DWORD size) {
+  HANDLE self = NULL;
+  BYTE ubuf[SECURITY_MAX_SID_SIZE + sizeof(TOKEN_USER)];
+  TOKEN_USER *user = (TOKEN_USER *)(void *)ubuf;
+  PSID system = NULL, admins = NULL;
+  DWORD n, jobmask = FILE_GENERIC_READ | FILE_GENERIC_EXECUTE;
+  int rc = PX_EACL;
+  (void)be;
+  if (sb->spec->caps & PX_CAP_FS_WRITE_TMP)
+    jobmask |= FILE_GENERIC_WRITE | DELETE | FILE_DELETE_CHILD;
+  if (!ConvertStringSidToSidW(L"S-1-5-18", &system) ||
+      !ConvertStringSidToSidW(L"S-1-5-32-544", &admins)) {
+    rc = PX_LOG_WIN32(PX_EACL, GetLastError(), "ConvertStringSidToSidW");
+    goto cleanup;
+  }
+  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &self) ||
+      !GetTokenInformation(self, TokenUser, user, sizeof ubuf, &n)) {
+    rc = PX_LOG_WIN32(PX_EACL, GetLastError(), "GetTokenInformation(User)");
+    goto cleanup;
+  }
+  if (!PXW(InitializeAcl)(acl, size, ACL_REVISION) ||
+      !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, INHERIT, FILE_ALL_ACCESS,
+                                  system) ||
+      !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, INHERIT, FILE_ALL_ACCESS,
+                                  admins) ||
+      (!EqualSid(user->User.Sid, system) &&
+       !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, INHERIT, FILE_ALL_ACCESS,
+                                   user->User.Sid)) ||
+      !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, INHERIT, jobmask,
+                                  sb->job_sid) ||
+      (sb->ac_sid && !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, INHERIT,
+                                                 jobmask, sb->ac_sid))) {
+    rc = PX_LOG_WIN32(PX_EACL, GetLastError(), "AddAccessAllowedAceEx");
+    goto cleanup;
+  }
+  rc = 0;
+cleanup:
+  px_handle_close(&self);
+  LocalFree(system);
+  LocalFree(admins);
+  return rc;
+}
+
+/* Low label, inherited by the tree, set through the directory's handle. */
+static int label_low(const WCHAR *dir) {
+  SID_IDENTIFIER_AUTHORITY ml = {SECURITY_MANDATORY_LABEL_AUTHORITY};
+  BYTE buf[128];
+  PACL sacl = (PACL)buf;
+  PSID low = NULL;
+  HANDLE h = INVALID_HANDLE_VALUE;
+  DWORD err;
+  int rc = PX_EACL;
+  if (!PXW(AllocateAndInitializeSid)(&ml, 1, SECURITY_MANDATORY_LOW_RID, 0, 0,
+                                     0, 0, 0, 0, 0, &low))
+    return PX_LOG_WIN32(PX_EACL, GetLastError(), "AllocateAndInitializeSid");
+  if (!PXW(InitializeAcl)(sacl, sizeof buf, ACL_REVISION) ||
+      !PXW(AddMandatoryAce)(sacl, ACL_REVISION, INHERIT,
+                            SYSTEM_MANDATORY_LABEL_NO_WRITE_UP, low)) {
+    rc = PX_LOG_WIN32(PX_EACL, GetLastError(), "AddMandatoryAce");
+    goto cleanup;
+  }
+  /* WRITE_OWNER is the right that setting a label needs. */
+  h = PXW(CreateFileW)(dir, READ_CONTROL | WRITE_OWNER, FILE_SHARE_READ |
+                       FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                       OPEN_EXISTING,
+                       FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT,
+                       NULL);
+  if (h == INVALID_HANDLE_VALUE) {
+    rc = PX_LOG_WIN32(PX_EACL, GetLastError(), "CreateFileW(job dir)");
+    goto cleanup;
+  }
+  err = PXW(SetSecurityInfo)(h, SE_FILE_OBJECT, LABEL_SECURITY_INFORMATION,
+                             NULL, NULL, NULL, sacl);
+  if (err != ERROR_SUCCESS) {
+    rc = PX_LOG_WIN32(PX_EACL, err, "SetSecurityInfo(label)");
+    goto cleanup;
+  }
+  rc = 0;
+cleanup:
+  if (h != INVALID_HANDLE_VALUE)
+    CloseHandle(h);
+  FreeSid(low);
+  return rc;
+}
+
+int px__winbe_dir_create(px__winbe_t *be, px_sandbox_t *sb) {
+  SECURITY_DESCRIPTOR sd;
+  SECURITY_ATTRIBUTES sa;
+  BYTE buf[1024];
+  PACL dacl = (PACL)buf;
+  size_t rl, kl;
+  int rc;
+  if (!valid_key(sb->spec->key)) {
+    PX_LOG(PX_LOG_ERROR, "job key is not a safe directory name");
+    return PX_EINVAL;
+  }
+  rl = wcslen(be->work_root);
+  kl = strlen(sb->spec->key);
+  sb->dir = malloc((rl + kl + 2) * sizeof(WCHAR));
+  if (!sb->dir)
+    return PX_ENOMEM;
+  memcpy(sb->dir, be->work_root, rl * sizeof(WCHAR));
+  sb->dir[rl] = L'\\';
+  for (size_t i = 0; i <= kl; i++) /* the key is ASCII (checked above) */
+    sb->dir[rl + 1 + i] = (WCHAR)(unsigned char)sb->spec->key[i];
+  if ((rc = build_dacl(be, sb, dacl, sizeof buf)))
+    return rc;
+  if (!InitializeSecurityDescriptor(&sd, SECURITY_DESCRIPTOR_REVISION) ||
+      !SetSecurityDescriptorDacl(&sd, TRUE, dacl, FALSE) ||
+      !SetSecurityDescriptorControl(&sd, SE_DACL_PROTECTED, SE_DACL_PROTECTED))
+    return PX_LOG_WIN32(PX_EACL, GetLastError(), "SetSecurityDescriptorDacl");
+  sa.nLength = sizeof sa;
+  sa.lpSecurityDescriptor = &sd;
+  sa.bInheritHandle = FALSE;
+  /* Fresh or nothing: an existing directory may have been planted. */
+  if (!PXW(CreateDirectoryW)(sb->dir, &sa)) {
+    DWORD err = GetLastError();
+    free(sb->dir);
+    sb->dir = NULL; /* not ours: release must not remove it */
+    return PX_LOG_WIN32(err == ERROR_ALREADY_EXISTS ? PX_EEXIST : PX_EACL, err,
+                        "CreateDirectoryW(job dir)");
+  }
+  if ((rc = label_low(sb->dir)))
+    return rc;
+  sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_DIR_ACL);
+  return 0;
+}
+
+/* DOS device names are reserved in every directory, with any extension. */
+static int reserved_name(const char *c, size_t n) {
+  static const char *const dev[] = {"CON", "PRN", "AUX", "NUL", "CONIN$",
+                                    "CONOUT$"};
+  char base[8];
+  size_t b = 0, i;
+  while (b < n && c[b] != '.' && c[b] != ' ')
+    b++;
+  if (b >= sizeof base)
+    return 0;
+  memcpy(base, c, b);
+  base[b] = 0;
+  for (i = 0; i < sizeof dev / sizeof dev[0]; i++)
+    if (px_strcasecmp(base, dev[i]) == 0)
+      return 1;
+  if (b == 4 && base[3] >= '0' && base[3] <= '9') {
+    base[3] = 0;
+    if (px_strcasecmp(base, "COM") == 0 || px_strcasecmp(base, "LPT") == 0)
+      return 1;
+  }
+  return 0;
+}
+
+/* A relative path the engine validated, checked again here: '/'-separated
+ * components, none empty, ".", "..", reserved (CON, COM1...), ending in a
+ * dot or space, or holding ':' (streams), '\\', wildcards or controls. */
+int px__winbe_path_check(const char *rel) {
+  const char *p = rel, *c;
+  if (!rel || !*rel || strlen(rel) > 1024)
+    return PX_EINVAL;
+  while (*p) {
+    size_t n;
+    c = p;
+    while (*p && *p != '/') {
+      unsigned char ch = (unsigned char)*p;
+      if (ch < 0x20 || ch == 0x7f || strchr("\\:*?\"<>|", ch))
+        return PX_EINVAL;
+      p++;
+    }
+    n = (size_t)(p - c);
+    if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+      return PX_EINVAL;
+    if (c[n - 1] == '.' || c[n - 1] == ' ' || reserved_name(c, n))
+      return PX_EINVAL;
+    if (*p == '/')
+      p++;
+    if (*p == '\0' && p[-1] == '/')
+      return PX_EINVAL;
+  }
+  return 0;
+}
+
+static int write_all(HANDLE h, const unsigned char *d, size_t len) {
+  while (len) {
+    DWORD chunk = len > (1u << 30) ? (1u << 30) : (DWORD)len, done = 0;
+    if (!PXW(WriteFile)(h, d, chunk, &done, NULL) || done == 0)
+      return PX_LOG_WIN32(PX_EIO, GetLastError(), "WriteFile(job file)");
+    d += done;
+    len -= done;
+  }
+  return 0;
+}
+
+/* Create one file (and its parent directories) below the job dir. */
+static int file_write(px_sandbox_t *sb, const px_job_file_t *f) {
+  WCHAR *rel = px__win_wide(f->path), *full = NULL;
+  HANDLE h = INVALID_HANDLE_VALUE;
+  size_t dl = wcslen(sb->dir), rl, i;
+  int rc = PX_ENOMEM;
+  if (!rel)
+    return PX_EINVAL;
+  rl = wcslen(rel);
+  full = malloc((dl + rl + 2) * sizeof(WCHAR));
+  if (!full)
+    goto cleanup;
+  memcpy(full, sb->dir, dl * sizeof(WCHAR));
+  full[dl] = L'\\';
+  for (i = 0; i <= rl; i++)
+    full[dl + 1 + i] = rel[i] == L'/' ? L'\\' : rel[i];
+  for (i = dl + 1; full[i]; i++)
+    if (full[i] == L'\\') { /* intermediate dirs inherit the job dir ACL */
+      full[i] = 0;
+      if (!PXW(CreateDirectoryW)(full, NULL) &&
+          GetLastError() != ERROR_ALREADY_EXISTS) {
+        rc = PX_LOG_WIN32(PX_EIO, GetLastError(), "CreateDirectoryW(sub)");
+        goto cleanup;
+      }
+      full[i] = L'\\';
+    }
+  /* CREATE_NEW: never overwrite or follow anything already there. */
+  h = PXW(CreateFileW)(full, GENERIC_WRITE, 0, NULL, CREATE_NEW,
+                       FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT,
+                       NULL);
+  if (h == INVALID_HANDLE_VALUE) {
+    rc = PX_LOG_WIN32(PX_EIO, GetLastError(), "CreateFileW(job file)");
+    goto cleanup;
+  }
+  rc = write_all(h, f->data, f->len);
+cleanup:
+  if (h != INVALID_HANDLE_VALUE)
+    CloseHandle(h);
+  free(rel);
+  free(full);
+  return rc;
+}
+
+int px__winbe_files_write(px_sandbox_t *sb) {
+  size_t i;
+  int rc;
+  for (i = 0; i < sb->spec->nfiles; i++) {
+    if (px__winbe_path_check(sb->spec->files[i].path)) {
+      char q[96];
+      const char *p = sb->spec->files[i].path;
+      PX_LOG(PX_LOG_ERROR, "refused job file path %s",
+             px_log_quote(q, sizeof q, p ? p : "", p ? strlen(p) : 0));
+      return PX_EINVAL;
+    }
+    if ((rc = file_write(sb, &sb->spec->files[i])))
+      return rc;
+  }
+  return 0;
+}

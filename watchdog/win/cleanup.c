@@ -1,0 +1,251 @@
+/* cleanup.c - remove a job directory without ever following a link.
+ *
+ * The job controlled that tree and may have planted junctions, symlinks or
+ * hard links for the privileged service to follow. So:
+ *  - the top directory is opened with FILE_FLAG_OPEN_REPARSE_POINT and its
+ *    final path must lie inside the work root, else nothing is touched;
+ *  - every entry below is opened RELATIVE TO ITS PARENT'S HANDLE
+ *    (NtCreateFile with a RootDirectory) with FILE_OPEN_REPARSE_POINT, so
+ *    no path is ever re-resolved and a swapped component cannot redirect us;
+ *  - a reparse point is deleted as itself, never descended into;
+ *  - deletion is by handle (FileDispositionInfoEx, falling back to
+ *    FileDispositionInfo); a hard link loses only its name.
+ * Runs after every process of the job is gone.
+ */
+#include "watchdog/win/internal.h"
+
+#include "px/px_log.h"
+#include "service/win/win_error.h"
+
+#include <stdlib.h>
+#include <wchar.h>
+#include <winternl.h>
+
+#define MAX_DEPTH 128
+
+typedef struct { /* FILE_DIRECTORY_INFORMATION */
+  ULONG NextEntryOffset;
+  ULONG FileIndex;
+  LARGE_INTEGER CreationTime, LastAccessTime, LastWriteTime, ChangeTime;
+  LARGE_INTEGER EndOfFile, AllocationSize;
+  ULONG FileAttributes;
+  ULONG FileNameLength;
+  WCHAR FileName[1];
+} dir_info_t;
+
+typedef NTSTATUS(NTAPI *nt_create_file_fn)(PHANDLE, ACCESS_MASK,
+                                           POBJECT_ATTRIBUTES, PIO_STATUS_BLOCK,
+                                           PLARGE_INTEGER, ULONG, ULONG, ULONG,
+                                           ULONG, PVOID, ULONG);
+typedef NTSTATUS(NTAPI *nt_query_dir_fn)(HANDLE, HANDLE, PVOID, PVOID,
+                                         PIO_STATUS_BLOCK, PVOID, ULONG, ULONG,
+                                         BOOLEAN, PUNICODE_STRING, BOOLEAN);
+
+static nt_create_file_fn nt_create_file;
+static nt_query_dir_fn nt_query_dir;
+
+static int nt_resolve(void) {
+  HMODULE nt = GetModuleHandleW(L"ntdll.dll");
+  if (!nt_create_file && nt) {
+    nt_create_file =
+        (nt_create_file_fn)(void (*)(void))GetProcAddress(nt, "NtCreateFile");
+    nt_query_dir = (nt_query_dir_fn)(void (*)(void))GetProcAddress(
+        nt, "NtQueryDirectoryFile");
+  }
+  return nt_create_file && nt_query_dir ? 0 : PX_ENOTSUP;
+}
+
+/* FileDispositionInfoEx (Windows 10 1809+); mingw hides it at 0x0A00. */
+#define DISPOSITION_INFO_EX ((FILE_INFO_BY_HANDLE_CLASS)21)
+typedef struct {
+  DWORD Flags;
+} disposition_ex_t;
+
+static int delete_by_handle(HANDLE h, DWORD attrs) {
+  disposition_ex_t ex;
+  FILE_DISPOSITION_INFO di;
+  ex.Flags = FILE_DISPOSITION_FLAG_DELETE | FILE_DISPOSITION_FLAG_POSIX_SEMANTICS |
+             FILE_DISPOSITION_FLAG_IGNORE_READONLY_ATTRIBUTE;
+  if (PXW(SetFileInformationByHandle)(h, DISPOSITION_INFO_EX, &ex, sizeof ex))
+    return 0;
+  if (attrs & FILE_ATTRIBUTE_READONLY) {
+    FILE_BASIC_INFO bi;
+    memset(&bi, 0, sizeof bi);
+    bi.FileAttributes = (attrs & ~(DWORD)FILE_ATTRIBUTE_READONLY) |
+                        FILE_ATTRIBUTE_NORMAL;
+    PXW(SetFileInformationByHandle)(h, FileBasicInfo, &bi, sizeof bi);
+  }
+  di.DeleteFile = TRUE;
+  if (!PXW(SetFileInformationByHandle)(h, FileDispositionInfo, &di, sizeof di))
+    return PX_LOG_WIN32(PX_EIO, GetLastError(),
+                        "SetFileInformationByHandle(Disposition)");
+  return 0;
+}
+
+/* Open `name` (len chars) relative to directory handle `parent`. */
+static HANDLE open_rel(HANDLE parent, const WCHAR *name, USHORT len) {
+  UNICODE_STRING us;
+  OBJECT_ATTRIBUTES oa;
+  IO_STATUS_BLOCK io;
+  HANDLE h = NULL;
+  NTSTATUS st;
+  us.Buffer = (PWSTR)name;
+  us.Length = us.MaximumLength = (USHORT)(len * sizeof(WCHAR));
+  InitializeObjectAttributes(&oa, &us, OBJ_CASE_INSENSITIVE, parent, NULL);
+  st = nt_create_file(&h, DELETE | FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES |
+                              FILE_LIST_DIRECTORY | SYNCHRONIZE,
+                      &oa, &io, NULL, 0,
+                      FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                      1 /* FILE_OPEN */,
+                      FILE_OPEN_REPARSE_POINT | FILE_SYNCHRONOUS_IO_NONALERT |
+                          FILE_OPEN_FOR_BACKUP_INTENT,
+                      NULL, 0);
+  if (st < 0) {
+    PX_LOG(PX_LOG_ERROR, "NtCreateFile(relative) failed: NTSTATUS 0x%lx",
+           (unsigned long)st);
+    return NULL;
+  }
+  return h;
+}
+
+static int remove_handle(HANDLE h, DWORD attrs, int depth);
+
+/* Delete every entry of directory `dir`. Repeats the listing until it is
+ * empty; a pass that deletes nothing fails (something refuses to go). */
+static int empty_dir(HANDLE dir, int depth) {
+  enum { BUFSZ = 65536 };
+  unsigned char *buf = malloc(BUFSZ);
+  int rc = 0;
+  if (!buf)
+    return PX_ENOMEM;
+  for (;;) {
+    IO_STATUS_BLOCK io;
+    NTSTATUS st;
+    int deleted = 0, seen = 0;
+    BOOLEAN restart = TRUE;
+    for (;;) {
+      dir_info_t *e;
+      st = nt_query_dir(dir, NULL, NULL, NULL, &io, buf, BUFSZ,
+                        1 /* FileDirectoryInformation */, FALSE, NULL, restart);
+      restart = FALSE;
+      if (st < 0)
+        break; /* STATUS_NO_MORE_FILES (or an error: checked below) */
+      e = (dir_info_t *)(void *)buf;
+      for (;;) {
+        USHORT n = (USHORT)(e->FileNameLength / sizeof(WCHAR));
+        int dot = (n == 1 && e->FileName[0] == L'.') ||
+                  (n == 2 && e->FileName[0] == L'.' && e->FileName[1] == L'.');
+        if (!dot) {
+          HANDLE c = open_rel(dir, e->FileName, n);
+          seen++;
+          if (c) {
+            if (remove_handle(c, e->FileAttributes, depth + 1) == 0)
+              deleted++;
+            CloseHandle(c);
+          }
+        }
+        if (!e->NextEntryOffset)
+          break;
+        e = (dir_info_t *)(void *)((unsigned char *)e + e->NextEntryOffset);
+      }
+    }
+    if ((ULONG)st != 0x80000006UL /* STATUS_NO_MORE_FILES */ && st < 0 && !seen) {
+      PX_LOG(PX_LOG_ERROR, "NtQueryDirectoryFile failed: NTSTATUS 0x%lx",
+             (unsigned long)st);
+      rc = PX_EIO;
+      break;
+    }
+    if (seen == 0)
+      break; /* empty */
+    if (deleted == 0) {
+      rc = PX_EBUSY;
+      break;
+    }
+  }
+  free(buf);
+  return rc;
+}
+
+/* Remove what handle h names: a reparse point or file as itself, a real
+ * directory after emptying it. */
+static int remove_handle(HANDLE h, DWORD attrs, int depth) {
+  int rc;
+  if (depth > MAX_DEPTH) {
+    PX_LOG(PX_LOG_ERROR, "job directory deeper than %d levels", MAX_DEPTH);
+    return PX_ERANGE;
+  }
+  if ((attrs & FILE_ATTRIBUTE_DIRECTORY) &&
+      !(attrs & FILE_ATTRIBUTE_REPARSE_POINT) && (rc = empty_dir(h, depth)))
+    return rc;
+  return delete_by_handle(h, attrs);
+}
+
+int px__winbe_final_path(const WCHAR *path, WCHAR **out) {
+  HANDLE h = CreateFileW(path, FILE_READ_ATTRIBUTES,
+                         FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                         NULL, OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
+  WCHAR *buf;
+  DWORD n;
+  if (h == INVALID_HANDLE_VALUE)
+    return PX_LOG_WIN32(px_err_from_win32(GetLastError()), GetLastError(),
+                        "CreateFileW(work root)");
+  buf = malloc(32768 * sizeof(WCHAR));
+  n = buf ? GetFinalPathNameByHandleW(h, buf, 32768, FILE_NAME_NORMALIZED) : 0;
+  CloseHandle(h);
+  if (n == 0 || n >= 32768) {
+    free(buf);
+    return buf ? PX_LOG_WIN32(PX_EIO, GetLastError(), "GetFinalPathNameByHandleW")
+               : PX_ENOMEM;
+  }
+  *out = buf;
+  return 0;
+}
+
+/* The handle's final path must be strictly below root_final. */
+static int inside_root(HANDLE h, const WCHAR *root_final) {
+  WCHAR *buf = malloc(32768 * sizeof(WCHAR));
+  size_t rl = wcslen(root_final);
+  DWORD n;
+  int ok = 0;
+  if (!buf)
+    return 0;
+  n = GetFinalPathNameByHandleW(h, buf, 32768, FILE_NAME_NORMALIZED);
+  if (n > rl + 1 && n < 32768 &&
+      CompareStringOrdinal(buf, (int)rl, root_final, (int)rl, TRUE) == CSTR_EQUAL &&
+      buf[rl] == L'\\')
+    ok = 1;
+  free(buf);
+  return ok;
+}
+
+int px__winbe_remove_tree(const WCHAR *dir, const WCHAR *root_final) {
+  BY_HANDLE_FILE_INFORMATION fi;
+  HANDLE h;
+  int rc;
+  if ((rc = nt_resolve()))
+    return rc;
+  h = PXW(CreateFileW)(dir, DELETE | FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES |
+                                FILE_LIST_DIRECTORY | SYNCHRONIZE,
+                       FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                       NULL, OPEN_EXISTING,
+                       FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT,
+                       NULL);
+  if (h == INVALID_HANDLE_VALUE) {
+    DWORD err = GetLastError();
+    if (err == ERROR_FILE_NOT_FOUND || err == ERROR_PATH_NOT_FOUND)
+      return 0;
+    return PX_LOG_WIN32(px_err_from_win32(err), err, "CreateFileW(job dir)");
+  }
+  if (!GetFileInformationByHandle(h, &fi)) {
+    rc = PX_LOG_WIN32(PX_EIO, GetLastError(), "GetFileInformationByHandle");
+  } else if (!(fi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) &&
+             !inside_root(h, root_final)) {
+    PX_LOG(PX_LOG_ERROR, "job directory resolves outside the work root: "
+                         "left in place");
+    rc = PX_ELOOP;
+  } else {
+    rc = remove_handle(h, fi.dwFileAttributes, 0);
+  }
+  CloseHandle(h);
+  return rc;
+}

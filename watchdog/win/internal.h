@@ -1,0 +1,163 @@
+/* internal.h - the Windows backend's private types and the functions its
+ * files share (px__winbe_*). Only watchdog/win/ and its tests include it.
+ *
+ * Locking: one mutex per backend (be->lock) guards the tracker list and
+ * every tracker field that the watchdog thread and the engine threads
+ * share. OS calls that only read a handle the lock keeps alive run under
+ * it; the on_output callback never does.
+ */
+#ifndef PX_WIN_INTERNAL_H
+#define PX_WIN_INTERNAL_H
+
+#include "px/px_job.h"
+#include "px/px_os.h"
+#include "px/px_sandbox.h"
+#include "watchdog/win/winapi.h"
+
+/* Reserved completion keys: commands to the watchdog thread and the key of
+ * every pipe completion. Job trackers are keyed by their id, which starts
+ * at PX__KEY_FIRST_JOB and is never reused (a freed tracker's address could
+ * be, and the OS may post a message for a job after its handle is closed). */
+#define PX__KEY_QUIT ((ULONG_PTR)1)
+#define PX__KEY_WAKE ((ULONG_PTR)2)
+#define PX__KEY_IO ((ULONG_PTR)3)
+#define PX__KEY_FIRST_JOB ((ULONG_PTR)16)
+
+/* The exit code TerminateJobObject gives every process of a killed job. */
+#define PX__KILL_EXIT_CODE 0xC0000409u /* STATUS_STACK_BUFFER_OVERRUN-like */
+
+/* How long a finished job's pipes may take to reach EOF after the last
+ * process is gone before the watchdog cancels the reads (ms). */
+#define PX__DRAIN_MS 2000
+
+/* Capability SIDs put in the token of a job holding kb:read / kb:write
+ * (grant them on the knowledge-base trees once, at install). */
+#define PX__SID_KB_READER L"S-1-5-117-2-1"
+#define PX__SID_KB_WRITER L"S-1-5-117-2-2"
+
+struct px_sandbox_s;
+
+/* One overlapped pipe the service reads (stdout/stderr) or writes (stdin). */
+typedef struct {
+  OVERLAPPED ov;              /* first: the completion's lpOverlapped */
+  struct px_sandbox_s *sb;    /* borrowed back-pointer */
+  int stream;                 /* PX_STREAM_STDOUT/STDERR, 0 = stdin */
+  HANDLE h;                   /* owned: the service end */
+  int pending;                /* an overlapped read/write is in flight */
+  int eof;                    /* no more data will come (or stdin done) */
+  int closed;                 /* h closed by release: never re-issue */
+  uint64_t resume_at;         /* paused by back-pressure until (ms) */
+  char buf[16384];
+} px__pipe_t;
+
+typedef enum {
+  PX__SB_NEW = 0, /* preparing, no process */
+  PX__SB_SPAWNED, /* suspended child in the job */
+  PX__SB_RUNNING, /* resumed */
+  PX__SB_ENDED    /* outcome final, wait() may return */
+} px__sb_state_t;
+
+typedef struct px__winbe_s {
+  px_backend_opts_t opts;   /* copied; strings below are owned copies */
+  WCHAR *work_root;         /* owned, no trailing separator */
+  WCHAR *work_root_final;   /* owned: its final path (cleanup check) */
+  uint64_t tick_ms;
+  int wine;
+  HANDLE port;              /* owned: the one completion port */
+  px_thread_t thread;       /* the watchdog thread (owns the port loop) */
+  px_mutex_t lock;
+  struct px_sandbox_s *jobs; /* live trackers (not yet released) */
+  ULONG_PTR next_id;
+  uint64_t available;       /* PX_ENF bits this host can apply */
+} px__winbe_t;
+
+/* The job's tracker: everything the backend knows about one job. */
+struct px_sandbox_s {
+  px__winbe_t *be;            /* borrowed */
+  struct px_sandbox_s *next;  /* be->jobs list */
+  ULONG_PTR id;               /* completion key of its job messages */
+  const px_job_spec_t *spec;  /* borrowed until release returns */
+  px_sandbox_events_t events; /* copied */
+  int refs;                   /* owner + each in-flight overlapped op */
+  int released;               /* release() started: no more callbacks */
+  int in_callback;            /* the watchdog is inside on_output */
+  px__sb_state_t state;
+  px_cond_t cond;             /* state changes, callbacks finished */
+
+  HANDLE job;                 /* owned: the Job Object */
+  HANDLE process, thread;     /* owned: the first process and its thread */
+  DWORD pid;
+  HANDLE token;               /* owned: the restricted token */
+  PSID job_sid;               /* owned (LocalFree) */
+  PSID ac_sid;                /* owned (FreeSid); NULL when no AppContainer */
+  WCHAR *dir;                 /* owned: the job directory */
+  HANDLE child_in, child_out, child_err; /* owned until spawn hands them */
+  px__pipe_t in, out, err;
+
+  uint64_t start_ms, deadline_ms, zero_ms;
+  int zero;                   /* no process of the job is left */
+  int kill_requested;
+  unsigned msgs[16];          /* job messages seen, by number (tests) */
+  DWORD seen[64];             /* last pids of NEW_PROCESS (Wine posts it */
+  unsigned nseen;             /* twice for one process): a ring */
+  px_outcome_t outcome;       /* filled progressively; final when ENDED */
+};
+
+/* A snapshot of a job's accounting (job.c). */
+typedef struct {
+  uint64_t user_ms, kernel_ms, cpu_ms;
+  uint64_t memory_bytes; /* current commit of the job's processes */
+  uint64_t peak_bytes;   /* job peak commit when the OS reports one */
+  uint64_t active;       /* the job's processes alive (console host and
+                            not-yet-identified ones excluded) */
+  uint64_t listed;       /* every process in the job's PID list */
+  uint64_t total;        /* processes ever started */
+  int cpu_fallback, mem_fallback; /* 1: read from the processes, not the job */
+} px__job_sample_t;
+
+/* job.c */
+int px__winbe_job_create(px__winbe_t *be, struct px_sandbox_s *sb);
+int px__winbe_job_sample(HANDLE job, px__job_sample_t *s);
+int px__winbe_job_pids(HANDLE job, DWORD *pids, size_t cap, size_t *n);
+
+/* token.c */
+int px__winbe_sid_new_job(PSID *out);
+int px__winbe_sid_from_string(const WCHAR *s, PSID *out);
+int px__winbe_token_create(px__winbe_t *be, struct px_sandbox_s *sb);
+int px__winbe_appcontainer_sid(PSID *out);
+
+/* acl.c */
+int px__winbe_dir_create(px__winbe_t *be, struct px_sandbox_s *sb);
+int px__winbe_files_write(struct px_sandbox_s *sb);
+int px__winbe_path_check(const char *rel);
+
+/* spawn.c */
+int px__winbe_cmdline(char *const *argv, size_t argc, WCHAR **out);
+int px__winbe_envblock(px__winbe_t *be, const struct px_sandbox_s *sb,
+                       WCHAR **out);
+int px__winbe_pipes_create(struct px_sandbox_s *sb);
+int px__winbe_spawn(px__winbe_t *be, struct px_sandbox_s *sb);
+
+/* watchdog.c */
+int px__winbe_watchdog_start(px__winbe_t *be);
+void px__winbe_watchdog_stop(px__winbe_t *be);
+int px__winbe_io_begin(px__winbe_t *be, struct px_sandbox_s *sb);
+void px__winbe_verdict(struct px_sandbox_s *sb, px_limit_t limit,
+                       uint64_t configured, uint64_t observed,
+                       px_detector_t by);
+void px__winbe_terminate(struct px_sandbox_s *sb);
+void px__winbe_unref(struct px_sandbox_s *sb); /* under be->lock */
+
+/* cleanup.c */
+int px__winbe_remove_tree(const WCHAR *dir, const WCHAR *root_final);
+int px__winbe_final_path(const WCHAR *path, WCHAR **out);
+
+/* backend.c: test hooks */
+HANDLE px__winbe_test_port(void *state);
+const WCHAR *px__winbe_test_dir(px_sandbox_t *sb);
+DWORD px__winbe_test_pid(px_sandbox_t *sb);
+HANDLE px__winbe_test_job(px_sandbox_t *sb);
+ULONG_PTR px__winbe_test_key(px_sandbox_t *sb);
+unsigned px__winbe_test_msgs(px_sandbox_t *sb, unsigned msg);
+
+#endif /* PX_WIN_INTERNAL_H */

@@ -1,0 +1,309 @@
+/* job.c - the Job Object of one job: creation, limits, the completion-port
+ * association, and accounting snapshots for the watchdog.
+ *
+ * Every limit set is checked; a failure fails the job closed (the caller
+ * tears down). Two controls are tolerated when the OS refuses them and are
+ * then simply not reported in `enforcement`: UI restrictions and CPU rate
+ * control (Wine 8 rejects the latter with ERROR_INVALID_PARAMETER).
+ * Breakaway flags are never set, so no process can leave the job.
+ */
+#include "watchdog/win/internal.h"
+
+#include "px/px_log.h"
+#include "service/win/win_error.h"
+
+#include <psapi.h>
+#include <stdlib.h>
+#include <wchar.h>
+#include <tlhelp32.h>
+
+/* Outside Wine, read the limits back and insist the flags stuck. (Wine
+ * accepts the limits but reads back LimitFlags 0 and never enforces them;
+ * the watchdog's polling is what holds the line there.) */
+static int limits_verify(HANDLE job, DWORD want) {
+  JOBOBJECT_EXTENDED_LIMIT_INFORMATION got;
+  memset(&got, 0, sizeof got);
+  if (!PXW(QueryInformationJobObject)(job, JobObjectExtendedLimitInformation,
+                                      &got, sizeof got, NULL))
+    return PX_LOG_WIN32(PX_EJOB, GetLastError(),
+                        "QueryInformationJobObject(ExtendedLimit)");
+  if ((got.BasicLimitInformation.LimitFlags & want) != want) {
+    PX_LOG(PX_LOG_ERROR, "job limits did not stick: want 0x%lx, read 0x%lx",
+           (unsigned long)want,
+           (unsigned long)got.BasicLimitInformation.LimitFlags);
+    return PX_EJOB;
+  }
+  return 0;
+}
+
+static int limits_set(px__winbe_t *be, px_sandbox_t *sb) {
+  const px_limits_t *l = &sb->spec->limits;
+  JOBOBJECT_EXTENDED_LIMIT_INFORMATION x;
+  DWORD flags;
+  memset(&x, 0, sizeof x);
+  /* KILL_ON_JOB_CLOSE: if the service dies, its handle closes and every
+   * process of the job dies with it. DIE_ON_UNHANDLED_EXCEPTION: no WER
+   * dialog keeps a crashed process (and the job) alive. */
+  flags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE |
+          JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION;
+  if (l->memory_bytes) {
+    SIZE_T m = l->memory_bytes > (uint64_t)SIZE_MAX ? SIZE_MAX
+                                                    : (SIZE_T)l->memory_bytes;
+    flags |= JOB_OBJECT_LIMIT_PROCESS_MEMORY | JOB_OBJECT_LIMIT_JOB_MEMORY;
+    x.ProcessMemoryLimit = m;
+    x.JobMemoryLimit = m;
+  }
+  if (l->processes) {
+    /* +1: the console host Windows starts for a console child (we pass
+     * CREATE_NO_WINDOW, so it is hidden but exists) joins the job. The
+     * watchdog counts exactly, without it (px__winbe_job_sample). */
+    flags |= JOB_OBJECT_LIMIT_ACTIVE_PROCESS;
+    x.BasicLimitInformation.ActiveProcessLimit =
+        l->processes >= 0xFFFFFFFEu ? 0xFFFFFFFFu : (DWORD)l->processes + 1;
+  }
+  if (l->cpu_ms) {
+    /* User-mode time only (the OS's rule); the watchdog adds kernel time.
+     * The default end-of-job-time action terminates every process. */
+    uint64_t t = l->cpu_ms > INT64_MAX / 10000 ? INT64_MAX : l->cpu_ms * 10000;
+    flags |= JOB_OBJECT_LIMIT_JOB_TIME;
+    x.BasicLimitInformation.PerJobUserTimeLimit.QuadPart = (LONGLONG)t;
+  }
+  x.BasicLimitInformation.LimitFlags = flags;
+  if (!PXW(SetInformationJobObject)(sb->job, JobObjectExtendedLimitInformation,
+                                    &x, sizeof x))
+    return PX_LOG_WIN32(PX_EJOB, GetLastError(),
+                        "SetInformationJobObject(ExtendedLimit)");
+  if (!be->wine) {
+    int rc = limits_verify(sb->job, flags);
+    if (rc)
+      return rc;
+  }
+  sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_OBJECT) |
+                             PX_ENF(PX_ENF_KILL_ON_JOB_CLOSE);
+  if (l->memory_bytes)
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_MEMORY_LIMIT);
+  if (l->processes)
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_PROCESS_LIMIT);
+  if (l->cpu_ms)
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_CPU_LIMIT);
+  return 0;
+}
+
+/* UI restrictions: on by default; a job with them cannot create nested
+ * jobs on some Windows versions, so config can turn them off. Refusal is
+ * tolerated and visible as the missing "ui_restrictions" bit. */
+static void ui_restrict(px__winbe_t *be, px_sandbox_t *sb) {
+  JOBOBJECT_BASIC_UI_RESTRICTIONS ui;
+  if (!be->opts.ui_restrictions)
+    return;
+  ui.UIRestrictionsClass =
+      JOB_OBJECT_UILIMIT_DESKTOP | JOB_OBJECT_UILIMIT_DISPLAYSETTINGS |
+      JOB_OBJECT_UILIMIT_EXITWINDOWS | JOB_OBJECT_UILIMIT_GLOBALATOMS |
+      JOB_OBJECT_UILIMIT_HANDLES | JOB_OBJECT_UILIMIT_READCLIPBOARD |
+      JOB_OBJECT_UILIMIT_SYSTEMPARAMETERS | JOB_OBJECT_UILIMIT_WRITECLIPBOARD;
+  if (PXW(SetInformationJobObject)(sb->job, JobObjectBasicUIRestrictions, &ui,
+                                   sizeof ui))
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_UI_RESTRICTIONS);
+  else
+    PX_LOG(PX_LOG_WARN, "job %s: UI restrictions refused (Win32 error %lu); "
+           "running without them", sb->spec->key,
+           (unsigned long)GetLastError());
+}
+
+/* Without res:high_cpu the job gets at most one CPU's worth of time (a hard
+ * cap of 100/ncpu percent of the machine). Tolerated when refused. */
+static void cpu_rate(px_sandbox_t *sb) {
+  JOBOBJECT_CPU_RATE_CONTROL_INFORMATION r;
+  unsigned n = px_cpu_count();
+  if (sb->spec->caps & PX_CAP_RES_HIGH_CPU)
+    return;
+  memset(&r, 0, sizeof r);
+  r.ControlFlags = JOB_OBJECT_CPU_RATE_CONTROL_ENABLE |
+                   JOB_OBJECT_CPU_RATE_CONTROL_HARD_CAP;
+  r.CpuRate = n > 1 ? 10000u / n : 10000u;
+  if (r.CpuRate == 0)
+    r.CpuRate = 1;
+  if (PXW(SetInformationJobObject)(sb->job, JobObjectCpuRateControlInformation,
+                                   &r, sizeof r))
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_CPU_RATE_CONTROL);
+  else
+    PX_LOG(PX_LOG_WARN, "job %s: CPU rate control refused (Win32 error %lu)",
+           sb->spec->key, (unsigned long)GetLastError());
+}
+
+int px__winbe_job_create(px__winbe_t *be, px_sandbox_t *sb) {
+  JOBOBJECT_ASSOCIATE_COMPLETION_PORT acp;
+  int rc;
+  /* Unnamed (nothing can open it by name) and NULL security attributes:
+   * the handle is not inheritable. */
+  sb->job = PXW(CreateJobObjectW)(NULL, NULL);
+  if (!sb->job)
+    return PX_LOG_WIN32(PX_EJOB, GetLastError(), "CreateJobObjectW");
+  rc = limits_set(be, sb);
+  if (rc)
+    return rc;
+  ui_restrict(be, sb);
+  cpu_rate(sb);
+  /* The key names the tracker (its id); the watchdog owns the port. */
+  acp.CompletionKey = (PVOID)sb->id;
+  acp.CompletionPort = be->port;
+  if (!PXW(SetInformationJobObject)(sb->job,
+                                    JobObjectAssociateCompletionPortInformation,
+                                    &acp, sizeof acp))
+    return PX_LOG_WIN32(PX_EJOB, GetLastError(),
+                        "SetInformationJobObject(AssociateCompletionPort)");
+  return 0;
+}
+
+int px__winbe_job_pids(HANDLE job, DWORD *pids, size_t cap, size_t *n) {
+  union {
+    JOBOBJECT_BASIC_PROCESS_ID_LIST l;
+    unsigned char raw[sizeof(JOBOBJECT_BASIC_PROCESS_ID_LIST) +
+                      255 * sizeof(ULONG_PTR)];
+  } u;
+  size_t i;
+  memset(&u, 0, sizeof u);
+  u.l.NumberOfAssignedProcesses = 256;
+  if (!PXW(QueryInformationJobObject)(job, JobObjectBasicProcessIdList, &u,
+                                      sizeof u, NULL) &&
+      GetLastError() != ERROR_MORE_DATA)
+    return PX_LOG_WIN32(PX_EJOB, GetLastError(),
+                        "QueryInformationJobObject(ProcessIdList)");
+  /* Distinct ids: Wine 8 lists a process created with
+   * PROC_THREAD_ATTRIBUTE_JOB_LIST twice (and counts it twice). */
+  *n = 0;
+  for (i = 0; i < u.l.NumberOfProcessIdsInList && *n < cap; i++) {
+    DWORD pid = (DWORD)u.l.ProcessIdList[i];
+    size_t k;
+    for (k = 0; k < *n && pids[k] != pid; k++)
+      ;
+    if (k == *n)
+      pids[(*n)++] = pid;
+  }
+  return 0;
+}
+
+static int pid_in(const DWORD *pids, size_t n, DWORD pid) {
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (pids[i] == pid)
+      return 1;
+  return 0;
+}
+
+/* Wine's job accounting reads 0 and GetProcessTimes' user time too: sum
+ * GetThreadTimes over every thread of the job's processes instead. */
+static void cpu_from_threads(const DWORD *pids, size_t n, px__job_sample_t *s) {
+  HANDLE snap = CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0);
+  THREADENTRY32 te;
+  uint64_t user = 0, kernel = 0;
+  if (snap == INVALID_HANDLE_VALUE)
+    return;
+  te.dwSize = sizeof te;
+  if (Thread32First(snap, &te)) {
+    do {
+      HANDLE t;
+      FILETIME c, e, k, u;
+      if (!pid_in(pids, n, te.th32OwnerProcessID))
+        continue;
+      t = OpenThread(THREAD_QUERY_LIMITED_INFORMATION, FALSE, te.th32ThreadID);
+      if (!t)
+        continue;
+      if (GetThreadTimes(t, &c, &e, &k, &u)) {
+        kernel += ((uint64_t)k.dwHighDateTime << 32 | k.dwLowDateTime) / 10000;
+        user += ((uint64_t)u.dwHighDateTime << 32 | u.dwLowDateTime) / 10000;
+      }
+      CloseHandle(t);
+      te.dwSize = sizeof te;
+    } while (Thread32Next(snap, &te));
+  }
+  CloseHandle(snap);
+  s->user_ms = user;
+  s->kernel_ms = kernel;
+  s->cpu_ms = user + kernel;
+  s->cpu_fallback = 1;
+}
+
+/* Is pid the console host the OS attaches to a console child
+ * (%SystemRoot%\System32\conhost.exe; we pass CREATE_NO_WINDOW, so it is
+ * hidden but exists, and joins the job)? 1 yes, 0 no, -1 not known yet (a
+ * process that just started may not report its image: counted next tick).
+ * The image lies where no job can write, so the name cannot be borrowed. */
+static int console_host(DWORD pid) {
+  static WCHAR host[MAX_PATH + 16];
+  WCHAR img[MAX_PATH + 16];
+  DWORD n = MAX_PATH + 16;
+  HANDLE p;
+  int yes = -1;
+  if (!host[0]) {
+    UINT k = GetSystemDirectoryW(host, MAX_PATH);
+    if (k == 0 || k >= MAX_PATH)
+      return 0;
+    wcsncat(host, L"\\conhost.exe", 15);
+  }
+  p = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
+  if (!p)
+    return -1;
+  if (QueryFullProcessImageNameW(p, 0, img, &n))
+    yes = CompareStringOrdinal(img, -1, host, -1, TRUE) == CSTR_EQUAL;
+  CloseHandle(p);
+  return yes;
+}
+
+/* Current commit (private bytes) summed over the job's processes. */
+static uint64_t mem_from_processes(const DWORD *pids, size_t n) {
+  uint64_t sum = 0;
+  size_t i;
+  for (i = 0; i < n; i++) {
+    PROCESS_MEMORY_COUNTERS_EX pmc;
+    HANDLE p = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION | PROCESS_VM_READ,
+                           FALSE, pids[i]);
+    if (!p)
+      continue;
+    memset(&pmc, 0, sizeof pmc);
+    if (K32GetProcessMemoryInfo(p, (PROCESS_MEMORY_COUNTERS *)&pmc, sizeof pmc))
+      sum += pmc.PrivateUsage ? pmc.PrivateUsage : pmc.PagefileUsage;
+    CloseHandle(p);
+  }
+  return sum;
+}
+
+int px__winbe_job_sample(HANDLE job, px__job_sample_t *s) {
+  JOBOBJECT_BASIC_ACCOUNTING_INFORMATION acc;
+  JOBOBJECT_EXTENDED_LIMIT_INFORMATION ext;
+  DWORD pids[256];
+  size_t n = 0;
+  int rc;
+  memset(s, 0, sizeof *s);
+  memset(&acc, 0, sizeof acc);
+  memset(&ext, 0, sizeof ext);
+  /* Basic, not BasicAndIo: Wine 8 refuses the latter (error 1). */
+  if (!PXW(QueryInformationJobObject)(job, JobObjectBasicAccountingInformation,
+                                      &acc, sizeof acc, NULL))
+    return PX_LOG_WIN32(PX_EJOB, GetLastError(),
+                        "QueryInformationJobObject(Accounting)");
+  s->user_ms = (uint64_t)acc.TotalUserTime.QuadPart / 10000;
+  s->kernel_ms = (uint64_t)acc.TotalKernelTime.QuadPart / 10000;
+  s->cpu_ms = s->user_ms + s->kernel_ms;
+  s->active = acc.ActiveProcesses;
+  s->total = acc.TotalProcesses;
+  if (PXW(QueryInformationJobObject)(job, JobObjectExtendedLimitInformation,
+                                     &ext, sizeof ext, NULL))
+    s->peak_bytes = ext.PeakJobMemoryUsed;
+  rc = px__winbe_job_pids(job, pids, 256, &n);
+  if (rc)
+    return rc;
+  s->listed = n;
+  if (n) { /* the job's own processes: the PID list minus the console host */
+    size_t i, own = 0;
+    for (i = 0; i < n; i++)
+      own += console_host(pids[i]) == 0;
+    s->active = own;
+  }
+  if (s->cpu_ms == 0 && n)
+    cpu_from_threads(pids, n, s);
+  s->memory_bytes = mem_from_processes(pids, n);
+  if (s->peak_bytes == 0)
+    s->mem_fallback = 1;
+  return 0;
+}

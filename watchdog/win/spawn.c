@@ -1,0 +1,516 @@
+/* spawn.c - the job's first process: command line, environment block,
+ * stdio pipes, and CreateProcessAsUserW into the job, suspended.
+ *
+ * Order (STYLE 5): the job already holds its limits and port; the child is
+ * created suspended with PROC_THREAD_ATTRIBUTE_JOB_LIST, so it is in the
+ * job before its first instruction; membership is then checked with
+ * IsProcessInJob (AssignProcessToJobObject while still suspended if not);
+ * start() resumes it. PROC_THREAD_ATTRIBUTE_HANDLE_LIST names the three
+ * stdio ends, the only handles the child inherits.
+ */
+#include "watchdog/win/internal.h"
+
+#include "px/px_log.h"
+#include "px/px_util.h"
+#include "service/win/win_error.h"
+
+#include <stdlib.h>
+#include <wchar.h>
+
+/* CreateProcess's limit on lpCommandLine, terminating NUL included. */
+#define CMDLINE_MAX 32767
+
+/* ---- command line --------------------------------------------------- */
+
+static int needs_quotes(const WCHAR *a) {
+  if (!*a)
+    return 1;
+  for (; *a; a++)
+    if (*a == L' ' || *a == L'\t' || *a == L'\n' || *a == L'\v' || *a == L'"')
+      return 1;
+  return 0;
+}
+
+/* Append one argument so that CommandLineToArgvW (and the CRT) read it
+ * back unchanged: inside quotes, 2n backslashes + \" for n backslashes
+ * before a quote, 2n before the closing quote, others literal. */
+static int arg_append(px_buf_t *b, const WCHAR *a, int first) {
+  size_t bs = 0;
+  const WCHAR q = L'"', sl = L'\\', sp = L' ';
+  int rc = 0;
+  if (!first)
+    rc |= px_buf_append(b, &sp, sizeof sp);
+  if (first) {
+    /* argv[0] is read up to the next quote with no escapes at all: quote it
+     * always, and a quote inside cannot be represented. */
+    if (wcschr(a, L'"'))
+      return PX_EINVAL;
+    rc |= px_buf_append(b, &q, sizeof q);
+    rc |= px_buf_append(b, a, wcslen(a) * sizeof(WCHAR));
+    rc |= px_buf_append(b, &q, sizeof q);
+    return rc ? PX_ENOMEM : 0;
+  }
+  if (!needs_quotes(a))
+    return px_buf_append(b, a, wcslen(a) * sizeof(WCHAR));
+  rc |= px_buf_append(b, &q, sizeof q);
+  for (; *a; a++) {
+    if (*a == L'\\') {
+      bs++;
+      continue;
+    }
+    if (*a == L'"')
+      bs = bs * 2 + 1;
+    while (bs) {
+      rc |= px_buf_append(b, &sl, sizeof sl);
+      bs--;
+    }
+    rc |= px_buf_append(b, a, sizeof *a);
+  }
+  bs *= 2;
+  while (bs--)
+    rc |= px_buf_append(b, &sl, sizeof sl);
+  rc |= px_buf_append(b, &q, sizeof q);
+  return rc ? PX_ENOMEM : 0;
+}
+
+/* The command line for argv (malloc'd, caller frees). PX_ERANGE when it
+ * would exceed 32,767 characters (the engine reports argv_too_long),
+ * PX_EINVAL for invalid UTF-8 or a quote in argv[0]. */
+int px__winbe_cmdline(char *const *argv, size_t argc, WCHAR **out) {
+  px_buf_t b = {0};
+  const WCHAR nul = 0;
+  size_t i;
+  int rc = 0;
+  *out = NULL;
+  if (argc == 0)
+    return PX_EINVAL;
+  for (i = 0; i < argc && rc == 0; i++) {
+    WCHAR *w = px__win_wide(argv[i]);
+    if (!w) {
+      rc = PX_EINVAL;
+      break;
+    }
+    rc = arg_append(&b, w, i == 0);
+    free(w);
+    if (rc == 0 && b.len / sizeof(WCHAR) + 1 > CMDLINE_MAX)
+      rc = PX_ERANGE;
+  }
+  if (rc == 0 && px_buf_append(&b, &nul, sizeof nul))
+    rc = PX_ENOMEM;
+  if (rc) {
+    px_buf_free(&b);
+    return rc;
+  }
+  *out = (WCHAR *)(void *)px_buf_take(&b, NULL);
+  return 0;
+}
+
+/* ---- environment block ---------------------------------------------- */
+
+typedef struct {
+  WCHAR **v; /* "NAME=value", owned */
+  size_t n, cap;
+} envlist_t;
+
+static void env_free(envlist_t *e) {
+  size_t i;
+  for (i = 0; i < e->n; i++)
+    free(e->v[i]);
+  free(e->v);
+}
+
+static size_t name_len(const WCHAR *kv) {
+  const WCHAR *eq = wcschr(kv + 1, L'=');
+  return eq ? (size_t)(eq - kv) : wcslen(kv);
+}
+
+static int env_find(const envlist_t *e, const WCHAR *name, size_t nl) {
+  size_t i;
+  for (i = 0; i < e->n; i++)
+    if (name_len(e->v[i]) == nl &&
+        CompareStringOrdinal(e->v[i], (int)nl, name, (int)nl, TRUE) == CSTR_EQUAL)
+      return (int)i;
+  return -1;
+}
+
+/* Set NAME=value (wide), replacing an entry of the same name when
+ * `override`, else keeping the existing one. */
+static int env_put(envlist_t *e, const WCHAR *name, const WCHAR *val,
+                   int override) {
+  size_t nl = wcslen(name), vl = wcslen(val);
+  int at = env_find(e, name, nl);
+  WCHAR *kv;
+  if (at >= 0 && !override)
+    return 0;
+  kv = malloc((nl + vl + 2) * sizeof(WCHAR));
+  if (!kv)
+    return PX_ENOMEM;
+  memcpy(kv, name, nl * sizeof(WCHAR));
+  kv[nl] = L'=';
+  memcpy(kv + nl + 1, val, (vl + 1) * sizeof(WCHAR));
+  if (at >= 0) {
+    free(e->v[at]);
+    e->v[at] = kv;
+    return 0;
+  }
+  if (e->n == e->cap) {
+    size_t nc = e->cap ? e->cap * 2 : 32;
+    WCHAR **nv = realloc(e->v, nc * sizeof *nv);
+    if (!nv) {
+      free(kv);
+      return PX_ENOMEM;
+    }
+    e->v = nv;
+    e->cap = nc;
+  }
+  e->v[e->n++] = kv;
+  return 0;
+}
+
+static int env_put_utf8(envlist_t *e, const char *name, const char *val,
+                        int override) {
+  WCHAR *wn = px__win_wide(name), *wv = px__win_wide(val);
+  int rc = PX_EINVAL;
+  if (wn && wv && wn[0] && !wcschr(wn, L'='))
+    rc = env_put(e, wn, wv, override);
+  free(wn);
+  free(wv);
+  return rc;
+}
+
+static int env_cmp(const void *a, const void *b) {
+  const WCHAR *x = *(const WCHAR *const *)a, *y = *(const WCHAR *const *)b;
+  int r = CompareStringOrdinal(x, (int)name_len(x), y, (int)name_len(y), TRUE);
+  return r - CSTR_EQUAL;
+}
+
+/* The essentials cmd.exe, PowerShell and most runtimes need to start,
+ * each only when the spec does not set it: SystemRoot (Winsock, CryptoAPI
+ * and the CRT look it up), ComSpec, PATHEXT and PATH (System32, the
+ * Windows dir, WindowsPowerShell). None is copied from the service's own
+ * environment: they are derived from GetSystemWindowsDirectoryW. */
+static int env_essentials(envlist_t *e) {
+  WCHAR win[MAX_PATH], buf[4 * MAX_PATH + 128];
+  UINT n = GetSystemWindowsDirectoryW(win, MAX_PATH);
+  int rc;
+  if (n == 0 || n >= MAX_PATH)
+    return PX_LOG_WIN32(PX_ESPAWN, GetLastError(), "GetSystemWindowsDirectoryW");
+  if ((rc = env_put(e, L"SystemRoot", win, 0)))
+    return rc;
+  swprintf(buf, sizeof buf / sizeof buf[0], L"%ls\\System32\\cmd.exe", win);
+  buf[sizeof buf / sizeof buf[0] - 1] = 0;
+  if ((rc = env_put(e, L"ComSpec", buf, 0)) ||
+      (rc = env_put(e, L"PATHEXT", L".COM;.EXE;.BAT;.CMD", 0)))
+    return rc;
+  swprintf(buf, sizeof buf / sizeof buf[0],
+             L"%ls\\System32;%ls;%ls\\System32\\WindowsPowerShell\\v1.0", win,
+             win, win);
+  buf[sizeof buf / sizeof buf[0] - 1] = 0;
+  return env_put(e, L"PATH", buf, 0);
+}
+
+/* The child's environment: spec->env, TEMP/TMP/HOME = the job dir,
+ * PX_KB_<name> for each visible KB root, then the essentials. Sorted, as
+ * Windows expects; double-NUL terminated; malloc'd. */
+int px__winbe_envblock(px__winbe_t *be, const px_sandbox_t *sb, WCHAR **out) {
+  envlist_t e = {0};
+  px_buf_t b = {0};
+  const WCHAR nul = 0;
+  size_t i;
+  int rc = 0;
+  (void)be;
+  *out = NULL;
+  for (i = 0; i < sb->spec->envc && rc == 0; i++)
+    rc = env_put_utf8(&e, sb->spec->env[i].name, sb->spec->env[i].value, 1);
+  if (rc == 0 && sb->dir)
+    rc = env_put(&e, L"TEMP", sb->dir, 1) || env_put(&e, L"TMP", sb->dir, 1) ||
+                 env_put(&e, L"HOME", sb->dir, 1)
+             ? PX_ENOMEM
+             : 0;
+  for (i = 0; i < sb->spec->nkb && rc == 0; i++) {
+    char name[96];
+    if (px_snprintf(name, sizeof name, "PX_KB_%s", sb->spec->kb[i].name))
+      rc = PX_EINVAL;
+    else
+      rc = env_put_utf8(&e, name, sb->spec->kb[i].host_path, 1);
+  }
+  if (rc == 0)
+    rc = env_essentials(&e);
+  if (rc == 0) {
+    qsort(e.v, e.n, sizeof *e.v, env_cmp);
+    for (i = 0; i < e.n && rc == 0; i++)
+      rc = px_buf_append(&b, e.v[i], (wcslen(e.v[i]) + 1) * sizeof(WCHAR));
+    if (rc == 0)
+      rc = px_buf_append(&b, &nul, sizeof nul);
+    if (rc == 0 && e.n == 0)
+      rc = px_buf_append(&b, &nul, sizeof nul);
+  }
+  env_free(&e);
+  if (rc) {
+    px_buf_free(&b);
+    return rc;
+  }
+  *out = (WCHAR *)(void *)px_buf_take(&b, NULL);
+  return 0;
+}
+
+/* ---- pipes ---------------------------------------------------------- */
+
+/* One pipe: the service's overlapped end (server) in p->h and the child's
+ * synchronous, inheritable end in *child. The name carries 64 random bits
+ * and FIRST_PIPE_INSTANCE refuses a squatter who guessed it. */
+static int pipe_pair(px_sandbox_t *sb, px__pipe_t *p, int outbound,
+                     HANDLE *child) {
+  SECURITY_ATTRIBUTES inherit = {sizeof inherit, NULL, TRUE};
+  WCHAR name[128];
+  uint32_t r[2];
+  int rc = px_random_bytes(r, sizeof r);
+  if (rc)
+    return rc;
+  swprintf(name, 128, L"\\\\.\\pipe\\phoenix-px-%lu-%llu-%08lx%08lx-%d",
+             (unsigned long)GetCurrentProcessId(), (unsigned long long)sb->id,
+             (unsigned long)r[0], (unsigned long)r[1], p->stream);
+  name[127] = 0;
+  p->h = PXW(CreateNamedPipeW)(
+      name,
+      (outbound ? PIPE_ACCESS_OUTBOUND : PIPE_ACCESS_INBOUND) |
+          FILE_FLAG_OVERLAPPED | FILE_FLAG_FIRST_PIPE_INSTANCE,
+      PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT |
+          PIPE_REJECT_REMOTE_CLIENTS,
+      1, 65536, 65536, 0, NULL);
+  if (p->h == INVALID_HANDLE_VALUE) {
+    p->h = NULL;
+    return PX_LOG_WIN32(PX_ESPAWN, GetLastError(), "CreateNamedPipeW");
+  }
+  *child = PXW(CreateFileW)(name, outbound ? GENERIC_READ | FILE_WRITE_ATTRIBUTES
+                                           : GENERIC_WRITE | FILE_READ_ATTRIBUTES,
+                            0, &inherit, OPEN_EXISTING, 0, NULL);
+  if (*child == INVALID_HANDLE_VALUE) {
+    *child = NULL;
+    return PX_LOG_WIN32(PX_ESPAWN, GetLastError(), "CreateFileW(pipe client)");
+  }
+  return 0;
+}
+
+int px__winbe_pipes_create(px_sandbox_t *sb) {
+  int rc;
+  sb->in.stream = 0;
+  sb->out.stream = PX_STREAM_STDOUT;
+  sb->err.stream = PX_STREAM_STDERR;
+  sb->in.sb = sb->out.sb = sb->err.sb = sb;
+  if ((rc = pipe_pair(sb, &sb->in, 1, &sb->child_in)) ||
+      (rc = pipe_pair(sb, &sb->out, 0, &sb->child_out)) ||
+      (rc = pipe_pair(sb, &sb->err, 0, &sb->child_err)))
+    return rc;
+  return 0;
+}
+
+/* ---- the process ---------------------------------------------------- */
+
+/* The PATH the child will see (from its block), for resolving argv[0]. */
+static const WCHAR *env_path(const WCHAR *block) {
+  for (; *block; block += wcslen(block) + 1)
+    if (CompareStringOrdinal(block, 5, L"PATH=", 5, TRUE) == CSTR_EQUAL)
+      return block + 5;
+  return L"";
+}
+
+/* argv[0] as a full path: absolute or containing a separator -> as given
+ * (relative ones against the job dir); a bare name -> searched in the
+ * child's PATH only (never the service's directory or cwd). */
+static int resolve_program(px_sandbox_t *sb, const WCHAR *block, WCHAR **out) {
+  WCHAR *a0 = px__win_wide(sb->spec->argv[0]);
+  WCHAR *full = NULL;
+  DWORD n;
+  int rc = PX_ENOENT;
+  if (!a0)
+    return PX_EINVAL;
+  full = malloc(32768 * sizeof(WCHAR));
+  if (!full) {
+    rc = PX_ENOMEM;
+    goto cleanup;
+  }
+  if (wcspbrk(a0, L"\\/:")) {
+    int abs = a0[0] == L'\\' || a0[0] == L'/' || (a0[0] && a0[1] == L':');
+    if (abs)
+      swprintf(full, 32768, L"%ls", a0);
+    else
+      swprintf(full, 32768, L"%ls\\%ls", sb->dir, a0);
+    full[32767] = 0;
+    rc = 0;
+  } else {
+    n = SearchPathW(env_path(block), a0, L".exe", 32768, full, NULL);
+    if (n == 0 || n >= 32768) {
+      char q[96];
+      PX_LOG(PX_LOG_ERROR, "program %s not found in the job's PATH",
+             px_log_quote(q, sizeof q, sb->spec->argv[0],
+                          strlen(sb->spec->argv[0])));
+      goto cleanup;
+    }
+    rc = 0;
+  }
+cleanup:
+  free(a0);
+  if (rc) {
+    free(full);
+    full = NULL;
+  }
+  *out = full;
+  return rc;
+}
+
+typedef struct {
+  LPPROC_THREAD_ATTRIBUTE_LIST list; /* owned */
+  HANDLE handles[3];
+  HANDLE jobs[1];
+  DWORD child_policy;
+  SECURITY_CAPABILITIES caps;
+} attrs_t;
+
+static int attrs_build(px__winbe_t *be, px_sandbox_t *sb, attrs_t *a) {
+  SIZE_T size = 0;
+  (void)be;
+  if (!PXW(InitializeProcThreadAttributeList)(NULL, 4, 0, &size) &&
+      GetLastError() != ERROR_INSUFFICIENT_BUFFER)
+    return PX_LOG_WIN32(PX_ESPAWN, GetLastError(),
+                        "InitializeProcThreadAttributeList(size)");
+  a->list = malloc(size);
+  if (!a->list)
+    return PX_ENOMEM;
+  if (!PXW(InitializeProcThreadAttributeList)(a->list, 4, 0, &size)) {
+    free(a->list);
+    a->list = NULL;
+    return PX_LOG_WIN32(PX_ESPAWN, GetLastError(),
+                        "InitializeProcThreadAttributeList");
+  }
+  a->handles[0] = sb->child_in;
+  a->handles[1] = sb->child_out;
+  a->handles[2] = sb->child_err;
+  a->jobs[0] = sb->job;
+  if (!PXW(UpdateProcThreadAttribute)(a->list, 0,
+                                      PROC_THREAD_ATTRIBUTE_HANDLE_LIST,
+                                      a->handles, sizeof a->handles, NULL, NULL))
+    return PX_LOG_WIN32(PX_ESPAWN, GetLastError(),
+                        "UpdateProcThreadAttribute(HANDLE_LIST)");
+  if (!PXW(UpdateProcThreadAttribute)(a->list, 0, PROC_THREAD_ATTRIBUTE_JOB_LIST,
+                                      a->jobs, sizeof a->jobs, NULL, NULL))
+    return PX_LOG_WIN32(PX_ESPAWN, GetLastError(),
+                        "UpdateProcThreadAttribute(JOB_LIST)");
+  if (sb->spec->limits.processes == 1) {
+    /* One process: the kernel refuses any child outright (the job limit
+     * would also, but this closes the surrogate paths that create the
+     * child outside the job). Defence in depth: tolerated if refused. */
+    a->child_policy = PROCESS_CREATION_CHILD_PROCESS_RESTRICTED;
+    if (PXW(UpdateProcThreadAttribute)(a->list, 0,
+                                       PROC_THREAD_ATTRIBUTE_CHILD_PROCESS_POLICY,
+                                       &a->child_policy, sizeof a->child_policy,
+                                       NULL, NULL))
+      sb->outcome.enforcement |= PX_ENF(PX_ENF_CHILD_PROCESS_POLICY);
+    else
+      PX_LOG(PX_LOG_WARN, "child process policy refused (Win32 error %lu)",
+             (unsigned long)GetLastError());
+  }
+  if (sb->ac_sid) {
+    /* An AppContainer with no capabilities: no network at all, loopback
+     * included. Applied, so failure fails the job. */
+    memset(&a->caps, 0, sizeof a->caps);
+    a->caps.AppContainerSid = sb->ac_sid;
+    if (!PXW(UpdateProcThreadAttribute)(
+            a->list, 0, PROC_THREAD_ATTRIBUTE_SECURITY_CAPABILITIES, &a->caps,
+            sizeof a->caps, NULL, NULL))
+      return PX_LOG_WIN32(PX_ESPAWN, GetLastError(),
+                          "UpdateProcThreadAttribute(SECURITY_CAPABILITIES)");
+  }
+  sb->outcome.enforcement |= PX_ENF(PX_ENF_HANDLE_LIST);
+  return 0;
+}
+
+/* Outside Wine: the child's token must really be an AppContainer token. */
+static int appcontainer_verify(px_sandbox_t *sb) {
+  HANDLE t = NULL;
+  DWORD is_ac = 0, n = 0;
+  int rc = 0;
+  if (!OpenProcessToken(sb->process, TOKEN_QUERY, &t))
+    return PX_LOG_WIN32(PX_ETOKEN, GetLastError(), "OpenProcessToken(child)");
+  if (!PXW(GetTokenInformation)(t, TokenIsAppContainer, &is_ac, sizeof is_ac,
+                                &n) ||
+      !is_ac)
+    rc = PX_LOG_WIN32(PX_ETOKEN, GetLastError(),
+                      "GetTokenInformation(TokenIsAppContainer)");
+  px_handle_close(&t);
+  return rc;
+}
+
+static int create_process(px__winbe_t *be, px_sandbox_t *sb, attrs_t *a,
+                          WCHAR *app, WCHAR *cmd, WCHAR *env) {
+  STARTUPINFOEXW si;
+  PROCESS_INFORMATION pi;
+  /* Never CREATE_BREAKAWAY_FROM_JOB; no console window; suspended until
+   * start() has checked the job. */
+  DWORD flags = CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT |
+                CREATE_NO_WINDOW | EXTENDED_STARTUPINFO_PRESENT;
+  memset(&si, 0, sizeof si);
+  memset(&pi, 0, sizeof pi);
+  si.StartupInfo.cb = sizeof si;
+  si.StartupInfo.dwFlags = STARTF_USESTDHANDLES;
+  si.StartupInfo.hStdInput = sb->child_in;
+  si.StartupInfo.hStdOutput = sb->child_out;
+  si.StartupInfo.hStdError = sb->child_err;
+  si.lpAttributeList = a->list;
+  (void)be;
+  if (!PXW(CreateProcessAsUserW)(sb->token, app, cmd, NULL, NULL, TRUE, flags,
+                                 env, sb->dir, &si.StartupInfo, &pi))
+    return PX_LOG_WIN32(PX_ESPAWN, GetLastError(), "CreateProcessAsUserW");
+  sb->process = pi.hProcess;
+  sb->thread = pi.hThread;
+  sb->pid = pi.dwProcessId;
+  return 0;
+}
+
+/* Is the suspended child in our job? If not (an OS without JOB_LIST),
+ * assign it now, before it has run a single instruction. */
+static int job_check(px_sandbox_t *sb) {
+  BOOL in = FALSE;
+  if (!PXW(IsProcessInJob)(sb->process, sb->job, &in))
+    return PX_LOG_WIN32(PX_EJOB, GetLastError(), "IsProcessInJob");
+  if (in)
+    return 0;
+  if (!PXW(AssignProcessToJobObject)(sb->job, sb->process))
+    return PX_LOG_WIN32(PX_EJOB, GetLastError(), "AssignProcessToJobObject");
+  if (!PXW(IsProcessInJob)(sb->process, sb->job, &in) || !in)
+    return PX_LOG_WIN32(PX_EJOB, GetLastError(), "IsProcessInJob(after assign)");
+  return 0;
+}
+
+int px__winbe_spawn(px__winbe_t *be, px_sandbox_t *sb) {
+  WCHAR *cmd = NULL, *env = NULL, *app = NULL;
+  attrs_t a;
+  int rc;
+  memset(&a, 0, sizeof a);
+  if ((rc = px__winbe_cmdline(sb->spec->argv, sb->spec->argc, &cmd)) ||
+      (rc = px__winbe_envblock(be, sb, &env)) ||
+      (rc = resolve_program(sb, env, &app)) ||
+      (rc = attrs_build(be, sb, &a)) ||
+      (rc = create_process(be, sb, &a, app, cmd, env)))
+    goto cleanup;
+  /* The child holds its ends now; ours would keep the pipes open. */
+  px_handle_close(&sb->child_in);
+  px_handle_close(&sb->child_out);
+  px_handle_close(&sb->child_err);
+  if ((rc = job_check(sb)))
+    goto cleanup;
+  if (sb->ac_sid) {
+    if (!be->wine && (rc = appcontainer_verify(sb)))
+      goto cleanup;
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_APPCONTAINER);
+  }
+cleanup:
+  if (a.list) {
+    DeleteProcThreadAttributeList(a.list);
+    free(a.list);
+  }
+  free(cmd);
+  free(env);
+  free(app);
+  return rc;
+}

@@ -1,0 +1,426 @@
+/* watchdog.c - the one thread that owns the completion port.
+ *
+ * DESIGN (after Chromium's TargetEventsThread): every job's Job Object is
+ * associated with be->port under the key of its tracker (its id), and every
+ * service-side pipe end under PX__KEY_IO; PX__KEY_QUIT and PX__KEY_WAKE are
+ * commands. The thread handles, in one place:
+ *  - job messages: NEW/EXIT/ABNORMAL_EXIT/ACTIVE_PROCESS_ZERO drive
+ *    accounting and completion; the limit messages (memory, process count,
+ *    job/process time) are verdicts detected by the OS;
+ *  - pipe completions: bytes go to events->on_output; its answer continues,
+ *    kills, or pauses the stream (the read is re-issued only when the pause
+ *    has elapsed, so the pipe fills and the child blocks);
+ *  - ticks (opts->tick_ms): messages are hints the OS does not guarantee
+ *    (Wine never posts the limit ones), so each running job is re-checked:
+ *    wall clock against a monotonic deadline, CPU (user+kernel), memory
+ *    (commit) and process count, and violators are killed here.
+ * A job ends when no process is left (ACTIVE_PROCESS_ZERO, or a tick that
+ * reads zero) and both output pipes reached EOF (cancelled after
+ * PX__DRAIN_MS). Verdicts are decided in px__winbe_verdict only.
+ */
+#include "watchdog/win/internal.h"
+
+#include "px/px_log.h"
+#include "service/win/win_error.h"
+
+#include <stdlib.h>
+
+static const char *limit_name(px_limit_t l) {
+  switch (l) {
+  case PX_LIMIT_MEMORY: return "memory";
+  case PX_LIMIT_CPU: return "cpu_time";
+  case PX_LIMIT_WALL: return "wall_time";
+  case PX_LIMIT_PROCESSES: return "processes";
+  case PX_LIMIT_OUTPUT: return "output";
+  case PX_LIMIT_SANDBOX: return "sandbox";
+  default: return "none";
+  }
+}
+
+static void tracker_free(px_sandbox_t *sb) {
+  px_cond_destroy(&sb->cond);
+  free(sb);
+}
+
+void px__winbe_unref(px_sandbox_t *sb) {
+  if (--sb->refs == 0)
+    tracker_free(sb);
+}
+
+/* Kill every process of the job (under be->lock). Idempotent. */
+void px__winbe_terminate(px_sandbox_t *sb) {
+  if (sb->kill_requested || sb->state == PX__SB_ENDED)
+    return;
+  sb->kill_requested = 1;
+  sb->outcome.killed = 1;
+  if (sb->job && PXW(TerminateJobObject)(sb->job, PX__KILL_EXIT_CODE)) {
+    /* Prepare failed before the child's membership was confirmed: make
+     * sure the suspended first process dies even if it is not in the job. */
+    if (sb->state == PX__SB_NEW && sb->process)
+      TerminateProcess(sb->process, PX__KILL_EXIT_CODE);
+    return;
+  }
+  if (sb->job)
+    (void)PX_LOG_WIN32(0, GetLastError(), "TerminateJobObject");
+  /* The job could not be terminated (or the child never joined it): take
+   * at least the first process down. */
+  if (sb->process)
+    TerminateProcess(sb->process, PX__KILL_EXIT_CODE);
+}
+
+void px__winbe_verdict(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
+                       uint64_t observed, px_detector_t by) {
+  if (sb->state == PX__SB_ENDED)
+    return;
+  if (sb->outcome.violation.limit == PX_LIMIT_NONE && !sb->kill_requested) {
+    sb->outcome.violation.limit = limit;
+    sb->outcome.violation.configured = configured;
+    sb->outcome.violation.observed = observed;
+    sb->outcome.violation.detected_by = by;
+    px_log_write(PX_LOG_CRITICAL, 0, 0, __FILE__, __LINE__, __func__,
+                 "job %s killed: %s limit %llu, observed %llu, detected by %s",
+                 sb->spec->key, limit_name(limit),
+                 (unsigned long long)configured, (unsigned long long)observed,
+                 by == PX_DETECT_OS ? "os" : "watchdog");
+  }
+  px__winbe_terminate(sb);
+}
+
+static px_sandbox_t *find(px__winbe_t *be, ULONG_PTR key) {
+  px_sandbox_t *sb;
+  for (sb = be->jobs; sb; sb = sb->next)
+    if (sb->id == key)
+      return sb;
+  return NULL;
+}
+
+/* ---- pipes ---------------------------------------------------------- */
+
+static void read_issue(px_sandbox_t *sb, px__pipe_t *p) {
+  if (p->closed || p->eof || p->pending || !p->h)
+    return;
+  memset(&p->ov, 0, sizeof p->ov);
+  p->pending = 1;
+  sb->refs++;
+  if (!ReadFile(p->h, p->buf, sizeof p->buf, NULL, &p->ov) &&
+      GetLastError() != ERROR_IO_PENDING) {
+    /* Failed at once (broken pipe): no completion will come. */
+    p->pending = 0;
+    p->eof = 1;
+    sb->refs--;
+  }
+}
+
+static void stdin_issue(px_sandbox_t *sb) {
+  px__pipe_t *p = &sb->in;
+  size_t len = sb->spec->stdin_len;
+  if (len == 0 || !sb->spec->stdin_data) {
+    px_handle_close(&p->h); /* EOF at once */
+    p->eof = 1;
+    return;
+  }
+  if (len > 0x7FFFFFFF)
+    len = 0x7FFFFFFF;
+  memset(&p->ov, 0, sizeof p->ov);
+  p->pending = 1;
+  sb->refs++;
+  if (!WriteFile(p->h, sb->spec->stdin_data, (DWORD)len, NULL, &p->ov) &&
+      GetLastError() != ERROR_IO_PENDING) {
+    p->pending = 0;
+    sb->refs--;
+    px_handle_close(&p->h);
+    p->eof = 1;
+  }
+}
+
+int px__winbe_io_begin(px__winbe_t *be, px_sandbox_t *sb) {
+  px__pipe_t *ps[3] = {&sb->in, &sb->out, &sb->err};
+  int i;
+  for (i = 0; i < 3; i++)
+    if (!PXW(CreateIoCompletionPort)(ps[i]->h, be->port, PX__KEY_IO, 0))
+      return PX_LOG_WIN32(PX_ESPAWN, GetLastError(),
+                          "CreateIoCompletionPort(pipe)");
+  px_mutex_lock(&be->lock);
+  stdin_issue(sb);
+  read_issue(sb, &sb->out);
+  read_issue(sb, &sb->err);
+  px_mutex_unlock(&be->lock);
+  return 0;
+}
+
+/* ---- completion ----------------------------------------------------- */
+
+static void usage_update(px_sandbox_t *sb, const px__job_sample_t *s) {
+  px_usage_t *u = &sb->outcome.usage;
+  if (s->cpu_ms > u->cpu_ms) {
+    u->cpu_ms = s->cpu_ms;
+    u->user_ms = s->user_ms;
+    u->kernel_ms = s->kernel_ms;
+  }
+  if (s->memory_bytes > u->peak_memory_bytes)
+    u->peak_memory_bytes = s->memory_bytes;
+  if (s->peak_bytes > u->peak_memory_bytes)
+    u->peak_memory_bytes = s->peak_bytes;
+  /* Not s->total: Wine counts a JOB_LIST child twice there. NEW_PROCESS
+   * (deduplicated by pid) counts; the live count is a floor. */
+  if (s->active > u->processes)
+    u->processes = s->active;
+}
+
+static void finish(px_sandbox_t *sb) {
+  px__job_sample_t s;
+  DWORD code = 0;
+  if (sb->job && px__winbe_job_sample(sb->job, &s) == 0)
+    usage_update(sb, &s);
+  if (sb->start_ms)
+    sb->outcome.usage.wall_ms = px_now_ms() - sb->start_ms;
+  if (sb->process && GetExitCodeProcess(sb->process, &code) &&
+      code != STILL_ACTIVE) {
+    sb->outcome.exit_code = (long long)code;
+    sb->outcome.exited = !sb->outcome.killed || code != PX__KILL_EXIT_CODE;
+  }
+  if (sb->outcome.error) /* start failed: it never ran */
+    sb->outcome.exited = 0;
+  sb->state = PX__SB_ENDED;
+  px_cond_broadcast(&sb->cond);
+}
+
+static void maybe_finish(px_sandbox_t *sb) {
+  if (sb->state != PX__SB_SPAWNED && sb->state != PX__SB_RUNNING)
+    return;
+  if (!sb->zero || sb->out.pending || sb->err.pending)
+    return;
+  if (!sb->out.eof || !sb->err.eof)
+    return;
+  finish(sb);
+}
+
+static void drain_check(px_sandbox_t *sb, uint64_t now) {
+  px__pipe_t *ps[2] = {&sb->out, &sb->err};
+  int i;
+  if (!sb->zero || now - sb->zero_ms < PX__DRAIN_MS)
+    return;
+  /* Every process is gone and a pipe is still open: something outside the
+   * job holds its other end. Stop waiting for it. */
+  for (i = 0; i < 2; i++) {
+    if (ps[i]->pending && ps[i]->h)
+      CancelIoEx(ps[i]->h, &ps[i]->ov);
+    else if (!ps[i]->pending)
+      ps[i]->eof = 1;
+  }
+}
+
+static void on_io(px__winbe_t *be, px__pipe_t *p, DWORD bytes, DWORD err) {
+  px_sandbox_t *sb = p->sb;
+  int r = PX_OUTPUT_CONTINUE;
+  px_mutex_lock(&be->lock);
+  p->pending = 0;
+  if (p->stream == 0) { /* stdin written (or cancelled): EOF for the child */
+    if (!p->closed)
+      px_handle_close(&p->h);
+    p->eof = 1;
+    goto done;
+  }
+  if (err) { /* ERROR_BROKEN_PIPE: every writer closed; aborted: cancel */
+    p->eof = 1;
+    goto done;
+  }
+  if (sb->released || p->closed) {
+    p->eof = 1;
+    goto done;
+  }
+  if (bytes && sb->events.on_output) {
+    sb->in_callback = 1;
+    px_mutex_unlock(&be->lock);
+    r = sb->events.on_output(sb->events.ctx, (px_stream_t)p->stream, p->buf,
+                             bytes);
+    px_mutex_lock(&be->lock);
+    sb->in_callback = 0;
+    px_cond_broadcast(&sb->cond);
+  }
+  if (r == PX_OUTPUT_KILL)
+    px__winbe_terminate(sb); /* the engine records why; keep draining */
+  if (r > 0)
+    p->resume_at = px_now_ms() + (uint64_t)r;
+  else
+    read_issue(sb, p);
+done:
+  maybe_finish(sb);
+  px__winbe_unref(sb); /* the completed operation's reference */
+  px_mutex_unlock(&be->lock);
+}
+
+/* ---- job messages --------------------------------------------------- */
+
+/* 1 if NEW_PROCESS for this pid was already counted (remembers it). */
+static int seen_before(px_sandbox_t *sb, DWORD pid) {
+  unsigned i, n = sb->nseen < 64 ? sb->nseen : 64;
+  for (i = 0; i < n; i++)
+    if (sb->seen[i] == pid)
+      return 1;
+  sb->seen[sb->nseen++ % 64] = pid;
+  return 0;
+}
+
+static void on_job(px__winbe_t *be, ULONG_PTR key, DWORD msg, DWORD pid) {
+  px_sandbox_t *sb;
+  const px_limits_t *l;
+  px__job_sample_t s;
+  px_mutex_lock(&be->lock);
+  sb = find(be, key);
+  if (!sb) { /* released already: a late message */
+    px_mutex_unlock(&be->lock);
+    return;
+  }
+  l = &sb->spec->limits;
+  if (msg < 16)
+    sb->msgs[msg]++;
+  memset(&s, 0, sizeof s);
+  if (msg != JOB_OBJECT_MSG_NEW_PROCESS && msg != JOB_OBJECT_MSG_EXIT_PROCESS &&
+      msg != JOB_OBJECT_MSG_ACTIVE_PROCESS_ZERO && sb->job &&
+      px__winbe_job_sample(sb->job, &s) == 0)
+    usage_update(sb, &s);
+  switch (msg) {
+  case JOB_OBJECT_MSG_NEW_PROCESS:
+    if (!seen_before(sb, pid))
+      sb->outcome.usage.processes++;
+    break;
+  case JOB_OBJECT_MSG_EXIT_PROCESS:
+    break;
+  case JOB_OBJECT_MSG_ABNORMAL_EXIT_PROCESS:
+    PX_LOG(PX_LOG_WARN, "job %s: process %lu exited abnormally", sb->spec->key,
+           (unsigned long)pid);
+    break;
+  case JOB_OBJECT_MSG_ACTIVE_PROCESS_ZERO:
+    if (!sb->zero) {
+      sb->zero = 1;
+      sb->zero_ms = px_now_ms();
+    }
+    break;
+  case JOB_OBJECT_MSG_END_OF_JOB_TIME:
+  case JOB_OBJECT_MSG_END_OF_PROCESS_TIME:
+    px__winbe_verdict(sb, PX_LIMIT_CPU, l->cpu_ms,
+                      s.cpu_ms > l->cpu_ms ? s.cpu_ms : l->cpu_ms, PX_DETECT_OS);
+    break;
+  case JOB_OBJECT_MSG_ACTIVE_PROCESS_LIMIT:
+    px__winbe_verdict(sb, PX_LIMIT_PROCESSES, l->processes,
+                      s.active > l->processes ? s.active : l->processes + 1,
+                      PX_DETECT_OS);
+    break;
+  case JOB_OBJECT_MSG_PROCESS_MEMORY_LIMIT:
+  case JOB_OBJECT_MSG_JOB_MEMORY_LIMIT: {
+    uint64_t seen = s.memory_bytes > s.peak_bytes ? s.memory_bytes : s.peak_bytes;
+    px__winbe_verdict(sb, PX_LIMIT_MEMORY, l->memory_bytes,
+                      seen > l->memory_bytes ? seen : l->memory_bytes,
+                      PX_DETECT_OS);
+    break;
+  }
+  default: /* NOTIFICATION_LIMIT, JOB_CYCLE_TIME_LIMIT, SILO_TERMINATED */
+    PX_LOG(PX_LOG_DEBUG, "job %s: job message %lu ignored", sb->spec->key,
+           (unsigned long)msg);
+    break;
+  }
+  maybe_finish(sb);
+  px_mutex_unlock(&be->lock);
+}
+
+/* ---- ticks ---------------------------------------------------------- */
+
+static void check_limits(px_sandbox_t *sb, const px__job_sample_t *s,
+                         uint64_t now) {
+  const px_limits_t *l = &sb->spec->limits;
+  uint64_t mem = s->memory_bytes > s->peak_bytes ? s->memory_bytes
+                                                  : s->peak_bytes;
+  if (l->wall_ms && now >= sb->deadline_ms)
+    px__winbe_verdict(sb, PX_LIMIT_WALL, l->wall_ms, now - sb->start_ms,
+                      PX_DETECT_WATCHDOG);
+  else if (l->memory_bytes && mem > l->memory_bytes)
+    px__winbe_verdict(sb, PX_LIMIT_MEMORY, l->memory_bytes, mem,
+                      PX_DETECT_WATCHDOG);
+  else if (l->cpu_ms && s->cpu_ms > l->cpu_ms)
+    px__winbe_verdict(sb, PX_LIMIT_CPU, l->cpu_ms, s->cpu_ms,
+                      PX_DETECT_WATCHDOG);
+  else if (l->processes && s->active > l->processes)
+    px__winbe_verdict(sb, PX_LIMIT_PROCESSES, l->processes, s->active,
+                      PX_DETECT_WATCHDOG);
+}
+
+static void tick_one(px_sandbox_t *sb, uint64_t now) {
+  px__pipe_t *ps[2] = {&sb->out, &sb->err};
+  px__job_sample_t s;
+  int i;
+  for (i = 0; i < 2; i++)
+    if (!ps[i]->pending && !ps[i]->eof && ps[i]->resume_at &&
+        now >= ps[i]->resume_at) {
+      ps[i]->resume_at = 0;
+      read_issue(sb, ps[i]);
+    }
+  if (sb->state == PX__SB_RUNNING && !sb->zero && sb->job &&
+      px__winbe_job_sample(sb->job, &s) == 0) {
+    usage_update(sb, &s);
+    if (!sb->kill_requested)
+      check_limits(sb, &s, now);
+    if (s.listed == 0 && s.total > 0) { /* the ZERO message was lost */
+      sb->zero = 1;
+      sb->zero_ms = now;
+    }
+  }
+  drain_check(sb, now);
+  maybe_finish(sb);
+}
+
+static void tick(px__winbe_t *be) {
+  px_sandbox_t *sb;
+  uint64_t now = px_now_ms();
+  px_mutex_lock(&be->lock);
+  for (sb = be->jobs; sb; sb = sb->next)
+    tick_one(sb, now);
+  px_mutex_unlock(&be->lock);
+}
+
+static void watchdog_main(void *arg) {
+  px__winbe_t *be = arg;
+  uint64_t next = px_now_ms() + be->tick_ms;
+  for (;;) {
+    DWORD bytes = 0, wait, err = 0;
+    ULONG_PTR key = 0;
+    OVERLAPPED *ov = NULL;
+    uint64_t now = px_now_ms();
+    BOOL ok;
+    wait = next > now ? (DWORD)(next - now) : 0;
+    ok = GetQueuedCompletionStatus(be->port, &bytes, &key, &ov, wait);
+    if (!ok)
+      err = GetLastError();
+    if (!ok && ov == NULL) {
+      if (err != WAIT_TIMEOUT) {
+        (void)PX_LOG_WIN32(0, err, "GetQueuedCompletionStatus");
+        px_sleep_ms(be->tick_ms);
+      }
+    } else if (key == PX__KEY_QUIT) {
+      break;
+    } else if (key == PX__KEY_IO) {
+      on_io(be, (px__pipe_t *)(void *)ov, bytes, err);
+    } else if (key >= PX__KEY_FIRST_JOB) {
+      on_job(be, key, bytes, (DWORD)(ULONG_PTR)ov);
+    } /* PX__KEY_WAKE: just loop */
+    if (px_now_ms() >= next) {
+      tick(be);
+      next = px_now_ms() + be->tick_ms;
+    }
+  }
+}
+
+int px__winbe_watchdog_start(px__winbe_t *be) {
+  return px_thread_create(&be->thread, watchdog_main, be);
+}
+
+void px__winbe_watchdog_stop(px__winbe_t *be) {
+  if (!be->thread)
+    return;
+  if (!PXW(PostQueuedCompletionStatus)(be->port, 0, PX__KEY_QUIT, NULL)) {
+    (void)PX_LOG_WIN32(0, GetLastError(), "PostQueuedCompletionStatus(quit)");
+    PostQueuedCompletionStatus(be->port, 0, PX__KEY_QUIT, NULL);
+  }
+  px_thread_join(be->thread);
+  be->thread = NULL;
+}

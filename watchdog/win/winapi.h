@@ -1,0 +1,137 @@
+/* winapi.h - the function table for every Win32 call on the security path
+ * of the Windows backend, after SQLite's aSyscall and libuv's winapi.c.
+ *
+ * Code calls PXW(Name)(args...) instead of Name(args...). Each entry is a
+ * thin wrapper that first asks the fault injector whether this call should
+ * fail; if so it sets the given last-error and returns the API's failure
+ * value without calling the OS. Tests use this to drive every fail-closed
+ * branch (px__winapi_fault). Outside tests the injector is a single
+ * relaxed load per call.
+ *
+ * Also here: the handle helpers (px_handle_close), Wine detection and the
+ * UTF-8 <-> UTF-16 conversions the backend files share.
+ */
+#ifndef PX_WIN_WINAPI_H
+#define PX_WIN_WINAPI_H
+
+#include <windows.h>
+#include <aclapi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* X(return type, name, failure value, (parameters), (arguments)) */
+#define PX_WINAPI_MAP(X)                                                      \
+  X(HANDLE, CreateJobObjectW, NULL, (LPSECURITY_ATTRIBUTES a, LPCWSTR n),     \
+    (a, n))                                                                   \
+  X(BOOL, SetInformationJobObject, FALSE,                                     \
+    (HANDLE j, JOBOBJECTINFOCLASS c, LPVOID p, DWORD n), (j, c, p, n))        \
+  X(BOOL, QueryInformationJobObject, FALSE,                                   \
+    (HANDLE j, JOBOBJECTINFOCLASS c, LPVOID p, DWORD n, LPDWORD r),           \
+    (j, c, p, n, r))                                                          \
+  X(BOOL, AssignProcessToJobObject, FALSE, (HANDLE j, HANDLE p), (j, p))      \
+  X(BOOL, IsProcessInJob, FALSE, (HANDLE p, HANDLE j, PBOOL r), (p, j, r))    \
+  X(BOOL, TerminateJobObject, FALSE, (HANDLE j, UINT c), (j, c))              \
+  X(HANDLE, CreateIoCompletionPort, NULL,                                     \
+    (HANDLE f, HANDLE p, ULONG_PTR k, DWORD n), (f, p, k, n))                 \
+  X(BOOL, PostQueuedCompletionStatus, FALSE,                                  \
+    (HANDLE p, DWORD b, ULONG_PTR k, LPOVERLAPPED o), (p, b, k, o))           \
+  X(BOOL, OpenProcessToken, FALSE, (HANDLE p, DWORD a, PHANDLE t), (p, a, t)) \
+  X(BOOL, GetTokenInformation, FALSE,                                         \
+    (HANDLE t, TOKEN_INFORMATION_CLASS c, LPVOID p, DWORD n, PDWORD r),       \
+    (t, c, p, n, r))                                                          \
+  X(BOOL, CreateRestrictedToken, FALSE,                                       \
+    (HANDLE t, DWORD f, DWORD nd, PSID_AND_ATTRIBUTES d, DWORD np,            \
+     PLUID_AND_ATTRIBUTES p, DWORD nr, PSID_AND_ATTRIBUTES r, PHANDLE o),     \
+    (t, f, nd, d, np, p, nr, r, o))                                           \
+  X(BOOL, SetTokenInformation, FALSE,                                         \
+    (HANDLE t, TOKEN_INFORMATION_CLASS c, LPVOID p, DWORD n), (t, c, p, n))   \
+  X(BOOL, AllocateAndInitializeSid, FALSE,                                    \
+    (PSID_IDENTIFIER_AUTHORITY a, BYTE n, DWORD s0, DWORD s1, DWORD s2,       \
+     DWORD s3, DWORD s4, DWORD s5, DWORD s6, DWORD s7, PSID *o),              \
+    (a, n, s0, s1, s2, s3, s4, s5, s6, s7, o))                                \
+  X(BOOL, InitializeAcl, FALSE, (PACL a, DWORD n, DWORD r), (a, n, r))        \
+  X(BOOL, AddAccessAllowedAceEx, FALSE,                                       \
+    (PACL a, DWORD r, DWORD f, DWORD m, PSID s), (a, r, f, m, s))             \
+  X(BOOL, AddMandatoryAce, FALSE, (PACL a, DWORD r, DWORD f, DWORD p, PSID s),\
+    (a, r, f, p, s))                                                          \
+  X(DWORD, SetSecurityInfo, ERROR_ACCESS_DENIED,                              \
+    (HANDLE h, SE_OBJECT_TYPE t, SECURITY_INFORMATION i, PSID o, PSID g,      \
+     PACL d, PACL s),                                                         \
+    (h, t, i, o, g, d, s))                                                    \
+  X(BOOL, CreateDirectoryW, FALSE, (LPCWSTR p, LPSECURITY_ATTRIBUTES a),      \
+    (p, a))                                                                   \
+  X(HANDLE, CreateFileW, INVALID_HANDLE_VALUE,                                \
+    (LPCWSTR p, DWORD a, DWORD s, LPSECURITY_ATTRIBUTES sa, DWORD c, DWORD f, \
+     HANDLE t),                                                               \
+    (p, a, s, sa, c, f, t))                                                   \
+  X(BOOL, WriteFile, FALSE,                                                   \
+    (HANDLE h, LPCVOID b, DWORD n, LPDWORD w, LPOVERLAPPED o),                \
+    (h, b, n, w, o))                                                          \
+  X(BOOL, SetFileInformationByHandle, FALSE,                                  \
+    (HANDLE h, FILE_INFO_BY_HANDLE_CLASS c, LPVOID p, DWORD n), (h, c, p, n)) \
+  X(HANDLE, CreateNamedPipeW, INVALID_HANDLE_VALUE,                           \
+    (LPCWSTR n, DWORD o, DWORD m, DWORD i, DWORD ob, DWORD ib, DWORD t,       \
+     LPSECURITY_ATTRIBUTES a),                                                \
+    (n, o, m, i, ob, ib, t, a))                                               \
+  X(BOOL, InitializeProcThreadAttributeList, FALSE,                           \
+    (LPPROC_THREAD_ATTRIBUTE_LIST l, DWORD c, DWORD f, PSIZE_T s),            \
+    (l, c, f, s))                                                             \
+  X(BOOL, UpdateProcThreadAttribute, FALSE,                                   \
+    (LPPROC_THREAD_ATTRIBUTE_LIST l, DWORD f, DWORD_PTR a, PVOID v, SIZE_T n, \
+     PVOID pv, PSIZE_T r),                                                    \
+    (l, f, a, v, n, pv, r))                                                   \
+  X(BOOL, CreateProcessAsUserW, FALSE,                                        \
+    (HANDLE t, LPCWSTR a, LPWSTR c, LPSECURITY_ATTRIBUTES pa,                 \
+     LPSECURITY_ATTRIBUTES ta, BOOL i, DWORD f, LPVOID e, LPCWSTR d,          \
+     LPSTARTUPINFOW si, LPPROCESS_INFORMATION pi),                            \
+    (t, a, c, pa, ta, i, f, e, d, si, pi))                                    \
+  X(BOOL, CreateProcessW, FALSE,                                              \
+    (LPCWSTR a, LPWSTR c, LPSECURITY_ATTRIBUTES pa, LPSECURITY_ATTRIBUTES ta, \
+     BOOL i, DWORD f, LPVOID e, LPCWSTR d, LPSTARTUPINFOW si,                 \
+     LPPROCESS_INFORMATION pi),                                               \
+    (a, c, pa, ta, i, f, e, d, si, pi))                                       \
+  X(DWORD, ResumeThread, (DWORD)-1, (HANDLE t), (t))
+
+typedef enum {
+#define PX_WAPI_ID_(ret, name, fail, params, args) PX_WAPI_##name,
+  PX_WINAPI_MAP(PX_WAPI_ID_)
+#undef PX_WAPI_ID_
+  PX_WAPI_COUNT_
+} px__winapi_id_t;
+
+#define PX_WAPI_DECL_(ret, name, fail, params, args) ret px__w_##name params;
+PX_WINAPI_MAP(PX_WAPI_DECL_)
+#undef PX_WAPI_DECL_
+
+/* Call a security-path Win32 function through the table. */
+#define PXW(name) px__w_##name
+
+/* Make the nth call (1 = the next one) of `id` from now fail with `err`
+ * (SetLastError) and its failure value. nth = 0 clears the fault. For tests;
+ * thread-safe. */
+void px__winapi_fault(px__winapi_id_t id, unsigned nth, DWORD err);
+/* Clear every injected fault. */
+void px__winapi_fault_reset(void);
+/* How many calls of `id` the table saw (injected failures included). */
+unsigned long px__winapi_calls(px__winapi_id_t id);
+/* The entry's name ("SetInformationJobObject"), for test messages. */
+const char *px__winapi_name(px__winapi_id_t id);
+
+/* 1 when running under Wine (ntdll exports wine_get_version). */
+int px__win_is_wine(void);
+
+/* Close *h if it is a handle (NULL and INVALID_HANDLE_VALUE are "none")
+ * and clear it. Idempotent. */
+static inline void px_handle_close(HANDLE *h) {
+  if (*h != NULL && *h != INVALID_HANDLE_VALUE)
+    CloseHandle(*h);
+  *h = NULL;
+}
+
+/* malloc'd UTF-16 copy of UTF-8 `s` (NULL on bad UTF-8 or OOM); caller
+ * frees. Invalid UTF-8 is refused, not replaced. */
+WCHAR *px__win_wide(const char *s);
+/* malloc'd UTF-8 copy of UTF-16 `w` (NULL on OOM); caller frees. */
+char *px__win_utf8(const WCHAR *w);
+
+#endif /* PX_WIN_WINAPI_H */
