@@ -214,11 +214,13 @@ enum {
   PX_FILECHECK_SECRET = 1u << 0 /* also: not readable by anyone else */
 };
 
-/* Check that path is a regular file (not a link, reparse point, device or
- * directory) owned by root/SYSTEM/Administrators or the service's own
- * account, writable by nobody else, and with PX_FILECHECK_SECRET readable
- * by nobody else either. Returns 0, PX_ENOENT (missing), PX_EACCES (fails
- * a rule; err says which), PX_ELOOP (a link), or PX_EIO. */
+/* Check that path is a regular file (not a symlink, reparse point, device
+ * or directory, and without other hard links) owned by
+ * root/SYSTEM/Administrators or the service's own account, writable by
+ * nobody else (Linux: in a directory nobody else may write unless
+ * sticky), and with PX_FILECHECK_SECRET readable by nobody else either.
+ * Returns 0, PX_ENOENT (missing), PX_EACCES (fails a rule; err says
+ * which), PX_ELOOP (a link), PX_EACL (security unreadable) or PX_EIO. */
 int px_config_check_file(const char *path, unsigned flags, char *err,
                          size_t errsz);
 /* Check as above and read the whole file through the handle that was
