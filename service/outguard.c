@@ -257,9 +257,12 @@ void px_outguard_flush(px_outguard_t *g) {
   int i;
   if (!g || !g->o.emit)
     return;
-  for (i = 0; i < 2; i++)
+  for (i = 0; i < 2; i++) {
+    if (g->s[i].seen > g->o.limit_bytes)
+      g->s[i].nhold = 0; /* cut by the limit, not invalid: drop it */
     if (g->s[i].nhold > 0)
       stream_out(g, (px_stream_t)(i + 1), &g->s[i], NULL, 0, 1);
+  }
 }
 
 int px_outguard_violation(const px_outguard_t *g, px_violation_t *v) {

@@ -82,8 +82,9 @@ int px_outguard_feed(px_outguard_t *g, px_stream_t stream, const char *data,
                      size_t len, uint64_t now_ms);
 
 /* Streaming: emit whatever is still held back (an incomplete trailing
- * sequence, sanitized: it becomes U+FFFD). Call once after the job ended,
- * before the result. */
+ * sequence, sanitized: it becomes U+FFFD; dropped instead when the stream
+ * went past the limit, which is what cut it). Call once after the job
+ * ended, before the result. */
 void px_outguard_flush(px_outguard_t *g);
 
 /* 1 and *v filled when the guard decided to kill the job (kill mode

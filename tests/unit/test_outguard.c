@@ -278,6 +278,20 @@ TEST_IMPL(outguard_stream_stops_at_limit) {
   free(r.out[0]);
   free(r.out[1]);
   px_outguard_free(g);
+  /* The limit cutting a character does not make the stream lossy. */
+  memset(&s, 0, sizeof s);
+  memset(&r, 0, sizeof r);
+  o.limit_bytes = 3;
+  ASSERT_OK(px_outguard_new(&o, 0, &g));
+  ASSERT_EQ(feed_str(g, PX_STREAM_STDOUT, "ab\xC3\xA9", 0),
+            PX_OUTPUT_CONTINUE);
+  px_outguard_flush(g);
+  ASSERT_STR_EQ(s.data, "ab");
+  ASSERT_OK(px_outguard_finish(g, &r));
+  ASSERT_EQ(r.output_lossy, 0);
+  free(r.out[0]);
+  free(r.out[1]);
+  px_outguard_free(g);
   /* Bad options. */
   o.overflow = (px_overflow_t)7;
   ASSERT_EQ(px_outguard_new(&o, 0, &g), PX_EINVAL);
