@@ -268,3 +268,36 @@ TEST_IMPL(config_file_owner) {
   return 0;
 }
 #endif
+
+/* Loading goes through the checked handle on every platform. */
+TEST_IMPL(config_file_load) {
+  const char *path = scratch("load.json");
+  char err[512], *data = NULL;
+  size_t len = 0;
+  px_config_t *cfg = NULL;
+  int rc;
+  write_file(path, "{\"queue\":{\"workers\":3},\"log_level\":\"warn\"}");
+#ifndef _WIN32
+  set_mode(path, 0600);
+#endif
+  rc = px_config_load(path, &cfg, err, sizeof err);
+  if (rc == PX_EACCES && !px_test_under_wine())
+    RETURN_SKIP("this temp directory's ACL grants others write access");
+  ASSERT_OK(rc);
+  ASSERT_UINT_EQ(cfg->queue.workers, 3);
+  ASSERT_EQ(cfg->log_level, PX_LOG_WARN);
+  px_config_free(cfg);
+  ASSERT_EQ(px_config_read_file(path, 0, 8, &data, &len, err, sizeof err),
+            PX_ERANGE);
+  ASSERT_NULL(data);
+  ASSERT_OK(px_config_read_file(path, 0, 4096, &data, &len, err, sizeof err));
+  ASSERT_UINT_EQ(len, strlen("{\"queue\":{\"workers\":3},\"log_level\":"
+                             "\"warn\"}"));
+  ASSERT_EQ(data[len], '\0');
+  free(data);
+  /* A file that parses badly names the key, not only the file. */
+  write_file(path, "{\"queue\":{\"workers\":-3}}");
+  ASSERT_EQ(px_config_load(path, &cfg, err, sizeof err), PX_ECONFIG);
+  ASSERT_STR_CONTAINS(err, "queue.workers");
+  return 0;
+}
