@@ -91,19 +91,19 @@ static int add_rules(scmp_filter_ctx ctx, int egress) {
       continue;
     if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
                                SCMP_SYS(socket), 1,
-                               SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)nr))) < 0 ||
+                               SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)nr, 0))) < 0 ||
         (rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
                                SCMP_SYS(socketpair), 1,
-                               SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)nr))) < 0)
+                               SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)nr, 0))) < 0)
       return rc;
   }
   if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
                              SCMP_SYS(socket), 1,
-                             SCMP_A0(SCMP_CMP_GE, (scmp_datum_t)AF_MAX))) < 0)
+                             SCMP_A0(SCMP_CMP_GE, (scmp_datum_t)AF_MAX, 0))) < 0)
     return rc;
   return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
                           SCMP_SYS(socketpair), 1,
-                          SCMP_A0(SCMP_CMP_GE, (scmp_datum_t)AF_MAX));
+                          SCMP_A0(SCMP_CMP_GE, (scmp_datum_t)AF_MAX, 0));
 }
 
 /* libseccomp 2.5 exports BPF only to an fd: a memfd holds it. */

@@ -211,7 +211,9 @@ static void try_finish(px__wd_t *wd, px_sandbox_t *sb) {
   }
   sb->end_ms = px_now_ms();
   check_stats(sb, 1);
+  px_mutex_lock(&sb->mu); /* kill() may set outcome.killed meanwhile */
   fill_outcome(sb, &sb->ru);
+  px_mutex_unlock(&sb->mu);
   ep_del_close(wd, &sb->in_fd);
   ep_del_close(wd, &sb->wall_tfd);
   ep_del_close(wd, &sb->pause_tfd[0]);
