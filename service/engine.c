@@ -217,11 +217,16 @@ static int start_workers(px_engine_t *eng) {
   return 0;
 }
 
+static int backend_complete(const px_backend_ops_t *b) {
+  return b && b->name && b->open && b->close && b->prepare && b->start &&
+         b->wait && b->kill && b->release;
+}
+
 int px_engine_new(const px_engine_opts_t *opts, px_engine_t **out) {
   px_engine_t *eng = NULL;
   px_queue_opts_t qo;
   int rc;
-  if (!opts || !out || !opts->backend)
+  if (!opts || !out || !backend_complete(opts->backend))
     return PX_EINVAL;
   *out = NULL;
   eng = calloc(1, sizeof *eng);

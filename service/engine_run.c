@@ -185,6 +185,8 @@ static void run_sandbox(px_engine_t *eng, px__job_t *job, run_t *rn) {
   job_reason_t why;
   rn->stage = "prepare";
   rn->err = ops->prepare(eng->bstate, &job->j.spec, &ev, &sb);
+  if (rn->err == 0 && !sb)
+    rn->err = PX_ESANDBOX; /* a backend bug: fail closed */
   if (rn->err != 0)
     return;
   px_mutex_lock(&eng->lock);

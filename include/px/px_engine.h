@@ -101,9 +101,9 @@ typedef struct {
 /* Fill o with the defaults (backend NULL: the caller must set it). */
 void px_engine_opts_default(px_engine_opts_t *o);
 
-/* Open the backend and start the workers. 0, PX_EINVAL (no backend), the
- * backend's open error, PX_ENOMEM. *out owned by the caller: px_engine_stop
- * then px_engine_free. */
+/* Open the backend and start the workers. 0, PX_EINVAL (no backend, or
+ * one with a missing operation), the backend's open error, PX_ENOMEM.
+ * *out owned by the caller: px_engine_stop then px_engine_free. */
 int px_engine_new(const px_engine_opts_t *opts, px_engine_t **out);
 
 /* Orderly stop: refuse new work (rejected `paused`), answer every queued

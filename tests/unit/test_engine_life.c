@@ -311,3 +311,78 @@ TEST_IMPL(engine_output_backpressure) {
   eh_col_free(col);
   return 0;
 }
+
+/* ---- backend faults: the engine fails closed ---- */
+
+enum { FAULT_NONE, FAULT_PREPARE_NULL, FAULT_WAIT, FAULT_SILENT_KILL };
+static int fault_mode;
+
+static int faulty_open(const px_backend_opts_t *o, void **st) {
+  (void)o;
+  (void)st;
+  return PX_EACCES;
+}
+
+static int faulty_prepare(void *st, const px_job_spec_t *spec,
+                          const px_sandbox_events_t *ev, px_sandbox_t **out) {
+  if (fault_mode == FAULT_PREPARE_NULL) {
+    *out = NULL;
+    return 0;
+  }
+  return px_backend_fake.prepare(st, spec, ev, out);
+}
+
+static int faulty_wait(px_sandbox_t *sb, px_outcome_t *oc) {
+  int rc = px_backend_fake.wait(sb, oc);
+  if (fault_mode == FAULT_WAIT)
+    return PX_EIO;
+  if (fault_mode == FAULT_SILENT_KILL) {
+    oc->exited = 0;
+    oc->killed = 1;
+  }
+  return rc;
+}
+
+TEST_IMPL(engine_backend_faults) {
+  px_backend_ops_t ops = px_backend_fake;
+  px_engine_opts_t o;
+  px_engine_t *eng = NULL;
+  col_t *col = eh_col_new();
+  ctx_t cx;
+  px_engine_client_t *c;
+  int mode;
+  px_engine_opts_default(&o);
+  o.workers = 1;
+  /* An incomplete table or a backend that cannot open: no engine. */
+  ops.kill = NULL;
+  o.backend = &ops;
+  ASSERT_EQ(px_engine_new(&o, &eng), PX_EINVAL);
+  ops = px_backend_fake;
+  ops.open = faulty_open;
+  ASSERT_EQ(px_engine_new(&o, &eng), PX_EACCES);
+  ASSERT_NULL(eng);
+  /* Jobs the backend fails in various ways end with status error. */
+  ops = px_backend_fake;
+  ops.prepare = faulty_prepare;
+  ops.wait = faulty_wait;
+  eng = eh_engine(1, &o);
+  c = eh_client(eng, &cx, col, 0, 0);
+  for (mode = FAULT_PREPARE_NULL; mode <= FAULT_SILENT_KILL; mode++) {
+    char id[16];
+    rec_t *r;
+    fault_mode = mode; /* one job at a time: the worker reads it */
+    snprintf(id, sizeof id, "f%d", mode);
+    ASSERT_OK(eh_submit(eng, c, eh_job(id, PX_PRIO_NORMAL, "exit 0", NULL)));
+    eh_wait_results(col, mode);
+    r = eh_find(col, 0, id);
+    ASSERT_EQ(r->status, PX_STATUS_ERROR);
+    ASSERT_EQ(r->code, PX_CODE_SANDBOX_FAILED);
+    ASSERT_EQ(r->exit_code, -1);
+  }
+  fault_mode = FAULT_NONE;
+  eh_check_all(col);
+  px_engine_client_close(eng, c, 0);
+  px_engine_free(eng);
+  eh_col_free(col);
+  return 0;
+}
