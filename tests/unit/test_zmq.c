@@ -25,7 +25,9 @@
 
 #include <zmq.h>
 
-#ifndef _WIN32
+#ifdef _WIN32
+#include <windows.h> /* checksrc: allow - the test sets the key file's DACL */
+#else
 #include <sys/stat.h> /* checksrc: allow - the test sets the key file mode */
 #endif
 
@@ -238,25 +240,63 @@ static const char *scratch(const char *name) {
   return path;
 }
 
-static void write_file(const char *path, const char *text, unsigned mode) {
+#ifdef _WIN32
+/* Give path a protected DACL: full access for this process's user (the
+ * "service account" here) and, with others_read, read for Everyone. What
+ * an admin does with icacls; Wine maps it to the file's Unix mode (and
+ * back: its file check then sees the same DACL). */
+static void set_access(const char *path, int others_read) {
+  BYTE user[256], world[SECURITY_MAX_SID_SIZE], aclbuf[512];
+  DWORD n = 0, wn = sizeof world;
+  PACL acl = (PACL)aclbuf;
+  SECURITY_DESCRIPTOR sd;
+  HANDLE tok = NULL;
+  WCHAR wpath[1024];
+  PSID sid;
+  ASSERT(OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &tok));
+  ASSERT(GetTokenInformation(tok, TokenUser, user, sizeof user, &n));
+  CloseHandle(tok);
+  sid = ((TOKEN_USER *)user)->User.Sid;
+  ASSERT(InitializeAcl(acl, sizeof aclbuf, ACL_REVISION));
+  ASSERT(AddAccessAllowedAce(acl, ACL_REVISION, FILE_ALL_ACCESS, sid));
+  if (others_read) {
+    ASSERT(CreateWellKnownSid(WinWorldSid, NULL, world, &wn));
+    ASSERT(AddAccessAllowedAce(acl, ACL_REVISION, FILE_GENERIC_READ, world));
+  }
+  ASSERT(InitializeSecurityDescriptor(&sd, SECURITY_DESCRIPTOR_REVISION));
+  ASSERT(SetSecurityDescriptorDacl(&sd, TRUE, acl, FALSE));
+  /* Protected: nothing inherited from the temp directory is merged in. */
+  ASSERT(SetSecurityDescriptorControl(&sd, SE_DACL_PROTECTED,
+                                      SE_DACL_PROTECTED));
+  ASSERT(MultiByteToWideChar(CP_UTF8, 0, path, -1, wpath, 1024) > 0);
+  /* SetFileSecurityW, not SetNamedSecurityInfoW: Wine 8 answers success
+   * to the latter without changing anything. */
+  ASSERT(SetFileSecurityW(wpath, DACL_SECURITY_INFORMATION, &sd));
+}
+#else
+/* Mode 0600, or 0644 with others_read. */
+static void set_access(const char *path, int others_read) {
+  ASSERT_EQ(chmod(path, others_read ? 0644 : 0600), 0);
+}
+#endif
+
+/* Write text to path, readable by this user only (others_read 0) or by
+ * everybody (others_read 1). */
+static void write_file(const char *path, const char *text, int others_read) {
   FILE *f = fopen(path, "wb");
   ASSERT_NOT_NULL(f);
   ASSERT_EQ(fwrite(text, 1, strlen(text), f), strlen(text));
   ASSERT_EQ(fclose(f), 0);
-#ifndef _WIN32
-  ASSERT_EQ(chmod(path, (mode_t)mode), 0);
-#else
-  (void)mode; /* Windows: the file's DACL decides (see key_file_usable) */
-#endif
+  set_access(path, others_read);
 }
 
-/* A valid server key file (mode 0600) and its path. */
+/* A valid server key file, readable by this user only, and its path. */
 static const char *server_key_file(void) {
   char text[256];
   const char *path = scratch("server.key");
   snprintf(text, sizeof text, "# test server key\n# public-key: %s\n%s\n",
            k_srv.pub, k_srv.sec);
-  write_file(path, text, 0600);
+  write_file(path, text, 0);
   return path;
 }
 
@@ -271,6 +311,13 @@ static void json_escape(char *out, size_t outsz, const char *s) {
   out[o] = '\0';
 }
 
+/* Any absolute path: replaced by "fake" after parsing (make_config). */
+#ifdef _WIN32
+#define FAKE_PROGRAM "C:\\\\px\\\\fake.exe"
+#else
+#define FAKE_PROGRAM "/px/fake"
+#endif
+
 /* zmq_section: the inside of transports.zmq. */
 static int make_config(const char *zmq_section, px_config_t **out) {
   char json[4096], err[512] = "";
@@ -278,7 +325,7 @@ static int make_config(const char *zmq_section, px_config_t **out) {
   snprintf(
       json, sizeof json,
       "{\"transports\":{\"max_frame_bytes\":4096,\"zmq\":{%s}},"
-      "\"runtimes\":{\"fake\":{\"command\":[\"/fake\",\"{args}\",\"{file}\"]}},"
+      "\"runtimes\":{\"fake\":{\"command\":[\"" FAKE_PROGRAM "\",\"{args}\",\"{file}\"]}},"
       "\"clients\":[{\"name\":\"zmq-clients\",\"match\":{\"any\":\"zmq\"},"
       "\"capabilities\":[\"*\"],\"max_concurrent\":8}]}",
       zmq_section);
@@ -653,14 +700,14 @@ TEST_IMPL(zmq_bad_key_file_fails_closed) {
   fx_close(&f);
   /* Not a key. */
   path = scratch("junk.key");
-  write_file(path, "# nothing here\nnot-a-key\n", 0600);
+  write_file(path, "# nothing here\nnot-a-key\n", 0);
   curve_section(section, sizeof section, "tcp://127.0.0.1:*", path);
   ASSERT_EQ(fx_open(&f, section), PX_ECONFIG);
   ASSERT_NULL(f.ep);
   fx_close(&f);
   /* Two keys. */
   snprintf(text, sizeof text, "%s\n%s\n", k_srv.sec, k_a.sec);
-  write_file(path, text, 0600);
+  write_file(path, text, 0);
   ASSERT_EQ(fx_open(&f, section), PX_ECONFIG);
   ASSERT_NULL(f.ep);
   fx_close(&f);
@@ -668,15 +715,13 @@ TEST_IMPL(zmq_bad_key_file_fails_closed) {
   ASSERT_EQ(fx_open(&f, "\"endpoint\":\"ipc://px-test-zmq\""), PX_ECONFIG);
   ASSERT_NULL(f.ep);
   fx_close(&f);
-#ifndef _WIN32
   /* Readable by others: refused by the secrets check. */
   path = server_key_file();
-  ASSERT_EQ(chmod(path, 0644), 0);
+  set_access(path, 1);
   curve_section(section, sizeof section, "tcp://127.0.0.1:*", path);
   ASSERT_EQ(fx_open(&f, section), PX_EACCES);
   ASSERT_NULL(f.ep);
   fx_close(&f);
-#endif
   return 0;
 }
 
@@ -719,7 +764,7 @@ TEST_IMPL(zmq_key_file_format) {
   /* Comments, blank lines, CRLF and surrounding blanks are fine. */
   snprintf(text, sizeof text, "#\r\n# public-key: %s\r\n\r\n  %s \t\r\n",
            k_srv.pub, k_srv.sec);
-  write_file(path, text, 0600);
+  write_file(path, text, 0);
   curve_section(section, sizeof section, "tcp://127.0.0.1:*", path);
   ASSERT_OK(fx_open(&f, section));
   ASSERT_NOT_NULL(f.ep);
