@@ -64,9 +64,12 @@ typedef struct {
   uint64_t pids_max_hits;    /* forks refused at pids.max */
 } px__cg_stat_t;
 
-/* Detect controllers below `root_override` (NULL: /sys/fs/cgroup). */
+/* Detect controllers below `root_override` (NULL: /sys/fs/cgroup) into
+ * *h (its strings are owned by h). Returns 0: absence is not an error. */
 int px__cg_detect(px__cg_host_t *h, const char *root_override);
+/* Free what px__cg_detect allocated; idempotent. */
 void px__cg_host_free(px__cg_host_t *h);
+/* An empty job (no dirs, fds -1): safe to destroy. */
 void px__cg_job_init(px__cg_job_t *j);
 /* Create the job's cgroups named `name` below the daemon's own. */
 int px__cg_job_create(const px__cg_host_t *h, const char *name,
@@ -83,6 +86,7 @@ int px__cg_job_place(const px__cg_host_t *h, px__cg_job_t *j, pid_t pid,
 int px__cg_job_kill(const px__cg_host_t *h, px__cg_job_t *j);
 /* 1 when no process is left in any of the job's cgroups. */
 int px__cg_job_empty(const px__cg_host_t *h, const px__cg_job_t *j);
+/* Read the job's accounting (fields left 0 where the host has none). */
 int px__cg_job_stat(const px__cg_host_t *h, const px__cg_job_t *j,
                     px__cg_stat_t *st);
 /* Close fds, remove the cgroups (kills leftovers first). Idempotent. */
@@ -95,7 +99,8 @@ typedef struct {
   unsigned short len;
 } px__bpf_t;
 
-/* Build the deny-list filter once; egress allows AF_INET/AF_INET6. */
+/* Build the deny-list filter once into *out (owned by the caller, freed
+ * with px__seccomp_free); egress allows AF_INET/AF_INET6. 0 or PX_E*. */
 int px__seccomp_build(int egress, px__bpf_t *out);
 void px__seccomp_free(px__bpf_t *p);
 /* Child side: load it (async-signal-safe). Returns 0 or -errno. */
@@ -140,9 +145,11 @@ typedef struct {
   size_t n, cap;
 } px__mnt_plan_t;
 
-/* Backend-wide skeleton: the ro bind list, /dev, /proc, /job, /tmp. */
+/* Backend-wide skeleton: the ro bind list, /dev, /proc, /job, /tmp,
+ * appended to *plan (which owns its strings). 0 or PX_E*. */
 int px__mnt_skeleton(const char *stage, const char *const *binds,
                      px__mnt_plan_t *plan);
+/* Append one operation (src may be NULL; both strings are copied). */
 int px__mnt_add(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
                 const char *src, const char *dst);
 /* mkdir ops for every missing parent of stage+rel, then the bind of host
@@ -155,12 +162,18 @@ void px__mnt_plan_free(px__mnt_plan_t *plan);
 int px__mnt_child(const char *stage, const px__mnt_plan_t *skel,
                   const px__mnt_plan_t *job, int *step);
 
-/* Host side job dir. */
+/* Host side job dir: root_path/key created fresh (a leftover is removed
+ * first), a size-capped tmpfs mounted on it when use_tmpfs, owned by
+ * uid/gid. *out_path (malloc'd, caller frees) is its host path. */
 int px__jobdir_create(int root_fd, const char *root_path, const char *key,
                       uint64_t tmpfs_bytes, int use_tmpfs, uid_t uid,
                       gid_t gid, char **out_path);
+/* Write the spec's files below dir (paths re-validated, no symlink
+ * followed, O_EXCL). 0, PX_EINVAL for a bad path, or PX_E*. */
 int px__jobdir_write(const char *dir, const px_job_file_t *files, size_t n,
                      uid_t uid, gid_t gid);
+/* Unmount (when mounted) and remove root_path/key without following any
+ * link the job planted. */
 void px__jobdir_remove(int root_fd, const char *root_path, const char *key,
                        int mounted);
 /* 1 when `path` is a safe relative file name (no "..", not absolute). */
@@ -249,14 +262,16 @@ struct px_sandbox_s {
   struct px_sandbox_s *next;  /* watchdog's running list */
 };
 
-/* spawn.c */
+/* spawn.c: fill sb->plan from sb->spec (0, PX_EINVAL, PX_ENOMEM); free
+ * it (idempotent). */
 int px__plan_build(px_sandbox_t *sb);
 void px__plan_free(px__plan_t *p);
 /* clone3 + placement + release; fills sb->pidfd/pid and the stream fds.
  * On failure the child is dead and reaped; returns PX_E*. */
 int px__spawn(px_sandbox_t *sb);
 
-/* watchdog.c */
+/* watchdog.c: start the watchdog thread (*out owned by the backend);
+ * stop and free it (jobs must have been released). */
 int px__wd_open(px__lnx_backend_t *be, px__wd_t **out);
 void px__wd_close(px__wd_t *wd);
 /* Hand a started job to the watchdog thread (registers its fds). */

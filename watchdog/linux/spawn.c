@@ -477,28 +477,53 @@ static uint64_t clone_flags(const px__plan_t *p) {
   return f;
 }
 
+/* The pipes of a spawn: [i][0] read end, [i][1] write end. */
+enum { P_SYNC, P_ERR, P_IN, P_OUT, P_EOUT, P_COUNT };
+
+static int open_pipes(int fds[P_COUNT][2]) {
+  int i;
+  if (PX_LNX_INJECTED(PX_STEP_PIPES))
+    return PX_LOG_ERRNO(PX_ESPAWN, EPERM, "pipe2 [injected]");
+  for (i = 0; i < P_COUNT; i++)
+    if (make_pipe(fds[i]) != 0)
+      return PX_LOG_ERRNO(PX_ESPAWN, errno, "pipe2");
+  return 0;
+}
+
+/* Parent side once the child exists: cgroups, id maps, release, verdict
+ * of its setup. */
+static int release_child(px_sandbox_t *sb, int fds[P_COUNT][2], int in_v2) {
+  int rc;
+  if ((rc = px__cg_job_place(&sb->be->cg, &sb->cg, sb->pid, in_v2)) != 0 ||
+      (sb->plan.userns && (rc = write_id_maps(sb->be, sb->pid)) != 0))
+    return rc;
+  sb->start_ms = px_now_ms();
+  if (write(fds[P_SYNC][1], "g", 1) != 1)
+    return PX_LOG_ERRNO(PX_ESPAWN, errno, "write(sync)");
+  close_fd(&fds[P_SYNC][1]);
+  return read_setup(sb, fds[P_ERR][0]);
+}
+
 int px__spawn(px_sandbox_t *sb) {
   px__plan_t *p = &sb->plan;
-  int sync_p[2] = {-1, -1}, err_p[2] = {-1, -1}, in_p[2] = {-1, -1};
-  int out_p[2] = {-1, -1}, eo_p[2] = {-1, -1};
-  int in_v2 = sb->cg.v2_fd >= 0, rc = PX_ESANDBOX;
+  int fds[P_COUNT][2];
+  int in_v2 = sb->cg.v2_fd >= 0, rc, i;
   pid_t pid;
 
-  if (PX_LNX_INJECTED(PX_STEP_PIPES) || make_pipe(sync_p) || make_pipe(err_p) ||
-      make_pipe(in_p) || make_pipe(out_p) || make_pipe(eo_p)) {
-    rc = PX_LOG_ERRNO(PX_ESPAWN, PX_LNX_INJECTED(PX_STEP_PIPES) ? EPERM : errno,
-                      "pipe2");
+  memset(fds, 0xff, sizeof fds); /* all -1 */
+  if ((rc = open_pipes(fds)) != 0)
+    goto cleanup;
+  p->sync_rd = fds[P_SYNC][0];
+  p->err_wr = fds[P_ERR][1];
+  p->in_rd = fds[P_IN][0];
+  p->out_wr = fds[P_OUT][1];
+  p->errout_wr = fds[P_EOUT][1];
+  if (PX_LNX_INJECTED(PX_STEP_CLONE)) {
+    rc = PX_LOG_ERRNO(PX_ESPAWN, EPERM, "clone3 [injected]");
     goto cleanup;
   }
-  p->sync_rd = sync_p[0];
-  p->err_wr = err_p[1];
-  p->in_rd = in_p[0];
-  p->out_wr = out_p[1];
-  p->errout_wr = eo_p[1];
-  pid = PX_LNX_INJECTED(PX_STEP_CLONE)
-            ? (errno = EPERM, -1)
-            : do_clone3(clone_flags(p), &sb->pidfd, sb->cg.v2_fd);
-  if (pid < 0 && in_v2 && !PX_LNX_INJECTED(PX_STEP_CLONE)) {
+  pid = do_clone3(clone_flags(p), &sb->pidfd, sb->cg.v2_fd);
+  if (pid < 0 && in_v2) {
     in_v2 = 0; /* kernels before 5.7: place by writing cgroup.procs */
     pid = do_clone3(clone_flags(p), &sb->pidfd, -1);
   }
@@ -509,44 +534,27 @@ int px__spawn(px_sandbox_t *sb) {
     goto cleanup;
   }
   sb->pid = pid;
-  close_fd(&sync_p[0]);
-  close_fd(&err_p[1]);
-  close_fd(&in_p[0]);
-  close_fd(&out_p[1]);
-  close_fd(&eo_p[1]);
-  if ((rc = px__cg_job_place(&sb->be->cg, &sb->cg, pid, in_v2)) != 0 ||
-      (p->userns && (rc = write_id_maps(sb->be, pid)) != 0))
-    goto fail;
-  sb->start_ms = px_now_ms();
-  if (write(sync_p[1], "g", 1) != 1) {
-    rc = PX_LOG_ERRNO(PX_ESPAWN, errno, "write(sync)");
-    goto fail;
+  close_fd(&fds[P_SYNC][0]);
+  close_fd(&fds[P_ERR][1]);
+  close_fd(&fds[P_IN][0]);
+  close_fd(&fds[P_OUT][1]);
+  close_fd(&fds[P_EOUT][1]);
+  if ((rc = release_child(sb, fds, in_v2)) != 0) {
+    if (!sb->outcome.error_msg[0])
+      px_snprintf(sb->outcome.error_msg, sizeof sb->outcome.error_msg,
+                  "sandbox setup failed: %s", px_strerror(rc));
+    kill_and_reap(sb);
+    goto cleanup;
   }
-  close_fd(&sync_p[1]);
-  if ((rc = read_setup(sb, err_p[0])) != 0)
-    goto fail;
-  sb->in_fd = in_p[1];
-  sb->out_fd[0] = out_p[0];
-  sb->out_fd[1] = eo_p[0];
-  in_p[1] = out_p[0] = eo_p[0] = -1;
-  rc = 0;
-  goto cleanup;
-fail:
-  if (!sb->outcome.error_msg[0])
-    px_snprintf(sb->outcome.error_msg, sizeof sb->outcome.error_msg,
-                "sandbox setup failed: %s", px_strerror(rc));
-  kill_and_reap(sb);
+  sb->in_fd = fds[P_IN][1];         /* ownership moves to the sandbox */
+  sb->out_fd[0] = fds[P_OUT][0];
+  sb->out_fd[1] = fds[P_EOUT][0];
+  fds[P_IN][1] = fds[P_OUT][0] = fds[P_EOUT][0] = -1;
 cleanup:
-  close_fd(&sync_p[0]);
-  close_fd(&sync_p[1]);
-  close_fd(&err_p[0]);
-  close_fd(&err_p[1]);
-  close_fd(&in_p[0]);
-  close_fd(&in_p[1]);
-  close_fd(&out_p[0]);
-  close_fd(&out_p[1]);
-  close_fd(&eo_p[0]);
-  close_fd(&eo_p[1]);
+  for (i = 0; i < P_COUNT; i++) {
+    close_fd(&fds[i][0]);
+    close_fd(&fds[i][1]);
+  }
   p->sync_rd = p->err_wr = p->in_rd = p->out_wr = p->errout_wr = -1;
   return rc;
 }
