@@ -3,11 +3,10 @@
  * of results to their own client, disconnects, malformed messages, a bad
  * key file (fail closed) and the two-phase stop.
  *
- * The endpoint drives px_session_t. Once the service core (session.c) is
- * in px_core, zmq.cmake defines PX_ZMQ_TEST_REAL_SERVICE and these tests
- * run the real px_service_t with the fake backend; until then a small
- * session stub below stands in for it (ping, status, run with a delayed
- * result), honouring the same contract (no send after close returns).
+ * The endpoint drives the real px_service_t with the fake backend
+ * (watchdog/fake/fake.c: a job's argv is its script). The clients table
+ * matches each client by its CURVE key only, so a job that runs proves the
+ * session got the key the ZAP handler vouched for.
  */
 #include "task.h"
 
@@ -19,9 +18,7 @@
 #include "px/px_util.h"
 #include "px/px_zmq.h"
 
-#ifdef PX_ZMQ_TEST_REAL_SERVICE
 #include "px/px_sandbox.h"
-#endif
 
 #include <zmq.h>
 
@@ -72,140 +69,6 @@ static int cap_wait(const char *needle, uint64_t ms) {
   return 1;
 }
 
-/* ---- session stub (until the service core is in px_core) ---- */
-
-#ifndef PX_ZMQ_TEST_REAL_SERVICE
-struct px_service_s {
-  const px_config_t *cfg;
-};
-
-#define STUB_JOBS 16
-typedef struct {
-  px_session_t *s;
-  char id[65];
-  char tag[65];
-} stub_job_t;
-
-struct px_session_s {
-  px_mutex_t lock; /* held while sending, like the real session */
-  px_session_send_fn send;
-  void *ctx;
-  int closing;
-  px_peer_t peer;
-  px_thread_t threads[STUB_JOBS];
-  stub_job_t jobs[STUB_JOBS];
-  int njobs;
-};
-
-uint32_t px_service_max_frame(const px_service_t *svc) {
-  return svc->cfg->transports.max_frame_bytes;
-}
-
-static void stub_send(px_session_t *s, const char *json) {
-  px_mutex_lock(&s->lock);
-  if (!s->closing && s->send(s->ctx, json, strlen(json)) != 0)
-    PX_LOG(PX_LOG_DEBUG, "stub: client gone, message dropped");
-  px_mutex_unlock(&s->lock);
-}
-
-/* The value of "name":"..." in json (no escapes in test messages). */
-static void field(const char *json, size_t len, const char *name, char *out,
-                  size_t outsz) {
-  char pat[32];
-  const char *p, *end = json + len;
-  size_t n = 0;
-  out[0] = '\0';
-  snprintf(pat, sizeof pat, "\"%s\":\"", name);
-  if (!(p = px_memcasemem(json, len, pat, strlen(pat))))
-    return;
-  for (p += strlen(pat); p < end && *p != '"' && n + 1 < outsz; p++)
-    out[n++] = *p;
-  out[n] = '\0';
-}
-
-/* The TEXT of the fake backend's "out:TEXT" step: what the job prints. */
-static void tag(const char *json, size_t len, char *out, size_t outsz) {
-  const char *p = px_memcasemem(json, len, "\"out:", 5), *end = json + len;
-  size_t n = 0;
-  for (p = p ? p + 5 : end; p < end && *p != '"' && n + 1 < outsz; p++)
-    out[n++] = *p;
-  out[n] = '\0';
-}
-
-static void stub_job(void *arg) {
-  stub_job_t *j = arg;
-  char msg[512];
-  px_sleep_ms(300);
-  snprintf(msg, sizeof msg,
-           "{\"type\":\"result\",\"id\":\"%s\",\"status\":\"ok\","
-           "\"stdout\":\"%s\"}",
-           j->id, j->tag);
-  px_mutex_lock(&j->s->lock);
-  if (j->s->closing)
-    PX_LOG(PX_LOG_INFO, "stub: result of job %s dropped: session closed",
-           j->id);
-  else if (j->s->send(j->s->ctx, msg, strlen(msg)) != 0)
-    PX_LOG(PX_LOG_INFO, "stub: result of job %s dropped: client gone", j->id);
-  px_mutex_unlock(&j->s->lock);
-}
-
-px_session_t *px_session_open(px_service_t *svc, const px_peer_t *peer,
-                              px_session_send_fn send, void *ctx) {
-  px_session_t *s = calloc(1, sizeof *s);
-  (void)svc;
-  if (!s)
-    return NULL;
-  px_mutex_init(&s->lock);
-  s->send = send;
-  s->ctx = ctx;
-  s->peer = *peer;
-  return s;
-}
-
-void px_session_on_payload(px_session_t *s, const char *payload, size_t len) {
-  char type[32], msg[512];
-  field(payload, len, "type", type, sizeof type);
-  if (strcmp(type, "ping") == 0) {
-    stub_send(s, "{\"type\":\"pong\"}");
-  } else if (strcmp(type, "status") == 0) {
-    snprintf(msg, sizeof msg,
-             "{\"type\":\"status\",\"version\":\"stub\","
-             "\"peer_key\":\"%s\"}",
-             s->peer.zmq_key);
-    stub_send(s, msg);
-  } else if (strcmp(type, "run") == 0 && s->njobs < STUB_JOBS) {
-    stub_job_t *j = &s->jobs[s->njobs];
-    j->s = s;
-    field(payload, len, "id", j->id, sizeof j->id);
-    tag(payload, len, j->tag, sizeof j->tag);
-    snprintf(msg, sizeof msg,
-             "{\"type\":\"accepted\",\"id\":\"%s\",\"queue_position\":0}",
-             j->id);
-    stub_send(s, msg);
-    ASSERT_OK(px_thread_create(&s->threads[s->njobs], stub_job, j));
-    s->njobs++;
-  } else {
-    stub_send(s, "{\"type\":\"error\",\"id\":null,\"code\":\"unknown_type\"}");
-  }
-}
-
-void px_session_on_frame_error(px_session_t *s, px_code_t code) {
-  (void)s;
-  (void)code;
-}
-
-void px_session_close(px_session_t *s) {
-  int i;
-  px_mutex_lock(&s->lock);
-  s->closing = 1;
-  px_mutex_unlock(&s->lock);
-  for (i = 0; i < s->njobs; i++) /* on_disconnect "finish": results logged */
-    px_thread_join(s->threads[i]);
-  px_mutex_destroy(&s->lock);
-  free(s);
-}
-#endif /* !PX_ZMQ_TEST_REAL_SERVICE */
-
 /* ---- fixture ---- */
 
 typedef struct {
@@ -220,9 +83,6 @@ typedef struct {
   px_service_t *svc;
   px_zmq_endpoint_t *ep;
   void *zctx; /* the clients' context */
-#ifndef PX_ZMQ_TEST_REAL_SERVICE
-  struct px_service_s stub;
-#endif
 } fx_t;
 
 static void keys_init(void) {
@@ -266,8 +126,8 @@ static void set_access(const char *path, int others_read) {
   ASSERT(InitializeSecurityDescriptor(&sd, SECURITY_DESCRIPTOR_REVISION));
   ASSERT(SetSecurityDescriptorDacl(&sd, TRUE, acl, FALSE));
   /* Protected: nothing inherited from the temp directory is merged in. */
-  ASSERT(SetSecurityDescriptorControl(&sd, SE_DACL_PROTECTED,
-                                      SE_DACL_PROTECTED));
+  ASSERT(
+      SetSecurityDescriptorControl(&sd, SE_DACL_PROTECTED, SE_DACL_PROTECTED));
   ASSERT(MultiByteToWideChar(CP_UTF8, 0, path, -1, wpath, 1024) > 0);
   /* SetFileSecurityW, not SetNamedSecurityInfoW: Wine 8 answers success
    * to the latter without changing anything. */
@@ -320,15 +180,21 @@ static void json_escape(char *out, size_t outsz, const char *s) {
 
 /* zmq_section: the inside of transports.zmq. */
 static int make_config(const char *zmq_section, px_config_t **out) {
-  char json[4096], err[512] = "";
+  char json[4096], clients[512] = "", err[512] = "";
   int rc;
-  snprintf(
-      json, sizeof json,
-      "{\"transports\":{\"max_frame_bytes\":4096,\"zmq\":{%s}},"
-      "\"runtimes\":{\"fake\":{\"command\":[\"" FAKE_PROGRAM "\",\"{args}\",\"{file}\"]}},"
-      "\"clients\":[{\"name\":\"zmq-clients\",\"match\":{\"any\":\"zmq\"},"
-      "\"capabilities\":[\"*\"],\"max_concurrent\":8}]}",
-      zmq_section);
+  /* Clients A and B by key (nobody else may run anything). */
+  if (k_a.pub[0])
+    snprintf(clients, sizeof clients,
+             "{\"name\":\"a\",\"match\":{\"zmq_key\":\"%s\"},"
+             "\"capabilities\":[\"*\"],\"max_concurrent\":8},"
+             "{\"name\":\"b\",\"match\":{\"zmq_key\":\"%s\"},"
+             "\"capabilities\":[\"*\"],\"max_concurrent\":8}",
+             k_a.pub, k_b.pub);
+  snprintf(json, sizeof json,
+           "{\"transports\":{\"max_frame_bytes\":4096,\"zmq\":{%s}},"
+           "\"runtimes\":{\"fake\":{\"command\":[\"" FAKE_PROGRAM
+           "\",\"{args}\",\"{file}\"]}},\"clients\":[%s]}",
+           zmq_section, clients);
   rc = px_config_from_json(json, strlen(json), out, err, sizeof err);
   if (rc != 0) {
     printf("config refused: %s\n", err);
@@ -362,18 +228,12 @@ static void curve_section(char *out, size_t outsz, const char *endpoint,
 }
 
 static int svc_open(fx_t *f) {
-#ifdef PX_ZMQ_TEST_REAL_SERVICE
   px_service_opts_t o;
   memset(&o, 0, sizeof o);
   o.config = f->cfg;
   o.version = "test";
   o.backend_ops = &px_backend_fake;
   return px_service_open(&o, &f->svc);
-#else
-  f->stub.cfg = f->cfg;
-  f->svc = &f->stub;
-  return 0;
-#endif
 }
 
 /* Config from zmq_section, service, endpoint, client context. */
@@ -390,13 +250,9 @@ static int fx_open(fx_t *f, const char *zmq_section) {
 
 static void fx_close(fx_t *f) {
   px_zmq_endpoint_stop_accept(f->ep);
-#ifdef PX_ZMQ_TEST_REAL_SERVICE
   px_service_stop(f->svc);
-#endif
   px_zmq_endpoint_close(f->ep, 2000);
-#ifdef PX_ZMQ_TEST_REAL_SERVICE
   px_service_free(f->svc);
-#endif
   zmq_ctx_term(f->zctx);
   px_config_free(f->cfg);
 }
@@ -507,6 +363,7 @@ static void run_msg(char *out, size_t outsz, const char *id, const char *tag,
 TEST_IMPL(zmq_curve_ping_status) {
   fx_t f;
   void *a;
+  char msg[512];
   SKIP_WITHOUT_CURVE();
   cap_start();
   keys_init();
@@ -519,11 +376,10 @@ TEST_IMPL(zmq_curve_ping_status) {
   client_expect(a, "\"type\":\"pong\"", NULL);
   client_send(a, "{\"type\":\"status\"}");
   client_expect(a, "\"type\":\"status\"", NULL);
-#ifndef PX_ZMQ_TEST_REAL_SERVICE
-  /* The session saw the client's CURVE key as its identity. */
-  client_send(a, "{\"type\":\"status\"}");
-  client_expect(a, k_a.pub, NULL);
-#endif
+  /* Admitted by the clients entry for its key: the session has it. */
+  run_msg(msg, sizeof msg, "k1", "keyed", 0);
+  client_send(a, msg);
+  client_expect(a, "\"stdout\":\"keyed\"", NULL);
   zmq_close(a);
   fx_close(&f);
   return 0;
@@ -630,15 +486,11 @@ TEST_IMPL(zmq_disconnected_client_dropped) {
   client_expect(a, "\"type\":\"accepted\"", NULL);
   zmq_close(a); /* linger 0: the connection goes now, the job runs on */
   ASSERT(cap_wait("closed: disconnected", REPLY_MS));
-  /* The job's end finds no client: it is logged, not sent, and nothing
-   * crashes. (The real service cancels it per on_disconnect "cancel" and
-   * logs the end; the stub finishes it and logs the drop.) */
-#ifdef PX_ZMQ_TEST_REAL_SERVICE
+  /* The job's end finds no client: the service cancels it (on_disconnect
+   * "cancel", the default) and logs its end; nothing is sent, nothing
+   * crashes. */
   ASSERT(cap_wait("job \"gone1\"", REPLY_MS));
   ASSERT(cap_wait("ended: cancelled", REPLY_MS));
-#else
-  ASSERT(cap_wait("result of job gone1 dropped", REPLY_MS));
-#endif
   b = client(&f, &k_b);
   client_send(b, "{\"type\":\"ping\"}");
   client_expect(b, "\"type\":\"pong\"", "late");
