@@ -23,6 +23,7 @@ static int on_output(void *ctx, px_stream_t stream, const char *data,
     px_buf_append(b, data, len);
   else
     b->len += len; /* count only */
+  __atomic_store_n(&r->any_output, 1, __ATOMIC_RELEASE);
   if (r->kill_after && r->out.len + r->err.len >= r->kill_after) {
     r->killed_by_output = 1;
     return PX_OUTPUT_KILL;

@@ -24,6 +24,7 @@ typedef struct {
   size_t kill_after;        /* answer KILL once this many bytes came (0: never) */
   int pause_ms;             /* answer a pause once, on the first chunk */
   int paused_once, killed_by_output, started;
+  int any_output;           /* atomic: set after the first chunk stored */
   px_outcome_t o;
   int prepare_rc, start_rc, wait_rc;
 } th_run_t;

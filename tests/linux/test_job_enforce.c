@@ -405,7 +405,7 @@ TEST_IMPL(enforce_probe_abstract_sockets_scoped) {
   th_spec(&sa, argv_a);
   ASSERT_OK(th_begin(&b, &sa, &ra, &sb));
   for (tries = 0; tries < 300; tries++) { /* until A listens */
-    if (__atomic_load_n(&ra.out.len, __ATOMIC_ACQUIRE) > 0)
+    if (__atomic_load_n(&ra.any_output, __ATOMIC_ACQUIRE))
       break;
     px_sleep_ms(10);
   }

@@ -50,7 +50,7 @@ struct px__wd_s {
   int epfd, wake_fd, tick_fd; /* owned */
   px_thread_t thr;
   int running;
-  volatile int stop;
+  int stop;                  /* atomic: set by close */
   px_mutex_t mu;             /* guards the jobs list head */
   px_sandbox_t *jobs;        /* running jobs */
   px_sandbox_t *retired;     /* finished in this batch */
@@ -425,7 +425,7 @@ static void wd_main(void *arg) {
   sigemptyset(&pipe_set);
   sigaddset(&pipe_set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_set, NULL);
-  while (!wd->stop) {
+  while (!__atomic_load_n(&wd->stop, __ATOMIC_ACQUIRE)) {
     int i, n = epoll_wait(wd->epfd, evs, MAX_EVENTS, -1);
     if (n < 0) {
       if (errno == EINTR)
@@ -540,7 +540,7 @@ void px__wd_close(px__wd_t *wd) {
   if (!wd)
     return;
   if (wd->running) {
-    wd->stop = 1;
+    __atomic_store_n(&wd->stop, 1, __ATOMIC_RELEASE);
     if (write(wd->wake_fd, &one, sizeof one) < 0)
       (void)PX_LOG_ERRNO(0, errno, "write(wake)");
     px_thread_join(wd->thr);
