@@ -21,7 +21,9 @@ target_sources(px_tests_win PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/win/test_spawn.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_job.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_watchdog.c
-  ${PROJECT_SOURCE_DIR}/tests/win/test_fault.c)
+  ${PROJECT_SOURCE_DIR}/tests/win/test_fault.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_enforce.c)
+target_link_libraries(px_tests_win PRIVATE ws2_32)
 add_executable(px_probe ${PROJECT_SOURCE_DIR}/tests/win/probe.c)
 px_executable(px_probe)
 target_link_options(px_probe PRIVATE -municode)
@@ -33,3 +35,5 @@ px_add_test_group(px_tests_win winspawn LABELS win)
 px_add_test_group(px_tests_win winjob LABELS win)
 px_add_test_group(px_tests_win winwatchdog LABELS win)
 px_add_test_group(px_tests_win winfault LABELS win)
+# What only real Windows enforces: SKIPs under Wine with the reason.
+px_add_test_group(px_tests_win enforce LABELS win win-enforce)

@@ -3,6 +3,8 @@
 
 #include <stdarg.h>
 #include <windows.h>
+#include <sddl.h>
+#include <wchar.h>
 
 void wt_open(wt_backend_t *b) {
   const px_backend_ops_t *ops = px_backend_native();
@@ -19,10 +21,35 @@ void wt_close(wt_backend_t *b) {
   b->state = NULL;
 }
 
+/* On real Windows the job's restricted token must be able to read the
+ * probe's image: the restricted half of the access check needs an ACE for
+ * Everyone/Users (and ALL APPLICATION PACKAGES for the AppContainer), which
+ * a build tree in a user profile lacks. So the probe is copied once into
+ * <tmpdir>\bin with exactly those read/execute grants (what an installer
+ * does for the runtimes). Under Wine ACLs are not enforced: used in place. */
 const char *wt_probe(void) {
   static char path[1024];
-  if (!path[0])
+  if (!path[0]) {
     snprintf(path, sizeof path, "%spx_probe.exe", px_test_self_dir());
+    if (!px_test_under_wine()) {
+      static const WCHAR sddl[] =
+          L"D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;OW)"
+          L"(A;OICI;0x1200a9;;;WD)(A;OICI;0x1200a9;;;BU)"
+          L"(A;OICI;0x1200a9;;;AC)";
+      SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, FALSE};
+      WCHAR src[1024], dir[1024], dst[1100];
+      MultiByteToWideChar(CP_UTF8, 0, path, -1, src, 1024);
+      MultiByteToWideChar(CP_UTF8, 0, px_test_tmpdir(), -1, dir, 1000);
+      wcsncat(dir, L"bin", 1023 - wcslen(dir));
+      ConvertStringSecurityDescriptorToSecurityDescriptorW(
+          sddl, SDDL_REVISION_1, &sa.lpSecurityDescriptor, NULL);
+      CreateDirectoryW(dir, &sa);
+      LocalFree(sa.lpSecurityDescriptor);
+      swprintf(dst, 1100, L"%ls\\px_probe.exe", dir);
+      if (CopyFileW(src, dst, FALSE))
+        WideCharToMultiByte(CP_UTF8, 0, dst, -1, path, sizeof path, NULL, NULL);
+    }
+  }
   return path;
 }
 

@@ -1,0 +1,259 @@
+/* test_enforce.c - what only real Windows enforces (group "enforce",
+ * ctest label win-enforce). Each test runs the probe inside the sandbox and
+ * checks the OS itself refused: token level, restricting SIDs, privileges,
+ * ACL denials, OS job limits, network isolation, opening the service.
+ * Under Wine (which ignores all of these) every test SKIPs with the reason;
+ * on real Windows they must pass. */
+#include "wintest.h"
+
+#include <sddl.h>
+#include <winsock2.h>
+#include <windows.h>
+
+#define SKIP_UNDER_WINE(why)                                                 \
+  do {                                                                       \
+    if (px_test_under_wine())                                                \
+      RETURN_SKIP("Wine 8 does not enforce " why);                           \
+  } while (0)
+
+/* Run the probe with args; *o and the captured stdout (static copy). */
+static const char *probe(px_outcome_t *o, uint32_t caps, uint64_t procs,
+                         int untrusted, const char *a1, const char *a2) {
+  static char text[65536];
+  wt_backend_t b;
+  wt_job_t j;
+  wt_capture_t c;
+  wt_open(&b);
+  if (untrusted) { /* reopen with the config switch */
+    wt_close(&b);
+    b.opts.untrusted_integrity = 1;
+    ASSERT_OK(px_backend_native()->open(&b.opts, &b.state));
+  }
+  wt_job(&j, a1, a2, NULL);
+  j.spec.caps = caps;
+  if (procs)
+    j.spec.limits.processes = procs;
+  wt_capture_init(&c);
+  ASSERT_OK(wt_run(&b, &j, &c, o));
+  snprintf(text, sizeof text, "%s", wt_stdout(&c));
+  printf("%s", text);
+  wt_capture_free(&c);
+  wt_job_free(&j);
+  wt_close(&b);
+  return text;
+}
+
+static int token_has_group(const char *sddl_sid) {
+  HANDLE t;
+  BYTE buf[8192];
+  TOKEN_GROUPS *g = (TOKEN_GROUPS *)(void *)buf;
+  PSID want = NULL;
+  DWORD n, i;
+  int found = 0;
+  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &t))
+    return 0;
+  if (GetTokenInformation(t, TokenGroups, g, sizeof buf, &n) &&
+      ConvertStringSidToSidA(sddl_sid, &want))
+    for (i = 0; i < g->GroupCount; i++)
+      found |= EqualSid(g->Groups[i].Sid, want) ? 1 : 0;
+  LocalFree(want);
+  CloseHandle(t);
+  return found;
+}
+
+TEST_IMPL(enforce_token) {
+  px_outcome_t o;
+  const char *t;
+  const char *p;
+  SKIP_UNDER_WINE("token integrity, restricting SIDs or privilege removal");
+  t = probe(&o, PX_CAP_FS_WRITE_TMP, 0, 0, "report", NULL);
+  ASSERT(wt_has_line(t, "INTEGRITY 4096")); /* Low */
+  ASSERT_STR_CONTAINS(t, "RESTRICTED_SID S-1-5-117-1-"); /* per-job SID */
+  ASSERT(wt_has_line(t, "RESTRICTED_SID S-1-1-0"));
+  ASSERT(wt_has_line(t, "RESTRICTED_SID S-1-5-32-545"));
+  ASSERT(wt_has_line(t, "PRIVILEGE SeChangeNotifyPrivilege"));
+  for (p = t; (p = strstr(p, "PRIVILEGE ")); p++)
+    ASSERT(strncmp(p, "PRIVILEGE SeChangeNotifyPrivilege", 33) == 0);
+  if (token_has_group("S-1-5-32-544"))
+    ASSERT(wt_has_line(t, "DENY_ONLY S-1-5-32-544")); /* Administrators */
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_RESTRICTED_TOKEN));
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_LOW_INTEGRITY));
+  return 0;
+}
+
+TEST_IMPL(enforce_untrusted) {
+  px_outcome_t o;
+  const char *t;
+  SKIP_UNDER_WINE("token integrity levels");
+  /* net:egress: an AppContainer would force Low. */
+  t = probe(&o, PX_CAP_NET_EGRESS, 0, 1, "report", NULL);
+  ASSERT(wt_has_line(t, "INTEGRITY 0"));
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_UNTRUSTED_INTEGRITY));
+  return 0;
+}
+
+TEST_IMPL(enforce_kb_capability_sids) {
+  px_outcome_t o;
+  const char *t;
+  SKIP_UNDER_WINE("restricting SIDs");
+  t = probe(&o, PX_CAP_KB_WRITE, 0, 0, "report", NULL);
+  ASSERT(wt_has_line(t, "RESTRICTED_SID S-1-5-117-2-1"));
+  ASSERT(wt_has_line(t, "RESTRICTED_SID S-1-5-117-2-2"));
+  t = probe(&o, 0, 0, 0, "report", NULL);
+  ASSERT_NULL(strstr(t, "S-1-5-117-2-"));
+  return 0;
+}
+
+TEST_IMPL(enforce_write_outside) {
+  px_outcome_t o;
+  char path[1200];
+  SKIP_UNDER_WINE("file ACLs or integrity labels");
+  snprintf(path, sizeof path, "%soutside.txt", px_test_tmpdir());
+  ASSERT(wt_has_line(probe(&o, PX_CAP_FS_WRITE_TMP, 0, 0, "try-write", path),
+                     "WRITE DENIED"));
+  /* Inside its own dir: allowed with fs:write_tmp, denied without. */
+  ASSERT(wt_has_line(probe(&o, PX_CAP_FS_WRITE_TMP, 0, 0, "try-write", "x.txt"),
+                     "WRITE ALLOWED"));
+  ASSERT(wt_has_line(probe(&o, 0, 0, 0, "try-write", "x.txt"), "WRITE DENIED"));
+  return 0;
+}
+
+TEST_IMPL(enforce_read_system_only) {
+  px_outcome_t o;
+  char path[1200];
+  WCHAR w[1200];
+  SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, FALSE};
+  HANDLE h;
+  SKIP_UNDER_WINE("file ACLs");
+  snprintf(path, sizeof path, "%ssystem-only.txt", px_test_tmpdir());
+  MultiByteToWideChar(CP_UTF8, 0, path, -1, w, 1200);
+  ASSERT(ConvertStringSecurityDescriptorToSecurityDescriptorW(
+      L"D:P(A;;FA;;;SY)", SDDL_REVISION_1, &sa.lpSecurityDescriptor, NULL));
+  h = CreateFileW(w, GENERIC_WRITE, 0, &sa, CREATE_ALWAYS, 0, NULL);
+  LocalFree(sa.lpSecurityDescriptor);
+  ASSERT(h != INVALID_HANDLE_VALUE);
+  CloseHandle(h);
+  ASSERT(wt_has_line(probe(&o, 0, 0, 0, "try-read", path), "READ DENIED"));
+  return 0;
+}
+
+TEST_IMPL(enforce_job_limits_readback) {
+  px_outcome_t o;
+  char v[64];
+  unsigned long flags;
+  const unsigned long want = JOB_OBJECT_LIMIT_PROCESS_MEMORY |
+                             JOB_OBJECT_LIMIT_JOB_MEMORY |
+                             JOB_OBJECT_LIMIT_ACTIVE_PROCESS |
+                             JOB_OBJECT_LIMIT_JOB_TIME |
+                             JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE |
+                             JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION;
+  SKIP_UNDER_WINE("job limits (they read back as 0)");
+  ASSERT_NOT_NULL(wt_line(probe(&o, 0, 0, 0, "report", NULL),
+                          "JOB_LIMIT_FLAGS ", v, sizeof v));
+  flags = strtoul(v, NULL, 16);
+  ASSERT_EQ(flags & want, want);
+  ASSERT_EQ(flags & (JOB_OBJECT_LIMIT_BREAKAWAY_OK |
+                     JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK), 0);
+  return 0;
+}
+
+TEST_IMPL(enforce_os_memory_limit) {
+  wt_backend_t b;
+  wt_job_t j;
+  wt_capture_t c;
+  px_outcome_t o;
+  SKIP_UNDER_WINE("job memory limits");
+  wt_open(&b);
+  wt_job(&j, "hog-memory", "400", NULL);
+  j.spec.limits.memory_bytes = 64u << 20;
+  wt_capture_init(&c);
+  ASSERT_OK(wt_run(&b, &j, &c, &o));
+  /* The OS refused the commit (the probe saw the failure) and the job was
+   * killed for memory. */
+  ASSERT_STR_CONTAINS(wt_stdout(&c), "ALLOC_FAILED");
+  ASSERT_EQ(o.violation.limit, PX_LIMIT_MEMORY);
+  ASSERT_UINT_LE(o.usage.peak_memory_bytes, (64u << 20) + (8u << 20));
+  wt_capture_free(&c);
+  wt_job_free(&j);
+  wt_close(&b);
+  return 0;
+}
+
+TEST_IMPL(enforce_spawn_past_limit) {
+  px_outcome_t o;
+  SKIP_UNDER_WINE("the active-process limit or child process policy");
+  ASSERT(wt_has_line(probe(&o, 0, 1, 0, "try-spawn", NULL), "SPAWN DENIED"));
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_CHILD_PROCESS_POLICY));
+  return 0;
+}
+
+TEST_IMPL(enforce_open_service) {
+  px_outcome_t o;
+  char pid[32];
+  SKIP_UNDER_WINE("process object ACLs or integrity");
+  snprintf(pid, sizeof pid, "%lu", (unsigned long)GetCurrentProcessId());
+  ASSERT(wt_has_line(probe(&o, 0, 0, 0, "try-open", pid), "OPEN DENIED"));
+  return 0;
+}
+
+/* Without net:egress: an AppContainer with no capabilities; even loopback
+ * to a listening port on this host is refused. With net:egress: allowed. */
+TEST_IMPL(enforce_network) {
+  px_outcome_t o;
+  WSADATA wsa;
+  SOCKET l;
+  struct sockaddr_in a;
+  int alen = sizeof a;
+  char port[16];
+  SKIP_UNDER_WINE("AppContainer network isolation (no AppContainer at all)");
+  ASSERT_EQ(WSAStartup(MAKEWORD(2, 2), &wsa), 0);
+  l = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+  ASSERT(l != INVALID_SOCKET);
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+  ASSERT_EQ(listen(l, 8), 0);
+  ASSERT_EQ(getsockname(l, (struct sockaddr *)&a, &alen), 0);
+  snprintf(port, sizeof port, "%u", (unsigned)ntohs(a.sin_port));
+  ASSERT(wt_has_line(probe(&o, 0, 0, 0, "try-connect", port), "CONNECT DENIED"));
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_APPCONTAINER));
+  ASSERT(!(o.enforcement & PX_ENF(PX_ENF_DEGRADED)));
+  ASSERT(wt_has_line(probe(&o, PX_CAP_NET_EGRESS, 0, 0, "try-connect", port),
+                     "CONNECT ALLOWED"));
+  ASSERT(!(o.enforcement & PX_ENF(PX_ENF_APPCONTAINER)));
+  closesocket(l);
+  WSACleanup();
+  return 0;
+}
+
+/* One job cannot write into another job's directory. */
+TEST_IMPL(enforce_other_job_dir) {
+  const px_backend_ops_t *ops = px_backend_native();
+  wt_backend_t b;
+  wt_job_t ja, jb;
+  wt_capture_t ca, cb;
+  px_outcome_t o;
+  px_sandbox_t *sa;
+  px_sandbox_events_t ev;
+  char target[1200];
+  SKIP_UNDER_WINE("file ACLs");
+  wt_open(&b);
+  wt_job(&ja, "sleep", "60000", NULL);
+  wt_capture_init(&ca);
+  ev = wt_events(&ca);
+  ASSERT_OK(ops->prepare(b.state, &ja.spec, &ev, &sa));
+  snprintf(target, sizeof target, "%s\\%s\\planted.txt", b.root, ja.spec.key);
+  wt_job(&jb, "try-write", target, NULL);
+  wt_capture_init(&cb);
+  ASSERT_OK(wt_run(&b, &jb, &cb, &o));
+  ASSERT(wt_has_line(wt_stdout(&cb), "WRITE DENIED"));
+  ops->kill(sa);
+  ops->release(sa);
+  wt_capture_free(&ca);
+  wt_capture_free(&cb);
+  wt_job_free(&ja);
+  wt_job_free(&jb);
+  wt_close(&b);
+  return 0;
+}
