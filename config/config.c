@@ -293,6 +293,8 @@ static const field_t request_fields[] = {
     SIZ("max_args", request.max_args, 0, 4096),
     SIZ("max_env", request.max_env, 0, 4096),
     SIZ("max_path_len", request.max_path_len, 1, 1024),
+    SIZ("max_env_name_len", request.max_env_name_len, 1, 1024),
+    SIZ("max_env_value_bytes", request.max_env_value_bytes, 1, 1024 * KiB),
     END};
 
 static const field_t root_fields[] = {

@@ -238,6 +238,8 @@ static void default_numbers(px_config_t *cfg) {
   cfg->request.max_args = 256;
   cfg->request.max_env = 64;
   cfg->request.max_path_len = 200;
+  cfg->request.max_env_name_len = 128;
+  cfg->request.max_env_value_bytes = 32767; /* Windows' own limit */
 }
 
 size_t px__config_default_runtime_names(const char *const **names) {
