@@ -177,7 +177,7 @@ static int guard_new(px_engine_t *eng, px__job_t *job) {
   return px_outguard_new(&o, px_now_ms(), &job->guard);
 }
 
-/* prepare, start, wait, release; kill() is possible while job->sb is set. */
+/* prepare, start, wait, release; the kill op may run while job->sb is set. */
 static void run_sandbox(px_engine_t *eng, px__job_t *job, run_t *rn) {
   const px_backend_ops_t *ops = eng->o.backend;
   px_sandbox_events_t ev = {job, cb_output, cb_started};
@@ -205,7 +205,7 @@ static void run_sandbox(px_engine_t *eng, px__job_t *job, run_t *rn) {
   }
   px_mutex_lock(&eng->lock);
   job->state = JOB_FINISHING;
-  job->sb = NULL; /* no kill() from now on */
+  job->sb = NULL; /* no kill op from now on */
   px_mutex_unlock(&eng->lock);
   ops->release(sb);
 }

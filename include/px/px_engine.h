@@ -51,7 +51,7 @@
  *   on_event must not call back into the engine for the same client
  *   (submit, cancel, reject, client_close: they would wait for the
  *   client's lock); it should copy/encode what it needs and return.
- * - Backend kill() is called with the engine lock held (it must be quick
+ * - The backend kill op is called with the engine lock held (it must be quick
  *   and must not call the job's event callbacks synchronously).
  * - After px_engine_client_close returns, on_event is never called again
  *   for that client, and no call is in progress.

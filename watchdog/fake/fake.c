@@ -77,7 +77,7 @@ struct px_sandbox_s {
   size_t nsteps;
   px_mutex_t m;
   px_cond_t c;
-  int killed;        /* kill() was called (or the job killed itself) */
+  int killed;        /* the kill op was called (or the job killed itself) */
   int done;          /* the job thread finished the outcome */
   int waited;
   px_thread_t thr;   /* owned; joined by wait or release */
