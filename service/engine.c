@@ -562,6 +562,13 @@ int px_engine_reject(px_engine_t *eng, px_engine_client_t *c, const char *id,
   jb->eng = eng;
   jb->client = c;
   px_mutex_lock(&eng->lock);
+  if (in_flight(eng, c, id)) {
+    /* Answering for an id in use would confuse the client about the
+     * first job: the caller sends `error` duplicate_id instead. */
+    px_mutex_unlock(&eng->lock);
+    job_free(jb);
+    return PX_EEXIST;
+  }
   c->refs++;
   eng->pending++;
   active_add(eng, jb);

@@ -192,7 +192,10 @@ int px_engine_submit_take(px_engine_t *eng, px_engine_client_t *c,
 
 /* Deliver and count the one `result` of a run refused before the engine
  * (policy, audit, bad_request): status rejected with code and message,
- * audit findings moved in (may be NULL). 0 or PX_EINVAL/PX_ENOMEM. */
+ * audit findings moved in (may be NULL; taken in every case). 0 when
+ * delivered; PX_EEXIST when the client has a job with this id in flight
+ * (nothing delivered: answer with an `error` duplicate_id, the first job is
+ * not disturbed); PX_EINVAL / PX_ENOMEM. */
 int px_engine_reject(px_engine_t *eng, px_engine_client_t *c, const char *id,
                      px_code_t code, const char *message,
                      px_audit_finding_t *audit, size_t naudit);

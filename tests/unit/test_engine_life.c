@@ -120,6 +120,15 @@ TEST_IMPL(engine_reject_counts) {
   px_engine_status(eng, &st);
   ASSERT_UINT_EQ(st.counters[PX_STATUS_REJECTED], 1);
   ASSERT_UINT_EQ(st.accepted, 1);
+  /* A refusal for an id still in flight is not delivered. */
+  ASSERT_OK(eh_submit(eng, c, eh_job("busy", PX_PRIO_NORMAL, "hang", NULL)));
+  eh_wait_started(col, 2);
+  ASSERT_EQ(px_engine_reject(eng, c, "busy", PX_CODE_FORBIDDEN, "no", NULL,
+                             0),
+            PX_EEXIST);
+  ASSERT_EQ(eh_find(col, 0, "busy")->ntypes, 2); /* accepted, started */
+  ASSERT_OK(px_engine_cancel(eng, c, "busy"));
+  eh_wait_results(col, 3);
   /* Bad ids are refused before anything is delivered. */
   j = eh_job("no spaces", PX_PRIO_NORMAL, NULL);
   ASSERT_EQ(px_engine_submit_take(eng, c, &j, NULL, NULL), PX_EINVAL);
