@@ -77,9 +77,10 @@ const char *th_probe(void) {
 
 void th_spec(px_job_spec_t *s, const char *const *argv) {
   static unsigned seq;
+  unsigned n = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
   memset(s, 0, sizeof *s);
-  snprintf(s->id, sizeof s->id, "t%u", seq);
-  snprintf(s->key, sizeof s->key, "t-%lu-%u", (unsigned long)getpid(), seq++);
+  snprintf(s->id, sizeof s->id, "t%u", n);
+  snprintf(s->key, sizeof s->key, "t-%lu-%u", (unsigned long)getpid(), n);
   s->argv = (char **)argv;
   while (argv[s->argc])
     s->argc++;

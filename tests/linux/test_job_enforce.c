@@ -422,3 +422,97 @@ TEST_IMPL(enforce_probe_abstract_sockets_scoped) {
   th_close(&b);
   return 0;
 }
+
+/* kill from many threads at once, while the watchdog works the job. */
+typedef struct {
+  th_backend_t *b;
+  px_sandbox_t *sb;
+} kill_arg_t;
+
+static void kill_storm(void *arg) {
+  kill_arg_t *k = arg;
+  int i;
+  for (i = 0; i < 50; i++)
+    th_kill(k->b, k->sb);
+}
+
+TEST_IMPL(enforce_kill_concurrent) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  px_sandbox_t *sb = NULL;
+  px_thread_t t[4];
+  kill_arg_t k;
+  const char *argv[] = {"/bin/sh", "-c", "yes > /dev/null & sleep 30", NULL};
+  int i;
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  ASSERT_OK(th_begin(&b, &s, &r, &sb));
+  px_sleep_ms(50);
+  k.b = &b;
+  k.sb = sb;
+  for (i = 0; i < 4; i++)
+    ASSERT_OK(px_thread_create(&t[i], kill_storm, &k));
+  for (i = 0; i < 4; i++)
+    px_thread_join(t[i]);
+  ASSERT_OK(b.ops->wait(sb, &r.o));
+  ASSERT_EQ(r.o.killed, 1);
+  ASSERT_EQ(r.o.term_signal, SIGKILL);
+  ASSERT_UINT_LE(r.o.usage.wall_ms, 10000);
+  b.ops->release(sb);
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
+/* Jobs spawned from several threads at once keep their own pipes. */
+typedef struct {
+  th_backend_t *b;
+  int idx, ok;
+  char out[64];
+} par_arg_t;
+
+static void par_job(void *arg) {
+  par_arg_t *a = arg;
+  char script[64];
+  const char *argv[] = {"/bin/sh", "-c", script, NULL};
+  px_job_spec_t s;
+  int round;
+  a->ok = 1;
+  for (round = 0; round < 5; round++) {
+    th_run_t r = {0};
+    snprintf(script, sizeof script, "echo job%d-%d", a->idx, round);
+    th_spec(&s, argv);
+    snprintf(s.key, sizeof s.key, "p-%lu-%d-%d", (unsigned long)getpid(),
+             a->idx, round);
+    snprintf(a->out, sizeof a->out, "job%d-%d\n", a->idx, round);
+    if (th_run(a->b, &s, &r) != 0 || r.o.exit_code != 0 ||
+        strcmp(px_buf_cstr(&r.out), a->out) != 0) {
+      fprintf(stderr, "job %d round %d: \"%s\"\n", a->idx, round,
+              px_buf_cstr(&r.out));
+      a->ok = 0;
+    }
+    th_free(&r);
+  }
+}
+
+TEST_IMPL(enforce_parallel_jobs) {
+  th_backend_t b;
+  px_thread_t t[6];
+  par_arg_t a[6];
+  int i;
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  for (i = 0; i < 6; i++) {
+    a[i].b = &b;
+    a[i].idx = i;
+    ASSERT_OK(px_thread_create(&t[i], par_job, &a[i]));
+  }
+  for (i = 0; i < 6; i++)
+    px_thread_join(t[i]);
+  for (i = 0; i < 6; i++)
+    ASSERT_EQ(a[i].ok, 1);
+  th_close(&b);
+  return 0;
+}
