@@ -395,3 +395,65 @@ TEST_IMPL(engine_backend_faults) {
   eh_col_free(col);
   return 0;
 }
+
+/* ---- mixed load ---- */
+
+/* 300 jobs from three clients (one capped) at every priority, bombs and
+ * floods among them, some cancelled, a scram in the middle: every job
+ * ends with exactly one result and the counters add up. */
+TEST_IMPL(engine_mixed_load) {
+  static const char *const scripts[] = {"exit 0",     "exit 2",
+                                        "hog-memory", "fork-bomb",
+                                        "print-out 9000", "sleep 2",
+                                        "spin",       "fail-start"};
+  col_t *col = eh_col_new();
+  ctx_t cx[3];
+  px_engine_client_t *c[3];
+  px_engine_opts_t o;
+  px_engine_t *eng;
+  px_status_info_t st;
+  uint64_t total = 0;
+  int i, accepted = 0;
+  px_engine_opts_default(&o);
+  o.output.limit_bytes = 8192;
+  o.aging_ms = 5;
+  eng = eh_engine(6, &o);
+  for (i = 0; i < 3; i++)
+    c[i] = eh_client(eng, &cx[i], col, i, i == 0 ? 2 : 0);
+  for (i = 0; i < 300; i++) {
+    px_engine_job_t j;
+    char id[16];
+    int rc;
+    snprintf(id, sizeof id, "m%d", i);
+    j = eh_job(id, (px_priority_t)(i % PX_PRIO_COUNT), scripts[i % 8], NULL);
+    j.spec.limits.cpu_ms = 3;
+    j.spec.limits.wall_ms = 1000;
+    rc = px_engine_submit_take(eng, c[i % 3], &j, NULL, NULL);
+    ASSERT(rc == 0 || rc == PX_EBUSY); /* EBUSY: paused by the scram */
+    accepted += rc == 0;
+    if (i % 7 == 3)
+      (void)px_engine_cancel(eng, c[(i - 3) % 3], "m0");
+    if (i % 11 == 0) {
+      snprintf(id, sizeof id, "m%d", i / 2);
+      (void)px_engine_cancel(eng, c[(i / 2) % 3], id);
+    }
+    if (i == 150) {
+      (void)px_engine_scram(eng);
+      px_engine_resume(eng);
+    }
+  }
+  eh_wait_results(col, 300);
+  eh_check_all(col);
+  ASSERT_EQ(col->nrecs, 300);
+  ASSERT_LE(col->max_running[0], 2);
+  px_engine_status(eng, &st);
+  for (i = 0; i < PX_STATUS_COUNT_; i++)
+    total += st.counters[i];
+  ASSERT_UINT_EQ(total, 300);
+  ASSERT_UINT_EQ(st.accepted, (uint64_t)accepted);
+  for (i = 0; i < 3; i++)
+    px_engine_client_close(eng, c[i], 0);
+  px_engine_free(eng);
+  eh_col_free(col);
+  return 0;
+}
