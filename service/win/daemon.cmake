@@ -1,1 +1,74 @@
-# service/win/daemon.cmake - filled in by its component.
+# service/win/daemon.cmake - the Windows service: named-pipe transport,
+# Event Log sink, crash recovery and SCM registration (in px_core so the
+# tests reach them), the message table (installer/messages.mc -> windmc ->
+# windres) and PhoenixExecutor.exe; its tests in px_tests_win.
+target_sources(px_core PRIVATE
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/pipe_server.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/pipe_sec.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/eventlog.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/recovery.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/scm.c)
+# NtCreateFile (recovery opens entries relative to their parent's handle).
+target_link_libraries(px_core PUBLIC ntdll)
+
+# ---- message table: messages.h (MSG_* IDs), messages.rc, MSG00409.bin ----
+set(PX_MC_SOURCE ${PROJECT_SOURCE_DIR}/installer/messages.mc)
+set(PX_MC_OUT ${CMAKE_CURRENT_BINARY_DIR}/messages.h
+              ${CMAKE_CURRENT_BINARY_DIR}/messages.rc
+              ${CMAKE_CURRENT_BINARY_DIR}/MSG00409.bin)
+add_custom_command(OUTPUT ${PX_MC_OUT}
+  COMMAND ${CMAKE_MC_COMPILER} -h ${CMAKE_CURRENT_BINARY_DIR}
+          -r ${CMAKE_CURRENT_BINARY_DIR} ${PX_MC_SOURCE}
+  DEPENDS ${PX_MC_SOURCE}
+  COMMENT "windmc messages.mc"
+  VERBATIM)
+add_custom_target(px_messages DEPENDS ${PX_MC_OUT})
+add_dependencies(px_core px_messages)
+# eventlog.c checks px_events.h against the generated messages.h.
+target_include_directories(px_core PRIVATE ${CMAKE_CURRENT_BINARY_DIR})
+
+# The resource object (COFF) that carries the MESSAGETABLE.
+add_custom_command(OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/messages_res.o
+  COMMAND ${CMAKE_RC_COMPILER} -O coff -I ${CMAKE_CURRENT_BINARY_DIR}
+          -i ${CMAKE_CURRENT_BINARY_DIR}/messages.rc
+          -o ${CMAKE_CURRENT_BINARY_DIR}/messages_res.o
+  DEPENDS ${PX_MC_OUT}
+  WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}
+  COMMENT "windres messages.rc"
+  VERBATIM)
+
+add_executable(PhoenixExecutor ${CMAKE_CURRENT_SOURCE_DIR}/win/main.c
+  ${CMAKE_CURRENT_BINARY_DIR}/messages_res.o)
+set_source_files_properties(${CMAKE_CURRENT_BINARY_DIR}/messages_res.o
+  PROPERTIES EXTERNAL_OBJECT TRUE GENERATED TRUE)
+px_executable(PhoenixExecutor)
+target_link_options(PhoenixExecutor PRIVATE -municode)
+
+# ---- tests (px_tests_win, under Wine) ----
+target_sources(px_tests_win PRIVATE
+  ${PROJECT_SOURCE_DIR}/tests/win/test_svc_evt.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_svc_pipe.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_svc_recovery.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_svc_service.c
+  ${PROJECT_SOURCE_DIR}/tests/cases/cases.c)
+target_link_libraries(px_tests_win PRIVATE px_client)
+# The tests find PhoenixExecutor.exe relative to their own executable.
+file(RELATIVE_PATH PX_SVC_EXE_REL ${PROJECT_BINARY_DIR}/tests
+     ${CMAKE_CURRENT_BINARY_DIR}/PhoenixExecutor.exe)
+string(REPLACE "/" "\\\\" PX_SVC_EXE_REL "${PX_SVC_EXE_REL}")
+set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/win/test_svc_evt.c
+                    ${PROJECT_SOURCE_DIR}/tests/win/test_svc_service.c
+  DIRECTORY ${PROJECT_SOURCE_DIR}/tests
+  APPEND PROPERTY COMPILE_DEFINITIONS
+  "PX_SVC_EXE_REL=\"${PX_SVC_EXE_REL}\""
+  "PX_CASES_DIR=\"${PROJECT_SOURCE_DIR}/tests/cases/\"")
+add_dependencies(px_tests_win PhoenixExecutor)
+
+px_add_test_group(px_tests_win evt LABELS win integ)
+px_add_test_group(px_tests_win pipe LABELS win integ)
+px_add_test_group(px_tests_win recovery LABELS win integ)
+px_add_test_group(px_tests_win svc LABELS win integ TIMEOUT 1500)
+# The svc group installs a service: it gets a Wine prefix of its own.
+set_tests_properties(win.svc PROPERTIES ENVIRONMENT
+  "PX_WINEPREFIX=$ENV{HOME}/.cache/phoenix-executor/wine-svc-tests"
+  RUN_SERIAL TRUE)

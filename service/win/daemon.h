@@ -1,0 +1,138 @@
+/* daemon.h - the pieces of the Windows service (service/win/): the
+ * named-pipe transport, its security descriptor and client identity, the
+ * Event Log sink and source registration, crash recovery of the work root,
+ * and SCM install/uninstall. main.c strings them together.
+ */
+#ifndef PX_WIN_DAEMON_H
+#define PX_WIN_DAEMON_H
+
+#include "px/px_log.h"
+#include "px/px_service.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- named-pipe transport (pipe_server.c) ---- */
+
+typedef struct px_pipe_server_s px_pipe_server_t;
+
+/* The session layer the pipe server drives. main.c passes the real one
+ * (px_session_* of px_service.h); the transport tests pass their own so
+ * that framing and the connection state machine are tested alone. Every
+ * function is called on the server's I/O thread. */
+typedef struct {
+  void *(*open)(void *svc, const px_peer_t *peer, px_session_send_fn send,
+                void *ctx);
+  void (*on_payload)(void *sess, const char *payload, size_t len);
+  void (*on_frame_error)(void *sess, px_code_t code);
+  /* No send() for this session after close returns. */
+  void (*close)(void *sess);
+} px_pipe_session_ops_t;
+
+typedef struct {
+  const char *name;         /* UTF-8 "\\.\pipe\PhoenixExecutor" */
+  size_t max_clients;       /* connected clients at most (>= 1) */
+  size_t listeners;         /* idle instances kept listening; 0: 4 */
+  uint32_t max_frame;       /* max payload bytes */
+  uint64_t read_timeout_ms; /* a half-received frame older than this
+                               drops the client */
+  const char *client_sid;   /* SID string granted read/write; NULL: only
+                               SYSTEM and Administrators */
+  const px_pipe_session_ops_t *ops; /* required; borrowed */
+  void *svc;                /* passed to ops->open; borrowed */
+} px_pipe_server_opts_t;
+
+/* Create the first instance (FILE_FLAG_FIRST_PIPE_INSTANCE: fails with
+ * PX_EEXIST if anyone, e.g. a squatter, already owns the name), the other
+ * listening instances and the I/O thread. 0 or PX_E* (logged). */
+int px_pipe_server_open(const px_pipe_server_opts_t *opts,
+                        px_pipe_server_t **out);
+/* Stop accepting: idle instances are closed, no new ones are made.
+ * Connected clients stay. Any thread. */
+void px_pipe_server_stop_accept(px_pipe_server_t *srv);
+/* Flush pending output for at most flush_timeout_ms, close every session
+ * and pipe, stop the thread, free. Call after px_service_stop. */
+void px_pipe_server_close(px_pipe_server_t *srv, uint64_t flush_timeout_ms);
+/* Connected clients now (tests). */
+size_t px_pipe_server_clients(px_pipe_server_t *srv);
+
+/* ---- pipe security and identity (pipe_sec.c) ---- */
+
+/* The SDDL of the pipe for client_sid (NULL: none), in out. 0, or PX_EINVAL
+ * when client_sid is not a valid SID string (it is checked, not pasted). */
+int px__pipe_sddl(const char *client_sid, char *out, size_t outsz);
+/* Build a security descriptor from px__pipe_sddl; *sd is LocalFree'd by the
+ * caller. 0 or PX_EACL. */
+int px__pipe_security(const char *client_sid, void **sd);
+/* Identify the client connected to pipe (a HANDLE): pid, user SID and
+ * enabled group SIDs. Refuses (PX_EACCES, logged) a client whose token is
+ * restricted, below medium integrity, or carries a job SID (S-1-5-117-*):
+ * that is code running inside a sandbox. */
+int px__pipe_peer(void *pipe, px_peer_t *peer);
+
+/* ---- logging (eventlog.c) ---- */
+
+/* Open the Event Log source `source` (NULL: "PhoenixExecutor"). The sink
+ * receives INFO and up: WARN and above always go to the Event Log, INFO
+ * only when the entry carries an event ID (start, stop, recovery...). */
+int px_eventlog_open(const wchar_t *source);
+void px_eventlog_sink(void *ctx, const px_log_entry_t *entry);
+void px_eventlog_close(void);
+/* The text-log sink: px_log_file_sink with "[E1001] " in front of entries
+ * that carry an event ID; ctx is the px_log_file_t. */
+void px_eventlog_file_sink(void *ctx, const px_log_entry_t *entry);
+/* Event Log source registration under
+ * HKLM\SYSTEM\CurrentControlSet\Services\EventLog\Application\<source>. */
+int px_eventlog_register(const wchar_t *source, const wchar_t *exe_path);
+int px_eventlog_unregister(const wchar_t *source);
+
+/* ---- crash recovery (recovery.c) ---- */
+
+typedef struct {
+  uint64_t entries;   /* top-level leftovers found under the work root */
+  uint64_t dirs;      /* directories removed */
+  uint64_t files;     /* files removed */
+  uint64_t links;     /* reparse points removed without being followed */
+  uint64_t failures;  /* entries that could not be removed */
+} px_recovery_stats_t;
+
+/* Remove everything a previous run left under work_root (UTF-8), opening
+ * each entry relative to its parent's handle with FILE_OPEN_REPARSE_POINT
+ * and deleting by handle: a junction or symlink is removed, never
+ * followed, and nothing outside work_root is touched. A missing work root
+ * is created. Refuses a work root that is a reparse point or a drive
+ * root. Logs what it did (PX_EVENT_RECOVERY_*). 0, or PX_E* when the
+ * root is unusable or something could not be removed. */
+int px_recover_work_root(const char *work_root, px_recovery_stats_t *st);
+
+/* ---- SCM registration (scm.c) ---- */
+
+typedef struct {
+  const wchar_t *name;        /* "PhoenixExecutor" */
+  const wchar_t *display;     /* "PhoenixOrch Executor" */
+  const wchar_t *exe_path;    /* absolute path of the executable */
+  const wchar_t *config_path; /* NULL: the default; else "--config P" */
+  const wchar_t *backend;     /* NULL; "fake" for tests: "--backend fake" */
+} px_scm_install_t;
+
+/* Register the service (LocalSystem, auto start, description, failure
+ * actions restart/restart/restart) and its Event Log source. 0, PX_EEXIST
+ * when it is already installed, or PX_E* (logged). */
+int px_scm_install(const px_scm_install_t *in);
+/* Stop the service if it runs (bounded wait), delete it and its Event Log
+ * source. 0, PX_ENOENT when not installed, or PX_E*. */
+int px_scm_uninstall(const wchar_t *name);
+
+/* ---- UTF-8 <-> UTF-16 helpers (eventlog.c) ---- */
+/* malloc'd conversions; NULL on failure or OOM. */
+wchar_t *px__utf16(const char *s);
+char *px__utf8(const wchar_t *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PX_WIN_DAEMON_H */

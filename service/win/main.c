@@ -1,0 +1,477 @@
+/* main.c - PhoenixExecutor.exe, the Windows service.
+ *
+ *   PhoenixExecutor [--config PATH] [--log-level L] [--log-file PATH]
+ *                                  run as the service (started by the SCM)
+ *   PhoenixExecutor --console [same options] [--pipe NAME]
+ *                                  the same service in the foreground;
+ *                                  logs to stderr, Ctrl+C stops it
+ *   PhoenixExecutor install [--config PATH] [--backend fake]
+ *   PhoenixExecutor uninstall
+ *   PhoenixExecutor --print-default-config | --check-config [--config P]
+ *
+ * DESIGN: one run function serves both modes; only status reporting (SCM
+ * or nothing) and the stop trigger (control handler or console handler)
+ * differ. Start-up is a list of steps, each fatal on failure, with a
+ * START_PENDING checkpoint between them: logging (Event Log first, so a
+ * refused configuration is reported there), configuration, the text log,
+ * crash recovery of the work root, the service core (backend, KB with its
+ * own journal recovery, engine), the pipe (and the ZeroMQ endpoint when
+ * built), then RUNNING. Stop is two-phase and loses nothing: stop
+ * accepting, px_service_stop (queued jobs answered `aborted`, running jobs
+ * killed and answered, KB rollbacks run), flush and close the transports,
+ * then STOPPED. A ticker thread advances the STOP_PENDING checkpoint so
+ * the SCM keeps waiting while jobs are being wound down.
+ */
+#include "service/win/daemon.h"
+
+#include "px/px_config.h"
+#include "px/px_error.h"
+#include "px/px_events.h"
+#include "px/px_log.h"
+#include "px/px_log_file.h"
+#include "px/px_os.h"
+#include "px/px_sandbox.h"
+#include "px/px_service.h"
+#include "px/px_util.h"
+#include "service/win/win_error.h"
+
+#include <windows.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef PX_VERSION
+#define PX_VERSION "0.0.0"
+#endif
+
+#define SERVICE_NAME L"PhoenixExecutor"
+#define DISPLAY_NAME L"PhoenixOrch Executor"
+#define START_HINT_MS 30000
+#define STOP_HINT_MS 60000
+#define FLUSH_MS 5000
+#define LOG_MAX_BYTES (10u * 1024u * 1024u)
+#define LOG_KEEP 5
+
+typedef struct {
+  char *config_path; /* owned, UTF-8 */
+  char *log_level;
+  char *log_file;
+  char *pipe_name;
+  char *backend;     /* "fake" for tests; NULL: native */
+  int console;
+  int print_default;
+  int check_only;
+  const wchar_t *command; /* "install", "uninstall" or NULL */
+  const wchar_t *wconfig; /* --config as given (install) */
+  const wchar_t *wbackend;
+} args_t;
+
+typedef struct {
+  args_t a;
+  px_config_t *cfg;
+  px_service_t *svc;
+  px_pipe_server_t *pipe;
+  px_log_file_t *logf;
+  HANDLE stop_event;            /* owned: set by STOP/SHUTDOWN/Ctrl+C */
+  SERVICE_STATUS_HANDLE ssh;    /* NULL in console mode */
+  SERVICE_STATUS status;
+  px_mutex_t status_lock;
+  volatile LONG stopping;       /* the STOP_PENDING ticker runs */
+} daemon_t;
+
+static daemon_t g_d;
+
+/* ---- the session layer the pipe drives ---- */
+
+static void *sess_open(void *svc, const px_peer_t *peer, px_session_send_fn send,
+                       void *ctx) {
+  return px_session_open(svc, peer, send, ctx);
+}
+static void sess_payload(void *s, const char *p, size_t n) {
+  px_session_on_payload(s, p, n);
+}
+static void sess_frame_error(void *s, px_code_t code) {
+  px_session_on_frame_error(s, code);
+}
+static void sess_close(void *s) { px_session_close(s); }
+
+static const px_pipe_session_ops_t session_ops = {sess_open, sess_payload,
+                                                  sess_frame_error, sess_close};
+
+/* ---- SCM status ---- */
+
+static void set_status(DWORD state, DWORD exit_code, DWORD hint) {
+  px_mutex_lock(&g_d.status_lock);
+  g_d.status.dwServiceType = SERVICE_WIN32_OWN_PROCESS;
+  g_d.status.dwCurrentState = state;
+  g_d.status.dwControlsAccepted =
+      state == SERVICE_RUNNING
+          ? SERVICE_ACCEPT_STOP | SERVICE_ACCEPT_SHUTDOWN | SERVICE_ACCEPT_PRESHUTDOWN
+          : 0;
+  if (exit_code) {
+    g_d.status.dwWin32ExitCode = ERROR_SERVICE_SPECIFIC_ERROR;
+    g_d.status.dwServiceSpecificExitCode = exit_code;
+  }
+  g_d.status.dwWaitHint = hint;
+  g_d.status.dwCheckPoint =
+      (state == SERVICE_RUNNING || state == SERVICE_STOPPED) ? 0
+                                                             : g_d.status.dwCheckPoint + 1;
+  if (g_d.ssh)
+    SetServiceStatus(g_d.ssh, &g_d.status);
+  px_mutex_unlock(&g_d.status_lock);
+}
+
+static void checkpoint(void) { set_status(SERVICE_START_PENDING, 0, START_HINT_MS); }
+
+static DWORD WINAPI control_handler(DWORD control, DWORD type, LPVOID data,
+                                    LPVOID ctx) {
+  (void)type, (void)data, (void)ctx;
+  switch (control) {
+  case SERVICE_CONTROL_STOP:
+  case SERVICE_CONTROL_SHUTDOWN:
+  case SERVICE_CONTROL_PRESHUTDOWN:
+    SetEvent(g_d.stop_event);
+    return NO_ERROR;
+  case SERVICE_CONTROL_INTERROGATE:
+    px_mutex_lock(&g_d.status_lock);
+    if (g_d.ssh)
+      SetServiceStatus(g_d.ssh, &g_d.status);
+    px_mutex_unlock(&g_d.status_lock);
+    return NO_ERROR;
+  default:
+    return ERROR_CALL_NOT_IMPLEMENTED;
+  }
+}
+
+static BOOL WINAPI console_handler(DWORD type) {
+  if (type == CTRL_C_EVENT || type == CTRL_BREAK_EVENT || type == CTRL_CLOSE_EVENT ||
+      type == CTRL_SHUTDOWN_EVENT) {
+    SetEvent(g_d.stop_event);
+    return TRUE;
+  }
+  return FALSE;
+}
+
+/* Keeps the SCM waiting (checkpoint advancing) while the stop runs. */
+static void stop_ticker(void *arg) {
+  (void)arg;
+  while (g_d.stopping) {
+    set_status(SERVICE_STOP_PENDING, 0, STOP_HINT_MS);
+    px_sleep_ms(1000);
+  }
+}
+
+/* ---- start-up steps ---- */
+
+static int setup_early_logging(daemon_t *d) {
+  px_log_clear_sinks();
+  if (d->a.console)
+    return px_log_add_sink(px_log_stderr_sink, NULL, PX_LOG_TRACE);
+  /* Event Log first: a refused configuration must reach it. */
+  if (px_eventlog_open(SERVICE_NAME) == 0)
+    px_log_add_sink(px_eventlog_sink, NULL, PX_LOG_INFO);
+  return 0;
+}
+
+/* %ProgramData%\PhoenixOrch\logs\executor.log, directories created. */
+static int default_log_path(char *out, size_t outsz) {
+  WCHAR base[MAX_PATH], dir[MAX_PATH + 64];
+  char *u;
+  DWORD n = GetEnvironmentVariableW(L"ProgramData", base, MAX_PATH);
+  int rc;
+  if (n == 0 || n >= MAX_PATH)
+    _snwprintf(base, MAX_PATH, L"%ls", L"C:\\ProgramData");
+  _snwprintf(dir, MAX_PATH + 64, L"%ls\\PhoenixOrch", base);
+  CreateDirectoryW(dir, NULL);
+  _snwprintf(dir, MAX_PATH + 64, L"%ls\\PhoenixOrch\\logs", base);
+  CreateDirectoryW(dir, NULL);
+  if (!(u = px__utf8(dir)))
+    return PX_ENOMEM;
+  rc = px_snprintf(out, outsz, "%s\\executor.log", u);
+  free(u);
+  return rc;
+}
+
+static int setup_logging(daemon_t *d) {
+  char path[1024];
+  px_log_level_t level = d->cfg->log_level;
+  int rc;
+  if (d->a.log_level && px_log_level_parse(d->a.log_level, &level) != 0) {
+    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_CONFIG_REFUSED, "bad --log-level %s",
+                 d->a.log_level);
+    return PX_EINVAL;
+  }
+  px_log_set_level(level);
+  if (d->a.log_file)
+    rc = px_strlcpy(path, d->a.log_file, sizeof path);
+  else if (d->a.console)
+    return 0; /* console: stderr only unless asked */
+  else
+    rc = default_log_path(path, sizeof path);
+  if (rc == 0)
+    rc = px_log_file_open(path, LOG_MAX_BYTES, LOG_KEEP, &d->logf);
+  if (rc != 0) {
+    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_START_FAILED, "cannot open log file %s",
+                 path);
+    return rc;
+  }
+  return px_log_add_sink(px_eventlog_file_sink, d->logf, PX_LOG_TRACE);
+}
+
+static int load_config(daemon_t *d) {
+  char err[512] = "";
+  int rc = d->a.config_path
+               ? px_config_load(d->a.config_path, &d->cfg, err, sizeof err)
+               : px_config_load_default(&d->cfg, err, sizeof err);
+  if (rc != 0)
+    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_CONFIG_REFUSED,
+                 "configuration %s refused: %s",
+                 d->a.config_path ? d->a.config_path : "(default)",
+                 err[0] ? err : px_strerror(rc));
+  return rc;
+}
+
+static int open_core(daemon_t *d) {
+  px_service_opts_t so;
+  memset(&so, 0, sizeof so);
+  so.config = d->cfg;
+  so.version = PX_VERSION;
+  if (d->a.backend && strcmp(d->a.backend, "fake") == 0) {
+    PX_LOG(PX_LOG_WARN, "running with the fake backend (tests only): "
+                        "no code is really executed");
+    so.backend_ops = &px_backend_fake;
+  } else if (d->a.backend && strcmp(d->a.backend, "native") != 0) {
+    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_START_FAILED, "unknown --backend %s",
+                 d->a.backend);
+    return PX_EINVAL;
+  }
+  return px_service_open(&so, &d->svc);
+}
+
+static int open_transports(daemon_t *d) {
+  px_pipe_server_opts_t po;
+  int rc;
+  memset(&po, 0, sizeof po);
+  po.name = d->a.pipe_name ? d->a.pipe_name : d->cfg->transports.pipe_name;
+  po.max_clients = d->cfg->transports.pipe_max_clients;
+  po.max_frame = px_service_max_frame(d->svc);
+  po.read_timeout_ms = px_service_read_timeout_ms(d->svc);
+  po.client_sid = d->cfg->transports.pipe_client_sid;
+  po.ops = &session_ops;
+  po.svc = d->svc;
+  if ((rc = px_pipe_server_open(&po, &d->pipe)) != 0)
+    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_TRANSPORT_FAILED,
+                 "cannot listen on pipe %s: %s", po.name, px_strerror(rc));
+  /* The ZeroMQ endpoint (service/zmq) is opened here once it is built. */
+  return rc;
+}
+
+static int start_up(daemon_t *d) {
+  int rc;
+  px_recovery_stats_t rs;
+  if ((rc = load_config(d)) != 0)
+    return rc;
+  checkpoint();
+  if ((rc = setup_logging(d)) != 0)
+    return rc;
+  checkpoint();
+  /* Before any job can run: what a crashed run left in the work root. */
+  if ((rc = px_recover_work_root(d->cfg->work_root, &rs)) != 0)
+    return rc;
+  checkpoint();
+  if ((rc = open_core(d)) != 0) {
+    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_START_FAILED,
+                 "the service core did not start: %s", px_strerror(rc));
+    return rc;
+  }
+  checkpoint();
+  return open_transports(d);
+}
+
+/* Two-phase orderly stop; every job gets its one result. */
+static void shut_down(daemon_t *d) {
+  px_thread_t ticker = NULL;
+  g_d.stopping = 1;
+  if (d->ssh && px_thread_create(&ticker, stop_ticker, NULL) != 0)
+    ticker = NULL;
+  if (d->pipe)
+    px_pipe_server_stop_accept(d->pipe);
+  if (d->svc)
+    px_service_stop(d->svc); /* answers every job into the sessions */
+  if (d->pipe)
+    px_pipe_server_close(d->pipe, FLUSH_MS); /* delivers them, closes */
+  d->pipe = NULL;
+  px_service_free(d->svc);
+  d->svc = NULL;
+  g_d.stopping = 0;
+  if (ticker)
+    px_thread_join(ticker);
+}
+
+static int run(daemon_t *d) {
+  int rc;
+  set_status(SERVICE_START_PENDING, 0, START_HINT_MS);
+  setup_early_logging(d);
+  rc = start_up(d);
+  if (rc == 0) {
+    set_status(SERVICE_RUNNING, 0, 0);
+    PX_LOG_EVENT(PX_LOG_INFO, PX_EVENT_SERVICE_STARTED,
+                 "PhoenixExecutor %s running (pid %lu, %s mode)", PX_VERSION,
+                 px_getpid(), d->a.console ? "console" : "service");
+    WaitForSingleObject(d->stop_event, INFINITE);
+    PX_LOG_EVENT(PX_LOG_INFO, PX_EVENT_SERVICE_STOPPING,
+                 "stopping: no new work, answering every job");
+  }
+  set_status(SERVICE_STOP_PENDING, 0, STOP_HINT_MS);
+  shut_down(d);
+  PX_LOG_EVENT(PX_LOG_INFO, PX_EVENT_SERVICE_STOPPED, "PhoenixExecutor stopped%s",
+               rc ? " (start-up failed)" : "");
+  px_log_clear_sinks();
+  px_eventlog_close();
+  px_log_file_close(d->logf);
+  d->logf = NULL;
+  px_config_free(d->cfg);
+  d->cfg = NULL;
+  set_status(SERVICE_STOPPED, rc ? (DWORD)-rc : 0, 0);
+  return rc;
+}
+
+static void WINAPI service_main(DWORD argc, LPWSTR *argv) {
+  (void)argc, (void)argv; /* options come from the ImagePath command line */
+  g_d.ssh = RegisterServiceCtrlHandlerExW(SERVICE_NAME, control_handler, NULL);
+  if (!g_d.ssh) {
+    (void)PX_LOG_WIN32(PX_EOS, GetLastError(), "RegisterServiceCtrlHandlerExW");
+    return;
+  }
+  run(&g_d);
+}
+
+/* ---- command line ---- */
+
+static int take_value(int argc, wchar_t **argv, int *i, char **dst,
+                      const wchar_t **wdst) {
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "PhoenixExecutor: %ls needs a value\n", argv[*i]);
+    return -1;
+  }
+  (*i)++;
+  if (wdst)
+    *wdst = argv[*i];
+  free(*dst);
+  *dst = px__utf8(argv[*i]);
+  return *dst ? 0 : -1;
+}
+
+static int parse_args(int argc, wchar_t **argv, args_t *a) {
+  int i, rc = 0;
+  for (i = 1; i < argc && rc == 0; i++) {
+    const wchar_t *o = argv[i];
+    if (i == 1 && (!wcscmp(o, L"install") || !wcscmp(o, L"uninstall")))
+      a->command = o;
+    else if (!wcscmp(o, L"--console"))
+      a->console = 1;
+    else if (!wcscmp(o, L"--print-default-config"))
+      a->print_default = 1;
+    else if (!wcscmp(o, L"--check-config"))
+      a->check_only = 1;
+    else if (!wcscmp(o, L"--config"))
+      rc = take_value(argc, argv, &i, &a->config_path, &a->wconfig);
+    else if (!wcscmp(o, L"--log-level"))
+      rc = take_value(argc, argv, &i, &a->log_level, NULL);
+    else if (!wcscmp(o, L"--log-file"))
+      rc = take_value(argc, argv, &i, &a->log_file, NULL);
+    else if (!wcscmp(o, L"--pipe"))
+      rc = take_value(argc, argv, &i, &a->pipe_name, NULL);
+    else if (!wcscmp(o, L"--backend"))
+      rc = take_value(argc, argv, &i, &a->backend, &a->wbackend);
+    else {
+      fprintf(stderr, "PhoenixExecutor: unknown argument %ls\n", o);
+      rc = -1;
+    }
+  }
+  return rc;
+}
+
+static int cmd_install(const args_t *a) {
+  WCHAR exe[MAX_PATH], cfg[MAX_PATH];
+  px_scm_install_t in;
+  DWORD n = GetModuleFileNameW(NULL, exe, MAX_PATH);
+  int rc;
+  if (n == 0 || n >= MAX_PATH)
+    return 1;
+  memset(&in, 0, sizeof in);
+  in.name = SERVICE_NAME;
+  in.display = DISPLAY_NAME;
+  in.exe_path = exe;
+  if (a->wconfig) {
+    if (!GetFullPathNameW(a->wconfig, MAX_PATH, cfg, NULL))
+      return 1;
+    in.config_path = cfg;
+  }
+  in.backend = a->wbackend;
+  rc = px_scm_install(&in);
+  if (rc == 0)
+    printf("PhoenixExecutor: service installed (start it with "
+           "`sc start PhoenixExecutor`)\n");
+  return rc == 0 ? 0 : 1;
+}
+
+static int cmd_print_default(void) {
+  char *json = px_config_default_json();
+  if (!json)
+    return 1;
+  printf("%s\n", json);
+  free(json);
+  return 0;
+}
+
+static int cmd_check(daemon_t *d) {
+  px_log_add_sink(px_log_stderr_sink, NULL, PX_LOG_WARN);
+  if (load_config(d) != 0)
+    return 1;
+  printf("configuration ok\n");
+  px_config_free(d->cfg);
+  d->cfg = NULL;
+  return 0;
+}
+
+int wmain(int argc, wchar_t **argv); /* -municode entry point */
+int wmain(int argc, wchar_t **argv) {
+  SERVICE_TABLE_ENTRYW table[] = {{(LPWSTR)SERVICE_NAME, service_main},
+                                  {NULL, NULL}};
+  int rc;
+
+  px_mutex_init(&g_d.status_lock);
+  if (parse_args(argc, argv, &g_d.a) != 0)
+    return 2;
+  if (g_d.a.print_default)
+    return cmd_print_default();
+  if (g_d.a.command && !wcscmp(g_d.a.command, L"install"))
+    return cmd_install(&g_d.a);
+  if (g_d.a.command)
+    return px_scm_uninstall(SERVICE_NAME) == 0 ? 0 : 1;
+  if (g_d.a.check_only)
+    return cmd_check(&g_d);
+  /* Manual reset: every waiter sees a stop, and it stays signalled. */
+  g_d.stop_event = CreateEventW(NULL, TRUE, FALSE, NULL);
+  if (!g_d.stop_event)
+    return 1;
+  if (g_d.a.console) {
+    SetConsoleCtrlHandler(console_handler, TRUE);
+    return run(&g_d) == 0 ? 0 : 1;
+  }
+  if (!StartServiceCtrlDispatcherW(table)) {
+    DWORD err = GetLastError();
+    if (err == ERROR_FAILED_SERVICE_CONTROLLER_CONNECT) {
+      fprintf(stderr, "PhoenixExecutor: not started by the service control "
+                      "manager; use --console to run in the foreground, or "
+                      "install / uninstall\n");
+      return 2;
+    }
+    fprintf(stderr, "PhoenixExecutor: StartServiceCtrlDispatcherW failed: "
+                    "Win32 error %lu\n", err);
+    return 1;
+  }
+  rc = g_d.status.dwServiceSpecificExitCode ? 1 : 0;
+  return rc;
+}

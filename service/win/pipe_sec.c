@@ -1,0 +1,216 @@
+/* pipe_sec.c - who may open the service's pipe, and who a connected
+ * client is.
+ *
+ * The pipe's security descriptor (SDDL, built from checked parts only):
+ *
+ *   D:P                         protected DACL, nothing inherited
+ *   (D;;GA;;;S-1-5-12)          deny RESTRICTED code
+ *   (D;;GA;;;NU)                deny NETWORK logons (PIPE_REJECT_REMOTE_
+ *                               CLIENTS refuses remote clients as well)
+ *   (A;;GA;;;SY)(A;;GA;;;BA)    SYSTEM and Administrators: full control
+ *   (A;;0x0012019b;;;<client>)  the configured client SID: read/write, but
+ *                               not FILE_CREATE_PIPE_INSTANCE (0x4), so no
+ *                               client can add a server instance
+ *   S:(ML;;NWNR;;;ME)           Medium mandatory label, no-write-up and
+ *                               no-read-up: a Low or Untrusted process (every
+ *                               sandboxed job) can neither write nor read
+ *
+ * A DACL cannot match a SID prefix, and the jobs' restricting SIDs include
+ * BUILTIN\Users (the default client SID), so the label is the barrier that
+ * keeps job code off the pipe, and px__pipe_peer checks again on every
+ * connection: a restricted token, an integrity level below Medium, or any
+ * S-1-5-117-* SID (the backend's per-job and capability SIDs) is refused.
+ *
+ * Identity: ImpersonateNamedPipeClient -> OpenThreadToken -> user SID and
+ * enabled, non-deny-only group SIDs -> px_peer_t; RevertToSelf always
+ * (a failed revert ends the process: continuing as the client would be
+ * worse). GetNamedPipeClientProcessId gives the pid for the logs.
+ */
+#include "service/win/daemon.h"
+
+#include "px/px_error.h"
+#include "px/px_log.h"
+#include "px/px_util.h"
+#include "service/win/win_error.h"
+
+#include <windows.h>
+#include <sddl.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Read + write without FILE_CREATE_PIPE_INSTANCE. */
+#define CLIENT_ACCESS "0x0012019b"
+#define JOB_SID_PREFIX "S-1-5-117-"
+
+static int sid_string_ok(const char *s) {
+  PSID sid = NULL;
+  WCHAR w[192];
+  size_t i;
+  if (!s || strncmp(s, "S-1-", 4) != 0 || strlen(s) >= 190)
+    return 0;
+  for (i = 0; s[i]; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == 'S'))
+      return 0;
+  for (i = 0; s[i]; i++)
+    w[i] = (WCHAR)s[i];
+  w[i] = 0;
+  if (!ConvertStringSidToSidW(w, &sid))
+    return 0;
+  LocalFree(sid);
+  return 1;
+}
+
+int px__pipe_sddl(const char *client_sid, char *out, size_t outsz) {
+  char client[256] = "";
+  if (client_sid && client_sid[0]) {
+    if (!sid_string_ok(client_sid)) {
+      char q[128];
+      PX_LOG(PX_LOG_ERROR, "transports.pipe_client_sid %s is not a SID",
+             px_log_quote(q, sizeof q, client_sid, strlen(client_sid)));
+      return PX_EINVAL;
+    }
+    px_snprintf(client, sizeof client, "(A;;" CLIENT_ACCESS ";;;%s)", client_sid);
+  }
+  if (px_snprintf(out, outsz,
+                  "D:P(D;;GA;;;S-1-5-12)(D;;GA;;;NU)(A;;GA;;;SY)(A;;GA;;;BA)%s"
+                  "S:(ML;;NWNR;;;ME)",
+                  client) != 0)
+    return PX_ERANGE;
+  return 0;
+}
+
+int px__pipe_security(const char *client_sid, void **sd) {
+  char sddl[512];
+  WCHAR w[512];
+  PSECURITY_DESCRIPTOR p = NULL;
+  int rc;
+  *sd = NULL;
+  if ((rc = px__pipe_sddl(client_sid, sddl, sizeof sddl)) != 0)
+    return rc == PX_EINVAL ? PX_ECONFIG : rc;
+  if (!MultiByteToWideChar(CP_UTF8, 0, sddl, -1, w, 512))
+    return PX_LOG_WIN32(PX_EACL, GetLastError(), "MultiByteToWideChar(SDDL)");
+  if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(w, SDDL_REVISION_1,
+                                                            &p, NULL))
+    return PX_LOG_WIN32(PX_EACL, GetLastError(),
+                        "ConvertStringSecurityDescriptorToSecurityDescriptorW");
+  *sd = p;
+  return 0;
+}
+
+/* TOKEN_* information into a malloc'd buffer. */
+static void *token_info(HANDLE tok, TOKEN_INFORMATION_CLASS cls) {
+  DWORD need = 0;
+  void *buf;
+  GetTokenInformation(tok, cls, NULL, 0, &need);
+  if (need == 0 || !(buf = malloc(need)))
+    return NULL;
+  if (!GetTokenInformation(tok, cls, buf, need, &need)) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+static int sid_to_string(PSID sid, char *out, size_t outsz) {
+  LPWSTR w = NULL;
+  size_t i;
+  int rc = 0;
+  if (!ConvertSidToStringSidW(sid, &w))
+    return PX_LOG_WIN32(PX_ETOKEN, GetLastError(), "ConvertSidToStringSidW");
+  for (i = 0; w[i] && i + 1 < outsz; i++)
+    out[i] = (char)w[i]; /* SID strings are ASCII */
+  out[i] = '\0';
+  if (w[i])
+    rc = PX_ERANGE;
+  LocalFree(w);
+  return rc;
+}
+
+static int is_job_sid(const char *s) {
+  return strncmp(s, JOB_SID_PREFIX, strlen(JOB_SID_PREFIX)) == 0;
+}
+
+/* Below Medium integrity? Wine reads every token back as High. */
+static int low_integrity(HANDLE tok) {
+  TOKEN_MANDATORY_LABEL *ml = token_info(tok, TokenIntegrityLevel);
+  int low = 0;
+  if (ml) {
+    PUCHAR n = GetSidSubAuthorityCount(ml->Label.Sid);
+    DWORD rid = *GetSidSubAuthority(ml->Label.Sid, (DWORD)(*n - 1));
+    low = rid < SECURITY_MANDATORY_MEDIUM_RID;
+    free(ml);
+  }
+  return low;
+}
+
+static int fill_groups(HANDLE tok, px_peer_t *peer) {
+  TOKEN_GROUPS *g = token_info(tok, TokenGroups);
+  DWORD i;
+  int rc = 0;
+  if (!g)
+    return PX_LOG_WIN32(PX_ETOKEN, GetLastError(), "GetTokenInformation(TokenGroups)");
+  for (i = 0; i < g->GroupCount && rc == 0; i++) {
+    DWORD a = g->Groups[i].Attributes;
+    char *dst;
+    if (!(a & SE_GROUP_ENABLED) || (a & SE_GROUP_USE_FOR_DENY_ONLY) ||
+        (a & SE_GROUP_INTEGRITY) || peer->ngroup_sids >= PX_PEER_MAX_GROUPS)
+      continue;
+    dst = peer->group_sids[peer->ngroup_sids];
+    if (sid_to_string(g->Groups[i].Sid, dst, sizeof peer->group_sids[0]) != 0)
+      continue; /* an unprintable group is not matched on */
+    if (is_job_sid(dst))
+      rc = PX_EACCES;
+    peer->ngroup_sids++;
+  }
+  free(g);
+  return rc;
+}
+
+static int identify_token(HANDLE tok, px_peer_t *peer) {
+  TOKEN_USER *u = token_info(tok, TokenUser);
+  int rc;
+  if (!u)
+    return PX_LOG_WIN32(PX_ETOKEN, GetLastError(), "GetTokenInformation(TokenUser)");
+  rc = sid_to_string(u->User.Sid, peer->user_sid, sizeof peer->user_sid);
+  free(u);
+  if (rc != 0)
+    return rc;
+  if (IsTokenRestricted(tok) || low_integrity(tok) || is_job_sid(peer->user_sid)) {
+    PX_LOG(PX_LOG_WARN, "refusing pipe client pid %lu (%s): sandboxed token",
+           peer->pid, peer->user_sid);
+    return PX_EACCES;
+  }
+  if ((rc = fill_groups(tok, peer)) == PX_EACCES)
+    PX_LOG(PX_LOG_WARN, "refusing pipe client pid %lu: carries a job SID",
+           peer->pid);
+  return rc;
+}
+
+int px__pipe_peer(void *pipe, px_peer_t *peer) {
+  HANDLE tok = NULL;
+  ULONG pid = 0;
+  int rc;
+
+  memset(peer, 0, sizeof *peer);
+  peer->kind = PX_PEER_WINDOWS;
+  if (GetNamedPipeClientProcessId((HANDLE)pipe, &pid))
+    peer->pid = pid;
+  if (!ImpersonateNamedPipeClient((HANDLE)pipe))
+    return PX_LOG_WIN32(PX_ETOKEN, GetLastError(), "ImpersonateNamedPipeClient");
+  /* OpenAsSelf: the access check on the thread token is made against the
+   * service's own identity, not the (identification-level) client's. */
+  if (!OpenThreadToken(GetCurrentThread(), TOKEN_QUERY, TRUE, &tok))
+    rc = PX_LOG_WIN32(PX_ETOKEN, GetLastError(), "OpenThreadToken");
+  else
+    rc = 0;
+  if (!RevertToSelf()) {
+    PX_LOG(PX_LOG_CRITICAL, "RevertToSelf failed (Win32 error %lu): exiting",
+           GetLastError());
+    ExitProcess(3);
+  }
+  if (rc == 0) {
+    rc = identify_token(tok, peer);
+    CloseHandle(tok);
+  }
+  return rc;
+}

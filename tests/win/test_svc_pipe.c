@@ -1,0 +1,394 @@
+/* test_svc_pipe.c - the named-pipe transport (service/win/pipe_server.c)
+ * alone: framing, the connection state machine, identity, security
+ * descriptor. The server drives a test session layer (echo) instead of
+ * the engine; the clients are the real client library (tools/phoenixctl)
+ * over the real pipe, in threads of this process.
+ */
+#include "task.h"
+
+#include "px/px_error.h"
+#include "px/px_os.h"
+#include "px/px_protocol.h"
+#include "service/win/daemon.h"
+#include "tools/phoenixctl/client.h"
+
+#include <windows.h>
+
+/* ---- the test session layer ---- */
+
+typedef struct {
+  px_session_send_fn send;
+  void *ctx;
+  px_mutex_t lock;
+  int closing;
+  px_peer_t peer;
+} tsess_t;
+
+static volatile LONG g_opened, g_closed, g_late_dropped;
+static px_peer_t g_last_peer;
+
+static int tsend(tsess_t *s, const char *json) {
+  int rc = PX_ECLOSED;
+  px_mutex_lock(&s->lock);
+  if (!s->closing)
+    rc = s->send(s->ctx, json, strlen(json));
+  px_mutex_unlock(&s->lock);
+  return rc;
+}
+
+static void *t_open(void *svc, const px_peer_t *peer, px_session_send_fn send,
+                    void *ctx) {
+  tsess_t *s = calloc(1, sizeof *s);
+  (void)svc;
+  s->send = send;
+  s->ctx = ctx;
+  s->peer = *peer;
+  g_last_peer = *peer;
+  px_mutex_init(&s->lock);
+  InterlockedIncrement(&g_opened);
+  return s;
+}
+
+/* A "job": a worker thread answers after a delay (after the client may
+ * have gone), like the engine does. */
+typedef struct {
+  tsess_t *s;
+  px_thread_t t;
+} late_t;
+
+static void late_reply(void *arg) {
+  late_t *l = arg;
+  px_sleep_ms(300);
+  if (tsend(l->s, "{\"type\":\"result\",\"id\":\"late\"}") != 0)
+    InterlockedIncrement(&g_late_dropped);
+}
+
+static late_t g_late[8];
+static volatile LONG g_nlate;
+
+static void t_payload(void *sess, const char *p, size_t len) {
+  tsess_t *s = sess;
+  if (len == 5 && memcmp(p, "\"job\"", 5) == 0) {
+    LONG i = InterlockedIncrement(&g_nlate) - 1;
+    g_late[i].s = s;
+    px_thread_create(&g_late[i].t, late_reply, &g_late[i]);
+    return;
+  }
+  {
+    char *copy = px_strndup(p, len);
+    tsend(s, copy); /* echo */
+    free(copy);
+  }
+}
+
+static void t_frame_error(void *sess, px_code_t code) {
+  char buf[128];
+  snprintf(buf, sizeof buf, "{\"type\":\"error\",\"code\":\"%s\"}", px_code_name(code));
+  tsend(sess, buf);
+}
+
+static void t_close(void *sess) {
+  tsess_t *s = sess;
+  px_mutex_lock(&s->lock);
+  s->closing = 1;
+  px_mutex_unlock(&s->lock);
+  InterlockedIncrement(&g_closed);
+  /* Freed at exit of the test process: a late worker may still hold it. */
+}
+
+static const px_pipe_session_ops_t t_ops = {t_open, t_payload, t_frame_error,
+                                            t_close};
+
+/* ---- helpers ---- */
+
+static char g_name[128];
+
+static px_pipe_server_t *start_server(size_t max_clients, uint32_t max_frame,
+                                      uint64_t timeout_ms) {
+  static int n;
+  px_pipe_server_opts_t o;
+  px_pipe_server_t *srv = NULL;
+  snprintf(g_name, sizeof g_name, "\\\\.\\pipe\\px-test-%lu-%d",
+           GetCurrentProcessId(), n++);
+  memset(&o, 0, sizeof o);
+  o.name = g_name;
+  o.max_clients = max_clients;
+  o.max_frame = max_frame;
+  o.read_timeout_ms = timeout_ms;
+  o.client_sid = "S-1-5-32-545";
+  o.ops = &t_ops;
+  ASSERT_OK(px_pipe_server_open(&o, &srv));
+  return srv;
+}
+
+static px_client_t *connect_client(void) {
+  px_target_t t;
+  px_client_t *c = NULL;
+  char err[256];
+  memset(&t, 0, sizeof t);
+  t.kind = PX_TARGET_LOCAL;
+  t.address = g_name;
+  if (px_client_connect(&t, &c, err, sizeof err) != 0)
+    px__test_fail(__FILE__, __LINE__, "connect: %s", err);
+  return c;
+}
+
+static char *recv_msg(px_client_t *c, int timeout_ms, int *rc) {
+  char *json = NULL;
+  size_t len = 0;
+  *rc = px_client_recv(c, &json, &len, timeout_ms);
+  return json;
+}
+
+static void wait_closed(LONG n) {
+  uint64_t end = px_now_ms() + 5000;
+  while (g_closed < n && px_now_ms() < end)
+    px_sleep_ms(10);
+  ASSERT_GE(g_closed, n);
+}
+
+/* ---- tests ---- */
+
+TEST_IMPL(pipe_echo_and_identity) {
+  px_pipe_server_t *srv = start_server(8, 1 << 20, 5000);
+  px_client_t *c = connect_client();
+  int rc;
+  char *m;
+  ASSERT_OK(px_client_send(c, "{\"type\":\"ping\"}", 15));
+  m = recv_msg(c, 5000, &rc);
+  ASSERT_OK(rc);
+  ASSERT_STR_EQ(m, "{\"type\":\"ping\"}");
+  free(m);
+  ASSERT_EQ(g_last_peer.kind, PX_PEER_WINDOWS);
+  ASSERT_UINT_EQ(g_last_peer.pid, GetCurrentProcessId());
+  ASSERT_STR_CONTAINS(g_last_peer.user_sid, "S-1-5-");
+  ASSERT_GT(g_last_peer.ngroup_sids, 0);
+  px_client_close(c);
+  wait_closed(1);
+  px_pipe_server_close(srv, 1000);
+  return 0;
+}
+
+typedef struct {
+  int ok;
+  int index;
+} cl_arg_t;
+
+static void client_thread(void *arg) {
+  cl_arg_t *a = arg;
+  px_client_t *c = connect_client();
+  int i, rc;
+  for (i = 0; i < 10; i++) {
+    char buf[64], *m;
+    snprintf(buf, sizeof buf, "{\"c\":%d,\"i\":%d}", a->index, i);
+    if (px_client_send(c, buf, strlen(buf)) != 0)
+      break;
+    m = recv_msg(c, 10000, &rc);
+    if (rc != 0 || strcmp(m, buf) != 0) {
+      free(m);
+      break;
+    }
+    free(m);
+  }
+  a->ok = i == 10;
+  px_client_close(c);
+}
+
+TEST_IMPL(pipe_many_clients) {
+  enum { N = 20 };
+  px_pipe_server_t *srv = start_server(N, 1 << 20, 5000);
+  px_thread_t t[N];
+  cl_arg_t a[N];
+  int i;
+  for (i = 0; i < N; i++) {
+    a[i].ok = 0;
+    a[i].index = i;
+    ASSERT_OK(px_thread_create(&t[i], client_thread, &a[i]));
+  }
+  for (i = 0; i < N; i++) {
+    px_thread_join(t[i]);
+    ASSERT_EQ(a[i].ok, 1);
+  }
+  wait_closed(N);
+  ASSERT_EQ(g_opened, N);
+  px_pipe_server_close(srv, 1000);
+  return 0;
+}
+
+TEST_IMPL(pipe_bad_magic_closes) {
+  px_pipe_server_t *srv = start_server(4, 1 << 20, 5000);
+  px_client_t *c = connect_client();
+  int rc;
+  char *m;
+  ASSERT_OK(px_client_send_raw(c, "XXXX\x02\0\0\0\0\0\0\0{}", 14));
+  m = recv_msg(c, 5000, &rc);
+  ASSERT_OK(rc);
+  ASSERT_STR_CONTAINS(m, "\"bad_frame\"");
+  free(m);
+  m = recv_msg(c, 5000, &rc);
+  ASSERT_EQ(rc, PX_ECLOSED);
+  px_client_close(c);
+  wait_closed(1);
+  px_pipe_server_close(srv, 1000);
+  return 0;
+}
+
+TEST_IMPL(pipe_too_large_closes) {
+  px_pipe_server_t *srv = start_server(4, 1024, 5000);
+  px_client_t *c = connect_client();
+  unsigned char hdr[12] = {'P', 'X', 'F', '1', 0, 0, 0x10, 0, 0, 0, 0, 0};
+  int rc;
+  char *m;
+  ASSERT_OK(px_client_send_raw(c, hdr, sizeof hdr));
+  m = recv_msg(c, 5000, &rc);
+  ASSERT_OK(rc);
+  ASSERT_STR_CONTAINS(m, "\"frame_too_large\"");
+  free(m);
+  recv_msg(c, 5000, &rc);
+  ASSERT_EQ(rc, PX_ECLOSED);
+  px_client_close(c);
+  px_pipe_server_close(srv, 1000);
+  return 0;
+}
+
+TEST_IMPL(pipe_bad_crc_stays_usable) {
+  px_pipe_server_t *srv = start_server(4, 1 << 20, 5000);
+  px_client_t *c = connect_client();
+  px_buf_t b = {0};
+  int rc;
+  char *m;
+  ASSERT_OK(px_frame_encode(&b, "{\"a\":1}", 7));
+  b.data[8] ^= 0x55; /* corrupt the CRC */
+  ASSERT_OK(px_client_send_raw(c, b.data, b.len));
+  px_buf_free(&b);
+  m = recv_msg(c, 5000, &rc);
+  ASSERT_OK(rc);
+  ASSERT_STR_CONTAINS(m, "\"bad_crc\"");
+  free(m);
+  ASSERT_OK(px_client_send(c, "{\"b\":2}", 7));
+  m = recv_msg(c, 5000, &rc);
+  ASSERT_OK(rc);
+  ASSERT_STR_EQ(m, "{\"b\":2}");
+  free(m);
+  px_client_close(c);
+  px_pipe_server_close(srv, 1000);
+  return 0;
+}
+
+TEST_IMPL(pipe_stall_timeout_drops) {
+  px_pipe_server_t *srv = start_server(4, 1 << 20, 300);
+  px_client_t *c = connect_client();
+  px_client_t *c2;
+  int rc;
+  char *m;
+  ASSERT_OK(px_client_send_raw(c, "PXF1\x05", 5)); /* half a header */
+  recv_msg(c, 5000, &rc);
+  ASSERT_EQ(rc, PX_ECLOSED); /* dropped by the server, not by our timeout */
+  wait_closed(1);
+  /* The server still serves others. */
+  c2 = connect_client();
+  ASSERT_OK(px_client_send(c2, "{}", 2));
+  m = recv_msg(c2, 5000, &rc);
+  ASSERT_OK(rc);
+  ASSERT_STR_EQ(m, "{}");
+  free(m);
+  px_client_close(c);
+  px_client_close(c2);
+  px_pipe_server_close(srv, 1000);
+  return 0;
+}
+
+TEST_IMPL(pipe_disconnect_mid_job) {
+  px_pipe_server_t *srv = start_server(4, 1 << 20, 5000);
+  px_client_t *c = connect_client();
+  uint64_t end;
+  ASSERT_OK(px_client_send(c, "\"job\"", 5));
+  px_sleep_ms(50);
+  px_client_close(c); /* gone before its job answers */
+  wait_closed(1);
+  end = px_now_ms() + 5000;
+  while (g_late_dropped < 1 && px_now_ms() < end)
+    px_sleep_ms(10);
+  ASSERT_EQ(g_late_dropped, 1); /* the late result was refused, no crash */
+  px_thread_join(g_late[0].t);
+  c = connect_client(); /* and the server carries on */
+  ASSERT_OK(px_client_send(c, "{}", 2));
+  {
+    int rc;
+    char *m = recv_msg(c, 5000, &rc);
+    ASSERT_OK(rc);
+    free(m);
+  }
+  px_client_close(c);
+  px_pipe_server_close(srv, 1000);
+  return 0;
+}
+
+TEST_IMPL(pipe_stop_flushes_results) {
+  px_pipe_server_t *srv = start_server(4, 1 << 20, 5000);
+  px_client_t *c = connect_client();
+  px_client_t *c2 = NULL;
+  px_target_t t;
+  char err[256];
+  int rc;
+  char *m;
+  ASSERT_OK(px_client_send(c, "\"job\"", 5));
+  px_sleep_ms(50);
+  px_pipe_server_stop_accept(srv);
+  px_sleep_ms(300);
+  memset(&t, 0, sizeof t);
+  t.address = g_name;
+  /* No instance listens any more: a new client is refused. */
+  ASSERT_NE(px_client_connect(&t, &c2, err, sizeof err), 0);
+  px_thread_join(g_late[0].t); /* the "service stop" answered the job */
+  px_pipe_server_close(srv, 3000);
+  m = recv_msg(c, 5000, &rc);
+  ASSERT_OK(rc);
+  ASSERT_STR_CONTAINS(m, "\"late\"");
+  free(m);
+  recv_msg(c, 5000, &rc);
+  ASSERT_EQ(rc, PX_ECLOSED);
+  px_client_close(c);
+  return 0;
+}
+
+TEST_IMPL(pipe_first_instance_refuses_squatter) {
+  WCHAR w[128];
+  HANDLE squat;
+  px_pipe_server_opts_t o;
+  px_pipe_server_t *srv = NULL;
+  snprintf(g_name, sizeof g_name, "\\\\.\\pipe\\px-squat-%lu", GetCurrentProcessId());
+  MultiByteToWideChar(CP_UTF8, 0, g_name, -1, w, 128);
+  squat = CreateNamedPipeW(w, PIPE_ACCESS_DUPLEX, PIPE_TYPE_BYTE, 4, 4096, 4096,
+                           0, NULL);
+  ASSERT(squat != INVALID_HANDLE_VALUE);
+  memset(&o, 0, sizeof o);
+  o.name = g_name;
+  o.max_clients = 4;
+  o.max_frame = 1024;
+  o.read_timeout_ms = 1000;
+  o.ops = &t_ops;
+  ASSERT_EQ(px_pipe_server_open(&o, &srv), PX_EEXIST);
+  CloseHandle(squat);
+  ASSERT_OK(px_pipe_server_open(&o, &srv));
+  px_pipe_server_close(srv, 100);
+  return 0;
+}
+
+TEST_IMPL(pipe_security_descriptor) {
+  char sddl[512];
+  void *sd = NULL;
+  ASSERT_OK(px__pipe_sddl("S-1-5-32-545", sddl, sizeof sddl));
+  ASSERT_STR_EQ(sddl, "D:P(D;;GA;;;S-1-5-12)(D;;GA;;;NU)(A;;GA;;;SY)(A;;GA;;;BA)"
+                      "(A;;0x0012019b;;;S-1-5-32-545)S:(ML;;NWNR;;;ME)");
+  /* An injection attempt through the configured SID is refused. */
+  ASSERT_EQ(px__pipe_sddl("S-1-5-32-545)(A;;GA;;;WD", sddl, sizeof sddl), PX_EINVAL);
+  ASSERT_EQ(px__pipe_sddl("WD", sddl, sizeof sddl), PX_EINVAL);
+  ASSERT_OK(px__pipe_sddl(NULL, sddl, sizeof sddl));
+  ASSERT_STR_EQ(sddl, "D:P(D;;GA;;;S-1-5-12)(D;;GA;;;NU)(A;;GA;;;SY)(A;;GA;;;BA)"
+                      "S:(ML;;NWNR;;;ME)");
+  ASSERT_OK(px__pipe_security("S-1-5-32-545", &sd));
+  ASSERT_NOT_NULL(sd);
+  LocalFree(sd);
+  return 0;
+}

@@ -1,0 +1,590 @@
+/* test_svc_service.c - the real PhoenixExecutor service under the SCM:
+ * `install`, `sc start`, the protocol cases over the real pipe, stop
+ * during running and queued jobs, TerminateProcess of the service during
+ * jobs and the restart's crash recovery, 200 jobs over 20 clients,
+ * `sc stop`, `uninstall`. Jobs run on the real Windows backend (runtime
+ * cmd). The service uses its built-in default configuration (pipe
+ * \\.\pipe\PhoenixExecutor, work root C:\PhoenixOrch\Temp, log
+ * C:\ProgramData\PhoenixOrch\logs\executor.log), so ctest gives this group
+ * a Wine prefix of its own. Every wait is bounded.
+ */
+#include "task.h"
+
+#include "px/px_error.h"
+#include "px/px_os.h"
+#include "tests/cases/cases.h"
+#include "tools/phoenixctl/client.h"
+
+#include <cjson/cJSON.h>
+#include <windows.h>
+#include <tlhelp32.h>
+
+#define SVC L"PhoenixExecutor"
+#define WORK_ROOT L"C:\\PhoenixOrch\\Temp"
+
+/* ---- the service from outside ---- */
+
+static const char *exe(void) {
+  static char buf[MAX_PATH];
+  snprintf(buf, sizeof buf, "%s%s", px_test_self_dir(), PX_SVC_EXE_REL);
+  return buf;
+}
+
+static int run_exe(const char *verb, const char *config, char *out,
+                   size_t outsz) {
+  const char *argv[] = {exe(), verb, config ? "--config" : NULL, config, NULL};
+  int status = -1;
+  if (px_test_spawn(argv, 60, &status, out, outsz) != 0)
+    return -1;
+  return status;
+}
+
+static int sc(const char *verb) {
+  char dir[MAX_PATH], sys[MAX_PATH + 8], out[2048];
+  const char *argv[] = {sys, verb, "PhoenixExecutor", NULL};
+  int status = -1;
+  GetSystemDirectoryA(dir, MAX_PATH);
+  snprintf(sys, sizeof sys, "%s\\sc.exe", dir);
+  if (px_test_spawn(argv, 60, &status, out, sizeof out) != 0)
+    return -1;
+  return status;
+}
+
+static DWORD svc_state(DWORD *pid) {
+  SC_HANDLE scm = OpenSCManagerW(NULL, NULL, SC_MANAGER_CONNECT), s;
+  SERVICE_STATUS_PROCESS st;
+  DWORD need = 0, state = 0;
+  if (!scm)
+    return 0;
+  s = OpenServiceW(scm, SVC, SERVICE_QUERY_STATUS);
+  if (s && QueryServiceStatusEx(s, SC_STATUS_PROCESS_INFO, (BYTE *)&st, sizeof st,
+                                &need)) {
+    state = st.dwCurrentState;
+    if (pid)
+      *pid = st.dwProcessId;
+  }
+  if (s)
+    CloseServiceHandle(s);
+  CloseServiceHandle(scm);
+  return state;
+}
+
+static int wait_state(DWORD want, unsigned ms) {
+  uint64_t end = px_now_ms() + ms;
+  while (px_now_ms() < end) {
+    if (svc_state(NULL) == want)
+      return 1;
+    px_sleep_ms(100);
+  }
+  return svc_state(NULL) == want;
+}
+
+static void install_with(const char *config) {
+  char out[4096];
+  run_exe("uninstall", NULL, out, sizeof out); /* a previous failed run */
+  if (run_exe("install", config, out, sizeof out) != 0)
+    px__test_fail(__FILE__, __LINE__, "install failed: %s", out);
+  ASSERT_EQ(sc("start"), 0);
+  if (!wait_state(SERVICE_RUNNING, 30000))
+    px__test_fail(__FILE__, __LINE__, "not RUNNING: state %lu", svc_state(NULL));
+}
+
+static void install_and_start(void) { install_with(NULL); }
+
+static void stop_and_uninstall(void) {
+  char out[4096];
+  sc("stop");
+  ASSERT(wait_state(SERVICE_STOPPED, 60000));
+  ASSERT_EQ(run_exe("uninstall", NULL, out, sizeof out), 0);
+  ASSERT_EQ(svc_state(NULL), 0); /* gone */
+}
+
+/* ---- clients ---- */
+
+static px_client_t *connect_pipe(void) {
+  px_target_t t;
+  px_client_t *c = NULL;
+  char err[256];
+  memset(&t, 0, sizeof t);
+  t.kind = PX_TARGET_LOCAL;
+  if (px_client_connect(&t, &c, err, sizeof err) != 0)
+    px__test_fail(__FILE__, __LINE__, "connect: %s", err);
+  return c;
+}
+
+static void submit(px_client_t *c, const char *id, const char *code,
+                   const char *prio) {
+  char buf[512];
+  snprintf(buf, sizeof buf,
+           "{\"type\":\"run\",\"id\":\"%s\",\"runtime\":\"cmd\",\"code\":\"%s\","
+           "\"priority\":\"%s\"}",
+           id, code, prio);
+  ASSERT_OK(px_client_send(c, buf, strlen(buf)));
+}
+
+/* One received message: its type, id and status (static copies). */
+typedef struct {
+  char type[32], id[80], status[32];
+} msg_t;
+
+static int recv_one(px_client_t *c, int timeout_ms, msg_t *m) {
+  char *json = NULL;
+  size_t len;
+  cJSON *o, *f;
+  int rc = px_client_recv(c, &json, &len, timeout_ms);
+  memset(m, 0, sizeof *m);
+  if (rc != 0)
+    return rc;
+  o = cJSON_ParseWithLength(json, len);
+  free(json);
+  if (!o)
+    return PX_EPROTO;
+  if ((f = cJSON_GetObjectItem(o, "type")) && cJSON_IsString(f))
+    snprintf(m->type, sizeof m->type, "%s", f->valuestring);
+  if ((f = cJSON_GetObjectItem(o, "id")) && cJSON_IsString(f))
+    snprintf(m->id, sizeof m->id, "%s", f->valuestring);
+  if ((f = cJSON_GetObjectItem(o, "status")) && cJSON_IsString(f))
+    snprintf(m->status, sizeof m->status, "%s", f->valuestring);
+  cJSON_Delete(o);
+  return 0;
+}
+
+static int count_processes(const wchar_t *image) {
+  PROCESSENTRY32W pe;
+  HANDLE snap = CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
+  int n = 0;
+  if (snap == INVALID_HANDLE_VALUE)
+    return -1;
+  pe.dwSize = sizeof pe;
+  if (Process32FirstW(snap, &pe))
+    do {
+      if (!_wcsicmp(pe.szExeFile, image))
+        n++;
+    } while (Process32NextW(snap, &pe));
+  CloseHandle(snap);
+  return n;
+}
+
+static int wait_no_process(const wchar_t *image, unsigned ms) {
+  uint64_t end = px_now_ms() + ms;
+  while (count_processes(image) > 0 && px_now_ms() < end)
+    px_sleep_ms(100);
+  return count_processes(image) == 0;
+}
+
+static int work_root_entries(void) {
+  WIN32_FIND_DATAW fd;
+  HANDLE h = FindFirstFileW(WORK_ROOT L"\\*", &fd);
+  int n = 0;
+  if (h == INVALID_HANDLE_VALUE)
+    return 0;
+  do {
+    if (wcscmp(fd.cFileName, L".") && wcscmp(fd.cFileName, L".."))
+      n++;
+  } while (FindNextFileW(h, &fd));
+  FindClose(h);
+  return n;
+}
+
+static void check_registration(void) {
+  SC_HANDLE scm = OpenSCManagerW(NULL, NULL, SC_MANAGER_CONNECT);
+  SC_HANDLE s = OpenServiceW(scm, SVC, SERVICE_QUERY_CONFIG);
+  union {
+    QUERY_SERVICE_CONFIGW c;
+    BYTE raw[8192];
+  } qc;
+  union {
+    SERVICE_FAILURE_ACTIONSW fa;
+    BYTE raw[8192];
+  } qf;
+  DWORD need = 0;
+  HKEY k;
+  ASSERT_NOT_NULL(s);
+  ASSERT(QueryServiceConfigW(s, &qc.c, sizeof qc, &need));
+  ASSERT_EQ(qc.c.dwStartType, SERVICE_AUTO_START);
+  ASSERT_EQ(qc.c.dwServiceType, SERVICE_WIN32_OWN_PROCESS);
+  ASSERT(!qc.c.lpServiceStartName || !qc.c.lpServiceStartName[0] ||
+         !_wcsicmp(qc.c.lpServiceStartName, L"LocalSystem"));
+  ASSERT(QueryServiceConfig2W(s, SERVICE_CONFIG_DESCRIPTION, qf.raw, sizeof qf,
+                              &need));
+  ASSERT(((SERVICE_DESCRIPTIONW *)qf.raw)->lpDescription &&
+         wcsstr(((SERVICE_DESCRIPTIONW *)qf.raw)->lpDescription, L"sandboxed"));
+  if (QueryServiceConfig2W(s, SERVICE_CONFIG_FAILURE_ACTIONS, qf.raw, sizeof qf,
+                           &need)) {
+    ASSERT_EQ(qf.fa.cActions, 3);
+    ASSERT_EQ(qf.fa.lpsaActions[0].Type, SC_ACTION_RESTART);
+  } else {
+    /* Wine 8 stores the actions but cannot read them back. */
+    ASSERT(px_test_under_wine());
+    printf("failure actions: not readable under Wine (error %lu)\n", GetLastError());
+  }
+  CloseServiceHandle(s);
+  CloseServiceHandle(scm);
+  ASSERT_EQ(RegOpenKeyExW(HKEY_LOCAL_MACHINE,
+                          L"SYSTEM\\CurrentControlSet\\Services\\EventLog\\"
+                          L"Application\\PhoenixExecutor",
+                          0, KEY_READ, &k),
+            ERROR_SUCCESS);
+  RegCloseKey(k);
+}
+
+/* ---- protocol cases over the real pipe ---- */
+
+static void cases_dir(char *out, size_t n) {
+  /* A Unix path from CMake: under Wine it lives on drive Z:. */
+  snprintf(out, n, "%s%s", PX_CASES_DIR[0] == '/' ? "Z:" : "", PX_CASES_DIR);
+}
+
+/* Run one loaded case on a fresh connection to the running service. */
+static void run_case(px_case_t *c) {
+  px_case_run_t run;
+  px_client_t *cl = connect_pipe();
+  char why[512];
+  size_t i;
+  uint64_t end;
+  for (i = 0; i < c->nsend; i++)
+    ASSERT_OK(px_client_send_raw(cl, c->send[i].data, c->send[i].len));
+  run.c = c;
+  run.next = 0;
+  end = px_now_ms() + (c->timeout_ms ? c->timeout_ms : 10000) + 20000;
+  while (!px_case_done(&run)) {
+    char *json = NULL;
+    size_t len;
+    int rc = px_client_recv(cl, &json, &len, 1000);
+    if (rc == PX_ETIMEDOUT && px_now_ms() < end)
+      continue;
+    if (rc != 0)
+      px__test_fail(__FILE__, __LINE__, "%s: receive: %d after %lu matches",
+                    c->name, rc, (unsigned long)run.next);
+    if (px_case_feed(&run, json, len, why, sizeof why) < 0)
+      px__test_fail(__FILE__, __LINE__, "%s: %s", c->name, why);
+    free(json);
+  }
+  if (c->expect_close) {
+    char *json = NULL;
+    size_t len;
+    ASSERT_EQ(px_client_recv(cl, &json, &len, 10000), PX_ECLOSED);
+  }
+  px_client_close(cl);
+}
+
+/* A "user" is a local client without admin rights. Under Wine every
+ * process is an administrator, so "user" cases run against a service whose
+ * client table has only the default local-users entry. */
+#define USER_CLIENTS                                                         \
+  "{\"clients\":[{\"name\":\"local-users\",\"match\":{\"any\":\"local\"},"  \
+  "\"capabilities\":[\"runtimes\",\"fs:write_tmp\"],\"max_priority\":"     \
+  "\"high\",\"max_concurrent\":4,\"admin\":false}]}"
+
+static void merge(cJSON *dst, const cJSON *src) {
+  const cJSON *it;
+  for (it = src->child; it; it = it->next) {
+    cJSON *have = cJSON_GetObjectItemCaseSensitive(dst, it->string);
+    if (have && cJSON_IsObject(have) && cJSON_IsObject(it))
+      merge(have, it);
+    else {
+      cJSON_DeleteItemFromObjectCaseSensitive(dst, it->string);
+      cJSON_AddItemToObject(dst, it->string, cJSON_Duplicate(it, 1));
+    }
+  }
+}
+
+/* Write the configuration a case needs; returns its path (static). */
+static const char *write_config(const px_case_t *c) {
+  static char path[MAX_PATH];
+  cJSON *cfg = cJSON_Parse(strcmp(c->client, "user") == 0 ? USER_CLIENTS : "{}");
+  char *text;
+  FILE *f;
+  if (c->config)
+    merge(cfg, c->config);
+  text = cJSON_PrintUnformatted(cfg);
+  CreateDirectoryW(L"C:\\ProgramData\\PhoenixOrch", NULL);
+  snprintf(path, sizeof path, "C:\\ProgramData\\PhoenixOrch\\test-executor.json");
+  f = fopen(path, "wb");
+  ASSERT_NOT_NULL(f);
+  fputs(text, f);
+  fclose(f);
+  free(text);
+  cJSON_Delete(cfg);
+  return path;
+}
+
+/* The configuration key of a case: cases with equal keys share a run. */
+static char *case_key(const px_case_t *c) {
+  char *cfg = c->config ? cJSON_PrintUnformatted(c->config) : NULL;
+  size_t n = strlen(c->client) + (cfg ? strlen(cfg) : 0) + 2;
+  char *k = malloc(n);
+  snprintf(k, n, "%s|%s", c->client, cfg ? cfg : "");
+  free(cfg);
+  return k;
+}
+
+enum { MAX_CASES = 128 };
+
+TEST_IMPL(svc_install_cases_stop) {
+  static px_case_t cases[MAX_CASES];
+  char *keys[MAX_CASES];
+  int done[MAX_CASES] = {0};
+  char dir[MAX_PATH], pattern[MAX_PATH], path[MAX_PATH], why[512], out[4096];
+  WIN32_FIND_DATAA fd;
+  HANDLE h;
+  int n = 0, i, j, ran = 0, skipped = 0, runs = 0;
+
+  cases_dir(dir, sizeof dir);
+  snprintf(pattern, sizeof pattern, "%s*.json", dir);
+  h = FindFirstFileA(pattern, &fd);
+  ASSERT(h != INVALID_HANDLE_VALUE);
+  do {
+    snprintf(path, sizeof path, "%s%s", dir, fd.cFileName);
+    if (px_case_load(path, &cases[n], why, sizeof why) != 0)
+      px__test_fail(__FILE__, __LINE__, "%s: %s", fd.cFileName, why);
+    if (!px_case_applies(&cases[n], "windows", 1)) {
+      px_case_free(&cases[n]);
+      skipped++;
+      continue;
+    }
+    keys[n] = case_key(&cases[n]);
+    n++;
+  } while (n < MAX_CASES && FindNextFileA(h, &fd));
+  FindClose(h);
+  /* One installed service per configuration the cases need. */
+  for (i = 0; i < n; i++) {
+    if (done[i])
+      continue;
+    install_with(write_config(&cases[i]));
+    if (runs++ == 0) {
+      ASSERT_NE(run_exe("install", NULL, out, sizeof out), 0); /* already there */
+      check_registration();
+    }
+    for (j = i; j < n; j++)
+      if (!done[j] && strcmp(keys[i], keys[j]) == 0) {
+        run_case(&cases[j]);
+        done[j] = 1;
+        ran++;
+      }
+    stop_and_uninstall();
+  }
+  printf("protocol cases over the pipe: %d ran (%d service configurations), "
+         "%d for other platforms\n", ran, runs, skipped);
+  ASSERT_GT(ran, 10);
+  for (i = 0; i < n; i++) {
+    px_case_free(&cases[i]);
+    free(keys[i]);
+  }
+  return 0;
+}
+
+/* Collect messages until every id in ids has its result or the client is
+ * closed; counts results per id. */
+static void collect(px_client_t *c, const char *const *ids, int n, int *results,
+                    char statuses[][32], unsigned ms) {
+  uint64_t end = px_now_ms() + ms;
+  msg_t m;
+  int i, got = 0;
+  while (got < n && px_now_ms() < end) {
+    int rc = recv_one(c, 1000, &m);
+    if (rc == PX_ETIMEDOUT)
+      continue;
+    if (rc != 0)
+      break;
+    if (strcmp(m.type, "result") != 0)
+      continue;
+    for (i = 0; i < n; i++)
+      if (!strcmp(ids[i], m.id)) {
+        results[i]++;
+        snprintf(statuses[i], 32, "%s", m.status);
+        got++;
+      }
+  }
+}
+
+TEST_IMPL(svc_stop_during_jobs) {
+  const char *ids[6] = {"long-1", "long-2", "long-3", "long-4", "long-5", "long-6"};
+  int results[6] = {0}, i, started = 0;
+  char statuses[6][32] = {{0}};
+  px_client_t *a, *b;
+  msg_t m;
+  uint64_t end;
+  DWORD t0;
+  install_and_start();
+  a = connect_pipe();
+  b = connect_pipe();
+  for (i = 0; i < 6; i++)
+    submit(i % 2 ? b : a, ids[i], "@ping -n 120 127.0.0.1 > nul", "normal");
+  /* Wait until at least one job runs; the rest are running or queued. */
+  end = px_now_ms() + 20000;
+  while (!started && px_now_ms() < end)
+    if (recv_one(a, 500, &m) == 0 && !strcmp(m.type, "started"))
+      started = 1;
+  ASSERT(started);
+  end = px_now_ms() + 10000; /* cmd.exe takes a moment to start ping */
+  while (count_processes(L"ping.exe") <= 0 && px_now_ms() < end)
+    px_sleep_ms(100);
+  ASSERT_GT(count_processes(L"ping.exe"), 0);
+  t0 = GetTickCount();
+  ASSERT_EQ(sc("stop"), 0);
+  collect(a, ids, 6, results, statuses, 60000); /* a's ids: 0, 2, 4 */
+  collect(b, ids, 6, results, statuses, 60000);
+  ASSERT(wait_state(SERVICE_STOPPED, 60000));
+  printf("stop took %lu ms\n", GetTickCount() - t0);
+  for (i = 0; i < 6; i++) {
+    if (results[i] != 1)
+      px__test_fail(__FILE__, __LINE__, "%s: %d results", ids[i], results[i]);
+    ASSERT_STR_EQ(statuses[i], "aborted");
+  }
+  ASSERT(wait_no_process(L"ping.exe", 10000));
+  px_client_close(a);
+  px_client_close(b);
+  stop_and_uninstall();
+  return 0;
+}
+
+/* %ProgramData%\PhoenixOrch\logs\executor.log as the service sees it:
+ * under Wine a service's %ProgramData% may be C:\users\Public. */
+static FILE *open_log(const char *mode) {
+  static const char *const bases[] = {NULL, "C:\\users\\Public", "C:\\ProgramData"};
+  char path[MAX_PATH], env[MAX_PATH];
+  size_t i;
+  FILE *f = NULL;
+  for (i = 0; i < 3 && !f; i++) {
+    const char *b = bases[i];
+    if (!b) {
+      DWORD n = GetEnvironmentVariableA("ProgramData", env, MAX_PATH);
+      if (n == 0 || n >= MAX_PATH)
+        continue;
+      b = env;
+    }
+    snprintf(path, sizeof path, "%s\\PhoenixOrch\\logs\\executor.log", b);
+    f = fopen(path, mode);
+  }
+  return f;
+}
+
+static int log_contains(const char *needle) {
+  FILE *f = open_log("rb");
+  char *buf;
+  long n;
+  int found;
+  if (!f)
+    return 0;
+  fseek(f, 0, SEEK_END);
+  n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  buf = calloc(1, (size_t)n + 1);
+  n = (long)fread(buf, 1, (size_t)n, f);
+  fclose(f);
+  found = strstr(buf, needle) != NULL;
+  free(buf);
+  return found;
+}
+
+TEST_IMPL(svc_kill_recovers) {
+  px_client_t *a;
+  msg_t m;
+  DWORD pid = 0;
+  HANDLE h;
+  int started = 0, leftovers;
+  uint64_t end;
+  install_and_start();
+  {
+    FILE *f = open_log("r+b");
+    if (f) /* this run's entries only */
+      fclose(f), f = open_log("wb");
+    if (f)
+      fclose(f);
+  }
+  sc("stop");
+  ASSERT(wait_state(SERVICE_STOPPED, 60000));
+  ASSERT_EQ(sc("start"), 0);
+  ASSERT(wait_state(SERVICE_RUNNING, 30000));
+  a = connect_pipe();
+  submit(a, "k-1", "@ping -n 120 127.0.0.1 > nul", "normal");
+  submit(a, "k-2", "@ping -n 120 127.0.0.1 > nul", "normal");
+  end = px_now_ms() + 20000;
+  while (started < 1 && px_now_ms() < end)
+    if (recv_one(a, 500, &m) == 0 && !strcmp(m.type, "started"))
+      started++;
+  ASSERT(started);
+  svc_state(&pid);
+  ASSERT_NE(pid, 0);
+  h = OpenProcess(PROCESS_TERMINATE | SYNCHRONIZE, FALSE, pid);
+  ASSERT_NOT_NULL(h);
+  ASSERT(TerminateProcess(h, 9)); /* checksrc: allow - the crash under test */
+  ASSERT_EQ(WaitForSingleObject(h, 10000), WAIT_OBJECT_0);
+  CloseHandle(h);
+  /* KILL_ON_JOB_CLOSE: the job processes die with the service. */
+  ASSERT(wait_no_process(L"ping.exe", 10000));
+  px_client_close(a);
+  leftovers = work_root_entries();
+  printf("work root entries after the kill: %d\n", leftovers);
+  ASSERT_GT(leftovers, 0);
+  /* Wine's SCM has no crash recovery: restart by hand. */
+  wait_state(SERVICE_STOPPED, 10000);
+  ASSERT_EQ(sc("start"), 0);
+  ASSERT(wait_state(SERVICE_RUNNING, 30000));
+  ASSERT_EQ(work_root_entries(), 0);
+  ASSERT(log_contains("[E1020] crash recovery"));
+  stop_and_uninstall();
+  return 0;
+}
+
+typedef struct {
+  int index;
+  int ok;       /* results received, each id exactly once */
+  char why[200];
+} load_t;
+
+static void load_client(void *arg) {
+  static const char *const prios[] = {"critical", "high", "normal", "low"};
+  load_t *l = arg;
+  char ids[10][32], statuses[10][32] = {{0}};
+  const char *idp[10];
+  int results[10] = {0}, i;
+  px_client_t *c = connect_pipe();
+  for (i = 0; i < 10; i++) {
+    char code[64];
+    snprintf(ids[i], sizeof ids[i], "c%d-j%d", l->index, i);
+    snprintf(code, sizeof code, "@echo %s", ids[i]);
+    idp[i] = ids[i];
+    submit(c, ids[i], code, prios[(l->index + i) % 4]);
+  }
+  collect(c, idp, 10, results, statuses, 240000);
+  /* Nothing more may come: one result per job. */
+  {
+    msg_t m;
+    while (recv_one(c, 500, &m) == 0)
+      if (!strcmp(m.type, "result"))
+        for (i = 0; i < 10; i++)
+          if (!strcmp(m.id, ids[i]))
+            results[i]++;
+  }
+  l->ok = 1;
+  for (i = 0; i < 10; i++)
+    if (results[i] != 1 || strcmp(statuses[i], "ok") != 0) {
+      snprintf(l->why, sizeof l->why, "%s: %d results, status %s", ids[i],
+               results[i], statuses[i]);
+      l->ok = 0;
+      break;
+    }
+  px_client_close(c);
+}
+
+TEST_IMPL(svc_200_jobs_20_clients) {
+  enum { N = 20 };
+  px_thread_t t[N];
+  load_t l[N];
+  int i;
+  install_and_start();
+  for (i = 0; i < N; i++) {
+    memset(&l[i], 0, sizeof l[i]);
+    l[i].index = i;
+    ASSERT_OK(px_thread_create(&t[i], load_client, &l[i]));
+  }
+  for (i = 0; i < N; i++)
+    px_thread_join(t[i]);
+  for (i = 0; i < N; i++)
+    if (!l[i].ok)
+      px__test_fail(__FILE__, __LINE__, "client %d: %s", i, l[i].why);
+  stop_and_uninstall();
+  return 0;
+}
