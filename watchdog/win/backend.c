@@ -277,8 +277,8 @@ static void teardown(px_sandbox_t *sb) {
   sb->released = 1;
   if (sb->state != PX__SB_ENDED) {
     px__winbe_terminate(sb);
-    if (sb->outcome.error == 0)
-      sb->state = PX__SB_ENDED;
+    sb->state = PX__SB_ENDED;
+    px_cond_broadcast(&sb->cond); /* a stray waiter must not sleep on */
   }
   while (sb->in_callback) /* on_output must not outlive release */
     px_cond_wait(&sb->cond, &be->lock);

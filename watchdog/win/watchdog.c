@@ -53,6 +53,10 @@ void px__winbe_terminate(px_sandbox_t *sb) {
     return;
   sb->kill_requested = 1;
   sb->outcome.killed = 1;
+  if (sb->outcome.violation.limit == PX_LIMIT_NONE && sb->state != PX__SB_NEW)
+    px_log_write(PX_LOG_CRITICAL, 0, 0, __FILE__, __LINE__, __func__,
+                 "job %s killed on request (cancel, output guard, release)",
+                 sb->spec->key);
   if (sb->job && PXW(TerminateJobObject)(sb->job, PX__KILL_EXIT_CODE)) {
     /* Prepare failed before the child's membership was confirmed: make
      * sure the suspended first process dies even if it is not in the job. */
