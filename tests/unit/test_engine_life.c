@@ -262,6 +262,7 @@ TEST_IMPL(fake_backend_contract) {
   ASSERT_EQ(oc.killed, 1);
   ASSERT_EQ(oc.exited, 0);
   ASSERT_EQ(ops->wait(sb, &oc), PX_EINVAL); /* exactly once */
+  ASSERT_EQ(ops->start(sb), PX_EINVAL);     /* and start too */
   ops->release(sb);
   /* release without start. */
   ASSERT_OK(ops->prepare(st, &j.spec, &ev, &sb));

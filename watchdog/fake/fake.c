@@ -80,6 +80,7 @@ struct px_sandbox_s {
   int killed;        /* the kill op was called (or the job killed itself) */
   int done;          /* the job thread finished the outcome */
   int waited;
+  int started;       /* start was called (once only) */
   px_thread_t thr;   /* owned; joined by wait or release */
   int have_thread;
   uint64_t t0;       /* start, monotonic ms */
@@ -418,8 +419,9 @@ static int fake_prepare(void *state, const px_job_spec_t *spec,
 
 static int fake_start(px_sandbox_t *sb) {
   int rc;
-  if (!sb || sb->have_thread)
+  if (!sb || sb->started)
     return PX_EINVAL;
+  sb->started = 1;
   if (sb->spec->argc == 0 || strcmp(sb->spec->argv[0], "fake") != 0 ||
       has_step(sb, STEP_FAIL_START))
     return PX_ESPAWN;
