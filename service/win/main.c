@@ -15,8 +15,8 @@
  * START_PENDING checkpoint between them: logging (Event Log first, so a
  * refused configuration is reported there), configuration, the text log,
  * crash recovery of the work root, the service core (backend, KB with its
- * own journal recovery, engine), the pipe (and the ZeroMQ endpoint when
- * built), then RUNNING. Stop is two-phase and loses nothing: stop
+ * own journal recovery, engine), the pipe and the optional ZeroMQ
+ * endpoint, then RUNNING. Stop is two-phase and loses nothing: stop
  * accepting, px_service_stop (queued jobs answered `aborted`, running jobs
  * killed and answered, KB rollbacks run), flush and close the transports,
  * then STOPPED. A ticker thread advances the STOP_PENDING checkpoint so
@@ -33,6 +33,7 @@
 #include "px/px_sandbox.h"
 #include "px/px_service.h"
 #include "px/px_util.h"
+#include "px/px_zmq.h"
 #include "service/win/win_error.h"
 
 #include <windows.h>
@@ -71,6 +72,7 @@ typedef struct {
   px_config_t *cfg;
   px_service_t *svc;
   px_pipe_server_t *pipe;
+  px_zmq_endpoint_t *zmq;       /* NULL: ZeroMQ off */
   px_log_file_t *logf;
   HANDLE stop_event;            /* owned: set by STOP/SHUTDOWN/Ctrl+C */
   SERVICE_STATUS_HANDLE ssh;    /* NULL in console mode */
@@ -259,10 +261,21 @@ static int open_transports(daemon_t *d) {
   po.client_sid = d->cfg->transports.pipe_client_sid;
   po.ops = &session_ops;
   po.svc = d->svc;
-  if ((rc = px_pipe_server_open(&po, &d->pipe)) != 0)
+  if ((rc = px_pipe_server_open(&po, &d->pipe)) != 0) {
     PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_TRANSPORT_FAILED,
                  "cannot listen on pipe %s: %s", po.name, px_strerror(rc));
-  /* The ZeroMQ endpoint (service/zmq) is opened here once it is built. */
+    return rc;
+  }
+  checkpoint();
+  /* The optional ZeroMQ endpoint; *out stays NULL when it is off. It logs
+   * its own insecure-mode warning at every start. */
+  if ((rc = px_zmq_endpoint_open(d->cfg, d->svc, &d->zmq)) != 0)
+    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_TRANSPORT_FAILED,
+                 "cannot open the ZeroMQ endpoint: %s", px_strerror(rc));
+  else if (d->zmq && d->cfg->transports.zmq.insecure)
+    PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_ZMQ_INSECURE,
+                 "ZeroMQ endpoint %s accepts unauthenticated clients",
+                 px_zmq_endpoint_address(d->zmq));
   return rc;
 }
 
@@ -296,11 +309,14 @@ static void shut_down(daemon_t *d) {
     ticker = NULL;
   if (d->pipe)
     px_pipe_server_stop_accept(d->pipe);
+  px_zmq_endpoint_stop_accept(d->zmq);
   if (d->svc)
     px_service_stop(d->svc); /* answers every job into the sessions */
   if (d->pipe)
     px_pipe_server_close(d->pipe, FLUSH_MS); /* delivers them, closes */
   d->pipe = NULL;
+  px_zmq_endpoint_close(d->zmq, FLUSH_MS);
+  d->zmq = NULL;
   px_service_free(d->svc);
   d->svc = NULL;
   g_d.stopping = 0;
