@@ -330,14 +330,15 @@ static int recv_message(px_zmq_endpoint_t *ep, zmq_msg_t parts[3]) {
 
 /* Hand one valid message to its peer's session (opening one if new). */
 static void deliver(px_zmq_endpoint_t *ep, zmq_msg_t *rid, zmq_msg_t *body) {
-  const char *user = zmq_msg_gets(body, "User-Id");
-  const char *key = ep->curve ? user : "";
+  /* With CURVE, the User-Id our ZAP handler set: the client's Z85 key.
+   * Without it there is no identity beyond the connection. */
+  const char *key = ep->curve ? zmq_msg_gets(body, "User-Id") : "";
   int fd = zmq_msg_get(body, ZMQ_SRCFD);
   peer_t *p;
 
-  if (!key || strlen(key) != PX__ZMQ_KEY_LEN * (size_t)(ep->curve != 0)) {
+  if (ep->curve && (!key || strlen(key) != PX__ZMQ_KEY_LEN)) {
     PX_LOG(PX_LOG_ERROR, "ZeroMQ message without a CURVE User-Id: dropped");
-    return;
+    return; /* fail closed: never a session without the vouched key */
   }
   p = peer_by_rid(ep, zmq_msg_data(rid), zmq_msg_size(rid));
   if (p && strcmp(p->key, key) != 0) {
@@ -611,6 +612,8 @@ static int setup_router(px_zmq_endpoint_t *ep, const char *secret) {
       /* Dead peers (no TCP reset) are found and disconnected. */
       set_int(r, ZMQ_HEARTBEAT_IVL, 5000, "ZMQ_HEARTBEAT_IVL") ||
       set_int(r, ZMQ_HEARTBEAT_TIMEOUT, 15000, "ZMQ_HEARTBEAT_TIMEOUT") ||
+      /* A connection that never finishes its handshake goes after 10 s. */
+      set_int(r, ZMQ_HANDSHAKE_IVL, 10000, "ZMQ_HANDSHAKE_IVL") ||
       /* A bigger message disconnects the peer before it is allocated. */
       zmq_setsockopt(r, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0)
     return PX_EIO;

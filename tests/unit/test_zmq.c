@@ -624,3 +624,57 @@ TEST_IMPL(zmq_key_file_format) {
   fx_close(&f);
   return 0;
 }
+
+/* Sum the lengths of "data" of every output message for id until its
+ * result arrives. Data is the fake's "0123456789..." (no escapes). */
+static size_t streamed_bytes(void *s, const char *id) {
+  static char buf[1024 * 1024]; /* the result repeats the whole stdout */
+  char want_id[96];
+  size_t total = 0;
+  uint64_t end = px_now_ms() + REPLY_MS;
+  snprintf(want_id, sizeof want_id, "\"id\":\"%s\"", id);
+  for (;;) {
+    const char *d, *q;
+    int left = (int)(end > px_now_ms() ? end - px_now_ms() : 0);
+    if (!client_recv(s, buf, sizeof buf, left))
+      px__test_fail(__FILE__, __LINE__, "no result for %s", id);
+    ASSERT_STR_CONTAINS(buf, want_id); /* only its own jobs' messages */
+    if (strstr(buf, "\"type\":\"result\""))
+      return total;
+    if (!strstr(buf, "\"type\":\"output\""))
+      continue;
+    d = strstr(buf, "\"data\":\"");
+    ASSERT_NOT_NULL(d);
+    d += 8;
+    q = strchr(d, '"');
+    ASSERT_NOT_NULL(q);
+    total += (size_t)(q - d);
+  }
+}
+
+TEST_IMPL(zmq_streaming_from_workers) {
+  fx_t f;
+  void *a, *b;
+  static const char run_a[] =
+      "{\"type\":\"run\",\"id\":\"sa\",\"runtime\":\"fake\",\"code\":\"-\","
+      "\"stream\":true,\"args\":[\"print-out 300000\"]}";
+  static const char run_b[] =
+      "{\"type\":\"run\",\"id\":\"sb\",\"runtime\":\"fake\",\"code\":\"-\","
+      "\"stream\":true,\"args\":[\"print-out 200000\"]}";
+  SKIP_WITHOUT_CURVE();
+  cap_start();
+  keys_init();
+  fx_curve(&f);
+  a = client(&f, &k_a);
+  b = client(&f, &k_b);
+  /* Two jobs stream at once from two worker threads through the queue;
+   * every chunk reaches its own client, in full. */
+  client_send(a, run_a);
+  client_send(b, run_b);
+  ASSERT_UINT_EQ(streamed_bytes(a, "sa"), 300000);
+  ASSERT_UINT_EQ(streamed_bytes(b, "sb"), 200000);
+  zmq_close(a);
+  zmq_close(b);
+  fx_close(&f);
+  return 0;
+}
