@@ -288,6 +288,7 @@ int px_engine_client_open(px_engine_t *eng, const px_engine_client_opts_t *o,
   c->on_event = o->on_event;
   c->ctx = o->ctx;
   c->refs = 1;
+  c->max_queued = o->max_queued ? o->max_queued : eng->o.client_max_queued;
   cap = o->max_concurrent ? o->max_concurrent : eng->o.client_max_concurrent;
   px_mutex_lock(&eng->lock);
   rc = px_queue_client_new(eng->q, cap, &c->qc);
@@ -414,9 +415,14 @@ static px_code_t enqueue(px_engine_t *eng, px_engine_client_t *c,
     code = PX_CODE_DUPLICATE_ID; /* first: never answer for the id in use */
   } else if (eng->paused || eng->stopping) {
     code = PX_CODE_PAUSED;
+  } else if (c->max_queued &&
+             px_queue_client_queued(c->qc) >= c->max_queued) {
+    code = PX_CODE_QUEUE_FULL; /* this client's share of the queue */
   } else {
     rc = px_queue_push(eng->q, c->qc, &job->qi, job->j.spec.id,
                        job->j.spec.priority, px_now_ms(), pos);
+    if (rc == 0 && *pos > 0)
+      (*pos)--; /* 1-based place -> jobs ahead (protocol queue_position) */
     if (rc == PX_ENOSPC) {
       code = PX_CODE_QUEUE_FULL;
     } else if (rc != 0) {

@@ -51,6 +51,7 @@ struct px_engine_client_s {
   int closed;                   /* under cb_lock */
   /* --- under eng->lock --- */
   px_queue_client_t *qc;        /* owned by the queue */
+  size_t max_queued;            /* 0: no cap */
   unsigned refs;                /* 1 for the transport + one per job */
   int transport_closed;
   px_engine_client_t *prev, *next; /* eng->clients */

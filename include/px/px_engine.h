@@ -80,7 +80,11 @@ typedef struct {
   unsigned workers;            /* 0: px_cpu_count() */
   size_t queue_max;            /* 0: PX_QUEUE_DEFAULT_MAX_DEPTH (1000) */
   uint64_t aging_ms;           /* 0: no aging (see px_queue.h) */
-  unsigned client_max_concurrent; /* default cap per client; 0: unlimited */
+  unsigned client_max_concurrent; /* default running-jobs cap per client
+                                     (px_engine_client_opts_t); 0: none */
+  size_t client_max_queued;    /* queued jobs per client (config
+                                  queue.per_client_max); past it a run gets
+                                  queue_full. 0: no cap */
   /* Admission control: a job is not started while free memory is below
    * this floor; it stays queued and the check is repeated every
    * admission_poll_ms (default 250). 0 disables. A free-memory answer of 0
@@ -128,7 +132,9 @@ typedef enum {
 typedef struct {
   px_engine_event_type_t type;
   const char *id;          /* the job's client id */
-  uint64_t queue_position; /* ACCEPTED: estimate, 1 = next to start */
+  uint64_t queue_position; /* ACCEPTED: estimated number of queued jobs
+                              that start before it (0 = next); see
+                              px_queue_position */
   px_stream_t stream;      /* OUTPUT */
   const char *data;        /* OUTPUT: valid UTF-8, never a split character */
   size_t len;
@@ -139,6 +145,7 @@ typedef struct {
   void (*on_event)(void *ctx, const px_engine_event_t *ev); /* required */
   void *ctx;                /* borrowed until px_engine_client_close */
   unsigned max_concurrent;  /* running jobs at once; 0: the engine default */
+  size_t max_queued;        /* queued jobs at once; 0: the engine default */
   const char *name;         /* for logs ("uid 1000", "pipe#3"); copied */
 } px_engine_client_opts_t;
 

@@ -207,10 +207,10 @@ TEST_IMPL(engine_priority_order_one_worker) {
   ASSERT_OK(eh_submit(eng, c, eh_job("n2", PX_PRIO_NORMAL, NULL)));
   j = eh_job("c1", PX_PRIO_CRITICAL, NULL);
   ASSERT_OK(px_engine_submit_take(eng, c, &j, &pos, NULL));
-  ASSERT_UINT_EQ(pos, 1);
-  ASSERT_UINT_EQ(eh_find(col, 0, "c1")->pos, 1);
-  ASSERT_UINT_EQ(eh_find(col, 0, "l1")->pos, 1);
-  ASSERT_UINT_EQ(eh_find(col, 0, "n2")->pos, 3);
+  ASSERT_UINT_EQ(pos, 0); /* jobs ahead of it */
+  ASSERT_UINT_EQ(eh_find(col, 0, "c1")->pos, 0);
+  ASSERT_UINT_EQ(eh_find(col, 0, "l1")->pos, 0);
+  ASSERT_UINT_EQ(eh_find(col, 0, "n2")->pos, 2);
   ASSERT_OK(px_engine_cancel(eng, c, "block"));
   eh_wait_results(col, 6);
   ASSERT_EQ(eh_find(col, 0, "block")->status, PX_STATUS_CANCELLED);
@@ -285,6 +285,22 @@ TEST_IMPL(engine_queue_full) {
   ASSERT_EQ(r->ntypes, 1); /* only its result */
   ASSERT_OK(px_engine_cancel(eng, c, "run"));
   eh_wait_results(col, 4);
+  eh_check_all(col);
+  px_engine_client_close(eng, c, 0);
+  px_engine_free(eng);
+  /* A client's own share of the queue. */
+  px_engine_opts_default(&o);
+  o.client_max_queued = 1;
+  eng = eh_engine(1, &o);
+  c = eh_client(eng, &cx, col, 1, 0);
+  ASSERT_OK(eh_submit(eng, c, eh_job("run", PX_PRIO_NORMAL, "hang", NULL)));
+  eh_wait_started(col, 4); /* 3 from the first engine */
+  ASSERT_OK(eh_submit(eng, c, eh_job("q1", PX_PRIO_NORMAL, NULL)));
+  j = eh_job("q2", PX_PRIO_NORMAL, NULL);
+  ASSERT_EQ(px_engine_submit_take(eng, c, &j, NULL, &why), PX_EBUSY);
+  ASSERT_EQ(why, PX_CODE_QUEUE_FULL);
+  ASSERT_OK(px_engine_cancel(eng, c, "run"));
+  eh_wait_results(col, 7);
   eh_check_all(col);
   px_engine_client_close(eng, c, 0);
   px_engine_free(eng);
