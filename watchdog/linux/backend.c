@@ -175,7 +175,8 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
     goto fail;
   }
   be->available = host_available(be);
-  if ((rc = px__wd_open(be, &be->wd)) != 0)
+  if ((rc = px__wd_open(be, &be->wd)) != 0 ||
+      (rc = px__spawner_open(&be->spawner)) != 0)
     goto fail;
   PX_LOG(PX_LOG_INFO, "linux backend: %s, landlock ABI %d, work root %s",
          be->is_root ? "root" : "user namespace", be->landlock_abi,
@@ -191,6 +192,7 @@ static void lnx_close(void *state) {
   px__lnx_backend_t *be = state;
   if (!be)
     return;
+  px__spawner_close(be->spawner);
   px__wd_close(be->wd);
   px__seccomp_free(&be->bpf[0]);
   px__seccomp_free(&be->bpf[1]);

@@ -48,6 +48,7 @@
   X(PX_STEP_SETGID, "setgid")                                                \
   X(PX_STEP_SETUID, "setuid")                                                \
   X(PX_STEP_CAPS, "caps")                                                    \
+  X(PX_STEP_PDEATHSIG, "pdeathsig")                                          \
   X(PX_STEP_NO_NEW_PRIVS, "no_new_privs")                                    \
   X(PX_STEP_LANDLOCK, "landlock")                                            \
   X(PX_STEP_SECCOMP, "seccomp")                                              \

@@ -182,6 +182,7 @@ int px__relpath_ok(const char *path);
 /* --- the backend --------------------------------------------------------- */
 
 typedef struct px__wd_s px__wd_t;
+typedef struct px__spawner_s px__spawner_t;
 
 typedef struct {
   char *work_root;           /* owned */
@@ -200,6 +201,7 @@ typedef struct {
   px__bpf_t bpf[2];          /* [0] no egress, [1] egress */
   uint64_t available;        /* PX_ENF bits this host can apply */
   px__wd_t *wd;              /* owned */
+  px__spawner_t *spawner;    /* owned: the thread every job is cloned from */
 } px__lnx_backend_t;
 
 /* The exec plan a child follows: everything precomputed by the parent so
@@ -269,6 +271,9 @@ void px__plan_free(px__plan_t *p);
 /* clone3 + placement + release; fills sb->pidfd/pid and the stream fds.
  * On failure the child is dead and reaped; returns PX_E*. */
 int px__spawn(px_sandbox_t *sb);
+/* The backend's spawner thread (parent of every job's pid 1). */
+int px__spawner_open(px__spawner_t **out);
+void px__spawner_close(px__spawner_t *sp);
 
 /* watchdog.c: start the watchdog thread (*out owned by the backend);
  * stop and free it (jobs must have been released). */

@@ -259,6 +259,20 @@ static int child_bounding(int cap_last) {
   return 0;
 }
 
+static int child_pdeathsig(int err_wr) {
+  struct pollfd pfd;
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+    return -1;
+  pfd.fd = err_wr;
+  pfd.events = POLLOUT;
+  pfd.revents = 0;
+  if (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLERR)) {
+    errno = ESRCH;
+    return -1;
+  }
+  return 0;
+}
+
 static void child_signals(void) {
   sigset_t none;
   int s;
@@ -339,6 +353,10 @@ static __attribute__((noreturn)) void child_main(const px__plan_t *p) {
              syscall(SYS_setresuid, be->run_uid, be->run_uid, be->run_uid) ==
                  0);
   CHILD_STEP(p, PX_STEP_CAPS, child_drop_caps() == 0);
+  /* After the uid change (which clears it): die with the spawner thread,
+   * i.e. with the daemon. If it is already gone, the error pipe has no
+   * reader left. */
+  CHILD_STEP(p, PX_STEP_PDEATHSIG, child_pdeathsig(p->err_wr) == 0);
   CHILD_STEP(p, PX_STEP_NO_NEW_PRIVS,
              prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
   if (be->landlock_abi > 0) {
@@ -477,6 +495,107 @@ static uint64_t clone_flags(const px__plan_t *p) {
   return f;
 }
 
+/* --- the spawner thread --------------------------------------------------
+ * Every job's pid 1 is cloned by one thread that lives as long as the
+ * backend: its parent-death signal (SIGKILL) fires when that *thread* ends,
+ * so an engine worker thread that exits must not be the parent, while a
+ * daemon that dies (even by SIGKILL) takes every job with it. One clone at
+ * a time; the rest of the spawn stays on the caller's thread. */
+struct px__spawner_s {
+  px_mutex_t mu;          /* guards everything below */
+  px_mutex_t call_mu;     /* one request at a time */
+  px_cond_t cv;
+  px_thread_t thr;
+  int running, stop;
+  px_sandbox_t *req;      /* borrowed: the request being served */
+  int done, in_v2, err;
+  pid_t pid;
+};
+
+static void spawner_main(void *arg) {
+  px__spawner_t *sp = arg;
+  px_mutex_lock(&sp->mu);
+  while (!sp->stop) {
+    px_sandbox_t *sb;
+    pid_t pid;
+    int in_v2;
+    if (!sp->req || sp->done) {
+      px_cond_wait(&sp->cv, &sp->mu);
+      continue;
+    }
+    sb = sp->req;
+    in_v2 = sb->cg.v2_fd >= 0;
+    pid = do_clone3(clone_flags(&sb->plan), &sb->pidfd, sb->cg.v2_fd);
+    if (pid < 0 && in_v2) {
+      in_v2 = 0; /* kernels before 5.7: place by writing cgroup.procs */
+      pid = do_clone3(clone_flags(&sb->plan), &sb->pidfd, -1);
+    }
+    if (pid == 0)
+      child_main(&sb->plan); /* never returns */
+    sp->pid = pid;
+    sp->err = pid < 0 ? errno : 0;
+    sp->in_v2 = in_v2;
+    sp->done = 1;
+    px_cond_broadcast(&sp->cv);
+  }
+  px_mutex_unlock(&sp->mu);
+}
+
+static pid_t spawner_clone(px__spawner_t *sp, px_sandbox_t *sb, int *in_v2) {
+  pid_t pid;
+  int err;
+  px_mutex_lock(&sp->call_mu);
+  px_mutex_lock(&sp->mu);
+  sp->req = sb;
+  sp->done = 0;
+  px_cond_broadcast(&sp->cv);
+  while (!sp->done)
+    px_cond_wait(&sp->cv, &sp->mu);
+  pid = sp->pid;
+  err = sp->err;
+  *in_v2 = sp->in_v2;
+  sp->req = NULL;
+  px_mutex_unlock(&sp->mu);
+  px_mutex_unlock(&sp->call_mu);
+  errno = err;
+  return pid;
+}
+
+int px__spawner_open(px__spawner_t **out) {
+  px__spawner_t *sp = calloc(1, sizeof *sp);
+  int rc;
+  if (!sp)
+    return PX_ENOMEM;
+  if (px_mutex_init(&sp->mu) != 0 || px_mutex_init(&sp->call_mu) != 0 ||
+      px_cond_init(&sp->cv) != 0) {
+    free(sp);
+    return PX_ENOMEM;
+  }
+  if ((rc = px_thread_create(&sp->thr, spawner_main, sp)) != 0) {
+    px__spawner_close(sp);
+    return rc;
+  }
+  sp->running = 1;
+  *out = sp;
+  return 0;
+}
+
+void px__spawner_close(px__spawner_t *sp) {
+  if (!sp)
+    return;
+  if (sp->running) {
+    px_mutex_lock(&sp->mu);
+    sp->stop = 1;
+    px_cond_broadcast(&sp->cv);
+    px_mutex_unlock(&sp->mu);
+    px_thread_join(sp->thr);
+  }
+  px_cond_destroy(&sp->cv);
+  px_mutex_destroy(&sp->call_mu);
+  px_mutex_destroy(&sp->mu);
+  free(sp);
+}
+
 /* The pipes of a spawn: [i][0] read end, [i][1] write end. */
 enum { P_SYNC, P_ERR, P_IN, P_OUT, P_EOUT, P_COUNT };
 
@@ -507,7 +626,7 @@ static int release_child(px_sandbox_t *sb, int fds[P_COUNT][2], int in_v2) {
 int px__spawn(px_sandbox_t *sb) {
   px__plan_t *p = &sb->plan;
   int fds[P_COUNT][2];
-  int in_v2 = sb->cg.v2_fd >= 0, rc, i;
+  int in_v2 = 0, rc, i;
   pid_t pid;
 
   memset(fds, 0xff, sizeof fds); /* all -1 */
@@ -522,13 +641,7 @@ int px__spawn(px_sandbox_t *sb) {
     rc = PX_LOG_ERRNO(PX_ESPAWN, EPERM, "clone3 [injected]");
     goto cleanup;
   }
-  pid = do_clone3(clone_flags(p), &sb->pidfd, sb->cg.v2_fd);
-  if (pid < 0 && in_v2) {
-    in_v2 = 0; /* kernels before 5.7: place by writing cgroup.procs */
-    pid = do_clone3(clone_flags(p), &sb->pidfd, -1);
-  }
-  if (pid == 0)
-    child_main(p);
+  pid = spawner_clone(sb->be->spawner, sb, &in_v2);
   if (pid < 0) {
     rc = PX_LOG_ERRNO(PX_ESPAWN, errno, "clone3");
     goto cleanup;
