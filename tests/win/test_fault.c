@@ -123,7 +123,8 @@ TEST_IMPL(winfault_job) {
   static const fault_t f[] = {
       {PX_WAPI_CreateJobObjectW, 1, PX_EJOB},
       {PX_WAPI_SetInformationJobObject, 1, PX_EJOB}, /* the limits */
-      {PX_WAPI_SetInformationJobObject, 3, PX_EJOB}, /* the port */
+      {PX_WAPI_SetInformationJobObject, 2, PX_EJOB}, /* end-of-job-time */
+      {PX_WAPI_SetInformationJobObject, 4, PX_EJOB}, /* the port */
   };
   prepare_faults(f, sizeof f / sizeof f[0], 0);
   return 0;
@@ -219,10 +220,10 @@ TEST_IMPL(winfault_tolerated) {
   wt_capture_t c;
   px_outcome_t o;
   wt_open(&b);
-  /* UI restrictions (the 2nd SetInformationJobObject). */
+  /* UI restrictions (the 3rd SetInformationJobObject). */
   wt_job(&j, "exit", "0", NULL);
   wt_capture_init(&c);
-  px__winapi_fault(PX_WAPI_SetInformationJobObject, 2, ERROR_INVALID_PARAMETER);
+  px__winapi_fault(PX_WAPI_SetInformationJobObject, 3, ERROR_INVALID_PARAMETER);
   ASSERT_OK(wt_run(&b, &j, &c, &o));
   px__winapi_fault_reset();
   ASSERT_EQ(o.exited, 1);

@@ -36,6 +36,26 @@ static int limits_verify(HANDLE job, DWORD want) {
   return 0;
 }
 
+/* At the end of the job's CPU time the OS, by default, terminates every
+ * process silently (exit code ERROR_NOT_ENOUGH_QUOTA) and posts nothing.
+ * POST_AT_END_OF_JOB makes it post JOB_OBJECT_MSG_END_OF_JOB_TIME instead,
+ * and the watchdog terminates the job with a cpu_time verdict. */
+static int end_of_job_time(px__winbe_t *be, HANDLE job) {
+  JOBOBJECT_END_OF_JOB_TIME_INFORMATION e;
+  DWORD err;
+  e.EndOfJobTimeAction = JOB_OBJECT_POST_AT_END_OF_JOB;
+  if (PXW(SetInformationJobObject)(job, JobObjectEndOfJobTimeInformation, &e,
+                                   sizeof e))
+    return 0;
+  err = GetLastError();
+  /* Wine 8 does not implement this class (ERROR_INVALID_FUNCTION), and it
+   * never enforces the time limit either, so nothing is killed silently
+   * there: the watchdog's polling decides. */
+  if (be->wine && err == ERROR_INVALID_FUNCTION)
+    return 0;
+  return PX_LOG_WIN32(PX_EJOB, err, "SetInformationJobObject(EndOfJobTime)");
+}
+
 static int limits_set(px__winbe_t *be, px_sandbox_t *sb) {
   const px_limits_t *l = &sb->spec->limits;
   JOBOBJECT_EXTENDED_LIMIT_INFORMATION x;
@@ -63,7 +83,7 @@ static int limits_set(px__winbe_t *be, px_sandbox_t *sb) {
   }
   if (l->cpu_ms) {
     /* User-mode time only (the OS's rule); the watchdog adds kernel time.
-     * The default end-of-job-time action terminates every process. */
+     * See end_of_job_time() for what happens when it runs out. */
     uint64_t t = l->cpu_ms > INT64_MAX / 10000 ? INT64_MAX : l->cpu_ms * 10000;
     flags |= JOB_OBJECT_LIMIT_JOB_TIME;
     x.BasicLimitInformation.PerJobUserTimeLimit.QuadPart = (LONGLONG)t;
@@ -73,6 +93,11 @@ static int limits_set(px__winbe_t *be, px_sandbox_t *sb) {
                                     &x, sizeof x))
     return PX_LOG_WIN32(PX_EJOB, GetLastError(),
                         "SetInformationJobObject(ExtendedLimit)");
+  if (l->cpu_ms) {
+    int rc = end_of_job_time(be, sb->job);
+    if (rc)
+      return rc;
+  }
   if (!be->wine) {
     int rc = limits_verify(sb->job, flags);
     if (rc)
