@@ -39,6 +39,31 @@ static int valid_root_name(const char *n) {
   return 1;
 }
 
+/* 1 when path `a` is `b` or below it (textual, separators '/' or '\\',
+ * ASCII case-insensitive: Windows paths compare that way). */
+static int inside(const char *a, const char *b) {
+  size_t n = strlen(b);
+  size_t i;
+  while (n > 1 && (b[n - 1] == '/' || b[n - 1] == '\\'))
+    n--;
+  if (strlen(a) < n)
+    return 0;
+  for (i = 0; i < n; i++) {
+    char x = a[i], y = b[i];
+    if (x == '\\')
+      x = '/';
+    if (y == '\\')
+      y = '/';
+    if (x >= 'A' && x <= 'Z')
+      x = (char)(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z')
+      y = (char)(y - 'A' + 'a');
+    if (x != y)
+      return 0;
+  }
+  return a[n] == '\0' || a[n] == '/' || a[n] == '\\';
+}
+
 static int copy_opts(px_kb_t *kb, const px_kb_opts_t *o) {
   size_t i, j;
   if (!o->store || !o->store[0] || (o->nroots && !o->roots))
@@ -58,6 +83,15 @@ static int copy_opts(px_kb_t *kb, const px_kb_opts_t *o) {
     kb->nroots = i + 1;
     if (!kb->roots[i].name || !kb->roots[i].path)
       return PX_ENOMEM;
+  }
+  for (i = 0; i < kb->nroots; i++) {
+    if (inside(kb->store_path, kb->roots[i].path) ||
+        inside(kb->roots[i].path, kb->store_path))
+      return PX_EINVAL; /* a job must never reach the store */
+    for (j = 0; j < i; j++)
+      if (inside(kb->roots[i].path, kb->roots[j].path) ||
+          inside(kb->roots[j].path, kb->roots[i].path))
+        return PX_EINVAL; /* nested roots would be walked twice */
   }
   kb->mode = o->snapshot;
   kb->keep = o->keep ? o->keep : 50;
@@ -185,6 +219,11 @@ static int snapshot_locked(px_kb_t *kb, char id[PX_KB_ID_MAX]) {
   int rc = px__kb_snapshot_take(kb, &m);
   if (rc)
     return rc;
+  if (!m) { /* unchanged: the newest snapshot is this state */
+    if (id)
+      px_strlcpy(id, kb->last_id, PX_KB_ID_MAX);
+    return 0;
+  }
   px__kb_manifest_free(&kb->last);
   kb->last = m;
   px_strlcpy(kb->last_id, m->id, sizeof kb->last_id);

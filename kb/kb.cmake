@@ -29,3 +29,8 @@ set_target_properties(px_kb_crash PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY $<TARGET_FILE_DIR:px_tests>)
 add_dependencies(px_tests px_kb_crash)
 
+# Benchmark (bench/kb_bench.c): printed numbers, never a test.
+add_executable(px_bench_kb ${PROJECT_SOURCE_DIR}/bench/kb_bench.c)
+px_executable(px_bench_kb)
+set_target_properties(px_bench_kb PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)

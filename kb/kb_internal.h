@@ -111,7 +111,8 @@ void px__kb_new_id(px_kb_t *kb, char id[PX_KB_ID_MAX], uint64_t *now_ms);
 
 /* --- snapshot.c --- */
 /* Walk the roots into a new manifest (reusing hashes of kb->last where
- * the stat data match) and store what is new. *out owned by the caller. */
+ * the stat data match) and store what is new. *out owned by the caller;
+ * NULL (and 0) when the state equals kb->last exactly: no new snapshot. */
 int px__kb_snapshot_take(px_kb_t *kb, px__kb_manifest_t **out);
 
 /* --- rollback.c --- */

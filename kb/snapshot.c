@@ -92,6 +92,14 @@ static int add_file(px_kb_t *kb, px_kbfs_dir_t *dir, const dirent_t *de,
     memcpy(e.hash, kb->last->e[prev].hash, sizeof e.hash); /* stat only */
   } else {
     int rc = px__kb_store_file(kb, dir, de->name, e.hash, &st);
+    if (rc == PX_ELOOP) {
+      /* Listed as a file, opened as a link (swapped meanwhile, or Wine
+       * showing a Unix symlink as its target): record it as a link. */
+      PX_LOG(PX_LOG_WARN, "kb: %s is a link: recorded, never followed", path);
+      e.type = PX_KBFS_LINK;
+      e.size = 0;
+      return px__kb_manifest_add(out, &e);
+    }
     if (rc) {
       PX_LOG(PX_LOG_ERROR, "kb: cannot snapshot a file of %s: %s",
              px_kbfs_dir_path(dir), px_strerror(rc));
@@ -183,6 +191,26 @@ static int snapshot_root(px_kb_t *kb, const px__kb_root_t *r,
   return rc;
 }
 
+/* 1 when m describes exactly the state of `last` (every field). */
+static int same_state(const px__kb_manifest_t *m,
+                      const px__kb_manifest_t *last) {
+  size_t i;
+  if (!last || last->n != m->n || last->nroots != m->nroots)
+    return 0;
+  for (i = 0; i < m->nroots; i++)
+    if (strcmp(m->roots[i], last->roots[i]) != 0)
+      return 0;
+  for (i = 0; i < m->n; i++) {
+    const px__kb_entry_t *a = &m->e[i], *b = &last->e[i];
+    if (strcmp(a->path, b->path) != 0 || a->type != b->type ||
+        a->size != b->size || a->mtime_ns != b->mtime_ns ||
+        a->ctime_ns != b->ctime_ns || a->dev != b->dev || a->ino != b->ino ||
+        a->perm != b->perm || memcmp(a->hash, b->hash, sizeof a->hash) != 0)
+      return 0;
+  }
+  return 1;
+}
+
 int px__kb_snapshot_take(px_kb_t *kb, px__kb_manifest_t **out) {
   px__kb_manifest_t *m = px__kb_manifest_new();
   size_t i;
@@ -190,8 +218,17 @@ int px__kb_snapshot_take(px_kb_t *kb, px__kb_manifest_t **out) {
   *out = NULL;
   for (i = 0; rc == 0 && i < kb->nroots; i++)
     rc = snapshot_root(kb, &kb->roots[i], m);
-  if (rc == 0) {
+  if (rc == 0)
     px__kb_manifest_sort(m);
+  if (rc == 0 && same_state(m, kb->last)) {
+    /* Nothing changed since the newest snapshot, down to the inode and
+     * ctime: that snapshot already describes this state. No new manifest
+     * (and no flush) is written; *out stays NULL. */
+    px__kb_manifest_free(&m);
+    kb->stats.snapshots_reused++;
+    return 0;
+  }
+  if (rc == 0) {
     px__kb_new_id(kb, m->id, &m->created_ms);
     rc = px__kb_manifest_write(kb, m);
   }

@@ -54,7 +54,8 @@ typedef struct {
   uint64_t objects_stored; /* new objects written to the store */
   uint64_t bytes_stored;
   uint64_t objects_reused; /* hashed, but already in the store */
-  uint64_t snapshots;      /* snapshots taken */
+  uint64_t snapshots;      /* snapshots written */
+  uint64_t snapshots_reused; /* KB unchanged since the newest: its id reused */
   uint64_t rollbacks;      /* rollbacks run (recovery included) */
 } px_kb_stats_t;
 
@@ -91,7 +92,9 @@ void px_kb_close(px_kb_t **kb); /* idempotent, accepts NULL */
 int px_kb_recover(px_kb_t *kb, px_kb_result_t *out);
 
 /* Take a snapshot now. *id (may be NULL) receives a copy of its id, owned
- * by the caller. */
+ * by the caller. When nothing changed since the newest snapshot (same
+ * entries, sizes, times, identities, hashes) no manifest is written and
+ * the newest snapshot's id is returned: it describes this state. */
 int px_kb_snapshot(px_kb_t *kb, char **id);
 
 /* Restore every root to snapshot `id` (NULL: the newest), journaled and

@@ -71,6 +71,7 @@ struct px_kbfs_dir_s {
   HANDLE h;       /* owned */
   DWORD serial;   /* volume serial number */
   char *path;     /* owned, UTF-8, for logs and test helpers */
+  WCHAR *final;   /* owned: GetFinalPathNameByHandleW of h, no trailing \ */
 };
 
 struct px_kbfs_file_s {
@@ -286,6 +287,43 @@ static int handle_stat(HANDLE h, px_kbfs_stat_t *st, DWORD *attrs) {
   return 0;
 }
 
+/* The normalised final path of a handle (\\?\C:\...), no trailing
+ * separator; caller frees. NULL when it cannot be had. */
+static WCHAR *final_path(HANDLE h) {
+  DWORD n = GetFinalPathNameByHandleW(h, NULL, 0, FILE_NAME_NORMALIZED);
+  WCHAR *w;
+  if (n == 0 || !(w = malloc((n + 1) * sizeof *w)))
+    return NULL;
+  n = GetFinalPathNameByHandleW(h, w, n + 1, FILE_NAME_NORMALIZED);
+  while (n > 0 && w[n - 1] == L'\\')
+    w[--n] = 0;
+  return w;
+}
+
+/* Defence in depth behind FILE_OPEN_REPARSE_POINT: what `h` (opened as
+ * `name` below d) really is must be d's final path plus name. Wine ignores
+ * FILE_OPEN_REPARSE_POINT for Unix symlinks and follows them; this check
+ * is what catches that (its final path is the link's target). */
+static int check_final(const px_kbfs_dir_t *d, HANDLE h, const char *name) {
+  WCHAR *got = final_path(h), *want = to_wide(name, NULL);
+  size_t dl = d->final ? wcslen(d->final) : 0;
+  int ok = 0;
+  if (got && want && d->final) {
+    size_t gl = wcslen(got), nl = wcslen(want);
+    ok = gl == dl + 1 + nl && got[dl] == L'\\' &&
+         CompareStringOrdinal(got, (int)dl, d->final, (int)dl, TRUE) ==
+             CSTR_EQUAL &&
+         CompareStringOrdinal(got + dl + 1, (int)nl, want, (int)nl, TRUE) ==
+             CSTR_EQUAL;
+  }
+  if (!ok)
+    PX_LOG(PX_LOG_WARN, "kbfs: an entry of %s resolves elsewhere (a link "
+                        "the platform followed): refused", d->path);
+  free(got);
+  free(want);
+  return ok ? 0 : PX_ELOOP;
+}
+
 static int new_dir(HANDLE h, const char *parent, const char *name,
                    px_kbfs_dir_t **out) {
   px_kbfs_dir_t *d = calloc(1, sizeof *d);
@@ -300,8 +338,15 @@ static int new_dir(HANDLE h, const char *parent, const char *name,
   }
   d->h = h;
   d->path = px_buf_take(&b, NULL);
+  d->final = final_path(h);
   if (GetFileInformationByHandle(h, &bi))
     d->serial = bi.dwVolumeSerialNumber;
+  if (!d->final) {
+    int rc = LOG_WIN32(map_win32(GetLastError()), GetLastError(),
+                       "GetFinalPathNameByHandleW");
+    px_kbfs_close_dir(&d);
+    return rc ? rc : PX_EIO;
+  }
   *out = d;
   return 0;
 }
@@ -381,6 +426,8 @@ int px_kbfs_open_dir(px_kbfs_dir_t *parent, const char *name,
   rc = handle_stat(h, &st, NULL);
   if (rc == 0 && st.type != PX_KBFS_DIR)
     rc = st.type == PX_KBFS_LINK ? PX_ELOOP : PX_EINVAL;
+  if (rc == 0)
+    rc = check_final(parent, h, name);
   if (rc) {
     CloseHandle(h);
     return rc;
@@ -394,6 +441,7 @@ void px_kbfs_close_dir(px_kbfs_dir_t **d) {
   if ((*d)->h)
     CloseHandle((*d)->h);
   free((*d)->path);
+  free((*d)->final);
   free(*d);
   *d = NULL;
 }
@@ -487,6 +535,10 @@ int px_kbfs_stat_at(px_kbfs_dir_t *d, const char *name, px_kbfs_stat_t *st) {
   if (s < 0)
     return nt_result(s, "NtCreateFile(stat)");
   rc = handle_stat(h, st, NULL);
+  if (rc == 0 && check_final(d, h, name) != 0) {
+    memset(st, 0, sizeof *st);
+    st->type = PX_KBFS_LINK; /* a link the platform followed */
+  }
   CloseHandle(h);
   return rc;
 }
@@ -513,6 +565,8 @@ int px_kbfs_open_read(px_kbfs_dir_t *d, const char *name, int meta,
   rc = handle_stat(h, &tmp, NULL);
   if (rc == 0 && tmp.type != PX_KBFS_FILE)
     rc = tmp.type == PX_KBFS_LINK ? PX_ELOOP : PX_EINVAL;
+  if (rc == 0)
+    rc = check_final(d, h, name);
   if (rc == 0 && !(f = calloc(1, sizeof *f)))
     rc = PX_ENOMEM;
   if (rc) {
@@ -715,6 +769,27 @@ void px_kbfs_close(px_kbfs_file_t **fp) {
   *fp = NULL;
 }
 
+/* Remove an entry that cannot be opened as itself (Wine and Unix
+ * symlinks): rename a fresh temp file of ours over the name -- a rename
+ * replaces the directory entry, it never follows it -- then delete that
+ * file through its handle. */
+static int remove_by_replacing(px_kbfs_dir_t *d, const char *name) {
+  px_kbfs_file_t *f = NULL;
+  NTSTATUS s;
+  int rc = px_kbfs_create_temp(d, &f);
+  if (rc)
+    return rc;
+  s = rename_handle(f->h, d->h, name);
+  if (s < 0) {
+    rc = nt_result(s, "NtSetInformationFile(FileRenameInformation)");
+    px_kbfs_abort(&f);
+    return rc == 0 ? PX_ELOOP : rc;
+  }
+  f->temp = 1; /* now named `name`: abort deletes it through the handle */
+  px_kbfs_abort(&f);
+  return 0;
+}
+
 int px_kbfs_remove(px_kbfs_dir_t *d, const char *name) {
   HANDLE h;
   NTSTATUS s;
@@ -731,6 +806,10 @@ int px_kbfs_remove(px_kbfs_dir_t *d, const char *name) {
     return PX_EINVAL;
   if (s < 0)
     return nt_result(s, "NtCreateFile(remove)");
+  if (check_final(d, h, name) != 0) {
+    CloseHandle(h);
+    return remove_by_replacing(d, name);
+  }
   rc = handle_stat(h, &st, &attrs);
   if (rc == 0 && (attrs & FILE_ATTRIBUTE_READONLY))
     rc = set_attrs(h, 0, 0, attrs & ~(DWORD)FILE_ATTRIBUTE_READONLY);
@@ -793,17 +872,79 @@ static WCHAR *join_wide(const px_kbfs_dir_t *d, const char *name) {
   return w;
 }
 
+typedef char *(CDECL *wine_unix_name_fn)(LPCWSTR);
+
+/* Under Wine: plant a real Unix symlink (what a Linux-side process, or a
+ * Wine whose CreateSymbolicLinkW works, would leave) by running the Unix
+ * /bin/ln, which Wine's CreateProcessW can start. */
+static int wine_unix_symlink(px_kbfs_dir_t *d, const char *name,
+                             const char *target) {
+  HMODULE k32 = GetModuleHandleW(L"kernel32.dll");
+  wine_unix_name_fn to_unix =
+      k32 ? (wine_unix_name_fn)(void (*)(void))GetProcAddress(
+                k32, "wine_get_unix_file_name")
+          : NULL;
+  WCHAR *wdir = to_wide(d->path, NULL), *wtgt = to_wide(target, NULL);
+  char *udir = NULL, *utgt = NULL;
+  px_buf_t cmd = {0};
+  WCHAR *wcmd = NULL;
+  STARTUPINFOW si;
+  PROCESS_INFORMATION pi;
+  int rc = PX_ENOTSUP;
+  if (!to_unix || !wdir || !wtgt)
+    goto cleanup;
+  udir = to_unix(wdir);
+  utgt = to_unix(wtgt);
+  if (!udir || !utgt ||
+      px_buf_printf(&cmd, "ln -s \"%s\" \"%s/%s\"", utgt, udir, name) != 0 ||
+      !(wcmd = to_wide(px_buf_cstr(&cmd), NULL)))
+    goto cleanup;
+  memset(&si, 0, sizeof si);
+  si.cb = sizeof si;
+  if (CreateProcessW(L"Z:\\bin\\ln", wcmd, NULL, NULL, FALSE, 0, NULL, NULL,
+                     &si, &pi)) {
+    px_kbfs_stat_t st;
+    int i;
+    WaitForSingleObject(pi.hProcess, 10000);
+    CloseHandle(pi.hProcess);
+    CloseHandle(pi.hThread);
+    /* Wine cannot wait for a Unix child (the handle may be signalled at
+     * once) nor tell its exit code: look for the link for up to 5 s. */
+    for (i = 0; i < 100 && rc != 0; i++) {
+      if (px_kbfs_stat_at(d, name, &st) == 0 && st.type == PX_KBFS_LINK)
+        rc = 0;
+      else
+        Sleep(50);
+    }
+  }
+cleanup:
+  if (udir)
+    HeapFree(GetProcessHeap(), 0, udir);
+  if (utgt)
+    HeapFree(GetProcessHeap(), 0, utgt);
+  px_buf_free(&cmd);
+  free(wcmd);
+  free(wdir);
+  free(wtgt);
+  return rc;
+}
+
 int px_kbfs_test_symlink(px_kbfs_dir_t *d, const char *name,
                          const char *target, int target_is_dir) {
   WCHAR *link = join_wide(d, name), *tgt = to_wide(target, NULL);
   BOOLEAN ok = FALSE;
+  px_kbfs_stat_t st;
   if (link && tgt)
     ok = CreateSymbolicLinkW(link, tgt,
                              (target_is_dir ? SYMBOLIC_LINK_FLAG_DIRECTORY : 0) |
                                  0x2 /* ALLOW_UNPRIVILEGED_CREATE */);
   free(link);
   free(tgt);
-  return ok ? 0 : PX_ENOTSUP;
+  /* Wine 8's CreateSymbolicLinkW is a stub that reports success and makes
+   * nothing: believe only a link that is there. */
+  if (ok && px_kbfs_stat_at(d, name, &st) == 0 && st.type == PX_KBFS_LINK)
+    return 0;
+  return wine_unix_symlink(d, name, target);
 }
 
 int px_kbfs_test_hardlink(px_kbfs_dir_t *d, const char *name,

@@ -136,6 +136,8 @@ TEST_IMPL(kb_open_rejects_bad_options) {
   ASSERT_NE(px_kb_open(&e.opts, &kb), 0);
   ASSERT_NULL(kb);
   e.opts.roots = e.roots;
+  e.opts.store = e.mind; /* the store inside a root: a job could reach it */
+  ASSERT_EQ(px_kb_open(&e.opts, &kb), PX_EINVAL);
   e.opts.store = NULL;
   ASSERT_EQ(px_kb_open(&e.opts, &kb), PX_EINVAL);
   /* No journal: recovery is a no-op. */

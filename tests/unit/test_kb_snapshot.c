@@ -72,6 +72,7 @@ TEST_IMPL(kb_snapshot_unchanged_hashes_nothing) {
   kbt_env_t e;
   px_kb_t *kb = NULL;
   px_kb_stats_t s0, s1, s2;
+  char *id1 = NULL, *id2 = NULL;
   int i;
   kbt_env_init(&e, "fast");
   make_tree(&e);
@@ -81,13 +82,18 @@ TEST_IMPL(kb_snapshot_unchanged_hashes_nothing) {
     kbt_write_str(e.mind, rel, rel);
   }
   ASSERT_OK(px_kb_open(&e.opts, &kb));
-  ASSERT_OK(px_kb_snapshot(kb, NULL));
+  ASSERT_OK(px_kb_snapshot(kb, &id1));
   px_kb_get_stats(kb, &s0);
   ASSERT_UINT_GE(s0.files_hashed, 56);
-  ASSERT_OK(px_kb_snapshot(kb, NULL));
+  ASSERT_OK(px_kb_snapshot(kb, &id2));
   px_kb_get_stats(kb, &s1);
   ASSERT_UINT_EQ(s1.files_hashed, s0.files_hashed); /* stat calls only */
   ASSERT_UINT_EQ(s1.objects_stored, s0.objects_stored);
+  /* Same state down to the inode: the newest snapshot's id, no manifest. */
+  ASSERT_STR_EQ(id2, id1);
+  ASSERT_UINT_EQ(s1.snapshots, 1);
+  ASSERT_UINT_EQ(s1.snapshots_reused, 1);
+  free(id1), free(id2);
   /* One changed file: exactly one hash, one new object. */
   kbt_write_str(e.mind, "bulk/f07.txt", "changed content");
   ASSERT_OK(px_kb_snapshot(kb, NULL));
