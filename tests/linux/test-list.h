@@ -30,6 +30,7 @@ PX_TEST_ENTRY(enforce, enforce_probe_privileges, 60)
 PX_TEST_ENTRY(enforce, enforce_probe_abstract_sockets_scoped, 60)
 PX_TEST_ENTRY(enforce, enforce_kill_concurrent, 60)
 PX_TEST_ENTRY(enforce, enforce_parallel_jobs, 120)
+PX_TEST_ENTRY(enforce, enforce_daemon_sigkill_kills_jobs, 60)
 /* watchdog/linux: tests/linux/test_cgroup.c */
 PX_TEST_ENTRY(cgroup, cgroup_fake_v2, 30)
 PX_TEST_ENTRY(cgroup, cgroup_fake_v2_enables_controllers, 30)

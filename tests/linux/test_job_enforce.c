@@ -8,7 +8,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "watchdog/linux/linux_int.h"
@@ -514,5 +516,77 @@ TEST_IMPL(enforce_parallel_jobs) {
   for (i = 0; i < 6; i++)
     ASSERT_EQ(a[i].ok, 1);
   th_close(&b);
+  return 0;
+}
+
+/* A daemon killed by SIGKILL takes its jobs with it: every job's pid 1 has
+ * a parent-death signal tied to the backend's spawner thread. */
+TEST_IMPL(enforce_daemon_sigkill_kills_jobs) {
+  int pfd[2];
+  pid_t daemon;
+  long pids[16];
+  char dirs[2][600];
+  ssize_t n;
+  int i, tries, status, alive = 0;
+  TH_REQUIRE_ROOT();
+  ASSERT_EQ(pipe(pfd), 0);
+  fflush(stdout);
+  daemon = fork();
+  ASSERT(daemon >= 0);
+  if (daemon == 0) { /* the "daemon": start a job, report, wait to die */
+    th_backend_t b;
+    th_run_t r = {0};
+    px_job_spec_t s;
+    px_sandbox_t *sb = NULL;
+    const char *argv[] = {"/bin/sh", "-c", "sleep 100 & sleep 100", NULL};
+    char msg[1300];
+    close(pfd[0]);
+    if (th_open(&b, NULL, 0) != 0)
+      _exit(1);
+    th_spec(&s, argv);
+    if (th_begin(&b, &s, &r, &sb) != 0)
+      _exit(1);
+    px_sleep_ms(200);
+    snprintf(msg, sizeof msg, "%s\n%s\n",
+             sb->cg.v2 ? sb->cg.v2 : sb->cg.v1[PX_CG1_PIDS], sb->job_dir);
+    if (write(pfd[1], msg, strlen(msg)) < 0)
+      _exit(1);
+    pause();
+    _exit(0);
+  }
+  close(pfd[1]);
+  {
+    char buf[1300];
+    char *nl;
+    n = read(pfd[0], buf, sizeof buf - 1);
+    ASSERT(n > 0);
+    buf[n] = '\0';
+    nl = strchr(buf, '\n');
+    ASSERT_NOT_NULL(nl);
+    *nl = '\0';
+    snprintf(dirs[0], sizeof dirs[0], "%s", buf);
+    snprintf(dirs[1], sizeof dirs[1], "%s", nl + 1);
+    dirs[1][strcspn(dirs[1], "\n")] = '\0';
+  }
+  close(pfd[0]);
+  n = read_pids(dirs[0], pids, 16);
+  ASSERT_GE(n, 3);
+  ASSERT_EQ(kill(daemon, SIGKILL), 0);
+  ASSERT_EQ(waitpid(daemon, &status, 0), daemon);
+  for (tries = 0; tries < 300; tries++) {
+    alive = 0;
+    for (i = 0; i < n; i++)
+      if (kill((pid_t)pids[i], 0) == 0)
+        alive++;
+    if (!alive)
+      break;
+    px_sleep_ms(10);
+  }
+  ASSERT_EQ(alive, 0);
+  ASSERT_EQ(read_pids(dirs[0], pids, 16), 0);
+  /* What a restarted daemon's recovery would remove. */
+  rmdir(dirs[0]);
+  umount2(dirs[1], MNT_DETACH);
+  rmdir(dirs[1]);
   return 0;
 }
