@@ -333,3 +333,64 @@ char *px_encode_status(const px_status_info_t *s) {
   bad |= add_u64(o, "uptime_ms", s->uptime_ms);
   return finish(o, bad);
 }
+
+/* ---- knowledge-base admin answers ---- */
+
+char *px_encode_kb_snapshots(const px_kb_snapinfo_t *snaps, size_t n) {
+  int bad;
+  cJSON *o = start("kb_snapshots", 0, NULL, &bad), *arr;
+  size_t i;
+  if (!o)
+    return NULL;
+  arr = cJSON_AddArrayToObject(o, "snapshots");
+  bad |= !arr;
+  for (i = 0; !bad && i < n; i++) {
+    cJSON *so = cJSON_CreateObject();
+    if (!so || !cJSON_AddItemToArray(arr, so)) {
+      cJSON_Delete(so);
+      bad = 1;
+      break;
+    }
+    bad |= add_str(so, "id", snaps[i].id) ||
+           add_u64(so, "created_ms", snaps[i].created_ms) ||
+           add_u64(so, "entries", snaps[i].entries) ||
+           add_u64(so, "bytes", snaps[i].bytes);
+  }
+  return finish(o, bad);
+}
+
+char *px_encode_kb_diff(const char *snapshot, const px_kb_change_t *changes,
+                        size_t n) {
+  px_kb_result_t k;
+  int bad;
+  cJSON *o = start("kb_diff", 0, NULL, &bad);
+  if (!o)
+    return NULL;
+  memset(&k, 0, sizeof k);
+  k.changes = (px_kb_change_t *)(uintptr_t)changes; /* read only */
+  k.nchanges = n;
+  bad |= add_str(o, "snapshot", snapshot) || add_kb_changes(o, &k);
+  return finish(o, bad);
+}
+
+char *px_encode_kb_restored(const px_kb_result_t *kb) {
+  int bad;
+  cJSON *o = start("kb_restored", 0, NULL, &bad);
+  if (o)
+    bad |= add_kb(o, kb);
+  return finish(o, bad);
+}
+
+char *px_encode_kb_gc(uint64_t snapshots_removed, uint64_t objects_removed,
+                      uint64_t bytes_removed, uint64_t objects_kept,
+                      uint64_t bytes_kept) {
+  int bad;
+  cJSON *o = start("kb_gc", 0, NULL, &bad);
+  if (o)
+    bad |= add_u64(o, "snapshots_removed", snapshots_removed) ||
+           add_u64(o, "objects_removed", objects_removed) ||
+           add_u64(o, "bytes_removed", bytes_removed) ||
+           add_u64(o, "objects_kept", objects_kept) ||
+           add_u64(o, "bytes_kept", bytes_kept);
+  return finish(o, bad);
+}

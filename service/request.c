@@ -474,8 +474,9 @@ static int count_key(const cJSON *obj, const char *name) {
 }
 
 static int read_type(ctx_t *c, px_msg_type_t *type) {
-  static const char *const names[] = {"run",   "cancel", "status", "ping",
-                                      "scram", "resume", NULL};
+  static const char *const names[] = {
+      "run",     "cancel",  "status",     "ping",  "scram",
+      "resume",  "kb_list", "kb_diff",    "kb_restore", "kb_gc", NULL};
   const cJSON *it = cJSON_GetObjectItemCaseSensitive(c->root, "type");
   char buf[MAX_FIELD_SHOWN + 8];
   int i;
@@ -506,6 +507,19 @@ static int peek_id(ctx_t *c, px_msg_type_t type, char *id) {
   return 1;
 }
 
+/* kb_diff / kb_restore: "snapshot", an id as px_kb_list reports it. */
+static int parse_snapshot(ctx_t *c, px_request_t *req) {
+  const cJSON *it = cJSON_GetObjectItemCaseSensitive(c->root, "snapshot");
+  if (!it)
+    return BAD(c, "missing field 'snapshot'");
+  if (count_key(c->root, "snapshot") > 1)
+    return BAD(c, "duplicate field 'snapshot'");
+  if (!cJSON_IsString(it) || !px_job_id_valid(it->valuestring))
+    return BAD(c, "snapshot: must be 1-64 characters of [A-Za-z0-9._-]");
+  px_strlcpy(req->snapshot, it->valuestring, sizeof req->snapshot);
+  return 0;
+}
+
 static int parse_root(ctx_t *c, px_request_t *req) {
   static const char *const run_keys[] = {
       "type",     "id",     "runtime",    "code",        "args",
@@ -513,6 +527,7 @@ static int parse_root(ctx_t *c, px_request_t *req) {
       "priority", "stream", "high_trust", "kb_rollback", NULL};
   static const char *const id_keys[] = {"type", "id", NULL};
   static const char *const bare_keys[] = {"type", NULL};
+  static const char *const snap_keys[] = {"type", "snapshot", NULL};
   int rc, has_id = 0;
   if ((rc = read_type(c, &req->type)) != 0)
     return rc;
@@ -521,10 +536,14 @@ static int parse_root(ctx_t *c, px_request_t *req) {
   rc = check_keys(c, c->root,
                   req->type == PX_MSG_RUN      ? run_keys
                   : req->type == PX_MSG_CANCEL ? id_keys
-                                               : bare_keys,
+                  : (req->type == PX_MSG_KB_DIFF || req->type == PX_MSG_KB_RESTORE)
+                      ? snap_keys
+                      : bare_keys,
                   "");
   if (rc != 0)
     return rc;
+  if (req->type == PX_MSG_KB_DIFF || req->type == PX_MSG_KB_RESTORE)
+    return parse_snapshot(c, req);
   if ((req->type == PX_MSG_RUN || req->type == PX_MSG_CANCEL) && !has_id)
     return cJSON_GetObjectItemCaseSensitive(c->root, "id")
                ? BAD(c, "id: must be 1-64 characters of [A-Za-z0-9._-]")

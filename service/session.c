@@ -115,6 +115,65 @@ static void send_status(px_session_t *s) {
 
 static int is_admin(const px_session_t *s) { return s->policy && s->policy->admin; }
 
+static void kb_error(px_session_t *s, int rc, const char *what) {
+  px_code_t code = rc == PX_ENOENT ? PX_CODE_UNKNOWN_SNAPSHOT : PX_CODE_KB_FAILED;
+  char msg[160];
+  px_snprintf(msg, sizeof msg, "%s: %s", what, px_strerror(rc));
+  send_error(s, NULL, code, msg);
+}
+
+/* kb_list / kb_diff / kb_restore / kb_gc: admin only (the KB is the
+ * agent's memory; restoring rewrites it). */
+static void handle_kb(px_session_t *s, const px_request_t *req) {
+  px_kb_t *kb = s->svc->kb;
+  int rc;
+  if (!is_admin(s)) {
+    send_error(s, NULL, PX_CODE_FORBIDDEN, "knowledge-base administration is for admins");
+    return;
+  }
+  if (!kb) {
+    send_error(s, NULL, PX_CODE_KB_UNAVAILABLE, "no knowledge base is configured (kb.roots)");
+    return;
+  }
+  if (req->type == PX_MSG_KB_LIST) {
+    px_kb_snapinfo_t *list = NULL;
+    size_t n = 0;
+    if ((rc = px_kb_list(kb, &list, &n)) != 0)
+      kb_error(s, rc, "kb list");
+    else
+      send_locked(s, px_encode_kb_snapshots(list, n));
+    px_kb_list_free(list, n);
+  } else if (req->type == PX_MSG_KB_DIFF) {
+    px_kb_change_t *ch = NULL;
+    size_t n = 0;
+    if ((rc = px_kb_diff(kb, req->snapshot, &ch, &n)) != 0)
+      kb_error(s, rc, "kb diff");
+    else
+      send_locked(s, px_encode_kb_diff(req->snapshot, ch, n));
+    px_kb_changes_free(ch, n);
+  } else if (req->type == PX_MSG_KB_RESTORE) {
+    px_kb_result_t r;
+    memset(&r, 0, sizeof r);
+    rc = px_kb_restore(kb, req->snapshot, &r);
+    PX_LOG(rc == 0 ? PX_LOG_WARN : PX_LOG_ERROR,
+           "kb restore to %s by pid %lu: %s (verified %d)", req->snapshot,
+           s->peer.pid, px_strerror(rc), r.verified);
+    if (rc != 0 && rc != PX_EINTEGRITY)
+      kb_error(s, rc, "kb restore");
+    else
+      send_locked(s, px_encode_kb_restored(&r)); /* says verified or not */
+    px_kb_result_free(&r);
+  } else {
+    px_kb_gc_stats_t g;
+    memset(&g, 0, sizeof g);
+    if ((rc = px_kb_gc(kb, &g)) != 0)
+      kb_error(s, rc, "kb gc");
+    else
+      send_locked(s, px_encode_kb_gc(g.snapshots_removed, g.objects_removed,
+                                     g.bytes_removed, g.objects_kept, g.bytes_kept));
+  }
+}
+
 static void dispatch(px_session_t *s, px_request_t *req) {
   switch (req->type) {
   case PX_MSG_PING:
@@ -129,6 +188,12 @@ static void dispatch(px_session_t *s, px_request_t *req) {
   case PX_MSG_CANCEL:
     if (px_engine_cancel(s->svc->eng, s->ec, req->id) != 0)
       send_error(s, req->id, PX_CODE_UNKNOWN_ID, "no job with this id in flight");
+    break;
+  case PX_MSG_KB_LIST:
+  case PX_MSG_KB_DIFF:
+  case PX_MSG_KB_RESTORE:
+  case PX_MSG_KB_GC:
+    handle_kb(s, req);
     break;
   case PX_MSG_SCRAM:
   case PX_MSG_RESUME:

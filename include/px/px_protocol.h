@@ -12,6 +12,7 @@
 #define PX_PROTOCOL_H
 
 #include "px_job.h"
+#include "px_kb.h"
 #include "px_result.h"
 #include "px_util.h"
 
@@ -87,7 +88,11 @@ typedef enum {
   PX_MSG_STATUS,
   PX_MSG_PING,
   PX_MSG_SCRAM,
-  PX_MSG_RESUME
+  PX_MSG_RESUME,
+  PX_MSG_KB_LIST,    /* admin: snapshots of the knowledge base */
+  PX_MSG_KB_DIFF,    /* admin: {snapshot}: what changed since */
+  PX_MSG_KB_RESTORE, /* admin: {snapshot}: put the KB back, verified */
+  PX_MSG_KB_GC       /* admin: retention and unreferenced objects */
 } px_msg_type_t;
 
 typedef enum {
@@ -134,6 +139,7 @@ typedef struct {
   px_msg_type_t type;
   px_run_request_t run; /* PX_MSG_RUN */
   char id[PX_JOB_ID_MAX + 1]; /* PX_MSG_CANCEL (and RUN: same as run.id) */
+  char snapshot[PX_JOB_ID_MAX + 1]; /* PX_MSG_KB_DIFF / PX_MSG_KB_RESTORE */
 } px_request_t;
 
 /* A parse failure: the error frame or rejected result to send. */
@@ -217,6 +223,18 @@ typedef struct {
 /* `status`: enforcement_available as a list of names, queue as
  * {critical, high, normal, low, max}, counters as {accepted, ok, ...}. */
 char *px_encode_status(const px_status_info_t *s);
+
+/* KB admin answers (see docs/protocol.md, "Knowledge base"). The arrays
+ * are borrowed. */
+char *px_encode_kb_snapshots(const px_kb_snapinfo_t *snaps, size_t n);
+char *px_encode_kb_diff(const char *snapshot, const px_kb_change_t *changes,
+                        size_t n);
+/* `kb_restored` {kb: <the result's kb object>} */
+char *px_encode_kb_restored(const px_kb_result_t *kb);
+/* `kb_gc` with the collector's counters. */
+char *px_encode_kb_gc(uint64_t snapshots_removed, uint64_t objects_removed,
+                      uint64_t bytes_removed, uint64_t objects_kept,
+                      uint64_t bytes_kept);
 
 #ifdef __cplusplus
 }

@@ -46,7 +46,10 @@ typedef enum {
   X(PX_CODE_PAUSED, "paused")                                                \
   X(PX_CODE_SPAWN_FAILED, "spawn_failed")                                    \
   X(PX_CODE_SANDBOX_FAILED, "sandbox_failed")                                \
-  X(PX_CODE_INTERNAL, "internal")
+  X(PX_CODE_INTERNAL, "internal")                                            \
+  X(PX_CODE_KB_UNAVAILABLE, "kb_unavailable")                                \
+  X(PX_CODE_UNKNOWN_SNAPSHOT, "unknown_snapshot")                            \
+  X(PX_CODE_KB_FAILED, "kb_failed")
 
 typedef enum {
 #define PX_CODE_ENUM_(name, str) name,

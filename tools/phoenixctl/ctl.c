@@ -107,6 +107,7 @@ int ctl_parse_args(int argc, char **argv, ctl_args_t *a) {
     }
     if (!a->command) a->command = o;
     else if (!a->operand) a->operand = o;
+    else if (!a->extra && !strcmp(a->command, "kb")) a->extra = o;
     else {
       fprintf(stderr, "phoenixctl: unexpected argument %s\n", o);
       return PX_EINVAL;

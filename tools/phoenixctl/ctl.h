@@ -12,7 +12,9 @@
 typedef struct {
   const char *local, *zmq, *zmq_server_key, *zmq_key_file;
   const char *command;
-  const char *operand; /* FILE for run, ID for cancel, JSON for send */
+  const char *operand; /* FILE for run, ID for cancel, JSON for send,
+                          the subcommand of kb */
+  const char *extra;   /* kb diff/restore: the snapshot */
   const char *runtime, *priority, *id, *kb_rollback;
   uint64_t memory, cpu_ms, wall_ms, procs, output;
   const char *caps[CTL_MAX_LIST];

@@ -2,6 +2,7 @@
  *
  *   phoenixctl [TRANSPORT] run [OPTIONS] FILE|-
  *   phoenixctl [TRANSPORT] status | ping | cancel ID | scram | resume
+ *   phoenixctl [TRANSPORT] kb list | kb diff SNAP | kb restore SNAP | kb gc
  *   phoenixctl [TRANSPORT] send JSON        (one raw message, print replies)
  *
  * TRANSPORT: --socket PATH (Linux), --pipe NAME (Windows),
@@ -42,6 +43,7 @@ static void usage(void) {
       "      [--kb-rollback on_violation|always|never] [--high-trust]\n"
       "      FILE|-\n"
       "  status | ping | cancel ID | scram | resume\n"
+      "  kb list | kb diff SNAPSHOT | kb restore SNAPSHOT | kb gc   (admin)\n"
       "  send JSON       send one raw message and print the replies\n"
       "exit status of run: the job's exit code; 124 limit kill;\n"
       "  125 rejected; 126 service error, cancelled or aborted\n",
@@ -125,6 +127,35 @@ static int cmd_run(const ctl_args_t *a) {
   return rc;
 }
 
+/* phoenixctl kb list | diff SNAPSHOT | restore SNAPSHOT | gc */
+static int cmd_kb(const ctl_args_t *a) {
+  static const char *const ops[][2] = {{"list", "kb_snapshots"},
+                                       {"diff", "kb_diff"},
+                                       {"restore", "kb_restored"},
+                                       {"gc", "kb_gc"}};
+  cJSON *o = cJSON_CreateObject();
+  char type[16], *json;
+  size_t i;
+  int rc;
+  for (i = 0; i < 4; i++)
+    if (strcmp(a->operand, ops[i][0]) == 0)
+      break;
+  if (i == 4 || ((i == 1 || i == 2) != (a->extra != NULL))) {
+    cJSON_Delete(o);
+    usage();
+    return EXIT_USAGE;
+  }
+  snprintf(type, sizeof type, "kb_%s", ops[i][0]);
+  cJSON_AddStringToObject(o, "type", type);
+  if (a->extra)
+    cJSON_AddStringToObject(o, "snapshot", a->extra);
+  json = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  rc = json ? cmd_simple(a, json, ops[i][1]) : EXIT_SERVICE;
+  free(json);
+  return rc;
+}
+
 int main(int argc, char **argv) {
   ctl_args_t a;
   int rc = ctl_parse_args(argc, argv, &a);
@@ -154,6 +185,8 @@ int main(int argc, char **argv) {
     free(json);
     return rc;
   }
+  if (strcmp(a.command, "kb") == 0 && a.operand)
+    return cmd_kb(&a);
   if (strcmp(a.command, "send") == 0 && a.operand)
     return cmd_simple(&a, a.operand, NULL);
   usage();
