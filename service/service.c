@@ -85,6 +85,7 @@ static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,
   o->workers = cfg->queue.workers;
   o->queue_max = cfg->queue.max_depth;
   o->aging_ms = cfg->queue.aging_ms;
+  o->client_max_queued = cfg->queue.per_client_max;
   o->min_free_memory_bytes = cfg->queue.min_free_memory_bytes;
   o->output.limit_bytes = cfg->limits.def.output_bytes;
   o->output.overflow = cfg->output.overflow;

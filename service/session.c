@@ -56,8 +56,15 @@ static void reject(px_session_t *s, const char *id, px_code_t code,
   }
   PX_LOG(code == PX_CODE_AUDIT_REJECTED ? PX_LOG_WARN : PX_LOG_INFO,
          "job %s rejected: %s", id, px_code_name(code));
-  if (px_engine_reject(s->svc->eng, s->ec, id, code, msg, audit, naudit) != 0)
+  switch (px_engine_reject(s->svc->eng, s->ec, id, code, msg, audit, naudit)) {
+  case 0:
+    break;
+  case PX_EEXIST: /* the id is in flight: that job is not disturbed */
+    send_error(s, id, PX_CODE_DUPLICATE_ID, "a job with this id is still in flight");
+    break;
+  default:
     PX_LOG(PX_LOG_ERROR, "could not deliver the rejection of job %s", id);
+  }
 }
 
 static void on_parse_error(px_session_t *s, const px_parse_error_t *e) {
