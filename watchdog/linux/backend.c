@@ -22,6 +22,7 @@
 #include "px/px_log.h"
 #include "px/px_util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
@@ -118,6 +119,49 @@ static int open_work_root(px__lnx_backend_t *be, const char *root) {
 
 static void lnx_close(void *state);
 
+/* Job dirs left in work_root by a daemon that died: kill what still runs
+ * in their cgroups, remove the cgroups, unmount and remove the dirs. Only
+ * names found in this backend's own work_root are touched, so backends
+ * sharing a cgroup never reap each other's jobs. */
+static void recover_one(px__lnx_backend_t *be, const char *key) {
+  char p[PX_LNX_PATH_MAX];
+  px__cg_job_t j;
+  int i;
+  px__cg_job_init(&j);
+  if (be->cg.v2_base &&
+      px_snprintf(p, sizeof p, "%s/px-%s", be->cg.v2_base, key) == 0 &&
+      access(p, F_OK) == 0)
+    j.v2 = px_strdup(p);
+  for (i = 0; i < PX_CG1_COUNT; i++)
+    if (be->cg.v1_base[i] &&
+        px_snprintf(p, sizeof p, "%s/px-%s", be->cg.v1_base[i], key) == 0 &&
+        access(p, F_OK) == 0)
+      j.v1[i] = px_strdup(p);
+  px__cg_job_destroy(&be->cg, &j);
+  px__jobdir_remove(be->work_root_fd, be->work_root, key, 1);
+}
+
+static void recover_leftovers(px__lnx_backend_t *be) {
+  int fd = fcntl(be->work_root_fd, F_DUPFD_CLOEXEC, 0), n = 0;
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  struct dirent *de;
+  if (!d) {
+    if (fd >= 0)
+      close(fd);
+    return;
+  }
+  while ((de = readdir(d)) != NULL) {
+    if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+      continue; /* ".", "..", ".px-root": never a job key */
+    recover_one(be, de->d_name);
+    n++;
+  }
+  closedir(d);
+  if (n)
+    PX_LOG(PX_LOG_WARN, "recovered %d leftover job(s) of a previous run in %s",
+           n, be->work_root);
+}
+
 /* An empty network namespace (lo down) made once and joined by every job
  * without net:egress: creating one per job is the most expensive part of
  * a spawn (~1 ms, plus its teardown). Sharing it is only safe where
@@ -175,6 +219,7 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
     goto fail;
   }
   be->available = host_available(be);
+  recover_leftovers(be);
   if ((rc = px__wd_open(be, &be->wd)) != 0 ||
       (rc = px__spawner_open(&be->spawner)) != 0)
     goto fail;
