@@ -15,6 +15,7 @@
 
 #include "px/px_error.h"
 #include "px/px_log.h"
+#include "px/px_os.h"
 #include "px/px_util.h"
 
 #include <zmq.h>
@@ -25,6 +26,24 @@
 #define ZAP_MAX_PARTS 8
 #define ZAP_PART_MAX 256
 #define KEY_FILE_MAX 4096
+
+int px__zmq_ratelimit(px__zmq_ratelimit_t *rl, const char *what) {
+  uint64_t now = px_now_ms();
+  if (rl->window_start_ms == 0 ||
+      now - rl->window_start_ms >= PX__ZMQ_LOG_WINDOW_MS) {
+    if (rl->suppressed)
+      PX_LOG(PX_LOG_WARN, "%u more %s were not logged in the last %u s",
+             rl->suppressed, what, PX__ZMQ_LOG_WINDOW_MS / 1000);
+    rl->window_start_ms = now;
+    rl->logged = rl->suppressed = 0;
+  }
+  if (rl->logged < PX__ZMQ_LOG_BURST) {
+    rl->logged++;
+    return 1;
+  }
+  rl->suppressed++;
+  return 0;
+}
 
 void px__zmq_wipe(void *p, size_t n) {
   volatile unsigned char *v = p;
@@ -169,25 +188,28 @@ static int key_allowed(const px_zmq_config_t *z, const char *key) {
 }
 
 static void zap_one(void *zap, zap_req_t *r, const px_zmq_config_t *z,
-                    int refuse_all) {
+                    int refuse_all, px__zmq_ratelimit_t *rl) {
   char key[PX__ZMQ_KEY_LEN + 1] = "", addr[80] = "\"\"";
   if (r->n > 3)
     px_log_quote(addr, sizeof addr, r->data[3], r->len[3]);
   if (r->truncated || r->n != 7 || !part_is(r, 0, "1.0") ||
       !part_is(r, 5, "CURVE") || r->len[6] != 32 ||
       !zmq_z85_encode(key, (const uint8_t *)r->data[6], 32)) {
-    PX_LOG(PX_LOG_WARN,
-           "ZAP: refused a malformed or non-CURVE handshake from %s", addr);
+    if (px__zmq_ratelimit(rl, "ZAP refusals"))
+      PX_LOG(PX_LOG_WARN,
+             "ZAP: refused a malformed or non-CURVE handshake from %s", addr);
     zap_reply(zap, r, "400", "refused", "");
   } else if (refuse_all) {
-    PX_LOG(PX_LOG_INFO, "ZAP: refused client key %s from %s: not accepting",
-           key, addr);
+    if (px__zmq_ratelimit(rl, "ZAP refusals"))
+      PX_LOG(PX_LOG_INFO, "ZAP: refused client key %s from %s: not accepting",
+             key, addr);
     zap_reply(zap, r, "400", "not accepting clients", "");
   } else if (!key_allowed(z, key)) {
-    PX_LOG(PX_LOG_WARN,
-           "ZAP: refused client key %s from %s: not in "
-           "transports.zmq.client_keys",
-           key, addr);
+    if (px__zmq_ratelimit(rl, "ZAP refusals"))
+      PX_LOG(PX_LOG_WARN,
+             "ZAP: refused client key %s from %s: not in "
+             "transports.zmq.client_keys",
+             key, addr);
     zap_reply(zap, r, "400", "unknown key", "");
   } else {
     PX_LOG(PX_LOG_DEBUG, "ZAP: accepted client key %s from %s", key, addr);
@@ -195,13 +217,14 @@ static void zap_one(void *zap, zap_req_t *r, const px_zmq_config_t *z,
   }
 }
 
-void px__zmq_zap_serve(void *zap, const px_zmq_config_t *z, int refuse_all) {
+void px__zmq_zap_serve(void *zap, const px_zmq_config_t *z, int refuse_all,
+                       px__zmq_ratelimit_t *rl) {
   zap_req_t *r = malloc(sizeof *r);
   if (!r) {
     PX_LOG(PX_LOG_ERROR, "ZAP: out of memory (requests wait)");
     return;
   }
   while (zap_recv(zap, r))
-    zap_one(zap, r, z, refuse_all);
+    zap_one(zap, r, z, refuse_all, rl);
   free(r);
 }

@@ -104,6 +104,8 @@ struct px_zmq_endpoint_s {
   uint64_t next_serial;
   px_thread_t thread;
   int thread_started;
+  /* Endpoint thread only: log limits for what clients can trigger. */
+  px__zmq_ratelimit_t rl_zap, rl_handshake, rl_malformed;
   px_mutex_t qlock; /* guards everything below and peer->dead */
   void *wake_tx;    /* PAIR, used under qlock only */
   outmsg_t *q_head, *q_tail;
@@ -260,6 +262,8 @@ static void on_monitor_event(px_zmq_endpoint_t *ep, unsigned event,
   } else if (event & (ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
                       ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                       ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)) {
+    if (!px__zmq_ratelimit(&ep->rl_handshake, "failed ZeroMQ handshakes"))
+      return;
     PX_LOG(PX_LOG_WARN,
            "ZeroMQ handshake on %s failed (%s, code 0x%x): no session", addr,
            event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH ? "authentication refused"
@@ -375,7 +379,8 @@ static void read_inbound(px_zmq_endpoint_t *ep) {
     if (n == 3 && zmq_msg_size(&parts[0]) > 0 && zmq_msg_size(&parts[1]) == 0 &&
         zmq_msg_size(&parts[2]) > 0 && zmq_msg_size(&parts[2]) <= ep->max_msg)
       deliver(ep, &parts[0], &parts[2]);
-    else if (n > 0)
+    else if (n > 0 &&
+             px__zmq_ratelimit(&ep->rl_malformed, "malformed ZeroMQ messages"))
       PX_LOG(PX_LOG_WARN,
              "malformed ZeroMQ message dropped (%d parts; expected "
              "[identity][empty][json of 1..%u bytes])",
@@ -525,7 +530,7 @@ static void loop_thread(void *arg) {
     drain_wake(ep);
     if (ep->zap)
       px__zmq_zap_serve(ep->zap, &ep->cfg->transports.zmq,
-                        flag(ep, &ep->stop_accept));
+                        flag(ep, &ep->stop_accept), &ep->rl_zap);
     read_inbound(ep);
     flush_backlogs(ep);
     process_outbound(ep);
