@@ -277,3 +277,20 @@ TEST_IMPL(winfault_injector) {
   px__winapi_fault_reset();
   return 0;
 }
+
+/* The readbacks and the AppContainer exist only outside Wine (Wine's stubs
+ * would fail the readbacks; it has no AppContainer): their fail-closed
+ * branches are driven on real Windows. */
+TEST_IMPL(winfault_windows_only) {
+  static const fault_t f[] = {
+      {PX_WAPI_QueryInformationJobObject, 1, PX_EJOB}, /* limits readback */
+      {PX_WAPI_GetTokenInformation, 5, PX_ETOKEN},     /* token readback */
+      {PX_WAPI_GetTokenInformation, 11, PX_ETOKEN},    /* TokenIsAppContainer */
+      {PX_WAPI_AllocateAndInitializeSid, 1, PX_ETOKEN}, /* AppContainer SID */
+      {PX_WAPI_UpdateProcThreadAttribute, 3, PX_ESPAWN}, /* capabilities */
+  };
+  if (px_test_under_wine())
+    RETURN_SKIP("Wine 8: no job/token readback (stubs), no AppContainer");
+  prepare_faults(f, sizeof f / sizeof f[0], 0);
+  return 0;
+}
