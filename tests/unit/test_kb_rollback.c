@@ -263,3 +263,27 @@ TEST_IMPL(kb_crash_during_rollback_recovers) {
   free(before_s);
   return 0;
 }
+
+/* The engine must not run a job it could not undo: a snapshot that fails
+ * (here: a root vanished) is an error from the hook, and no snapshot. */
+TEST_IMPL(kb_snapshot_failure_is_reported) {
+  kbt_env_t e;
+  px_kb_t *kb = NULL;
+  px_kb_hooks_t h;
+  px_job_spec_t spec;
+  void *snap = (void *)&e;
+  char parent[1024];
+  kbt_env_init(&e, "snapfail");
+  kbt_write_str(e.soul, "x.txt", "x");
+  ASSERT_OK(px_kb_open(&e.opts, &kb));
+  h = px_kb_hooks(kb);
+  memset(&spec, 0, sizeof spec);
+  ASSERT_OK(kbt_remove(e.soul, "x.txt"));
+  snprintf(parent, sizeof parent, "%s", e.soul);
+  parent[strlen(parent) - 5] = '\0'; /* strip the separator and "soul" */
+  ASSERT_OK(kbt_remove(parent, "soul"));
+  ASSERT_NE(h.snapshot(h.ctx, &spec, &snap), 0);
+  ASSERT_NULL(snap);
+  px_kb_close(&kb);
+  return 0;
+}
