@@ -588,3 +588,105 @@ TEST_IMPL(svc_200_jobs_20_clients) {
   stop_and_uninstall();
   return 0;
 }
+
+/* ---- the command line and --console ---- */
+
+TEST_IMPL(svc_command_line) {
+  char out[65536];
+  const char *print[] = {exe(), "--print-default-config", NULL};
+  const char *check[] = {exe(), "--check-config", NULL};
+  const char *bad[] = {exe(), "--no-such-option", NULL};
+  const char *bare[] = {exe(), NULL};
+  cJSON *cfg;
+  int status = -1;
+  ASSERT_OK(px_test_spawn(print, 60, &status, out, sizeof out));
+  ASSERT_EQ(status, 0);
+  cfg = cJSON_Parse(out);
+  ASSERT_NOT_NULL(cfg);
+  ASSERT_NOT_NULL(cJSON_GetObjectItem(cfg, "transports"));
+  cJSON_Delete(cfg);
+  ASSERT_OK(px_test_spawn(check, 60, &status, out, sizeof out));
+  ASSERT_EQ(status, 0);
+  ASSERT_STR_CONTAINS(out, "configuration ok");
+  ASSERT_OK(px_test_spawn(bad, 60, &status, out, sizeof out));
+  ASSERT_EQ(status, 2);
+  ASSERT_STR_CONTAINS(out, "unknown argument");
+  /* Not started by the SCM and no --console: says so, runs nothing. */
+  ASSERT_OK(px_test_spawn(bare, 60, &status, out, sizeof out));
+  ASSERT_EQ(status, 2);
+  ASSERT_STR_CONTAINS(out, "--console");
+  return 0;
+}
+
+static int file_contains(const char *path, const char *needle) {
+  FILE *f = fopen(path, "rb");
+  char buf[65536];
+  size_t n;
+  if (!f)
+    return 0;
+  n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  return strstr(buf, needle) != NULL;
+}
+
+TEST_IMPL(svc_console_ctrl_c) {
+  WCHAR cmd[1024];
+  char pipe[128], logf[MAX_PATH], err[256];
+  STARTUPINFOW si;
+  PROCESS_INFORMATION pi;
+  px_target_t t;
+  px_client_t *c = NULL;
+  msg_t m;
+  const char *ids[1] = {"console-1"};
+  int results[1] = {0}, started = 0;
+  char statuses[1][32] = {{0}};
+  DWORD code = 0;
+  uint64_t end;
+
+  snprintf(pipe, sizeof pipe, "\\\\.\\pipe\\px-console-%lu", GetCurrentProcessId());
+  snprintf(logf, sizeof logf, "%sconsole.log", px_test_tmpdir());
+  _snwprintf(cmd, 1024, L"\"%hs\" --console --pipe %hs --log-file \"%hs\"", exe(),
+             pipe, logf);
+  cmd[1023] = 0;
+  AllocConsole(); /* Ctrl+C travels through a console we share */
+  SetConsoleCtrlHandler(NULL, TRUE); /* and this process ignores it */
+  memset(&si, 0, sizeof si);
+  si.cb = sizeof si;
+  ASSERT(CreateProcessW(NULL, cmd, NULL, NULL, FALSE, /* checksrc: allow - the service under test */
+                        0, NULL, NULL, &si, &pi));
+  memset(&t, 0, sizeof t);
+  t.address = pipe;
+  end = px_now_ms() + 30000;
+  while (px_client_connect(&t, &c, err, sizeof err) != 0 && px_now_ms() < end)
+    px_sleep_ms(200);
+  ASSERT_NOT_NULL(c);
+  submit(c, ids[0], "@ping -n 120 127.0.0.1 > nul", "normal");
+  end = px_now_ms() + 20000;
+  while (!started && px_now_ms() < end)
+    if (recv_one(c, 500, &m) == 0 && !strcmp(m.type, "started"))
+      started = 1;
+  ASSERT(started);
+  if (!GenerateConsoleCtrlEvent(CTRL_C_EVENT, 0) ||
+      WaitForSingleObject(pi.hProcess, 10000) != WAIT_OBJECT_0) {
+    TerminateProcess(pi.hProcess, 1); /* checksrc: allow - cleanup */
+    WaitForSingleObject(pi.hProcess, 10000);
+    CloseHandle(pi.hProcess);
+    CloseHandle(pi.hThread);
+    px_client_close(c);
+    if (px_test_under_wine())
+      RETURN_SKIP("Ctrl+C did not reach the console process under Wine");
+    px__test_fail(__FILE__, __LINE__, "Ctrl+C did not stop --console");
+  }
+  collect(c, ids, 1, results, statuses, 10000);
+  ASSERT_EQ(results[0], 1);
+  ASSERT_STR_EQ(statuses[0], "aborted");
+  GetExitCodeProcess(pi.hProcess, &code);
+  ASSERT_EQ(code, 0);
+  CloseHandle(pi.hProcess);
+  CloseHandle(pi.hThread);
+  px_client_close(c);
+  ASSERT(wait_no_process(L"ping.exe", 10000));
+  ASSERT(file_contains(logf, "[E1003]")); /* stopped, through the file sink */
+  return 0;
+}
