@@ -30,7 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 volatile int px__lnx_fail_step;
@@ -119,6 +121,16 @@ static int open_work_root(px__lnx_backend_t *be, const char *root) {
 
 static void lnx_close(void *state);
 
+static int write_text(const char *path, const char *s) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  ssize_t n;
+  if (fd < 0)
+    return -1;
+  n = write(fd, s, strlen(s));
+  close(fd);
+  return n == (ssize_t)strlen(s) ? 0 : -1;
+}
+
 /* Job dirs left in work_root by a daemon that died: kill what still runs
  * in their cgroups, remove the cgroups, unmount and remove the dirs. Only
  * names found in this backend's own work_root are touched, so backends
@@ -174,6 +186,51 @@ static void make_netns(void *arg) {
     *fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
 }
 
+/* A user namespace whose only mapping is "daemon uid/gid on disk = job
+ * uid/gid", for idmapped KB mounts (root mode; in user-namespace mode the
+ * job's own mapping does this already). Made by a child that unshares and
+ * waits while we write its maps; its namespace outlives it through the fd.
+ * Without it (old kernel), KB roots are bound plainly. */
+static void make_idmap(px__lnx_backend_t *be) {
+  char path[64], map[64];
+  int sync_p[2], ok;
+  pid_t pid;
+  char c;
+  if (!be->is_root || pipe2(sync_p, O_CLOEXEC) != 0)
+    return;
+  pid = fork();
+  if (pid == 0) {
+    c = unshare(CLONE_NEWUSER) == 0 ? 'u' : 'x';
+    if (write(sync_p[1], &c, 1) == 1)
+      pause();
+    _exit(0);
+  }
+  close(sync_p[1]);
+  ok = pid > 0 && read(sync_p[0], &c, 1) == 1 && c == 'u';
+  close(sync_p[0]);
+  if (ok) {
+    px_snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)be->outer_uid,
+                (unsigned long)be->run_uid);
+    px_snprintf(path, sizeof path, "/proc/%ld/uid_map", (long)pid);
+    ok = write_text(path, map) == 0;
+    px_snprintf(path, sizeof path, "/proc/%ld/setgroups", (long)pid);
+    ok = ok && write_text(path, "deny") == 0;
+    px_snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)be->outer_gid,
+                (unsigned long)be->run_gid);
+    px_snprintf(path, sizeof path, "/proc/%ld/gid_map", (long)pid);
+    ok = ok && write_text(path, map) == 0;
+    px_snprintf(path, sizeof path, "/proc/%ld/ns/user", (long)pid);
+    if (ok)
+      be->idmap_fd = open(path, O_RDONLY | O_CLOEXEC);
+  }
+  if (pid > 0) {
+    kill(pid, SIGKILL); /* checksrc: allow - our own helper child */
+    waitpid(pid, NULL, 0);
+  }
+  if (be->idmap_fd < 0)
+    PX_LOG(PX_LOG_WARN, "no idmap user namespace: KB roots bound plainly");
+}
+
 static int shared_netns(px__lnx_backend_t *be) {
   px_thread_t t;
   int rc;
@@ -194,6 +251,7 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
     return PX_ENOMEM;
   be->work_root_fd = -1;
   be->netns_fd = -1;
+  be->idmap_fd = -1;
   be->tick_ms = opts->tick_ms ? opts->tick_ms : 50;
   be->tmpfs_bytes = opts->tmpfs_bytes ? opts->tmpfs_bytes : 64u << 20;
   be->allow_degraded = opts->allow_degraded;
@@ -213,6 +271,7 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
       (rc = px__seccomp_build(1, &be->bpf[1])) != 0 ||
       (rc = shared_netns(be)) != 0)
     goto fail;
+  make_idmap(be);
   /* Orphans of a job's processes would come to us, not to init. */
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
     rc = PX_LOG_ERRNO(PX_EOS, errno, "prctl(PR_SET_CHILD_SUBREAPER)");
@@ -249,6 +308,8 @@ static void lnx_close(void *state) {
     close(be->work_root_fd);
   if (be->netns_fd >= 0)
     close(be->netns_fd);
+  if (be->idmap_fd >= 0)
+    close(be->idmap_fd);
   free(be->stage);
   free(be->work_root);
   free(be);

@@ -127,6 +127,8 @@ typedef enum {
   PX_MNT_BIND_RO,    /* bind src on dst, remount read-only */
   PX_MNT_BIND_RW,    /* bind src on dst, nosuid nodev */
   PX_MNT_BIND_DEV,   /* bind a device node (no nodev) */
+  PX_MNT_IDMAP_RO,   /* bind src on dst through an idmapped mount (fd) */
+  PX_MNT_IDMAP_RW,
   PX_MNT_TMPFS,      /* tmpfs on dst, options src */
   PX_MNT_PROC,       /* fresh proc on dst */
   PX_MNT_REMOUNT_RO  /* remount dst read-only */
@@ -138,6 +140,7 @@ typedef struct {
   char *src;            /* owned: host path, symlink target or options */
   char *dst;            /* owned: absolute path in the staging root */
   unsigned long flags;  /* flags of the source mount to keep */
+  int fd;               /* borrowed: idmap user namespace (IDMAP kinds) */
 } px__mnt_op_t;
 
 typedef struct {
@@ -196,6 +199,8 @@ typedef struct {
   int cap_last;
   int landlock_abi;
   int netns_fd;              /* owned: shared empty netns, or -1 */
+  int idmap_fd;              /* owned: userns mapping the daemon's uid to
+                                the job uid (KB mounts), or -1 */
   px__cg_host_t cg;
   px__mnt_plan_t skel;
   px__bpf_t bpf[2];          /* [0] no egress, [1] egress */

@@ -30,6 +30,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/mount.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -223,6 +224,45 @@ int px__mnt_skeleton(const char *stage, const char *const *binds,
 
 /* --- child side (async-signal-safe) ------------------------------------ */
 
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+
+struct px_mount_attr {
+  uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+/* A KB root seen through an idmapped mount: files the daemon owns on disk
+ * appear (and are created) as the job's own, so kb:write works without
+ * handing the tree to uid 65534 on the host. Returns 1 when the file
+ * system cannot do it (the caller binds plainly), 0 or -errno. */
+static int idmap_bind(const px__mnt_op_t *op) {
+  struct px_mount_attr attr;
+  int t, rc = 0;
+  t = (int)syscall(SYS_open_tree, AT_FDCWD, op->src,
+                   OPEN_TREE_CLONE | O_CLOEXEC);
+  if (t < 0)
+    return errno == ENOSYS ? 1 : -errno;
+  memset(&attr, 0, sizeof attr);
+  attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                  (op->kind == PX_MNT_IDMAP_RO ? MOUNT_ATTR_RDONLY : 0);
+  attr.userns_fd = (uint64_t)op->fd;
+  if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &attr, sizeof attr))
+    rc = (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP) ? 1
+                                                                      : -errno;
+  else if (syscall(SYS_move_mount, t, "", AT_FDCWD, op->dst,
+                   MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    rc = -errno;
+  close(t);
+  return rc;
+}
+
 static int run_op(const px__mnt_op_t *op) {
   unsigned long base = MS_REMOUNT | MS_BIND | MS_NOSUID | op->flags;
   int fd;
@@ -241,6 +281,17 @@ static int run_op(const px__mnt_op_t *op) {
     return 0;
   case PX_MNT_SYMLINK:
     return symlink(op->src, op->dst) == 0 ? 0 : -errno;
+  case PX_MNT_IDMAP_RO:
+  case PX_MNT_IDMAP_RW: {
+    int rc = idmap_bind(op);
+    if (rc <= 0)
+      return rc;
+    /* no idmapped mounts here: a plain bind (writes may then be denied) */
+    if (mount(op->src, op->dst, NULL, MS_BIND, NULL) != 0)
+      return -errno;
+    base |= MS_NODEV | (op->kind == PX_MNT_IDMAP_RO ? MS_RDONLY : 0);
+    return mount(NULL, op->dst, NULL, base, NULL) == 0 ? 0 : -errno;
+  }
   case PX_MNT_BIND_RO:
   case PX_MNT_BIND_RW:
   case PX_MNT_BIND_DEV:

@@ -148,6 +148,13 @@ static int build_mounts(px__plan_t *p, px_sandbox_t *sb) {
                           kb->writable);
     if (rc != 0)
       return rc;
+    if (sb->be->idmap_fd >= 0 && p->mnt.n > 0 &&
+        (p->mnt.ops[p->mnt.n - 1].kind == PX_MNT_BIND_RO ||
+         p->mnt.ops[p->mnt.n - 1].kind == PX_MNT_BIND_RW)) {
+      px__mnt_op_t *op = &p->mnt.ops[p->mnt.n - 1];
+      op->kind = kb->writable ? PX_MNT_IDMAP_RW : PX_MNT_IDMAP_RO;
+      op->fd = sb->be->idmap_fd;
+    }
     if (kb->writable) {
       /* The op list owns a copy of the in-sandbox path. */
       p->ll[p->nll].path = p->mnt.ops[p->mnt.n - 1].dst + strlen(stage);
