@@ -461,6 +461,7 @@ static void flush_backlogs(px_zmq_endpoint_t *ep) {
 
 static void process_outbound(px_zmq_endpoint_t *ep) {
   outmsg_t *m, *next;
+  unsigned long dropped = 0, dropped_bytes = 0;
   px_mutex_lock(&ep->qlock);
   m = ep->q_head;
   ep->q_head = ep->q_tail = NULL;
@@ -469,11 +470,9 @@ static void process_outbound(px_zmq_endpoint_t *ep) {
   for (; m; m = next) {
     peer_t *p = peer_by_serial(ep, m->serial);
     next = m->next;
-    if (!p) {
-      PX_LOG(PX_LOG_WARN,
-             "a message for a ZeroMQ client that has gone was dropped "
-             "(%lu bytes)",
-             (unsigned long)m->len);
+    if (!p) { /* its session closed after it queued this: a late message */
+      dropped++;
+      dropped_bytes += (unsigned long)m->len;
       free(m);
     } else if (p->backlog) {
       park(p, m);
@@ -481,6 +480,11 @@ static void process_outbound(px_zmq_endpoint_t *ep) {
       peer_close(ep, p, "unreachable");
     }
   }
+  if (dropped) /* one line per batch: a streaming job can leave many */
+    PX_LOG(PX_LOG_WARN,
+           "%lu message(s) (%lu bytes) for ZeroMQ clients that have gone "
+           "were dropped",
+           dropped, dropped_bytes);
 }
 
 static int out_pending(px_zmq_endpoint_t *ep) {
