@@ -22,6 +22,40 @@
 
 #include <sddl.h>
 #include <stdlib.h>
+#include <wchar.h>
+
+/* A missing work root is created granting the sandbox nothing: SYSTEM,
+ * Administrators and the service's user only, nothing inherited. (An
+ * existing one is the installer's; it is used as it is.) */
+static int root_create(const WCHAR *root) {
+  HANDLE t = NULL;
+  BYTE ubuf[SECURITY_MAX_SID_SIZE + sizeof(TOKEN_USER)];
+  TOKEN_USER *user = (TOKEN_USER *)(void *)ubuf;
+  SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, FALSE};
+  WCHAR sddl[256], *us = NULL;
+  DWORD n;
+  BOOL ok;
+  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &t) ||
+      !GetTokenInformation(t, TokenUser, user, sizeof ubuf, &n) ||
+      !ConvertSidToStringSidW(user->User.Sid, &us)) {
+    px_handle_close(&t);
+    return PX_LOG_WIN32(PX_EACL, GetLastError(), "GetTokenInformation(User)");
+  }
+  px_handle_close(&t);
+  swprintf(sddl, 256, L"D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;%ls)",
+           us);
+  LocalFree(us);
+  if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(
+          sddl, SDDL_REVISION_1, &sa.lpSecurityDescriptor, NULL))
+    return PX_LOG_WIN32(PX_EACL, GetLastError(),
+                        "ConvertStringSecurityDescriptorToSecurityDescriptorW");
+  ok = CreateDirectoryW(root, &sa);
+  n = GetLastError();
+  LocalFree(sa.lpSecurityDescriptor);
+  if (!ok && n != ERROR_ALREADY_EXISTS)
+    return PX_LOG_WIN32(PX_EIO, n, "CreateDirectoryW(work root)");
+  return 0;
+}
 
 static int work_root_init(px__winbe_t *be, const char *root) {
   size_t n;
@@ -34,9 +68,8 @@ static int work_root_init(px__winbe_t *be, const char *root) {
   n = wcslen(be->work_root);
   while (n > 3 && (be->work_root[n - 1] == L'\\' || be->work_root[n - 1] == L'/'))
     be->work_root[--n] = 0;
-  if (!CreateDirectoryW(be->work_root, NULL) &&
-      GetLastError() != ERROR_ALREADY_EXISTS)
-    return PX_LOG_WIN32(PX_EIO, GetLastError(), "CreateDirectoryW(work root)");
+  if ((rc = root_create(be->work_root)))
+    return rc;
   if ((rc = px__winbe_final_path(be->work_root, &be->work_root_final)))
     return rc;
   return 0;
