@@ -297,12 +297,11 @@ static int run_op(const px__mnt_op_t *op) {
   case PX_MNT_BIND_DEV:
     if (mount(op->src, op->dst, NULL, MS_BIND, NULL) != 0)
       return -errno;
-    if (op->kind == PX_MNT_BIND_RO)
-      base |= MS_RDONLY | MS_NODEV;
-    else if (op->kind == PX_MNT_BIND_RW)
-      base |= MS_NODEV;
-    else
-      base |= MS_NOEXEC;
+    /* A device node needs no remount: nosuid/noexec mean nothing for it
+     * and the bind keeps the host /dev mount's flags. */
+    if (op->kind == PX_MNT_BIND_DEV)
+      return 0;
+    base |= MS_NODEV | (op->kind == PX_MNT_BIND_RO ? MS_RDONLY : 0);
     return mount(NULL, op->dst, NULL, base, NULL) == 0 ? 0 : -errno;
   case PX_MNT_TMPFS:
     return mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
