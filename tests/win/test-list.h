@@ -42,6 +42,7 @@ PX_TEST_ENTRY(winfault, winfault_start, 60)
 PX_TEST_ENTRY(winfault, winfault_kill, 60)
 PX_TEST_ENTRY(winfault, winfault_tolerated, 60)
 PX_TEST_ENTRY(winfault, winfault_windows_only, 120)
+PX_TEST_ENTRY(winfault, winfault_assign_fallback, 60)
 /* what only real Windows enforces (label win-enforce; SKIP under Wine) */
 PX_TEST_ENTRY(enforce, enforce_token, 60)
 PX_TEST_ENTRY(enforce, enforce_untrusted, 60)

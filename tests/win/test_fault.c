@@ -294,3 +294,40 @@ TEST_IMPL(winfault_windows_only) {
   prepare_faults(f, sizeof f / sizeof f[0], 0);
   return 0;
 }
+
+/* Without PROC_THREAD_ATTRIBUTE_JOB_LIST (before Windows 10) the suspended
+ * child is assigned to its job before it runs; if that fails, nothing
+ * runs. */
+TEST_IMPL(winfault_assign_fallback) {
+  wt_backend_t b;
+  wt_job_t j;
+  wt_capture_t c;
+  px_outcome_t o;
+  px_sandbox_t *sb = NULL;
+  px_sandbox_events_t ev = {0};
+  unsigned long assigns;
+  wt_open(&b);
+  wt_job(&j, "report", NULL);
+  wt_capture_init(&c);
+  assigns = px__winapi_calls(PX_WAPI_AssignProcessToJobObject);
+  px__winapi_fault(PX_WAPI_UpdateProcThreadAttribute, 2, ERROR_NOT_SUPPORTED);
+  ASSERT_OK(wt_run(&b, &j, &c, &o));
+  px__winapi_fault_reset();
+  ASSERT_EQ(px__winapi_calls(PX_WAPI_AssignProcessToJobObject) - assigns, 1);
+  ASSERT(wt_has_line(wt_stdout(&c), "IN_JOB 1"));
+  ASSERT_EQ(o.exited, 1);
+  ASSERT_EQ(o.exit_code, 0);
+  wt_capture_free(&c);
+  wt_job_free(&j);
+  /* ... and the assignment refused: fail closed. */
+  wt_job(&j, "sleep", "60000", NULL);
+  px__winapi_fault(PX_WAPI_UpdateProcThreadAttribute, 2, ERROR_NOT_SUPPORTED);
+  px__winapi_fault(PX_WAPI_AssignProcessToJobObject, 1, ERROR_ACCESS_DENIED);
+  ASSERT_EQ(px_backend_native()->prepare(b.state, &j.spec, &ev, &sb), PX_EJOB);
+  px__winapi_fault_reset();
+  ASSERT_NULL(sb);
+  assert_no_probe();
+  wt_job_free(&j);
+  wt_close(&b);
+  return 0;
+}

@@ -393,9 +393,15 @@ static int attrs_build(px__winbe_t *be, px_sandbox_t *sb, attrs_t *a) {
     return PX_LOG_WIN32(PX_ESPAWN, GetLastError(),
                         "UpdateProcThreadAttribute(HANDLE_LIST)");
   if (!PXW(UpdateProcThreadAttribute)(a->list, 0, PROC_THREAD_ATTRIBUTE_JOB_LIST,
-                                      a->jobs, sizeof a->jobs, NULL, NULL))
-    return PX_LOG_WIN32(PX_ESPAWN, GetLastError(),
-                        "UpdateProcThreadAttribute(JOB_LIST)");
+                                      a->jobs, sizeof a->jobs, NULL, NULL)) {
+    /* Before Windows 10 the job list does not exist: the child is then
+     * assigned while still suspended (job_check). Any other error fails. */
+    if (GetLastError() != ERROR_NOT_SUPPORTED)
+      return PX_LOG_WIN32(PX_ESPAWN, GetLastError(),
+                          "UpdateProcThreadAttribute(JOB_LIST)");
+    PX_LOG(PX_LOG_INFO, "no PROC_THREAD_ATTRIBUTE_JOB_LIST: assigning the "
+                        "suspended child to its job instead");
+  }
   if (sb->spec->limits.processes == 1) {
     /* One process: the kernel refuses any child outright (the job limit
      * would also, but this closes the surrogate paths that create the
