@@ -375,7 +375,7 @@ static int process_dir(ctx_t *c, px_kbfs_dir_t *dir, const char *rel,
   if (depth > PX_KB_MAX_DEPTH)
     return fail(c, rel, "walk (too deep)", PX_ERANGE);
   rc = px_kbfs_list(dir, collect, &cur);
-  if (rc == 0)
+  if (rc == 0 && cur.n)
     qsort(cur.v, cur.n, sizeof *cur.v, cmp_ent);
   if (rc == 0)
     rc = prune(c, dir, &cur, &path, rel, depth);

@@ -154,7 +154,7 @@ static int walk_dir(px_kb_t *kb, px_kbfs_dir_t *dir, const char *rel,
   if (depth > PX_KB_MAX_DEPTH)
     return PX_ERANGE;
   rc = px_kbfs_list(dir, collect, &d);
-  if (rc == 0)
+  if (rc == 0 && d.n)
     qsort(d.v, d.n, sizeof *d.v, cmp_dirent);
   for (i = 0; rc == 0 && i < d.n; i++) {
     px_buf_reset(&path);
