@@ -13,9 +13,11 @@ PX_TEST_ENTRY(sandbox, sandbox_kb_mounts, 30)
 PX_TEST_ENTRY(sandbox, sandbox_kill_before_start, 30)
 PX_TEST_ENTRY(sandbox, sandbox_available_bits, 30)
 PX_TEST_ENTRY(sandbox, sandbox_unprivileged_user_namespace, 30)
+PX_TEST_ENTRY(sandbox, sandbox_stdin_unread, 30)
 #include "list-daemon.h"
 /* watchdog/linux: tests/linux/test_job_enforce.c */
 PX_TEST_ENTRY(enforce, enforce_memory_bomb, 60)
+PX_TEST_ENTRY(enforce, enforce_memory_bomb_spread, 60)
 PX_TEST_ENTRY(enforce, enforce_fork_bomb, 60)
 PX_TEST_ENTRY(enforce, enforce_cpu_busy_loop, 60)
 PX_TEST_ENTRY(enforce, enforce_wall_sleeper, 60)

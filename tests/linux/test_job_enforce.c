@@ -598,3 +598,31 @@ TEST_IMPL(enforce_daemon_sigkill_kills_jobs) {
   }
   return 0;
 }
+
+/* Memory spread over several processes counts as one job's memory. */
+TEST_IMPL(enforce_memory_bomb_spread) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  const char *argv[] = {
+      "/bin/sh", "-c",
+      "for i in 1 2 3 4 5 6; do /usr/bin/python3 -c "
+      "\"import time; s = 'x' * (24 << 20); time.sleep(5)\" & done; wait",
+      NULL};
+  TH_REQUIRE_ROOT();
+  if (access("/usr/bin/python3", X_OK) != 0)
+    RETURN_SKIP("no /usr/bin/python3");
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  s.limits.memory_bytes = 96u << 20; /* each fits, together they do not */
+  ASSERT_OK(th_run(&b, &s, &r));
+  if (!(r.o.enforcement & PX_ENF(PX_ENF_CGROUP_MEMORY)))
+    RETURN_SKIP("no memory cgroup here");
+  ASSERT_EQ(r.o.violation.limit, PX_LIMIT_MEMORY);
+  ASSERT_EQ(r.o.violation.detected_by, PX_DETECT_OS);
+  ASSERT_EQ(r.o.killed, 1);
+  ASSERT_UINT_LE(r.o.usage.wall_ms, 4500); /* killed, not slept out */
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}

@@ -361,3 +361,27 @@ TEST_IMPL(sandbox_unprivileged_user_namespace) {
   ASSERT_EQ(WEXITSTATUS(status), 0);
   return 0;
 }
+
+/* A child that never reads its stdin: the watchdog's writer meets EPIPE
+ * (its SIGPIPE blocked and taken back) and the job ends normally. */
+TEST_IMPL(sandbox_stdin_unread) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  static unsigned char in[4u << 20];
+  const char *argv[] = {"/bin/sh", "-c", "echo ok", NULL};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  s.stdin_data = in;
+  s.stdin_len = sizeof in;
+  s.limits.wall_ms = 10000;
+  ASSERT_OK(th_run(&b, &s, &r));
+  ASSERT_EQ(r.o.exited, 1);
+  ASSERT_EQ(r.o.exit_code, 0);
+  ASSERT_EQ(r.o.violation.limit, PX_LIMIT_NONE);
+  ASSERT_STR_EQ(px_buf_cstr(&r.out), "ok\n");
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
