@@ -43,24 +43,6 @@ static const char *probe(px_outcome_t *o, uint32_t caps, uint64_t procs,
   return text;
 }
 
-static int token_has_group(const char *sddl_sid) {
-  HANDLE t;
-  BYTE buf[8192];
-  TOKEN_GROUPS *g = (TOKEN_GROUPS *)(void *)buf;
-  PSID want = NULL;
-  DWORD n, i;
-  int found = 0;
-  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &t))
-    return 0;
-  if (GetTokenInformation(t, TokenGroups, g, sizeof buf, &n) &&
-      ConvertStringSidToSidA(sddl_sid, &want))
-    for (i = 0; i < g->GroupCount; i++)
-      found |= EqualSid(g->Groups[i].Sid, want) ? 1 : 0;
-  LocalFree(want);
-  CloseHandle(t);
-  return found;
-}
-
 TEST_IMPL(enforce_token) {
   px_outcome_t o;
   const char *t;
@@ -74,7 +56,7 @@ TEST_IMPL(enforce_token) {
   ASSERT(wt_has_line(t, "PRIVILEGE SeChangeNotifyPrivilege"));
   for (p = t; (p = strstr(p, "PRIVILEGE ")); p++)
     ASSERT(strncmp(p, "PRIVILEGE SeChangeNotifyPrivilege", 33) == 0);
-  if (token_has_group("S-1-5-32-544"))
+  if (wt_token_has_group("S-1-5-32-544"))
     ASSERT(wt_has_line(t, "DENY_ONLY S-1-5-32-544")); /* Administrators */
   ASSERT(o.enforcement & PX_ENF(PX_ENF_RESTRICTED_TOKEN));
   ASSERT(o.enforcement & PX_ENF(PX_ENF_LOW_INTEGRITY));

@@ -94,6 +94,14 @@ TEST_IMPL(winjob_report) {
     if (strcmp(h, in) && strcmp(h, out) && strcmp(h, err))
       px__test_fail(__FILE__, __LINE__, "child inherited handle %s", h);
   }
+  /* Deny-only groups are honoured even by Wine: Administrators (SYSTEM's
+   * above all) is deny-only, Everyone and Users stay usable. */
+  if (wt_token_has_group("S-1-5-32-544"))
+    ASSERT(wt_has_line(t, "DENY_ONLY S-1-5-32-544"));
+  if (wt_token_has_group("S-1-5-18"))
+    ASSERT(wt_has_line(t, "DENY_ONLY S-1-5-18"));
+  ASSERT(!wt_has_line(t, "DENY_ONLY S-1-1-0"));
+  ASSERT(!wt_has_line(t, "DENY_ONLY S-1-5-32-545"));
   /* What applied (Wine accepts all of these calls). */
   ASSERT(o.enforcement & PX_ENF(PX_ENF_JOB_OBJECT));
   ASSERT(o.enforcement & PX_ENF(PX_ENF_KILL_ON_JOB_CLOSE));

@@ -188,3 +188,21 @@ int wt_pid_alive(unsigned long pid) {
   CloseHandle(h);
   return w == WAIT_TIMEOUT;
 }
+
+int wt_token_has_group(const char *sid) {
+  HANDLE t;
+  BYTE buf[8192];
+  TOKEN_GROUPS *g = (TOKEN_GROUPS *)(void *)buf;
+  PSID want = NULL;
+  DWORD n, i;
+  int found = 0;
+  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &t))
+    return 0;
+  if (GetTokenInformation(t, TokenGroups, g, sizeof buf, &n) &&
+      ConvertStringSidToSidA(sid, &want))
+    for (i = 0; i < g->GroupCount; i++)
+      found |= EqualSid(g->Groups[i].Sid, want) ? 1 : 0;
+  LocalFree(want);
+  CloseHandle(t);
+  return found;
+}

@@ -63,6 +63,9 @@ int wt_has_line(const char *text, const char *line);
  * returns buf, or NULL when there is none. */
 char *wt_line(const char *text, const char *prefix, char *buf, size_t n);
 
+/* 1 if this process's token has the group (string SID). */
+int wt_token_has_group(const char *sid);
+
 /* 1 while a process with this pid is alive. */
 int wt_pid_alive(unsigned long pid);
 
