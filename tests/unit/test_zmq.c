@@ -709,3 +709,42 @@ TEST_IMPL(zmq_log_rate_limit) {
   ASSERT_EQ(rl.suppressed, 0);
   return 0;
 }
+
+TEST_IMPL(zmq_ipc_endpoint) {
+  fx_t f;
+  void *a, *p;
+  char section[2048], endpoint[1100], want[1200];
+  SKIP_WITHOUT_CURVE();
+  if (!zmq_has("ipc"))
+    RETURN_SKIP("this libzmq has no ipc:// transport (the mingw build is "
+                "configured with ZMQ_HAVE_IPC=OFF)");
+  cap_start();
+  keys_init();
+  /* CURVE applies to ipc too. */
+  snprintf(endpoint, sizeof endpoint, "ipc://%s", scratch("zmq.sock"));
+  curve_section(section, sizeof section, endpoint, server_key_file());
+  ASSERT_OK(fx_open(&f, section));
+  ASSERT_NOT_NULL(f.ep);
+  p = client(&f, NULL);
+  client_send(p, "{\"type\":\"ping\"}");
+  client_expect_nothing(p);
+  a = client(&f, &k_a);
+  client_send(a, "{\"type\":\"ping\"}");
+  client_expect(a, "\"type\":\"pong\"", NULL);
+  zmq_close(a);
+  zmq_close(p);
+  fx_close(&f);
+  /* Without CURVE only when insecure, with the warning. */
+  snprintf(section, sizeof section, "\"endpoint\":\"%s\",\"insecure\":true",
+           endpoint);
+  ASSERT_OK(fx_open(&f, section));
+  snprintf(want, sizeof want, "ZeroMQ endpoint %s runs WITHOUT authentication",
+           endpoint);
+  ASSERT(cap_has(want));
+  p = client(&f, NULL);
+  client_send(p, "{\"type\":\"ping\"}");
+  client_expect(p, "\"type\":\"pong\"", NULL);
+  zmq_close(p);
+  fx_close(&f);
+  return 0;
+}
