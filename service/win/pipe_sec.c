@@ -145,22 +145,22 @@ static int low_integrity(HANDLE tok) {
 
 static int fill_groups(HANDLE tok, px_peer_t *peer) {
   TOKEN_GROUPS *g = token_info(tok, TokenGroups);
+  char sid[sizeof peer->group_sids[0]];
   DWORD i;
   int rc = 0;
   if (!g)
     return PX_LOG_WIN32(PX_ETOKEN, GetLastError(), "GetTokenInformation(TokenGroups)");
   for (i = 0; i < g->GroupCount && rc == 0; i++) {
     DWORD a = g->Groups[i].Attributes;
-    char *dst;
-    if (!(a & SE_GROUP_ENABLED) || (a & SE_GROUP_USE_FOR_DENY_ONLY) ||
-        (a & SE_GROUP_INTEGRITY) || peer->ngroup_sids >= PX_PEER_MAX_GROUPS)
-      continue;
-    dst = peer->group_sids[peer->ngroup_sids];
-    if (sid_to_string(g->Groups[i].Sid, dst, sizeof peer->group_sids[0]) != 0)
+    if (sid_to_string(g->Groups[i].Sid, sid, sizeof sid) != 0)
       continue; /* an unprintable group is not matched on */
-    if (is_job_sid(dst))
+    /* Every group is checked for job SIDs, deny-only ones and those past
+     * the peer's capacity included. */
+    if (is_job_sid(sid))
       rc = PX_EACCES;
-    peer->ngroup_sids++;
+    else if ((a & SE_GROUP_ENABLED) && !(a & SE_GROUP_USE_FOR_DENY_ONLY) &&
+             !(a & SE_GROUP_INTEGRITY) && peer->ngroup_sids < PX_PEER_MAX_GROUPS)
+      memcpy(peer->group_sids[peer->ngroup_sids++], sid, sizeof sid);
   }
   free(g);
   return rc;

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# build-msi.sh - build PhoenixExecutor.msi with wixl (called by the `msi`
+# target of installer/CMakeLists.txt, and by the upgrade test for a second
+# MSI with another version).
+#
+#   installer/build-msi.sh --version X.Y.Z --service PhoenixExecutor.exe
+#       --ctl phoenixctl.exe --helper px_msi_helper.exe --out FILE.msi
+#       [--work DIR] [--config executor.json] [--emulator PROGRAM]
+#
+# Steps:
+#  1. stage the executables in DIR (wixl finds sources relative to its
+#     working directory);
+#  2. executor.json: `PhoenixExecutor.exe --print-default-config` run
+#     through the cross-compiling emulator (tools/wine-run), checked to be
+#     one JSON object; or the file given with --config;
+#  3. wixl -a x64 -D Version=... installer/PhoenixExecutor.wxs; any wixl
+#     warning fails the build (wixl ignores attributes it does not know
+#     with only a warning: nothing may be silently dropped);
+#  4. msibuild sets what wixl 0.101 cannot express (docs/installer.md):
+#     Permanent + NeverOverwrite on the configuration, Permanent on the
+#     logs and KB store folders, REMOVE_DATA in SecureCustomProperties,
+#     and the WaitServiceStopped action as an EXE in the Binary table
+#     (type 2 + continue 0x40 + deferred 0x400 + no-impersonate 0x800);
+#  5. the result is read back (msiinfo) and checked, then moved in place.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+
+version= service= ctl= helper= out= work= config= emulator=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --version) version=$2; shift 2 ;;
+        --service) service=$2; shift 2 ;;
+        --ctl) ctl=$2; shift 2 ;;
+        --helper) helper=$2; shift 2 ;;
+        --out) out=$2; shift 2 ;;
+        --work) work=$2; shift 2 ;;
+        --config) config=$2; shift 2 ;;
+        --emulator) emulator=$2; shift 2 ;;
+        *) echo "build-msi.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+die() { echo "build-msi.sh: $*" >&2; exit 1; }
+[ -n "$version" ] && [ -n "$service" ] && [ -n "$ctl" ] && [ -n "$helper" ] &&
+    [ -n "$out" ] || die "missing arguments (see the header of this script)"
+# An MSI ProductVersion: major.minor.build, 255.255.65535 at most.
+[[ "$version" =~ ^([0-9]+)\.([0-9]+)\.([0-9]+)$ ]] || die "version '$version' is not X.Y.Z"
+[ "${BASH_REMATCH[1]}" -le 255 ] && [ "${BASH_REMATCH[2]}" -le 255 ] &&
+    [ "${BASH_REMATCH[3]}" -le 65535 ] || die "version '$version' out of MSI range"
+for t in wixl msibuild msiinfo; do
+    command -v $t >/dev/null || die "$t not found (apt-get install wixl msitools)"
+done
+for f in "$service" "$ctl" "$helper"; do [ -f "$f" ] || die "missing $f"; done
+
+out=$(realpath -m "$out")
+work=$(realpath -m "${work:-$out.d}")
+rm -rf "$work"
+mkdir -p "$work"
+cp "$service" "$work/PhoenixExecutor.exe"
+cp "$ctl" "$work/phoenixctl.exe"
+cp "$helper" "$work/px_msi_helper.exe"
+
+# ---- 2. the default configuration ----
+if [ -n "$config" ]; then
+    cp "$config" "$work/executor.json"
+else
+    if [ -z "$emulator" ]; then
+        # shellcheck source=../tools/wine-env.sh
+        source "$here/../tools/wine-env.sh" env
+        emulator=wine
+    fi
+    "$emulator" "$work/PhoenixExecutor.exe" --print-default-config \
+        >"$work/executor.json" 2>"$work/print-default-config.err" ||
+        die "PhoenixExecutor.exe --print-default-config failed: $(cat "$work/print-default-config.err")"
+fi
+python3 - "$work/executor.json" <<'EOF' || die "executor.json is not one JSON object"
+import json, sys
+with open(sys.argv[1], encoding="utf-8") as f:
+    d = json.load(f)
+assert isinstance(d, dict) and "work_root" in d and "transports" in d, "not a configuration"
+EOF
+
+# ---- 3. wixl ----
+(cd "$work" && wixl -a x64 -D Version="$version" -o "$work/out.msi" \
+    "$here/PhoenixExecutor.wxs") >"$work/wixl.log" 2>&1 ||
+    { cat "$work/wixl.log" >&2; die "wixl failed"; }
+if grep -qiE 'warning|critical' "$work/wixl.log"; then
+    cat "$work/wixl.log" >&2
+    die "wixl warned (an attribute or element it does not support?)"
+fi
+
+# ---- 4. what wixl 0.101 cannot express ----
+# Component attributes: 0x100 64-bit, 0x10 Permanent, 0x80 NeverOverwrite.
+msibuild "$work/out.msi" \
+    -q "UPDATE \`Component\` SET \`Attributes\` = 400 WHERE \`Component\` = 'Config'" \
+    -q "UPDATE \`Component\` SET \`Attributes\` = 272 WHERE \`Component\` = 'LogsFolder'" \
+    -q "UPDATE \`Component\` SET \`Attributes\` = 272 WHERE \`Component\` = 'KbStoreFolder'" \
+    -q "UPDATE \`CustomAction\` SET \`Type\` = 3138, \`Source\` = 'PxMsiHelper' WHERE \`Action\` = 'WaitServiceStopped'" \
+    -q "UPDATE \`Property\` SET \`Value\` = 'WIX_DOWNGRADE_DETECTED;WIX_UPGRADE_DETECTED;REMOVE_DATA' WHERE \`Property\` = 'SecureCustomProperties'" ||
+    die "msibuild failed"
+
+# ---- 5. read back ----
+comp=$(msiinfo export "$work/out.msi" Component | tr -d "\r")
+prop=$(msiinfo export "$work/out.msi" Property | tr -d "\r")
+check() { grep -qP "$2" <<<"$1" || die "built MSI lacks: $3"; }
+check "$comp" '^Config\t\{[^}]+\}\tDataRoot\t400\t' "Config Permanent+NeverOverwrite"
+check "$comp" '^LogsFolder\t\{[^}]+\}\tLogsDir\t272\t' "LogsFolder Permanent"
+check "$comp" '^KbStoreFolder\t\{[^}]+\}\tKbStoreDir\t272\t' "KbStoreFolder Permanent"
+check "$prop" "^ProductVersion\t${version//./\\.}\$" "ProductVersion $version"
+check "$prop" '^UpgradeCode\t\{6F1C2E7A-4B3D-4E8F-9A21-5C7D8E9F0A1B\}$' "the fixed UpgradeCode"
+check "$(msiinfo export "$work/out.msi" CustomAction)" \
+    '^WaitServiceStopped\t3138\tPxMsiHelper\twaitstop ' "WaitServiceStopped as a Binary EXE action"
+check "$prop" '^SecureCustomProperties\t.*REMOVE_DATA' "REMOVE_DATA secure"
+check "$(msiinfo export "$work/out.msi" ServiceInstall)" \
+    '^PhoenixExecutorService\tPhoenixExecutor\t[^\t]*\t16\t2\t1\t' "auto-start own-process service"
+
+mv -f "$work/out.msi" "$out"
+echo "build-msi.sh: $out ($version)"
