@@ -116,48 +116,83 @@ typedef struct {
 } px__job_sample_t;
 
 /* job.c */
+/* Create sb->job (owned by sb) with every limit of the spec, UI
+ * restrictions and CPU rate control where the OS takes them, associated with
+ * be->port under sb->id. Sets the enforcement bits that applied. 0 or
+ * PX_EJOB (fail closed). */
 int px__winbe_job_create(px__winbe_t *be, struct px_sandbox_s *sb);
+/* Fill *s from the job's accounting, falling back to its processes where
+ * the job reads zero (Wine). 0 or PX_EJOB. */
 int px__winbe_job_sample(HANDLE job, px__job_sample_t *s);
+/* The job's distinct process ids (at most cap) into pids; *n their count.
+ * 0 or PX_EJOB. */
 int px__winbe_job_pids(HANDLE job, DWORD *pids, size_t cap, size_t *n);
 
 /* token.c */
+/* A fresh per-job SID S-1-5-117-1-r1-r2-r3 (*out: LocalFree). 0 or error. */
 int px__winbe_sid_new_job(PSID *out);
+/* ConvertStringSidToSidW (*out: LocalFree). 0 or PX_ETOKEN. */
 int px__winbe_sid_from_string(const WCHAR *s, PSID *out);
+/* sb->token (owned by sb): the restricted low-integrity token of the job,
+ * read back outside Wine. 0 or PX_ETOKEN/PX_ENOMEM (fail closed). */
 int px__winbe_token_create(px__winbe_t *be, struct px_sandbox_s *sb);
+/* A fresh AppContainer SID S-1-15-2-r1..r7 (*out: FreeSid). */
 int px__winbe_appcontainer_sid(PSID *out);
 
 /* acl.c */
+/* Create sb->dir (owned by sb) = work_root\key, fresh, with the job's
+ * protected DACL and Low label. 0, PX_EINVAL (key), PX_EEXIST, PX_EACL. */
 int px__winbe_dir_create(px__winbe_t *be, struct px_sandbox_s *sb);
+/* Write spec->files below sb->dir (paths checked again). 0 or error. */
 int px__winbe_files_write(struct px_sandbox_s *sb);
+/* 0 if `rel` is a safe relative job file path, else PX_EINVAL. */
 int px__winbe_path_check(const char *rel);
 
 /* spawn.c */
+/* The command line for argv (*out malloc'd, caller frees). PX_ERANGE over
+ * 32,767 characters (argv_too_long), PX_EINVAL for bad input. */
 int px__winbe_cmdline(char *const *argv, size_t argc, WCHAR **out);
+/* The child's environment block (*out malloc'd, caller frees). be unused. */
 int px__winbe_envblock(px__winbe_t *be, const struct px_sandbox_s *sb,
                        WCHAR **out);
+/* The three stdio pipes: service ends in sb->in/out/err, child ends in
+ * sb->child_* (both owned by sb). 0 or PX_ESPAWN. */
 int px__winbe_pipes_create(struct px_sandbox_s *sb);
+/* Create the first process suspended, in the job, with the handle list;
+ * sb->process/thread owned by sb. 0 or error (the caller tears down). */
 int px__winbe_spawn(px__winbe_t *be, struct px_sandbox_s *sb);
 
 /* watchdog.c */
+/* Start / stop (post quit, join) the thread that owns be->port. */
 int px__winbe_watchdog_start(px__winbe_t *be);
 void px__winbe_watchdog_stop(px__winbe_t *be);
+/* Associate the pipes with the port, write stdin, issue the first reads. */
 int px__winbe_io_begin(px__winbe_t *be, struct px_sandbox_s *sb);
+/* The one place verdicts are decided (first wins): record, log CRITICAL,
+ * terminate. Under be->lock. */
 void px__winbe_verdict(struct px_sandbox_s *sb, px_limit_t limit,
                        uint64_t configured, uint64_t observed,
                        px_detector_t by);
+/* Terminate every process of the job; idempotent. Under be->lock. */
 void px__winbe_terminate(struct px_sandbox_s *sb);
-void px__winbe_unref(struct px_sandbox_s *sb); /* under be->lock */
+/* Drop one reference; frees the tracker at zero. Under be->lock. */
+void px__winbe_unref(struct px_sandbox_s *sb);
 
 /* cleanup.c */
+/* Remove dir and everything below it without following any reparse
+ * point, refusing when dir resolves outside root_final. 0 when removed or
+ * absent, else an error (logged). */
 int px__winbe_remove_tree(const WCHAR *dir, const WCHAR *root_final);
+/* The final (link-resolved) path of an existing path (*out malloc'd). */
 int px__winbe_final_path(const WCHAR *path, WCHAR **out);
 
-/* backend.c: test hooks */
+/* backend.c: hooks for tests (borrowed values; valid until release). */
 HANDLE px__winbe_test_port(void *state);
 const WCHAR *px__winbe_test_dir(px_sandbox_t *sb);
 DWORD px__winbe_test_pid(px_sandbox_t *sb);
 HANDLE px__winbe_test_job(px_sandbox_t *sb);
 ULONG_PTR px__winbe_test_key(px_sandbox_t *sb);
+/* How many job messages number `msg` the tracker received. */
 unsigned px__winbe_test_msgs(px_sandbox_t *sb, unsigned msg);
 
 #endif /* PX_WIN_INTERNAL_H */
