@@ -535,11 +535,29 @@ fail:
   return rc;
 }
 
+/* Kill every job still running and give the thread a few seconds to
+ * retire them, so their waiters return before the thread is gone. */
+static void drain_jobs(px__wd_t *wd) {
+  int tries;
+  for (tries = 0; tries < 500; tries++) {
+    px_sandbox_t *sb, *first;
+    px_mutex_lock(&wd->mu);
+    first = wd->jobs;
+    for (sb = first; sb; sb = sb->next)
+      px__job_kill(sb);
+    px_mutex_unlock(&wd->mu);
+    if (!first)
+      return;
+    px_sleep_ms(10);
+  }
+}
+
 void px__wd_close(px__wd_t *wd) {
   uint64_t one = 1;
   if (!wd)
     return;
   if (wd->running) {
+    drain_jobs(wd);
     __atomic_store_n(&wd->stop, 1, __ATOMIC_RELEASE);
     if (write(wd->wake_fd, &one, sizeof one) < 0)
       (void)PX_LOG_ERRNO(0, errno, "write(wake)");
