@@ -21,6 +21,7 @@ PX_TEST_ENTRY(winjob, winjob_refusals, 60)
 PX_TEST_ENTRY(winjob, winjob_kill_before_start, 60)
 PX_TEST_ENTRY(winjob, winjob_concurrent, 60)
 PX_TEST_ENTRY(winjob, winjob_single_process, 60)
+PX_TEST_ENTRY(winjob, winjob_cmd_by_name, 60)
 /* the watchdog: its own polling, and posted limit messages */
 PX_TEST_ENTRY(winwatchdog, winwd_memory_hog, 60)
 PX_TEST_ENTRY(winwatchdog, winwd_busy_loop, 60)

@@ -543,3 +543,25 @@ TEST_IMPL(winjob_single_process) {
   wt_close(&b);
   return 0;
 }
+
+/* A real runtime by bare name: resolved in the job's PATH, started with the
+ * essential environment (SystemRoot, ComSpec, PATHEXT, PATH). */
+TEST_IMPL(winjob_cmd_by_name) {
+  wt_backend_t b;
+  wt_job_t j;
+  wt_capture_t c;
+  px_outcome_t o;
+  wt_open(&b);
+  wt_job(&j, "/c", "echo hello& exit 4", NULL);
+  free(j.argv[0]);
+  j.argv[0] = px_strdup("cmd");
+  wt_capture_init(&c);
+  ASSERT_OK(wt_run(&b, &j, &c, &o));
+  ASSERT_STR_CONTAINS(wt_stdout(&c), "hello");
+  ASSERT_EQ(o.exited, 1);
+  ASSERT_EQ(o.exit_code, 4);
+  wt_capture_free(&c);
+  wt_job_free(&j);
+  wt_close(&b);
+  return 0;
+}
