@@ -27,9 +27,9 @@ typedef struct px_zmq_endpoint_s px_zmq_endpoint_t;
  * Returns 0 with *out set; 0 with *out = NULL when no endpoint is
  * configured (ZeroMQ off); or PX_ECONFIG (bad key, missing allow-list,
  * CURVE required but not built into libzmq), PX_EACCES / PX_ENOENT /
- * PX_ELOOP (the key file failed its check), PX_EIO (bind failed),
- * PX_ENOMEM. Every failure is logged; nothing listens after a failure
- * (fail closed). */
+ * PX_ELOOP (the key file failed its check), PX_EEXIST (address in use),
+ * PX_EIO (another bind or socket failure), PX_ENOMEM. Every failure is logged;
+ * nothing listens after a failure (fail closed). */
 int px_zmq_endpoint_open(const px_config_t *cfg, px_service_t *svc,
                          px_zmq_endpoint_t **out);
 

@@ -568,6 +568,16 @@ static void *make_socket(px_zmq_endpoint_t *ep, int type) {
   return s;
 }
 
+/* 1 if a tcp endpoint's "host:port" names a loopback address. */
+static int loopback(const char *hostport) {
+  static const char *const lo[] = {"127.", "localhost:", "[::1]:", "lo:"};
+  size_t i;
+  for (i = 0; i < sizeof lo / sizeof lo[0]; i++)
+    if (strncmp(hostport, lo[i], strlen(lo[i])) == 0)
+      return 1;
+  return 0;
+}
+
 /* Decide CURVE or not, load the key, bind the ZAP handler. */
 static int setup_security(px_zmq_endpoint_t *ep, char *secret) {
   const px_zmq_config_t *z = &ep->cfg->transports.zmq;
@@ -582,6 +592,11 @@ static int setup_security(px_zmq_endpoint_t *ep, char *secret) {
     if (z->secret_key_file || z->nclient_keys)
       PX_LOG(PX_LOG_WARN,
              "transports.zmq keys are ignored while insecure is true");
+    if (strncmp(z->endpoint, "tcp://", 6) == 0 && !loopback(z->endpoint + 6))
+      PX_LOG(PX_LOG_WARN,
+             "ZeroMQ endpoint %s is not bound to loopback: without "
+             "authentication anyone who can reach it can run code here",
+             z->endpoint);
     return 0;
   }
   ep->curve = 1;

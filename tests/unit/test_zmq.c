@@ -449,9 +449,22 @@ TEST_IMPL(zmq_insecure_mode_warns) {
   ASSERT(cap_has(
       "warn ZeroMQ endpoint tcp://127.0.0.1:* runs WITHOUT authentication"));
   ASSERT_STR_EQ(px_zmq_endpoint_public_key(f.ep), "");
+  ASSERT(!cap_has("not bound to loopback"));
   p = client(&f, NULL);
   client_send(p, "{\"type\":\"ping\"}");
   client_expect(p, "\"type\":\"pong\"", NULL);
+  /* A second endpoint on the same address fails: address in use. */
+  {
+    px_zmq_endpoint_t *second = (px_zmq_endpoint_t *)1;
+    px_config_t *cfg2 = NULL;
+    char section[512];
+    snprintf(section, sizeof section, "\"endpoint\":\"%s\",\"insecure\":true",
+             px_zmq_endpoint_address(f.ep));
+    ASSERT_OK(make_config(section, &cfg2));
+    ASSERT_EQ(px_zmq_endpoint_open(cfg2, f.svc, &second), PX_EEXIST);
+    ASSERT_NULL(second);
+    px_config_free(cfg2);
+  }
   zmq_close(p);
   fx_close(&f);
   return 0;
