@@ -174,6 +174,27 @@ static int sweep(px_kb_t *kb, const hashes_t *hs, px_kb_gc_stats_t *st) {
   return px_kbfs_list(kb->objects, sweep_fan, &s);
 }
 
+static int collect_temps(void *ctx, const char *name,
+                         const px_kbfs_stat_t *st) {
+  if (st->type != PX_KBFS_FILE || strncmp(name, ".px-kb-tmp-", 11) != 0)
+    return 0;
+  return names_add(ctx, name, strlen(name));
+}
+
+/* Temporary files a crash left in a store directory (manifests, the
+ * journal); objects/ leftovers are swept with the objects. */
+static int remove_temps(px_kbfs_dir_t *d) {
+  names_t t = {0};
+  size_t i;
+  int rc = px_kbfs_list(d, collect_temps, &t);
+  for (i = 0; rc == 0 && i < t.n; i++) {
+    rc = px_kbfs_remove(d, t.v[i]);
+    rc = rc == PX_ENOENT ? 0 : rc;
+  }
+  names_free(&t);
+  return rc;
+}
+
 /* Oldest first: drop snapshots beyond `keep` and over budget. */
 static int retain(px_kb_t *kb, names_t *ids, int over_budget,
                   px_kb_gc_stats_t *st) {
@@ -214,6 +235,10 @@ static int gc_round(px_kb_t *kb, int over_budget, px_kb_gc_stats_t *st,
   st->objects_kept = st->bytes_kept = 0;
   if (rc == 0)
     rc = sweep(kb, &hs, st);
+  if (rc == 0)
+    rc = remove_temps(kb->snaps);
+  if (rc == 0)
+    rc = remove_temps(kb->store);
   *remaining = ids.n;
   if (rc == 0) {
     kb->nsnapshots = ids.n;

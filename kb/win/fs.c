@@ -220,7 +220,11 @@ static int valid_name(const char *name) {
 }
 
 /* NtCreateFile relative to `root`; FILE_OPEN_REPARSE_POINT is always set:
- * whatever sits at `name` is opened as itself. */
+ * whatever sits at `name` is opened as itself. FILE_OPEN_FOR_BACKUP_INTENT
+ * lets a service holding SeBackupPrivilege/SeRestorePrivilege (enabled by
+ * the service at start) get past a DACL a job put on its own files, so a
+ * job cannot make its files unremovable; without the privileges it is a
+ * no-op. */
 static NTSTATUS open_rel(HANDLE root, const char *name, ACCESS_MASK access,
                          ULONG share, ULONG disposition, ULONG options,
                          HANDLE *out, int *conv_err) {
@@ -245,7 +249,7 @@ static NTSTATUS open_rel(HANDLE root, const char *name, ACCESS_MASK access,
   st = nt.create(out, access | SYNCHRONIZE, &oa, &io, NULL,
                  FILE_ATTRIBUTE_NORMAL, share, disposition,
                  options | FILE_SYNCHRONOUS_IO_NONALERT |
-                     FILE_OPEN_REPARSE_POINT,
+                     FILE_OPEN_REPARSE_POINT | FILE_OPEN_FOR_BACKUP_INTENT,
                  NULL, 0);
   free(w);
   if (st < 0)

@@ -72,9 +72,19 @@ TEST_IMPL(kb_list_diff_restore_gc) {
   ASSERT_STR_EQ(list[0].id, id3);
   px_kb_list_free(list, n);
   ASSERT_UINT_EQ(kbt_count_objects(e.store), 3); /* v3, stays, new in 3 */
+  /* Leftovers of a crash mid-write are collected too. */
+  kbt_write_str(e.store, "snapshots/.px-kb-tmp-0011223344556677", "torn");
+  kbt_write_str(e.store, "objects/ab/.px-kb-tmp-0011223344556677", "torn");
   ASSERT_OK(px_kb_gc(kb, &g));
-  ASSERT_UINT_EQ(g.objects_removed, 0);
+  ASSERT_UINT_EQ(g.objects_removed, 1);
   ASSERT_UINT_EQ(g.objects_kept, 3);
+  {
+    px_kbfs_stat_t st;
+    ASSERT_EQ(kbt_stat(e.store, "snapshots/.px-kb-tmp-0011223344556677", &st),
+              PX_ENOENT);
+    ASSERT_EQ(kbt_stat(e.store, "objects/ab/.px-kb-tmp-0011223344556677", &st),
+              PX_ENOENT);
+  }
   px_kb_close(&kb);
   free(id1), free(id2), free(id3), free(v1);
   return 0;
