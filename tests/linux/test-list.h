@@ -43,3 +43,4 @@ PX_TEST_ENTRY(cgroup, cgroup_none_degraded, 30)
 /* watchdog/linux: tests/linux/test_job_faults.c */
 PX_TEST_ENTRY(faults, faults_every_step_fails_closed, 120)
 PX_TEST_ENTRY(faults, faults_unknown_step_rejected, 30)
+#include "list-adversarial.h"

@@ -1,0 +1,2 @@
+# Busy loop in user mode.
+while :; do :; done

