@@ -72,3 +72,10 @@ px_add_test_group(px_tests_win svc LABELS win integ TIMEOUT 1500)
 set_tests_properties(win.svc PROPERTIES ENVIRONMENT
   "PX_WINEPREFIX=$ENV{HOME}/.cache/phoenix-executor/wine-svc-tests"
   RUN_SERIAL TRUE)
+
+# The service end to end through phoenixctl (a shell script driving Wine).
+add_test(NAME win.svc_demo
+  COMMAND bash ${PROJECT_SOURCE_DIR}/tests/win/svc_demo.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(win.svc_demo PROPERTIES LABELS "win;integ" TIMEOUT 900
+  RUN_SERIAL TRUE
+  ENVIRONMENT "PX_WINEPREFIX=$ENV{HOME}/.cache/phoenix-executor/wine-svc-tests")
