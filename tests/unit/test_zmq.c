@@ -279,12 +279,15 @@ static void fx_curve(fx_t *f) {
 
 /* ---- clients ---- */
 
-/* A DEALER connected to the endpoint; kp NULL: no CURVE. */
-static void *client(fx_t *f, const keypair_t *kp) {
+/* A DEALER connected to the endpoint; kp NULL: no CURVE; rid NULL: the
+ * routing id libzmq makes up. */
+static void *client_rid(fx_t *f, const keypair_t *kp, const char *rid) {
   void *s = zmq_socket(f->zctx, ZMQ_DEALER);
   int zero = 0;
   ASSERT_NOT_NULL(s);
   ASSERT_EQ(zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof zero), 0);
+  if (rid)
+    ASSERT_EQ(zmq_setsockopt(s, ZMQ_ROUTING_ID, rid, strlen(rid)), 0);
   if (kp) {
     ASSERT_EQ(zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, k_srv.pub, 40), 0);
     ASSERT_EQ(zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, kp->pub, 40), 0);
@@ -292,6 +295,10 @@ static void *client(fx_t *f, const keypair_t *kp) {
   }
   ASSERT_EQ(zmq_connect(s, px_zmq_endpoint_address(f->ep)), 0);
   return s;
+}
+
+static void *client(fx_t *f, const keypair_t *kp) {
+  return client_rid(f, kp, NULL);
 }
 
 static void client_send(void *s, const char *json) {
@@ -758,6 +765,44 @@ TEST_IMPL(zmq_ipc_endpoint) {
   client_send(p, "{\"type\":\"ping\"}");
   client_expect(p, "\"type\":\"pong\"", NULL);
   zmq_close(p);
+  fx_close(&f);
+  return 0;
+}
+
+TEST_IMPL(zmq_identity_reuse) {
+  fx_t f;
+  void *a, *b;
+  char msg[512];
+  SKIP_WITHOUT_CURVE();
+  cap_start();
+  keys_init();
+  fx_curve(&f);
+  /* A claims the routing id "dup" and has a job running. */
+  a = client_rid(&f, &k_a, "dup");
+  run_msg(msg, sizeof msg, "mine", "secret-of-a", 500);
+  client_send(a, msg);
+  client_expect(a, "\"type\":\"accepted\"", NULL);
+  /* B (another allowed key) claims the same id while A lives: libzmq
+   * refuses the duplicate, B gets nothing, A is undisturbed. */
+  b = client_rid(&f, &k_b, "dup");
+  client_send(b, "{\"type\":\"ping\"}");
+  client_expect_nothing(b);
+  client_send(a, "{\"type\":\"ping\"}");
+  {
+    static const char *const want_a[] = {"\"type\":\"pong\"",
+                                         "\"stdout\":\"secret-of-a\""};
+    client_expect_all(a, want_a, 2, NULL); /* A's result reaches A */
+  }
+  client_expect_nothing(b);
+  /* A goes; a new connection of B's may now take the id: it gets a
+   * session of its own, which knows nothing of A's jobs. */
+  zmq_close(a);
+  zmq_close(b);
+  ASSERT(cap_wait("closed: disconnected", REPLY_MS));
+  b = client_rid(&f, &k_b, "dup");
+  client_send(b, "{\"type\":\"cancel\",\"id\":\"mine\"}");
+  client_expect(b, "unknown_id", "secret-of-a");
+  zmq_close(b);
   fx_close(&f);
   return 0;
 }
