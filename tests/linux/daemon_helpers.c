@@ -331,7 +331,9 @@ int px_count_procs(const char *marker) {
   return n;
 }
 
-static int count_under(const char *dir, int depth) {
+/* Cgroup directories below dir named exactly `name`, or starting with
+ * "px-px-" when name is NULL. */
+static int count_under(const char *dir, int depth, const char *name) {
   DIR *d = opendir(dir);
   struct dirent *e;
   int n = 0;
@@ -339,17 +341,17 @@ static int count_under(const char *dir, int depth) {
     char sub[1024];
     if (e->d_type != DT_DIR || e->d_name[0] == '.')
       continue;
-    if (strncmp(e->d_name, "px-px-", 6) == 0)
+    if (name ? strcmp(e->d_name, name) == 0 : strncmp(e->d_name, "px-px-", 6) == 0)
       n++;
     if (depth > 0 && snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) < (int)sizeof sub)
-      n += count_under(sub, depth - 1);
+      n += count_under(sub, depth - 1, name);
   }
   if (d)
     closedir(d);
   return n;
 }
 
-int px_count_job_cgroups(void) {
+static int count_cgroups(const char *name) {
   FILE *f = fopen("/proc/self/cgroup", "r");
   char line[1024];
   int n = 0;
@@ -371,7 +373,32 @@ int px_count_job_cgroups(void) {
       continue; /* joined or named hierarchies: covered by the others */
     else
       snprintf(dir, sizeof dir, "/sys/fs/cgroup/%s%s", ctl, c2 + 1);
-    n += count_under(dir, 2);
+    n += count_under(dir, 2, name);
+  }
+  if (f)
+    fclose(f);
+  return n;
+}
+
+int px_count_job_cgroups(void) { return count_cgroups(NULL); }
+
+int px_daemon_job_cgroups(const px_daemon_t *d) {
+  char line[2048];
+  int n = 0;
+  FILE *f = fopen(d->log_path, "r");
+  /* Every job the daemon ran is logged with "(key <key>"; its cgroups are
+   * named "px-<key>" in each hierarchy. */
+  while (f && fgets(line, sizeof line, f)) {
+    const char *k = strstr(line, "(key ");
+    char name[160];
+    size_t len = 0;
+    if (!k)
+      continue;
+    k += 5;
+    while (k[len] && k[len] != ',' && k[len] != ')' && k[len] != ' ' && len < 120)
+      len++;
+    snprintf(name, sizeof name, "px-%.*s", (int)len, k);
+    n += count_cgroups(name);
   }
   if (f)
     fclose(f);

@@ -53,5 +53,7 @@ void px_tally_results(px_client_t *cl, int expected, int timeout_ms, px_tally_t 
 int px_count_procs(const char *marker);
 /* Job cgroups ("px-px-*") below this process's cgroups, any hierarchy. */
 int px_count_job_cgroups(void);
+/* Cgroups still present of jobs this daemon ran (keys from its log). */
+int px_daemon_job_cgroups(const px_daemon_t *d);
 
 #endif

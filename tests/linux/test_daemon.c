@@ -172,7 +172,7 @@ TEST_IMPL(daemon_sigterm_answers_every_job) {
   ASSERT_OK(px_daemon_wait(&d, 20000, &status));
   ASSERT_EQ(status, 0);
   ASSERT_EQ(px_count_procs(marker), 0);
-  ASSERT_EQ(px_count_job_cgroups(), d.cg_baseline);
+  ASSERT_EQ(px_daemon_job_cgroups(&d), 0);
   px_client_close(cl);
   px_daemon_cleanup(&d);
   return 0;
@@ -205,7 +205,7 @@ TEST_IMPL(daemon_sigkill_leaves_no_job_process) {
   ASSERT_OK(px_daemon_stop(&d, SIGTERM, &status));
   ASSERT_EQ(status, 0);
   ASSERT(log_eventually(&d, "recover"));
-  ASSERT_EQ(px_count_job_cgroups(), d.cg_baseline);
+  ASSERT_EQ(px_daemon_job_cgroups(&d), 0);
   px_daemon_cleanup(&d);
   return 0;
 }
