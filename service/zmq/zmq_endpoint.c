@@ -376,7 +376,8 @@ static void read_inbound(px_zmq_endpoint_t *ep) {
     for (k = 0; k < 3; k++)
       zmq_msg_init(&parts[k]);
     n = recv_message(ep, parts);
-    if (n == 3 && zmq_msg_size(&parts[0]) > 0 && zmq_msg_size(&parts[1]) == 0 &&
+    if (n == 3 && zmq_msg_size(&parts[0]) > 0 &&
+        zmq_msg_size(&parts[0]) <= RID_MAX && zmq_msg_size(&parts[1]) == 0 &&
         zmq_msg_size(&parts[2]) > 0 && zmq_msg_size(&parts[2]) <= ep->max_msg)
       deliver(ep, &parts[0], &parts[2]);
     else if (n > 0 &&
