@@ -229,6 +229,13 @@ static void decide(px__job_t *job, job_reason_t why, const run_t *rn,
     r->status = PX_STATUS_ABORTED;
   } else if (why == REASON_CANCEL) {
     r->status = PX_STATUS_CANCELLED;
+  } else if (rn->err == PX_ERANGE && strcmp(rn->stage, "prepare") == 0) {
+    /* The backend's command line limit (px_sandbox.h): refused before
+     * anything ran. */
+    r->status = PX_STATUS_REJECTED;
+    px_result_set_error(r, PX_CODE_ARGV_TOO_LONG,
+                        "the command line built from the runtime and args is "
+                        "longer than this platform allows");
   } else if (rn->err != 0) {
     r->status = PX_STATUS_ERROR;
     px_result_set_error(r, failure_code(rn->err), "%s failed: %s", rn->stage,

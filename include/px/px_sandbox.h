@@ -70,6 +70,9 @@ typedef struct px_backend_ops_s {
   void (*close)(void *state);
   /* Mechanisms this host can apply (PX_ENF bits), for `status`. */
   uint64_t (*enforcement_available)(void *state);
+  /* PX_ERANGE from prepare means "the command line built from argv is
+   * longer than this platform allows": the engine rejects the job with
+   * argv_too_long. */
   int (*prepare)(void *state, const px_job_spec_t *spec,
                  const px_sandbox_events_t *events, px_sandbox_t **out);
   int (*start)(px_sandbox_t *sb);

@@ -30,11 +30,13 @@ TEST_IMPL(engine_status_paths) {
                                  NULL)));
   ASSERT_OK(eh_submit(eng, c, eh_job("nostart", PX_PRIO_NORMAL, "fail-start",
                                  NULL)));
+  ASSERT_OK(eh_submit(eng, c, eh_job("toolong", PX_PRIO_NORMAL, "argv-too-long",
+                                 NULL)));
   j = eh_job("noprog", PX_PRIO_NORMAL, "exit 0", NULL);
   free(j.spec.argv[0]);
   j.spec.argv[0] = px_strdup("no-such-program");
   ASSERT_OK(eh_submit(eng, c, j));
-  eh_wait_results(col, 10);
+  eh_wait_results(col, 11);
 
   r = eh_find(col, 0, "ok");
   ASSERT_EQ(r->status, PX_STATUS_OK);
@@ -68,6 +70,10 @@ TEST_IMPL(engine_status_paths) {
   r = eh_find(col, 0, "lost");
   ASSERT_EQ(r->status, PX_STATUS_ERROR);
   ASSERT_EQ(r->code, PX_CODE_SANDBOX_FAILED);
+  r = eh_find(col, 0, "toolong"); /* backend's PX_ERANGE: argv_too_long */
+  ASSERT_EQ(r->status, PX_STATUS_REJECTED);
+  ASSERT_EQ(r->code, PX_CODE_ARGV_TOO_LONG);
+  ASSERT_EQ(r->types[1], PX_ENGINE_EV_RESULT);
   r = eh_find(col, 0, "noprep");
   ASSERT_EQ(r->status, PX_STATUS_ERROR);
   ASSERT_EQ(r->code, PX_CODE_SANDBOX_FAILED);
@@ -82,7 +88,8 @@ TEST_IMPL(engine_status_paths) {
 
   px_engine_status(eng, &st);
   ASSERT_STR_EQ(st.backend, "fake");
-  ASSERT_UINT_EQ(st.accepted, 10);
+  ASSERT_UINT_EQ(st.accepted, 11);
+  ASSERT_UINT_EQ(st.counters[PX_STATUS_REJECTED], 1); /* argv too long */
   ASSERT_UINT_EQ(st.counters[PX_STATUS_OK], 1);
   ASSERT_UINT_EQ(st.counters[PX_STATUS_NONZERO_EXIT], 1);
   ASSERT_UINT_EQ(st.counters[PX_STATUS_KILLED], 4);

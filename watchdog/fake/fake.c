@@ -23,6 +23,8 @@
  *   fork-bomb       processes violation detected_by os
  *   sandbox-error   the backend loses the job: outcome.error = PX_ESANDBOX
  *   fail-prepare    prepare fails with PX_ESANDBOX (nothing runs)
+ *   argv-too-long   prepare fails with PX_ERANGE, as a real backend does
+ *                   for a command line over the platform limit
  *   fail-start      start fails with PX_ESPAWN (nothing runs)
  * Without an exit step the job exits 0. An unknown step fails prepare with
  * PX_EINVAL (a typo in a test must not pass silently).
@@ -55,6 +57,7 @@ typedef enum {
   STEP_FORK,
   STEP_SBERR,
   STEP_FAIL_PREPARE,
+  STEP_ARGV_TOO_LONG,
   STEP_FAIL_START
 } step_kind_t;
 
@@ -143,6 +146,7 @@ static int parse_step(const char *a, step_t *st) {
                {"hog-memory", STEP_HOG},    {"spin", STEP_SPIN},
                {"fork-bomb", STEP_FORK},    {"sandbox-error", STEP_SBERR},
                {"fail-prepare", STEP_FAIL_PREPARE},
+               {"argv-too-long", STEP_ARGV_TOO_LONG},
                {"fail-start", STEP_FAIL_START}};
   size_t i;
   memset(st, 0, sizeof *st);
@@ -304,6 +308,7 @@ static wake_t run_step(px_sandbox_t *sb, const step_t *st, int *exit_now) {
                sizeof sb->out.error_msg);
     return WAKE_KILLED;
   case STEP_FAIL_PREPARE:
+  case STEP_ARGV_TOO_LONG:
   case STEP_FAIL_START:
     return WAKE_TIME; /* handled by prepare/start */
   }
@@ -403,10 +408,11 @@ static int fake_prepare(void *state, const px_job_spec_t *spec,
     }
     sb->nsteps++;
   }
-  if (has_step(sb, STEP_FAIL_PREPARE)) {
+  if (has_step(sb, STEP_FAIL_PREPARE) || has_step(sb, STEP_ARGV_TOO_LONG)) {
+    int err = has_step(sb, STEP_ARGV_TOO_LONG) ? PX_ERANGE : PX_ESANDBOX;
     free_steps(sb->steps, sb->nsteps);
     free(sb);
-    return PX_ESANDBOX;
+    return err;
   }
   if (px_mutex_init(&sb->m) != 0 || px_cond_init(&sb->c) != 0) {
     free_steps(sb->steps, sb->nsteps);
