@@ -68,14 +68,23 @@ px_add_test_group(px_tests_win evt LABELS win integ)
 px_add_test_group(px_tests_win pipe LABELS win integ)
 px_add_test_group(px_tests_win recovery LABELS win integ)
 px_add_test_group(px_tests_win svc LABELS win integ TIMEOUT 1500)
-# The svc group installs a service: it gets a Wine prefix of its own.
-set_tests_properties(win.svc PROPERTIES ENVIRONMENT
-  "PX_WINEPREFIX=$ENV{HOME}/.cache/phoenix-executor/wine-svc-tests"
-  RUN_SERIAL TRUE)
+# The svc group installs a service: it gets a Wine prefix of its own,
+# booted (persistent wineserver, stdio detached) by a fixture so that no
+# services.exe started on demand holds ctest's pipes, and stopped after.
+set(PX_SVC_PREFIX "PX_WINEPREFIX=$ENV{HOME}/.cache/phoenix-executor/wine-svc-tests")
+add_test(NAME win.svc_prefix_start
+  COMMAND bash ${PROJECT_SOURCE_DIR}/tools/wine-env.sh start)
+add_test(NAME win.svc_prefix_stop
+  COMMAND bash ${PROJECT_SOURCE_DIR}/tools/wine-env.sh stop)
+set_tests_properties(win.svc_prefix_start PROPERTIES FIXTURES_SETUP px_svc_prefix
+  ENVIRONMENT "${PX_SVC_PREFIX}" LABELS "win;integ" TIMEOUT 300)
+set_tests_properties(win.svc_prefix_stop PROPERTIES FIXTURES_CLEANUP px_svc_prefix
+  ENVIRONMENT "${PX_SVC_PREFIX}" LABELS "win;integ" TIMEOUT 120)
+set_tests_properties(win.svc PROPERTIES ENVIRONMENT "${PX_SVC_PREFIX}"
+  FIXTURES_REQUIRED px_svc_prefix RUN_SERIAL TRUE)
 
 # The service end to end through phoenixctl (a shell script driving Wine).
 add_test(NAME win.svc_demo
   COMMAND bash ${PROJECT_SOURCE_DIR}/tests/win/svc_demo.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(win.svc_demo PROPERTIES LABELS "win;integ" TIMEOUT 900
-  RUN_SERIAL TRUE
-  ENVIRONMENT "PX_WINEPREFIX=$ENV{HOME}/.cache/phoenix-executor/wine-svc-tests")
+  RUN_SERIAL TRUE FIXTURES_REQUIRED px_svc_prefix ENVIRONMENT "${PX_SVC_PREFIX}")

@@ -29,6 +29,7 @@
 #include "service/win/daemon.h"
 
 #include "px/px_error.h"
+#include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
 #include "service/win/win_error.h"
@@ -176,13 +177,14 @@ static int identify_token(HANDLE tok, px_peer_t *peer) {
   if (rc != 0)
     return rc;
   if (IsTokenRestricted(tok) || low_integrity(tok) || is_job_sid(peer->user_sid)) {
-    PX_LOG(PX_LOG_WARN, "refusing pipe client pid %lu (%s): sandboxed token",
-           peer->pid, peer->user_sid);
+    PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_FORBIDDEN,
+                 "refusing pipe client pid %lu (%s): sandboxed token",
+                 peer->pid, peer->user_sid);
     return PX_EACCES;
   }
   if ((rc = fill_groups(tok, peer)) == PX_EACCES)
-    PX_LOG(PX_LOG_WARN, "refusing pipe client pid %lu: carries a job SID",
-           peer->pid);
+    PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_FORBIDDEN,
+                 "refusing pipe client pid %lu: carries a job SID", peer->pid);
   return rc;
 }
 
