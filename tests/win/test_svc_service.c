@@ -690,3 +690,40 @@ TEST_IMPL(svc_console_ctrl_c) {
   ASSERT(file_contains(logf, "[E1003]")); /* stopped, through the file sink */
   return 0;
 }
+
+/* A client that goes away mid-job: on_disconnect "cancel" (the default)
+ * kills the job, nothing survives, the service serves the next client. */
+TEST_IMPL(svc_disconnect_mid_job) {
+  px_client_t *a, *b;
+  msg_t m;
+  int started = 0;
+  uint64_t end;
+  install_and_start();
+  a = connect_pipe();
+  submit(a, "gone-1", "@ping -n 120 127.0.0.1 > nul", "normal");
+  end = px_now_ms() + 20000;
+  while (!started && px_now_ms() < end)
+    if (recv_one(a, 500, &m) == 0 && !strcmp(m.type, "started"))
+      started = 1;
+  ASSERT(started);
+  end = px_now_ms() + 10000;
+  while (count_processes(L"ping.exe") <= 0 && px_now_ms() < end)
+    px_sleep_ms(100);
+  ASSERT_GT(count_processes(L"ping.exe"), 0);
+  px_client_close(a); /* mid-job */
+  ASSERT(wait_no_process(L"ping.exe", 15000));
+  b = connect_pipe();
+  submit(b, "after-1", "@echo still here", "normal");
+  {
+    const char *ids[1] = {"after-1"};
+    int results[1] = {0};
+    char statuses[1][32] = {{0}};
+    collect(b, ids, 1, results, statuses, 30000);
+    ASSERT_EQ(results[0], 1);
+    ASSERT_STR_EQ(statuses[0], "ok");
+  }
+  px_client_close(b);
+  ASSERT_EQ(svc_state(NULL), SERVICE_RUNNING);
+  stop_and_uninstall();
+  return 0;
+}
