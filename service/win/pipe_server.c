@@ -222,6 +222,13 @@ static int create_instance(px_pipe_server_t *srv, int first) {
   c->ops = 1;
   if (!ConnectNamedPipe(c->pipe, &c->ov_read)) {
     err = GetLastError();
+    if (err == ERROR_NO_DATA) {
+      /* A client came and went between create and connect: reset the
+       * instance (keeping it, and with it the name) and listen again. */
+      DisconnectNamedPipe(c->pipe);
+      memset(&c->ov_read, 0, sizeof c->ov_read);
+      err = ConnectNamedPipe(c->pipe, &c->ov_read) ? ERROR_IO_PENDING : GetLastError();
+    }
     if (err == ERROR_PIPE_CONNECTED) {
       /* The client came between create and connect: no packet is queued
        * for this case, so queue one ourselves. */
