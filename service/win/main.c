@@ -165,16 +165,6 @@ static void stop_ticker(void *arg) {
 
 /* ---- start-up steps ---- */
 
-static int setup_early_logging(daemon_t *d) {
-  px_log_clear_sinks();
-  if (d->a.console)
-    return px_log_add_sink(px_log_stderr_sink, NULL, PX_LOG_TRACE);
-  /* Event Log first: a refused configuration must reach it. */
-  if (px_eventlog_open(SERVICE_NAME) == 0)
-    px_log_add_sink(px_eventlog_sink, NULL, PX_LOG_INFO);
-  return 0;
-}
-
 /* %ProgramData%\PhoenixOrch\logs\executor.log, directories created. */
 static int default_log_path(char *out, size_t outsz) {
   WCHAR base[MAX_PATH], dir[MAX_PATH + 64];
@@ -194,20 +184,22 @@ static int default_log_path(char *out, size_t outsz) {
   return rc;
 }
 
-static int setup_logging(daemon_t *d) {
+/* Sinks go up before the configuration is read, so that a refused
+ * configuration reaches the Event Log and the text log: service mode logs
+ * to both (the text log at the default path unless --log-file), console
+ * mode to stderr (and --log-file if given). The level follows later. */
+static int setup_early_logging(daemon_t *d) {
   char path[1024];
-  px_log_level_t level = d->cfg->log_level;
-  int rc;
-  if (d->a.log_level && px_log_level_parse(d->a.log_level, &level) != 0) {
-    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_CONFIG_REFUSED, "bad --log-level %s",
-                 d->a.log_level);
-    return PX_EINVAL;
-  }
-  px_log_set_level(level);
+  int rc = 0;
+  px_log_clear_sinks();
+  if (d->a.console)
+    px_log_add_sink(px_log_stderr_sink, NULL, PX_LOG_TRACE);
+  else if (px_eventlog_open(SERVICE_NAME) == 0)
+    px_log_add_sink(px_eventlog_sink, NULL, PX_LOG_INFO);
   if (d->a.log_file)
     rc = px_strlcpy(path, d->a.log_file, sizeof path);
   else if (d->a.console)
-    return 0; /* console: stderr only unless asked */
+    return 0;
   else
     rc = default_log_path(path, sizeof path);
   if (rc == 0)
@@ -218,6 +210,18 @@ static int setup_logging(daemon_t *d) {
     return rc;
   }
   return px_log_add_sink(px_eventlog_file_sink, d->logf, PX_LOG_TRACE);
+}
+
+/* The level: --log-level, else the configuration's. */
+static int setup_logging(daemon_t *d) {
+  px_log_level_t level = d->cfg->log_level;
+  if (d->a.log_level && px_log_level_parse(d->a.log_level, &level) != 0) {
+    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_CONFIG_REFUSED, "bad --log-level %s",
+                 d->a.log_level);
+    return PX_EINVAL;
+  }
+  px_log_set_level(level);
+  return 0;
 }
 
 static int load_config(daemon_t *d) {
@@ -327,8 +331,9 @@ static void shut_down(daemon_t *d) {
 static int run(daemon_t *d) {
   int rc;
   set_status(SERVICE_START_PENDING, 0, START_HINT_MS);
-  setup_early_logging(d);
-  rc = start_up(d);
+  rc = setup_early_logging(d);
+  if (rc == 0)
+    rc = start_up(d);
   if (rc == 0) {
     set_status(SERVICE_RUNNING, 0, 0);
     PX_LOG_EVENT(PX_LOG_INFO, PX_EVENT_SERVICE_STARTED,

@@ -59,6 +59,7 @@ PX_TEST_ENTRY(svc, svc_200_jobs_20_clients, 500)
 PX_TEST_ENTRY(svc, svc_command_line, 60)
 PX_TEST_ENTRY(svc, svc_console_ctrl_c, 120)
 PX_TEST_ENTRY(svc, svc_disconnect_mid_job, 180)
+PX_TEST_ENTRY(svc, svc_bad_config_refused, 120)
 /* fault injection: every fail-closed branch */
 PX_TEST_ENTRY(winfault, winfault_injector, 30)
 PX_TEST_ENTRY(winfault, winfault_acl, 120)

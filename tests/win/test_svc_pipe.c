@@ -390,5 +390,26 @@ TEST_IMPL(pipe_security_descriptor) {
   ASSERT_OK(px__pipe_security("S-1-5-32-545", &sd));
   ASSERT_NOT_NULL(sd);
   LocalFree(sd);
+  /* Fail closed: a server with a bad client SID does not listen at all. */
+  {
+    px_pipe_server_opts_t o;
+    px_pipe_server_t *srv = NULL;
+    px_target_t t;
+    px_client_t *c = NULL;
+    char err[256];
+    snprintf(g_name, sizeof g_name, "\\\\.\\pipe\\px-badsid-%lu", GetCurrentProcessId());
+    memset(&o, 0, sizeof o);
+    o.name = g_name;
+    o.max_clients = 4;
+    o.max_frame = 1024;
+    o.read_timeout_ms = 1000;
+    o.client_sid = "S-1-5-32-545)(A;;GA;;;WD";
+    o.ops = &t_ops;
+    ASSERT_EQ(px_pipe_server_open(&o, &srv), PX_ECONFIG);
+    ASSERT_NULL(srv);
+    memset(&t, 0, sizeof t);
+    t.address = g_name;
+    ASSERT_EQ(px_client_connect(&t, &c, err, sizeof err), PX_ENOENT);
+  }
   return 0;
 }

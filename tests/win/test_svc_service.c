@@ -727,3 +727,34 @@ TEST_IMPL(svc_disconnect_mid_job) {
   stop_and_uninstall();
   return 0;
 }
+
+/* A configuration the service refuses: it never reaches RUNNING, the SCM
+ * sees STOPPED with a service-specific error, the log says why. */
+TEST_IMPL(svc_bad_config_refused) {
+  SC_HANDLE scm, s;
+  SERVICE_STATUS st;
+  char out[4096];
+  const char *path = "C:\\ProgramData\\PhoenixOrch\\bad-executor.json";
+  FILE *f;
+  CreateDirectoryW(L"C:\\ProgramData\\PhoenixOrch", NULL);
+  f = fopen(path, "wb");
+  ASSERT_NOT_NULL(f);
+  fputs("{\"limits\": {\"no_such_key\": 1}}", f);
+  fclose(f);
+  run_exe("uninstall", NULL, out, sizeof out);
+  ASSERT_EQ(run_exe("install", path, out, sizeof out), 0);
+  sc("start");
+  ASSERT(wait_state(SERVICE_STOPPED, 30000));
+  scm = OpenSCManagerW(NULL, NULL, SC_MANAGER_CONNECT);
+  s = OpenServiceW(scm, SVC, SERVICE_QUERY_STATUS);
+  ASSERT(QueryServiceStatus(s, &st));
+  ASSERT_EQ(st.dwWin32ExitCode, ERROR_SERVICE_SPECIFIC_ERROR);
+  ASSERT_NE(st.dwServiceSpecificExitCode, 0);
+  CloseServiceHandle(s);
+  CloseServiceHandle(scm);
+  ASSERT(log_contains("[E1004]"));
+  ASSERT(log_contains("no_such_key"));
+  ASSERT_EQ(run_exe("uninstall", NULL, out, sizeof out), 0);
+  DeleteFileA(path);
+  return 0;
+}
