@@ -13,15 +13,17 @@
 #   LocalSystem, auto start, own process, description), RUNNING, answers
 #   `phoenixctl ping`, runs a cmd job; the Event Log source key is there;
 #   the files and folders are in place, executor.json equals the generated
-#   defaults. The configuration is edited, data is written, then
+#   defaults. The configuration is edited (queue.workers 3, which
+#   `phoenixctl status` shows), data is written, then
 #   msiexec /x /qn -> service, binaries and event source gone, data kept.
-#   Reinstall -> the edited configuration is kept (NeverOverwrite); then
+#   Reinstall -> the edited configuration is kept (NeverOverwrite) and
+#   used by the service; then
 #   msiexec /x REMOVE_DATA=1 -> the data is gone too.
 # upgrade: the previous MSI ($PX_MSI_PREVIOUS, default: --msi) is
 #   installed, the configuration edited; a second MSI with the next patch
 #   version is built from the same stage and installed over it -> one
-#   product (the new one) registered, configuration kept, the service
-#   RUNNING again, answers ping and runs a job.
+#   product (the new one) registered, configuration kept and used, the
+#   service RUNNING again, answers ping and runs a job.
 #
 # Wine facts this relies on (../shared/notes/windows-on-linux.md): `sc qc`
 # is not implemented by Wine's sc.exe, so the configuration is read from
@@ -85,6 +87,7 @@ SVC_KEY='HKLM\SYSTEM\CurrentControlSet\Services\PhoenixExecutor'
 EVT_KEY='HKLM\SYSTEM\CurrentControlSet\Services\EventLog\Application\PhoenixExecutor'
 CTL='C:\Program Files\PhoenixOrch\Executor\phoenixctl.exe'
 EXE_WIN='C:\Program Files\PhoenixOrch\Executor\PhoenixExecutor.exe'
+CFG_WIN='C:\ProgramData\PhoenixOrch\executor.json'
 
 winpath() { winepath -w "$1" 2>/dev/null; }
 msiexec() { # log-name args... (the MSI path already converted)
@@ -125,8 +128,8 @@ assert_installed() { # expected-version
     desc=$(reg_value "$SVC_KEY" Description)
     echo "ImagePath=$img ObjectName=$obj Start=$start Type=$type"
     # Windows Installer quotes the path; Wine's msi writes it bare.
-    check "binary path is the installed PhoenixExecutor.exe" \
-        test "${img//\"/}" = "$EXE_WIN"
+    check "binary path is the installed PhoenixExecutor.exe --config executor.json" \
+        test "${img//\"/}" = "$EXE_WIN --config $CFG_WIN"
     check "account LocalSystem" test "$obj" = LocalSystem
     check "start type auto (2)" test "$start" = 0x2
     check "own process (0x10)" test "$type" = 0x10
@@ -157,6 +160,12 @@ assert_installed() { # expected-version
         "$(reg_value "HKLM\\Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\$pc" DisplayVersion)" = "$1"
 }
 
+assert_workers() { # n: the running service reports n workers (config)
+    local out
+    out=$(W "$CTL" status 2>&1 | tr -d '\r')
+    grep -qE "\"workers\":[[:space:]]*$1," <<<"$out"
+}
+
 assert_serving() {
     step "the service answers"
     local out
@@ -173,13 +182,13 @@ assert_serving() {
     check "verdict ok" grep -q ': ok: exit 0' <<<"$out"
 }
 
-edit_config() { # make an admin's edit: log_level info -> debug
+edit_config() { # an admin's edit the service shows: queue.workers 3
     python3 - "$DATA/executor.json" <<'EOF'
 import json, sys
 p = sys.argv[1]
 with open(p, encoding="utf-8") as f:
     d = json.load(f)
-d["log_level"] = "debug"
+d["queue"]["workers"] = 3
 with open(p, "w", encoding="utf-8", newline="\r\n") as f:
     json.dump(d, f, indent=2)
     f.write("\n")
@@ -207,6 +216,8 @@ lifecycle)
     assert_serving
 
     step "admin edits, service writes data"
+    if assert_workers 3; then bad "3 workers before the edit: the check below proves nothing"
+    else ok "the defaults do not say 3 workers (the edit below is observable)"; fi
     edit_config
     echo kept >"$DATA/kb-store/marker"
     echo kept >"$DATA/logs/marker.log"
@@ -225,6 +236,7 @@ lifecycle)
     check "msiexec /i exits 0" test $? = 0
     check "edited configuration not overwritten" cmp -s "$DATA/executor.json" "$work/edited.json"
     check "service RUNNING with it" wait_state RUNNING 30
+    check "the service runs on the edited configuration (status: 3 workers)" assert_workers 3
     assert_serving
 
     step "msiexec /x REMOVE_DATA=1"
@@ -257,7 +269,8 @@ upgrade)
     W net stop PhoenixExecutor >/dev/null 2>&1 # restart on the edit
     wait_state STOPPED 30
     W net start PhoenixExecutor >/dev/null 2>&1
-    check "service RUNNING on the edited configuration" wait_state RUNNING 30
+    check "service RUNNING again" wait_state RUNNING 30
+    check "it runs on the edited configuration (status: 3 workers)" assert_workers 3
 
     step "install the current MSI ($next) over it"
     msiexec upgrade /i "$(winpath "$next_msi")"
@@ -267,6 +280,7 @@ upgrade)
     check "previous product removed" bash -c "! timeout 60 wine reg query 'HKLM\\Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\$prev_pc' >/dev/null 2>&1"
     check "configuration kept across the upgrade" cmp -s "$DATA/executor.json" "$work/edited.json"
     check "KB store kept across the upgrade" test -f "$DATA/kb-store/marker"
+    check "the upgraded service runs on the kept configuration (3 workers)" assert_workers 3
     assert_serving
 
     step "clean up: msiexec /x REMOVE_DATA=1"
