@@ -113,5 +113,32 @@ check "$prop" '^SecureCustomProperties\t.*REMOVE_DATA' "REMOVE_DATA secure"
 check "$(msiinfo export "$work/out.msi" ServiceInstall)" \
     '^PhoenixExecutorService\tPhoenixExecutor\t[^\t]*\t16\t2\t1\t' "auto-start own-process service"
 
+# The execute sequence: wixl orders After/Before itself, so the numbers
+# that matter are checked (the .wxs gives them explicitly).
+msiinfo export "$work/out.msi" InstallExecuteSequence | tr -d '\r' | python3 -c '
+import sys
+seq = {}
+for line in sys.stdin.read().splitlines()[3:]:
+    a, cond, n = line.split("\t")
+    seq[a] = (int(n), cond)
+n = lambda a: seq[a][0]
+rules = [
+    ("RemoveExistingProducts between InstallValidate and InstallInitialize",
+     n("InstallValidate") < n("RemoveExistingProducts") < n("InstallInitialize")),
+    ("WaitServiceStopped after StopServices, before RemoveFiles and InstallFiles",
+     n("StopServices") < n("WaitServiceStopped") < n("RemoveFiles") < n("InstallFiles")),
+    ("RemoveData after RemoveFiles, before InstallFinalize, conditioned",
+     n("RemoveFiles") < n("RemoveData") < n("InstallFinalize")
+     and "REMOVE_DATA" in seq["RemoveData"][1] and "UPGRADINGPRODUCTCODE" in seq["RemoveData"][1]),
+    ("SetCmdExe before InstallInitialize", n("SetCmdExe") < n("InstallInitialize")),
+    ("services installed after files, started after that",
+     n("InstallFiles") < n("InstallServices") < n("StartServices")),
+]
+bad = [r for r, ok in rules if not ok]
+for r in bad:
+    print("build-msi.sh: sequence rule broken: " + r, file=sys.stderr)
+sys.exit(1 if bad else 0)
+' || die "InstallExecuteSequence is not what the .wxs means"
+
 mv -f "$work/out.msi" "$out"
 echo "build-msi.sh: $out ($version)"
