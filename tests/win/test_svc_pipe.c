@@ -13,6 +13,7 @@
 #include "tools/phoenixctl/client.h"
 
 #include <windows.h>
+#include <sddl.h>
 
 /* ---- the test session layer ---- */
 
@@ -411,5 +412,71 @@ TEST_IMPL(pipe_security_descriptor) {
     t.address = g_name;
     ASSERT_EQ(px_client_connect(&t, &c, err, sizeof err), PX_ENOENT);
   }
+  return 0;
+}
+
+/* Code inside a job must not reach the pipe: a client whose token is
+ * restricted (restricting SID S-1-5-117-1-..., as the backend makes them)
+ * is refused, by the DACL at open or by the server on connect; no session
+ * is opened. Wine ignores restricting SIDs (IsTokenRestricted is false on
+ * such a token), so there it SKIPs. */
+typedef struct {
+  HANDLE token;
+  int opened;     /* the pipe opened at all */
+  int got_answer; /* the server answered (it must not) */
+} restricted_arg_t;
+
+static void restricted_client(void *arg) {
+  restricted_arg_t *r = arg;
+  px_client_t *c = NULL;
+  px_target_t t;
+  char err[256];
+  if (!ImpersonateLoggedOnUser(r->token))
+    return;
+  memset(&t, 0, sizeof t);
+  t.address = g_name;
+  if (px_client_connect(&t, &c, err, sizeof err) == 0) {
+    int rc;
+    char *m;
+    r->opened = 1;
+    if (px_client_send(c, "{}", 2) == 0) {
+      m = recv_msg(c, 3000, &rc);
+      r->got_answer = rc == 0;
+      free(m);
+    }
+    px_client_close(c);
+  }
+  RevertToSelf();
+}
+
+TEST_IMPL(pipe_refuses_restricted_client) {
+  HANDLE self = NULL, rtok = NULL;
+  PSID job_sid = NULL;
+  SID_AND_ATTRIBUTES restrict_sids[1];
+  restricted_arg_t r;
+  px_pipe_server_t *srv;
+  px_thread_t th;
+  ASSERT(OpenProcessToken(GetCurrentProcess(), TOKEN_ALL_ACCESS, &self));
+  ASSERT(ConvertStringSidToSidW(L"S-1-5-117-1-11-22-33", &job_sid));
+  restrict_sids[0].Sid = job_sid;
+  restrict_sids[0].Attributes = 0;
+  ASSERT(CreateRestrictedToken(self, 0, 0, NULL, 0, NULL, 1, restrict_sids, &rtok));
+  if (!IsTokenRestricted(rtok)) {
+    CloseHandle(rtok);
+    CloseHandle(self);
+    LocalFree(job_sid);
+    RETURN_SKIP("restricting SIDs are ignored here (Wine): nothing to refuse");
+  }
+  srv = start_server(4, 1 << 20, 5000);
+  memset(&r, 0, sizeof r);
+  r.token = rtok;
+  ASSERT_OK(px_thread_create(&th, restricted_client, &r));
+  px_thread_join(th);
+  ASSERT_EQ(r.got_answer, 0);
+  ASSERT_EQ(g_opened, 0); /* no session for it */
+  px_pipe_server_close(srv, 1000);
+  CloseHandle(rtok);
+  CloseHandle(self);
+  LocalFree(job_sid);
   return 0;
 }
