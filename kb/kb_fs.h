@@ -100,6 +100,11 @@ int px_kbfs_remove(px_kbfs_dir_t *d, const char *name);
 int px_kbfs_mkdir(px_kbfs_dir_t *d, const char *name);
 /* Rename within one directory, replacing the target (trusted store use). */
 int px_kbfs_rename(px_kbfs_dir_t *d, const char *from, const char *to);
+/* Move entry `name` of `from` (as itself, never followed) to `to` as
+ * `newname`, which must not exist (PX_EEXIST). Both directories must be
+ * on one volume; used to hoist too-deep trees a job made up to a root. */
+int px_kbfs_move(px_kbfs_dir_t *from, const char *name, px_kbfs_dir_t *to,
+                 const char *newname);
 /* Make the directory's entries durable (Linux fsync; Windows no-op:
  * NTFS journals metadata). */
 int px_kbfs_sync_dir(px_kbfs_dir_t *d);

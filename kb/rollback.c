@@ -16,7 +16,11 @@
  *      over the entry (which replaces the entry itself; nothing is ever
  *      written through an existing name).
  * Nothing outside the roots is touched: every call is relative to a
- * directory handle inside them. VERIFY runs the same walk read-only and
+ * directory handle inside them. One entry that cannot be fixed does not
+ * stop the walk: the first error is kept and everything else is still
+ * restored. A job-made tree deeper than PX_KB_MAX_DEPTH is moved up to the
+ * root under a temp name and removed from there (no recursion without
+ * bound). VERIFY runs the same walk read-only and
  * re-hashes every file whose stat data differ from the manifest (every
  * restored file does: it is a new file).
  */
@@ -41,9 +45,17 @@ typedef struct {
 } ents_t;
 
 typedef struct {
+  char **v;
+  size_t n, cap;
+} deferred_t;
+
+typedef struct {
   px_kb_t *kb;
   const px__kb_manifest_t *m;
   px__kb_walk_t *w;
+  px_kbfs_dir_t *root;  /* borrowed: the root being walked */
+  deferred_t deferred;  /* too-deep subtrees hoisted up to the root */
+  int err;              /* first error; the walk goes on past it */
 } ctx_t;
 
 static int collect(void *c, const char *name, const px_kbfs_stat_t *st) {
@@ -124,6 +136,41 @@ static int fail(ctx_t *c, const char *path, const char *what, int rc) {
   return rc;
 }
 
+/* One entry failed: remember the first error and carry on with the others
+ * (a hostile entry must not keep the rest of the KB from being restored).
+ * Out of memory stops the walk. */
+static int keep_going(ctx_t *c, int rc) {
+  if (rc && !c->err)
+    c->err = rc;
+  return rc == PX_ENOMEM ? rc : 0;
+}
+
+/* A directory below the depth limit: move it up to the root under a temp
+ * name and remove it from there later (no recursion, no fd per level
+ * beyond the limit). */
+static int hoist(ctx_t *c, px_kbfs_dir_t *dir, const char *name) {
+  unsigned char r[8];
+  char tmp[40];
+  char **nv;
+  int rc = px_random_bytes(r, sizeof r);
+  if (rc)
+    return rc;
+  snprintf(tmp, sizeof tmp, ".px-kb-tmp-h%02x%02x%02x%02x%02x%02x%02x%02x",
+           r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+  if (c->deferred.n == c->deferred.cap) {
+    size_t cap = c->deferred.cap ? c->deferred.cap * 2 : 8;
+    if (!(nv = realloc(c->deferred.v, cap * sizeof *nv)))
+      return PX_ENOMEM;
+    c->deferred.v = nv;
+    c->deferred.cap = cap;
+  }
+  rc = px_kbfs_move(dir, name, c->root, tmp);
+  if (rc)
+    return rc;
+  c->deferred.v[c->deferred.n] = px_strdup(tmp);
+  return c->deferred.v[c->deferred.n++] ? 0 : PX_ENOMEM;
+}
+
 static int remove_tree(ctx_t *c, px_kbfs_dir_t *dir, const char *name,
                        const px_kbfs_stat_t *st, unsigned depth) {
   px_kbfs_dir_t *sub = NULL;
@@ -131,8 +178,8 @@ static int remove_tree(ctx_t *c, px_kbfs_dir_t *dir, const char *name,
   size_t i;
   int rc = 0;
   px__kb_crash_point();
-  if (depth > PX_KB_MAX_DEPTH)
-    return PX_ERANGE;
+  if (depth > PX_KB_MAX_DEPTH && st->type == PX_KBFS_DIR)
+    return hoist(c, dir, name);
   if (st->type == PX_KBFS_DIR) {
     rc = px_kbfs_open_dir(dir, name, &sub);
     if (rc == PX_ELOOP || rc == PX_EINVAL)
@@ -285,16 +332,15 @@ static int prune(ctx_t *c, px_kbfs_dir_t *dir, ents_t *cur, px_buf_t *path,
       continue;
     x->gone = 1;
     if (strncmp(x->name, ".px-kb-tmp-", 11) == 0 && idx < 0) {
-      /* Our own temp file from an interrupted restore. */
+      /* Ours, left by an interrupted restore: removed without a note. */
       if (c->w->mode == PX__KB_FIX)
-        rc = px_kbfs_remove(dir, x->name);
-      rc = rc == PX_ENOENT ? 0 : rc;
+        rc = keep_going(c, remove_tree(c, dir, x->name, &x->st, depth));
       continue;
     }
     if (c->w->mode == PX__KB_FIX) {
       rc = remove_tree(c, dir, x->name, &x->st, depth);
       if (rc)
-        rc = fail(c, px_buf_cstr(path), "remove", rc);
+        rc = keep_going(c, fail(c, px_buf_cstr(path), "remove", rc));
       else
         rc = note(c->w, px_buf_cstr(path), "removed");
     } else if (c->w->mode == PX__KB_VERIFY) {
@@ -363,6 +409,7 @@ static int restore_children(ctx_t *c, px_kbfs_dir_t *dir, ents_t *cur,
     } else if (!x && c->w->mode == PX__KB_DIFF) {
       rc = differ(c, e->path, "link_changed");
     }
+    rc = keep_going(c, rc);
   }
   return rc;
 }
@@ -386,10 +433,26 @@ static int process_dir(ctx_t *c, px_kbfs_dir_t *dir, const char *rel,
   return rc;
 }
 
+/* Remove what was hoisted to the root (which may hoist more). */
+static int drain_deferred(ctx_t *c) {
+  int rc = 0;
+  while (c->deferred.n && rc == 0) {
+    char *name = c->deferred.v[--c->deferred.n];
+    px_kbfs_stat_t st;
+    rc = px_kbfs_stat_at(c->root, name, &st);
+    if (rc == 0)
+      rc = remove_tree(c, c->root, name, &st, 0);
+    rc = keep_going(c, rc == PX_ENOENT ? 0 : rc);
+    free(name);
+  }
+  return rc;
+}
+
 int px__kb_walk(px_kb_t *kb, const px__kb_manifest_t *m, px__kb_walk_t *w) {
   ctx_t c;
   size_t i, k;
   int rc = 0;
+  memset(&c, 0, sizeof c);
   c.kb = kb, c.m = m, c.w = w;
   for (i = 0; rc == 0 && i < m->nroots; i++) {
     px_kbfs_dir_t *dir = NULL;
@@ -398,19 +461,28 @@ int px__kb_walk(px_kb_t *kb, const px__kb_manifest_t *m, px__kb_walk_t *w) {
       if (strcmp(kb->roots[k].name, m->roots[i]) == 0)
         r = &kb->roots[k];
     if (!r) {
-      rc = fail(&c, m->roots[i], "root not configured", PX_ENOENT);
-      break;
+      rc = keep_going(&c, fail(&c, m->roots[i], "root not configured",
+                               PX_ENOENT));
+      continue;
     }
     rc = px_kbfs_open_root(r->path, &dir);
-    if (rc)
-      rc = fail(&c, r->name, "open root", rc);
-    else
-      rc = process_dir(&c, dir, r->name, 0);
+    if (rc) {
+      rc = keep_going(&c, fail(&c, r->name, "open root", rc));
+      continue;
+    }
+    c.root = dir;
+    rc = keep_going(&c, process_dir(&c, dir, r->name, 0));
+    if (rc == 0)
+      rc = drain_deferred(&c);
     if (rc == 0 && w->mode == PX__KB_FIX)
-      rc = px_kbfs_sync_dir(dir);
+      rc = keep_going(&c, px_kbfs_sync_dir(dir));
+    c.root = NULL;
     px_kbfs_close_dir(&dir);
   }
-  return rc;
+  while (c.deferred.n)
+    free(c.deferred.v[--c.deferred.n]);
+  free(c.deferred.v);
+  return rc ? rc : c.err;
 }
 
 void px__kb_walk_free(px__kb_walk_t *w) {

@@ -404,6 +404,22 @@ int px_kbfs_rename(px_kbfs_dir_t *d, const char *from, const char *to) {
   return 0;
 }
 
+int px_kbfs_move(px_kbfs_dir_t *from, const char *name, px_kbfs_dir_t *to,
+                 const char *newname) {
+  if (!valid_name(name) || !valid_name(newname))
+    return PX_EINVAL;
+  /* renameat2(RENAME_NOREPLACE) moves the entry itself; a symlink is moved,
+   * not followed. */
+  if (renameat2(from->fd, name, to->fd, newname, RENAME_NOREPLACE) != 0) {
+    if (errno == EEXIST)
+      return PX_EEXIST;
+    if (errno == ENOENT)
+      return PX_ENOENT;
+    return PX_LOG_ERRNO(px_err_from_errno(errno), errno, "renameat2");
+  }
+  return 0;
+}
+
 int px_kbfs_sync_dir(px_kbfs_dir_t *d) {
   if (fsync(d->fd) != 0)
     return PX_LOG_ERRNO(px_err_from_errno(errno), errno, "fsync(dir)");

@@ -47,11 +47,14 @@ typedef NTSTATUS(NTAPI *nt_create_file_fn)(PHANDLE, ACCESS_MASK,
 typedef NTSTATUS(NTAPI *nt_set_info_fn)(HANDLE, PIO_STATUS_BLOCK, PVOID, ULONG,
                                         ULONG);
 typedef ULONG(NTAPI *rtl_status_fn)(NTSTATUS);
+typedef NTSTATUS(NTAPI *nt_query_object_fn)(HANDLE, ULONG, PVOID, ULONG,
+                                            PULONG);
 
 static struct {
   nt_create_file_fn create;
   nt_set_info_fn set_info;
   rtl_status_fn to_dos;
+  nt_query_object_fn query_object;
 } nt;
 
 static int nt_init(void) {
@@ -63,15 +66,19 @@ static int nt_init(void) {
     return PX_ENOTSUP;
   nt.to_dos = (rtl_status_fn)(void (*)(void))GetProcAddress(m, "RtlNtStatusToDosError");
   nt.set_info = (nt_set_info_fn)(void (*)(void))GetProcAddress(m, "NtSetInformationFile");
+  nt.query_object = (nt_query_object_fn)(void (*)(void))GetProcAddress(
+      m, "NtQueryObject");
   nt.create = (nt_create_file_fn)(void (*)(void))GetProcAddress(m, "NtCreateFile");
-  return nt.create && nt.set_info && nt.to_dos ? 0 : PX_ENOTSUP;
+  return nt.create && nt.set_info && nt.to_dos && nt.query_object
+             ? 0
+             : PX_ENOTSUP;
 }
 
 struct px_kbfs_dir_s {
   HANDLE h;       /* owned */
   DWORD serial;   /* volume serial number */
   char *path;     /* owned, UTF-8, for logs and test helpers */
-  WCHAR *final;   /* owned: GetFinalPathNameByHandleW of h, no trailing \ */
+  WCHAR *final;   /* owned: NT object name of h (final_path), no trailing \ */
 };
 
 struct px_kbfs_file_s {
@@ -291,23 +298,33 @@ static int handle_stat(HANDLE h, px_kbfs_stat_t *st, DWORD *attrs) {
   return 0;
 }
 
-/* The normalised final path of a handle (\\?\C:\...), no trailing
- * separator; caller frees. NULL when it cannot be had. */
+/* The NT name of what a handle really refers to (ObjectNameInformation,
+ * e.g. \Device\HarddiskVolume3\kb\notes, after any reparse), no trailing
+ * separator; caller frees. NULL when it cannot be had. NtQueryObject and
+ * not GetFinalPathNameByHandleW: Wine's fails beyond MAX_PATH. */
 static WCHAR *final_path(HANDLE h) {
-  DWORD n = GetFinalPathNameByHandleW(h, NULL, 0, FILE_NAME_NORMALIZED);
-  WCHAR *w;
-  if (n == 0 || !(w = malloc((n + 1) * sizeof *w)))
-    return NULL;
-  n = GetFinalPathNameByHandleW(h, w, n + 1, FILE_NAME_NORMALIZED);
-  while (n > 0 && w[n - 1] == L'\\')
-    w[--n] = 0;
+  enum { CAP = 65536 + sizeof(UNICODE_STRING) };
+  UNICODE_STRING *us = malloc(CAP);
+  ULONG got = 0;
+  WCHAR *w = NULL;
+  size_t n;
+  if (us &&
+      nt.query_object(h, 1 /* ObjectNameInformation */, us, CAP, &got) >= 0 &&
+      us->Buffer && (w = malloc(us->Length + sizeof(WCHAR)))) {
+    n = us->Length / sizeof(WCHAR);
+    memcpy(w, us->Buffer, us->Length);
+    while (n > 0 && w[n - 1] == L'\\')
+      n--;
+    w[n] = 0;
+  }
+  free(us);
   return w;
 }
 
 /* Defence in depth behind FILE_OPEN_REPARSE_POINT: what `h` (opened as
- * `name` below d) really is must be d's final path plus name. Wine ignores
+ * `name` below d) really is must be d's object name plus name. Wine ignores
  * FILE_OPEN_REPARSE_POINT for Unix symlinks and follows them; this check
- * is what catches that (its final path is the link's target). */
+ * is what catches that (its object name is the link target's). */
 static int check_final(const px_kbfs_dir_t *d, HANDLE h, const char *name) {
   WCHAR *got = final_path(h), *want = to_wide(name, NULL);
   size_t dl = d->final ? wcslen(d->final) : 0;
@@ -346,10 +363,9 @@ static int new_dir(HANDLE h, const char *parent, const char *name,
   if (GetFileInformationByHandle(h, &bi))
     d->serial = bi.dwVolumeSerialNumber;
   if (!d->final) {
-    int rc = LOG_WIN32(map_win32(GetLastError()), GetLastError(),
-                       "GetFinalPathNameByHandleW");
+    PX_LOG(PX_LOG_ERROR, "kbfs: NtQueryObject(name) failed for %s", d->path);
     px_kbfs_close_dir(&d);
-    return rc ? rc : PX_EIO;
+    return PX_EIO;
   }
   *out = d;
   return 0;
@@ -670,7 +686,8 @@ int px_kbfs_set_meta(px_kbfs_file_t *f, int64_t mtime_ns, uint32_t perm) {
                                  : FILE_ATTRIBUTE_READONLY);
 }
 
-static NTSTATUS rename_handle(HANDLE h, HANDLE dir, const char *to) {
+static NTSTATUS rename_handle2(HANDLE h, HANDLE dir, const char *to,
+                               BOOLEAN replace) {
   size_t wlen = 0, sz;
   WCHAR *w = to_wide(to, &wlen);
   FILE_RENAME_INFORMATION *ri;
@@ -686,7 +703,7 @@ static NTSTATUS rename_handle(HANDLE h, HANDLE dir, const char *to) {
   }
   /* ReplaceIfExists replaces the target entry itself (a link is replaced,
    * not followed); RootDirectory keeps the rename inside `dir`. */
-  ri->ReplaceIfExists = TRUE;
+  ri->ReplaceIfExists = replace;
   ri->RootDirectory = dir;
   ri->FileNameLength = (ULONG)(wlen * sizeof(WCHAR));
   memcpy(ri->FileName, w, wlen * sizeof(WCHAR));
@@ -694,6 +711,10 @@ static NTSTATUS rename_handle(HANDLE h, HANDLE dir, const char *to) {
   free(ri);
   free(w);
   return s;
+}
+
+static NTSTATUS rename_handle(HANDLE h, HANDLE dir, const char *to) {
+  return rename_handle2(h, dir, to, TRUE);
 }
 
 /* Clear a read-only attribute on the entry `name` itself (opened as a
@@ -857,6 +878,29 @@ int px_kbfs_rename(px_kbfs_dir_t *d, const char *from, const char *to) {
   s = rename_handle(h, d->h, to);
   if (s < 0)
     rc = nt_result(s, "NtSetInformationFile(FileRenameInformation)");
+  CloseHandle(h);
+  return rc;
+}
+
+int px_kbfs_move(px_kbfs_dir_t *from, const char *name, px_kbfs_dir_t *to,
+                 const char *newname) {
+  HANDLE h;
+  NTSTATUS s;
+  int conv, rc;
+  if (!valid_name(name) || !valid_name(newname))
+    return PX_EINVAL;
+  s = open_rel(from->h, name, DELETE | FILE_READ_ATTRIBUTES, SHARE_ALL,
+               FILE_OPEN, 0, &h, &conv);
+  if (conv)
+    return PX_EINVAL;
+  if (s < 0)
+    return nt_result(s, "NtCreateFile(move)");
+  rc = check_final(from, h, name);
+  if (rc == 0) {
+    s = rename_handle2(h, to->h, newname, FALSE);
+    if (s < 0)
+      rc = nt_result(s, "NtSetInformationFile(FileRenameInformation)");
+  }
   CloseHandle(h);
   return rc;
 }

@@ -287,3 +287,36 @@ TEST_IMPL(kb_snapshot_failure_is_reported) {
   px_kb_close(&kb);
   return 0;
 }
+
+/* A job that builds a tree deeper than the walk's limit must not keep the
+ * rollback from finishing: the too-deep part is hoisted up and removed,
+ * and the rest of the KB is restored anyway. */
+TEST_IMPL(kb_rollback_deep_tree) {
+  kbt_env_t e;
+  px_kb_t *kb = NULL;
+  px_kb_result_t r;
+  char *before, *after, rel[1100];
+  size_t n = 0;
+  int i;
+  kbt_env_init(&e, "deep");
+  kbt_write_str(e.mind, "a.txt", "a\n");
+  before = kbt_digest(e.mind);
+  ASSERT_OK(px_kb_open(&e.opts, &kb));
+  ASSERT_OK(px_kb_snapshot(kb, NULL));
+  n = (size_t)snprintf(rel, sizeof rel, "deep");
+  for (i = 0; i < 300; i++)
+    n += (size_t)snprintf(rel + n, sizeof rel - n, "/d");
+  kbt_mkdirs(e.mind, rel);
+  snprintf(rel + n, sizeof rel - n, "/bottom.txt");
+  kbt_write_str(e.mind, rel, "at the bottom");
+  kbt_write_str(e.mind, "a.txt", "modified");
+  ASSERT_OK(px_kb_restore(kb, NULL, &r));
+  ASSERT(r.verified);
+  after = kbt_digest(e.mind);
+  ASSERT_STR_EQ(after, before);
+  ASSERT_UINT_GE(r.files_removed, 302);
+  px_kb_result_free(&r);
+  free(before), free(after);
+  px_kb_close(&kb);
+  return 0;
+}
