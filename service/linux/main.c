@@ -20,6 +20,7 @@
 #include "px/px_log.h"
 #include "px/px_log_file.h"
 #include "px/px_service.h"
+#include "px/px_zmq.h"
 #include "px/px_util.h"
 
 #include <errno.h>
@@ -163,6 +164,7 @@ int main(int argc, char **argv) {
   px_config_t *cfg = NULL;
   px_service_t *svc = NULL;
   px_unix_server_t *srv = NULL;
+  px_zmq_endpoint_t *zep = NULL; /* NULL when no endpoint is configured */
   px_log_file_t *logf = NULL;
   px_service_opts_t so;
   int rc = 1;
@@ -196,7 +198,8 @@ int main(int argc, char **argv) {
   memset(&so, 0, sizeof so);
   so.config = cfg;
   so.version = PX_VERSION_STRING;
-  if (px_service_open(&so, &svc) != 0 || open_server(&a, cfg, svc, &srv) != 0)
+  if (px_service_open(&so, &svc) != 0 || open_server(&a, cfg, svc, &srv) != 0 ||
+      px_zmq_endpoint_open(cfg, svc, &zep) != 0)
     goto cleanup;
   px_sd_notify("READY=1");
   PX_LOG(PX_LOG_INFO, "phoenix-executor %s ready", PX_VERSION_STRING);
@@ -207,10 +210,14 @@ int main(int argc, char **argv) {
 cleanup:
   if (srv)
     px_unix_server_stop_accept(srv);
+  if (zep)
+    px_zmq_endpoint_stop_accept(zep);
   if (svc)
     px_service_stop(svc); /* every job answered into the sessions */
   if (srv)
     px_unix_server_close(srv, 5000); /* flush them, close sessions */
+  if (zep)
+    px_zmq_endpoint_close(zep, 5000);
   px_service_free(svc);
   PX_LOG(PX_LOG_INFO, "phoenix-executor stopped");
   px_log_clear_sinks();
