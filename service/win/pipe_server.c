@@ -59,6 +59,7 @@ typedef struct conn_s {
   int writing;             /* a WriteFile is in flight (I/O thread) */
   int close_after_flush;   /* fatal framing error: flush, then close */
   uint64_t frame_started_ms;
+  uint64_t connected_ms;   /* a client silent past the read timeout goes */
   px_frame_decoder_t *dec; /* owned */
   void *sess;              /* owned; closed before the conn is freed */
   px_buf_t wbuf;           /* the bytes of the write in flight */
@@ -309,33 +310,38 @@ static int output_pending(conn_t *c) {
   return pending || c->writing || c->woff < c->wbuf.len;
 }
 
+/* A client connected: read. Who it is is asked once its first bytes are
+ * in: ImpersonateNamedPipeClient takes "the security context of the last
+ * message read from the pipe" (ERROR_CANNOT_IMPERSONATE before any read). */
 static void on_connected(px_pipe_server_t *srv, conn_t *c, BOOL ok) {
   srv->nlistening--;
   c->state = ST_CONNECTED;
   srv->nconnected++;
   srv->clients = srv->nconnected;
-  if (!ok || srv->stop_accept) {
+  c->connected_ms = px_now_ms();
+  if (!ok || srv->stop_accept)
     conn_close(srv, c);
-    return;
-  }
-  if (px__pipe_peer(c->pipe, &c->peer) != 0) {
-    conn_close(srv, c); /* logged: a sandboxed or unidentifiable client */
-    refill_listeners(srv);
-    return;
-  }
+  else
+    start_read(srv, c);
+  refill_listeners(srv);
+}
+
+/* Identify the client and open its session. 0, or -1 when it is refused
+ * (a sandboxed or unidentifiable client: logged) or cannot be served. */
+static int open_session(px_pipe_server_t *srv, conn_t *c) {
+  if (px__pipe_peer(c->pipe, &c->peer) != 0)
+    return -1;
   c->dec = px_frame_decoder_new(srv->opts.max_frame);
   c->sess = c->dec ? srv->opts.ops->open(srv->opts.svc, &c->peer, send_cb, c)
                    : NULL;
   if (!c->sess) {
     PX_LOG(PX_LOG_ERROR, "cannot set up a session for pipe client pid %lu",
            c->peer.pid);
-    conn_close(srv, c);
-  } else {
-    PX_LOG(PX_LOG_DEBUG, "pipe client connected: pid %lu user %s", c->peer.pid,
-           c->peer.user_sid);
-    start_read(srv, c);
+    return -1;
   }
-  refill_listeners(srv);
+  PX_LOG(PX_LOG_DEBUG, "pipe client connected: pid %lu user %s", c->peer.pid,
+         c->peer.user_sid);
+  return 0;
 }
 
 /* Feed received bytes through the decoder into the session. */
@@ -381,6 +387,10 @@ static void on_read(px_pipe_server_t *srv, conn_t *c, BOOL ok, DWORD n) {
     /* EOF or broken pipe: the client went away (maybe mid-job; the
      * session applies on_disconnect). */
     PX_LOG(PX_LOG_DEBUG, "pipe client pid %lu disconnected", c->peer.pid);
+    conn_close(srv, c);
+    return;
+  }
+  if (!c->sess && open_session(srv, c) != 0) {
     conn_close(srv, c);
     return;
   }
@@ -447,6 +457,14 @@ static void tick(px_pipe_server_t *srv) {
   for (c = srv->conns; c; c = next) {
     next = c->next;
     if (c->state == ST_LISTENING && srv->stop_accept) {
+      conn_close(srv, c);
+      conn_reap(srv, c);
+    } else if (c->state == ST_CONNECTED && !c->sess &&
+               now - c->connected_ms > limit) {
+      /* Connected, never said a word: it only holds an instance. */
+      PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_DROPPED,
+                   "dropping a pipe client silent for %llu ms",
+                   (unsigned long long)(now - c->connected_ms));
       conn_close(srv, c);
       conn_reap(srv, c);
     } else if (c->state == ST_CONNECTED && c->frame_started_ms &&

@@ -480,3 +480,17 @@ TEST_IMPL(pipe_refuses_restricted_client) {
   LocalFree(job_sid);
   return 0;
 }
+
+/* A client that connects and never sends a byte only holds an instance:
+ * it is dropped after the read timeout like a stalled one. */
+TEST_IMPL(pipe_silent_client_dropped) {
+  px_pipe_server_t *srv = start_server(2, 1 << 20, 300);
+  px_client_t *c = connect_client();
+  int rc;
+  recv_msg(c, 5000, &rc);
+  ASSERT_EQ(rc, PX_ECLOSED);
+  ASSERT_EQ(g_opened, 0); /* never identified, no session */
+  px_client_close(c);
+  px_pipe_server_close(srv, 1000);
+  return 0;
+}
