@@ -11,6 +11,10 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/kb.c
   ${CMAKE_CURRENT_SOURCE_DIR}/hooks.c
   ${CMAKE_CURRENT_SOURCE_DIR}/${PX_PLATFORM}/fs.c)
+if(PX_IS_WINDOWS)
+  # Test-only helpers (plant links); Linux keeps its few in linux/fs.c.
+  target_sources(px_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/win/fs_test.c)
+endif()
 
 target_sources(px_tests PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/unit/test_sha256.c

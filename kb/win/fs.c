@@ -11,6 +11,7 @@
  * small table (they are not in every import library; Wine has them all).
  */
 #include "kb/kb_fs.h"
+#include "kb/win/fs_int.h"
 
 #include <windows.h>
 #include <winioctl.h>
@@ -74,18 +75,7 @@ static int nt_init(void) {
              : PX_ENOTSUP;
 }
 
-struct px_kbfs_dir_s {
-  HANDLE h;       /* owned */
-  DWORD serial;   /* volume serial number */
-  char *path;     /* owned, UTF-8, for logs and test helpers */
-  WCHAR *final;   /* owned: NT object name of h (final_path), no trailing \ */
-};
 
-struct px_kbfs_file_s {
-  HANDLE h;           /* owned */
-  px_kbfs_dir_t *dir; /* borrowed: temp files only */
-  int temp;
-};
 
 static int log_win32(int code, DWORD err, const char *call, int line) {
   px_log_write(PX_LOG_ERROR, 0, (long long)err, __FILE__, line, "kbfs",
@@ -126,7 +116,7 @@ static int map_win32(DWORD e) {
 }
 
 /* Quiet results (absent, exists) are returned without a log line. */
-static int nt_result(NTSTATUS st, const char *call) {
+int px__kbfs_nt_result(NTSTATUS st, const char *call) {
   DWORD e;
   if (st == STATUS_OBJECT_NAME_NOT_FOUND || st == KB_STATUS_PATH_NOT_FOUND ||
       st == KB_STATUS_DELETE_PENDING)
@@ -141,7 +131,7 @@ static int nt_result(NTSTATUS st, const char *call) {
 
 /* --- names: UTF-8 (WTF-8 for lone surrogates) <-> UTF-16 --- */
 
-static WCHAR *to_wide(const char *s, size_t *wlen) {
+WCHAR *px__kbfs_to_wide(const char *s, size_t *wlen) {
   size_t n = strlen(s), i = 0, o = 0;
   WCHAR *w = malloc((n + 1) * sizeof *w);
   if (!w)
@@ -232,7 +222,7 @@ static int valid_name(const char *name) {
  * the service at start) get past a DACL a job put on its own files, so a
  * job cannot make its files unremovable; without the privileges it is a
  * no-op. */
-static NTSTATUS open_rel(HANDLE root, const char *name, ACCESS_MASK access,
+NTSTATUS px__kbfs_open_rel(HANDLE root, const char *name, ACCESS_MASK access,
                          ULONG share, ULONG disposition, ULONG options,
                          HANDLE *out, int *conv_err) {
   UNICODE_STRING us;
@@ -240,7 +230,7 @@ static NTSTATUS open_rel(HANDLE root, const char *name, ACCESS_MASK access,
   IO_STATUS_BLOCK io;
   NTSTATUS st;
   size_t wlen = 0;
-  WCHAR *w = to_wide(name, &wlen);
+  WCHAR *w = px__kbfs_to_wide(name, &wlen);
   *out = NULL;
   *conv_err = 0;
   if (!w || wlen > 32767) {
@@ -264,7 +254,6 @@ static NTSTATUS open_rel(HANDLE root, const char *name, ACCESS_MASK access,
   return st;
 }
 
-#define SHARE_ALL (FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
 
 static int64_t ft_ns(int64_t t100) {
   return (t100 - KB_FILETIME_EPOCH) * 100;
@@ -326,7 +315,7 @@ static WCHAR *final_path(HANDLE h) {
  * FILE_OPEN_REPARSE_POINT for Unix symlinks and follows them; this check
  * is what catches that (its object name is the link target's). */
 static int check_final(const px_kbfs_dir_t *d, HANDLE h, const char *name) {
-  WCHAR *got = final_path(h), *want = to_wide(name, NULL);
+  WCHAR *got = final_path(h), *want = px__kbfs_to_wide(name, NULL);
   size_t dl = d->final ? wcslen(d->final) : 0;
   int ok = 0;
   if (got && want && d->final) {
@@ -381,7 +370,7 @@ int px_kbfs_open_root(const char *path, px_kbfs_dir_t **out) {
   *out = NULL;
   if ((rc = nt_init()) != 0)
     return rc;
-  w = to_wide(path, &wlen);
+  w = px__kbfs_to_wide(path, &wlen);
   if (!w)
     return PX_EINVAL;
   for (i = 0; i < wlen; i++)
@@ -436,13 +425,13 @@ int px_kbfs_open_dir(px_kbfs_dir_t *parent, const char *name,
   *out = NULL;
   if (!valid_name(name))
     return PX_EINVAL;
-  s = open_rel(parent->h, name,
+  s = px__kbfs_open_rel(parent->h, name,
                FILE_LIST_DIRECTORY | FILE_TRAVERSE | FILE_READ_ATTRIBUTES,
                SHARE_ALL, FILE_OPEN, 0, &h, &conv);
   if (conv)
     return PX_EINVAL;
   if (s < 0)
-    return nt_result(s, "NtCreateFile(dir)");
+    return px__kbfs_nt_result(s, "NtCreateFile(dir)");
   rc = handle_stat(h, &st, NULL);
   if (rc == 0 && st.type != PX_KBFS_DIR)
     rc = st.type == PX_KBFS_LINK ? PX_ELOOP : PX_EINVAL;
@@ -502,10 +491,10 @@ int px_kbfs_list(px_kbfs_dir_t *d, px_kbfs_list_fn fn, void *ctx) {
   /* A fresh handle on the same directory (empty name relative to it) for
    * every listing: Wine caches a handle's directory contents on the first
    * query and a restart scan does not refresh them. */
-  s = open_rel(d->h, "", FILE_LIST_DIRECTORY, SHARE_ALL, FILE_OPEN,
+  s = px__kbfs_open_rel(d->h, "", FILE_LIST_DIRECTORY, SHARE_ALL, FILE_OPEN,
                FILE_DIRECTORY_FILE, &h, &conv);
   if (s < 0 || conv)
-    return conv ? PX_EINVAL : nt_result(s, "NtCreateFile(list)");
+    return conv ? PX_EINVAL : px__kbfs_nt_result(s, "NtCreateFile(list)");
   buf = malloc(BUFSZ);
   if (!buf) {
     CloseHandle(h);
@@ -548,12 +537,12 @@ int px_kbfs_stat_at(px_kbfs_dir_t *d, const char *name, px_kbfs_stat_t *st) {
   int conv, rc;
   if (!valid_name(name))
     return PX_EINVAL;
-  s = open_rel(d->h, name, FILE_READ_ATTRIBUTES, SHARE_ALL, FILE_OPEN, 0, &h,
+  s = px__kbfs_open_rel(d->h, name, FILE_READ_ATTRIBUTES, SHARE_ALL, FILE_OPEN, 0, &h,
                &conv);
   if (conv)
     return PX_EINVAL;
   if (s < 0)
-    return nt_result(s, "NtCreateFile(stat)");
+    return px__kbfs_nt_result(s, "NtCreateFile(stat)");
   rc = handle_stat(h, st, NULL);
   if (rc == 0 && check_final(d, h, name) != 0) {
     memset(st, 0, sizeof *st);
@@ -573,7 +562,7 @@ int px_kbfs_open_read(px_kbfs_dir_t *d, const char *name, int meta,
   *out = NULL;
   if (!valid_name(name))
     return PX_EINVAL;
-  s = open_rel(d->h, name,
+  s = px__kbfs_open_rel(d->h, name,
                GENERIC_READ | FILE_READ_ATTRIBUTES |
                    (meta ? FILE_WRITE_ATTRIBUTES : 0),
                SHARE_ALL, FILE_OPEN,
@@ -581,7 +570,7 @@ int px_kbfs_open_read(px_kbfs_dir_t *d, const char *name, int meta,
   if (conv)
     return PX_EINVAL;
   if (s < 0)
-    return nt_result(s, "NtCreateFile(read)");
+    return px__kbfs_nt_result(s, "NtCreateFile(read)");
   rc = handle_stat(h, &tmp, NULL);
   if (rc == 0 && tmp.type != PX_KBFS_FILE)
     rc = tmp.type == PX_KBFS_LINK ? PX_ELOOP : PX_EINVAL;
@@ -617,7 +606,7 @@ int px_kbfs_create_temp(px_kbfs_dir_t *d, px_kbfs_file_t **out) {
              ".px-kb-tmp-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
              r[3], r[4], r[5], r[6], r[7]);
     /* DELETE: the commit renames through this very handle. */
-    s = open_rel(d->h, name,
+    s = px__kbfs_open_rel(d->h, name,
                  GENERIC_WRITE | DELETE | FILE_READ_ATTRIBUTES |
                      FILE_WRITE_ATTRIBUTES,
                  FILE_SHARE_READ, FILE_CREATE, FILE_NON_DIRECTORY_FILE, &f->h,
@@ -630,7 +619,7 @@ int px_kbfs_create_temp(px_kbfs_dir_t *d, px_kbfs_file_t **out) {
     }
     if (s != KB_STATUS_NAME_COLLISION) {
       free(f);
-      return nt_result(s, "NtCreateFile(temp)");
+      return px__kbfs_nt_result(s, "NtCreateFile(temp)");
     }
   }
   free(f);
@@ -689,7 +678,7 @@ int px_kbfs_set_meta(px_kbfs_file_t *f, int64_t mtime_ns, uint32_t perm) {
 static NTSTATUS rename_handle2(HANDLE h, HANDLE dir, const char *to,
                                BOOLEAN replace) {
   size_t wlen = 0, sz;
-  WCHAR *w = to_wide(to, &wlen);
+  WCHAR *w = px__kbfs_to_wide(to, &wlen);
   FILE_RENAME_INFORMATION *ri;
   IO_STATUS_BLOCK io;
   NTSTATUS s;
@@ -724,7 +713,7 @@ static void clear_readonly(HANDLE dir, const char *name) {
   int conv;
   DWORD attrs;
   px_kbfs_stat_t st;
-  if (open_rel(dir, name, FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES,
+  if (px__kbfs_open_rel(dir, name, FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES,
                SHARE_ALL, FILE_OPEN, 0, &h, &conv) < 0 || conv)
     return;
   if (handle_stat(h, &st, &attrs) == 0 && (attrs & FILE_ATTRIBUTE_READONLY))
@@ -752,7 +741,7 @@ int px_kbfs_commit(px_kbfs_file_t **fp, const char *name) {
     s = rename_handle(f->h, f->dir->h, name);
   }
   if (s < 0) {
-    int rc = nt_result(s, "NtSetInformationFile(FileRenameInformation)");
+    int rc = px__kbfs_nt_result(s, "NtSetInformationFile(FileRenameInformation)");
     px_kbfs_abort(fp);
     return rc;
   }
@@ -806,7 +795,7 @@ static int remove_by_replacing(px_kbfs_dir_t *d, const char *name) {
     return rc;
   s = rename_handle(f->h, d->h, name);
   if (s < 0) {
-    rc = nt_result(s, "NtSetInformationFile(FileRenameInformation)");
+    rc = px__kbfs_nt_result(s, "NtSetInformationFile(FileRenameInformation)");
     px_kbfs_abort(&f);
     return rc == 0 ? PX_ELOOP : rc;
   }
@@ -825,12 +814,12 @@ int px_kbfs_remove(px_kbfs_dir_t *d, const char *name) {
     return PX_EINVAL;
   /* Opened as itself (FILE_OPEN_REPARSE_POINT): deleting a junction or a
    * symlink removes the link, never its target. */
-  s = open_rel(d->h, name, DELETE | FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES,
+  s = px__kbfs_open_rel(d->h, name, DELETE | FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES,
                SHARE_ALL, FILE_OPEN, 0, &h, &conv);
   if (conv)
     return PX_EINVAL;
   if (s < 0)
-    return nt_result(s, "NtCreateFile(remove)");
+    return px__kbfs_nt_result(s, "NtCreateFile(remove)");
   if (check_final(d, h, name) != 0) {
     CloseHandle(h);
     return remove_by_replacing(d, name);
@@ -841,7 +830,7 @@ int px_kbfs_remove(px_kbfs_dir_t *d, const char *name) {
   if (rc == 0) {
     s = delete_handle(h);
     if (s < 0)
-      rc = nt_result(s, "NtSetInformationFile(FileDispositionInformation)");
+      rc = px__kbfs_nt_result(s, "NtSetInformationFile(FileDispositionInformation)");
   }
   CloseHandle(h);
   return rc;
@@ -853,12 +842,12 @@ int px_kbfs_mkdir(px_kbfs_dir_t *d, const char *name) {
   int conv;
   if (!valid_name(name))
     return PX_EINVAL;
-  s = open_rel(d->h, name, FILE_LIST_DIRECTORY, SHARE_ALL, FILE_CREATE,
+  s = px__kbfs_open_rel(d->h, name, FILE_LIST_DIRECTORY, SHARE_ALL, FILE_CREATE,
                FILE_DIRECTORY_FILE, &h, &conv);
   if (conv)
     return PX_EINVAL;
   if (s < 0)
-    return nt_result(s, "NtCreateFile(mkdir)");
+    return px__kbfs_nt_result(s, "NtCreateFile(mkdir)");
   CloseHandle(h);
   return 0;
 }
@@ -869,15 +858,15 @@ int px_kbfs_rename(px_kbfs_dir_t *d, const char *from, const char *to) {
   int conv, rc = 0;
   if (!valid_name(from) || !valid_name(to))
     return PX_EINVAL;
-  s = open_rel(d->h, from, DELETE | FILE_READ_ATTRIBUTES, SHARE_ALL, FILE_OPEN,
+  s = px__kbfs_open_rel(d->h, from, DELETE | FILE_READ_ATTRIBUTES, SHARE_ALL, FILE_OPEN,
                0, &h, &conv);
   if (conv)
     return PX_EINVAL;
   if (s < 0)
-    return nt_result(s, "NtCreateFile(rename)");
+    return px__kbfs_nt_result(s, "NtCreateFile(rename)");
   s = rename_handle(h, d->h, to);
   if (s < 0)
-    rc = nt_result(s, "NtSetInformationFile(FileRenameInformation)");
+    rc = px__kbfs_nt_result(s, "NtSetInformationFile(FileRenameInformation)");
   CloseHandle(h);
   return rc;
 }
@@ -889,17 +878,17 @@ int px_kbfs_move(px_kbfs_dir_t *from, const char *name, px_kbfs_dir_t *to,
   int conv, rc;
   if (!valid_name(name) || !valid_name(newname))
     return PX_EINVAL;
-  s = open_rel(from->h, name, DELETE | FILE_READ_ATTRIBUTES, SHARE_ALL,
+  s = px__kbfs_open_rel(from->h, name, DELETE | FILE_READ_ATTRIBUTES, SHARE_ALL,
                FILE_OPEN, 0, &h, &conv);
   if (conv)
     return PX_EINVAL;
   if (s < 0)
-    return nt_result(s, "NtCreateFile(move)");
+    return px__kbfs_nt_result(s, "NtCreateFile(move)");
   rc = check_final(from, h, name);
   if (rc == 0) {
     s = rename_handle2(h, to->h, newname, FALSE);
     if (s < 0)
-      rc = nt_result(s, "NtSetInformationFile(FileRenameInformation)");
+      rc = px__kbfs_nt_result(s, "NtSetInformationFile(FileRenameInformation)");
   }
   CloseHandle(h);
   return rc;
@@ -907,180 +896,6 @@ int px_kbfs_move(px_kbfs_dir_t *from, const char *name, px_kbfs_dir_t *to,
 
 int px_kbfs_sync_dir(px_kbfs_dir_t *d) {
   (void)d; /* NTFS journals directory changes; nothing to flush by hand */
-  return 0;
-}
-
-static WCHAR *join_wide(const px_kbfs_dir_t *d, const char *name) {
-  px_buf_t b = {0};
-  WCHAR *w;
-  if (px_buf_printf(&b, "%s\\%s", d->path, name) != 0)
-    return NULL;
-  w = to_wide(px_buf_cstr(&b), NULL);
-  px_buf_free(&b);
-  return w;
-}
-
-typedef char *(CDECL *wine_unix_name_fn)(LPCWSTR);
-
-/* Under Wine: plant a real Unix symlink (what a Linux-side process, or a
- * Wine whose CreateSymbolicLinkW works, would leave) by running the Unix
- * /bin/ln, which Wine's CreateProcessW can start. */
-static int wine_unix_symlink(px_kbfs_dir_t *d, const char *name,
-                             const char *target) {
-  HMODULE k32 = GetModuleHandleW(L"kernel32.dll");
-  wine_unix_name_fn to_unix =
-      k32 ? (wine_unix_name_fn)(void (*)(void))GetProcAddress(
-                k32, "wine_get_unix_file_name")
-          : NULL;
-  WCHAR *wdir = to_wide(d->path, NULL), *wtgt = to_wide(target, NULL);
-  char *udir = NULL, *utgt = NULL;
-  px_buf_t cmd = {0};
-  WCHAR *wcmd = NULL;
-  STARTUPINFOW si;
-  PROCESS_INFORMATION pi;
-  int rc = PX_ENOTSUP;
-  if (!to_unix || !wdir || !wtgt)
-    goto cleanup;
-  udir = to_unix(wdir);
-  utgt = to_unix(wtgt);
-  if (!udir || !utgt ||
-      px_buf_printf(&cmd, "ln -s \"%s\" \"%s/%s\"", utgt, udir, name) != 0 ||
-      !(wcmd = to_wide(px_buf_cstr(&cmd), NULL)))
-    goto cleanup;
-  memset(&si, 0, sizeof si);
-  si.cb = sizeof si;
-  /* Test helper only (never a job): Wine starts the Unix /bin/ln. */
-  if (CreateProcessW(L"Z:\\bin\\ln", wcmd, NULL, NULL, FALSE, 0, NULL, /* checksrc: allow - test helper */
-                     NULL, &si, &pi)) {
-    px_kbfs_stat_t st;
-    int i;
-    WaitForSingleObject(pi.hProcess, 10000);
-    CloseHandle(pi.hProcess);
-    CloseHandle(pi.hThread);
-    /* Wine cannot wait for a Unix child (the handle may be signalled at
-     * once) nor tell its exit code: look for the link for up to 5 s. */
-    for (i = 0; i < 100 && rc != 0; i++) {
-      if (px_kbfs_stat_at(d, name, &st) == 0 && st.type == PX_KBFS_LINK)
-        rc = 0;
-      else
-        Sleep(50);
-    }
-  }
-cleanup:
-  if (udir)
-    HeapFree(GetProcessHeap(), 0, udir);
-  if (utgt)
-    HeapFree(GetProcessHeap(), 0, utgt);
-  px_buf_free(&cmd);
-  free(wcmd);
-  free(wdir);
-  free(wtgt);
-  return rc;
-}
-
-int px_kbfs_test_symlink(px_kbfs_dir_t *d, const char *name,
-                         const char *target, int target_is_dir) {
-  WCHAR *link = join_wide(d, name), *tgt = to_wide(target, NULL);
-  BOOLEAN ok = FALSE;
-  px_kbfs_stat_t st;
-  if (link && tgt)
-    ok = CreateSymbolicLinkW(link, tgt,
-                             (target_is_dir ? SYMBOLIC_LINK_FLAG_DIRECTORY : 0) |
-                                 0x2 /* ALLOW_UNPRIVILEGED_CREATE */);
-  free(link);
-  free(tgt);
-  /* Wine 8's CreateSymbolicLinkW is a stub that reports success and makes
-   * nothing: believe only a link that is there. */
-  if (ok && px_kbfs_stat_at(d, name, &st) == 0 && st.type == PX_KBFS_LINK)
-    return 0;
-  return wine_unix_symlink(d, name, target);
-}
-
-int px_kbfs_test_hardlink(px_kbfs_dir_t *d, const char *name,
-                          const char *target) {
-  WCHAR *link = join_wide(d, name), *tgt = to_wide(target, NULL);
-  BOOL ok = FALSE;
-  if (link && tgt)
-    ok = CreateHardLinkW(link, tgt, NULL);
-  free(link);
-  free(tgt);
-  return ok ? 0 : PX_ENOTSUP;
-}
-
-/* REPARSE_DATA_BUFFER for a mount point (ntifs.h is not in mingw's
- * user-mode headers). */
-typedef struct {
-  ULONG ReparseTag;
-  USHORT ReparseDataLength;
-  USHORT Reserved;
-  USHORT SubstituteNameOffset;
-  USHORT SubstituteNameLength;
-  USHORT PrintNameOffset;
-  USHORT PrintNameLength;
-  WCHAR PathBuffer[1];
-} kb_mount_point_t;
-
-int px_kbfs_test_junction(px_kbfs_dir_t *d, const char *name,
-                          const char *target) {
-  WCHAR *link = join_wide(d, name), *tgt = to_wide(target, NULL);
-  kb_mount_point_t *rp = NULL;
-  HANDLE h = INVALID_HANDLE_VALUE;
-  DWORD got = 0;
-  size_t tl, sz;
-  int rc = PX_ENOTSUP;
-  if (!link || !tgt || !CreateDirectoryW(link, NULL))
-    goto cleanup;
-  h = CreateFileW(link, GENERIC_WRITE, 0, NULL, OPEN_EXISTING,
-                  FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT,
-                  NULL);
-  tl = wcslen(tgt);
-  sz = sizeof *rp + (tl + 4 + 1 + tl + 1) * sizeof(WCHAR);
-  rp = calloc(1, sz);
-  if (h == INVALID_HANDLE_VALUE || !rp)
-    goto cleanup;
-  rp->ReparseTag = IO_REPARSE_TAG_MOUNT_POINT;
-  memcpy(rp->PathBuffer, L"\\??\\", 4 * sizeof(WCHAR));
-  memcpy(rp->PathBuffer + 4, tgt, tl * sizeof(WCHAR));
-  rp->SubstituteNameLength = (USHORT)((tl + 4) * sizeof(WCHAR));
-  rp->PrintNameOffset = (USHORT)(rp->SubstituteNameLength + sizeof(WCHAR));
-  memcpy(rp->PathBuffer + tl + 5, tgt, tl * sizeof(WCHAR));
-  rp->PrintNameLength = (USHORT)(tl * sizeof(WCHAR));
-  rp->ReparseDataLength = (USHORT)(8 + rp->PrintNameOffset +
-                                   rp->PrintNameLength + sizeof(WCHAR));
-  if (DeviceIoControl(h, FSCTL_SET_REPARSE_POINT, rp,
-                      (DWORD)(8 + rp->ReparseDataLength), NULL, 0, &got, NULL))
-    rc = 0;
-cleanup:
-  if (h != INVALID_HANDLE_VALUE)
-    CloseHandle(h);
-  if (rc && link)
-    RemoveDirectoryW(link);
-  free(rp);
-  free(link);
-  free(tgt);
-  return rc;
-}
-
-int px_kbfs_test_open_write(px_kbfs_dir_t *d, const char *name, int truncate,
-                            px_kbfs_file_t **out) {
-  HANDLE h;
-  NTSTATUS s;
-  int conv;
-  *out = NULL;
-  s = open_rel(d->h, name,
-               GENERIC_WRITE | FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES,
-               SHARE_ALL, truncate ? FILE_OVERWRITE : FILE_OPEN,
-               FILE_NON_DIRECTORY_FILE, &h, &conv);
-  if (conv)
-    return PX_EINVAL;
-  if (s < 0)
-    return nt_result(s, "NtCreateFile(write)");
-  *out = calloc(1, sizeof **out);
-  if (!*out) {
-    CloseHandle(h);
-    return PX_ENOMEM;
-  }
-  (*out)->h = h;
   return 0;
 }
 

@@ -1,0 +1,38 @@
+/* fs_int.h (Windows) - what kb/win/fs.c shares with its test helpers
+ * (kb/win/fs_test.c). Internal to kb/win. */
+#ifndef PX_KB_WIN_FS_INT_H
+#define PX_KB_WIN_FS_INT_H
+
+#include <windows.h>
+#include <winternl.h>
+
+#include "kb/kb_fs.h"
+
+#define SHARE_ALL (FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+
+struct px_kbfs_dir_s {
+  HANDLE h;       /* owned */
+  DWORD serial;   /* volume serial number */
+  char *path;     /* owned, UTF-8, for logs and test helpers */
+  WCHAR *final;   /* owned: NT object name of h (final_path), no trailing \ */
+};
+
+struct px_kbfs_file_s {
+  HANDLE h;           /* owned */
+  px_kbfs_dir_t *dir; /* borrowed: temp files only */
+  int temp;
+};
+
+/* UTF-8 (WTF-8) name -> malloc'd UTF-16; NULL if invalid. *wlen may be
+ * NULL. */
+WCHAR *px__kbfs_to_wide(const char *s, size_t *wlen);
+/* NtCreateFile of `name` relative to `root`, always with
+ * FILE_OPEN_REPARSE_POINT; *conv_err set when the name cannot be
+ * converted. */
+NTSTATUS px__kbfs_open_rel(HANDLE root, const char *name, ACCESS_MASK access,
+                           ULONG share, ULONG disposition, ULONG options,
+                           HANDLE *out, int *conv_err);
+/* An NTSTATUS as a PX_E* (logged unless it is a quiet "absent"/"exists"). */
+int px__kbfs_nt_result(NTSTATUS st, const char *call);
+
+#endif /* PX_KB_WIN_FS_INT_H */
