@@ -16,7 +16,8 @@
 #  3. wixl -a x64 -D Version=... installer/PhoenixExecutor.wxs; any wixl
 #     warning fails the build (wixl ignores attributes it does not know
 #     with only a warning: nothing may be silently dropped);
-#  4. msibuild sets what wixl 0.101 cannot express (docs/installer.md):
+#  4. msibuild sets what wixl 0.101 cannot express (docs/installer.md),
+#     including the SCM failure actions (MsiServiceConfigFailureActions):
 #     Permanent + NeverOverwrite on the configuration, Permanent on the
 #     logs and KB store folders, REMOVE_DATA in SecureCustomProperties,
 #     and the WaitServiceStopped action as an EXE in the Binary table
@@ -98,6 +99,21 @@ msibuild "$work/out.msi" \
     -q "UPDATE \`Property\` SET \`Value\` = 'WIX_DOWNGRADE_DETECTED;WIX_UPGRADE_DETECTED;REMOVE_DATA' WHERE \`Property\` = 'SecureCustomProperties'" ||
     die "msibuild failed"
 
+# SCM failure actions (restart after 5 s, 10 s, 30 s; the count resets
+# after a day), as `PhoenixExecutor.exe install` sets them: Windows
+# Installer 5's MsiServiceConfigFailureActions table, applied by the
+# MsiConfigureServices action (after InstallServices, before
+# StartServices). wixl has neither; Wine's msi runs the action as a stub.
+printf '%s\r\n' \
+    $'MsiServiceConfigFailureActions\tName\tEvent\tResetPeriod\tRebootMessage\tCommand\tActions\tDelayActions\tComponent_' \
+    $'s72\tl255\ti2\tI4\tL255\tL255\tS255\tS255\ts72' \
+    $'MsiServiceConfigFailureActions\tMsiServiceConfigFailureActions' \
+    $'PxRestartOnFailure\tPhoenixExecutor\t1\t86400\t\t\t1[~]1[~]1\t5000[~]10000[~]30000\tServiceExe' \
+    >"$work/MsiServiceConfigFailureActions.idt"
+(cd "$work" && msibuild out.msi -i MsiServiceConfigFailureActions.idt \
+    -q "INSERT INTO \`InstallExecuteSequence\` (\`Action\`, \`Condition\`, \`Sequence\`) VALUES ('MsiConfigureServices', 'VersionNT >= 600', 5850)") ||
+    die "msibuild (failure actions) failed"
+
 # ---- 5. read back ----
 comp=$(msiinfo export "$work/out.msi" Component | tr -d "\r")
 prop=$(msiinfo export "$work/out.msi" Property | tr -d "\r")
@@ -109,6 +125,9 @@ check "$prop" "^ProductVersion\t${version//./\\.}\$" "ProductVersion $version"
 check "$prop" '^UpgradeCode\t\{6F1C2E7A-4B3D-4E8F-9A21-5C7D8E9F0A1B\}$' "the fixed UpgradeCode"
 check "$(msiinfo export "$work/out.msi" CustomAction)" \
     '^WaitServiceStopped\t3138\tPxMsiHelper\twaitstop ' "WaitServiceStopped as a Binary EXE action"
+check "$(msiinfo export "$work/out.msi" MsiServiceConfigFailureActions | tr -d "\r")" \
+    '^PxRestartOnFailure\tPhoenixExecutor\t1\t86400\t\t\t1\[~\]1\[~\]1\t5000\[~\]10000\[~\]30000\tServiceExe$' \
+    "failure actions restart x3"
 check "$prop" '^SecureCustomProperties\t.*REMOVE_DATA' "REMOVE_DATA secure"
 check "$(msiinfo export "$work/out.msi" ServiceInstall)" \
     '^PhoenixExecutorService\tPhoenixExecutor\t[^\t]*\t16\t2\t1\t' "auto-start own-process service"
@@ -131,8 +150,8 @@ rules = [
      n("RemoveFiles") < n("RemoveData") < n("InstallFinalize")
      and "REMOVE_DATA" in seq["RemoveData"][1] and "UPGRADINGPRODUCTCODE" in seq["RemoveData"][1]),
     ("SetCmdExe before InstallInitialize", n("SetCmdExe") < n("InstallInitialize")),
-    ("services installed after files, started after that",
-     n("InstallFiles") < n("InstallServices") < n("StartServices")),
+    ("services installed after files, configured, then started",
+     n("InstallFiles") < n("InstallServices") < n("MsiConfigureServices") < n("StartServices")),
 ]
 bad = [r for r, ok in rules if not ok]
 for r in bad:
