@@ -38,15 +38,17 @@ int px__cfg_fail(px__cfg_ctx_t *ctx, const char *path, const char *fmt, ...) {
   return PX_ECONFIG;
 }
 
+/* JSON paths only name things in messages: a path too long for the
+ * buffer is shown truncated (px_snprintf always terminates it). */
 void px__cfg_join(char *child, size_t sz, const char *path, const char *key) {
   if (!path || !*path)
-    snprintf(child, sz, "%s", key);
+    (void)px_snprintf(child, sz, "%s", key);
   else
-    snprintf(child, sz, "%s.%s", path, key);
+    (void)px_snprintf(child, sz, "%s.%s", path, key);
 }
 
 void px__cfg_index(char *child, size_t sz, const char *path, size_t i) {
-  snprintf(child, sz, "%s[%zu]", path, i);
+  (void)px_snprintf(child, sz, "%s[%zu]", path, i);
 }
 
 /* ---- typed reads ---- */

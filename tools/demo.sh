@@ -15,8 +15,13 @@ fi
 
 bash tools/setup.sh
 echo "==== building (Linux) ===="
-cmake --preset linux-native >/dev/null
-cmake --build build/linux-native -j "$(nproc)" >/dev/null
+build_log=$(mktemp /tmp/phoenix-demo-build.XXXXXX)
+if ! { cmake --preset linux-native && cmake --build build/linux-native -j "$(nproc)"; } >"$build_log" 2>&1; then
+    tail -n 40 "$build_log"
+    echo "demo: the build failed (full log: $build_log)" >&2
+    exit 1
+fi
+rm -f "$build_log"
 daemon=build/linux-native/service/phoenix-executor
 ctl=build/linux-native/tools/phoenixctl
 

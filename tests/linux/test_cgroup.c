@@ -76,7 +76,8 @@ static const char *fake_v1(const char *root, const char *ctrl, char *buf,
                            size_t sz) {
   char path[512];
   own(ctrl, path, sizeof path);
-  snprintf(buf, sz, "%s/%s%s", root, ctrl, strcmp(path, "/") ? path : "");
+  if (px_snprintf(buf, sz, "%s/%s%s", root, ctrl, strcmp(path, "/") ? path : "") != 0)
+    px__test_fail(__FILE__, __LINE__, "fake cgroup path too long");
   mkdir_p(buf);
   return buf;
 }

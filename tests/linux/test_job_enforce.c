@@ -158,10 +158,11 @@ TEST_IMPL(enforce_output_pause) {
 }
 
 static int read_pids(const char *dir, long *pids, int max) {
-  char p[700], buf[4096];
+  char p[1400], buf[4096];
   FILE *f;
   int n = 0;
-  snprintf(p, sizeof p, "%s/cgroup.procs", dir);
+  if (px_snprintf(p, sizeof p, "%s/cgroup.procs", dir) != 0)
+    return -1;
   f = fopen(p, "r");
   if (!f)
     return -1;
