@@ -83,13 +83,18 @@ attempt("connect to 1.1.1.1:53", lambda: socket.create_connection(("1.1.1.1", 53
 attempt("listen on 127.0.0.1:8080", lambda: socket.socket().bind(("127.0.0.1", 8080)))
 PY
 
+out=$(mktemp /tmp/phoenix-demo-out.XXXXXX)
 run() { # title, phoenixctl run arguments...
-    local title=$1; shift
+    local title=$1 rc size; shift
     printf '\n---- %s ----\n' "$title"
     set +e
-    "$ctl" run "$@"
-    printf '(phoenixctl exit status %d)\n' "$?"
+    "$ctl" run "$@" >"$out"
+    rc=$?
     set -e
+    head -c 400 "$out"
+    size=$(stat -c %s "$out")
+    [ "$size" -le 400 ] || printf '... (%d bytes of output in all)\n' "$size"
+    printf '(phoenixctl exit status %d)\n' "$rc"
 }
 run "a normal Python job" "$jobdir/hello.py"
 run "a shell job that exits 3" "$jobdir/exit3.sh"
@@ -107,4 +112,4 @@ stop
 trap - EXIT
 printf '\n---- daemon log (last lines) ----\n'
 tail -n 15 "$log"
-rm -rf "$jobdir"
+rm -rf "$jobdir" "$out"

@@ -101,10 +101,29 @@ static uint64_t host_available(const px__lnx_backend_t *be) {
   return a;
 }
 
+/* Create the missing parents of path (0755, like mkdir -p): the default
+ * work root /var/lib/phoenix-executor/jobs must work on a fresh machine. */
+static int make_parents(const char *path) {
+  char buf[PX_LNX_PATH_MAX];
+  char *p;
+  if (px_strlcpy(buf, path, sizeof buf) != 0)
+    return PX_ERANGE;
+  for (p = buf + 1; (p = strchr(p, '/')) != NULL; p++) {
+    *p = '\0';
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+      return PX_LOG_ERRNO(PX_EIO, errno, "mkdir(work_root parent)");
+    *p = '/';
+  }
+  return 0;
+}
+
 static int open_work_root(px__lnx_backend_t *be, const char *root) {
   char stage[PX_LNX_PATH_MAX];
+  int rc;
   if (!root || root[0] != '/')
     return PX_EINVAL;
+  if ((rc = make_parents(root)) != 0)
+    return rc;
   if (mkdir(root, 0711) != 0 && errno != EEXIST)
     return PX_LOG_ERRNO(PX_EIO, errno, "mkdir(work_root)");
   be->work_root_fd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
