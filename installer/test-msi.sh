@@ -23,7 +23,8 @@
 #   installed, the configuration edited; a second MSI with the next patch
 #   version is built from the same stage and installed over it -> one
 #   product (the new one) registered, configuration kept and used, the
-#   service RUNNING again, answers ping and runs a job.
+#   service RUNNING again, answers ping and runs a job. Installing the
+#   previous MSI again is refused (downgrade), the service untouched.
 #
 # Wine facts this relies on (../shared/notes/windows-on-linux.md): `sc qc`
 # is not implemented by Wine's sc.exe, so the configuration is read from
@@ -283,6 +284,14 @@ upgrade)
     check "KB store kept across the upgrade" test -f "$DATA/kb-store/marker"
     check "the upgraded service runs on the kept configuration (3 workers)" assert_workers 3
     assert_serving
+
+    step "a downgrade is refused"
+    msiexec downgrade /i "$(winpath "$prev_msi")"
+    rc=$?
+    echo "msiexec /i previous over current: exit $rc"
+    check "msiexec refuses the older MSI (exit $rc)" test "$rc" != 0
+    check "the previous product is not registered again" bash -c "! timeout 60 wine reg query 'HKLM\\Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\$prev_pc' >/dev/null 2>&1"
+    check "the current service still RUNNING" wait_state RUNNING 30
 
     step "clean up: msiexec /x REMOVE_DATA=1"
     msiexec cleanup /x "$(winpath "$next_msi")" REMOVE_DATA=1
