@@ -243,6 +243,7 @@ static int gc_round(px_kb_t *kb, int over_budget, px_kb_gc_stats_t *st,
   if (rc == 0) {
     kb->nsnapshots = ids.n;
     kb->store_bytes = st->bytes_kept;
+    kb->unswept = 0;
   }
   free(hs.h);
   names_free(&ids);
@@ -273,8 +274,28 @@ int px__kb_gc_locked(px_kb_t *kb, px_kb_gc_stats_t *out) {
   return rc;
 }
 
+/* After a job: over the byte budget -> full collection. Over `keep` ->
+ * drop the oldest manifests now (cheap) and sweep objects only every
+ * PX_KB_SWEEP_EVERY dropped snapshots: a sweep reads every manifest, too
+ * much to pay after every job once the store is at its limit. */
+#define PX_KB_SWEEP_EVERY 8
 void px__kb_gc_if_needed(px_kb_t *kb) {
-  if (kb->nsnapshots > kb->keep ||
-      (kb->max_store_bytes && kb->store_bytes > kb->max_store_bytes))
+  names_t ids = {0};
+  px_kb_gc_stats_t st;
+  if (kb->max_store_bytes && kb->store_bytes > kb->max_store_bytes) {
+    px__kb_gc_locked(kb, NULL);
+    return;
+  }
+  if (kb->nsnapshots <= kb->keep)
+    return;
+  memset(&st, 0, sizeof st);
+  if (px__kb_list_ids(kb, &ids.v, &ids.n) == 0) {
+    ids.cap = ids.n;
+    if (retain(kb, &ids, 0, &st) == 0)
+      kb->nsnapshots = ids.n;
+  }
+  names_free(&ids);
+  kb->unswept += (unsigned)st.snapshots_removed;
+  if (kb->unswept >= PX_KB_SWEEP_EVERY)
     px__kb_gc_locked(kb, NULL);
 }

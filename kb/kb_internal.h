@@ -64,6 +64,7 @@ struct px_kb_s {
   char last_id[PX_KB_ID_MAX];
   uint64_t nsnapshots;  /* manifests in the store */
   uint64_t store_bytes; /* object bytes in the store (estimate) */
+  unsigned unswept;     /* snapshots dropped since the last object sweep */
   px__kb_pin_t *pins;   /* snapshots of running jobs: never collected */
   size_t npins;
   unsigned char *buf; /* owned, PX_KB_BUF_SIZE, used under mu */
