@@ -26,7 +26,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
-version= service= ctl= helper= out= work= config= emulator=
+version='' service='' ctl='' helper='' out='' work='' config='' emulator=''
 while [ $# -gt 0 ]; do
     case "$1" in
         --version) version=$2; shift 2 ;;

@@ -37,7 +37,7 @@ root=$(cd "$here/.." && pwd)
 
 scenario=${1:-}
 shift || true
-msi= version= stage= work=
+msi='' version='' stage='' work=''
 while [ $# -gt 0 ]; do
     case "$1" in
         --msi) msi=$2; shift 2 ;;
