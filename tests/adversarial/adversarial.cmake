@@ -26,8 +26,12 @@ if(PX_IS_LINUX)
 else()
   set(PX_ADV_WIN_SOURCES ${PX_ADV_DIR}/win/test_adversarial_win.c)
   target_sources(px_tests_win PRIVATE ${PX_ADV_WIN_SOURCES})
+  # PhoenixExecutor.exe (service/win/daemon.cmake) relative to the tests.
+  file(RELATIVE_PATH PX_ADV_SVC_EXE_REL ${PROJECT_BINARY_DIR}/tests
+       ${PROJECT_BINARY_DIR}/service/PhoenixExecutor.exe)
+  string(REPLACE "/" "\\\\" PX_ADV_SVC_EXE_REL "${PX_ADV_SVC_EXE_REL}")
   set_source_files_properties(${PX_ADV_WIN_SOURCES} PROPERTIES
-    COMPILE_DEFINITIONS "PX_ADV_PAYLOADS=\"${PX_ADV_DIR}/payloads/\"")
+    COMPILE_DEFINITIONS "PX_ADV_SVC_EXE_REL=\"${PX_ADV_SVC_EXE_REL}\"")
   px_add_test_group(px_tests_win adversarial LABELS win integ adversarial TIMEOUT 900)
   px_add_test_group(px_tests_win adversarial-enforce LABELS win win-enforce TIMEOUT 600)
 endif()

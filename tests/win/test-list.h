@@ -86,3 +86,4 @@ PX_TEST_ENTRY(enforce, enforce_spawn_past_limit, 60)
 PX_TEST_ENTRY(enforce, enforce_open_service, 60)
 PX_TEST_ENTRY(enforce, enforce_network, 60)
 PX_TEST_ENTRY(enforce, enforce_other_job_dir, 60)
+#include "list-adversarial.h"

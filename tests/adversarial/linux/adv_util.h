@@ -52,13 +52,8 @@ long long adv_int(const cJSON *o, const char *path);   /* -1 if absent */
 /* Print a compact summary of a result (status, violation, output head). */
 void adv_print(const char *what, const cJSON *res);
 /* Assert status and, when limit != NULL, the violation's limit. */
-#define ADV_EXPECT(res, status_, limit_)                                    \
-  do {                                                                      \
-    ASSERT_NOT_NULL(res);                                                   \
-    ASSERT_STR_EQ(adv_str((res), "status"), (status_));                     \
-    if ((limit_) != NULL)                                                   \
-      ASSERT_STR_EQ(adv_str((res), "violation.limit"), (limit_));           \
-  } while (0)
+void adv_expect(const cJSON *res, const char *status, const char *limit);
+#define ADV_EXPECT(res, status_, limit_) adv_expect((res), (status_), (limit_))
 /* Every probe line of a payload says DENIED; none says ALLOWED. Returns
  * the number of DENIED lines. */
 int adv_all_denied(const cJSON *res);
