@@ -20,7 +20,25 @@
 
 typedef struct {
   char id[PX_KB_ID_MAX];
+  int writer; /* the job holds kb:write (and the writer slot) */
 } snap_t;
+
+/* kb:write jobs run one at a time: wait for the slot (on the job's worker
+ * thread, before its snapshot) and give it back in finish. */
+static void writer_enter(px_kb_t *kb) {
+  px_mutex_lock(&kb->writer_mu);
+  while (kb->writer_busy)
+    px_cond_wait(&kb->writer_cv, &kb->writer_mu);
+  kb->writer_busy = 1;
+  px_mutex_unlock(&kb->writer_mu);
+}
+
+static void writer_leave(px_kb_t *kb) {
+  px_mutex_lock(&kb->writer_mu);
+  kb->writer_busy = 0;
+  px_cond_signal(&kb->writer_cv);
+  px_mutex_unlock(&kb->writer_mu);
+}
 
 static int hook_snapshot(void *ctx, const px_job_spec_t *spec, void **out) {
   px_kb_t *kb = ctx;
@@ -34,8 +52,13 @@ static int hook_snapshot(void *ctx, const px_job_spec_t *spec, void **out) {
   s = calloc(1, sizeof *s);
   if (!s)
     return PX_ENOMEM;
+  s->writer = (spec->caps & PX_CAP_KB_WRITE) != 0;
+  if (s->writer)
+    writer_enter(kb);
   rc = px__kb_snapshot_pinned(kb, s->id);
   if (rc) {
+    if (s->writer)
+      writer_leave(kb);
     PX_LOG(PX_LOG_ERROR, "kb: snapshot before a job failed: %s",
            px_strerror(rc));
     free(s);
@@ -70,13 +93,17 @@ static void hook_finish(void *ctx, void *snap, int rollback,
   px_mutex_lock(&kb->mu);
   out->present = 1;
   out->snapshot = px_strdup(s->id);
-  if (rollback)
+  /* A job that could not write the KB changed nothing in it: restoring
+   * its snapshot could only undo a writer that ran beside it. */
+  if (rollback && s->writer)
     px__kb_restore_locked(kb, s->id, out); /* logs and fills out->error */
   else
     keep_changes(kb, s, out);
   px__kb_unpin(kb, s->id);
   px__kb_gc_if_needed(kb);
   px_mutex_unlock(&kb->mu);
+  if (s->writer)
+    writer_leave(kb);
   free(s);
 }
 

@@ -125,7 +125,9 @@ int px_kb_open(const px_kb_opts_t *opts, px_kb_t **out) {
   size_t i;
   int rc = kb ? 0 : PX_ENOMEM;
   *out = NULL;
-  if (rc == 0 && (rc = px_mutex_init(&kb->mu)) != 0) {
+  if (rc == 0 && ((rc = px_mutex_init(&kb->mu)) != 0 ||
+                   (rc = px_mutex_init(&kb->writer_mu)) != 0 ||
+                   (rc = px_cond_init(&kb->writer_cv)) != 0)) {
     free(kb);
     return rc;
   }
@@ -176,6 +178,8 @@ void px_kb_close(px_kb_t **kbp) {
   free(kb->pins);
   free(kb->buf);
   px_mutex_destroy(&kb->mu);
+  px_cond_destroy(&kb->writer_cv);
+  px_mutex_destroy(&kb->writer_mu);
   free(kb);
   *kbp = NULL;
 }

@@ -22,7 +22,8 @@ target_sources(px_tests PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/unit/test_kb_snapshot.c
   ${PROJECT_SOURCE_DIR}/tests/unit/test_kb_rollback.c
   ${PROJECT_SOURCE_DIR}/tests/unit/test_kb_links.c
-  ${PROJECT_SOURCE_DIR}/tests/unit/test_kb_admin.c)
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_kb_admin.c
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_kb_hooks.c)
 px_add_test_group(px_tests kb LABELS unit)
 
 # px_kb_crash: a rollback that dies at step N (crash-recovery test). It

@@ -50,6 +50,11 @@ typedef struct {
 
 struct px_kb_s {
   px_mutex_t mu; /* serialises every public call */
+  /* One kb:write job at a time (hooks.c): a rollback restores the whole
+   * KB, so two writers side by side could undo each other. */
+  px_mutex_t writer_mu;
+  px_cond_t writer_cv;
+  int writer_busy;
   px__kb_root_t *roots; /* owned */
   size_t nroots;
   char *store_path; /* owned */
