@@ -92,8 +92,13 @@ CFG_WIN='C:\ProgramData\PhoenixOrch\executor.json'
 
 winpath() { winepath -w "$1" 2>/dev/null; }
 msiexec() { # log-name args... (the MSI path already converted)
-    local log=$1; shift
-    W msiexec "$@" /qn /l*v "$(winpath "$work/$log.log")"
+    # 300 s: on a loaded machine Wine's StartServices was once seen to
+    # stall for minutes; a killed msiexec leaves a half-done transaction.
+    local log=$1 rc; shift
+    PX_WINE_TIMEOUT=300 W msiexec "$@" /qn /l*v "$(winpath "$work/$log.log")"
+    rc=$?
+    [ "$rc" = 124 ] && echo "msiexec $log: killed after 300 s (see $work/$log.log)"
+    return "$rc"
 }
 reg_value() { # key name -> the value's data ("" when missing)
     W reg query "$1" /v "$2" 2>/dev/null | tr -d '\r' |
