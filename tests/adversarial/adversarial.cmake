@@ -35,3 +35,19 @@ else()
   px_add_test_group(px_tests_win adversarial LABELS win integ adversarial TIMEOUT 900)
   px_add_test_group(px_tests_win adversarial-enforce LABELS win win-enforce TIMEOUT 600)
 endif()
+
+# Fuzz corpus replay: every committed input of tests/fuzz/corpus/<target>
+# (seeds and each crash input ever found) runs through its fuzz target in
+# the ordinary Linux builds too (native and ASan+UBSan), without libFuzzer.
+if(PX_IS_LINUX AND NOT PX_FUZZ)
+  foreach(target fuzz_frame fuzz_request fuzz_config)
+    add_executable(px_replay_${target}
+      ${PX_ADV_DIR}/linux/fuzz_replay.c
+      ${PROJECT_SOURCE_DIR}/tests/fuzz/${target}.c)
+    px_executable(px_replay_${target})
+    add_test(NAME fuzz_replay.${target}
+      COMMAND px_replay_${target} ${PROJECT_SOURCE_DIR}/tests/fuzz/corpus/${target})
+    set_tests_properties(fuzz_replay.${target} PROPERTIES
+      LABELS "unit;linux;fuzz_replay" TIMEOUT 120)
+  endforeach()
+endif()

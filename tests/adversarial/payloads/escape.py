@@ -28,6 +28,10 @@ def try_open(name, path, mode="r"):
     except OSError as e:
         report(name, False, ename(e.errno))
 
+# inherited descriptors, first of all: only stdio (and the one listdir
+# itself opens)
+fds = sorted(int(f) for f in os.listdir("/proc/self/fd"))
+report("inherited_fds", len([f for f in fds if f > 2]) > 1, "fds=%s" % fds)
 # ptrace: attach to our own pid 1, and PTRACE_TRACEME
 call("ptrace_attach", libc.ptrace, ctypes.c_long(16), ctypes.c_long(1), None, None)
 call("ptrace_traceme", libc.ptrace, ctypes.c_long(0), ctypes.c_long(0), None, None)
@@ -97,6 +101,21 @@ try:
     report("connect_daemon_socket", True, "connected to " + sock)
 except OSError as e:
     report("connect_daemon_socket", False, ename(e.errno))
+# surrogate spawns through host services: systemd, D-Bus, cron, the Docker socket
+for name, path in (("connect_systemd", "/run/systemd/private"),
+                   ("connect_dbus", "/run/dbus/system_bus_socket"),
+                   ("connect_docker", "/var/run/docker.sock")):
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(path)
+        report(name, True, "connected to " + path)
+    except OSError as e:
+        report(name, False, ename(e.errno))
+try_open("write_cron", "/etc/cron.d/px-adversarial", "w")
+# lift our own limits: the cgroup files are not there (no /sys), and
+# cgroupfs cannot be mounted
+try_open("write_own_pids_max", "/sys/fs/cgroup/pids.max", "w")
+call("mount_cgroup2", libc.mount, b"none", b"/job", b"cgroup2", ctypes.c_ulong(0), None)
 # links planted in the job dir for the service to follow at cleanup
 for name, fn in (("symlink_canary", lambda: os.symlink(canary, "/job/to-canary")),
                  ("symlink_canary_dir", lambda: os.symlink(os.path.dirname(canary), "/job/to-dir")),
