@@ -18,6 +18,7 @@
 
 #include "kb/kb_internal.h"
 #include "px/px_error.h"
+#include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
 
@@ -278,7 +279,8 @@ int px__kb_restore_locked(px_kb_t *kb, const char *id, px_kb_result_t *out) {
     out->present = 1;
     free(out->error);
     out->error = px_strdup(msg);
-    PX_LOG(PX_LOG_ERROR, "kb: rollback impossible: %s", msg);
+    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_KB_ROLLBACK_FAILED,
+                 "kb: rollback impossible: %s", msg);
     return rc;
   }
   rc = px__kb_rollback(kb, m, 1, out);

@@ -30,6 +30,7 @@
 
 #include "kb/kb_internal.h"
 #include "px/px_error.h"
+#include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
 
@@ -526,7 +527,7 @@ int px__kb_rollback(px_kb_t *kb, const px__kb_manifest_t *m, int journal,
   take_changes(&fix, out);
   if (out->verified) {
     rc = px__kb_journal_remove(kb);
-    PX_LOG(PX_LOG_INFO,
+    PX_LOG_EVENT(PX_LOG_INFO, PX_EVENT_KB_ROLLBACK_DONE,
            "kb: rolled back to %s: %llu restored, %llu removed, verified",
            m->id, (unsigned long long)out->files_restored,
            (unsigned long long)out->files_removed);
@@ -536,7 +537,7 @@ int px__kb_rollback(px_kb_t *kb, const px__kb_manifest_t *m, int journal,
              fix.first_error[0]  ? fix.first_error
              : ver.first_error[0] ? ver.first_error
                                   : px_strerror(rc ? rc : vrc));
-    PX_LOG(PX_LOG_ERROR, "kb: %s", msg);
+    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_KB_ROLLBACK_FAILED, "kb: %s", msg);
     free(out->error);
     out->error = px_strdup(msg);
     rc = PX_EINTEGRITY;

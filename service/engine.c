@@ -23,6 +23,7 @@
 #include "engine_int.h"
 
 #include "px/px_error.h"
+#include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
 
@@ -625,7 +626,8 @@ unsigned px_engine_scram(px_engine_t *eng) {
   eng->paused = 1;
   n = drain_locked(eng, NULL, REASON_ABORT, &jobs, &killed);
   px_mutex_unlock(&eng->lock);
-  PX_LOG(PX_LOG_WARN, "scram: %u running jobs killed, %llu queued aborted",
+  PX_LOG_EVENT(PX_LOG_CRITICAL, PX_EVENT_SCRAM,
+               "scram: %u running jobs killed, %llu queued aborted",
          killed, (unsigned long long)n);
   finish_drained(eng, jobs);
   return killed + (unsigned)n;
@@ -637,7 +639,7 @@ void px_engine_resume(px_engine_t *eng) {
   px_mutex_lock(&eng->lock);
   if (!eng->stopping && eng->paused) {
     eng->paused = 0;
-    PX_LOG(PX_LOG_WARN, "resumed: accepting work again");
+    PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_RESUME, "resumed: accepting work again");
   }
   px_mutex_unlock(&eng->lock);
 }

@@ -5,6 +5,7 @@
 #include "engine_int.h"
 
 #include "px/px_error.h"
+#include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
 
@@ -58,15 +59,27 @@ void px__engine_kill_locked(px_engine_t *eng, px__job_t *job,
 
 /* ---- the one result ---- */
 
+/* The operational event of a limit kill (installer/messages.mc). */
+static unsigned kill_event(px_limit_t limit) {
+  switch (limit) {
+  case PX_LIMIT_MEMORY: return PX_EVENT_JOB_KILLED_MEMORY;
+  case PX_LIMIT_CPU: return PX_EVENT_JOB_KILLED_CPU;
+  case PX_LIMIT_WALL: return PX_EVENT_JOB_KILLED_WALL;
+  case PX_LIMIT_PROCESSES: return PX_EVENT_JOB_KILLED_PROCESSES;
+  case PX_LIMIT_OUTPUT: return PX_EVENT_JOB_KILLED_OUTPUT;
+  default: return PX_EVENT_JOB_SANDBOX_FAILED;
+  }
+}
+
 static void log_end(const px__job_t *job, const px_result_t *r) {
   char qid[80];
-  if ((int)(r->status == PX_STATUS_KILLED ? PX_LOG_WARN : PX_LOG_INFO) <
+  if ((int)(r->status == PX_STATUS_KILLED ? PX_LOG_CRITICAL : PX_LOG_INFO) <
       px_log_threshold)
     return;
   px_log_quote(qid, sizeof qid, r->id, strlen(r->id));
   if (r->status == PX_STATUS_KILLED) {
     const char *lim = px_limit_name(r->violation.limit);
-    PX_LOG(PX_LOG_WARN,
+    PX_LOG_EVENT(PX_LOG_CRITICAL, kill_event(r->violation.limit),
            "job %s (key %s, client %s) killed: %s limit %llu observed %llu",
            qid, job->j.spec.key, job->client->name, lim ? lim : "?",
            (unsigned long long)r->violation.configured,

@@ -13,6 +13,7 @@
 #include "service/service_int.h"
 
 #include "px/px_error.h"
+#include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
 
@@ -52,10 +53,12 @@ static int open_kb(px_service_t *svc) {
   memset(&rec, 0, sizeof rec);
   rc = px_kb_recover(svc->kb, &rec);
   if (rc != 0) {
-    PX_LOG(PX_LOG_CRITICAL, "knowledge-base crash recovery failed: %s",
+    PX_LOG_EVENT(PX_LOG_CRITICAL, PX_EVENT_RECOVERY_FAILED,
+                 "knowledge-base crash recovery failed: %s",
            rec.error ? rec.error : px_strerror(rc));
   } else if (rec.rolled_back) {
-    PX_LOG(PX_LOG_WARN, "crash recovery: completed rollback to %s (%llu restored, "
+    PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_RECOVERY_KB,
+                 "crash recovery: completed rollback to %s (%llu restored, "
            "%llu removed, verified %d)", rec.snapshot ? rec.snapshot : "?",
            (unsigned long long)rec.files_restored,
            (unsigned long long)rec.files_removed, rec.verified);

@@ -21,6 +21,7 @@
 #include "px/px_audit.h"
 
 #include "px/px_error.h"
+#include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
 
@@ -54,8 +55,14 @@ static void reject(px_session_t *s, const char *id, px_code_t code,
     findings->audit = NULL; /* moved */
     findings->naudit = 0;
   }
-  PX_LOG(code == PX_CODE_AUDIT_REJECTED ? PX_LOG_WARN : PX_LOG_INFO,
-         "job %s rejected: %s", id, px_code_name(code));
+  if (code == PX_CODE_AUDIT_REJECTED)
+    PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_AUDIT_REJECTED, "job %s rejected by the code audit: %s",
+                 id, msg);
+  else if (code == PX_CODE_FORBIDDEN)
+    PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_FORBIDDEN, "job %s refused: %s (pid %lu)",
+                 id, msg, s->peer.pid);
+  else
+    PX_LOG(PX_LOG_INFO, "job %s rejected: %s", id, px_code_name(code));
   switch (px_engine_reject(s->svc->eng, s->ec, id, code, msg, audit, naudit)) {
   case 0:
     break;
@@ -210,8 +217,7 @@ static void dispatch(px_session_t *s, px_request_t *req) {
     }
     if (req->type == PX_MSG_SCRAM) {
       unsigned n = px_engine_scram(s->svc->eng);
-      PX_LOG_EVENT(PX_LOG_CRITICAL, 0, "SCRAM by pid %lu: %u jobs aborted",
-                   s->peer.pid, n);
+      PX_LOG(PX_LOG_WARN, "scram by pid %lu: %u jobs aborted", s->peer.pid, n);
     } else {
       px_engine_resume(s->svc->eng);
       PX_LOG(PX_LOG_WARN, "resume by pid %lu", s->peer.pid);
