@@ -275,6 +275,25 @@ static int apply_admin_only(const char *path_utf8, int create) {
   return rc;
 }
 
+/* 1 when dacl already holds an inheritable allow ACE for sid with at least
+ * mask (the KB grants are there: nothing to write or propagate). */
+static int has_grant(PACL dacl, PSID sid, DWORD mask) {
+  ACL_SIZE_INFORMATION info;
+  DWORD i;
+  if (!dacl || !GetAclInformation(dacl, &info, sizeof info, AclSizeInformation))
+    return 0;
+  for (i = 0; i < info.AceCount; i++) {
+    ACCESS_ALLOWED_ACE *a = NULL;
+    if (GetAce(dacl, i, (void **)&a) && a->Header.AceType == ACCESS_ALLOWED_ACE_TYPE &&
+        !(a->Header.AceFlags & INHERIT_ONLY_ACE) &&
+        (a->Header.AceFlags & (OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE)) ==
+            (OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE) &&
+        (a->Mask & mask) == mask && EqualSid((PSID)&a->SidStart, sid))
+      return 1;
+  }
+  return 0;
+}
+
 /* Add the KB capability grants and the Low label to one KB root. */
 static int apply_kb_root(const char *path_utf8) {
   WCHAR *path = px__utf16(path_utf8);
@@ -295,13 +314,18 @@ static int apply_kb_root(const char *path_utf8) {
     rc = PX_LOG_WIN32(PX_EACL, GetLastError(), "ConvertStringSidToSidW(setup)");
     goto out;
   }
-  h = open_pinned(path, READ_CONTROL | WRITE_DAC | WRITE_OWNER, NULL);
+  h = open_pinned(path, READ_CONTROL, NULL);
   if (h == INVALID_HANDLE_VALUE)
     goto out;
   st = GetSecurityInfo(h, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL,
                        &old, NULL, &sd);
   if (st != ERROR_SUCCESS) {
     rc = PX_LOG_WIN32(PX_EACL, st, "GetSecurityInfo(KB root)");
+    goto out;
+  }
+  if (has_grant(old, reader, FILE_GENERIC_READ | FILE_GENERIC_EXECUTE) &&
+      has_grant(old, writer, FILE_GENERIC_READ | FILE_GENERIC_WRITE | DELETE)) {
+    rc = 0; /* granted by an earlier start: no tree walk again */
     goto out;
   }
   memset(ea, 0, sizeof ea);
@@ -326,13 +350,16 @@ static int apply_kb_root(const char *path_utf8) {
     rc = PX_LOG_WIN32(PX_EACL, GetLastError(), "AddMandatoryAce(KB root)");
     goto out;
   }
-  st = SetSecurityInfo(h, SE_FILE_OBJECT,
-                       DACL_SECURITY_INFORMATION | LABEL_SECURITY_INFORMATION, NULL,
-                       NULL, merged, sacl);
+  /* By name, with the handle pinning the path: only this call propagates
+   * the new inheritable grants and label to the files already there. */
+  st = SetNamedSecurityInfoW(path, SE_FILE_OBJECT,
+                             DACL_SECURITY_INFORMATION | LABEL_SECURITY_INFORMATION,
+                             NULL, NULL, merged, sacl);
   if (st != ERROR_SUCCESS) {
-    rc = PX_LOG_WIN32(PX_EACL, st, "SetSecurityInfo(KB root)");
+    rc = PX_LOG_WIN32(PX_EACL, st, "SetNamedSecurityInfoW(KB root)");
     goto out;
   }
+  PX_LOG(PX_LOG_INFO, "setup: KB root %s: capability SIDs granted, Low label", path_utf8);
   rc = 0;
 out:
   if (h != INVALID_HANDLE_VALUE)

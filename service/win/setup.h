@@ -34,7 +34,8 @@ typedef struct {
  *    inherited by everything inside; owner Administrators. The work root
  *    is created when missing. The job directories the backend creates in
  *    the work root carry their own protected DACLs (watchdog/win/acl.c).
- *  - each KB root: its DACL keeps what it has and gains, inherited inside,
+ *  - each KB root (unless already granted): its DACL keeps what it has
+ *    and gains, propagated to what is inside,
  *    read/execute for the KB reader SID S-1-5-117-2-1 and modify for the
  *    KB writer SID S-1-5-117-2-2 (docs/windows-backend.md, "Capability
  *    SIDs"), plus a Low mandatory label (no-write-up) so a Low job holding
