@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # svc_demo.sh - the Windows service end to end under Wine, the way an admin
 # and an agent use it: `PhoenixExecutor install`, `sc start`, jobs through
-# `phoenixctl` over the named pipe (a normal one, a non-zero exit, an
-# infinite loop, an output flood, a fork bomb), their verdicts, `sc stop`,
+# `phoenixctl` over the named pipe (a normal one, a non-zero exit, a memory
+# hog, an infinite loop, an output flood, a fork bomb), their verdicts,
+# `sc stop`,
 # `uninstall`. Jobs run on the real Windows backend (runtime cmd).
 #
 #   tests/win/svc_demo.sh BUILD_DIR
@@ -36,6 +37,11 @@ printf '@echo off\r\n:a\r\ngoto a\r\n' > "$jobs/busy_loop.cmd"
 printf '@echo off\r\n:a\r\necho 0123456789012345678901234567890123456789\r\ngoto a\r\n' \
     > "$jobs/flood.cmd"
 printf '@echo off\r\n:a\r\nstart /b cmd /c %%0\r\ngoto a\r\n' > "$jobs/fork_bomb.cmd"
+# cmd.exe cannot allocate memory on demand and a fresh prefix has no
+# PowerShell or Python: the memory hog is a small native program (the
+# test probe) that a cmd job starts, inside the same job.
+cp "$build/tests/px_probe.exe" "$jobs/hog.exe"
+printf '@echo allocating 1 GiB\r\n@C:\\px-demo\\hog.exe hog-memory 1024\r\n' > "$jobs/memory_hog.cmd"
 
 echo "==== install and start the service ===="
 w 60 "$exe" uninstall >/dev/null 2>&1
@@ -63,6 +69,7 @@ job() {
 echo "==== jobs ===="
 job hello 0
 job exit3 3
+job memory_hog 124 --memory 64M --wall 60s
 job busy_loop 124 --cpu 2s --wall 60s
 job flood 124 --output 64K
 job fork_bomb 124 --procs 8 --wall 20s
