@@ -22,3 +22,8 @@ add_dependencies(px_tests_linux phoenix-executor)
 px_add_test_group(px_tests_linux daemon LABELS integ TIMEOUT 900)
 # Daemon tests count job cgroups and processes: keep other tests away.
 set_tests_properties(linux.daemon PROPERTIES RUN_SERIAL TRUE)
+
+# The install script (systemd unit, default config) into a scratch root.
+add_test(NAME tools.install_linux
+  COMMAND bash ${PROJECT_SOURCE_DIR}/tests/tools/install_linux_test.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(tools.install_linux PROPERTIES LABELS "tools;linux;integ" TIMEOUT 120)

@@ -354,3 +354,56 @@ TEST_IMPL(daemon_zmq_curve) {
   px_daemon_cleanup(&d);
   return 0;
 }
+
+/* ---- systemd Type=notify: READY=1 once listening, STOPPING=1 on stop ---- */
+
+#include <sys/socket.h>
+#include <sys/un.h>
+
+static int recv_notify(int fd, char *buf, size_t cap, int timeout_ms) {
+  struct timeval tv;
+  ssize_t n;
+  tv.tv_sec = timeout_ms / 1000;
+  tv.tv_usec = (timeout_ms % 1000) * 1000;
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  n = recv(fd, buf, cap - 1, 0);
+  if (n < 0)
+    return -1;
+  buf[n] = '\0';
+  return 0;
+}
+
+TEST_IMPL(daemon_systemd_notify) {
+  struct sockaddr_un sa;
+  char path[600], msg[256];
+  px_daemon_t d;
+  px_client_t *cl = NULL;
+  int fd;
+
+  if (geteuid() != 0)
+    RETURN_SKIP("the daemon's sandbox needs root (CI runs as root)");
+  snprintf(path, sizeof path, "%snotify.sock", px_test_tmpdir());
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  ASSERT_LT(strlen(path), sizeof sa.sun_path);
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_OK(bind(fd, (struct sockaddr *)&sa, sizeof sa));
+  ASSERT_OK(setenv("NOTIFY_SOCKET", path, 1));
+  ASSERT_OK(px_daemon_start(&d, NULL, NULL));
+  unsetenv("NOTIFY_SOCKET");
+  ASSERT_OK(recv_notify(fd, msg, sizeof msg, 10000));
+  ASSERT_STR_EQ(msg, "READY=1");
+  /* READY came after the socket listened: a client gets through now. */
+  ASSERT_OK(px_daemon_connect(&d, 0, &cl));
+  ASSERT_OK(px_ping(cl));
+  px_client_close(cl);
+  ASSERT_OK(px_daemon_signal(&d, SIGTERM));
+  ASSERT_OK(recv_notify(fd, msg, sizeof msg, 10000));
+  ASSERT_STR_EQ(msg, "STOPPING=1");
+  ASSERT_OK(px_daemon_wait(&d, 20000, NULL));
+  close(fd);
+  px_daemon_cleanup(&d);
+  return 0;
+}
