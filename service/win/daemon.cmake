@@ -88,3 +88,9 @@ add_test(NAME win.svc_demo
   COMMAND bash ${PROJECT_SOURCE_DIR}/tests/win/svc_demo.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(win.svc_demo PROPERTIES LABELS "win;integ" TIMEOUT 900
   RUN_SERIAL TRUE FIXTURES_REQUIRED px_svc_prefix ENVIRONMENT "${PX_SVC_PREFIX}")
+
+# Machine set-up the MSI cannot express: directory ACLs, KB capability
+# SIDs, and the fail-closed check at every start (service/win/setup.c).
+target_sources(px_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/win/setup.c)
+target_sources(px_tests_win PRIVATE ${PROJECT_SOURCE_DIR}/tests/win/test_setup.c)
+px_add_test_group(px_tests_win setup LABELS win unit)

@@ -23,6 +23,7 @@
  * the SCM keeps waiting while jobs are being wound down.
  */
 #include "service/win/daemon.h"
+#include "service/win/setup.h"
 
 #include "px/px_config.h"
 #include "px/px_error.h"
@@ -283,6 +284,52 @@ static int open_transports(daemon_t *d) {
   return rc;
 }
 
+/* 1 under Wine, which keeps and enforces no ACL: the machine set-up below
+ * can neither be applied nor checked there. */
+static int under_wine(void) {
+  HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
+  return ntdll && GetProcAddress(ntdll, "wine_get_version") != NULL;
+}
+
+/* What the MSI cannot express (service/win/setup.c): admin-only DACLs on
+ * the data directory, work root and KB store, the KB capability SIDs on
+ * the KB roots - idempotent, every start - then the fail-closed check that
+ * nobody but administrators can write the configuration or the work root. */
+static int machine_setup(daemon_t *d) {
+  const char *roots[16];
+  char data_dir[MAX_PATH * 3], *slash;
+  px_win_setup_t s;
+  size_t i;
+  int rc;
+  if (under_wine()) {
+    PX_LOG(PX_LOG_WARN, "under Wine: directory ACLs are neither applied nor "
+                        "verified (Wine keeps no ACLs)");
+    return 0;
+  }
+  memset(&s, 0, sizeof s);
+  if (default_log_path(data_dir, sizeof data_dir) == 0 &&
+      (slash = strrchr(data_dir, '\\')) != NULL) {
+    *slash = '\0'; /* ...\PhoenixOrch\logs */
+    if ((slash = strrchr(data_dir, '\\')) != NULL)
+      *slash = '\0'; /* ...\PhoenixOrch */
+    s.data_dir = data_dir;
+  }
+  s.config_path = d->a.config_path;
+  s.work_root = d->cfg->work_root;
+  if (d->cfg->kb.nroots > sizeof roots / sizeof roots[0])
+    return PX_ECONFIG;
+  for (i = 0; i < d->cfg->kb.nroots; i++)
+    roots[i] = d->cfg->kb.roots[i].path;
+  s.kb_roots = roots;
+  s.nkb_roots = d->cfg->kb.nroots;
+  s.kb_store = d->cfg->kb.nroots ? d->cfg->kb.store : NULL;
+  if ((rc = px_win_setup_apply(&s)) != 0 || (rc = px_win_setup_verify(&s)) != 0)
+    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_START_FAILED,
+                 "machine set-up failed (directory ACLs): %s; not starting",
+                 px_strerror(rc));
+  return rc;
+}
+
 static int start_up(daemon_t *d) {
   int rc;
   px_recovery_stats_t rs;
@@ -290,6 +337,9 @@ static int start_up(daemon_t *d) {
     return rc;
   checkpoint();
   if ((rc = setup_logging(d)) != 0)
+    return rc;
+  checkpoint();
+  if ((rc = machine_setup(d)) != 0)
     return rc;
   checkpoint();
   /* Before any job can run: what a crashed run left in the work root. */

@@ -87,3 +87,6 @@ PX_TEST_ENTRY(enforce, enforce_open_service, 60)
 PX_TEST_ENTRY(enforce, enforce_network, 60)
 PX_TEST_ENTRY(enforce, enforce_other_job_dir, 60)
 #include "list-adversarial.h"
+/* service/win/setup.c: tests/win/test_setup.c */
+PX_TEST_ENTRY(setup, setup_sddl_rules, 30)
+PX_TEST_ENTRY(setup, setup_apply_verify, 60)
