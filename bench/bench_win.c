@@ -1,0 +1,207 @@
+/* bench_win.c - the Windows spawn floor: a trivial job end to end through
+ * the real PhoenixExecutor service (named pipe -> session -> engine ->
+ * Job Object + restricted token -> result) against raw CreateProcess+wait
+ * of the same cmd.exe script, measured side by side in one run.
+ *
+ *   px_bench_win [--rounds N] [--json FILE]
+ *
+ * Starts `PhoenixExecutor.exe --console` (beside it in the build tree)
+ * with a private pipe and work root. Under Wine the numbers describe
+ * Wine's process creation as much as ours: compare ratios only.
+ */
+#include "tools/phoenixctl/client.h"
+
+#include "px/px_error.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <windows.h>
+
+static double now_ms(void) {
+  static LARGE_INTEGER f;
+  LARGE_INTEGER c;
+  if (!f.QuadPart)
+    QueryPerformanceFrequency(&f);
+  QueryPerformanceCounter(&c);
+  return (double)c.QuadPart * 1000.0 / (double)f.QuadPart;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, int n, double p) {
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  return n ? v[(int)(p * (n - 1) + 0.5)] : 0;
+}
+
+/* Run cmdline (hidden, no inherited handles) and wait; ms or -1. */
+static double raw_spawn(WCHAR *cmdline) {
+  STARTUPINFOW si;
+  PROCESS_INFORMATION pi;
+  DWORD code = 1;
+  double t0 = now_ms();
+  memset(&si, 0, sizeof si);
+  si.cb = sizeof si;
+  if (!CreateProcessW(NULL, cmdline, NULL, NULL, FALSE, CREATE_NO_WINDOW, NULL,
+                      NULL, &si, &pi))
+    return -1;
+  WaitForSingleObject(pi.hProcess, INFINITE);
+  GetExitCodeProcess(pi.hProcess, &code);
+  CloseHandle(pi.hThread);
+  CloseHandle(pi.hProcess);
+  return code == 0 ? now_ms() - t0 : -1;
+}
+
+static HANDLE start_service(const WCHAR *dir, const char *pipe_utf8) {
+  WCHAR exe[MAX_PATH], cfg[MAX_PATH], cmd[3 * MAX_PATH], work[MAX_PATH];
+  WCHAR pipe[128];
+  STARTUPINFOW si;
+  PROCESS_INFORMATION pi;
+  FILE *f;
+  char cfg_utf8[MAX_PATH * 3], work_utf8[MAX_PATH * 3];
+  int i;
+
+  _snwprintf(exe, MAX_PATH, L"%ls..\\service\\PhoenixExecutor.exe", dir);
+  GetTempPathW(MAX_PATH, work);
+  wcsncat(work, L"px-bench-work", MAX_PATH - wcslen(work) - 1);
+  CreateDirectoryW(work, NULL);
+  GetTempPathW(MAX_PATH, cfg);
+  wcsncat(cfg, L"px-bench.json", MAX_PATH - wcslen(cfg) - 1);
+  WideCharToMultiByte(CP_UTF8, 0, cfg, -1, cfg_utf8, sizeof cfg_utf8, NULL, NULL);
+  WideCharToMultiByte(CP_UTF8, 0, work, -1, work_utf8, sizeof work_utf8, NULL, NULL);
+  f = fopen(cfg_utf8, "w");
+  if (!f)
+    return NULL;
+  {
+    cJSON *o = cJSON_CreateObject(), *t = cJSON_AddObjectToObject(o, "transports");
+    char *text;
+    cJSON_AddStringToObject(t, "pipe_name", pipe_utf8);
+    cJSON_AddStringToObject(o, "work_root", work_utf8);
+    cJSON_AddStringToObject(o, "log_level", "warn");
+    text = cJSON_Print(o);
+    fputs(text, f);
+    free(text);
+    cJSON_Delete(o);
+  }
+  fclose(f);
+  _snwprintf(cmd, 3 * MAX_PATH, L"\"%ls\" --console --config \"%ls\"", exe, cfg);
+  memset(&si, 0, sizeof si);
+  si.cb = sizeof si;
+  if (!CreateProcessW(exe, cmd, NULL, NULL, FALSE, CREATE_NO_WINDOW, NULL, NULL, &si, &pi))
+    return NULL;
+  CloseHandle(pi.hThread);
+  MultiByteToWideChar(CP_UTF8, 0, pipe_utf8, -1, pipe, 128);
+  for (i = 0; i < 200; i++) {
+    if (WaitNamedPipeW(pipe, 50))
+      return pi.hProcess;
+    Sleep(50);
+  }
+  return pi.hProcess;
+}
+
+static int run_job(px_client_t *c, int i) {
+  char json[256];
+  snprintf(json, sizeof json,
+           "{\"type\":\"run\",\"id\":\"b%d\",\"runtime\":\"cmd\",\"code\":\"@exit 0\"}", i);
+  if (px_client_send(c, json, strlen(json)) != 0)
+    return -1;
+  for (;;) {
+    char *msg = NULL;
+    size_t len;
+    int ok;
+    if (px_client_recv(c, &msg, &len, 60000) != 0)
+      return -1;
+    if (strstr(msg, "\"type\":\"result\"")) {
+      ok = strstr(msg, "\"status\":\"ok\"") != NULL;
+      if (!ok)
+        fprintf(stderr, "job: %.300s\n", msg);
+      free(msg);
+      return ok ? 0 : -1;
+    }
+    free(msg);
+  }
+}
+
+int wmain(int argc, WCHAR **argv);
+int wmain(int argc, WCHAR **argv) {
+  int rounds = 100, i, n = 0;
+  const WCHAR *json_path = L"bench-win.json";
+  WCHAR dir[MAX_PATH], script[MAX_PATH], cmdline[2 * MAX_PATH], *slash;
+  char pipe[96], err[256];
+  double *raw, *svc, r50, s50;
+  HANDLE service;
+  px_target_t t;
+  px_client_t *c = NULL;
+  FILE *f;
+
+  for (i = 1; i < argc; i++) {
+    if (!wcscmp(argv[i], L"--rounds") && i + 1 < argc) rounds = _wtoi(argv[++i]); /* checksrc: allow - trusted CLI */
+    else if (!wcscmp(argv[i], L"--json") && i + 1 < argc) json_path = argv[++i];
+  }
+  GetModuleFileNameW(NULL, dir, MAX_PATH);
+  slash = wcsrchr(dir, L'\\');
+  if (slash)
+    slash[1] = 0;
+  snprintf(pipe, sizeof pipe, "\\\\.\\pipe\\px-bench-%lu", GetCurrentProcessId());
+  service = start_service(dir, pipe);
+  if (!service) {
+    fprintf(stderr, "px_bench_win: cannot start the service\n");
+    return 1;
+  }
+  memset(&t, 0, sizeof t);
+  t.address = pipe;
+  if (px_client_connect(&t, &c, err, sizeof err) != 0) {
+    fprintf(stderr, "px_bench_win: %s\n", err);
+    TerminateProcess(service, 1); /* checksrc: allow - benchmark harness */
+    return 1;
+  }
+  /* The raw side runs the very script the service's cmd runtime runs. */
+  GetTempPathW(MAX_PATH, script);
+  wcsncat(script, L"px-bench-main.cmd", MAX_PATH - wcslen(script) - 1);
+  f = _wfopen(script, L"w");
+  if (f) {
+    fputs("@exit 0\r\n", f);
+    fclose(f);
+  }
+  raw = calloc((size_t)rounds, sizeof *raw);
+  svc = calloc((size_t)rounds, sizeof *svc);
+  for (i = 0; i < 5; i++) /* warm-up */
+    run_job(c, 100000 + i);
+  for (i = 0; i < rounds; i++) {
+    double t0, r;
+    _snwprintf(cmdline, 2 * MAX_PATH, L"cmd.exe /d /c \"%ls\"", script);
+    r = raw_spawn(cmdline);
+    t0 = now_ms();
+    if (r < 0 || run_job(c, i) != 0) {
+      fprintf(stderr, "px_bench_win: round %d failed\n", i);
+      continue;
+    }
+    raw[n] = r;
+    svc[n++] = now_ms() - t0;
+  }
+  r50 = pct(raw, n, .5);
+  s50 = pct(svc, n, .5);
+  printf("Windows spawn floor, %d rounds, ms (cmd.exe running a one-line script)\n", n);
+  printf("  %-36s %8s %8s %8s\n", "", "p50", "p99", "ratio");
+  printf("  %-36s %8.2f %8.2f %7.2fx\n", "raw CreateProcess + wait", r50, pct(raw, n, .99), 1.0);
+  printf("  %-36s %8.2f %8.2f %7.2fx  (target <= 1.3x)\n", "PhoenixExecutor service end to end",
+         s50, pct(svc, n, .99), s50 / r50);
+  f = _wfopen(json_path, L"w");
+  if (f) {
+    fprintf(f, "{\"rounds\": %d, \"raw_p50_ms\": %.3f, \"raw_p99_ms\": %.3f, "
+               "\"service_p50_ms\": %.3f, \"service_p99_ms\": %.3f, \"ratio_p50\": %.3f}\n",
+            n, r50, pct(raw, n, .99), s50, pct(svc, n, .99), s50 / r50);
+    fclose(f);
+  }
+  px_client_close(c);
+  TerminateProcess(service, 0); /* checksrc: allow - benchmark harness; its jobs die with it */
+  WaitForSingleObject(service, 5000);
+  CloseHandle(service);
+  free(raw);
+  free(svc);
+  return 0;
+}
