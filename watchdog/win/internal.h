@@ -111,6 +111,7 @@ typedef struct {
   uint64_t active;       /* the job's processes alive (console host and
                             not-yet-identified ones excluded) */
   uint64_t listed;       /* every process in the job's PID list */
+  uint64_t hosts;        /* of those, confirmed console hosts */
   uint64_t total;        /* processes ever started */
   int cpu_fallback, mem_fallback; /* 1: read from the processes, not the job */
 } px__job_sample_t;

@@ -321,8 +321,11 @@ int px__winbe_job_sample(HANDLE job, px__job_sample_t *s) {
   s->listed = n;
   if (n) { /* the job's own processes: the PID list minus the console host */
     size_t i, own = 0;
-    for (i = 0; i < n; i++)
-      own += console_host(pids[i]) == 0;
+    for (i = 0; i < n; i++) {
+      int host = console_host(pids[i]);
+      own += host == 0;
+      s->hosts += host == 1;
+    }
     s->active = own;
   }
   if (s->cpu_ms == 0 && n)

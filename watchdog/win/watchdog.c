@@ -37,6 +37,22 @@ static const char *limit_name(px_limit_t l) {
   }
 }
 
+/* A process of the job exited. When what is left is only the hidden
+ * console host the OS attached for our console child, the job's own work
+ * is over: end the host now rather than wait for it to notice (under Wine
+ * that takes tens of ms, on Windows a few), so ACTIVE_PROCESS_ZERO comes
+ * at once. Not a kill of the job: its outcome stays the first process's. */
+static void end_if_only_console_hosts(px_sandbox_t *sb) {
+  px__job_sample_t s;
+  if (sb->zero || !sb->job || sb->kill_requested ||
+      px__winbe_job_sample(sb->job, &s) != 0)
+    return;
+  /* Only confirmed hosts: a process too new to report its image counts
+   * as neither, and keeps the job alive. */
+  if (s.listed > 0 && s.hosts == s.listed)
+    PXW(TerminateJobObject)(sb->job, 0);
+}
+
 static void tracker_free(px_sandbox_t *sb) {
   px_cond_destroy(&sb->cond);
   free(sb);
@@ -290,6 +306,7 @@ static void on_job(px__winbe_t *be, ULONG_PTR key, DWORD msg, DWORD pid) {
       sb->outcome.usage.processes++;
     break;
   case JOB_OBJECT_MSG_EXIT_PROCESS:
+    end_if_only_console_hosts(sb);
     break;
   case JOB_OBJECT_MSG_ABNORMAL_EXIT_PROCESS:
     PX_LOG(PX_LOG_WARN, "job %s: process %lu exited abnormally", sb->spec->key,
