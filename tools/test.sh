@@ -2,12 +2,14 @@
 # test.sh - build both configurations and run every test suite.
 #
 #   tools/test.sh            everything CI runs (README's test command)
-#   PX_QUICK=1 tools/test.sh skip the fuzzing and sanitizer passes
+#   PX_QUICK=1 tools/test.sh skip the fuzzing, sanitizer, Valgrind and
+#                            static-analysis passes
 #
 # Steps: packages -> source rules -> Linux build + ctest -> Windows cross
-# build + ctest under Wine -> fuzzers (60 s each, ASan/UBSan) -> MSI build
-# when the installer exists. Stops at the first failing step; the last
-# lines are the ctest summaries.
+# build + ctest under Wine -> fuzzers (60 s each, ASan/UBSan) -> Linux
+# ASan+UBSan build + ctest -> Valgrind memcheck -> cppcheck + clang-tidy
+# -> MSI build when the installer exists (docs/testing.md). Stops at the
+# first failing step; the last lines are the ctest summaries.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -57,6 +59,30 @@ if [ "${PX_QUICK:-0}" != 1 ]; then
     else
         echo "no fuzz targets registered yet"
     fi
+
+    step "Linux ASan+UBSan: build and tests (unit, sandbox, daemon, adversarial; not soak)"
+    t0=$(date +%s)
+    cmake --preset linux-asan -DPX_WERROR=ON >/dev/null || fail "ASan configure"
+    cmake --build build/linux-asan -j "$jobs" || fail "ASan build"
+    # Leaks fail too; the soak group runs natively above (10,000 jobs).
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+        ctest --test-dir build/linux-asan --output-on-failure -j "$jobs" \
+        -LE soak -E '^tools\.' 2>&1 | tee build/linux-asan/ctest-summary.log
+    rc=${PIPESTATUS[0]}
+    summary+=("asan: $(grep -E 'tests passed|tests failed' build/linux-asan/ctest-summary.log | tail -1)")
+    echo "ASan+UBSan step: $(( $(date +%s) - t0 )) s"
+    [ "$rc" -eq 0 ] || fail "ASan+UBSan tests"
+
+    step "Valgrind memcheck (px_tests, a daemon session)"
+    t0=$(date +%s)
+    tools/memcheck.sh build/linux-native || fail "Valgrind memcheck"
+    summary+=("memcheck: clean ($(( $(date +%s) - t0 )) s)")
+
+    step "Static analysis (cppcheck, clang-tidy; tools/analysis/)"
+    t0=$(date +%s)
+    tools/analyze.sh build/linux-native || fail "static analysis"
+    summary+=("analysis: cppcheck and clang-tidy clean ($(( $(date +%s) - t0 )) s)")
 fi
 
 if [ -f installer/PhoenixExecutor.wxs ]; then
