@@ -33,6 +33,7 @@ function(px_target_defaults target)
     target_compile_options(${target} PUBLIC -fsanitize=fuzzer-no-link)
   endif()
   if(PX_SANITIZE)
+    target_compile_definitions(${target} PUBLIC PX_SANITIZED=1)
     target_compile_options(${target} PUBLIC -fsanitize=${PX_SANITIZE}
       -fno-omit-frame-pointer -fno-sanitize-recover=all)
     target_link_options(${target} PUBLIC -fsanitize=${PX_SANITIZE})
