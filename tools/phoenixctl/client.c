@@ -25,14 +25,32 @@ const char *px_client_default_address(void) {
   return px__stream_default_address();
 }
 
+/* A client key file: what px_keygen writes ("# public-key: PUB" then the
+ * secret key on a line of its own), or one line "PUB SECRET". */
 static int read_key_file(const char *path, char *pub, char *sec) {
   FILE *f = fopen(path, "r");
-  int n;
+  char line[256], a[64], b[64];
   if (!f)
     return PX_ENOENT;
-  n = fscanf(f, "%40s %40s", pub, sec);
+  pub[0] = sec[0] = '\0';
+  while (fgets(line, sizeof line, f)) {
+    int n;
+    if (sscanf(line, "# public-key: %40s", a) == 1) {
+      memcpy(pub, a, 41);
+      continue;
+    }
+    if (line[0] == '#')
+      continue;
+    n = sscanf(line, "%40s %40s", a, b);
+    if (n == 2) {
+      memcpy(pub, a, 41);
+      memcpy(sec, b, 41);
+    } else if (n == 1) {
+      memcpy(sec, a, 41);
+    }
+  }
   fclose(f);
-  return n == 2 ? 0 : PX_EINVAL;
+  return strlen(pub) == 40 && strlen(sec) == 40 ? 0 : PX_EINVAL;
 }
 
 static int zmq_connect_client(const px_target_t *t, px_client_t *c, char *err,
@@ -48,7 +66,7 @@ static int zmq_connect_client(const px_target_t *t, px_client_t *c, char *err,
   if (t->zmq_server_key) {
     char pub[41] = "", sec[41] = "";
     if (!t->zmq_key_file || read_key_file(t->zmq_key_file, pub, sec) != 0) {
-      snprintf(err, errsz, "zmq: CURVE needs --zmq-key-file with 'public secret'");
+      snprintf(err, errsz, "zmq: CURVE needs --zmq-key-file (a px_keygen file)");
       return PX_EINVAL;
     }
     if (zmq_setsockopt(c->zsock, ZMQ_CURVE_SERVERKEY, t->zmq_server_key, 40) ||
