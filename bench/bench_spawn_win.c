@@ -1,4 +1,4 @@
-/* bench_win.c - the Windows spawn floor: a trivial job end to end through
+/* bench_spawn_win.c - the Windows spawn floor: a trivial job end to end through
  * the real PhoenixExecutor service (named pipe -> session -> engine ->
  * Job Object + restricted token -> result) against raw CreateProcess+wait
  * of the same cmd.exe script, measured side by side in one run.
