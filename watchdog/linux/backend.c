@@ -299,7 +299,8 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
   be->available = host_available(be);
   recover_leftovers(be);
   if ((rc = px__wd_open(be, &be->wd)) != 0 ||
-      (rc = px__spawner_open(&be->spawner)) != 0)
+      (rc = px__spawner_open(&be->spawner)) != 0 ||
+      (rc = px__reaper_open(be, &be->reaper)) != 0)
     goto fail;
   PX_LOG(PX_LOG_INFO, "linux backend: %s, landlock ABI %d, work root %s",
          be->is_root ? "root" : "user namespace", be->landlock_abi,
@@ -317,6 +318,7 @@ static void lnx_close(void *state) {
     return;
   px__spawner_close(be->spawner);
   px__wd_close(be->wd);
+  px__reaper_close(be->reaper); /* drains: uses cg and work_root below */
   px__seccomp_free(&be->bpf[0]);
   px__seccomp_free(&be->bpf[1]);
   px__mnt_plan_free(&be->skel);
@@ -535,10 +537,15 @@ static void lnx_release(px_sandbox_t *sb) {
   while (sb->state == PX_SB_RUNNING)
     px_cond_wait(&sb->cv, &sb->mu);
   px_mutex_unlock(&sb->mu);
-  px__cg_job_destroy(&be->cg, &sb->cg);
-  if (sb->job_dir)
-    px__jobdir_remove(be->work_root_fd, be->work_root, sb->spec->key,
-                      sb->job_dir_mounted);
+  /* Every process is dead now: the rest is bookkeeping the reaper does
+   * while the engine delivers the result (inline if it cannot take it). */
+  if (px__reaper_take(be->reaper, &sb->cg, sb->job_dir ? sb->spec->key : NULL,
+                      sb->job_dir_mounted) != 0) {
+    px__cg_job_destroy(&be->cg, &sb->cg);
+    if (sb->job_dir)
+      px__jobdir_remove(be->work_root_fd, be->work_root, sb->spec->key,
+                        sb->job_dir_mounted);
+  }
   free(sb->job_dir);
   px__plan_free(&sb->plan);
   px_cond_destroy(&sb->cv);

@@ -207,7 +207,20 @@ typedef struct {
   uint64_t available;        /* PX_ENF bits this host can apply */
   px__wd_t *wd;              /* owned */
   px__spawner_t *spawner;    /* owned: the thread every job is cloned from */
+  struct px__reaper_s *reaper; /* owned: cleans finished jobs (reaper.c) */
 } px__lnx_backend_t;
+
+/* reaper.c: finished jobs' cgroups and directories, removed off the job's
+ * critical path (processes are already dead when they get here). */
+typedef struct px__reaper_s px__reaper_t;
+int px__reaper_open(px__lnx_backend_t *be, px__reaper_t **out);
+/* Hand over a dead job's cgroups (moved: *cg is reset) and its job dir
+ * key (copied; NULL: none). 0, or an error when the caller must clean up
+ * itself (queue full, stopping, out of memory). */
+int px__reaper_take(px__reaper_t *r, px__cg_job_t *cg, const char *key,
+                    int mounted);
+/* Finish every queued cleanup, stop the thread, free. NULL is fine. */
+void px__reaper_close(px__reaper_t *r);
 
 /* The exec plan a child follows: everything precomputed by the parent so
  * that the child only makes system calls (it is a fork of a threaded
