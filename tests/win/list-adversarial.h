@@ -1,6 +1,8 @@
 /* The adversarial suite through the Windows service
  * (tests/adversarial/win, registered by tests/adversarial/adversarial.cmake). */
 PX_TEST_ENTRY(adversarial, advw_limits, 240)
+PX_TEST_ENTRY(adversarial, advw_memory_spread, 120)
+PX_TEST_ENTRY(adversarial, advw_environment, 120)
 PX_TEST_ENTRY(adversarial, advw_orphan_child, 120)
 PX_TEST_ENTRY(adversarial, advw_kb_rollback, 120)
 PX_TEST_ENTRY(adversarial, advw_cleanup_links, 120)

@@ -347,16 +347,21 @@ static void check_host(svc_t *s) {
   ASSERT_EQ(count_processes(L"px_probe.exe"), 0);
 }
 
-/* A cmd job: code with "PROBE" replaced by the quoted probe path. */
+/* A cmd job: code with each "PROBE" replaced by the quoted probe path. */
 static cJSON *run_cmd(svc_t *s, const char *id, const char *code,
                       const char *limits, const char *caps) {
   cJSON *req = cJSON_CreateObject(), *res;
-  char body[4096], *text;
-  const char *p = strstr(code, "PROBE");
-  if (p)
-    snprintf(body, sizeof body, "%.*s\"%s\"%s", (int)(p - code), code, probe(), p + 5);
-  else
-    snprintf(body, sizeof body, "%s", code);
+  char body[8192], *text;
+  const char *p;
+  size_t n = 0;
+  /* every "PROBE" becomes the quoted probe path */
+  while ((p = strstr(code, "PROBE")) != NULL && n < sizeof body) {
+    n += (size_t)snprintf(body + n, sizeof body - n, "%.*s\"%s\"", (int)(p - code),
+                          code, probe());
+    code = p + 5;
+  }
+  if (n < sizeof body)
+    snprintf(body + n, sizeof body - n, "%s", code);
   cJSON_AddStringToObject(req, "type", "run");
   cJSON_AddStringToObject(req, "id", id);
   cJSON_AddStringToObject(req, "runtime", "cmd");
@@ -413,6 +418,56 @@ TEST_IMPL(advw_limits) {
   r = run_cmd(&s, "cmdloop", ":top\r\ngoto top\r\n", "{\"cpu_ms\":1000,\"wall_ms\":20000}", NULL);
   ASSERT_NOT_NULL(r);
   ASSERT_STR_EQ(js(r, "status", NULL), "killed");
+  cJSON_Delete(r);
+  check_host(&s);
+  svc_stop(&s);
+  return 0;
+}
+
+/* Memory spread over several processes, each under the limit alone: the
+ * job's total must still be caught. */
+TEST_IMPL(advw_memory_spread) {
+  svc_t s;
+  cJSON *r;
+  svc_start(&s, NULL);
+  r = run_cmd(&s, "spread",
+              "@start /b \"\" PROBE hog-memory 24\r\n@start /b \"\" PROBE hog-memory 24\r\n"
+              "@start /b \"\" PROBE hog-memory 24\r\n@start /b \"\" PROBE hog-memory 24\r\n"
+              "@start /b \"\" PROBE hog-memory 24\r\n@PROBE sleep 600000\r\n",
+              "{\"memory_bytes\":67108864,\"processes\":16,\"wall_ms\":20000}", NULL);
+  expect(r, "killed", "memory");
+  check_host(&s);
+  svc_stop(&s);
+  return 0;
+}
+
+/* The service's own environment never reaches a job: only the runtime's
+ * allow-list and what the request asks for. */
+TEST_IMPL(advw_environment) {
+  svc_t s;
+  cJSON *r, *req;
+  char *text;
+  SetEnvironmentVariableA("PX_ADV_LEAK", "service-secret");
+  SetEnvironmentVariableA("AWS_SECRET_ACCESS_KEY", "service-secret");
+  svc_start(&s, NULL); /* inherits both */
+  SetEnvironmentVariableA("PX_ADV_LEAK", NULL);
+  SetEnvironmentVariableA("AWS_SECRET_ACCESS_KEY", NULL);
+  req = cJSON_CreateObject();
+  cJSON_AddStringToObject(req, "type", "run");
+  cJSON_AddStringToObject(req, "id", "env");
+  cJSON_AddStringToObject(req, "runtime", "cmd");
+  cJSON_AddStringToObject(req, "code", "@set\r\n");
+  cJSON_AddItemToObject(req, "env", cJSON_Parse("{\"ASKED_FOR\":\"yes\"}"));
+  text = cJSON_PrintUnformatted(req);
+  cJSON_Delete(req);
+  r = send_wait(s.cl, text, "env", 30000);
+  free(text);
+  ASSERT_NOT_NULL(r);
+  printf("the job's environment:\n%s\n", js(r, "stdout", NULL));
+  ASSERT_STR_EQ(js(r, "status", NULL), "ok");
+  ASSERT(strstr(js(r, "stdout", NULL), "service-secret") == NULL);
+  ASSERT(strstr(js(r, "stdout", NULL), "PX_ADV_LEAK") == NULL);
+  ASSERT_STR_CONTAINS(js(r, "stdout", NULL), "ASKED_FOR=yes");
   cJSON_Delete(r);
   check_host(&s);
   svc_stop(&s);
