@@ -830,10 +830,13 @@ TEST_IMPL(advwe_network) {
 TEST_IMPL(advwe_escape) {
   svc_t s;
   char code[256];
-  NEED_REAL_WINDOWS("restricted tokens or process ACLs");
+  NEED_REAL_WINDOWS("restricted tokens, process ACLs or pipe DACLs");
   svc_start(&s, NULL);
   snprintf(code, sizeof code, "@PROBE try-open %lu", (unsigned long)s.pi.dwProcessId);
   probe_denied(&s, "open-svc", code, NULL, "OPEN DENIED");
+  /* connecting back to the service's own pipe: its DACL denies the job */
+  snprintf(code, sizeof code, "@PROBE try-read %s", s.pipe);
+  probe_denied(&s, "pipe-back", code, NULL, "READ DENIED");
   svc_stop(&s);
   return 0;
 }
