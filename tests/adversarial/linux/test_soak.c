@@ -305,9 +305,9 @@ TEST_IMPL(soak_1000_mixed) {
   ASSERT_EQ(gates.ok, 2);
   ASSERT_OK(px_ping(cl));
   px_client_close(cl);
-  for (i = 0; i < 500 && px_count_job_cgroups() != d.cg_baseline; i++)
+  for (i = 0; i < 500 && px_daemon_job_cgroups(&d) != 0; i++)
     usleep(10000);
-  ASSERT_EQ(px_count_job_cgroups(), d.cg_baseline);
+  ASSERT_EQ(px_daemon_job_cgroups(&d), 0); /* this daemon's jobs only */
   ASSERT_EQ(px_count_procs("bomb"), 0);
   ASSERT_OK(px_daemon_stop(&d, SIGTERM, NULL));
   px_daemon_cleanup(&d);
