@@ -437,6 +437,40 @@ static int build_spec(const px_config_t *cfg, const px_runtime_t *rt,
   return build_kb(spec, cfg);
 }
 
+/* 1 if the runtime runs its code through cmd.exe (the program is cmd.exe,
+ * or the entry file is a batch file cmd.exe will interpret). */
+static int via_cmd_exe(const px_runtime_t *rt) {
+  const char *prog = rt->ncommand ? rt->command[0] : "";
+  const char *base = prog, *p;
+  for (p = prog; *p; p++)
+    if (*p == '\\' || *p == '/')
+      base = p + 1;
+  return px_strcasecmp(base, "cmd.exe") == 0 || px_strcasecmp(base, "cmd") == 0 ||
+         px_strcasecmp(rt->extension, ".cmd") == 0 ||
+         px_strcasecmp(rt->extension, ".bat") == 0;
+}
+
+/* cmd.exe parses its command line again after CommandLineToArgvW-style
+ * quoting ("BatBadBut", CVE-2024-24576): `x" & calc & "` would run calc.
+ * No quoting survives that for every character, so for cmd runtimes an
+ * argument may not carry one cmd.exe interprets: arguments stay data. */
+static int check_args(const px_runtime_t *rt, const px_run_request_t *req,
+                      px_result_t *r) {
+  static const char meta[] = "\"%!^&|<>()\r\n";
+  size_t i;
+  if (!via_cmd_exe(rt))
+    return 0;
+  for (i = 0; i < req->nargs; i++) {
+    const char *a = req->args[i];
+    if (strpbrk(a, meta) != NULL)
+      return reject(r, req, PX_CODE_BAD_REQUEST,
+                    "args[%zu]: contains a character cmd.exe interprets "
+                    "(\" %% ! ^ & | < > ( ) or a line break), refused for "
+                    "runtime %s", i, rt->name);
+  }
+  return 0;
+}
+
 int px_policy_admit(const px_config_t *cfg, const px_client_policy_t *client,
                     const px_run_request_t *req, px_job_spec_t *spec,
                     px_result_t *reject_out) {
@@ -468,7 +502,8 @@ int px_policy_admit(const px_config_t *cfg, const px_client_policy_t *client,
     return rc;
   snprintf(entry, sizeof entry, "main%s", rt->extension);
   if ((rc = check_env(req, reject_out)) != 0 ||
-      (rc = check_files(req, entry, reject_out)) != 0)
+      (rc = check_files(req, entry, reject_out)) != 0 ||
+      (rc = check_args(rt, req, reject_out)) != 0)
     return rc;
   spec->caps = caps;
   spec->limits = limits;

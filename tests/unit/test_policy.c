@@ -8,11 +8,13 @@
 
 #ifdef _WIN32
 #define PROG "C:\\\\tools\\\\t.exe"
+#define PROG_DIR "C:\\\\tools\\\\"
 #define PROG_C "C:\\tools\\t.exe"
 #define ROOT "C:\\\\kb\\\\"
 #define ROOT_C "C:\\kb\\"
 #else
 #define PROG "/usr/bin/t"
+#define PROG_DIR "/usr/bin/"
 #define PROG_C "/usr/bin/t"
 #define ROOT "/srv/kb/"
 #define ROOT_C "/srv/kb/"
@@ -438,6 +440,61 @@ TEST_IMPL(policy_client_matching) {
   id.user_sid = "S-1-5-18";
   ASSERT_EQ(px_config_match_client(cfg, &id)->admin, 1);
 #endif
+  px_config_free(cfg);
+  return 0;
+}
+
+/* cmd.exe re-parses its command line ("BatBadBut"): for runtimes that run
+ * through it, arguments carrying a character it interprets are refused;
+ * other runtimes take them verbatim. */
+TEST_IMPL(policy_cmd_args_stay_data) {
+  static const char json[] =
+      "{\"runtimes\":{\"bat\":{\"command\":[\"" PROG_DIR "cmd.exe\",\"/d\",\"/c\","
+      "\"{file}\",\"{args}\"],\"extension\":\".cmd\"},"
+      "\"t\":{\"command\":[\"" PROG "\",\"{file}\",\"{args}\"],\"extension\":\".t\"}},"
+      "\"clients\":[{\"name\":\"admin\",\"match\":{\"any\":\"all\"},"
+      "\"capabilities\":[\"*\"],\"max_priority\":\"critical\",\"admin\":true}]}";
+  static const char *const bad[] = {"x\" & calc & \"", "a&b", "a|b", "a>b",
+                                    "a<b", "a^b", "%PATH%", "!x!", "(a)",
+                                    "a\"b", "a\nb", "a\rb"};
+  static char rt_bat[] = "bat", rt_t[] = "t";
+  char err[512] = "", *args[1];
+  px_config_t *cfg = NULL;
+  px_run_request_t req;
+  px_job_spec_t spec;
+  px_result_t res;
+  size_t i;
+
+  if (px_config_from_json(json, strlen(json), &cfg, err, sizeof err) != 0)
+    px__test_fail(__FILE__, __LINE__, "config: %s", err);
+  for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    base_req(&req);
+    req.runtime = rt_bat;
+    args[0] = (char *)bad[i];
+    req.args = args;
+    req.nargs = 1;
+    EXPECT_REJECT(&cfg->clients[0], &req, PX_CODE_BAD_REQUEST, "args[0]");
+  }
+  /* Plain data passes for cmd runtimes... */
+  base_req(&req);
+  req.runtime = rt_bat;
+  args[0] = (char *)"hello world, 1.5 = x/y: ok";
+  req.args = args;
+  req.nargs = 1;
+  memset(&res, 0, sizeof res);
+  ASSERT_OK(px_policy_admit(cfg, &cfg->clients[0], &req, &spec, &res));
+  ASSERT_STR_EQ(spec.argv[spec.argc - 1], "hello world, 1.5 = x/y: ok");
+  px_job_spec_free(&spec);
+  /* ...and anything passes verbatim for runtimes that are not cmd. */
+  base_req(&req);
+  req.runtime = rt_t;
+  args[0] = (char *)bad[0];
+  req.args = args;
+  req.nargs = 1;
+  ASSERT_OK(px_policy_admit(cfg, &cfg->clients[0], &req, &spec, &res));
+  ASSERT_STR_EQ(spec.argv[spec.argc - 1], bad[0]);
+  px_job_spec_free(&spec);
+  px_result_free(&res);
   px_config_free(cfg);
   return 0;
 }

@@ -397,6 +397,30 @@ static uint64_t job_enforcement(const px_sandbox_t *sb) {
 
 static void lnx_release(px_sandbox_t *sb);
 
+/* execve's limits (fs/exec.c): one string at most MAX_ARG_STRLEN (32
+ * pages), argv and envp together within ARG_MAX. Checked up front so the
+ * job is refused as argv_too_long (PX_ERANGE, px_sandbox.h) instead of
+ * failing at exec inside the sandbox. 4 KiB of slack covers what the
+ * backend adds (HOME, TMPDIR, PX_KB_*). */
+static int argv_fits(const px_job_spec_t *spec) {
+  const size_t max_str = 32u * 4096u;
+  long arg_max = sysconf(_SC_ARG_MAX);
+  size_t i, total = 4096, len;
+  for (i = 0; i < spec->argc; i++) {
+    len = strlen(spec->argv[i]) + 1;
+    if (len > max_str)
+      return 0;
+    total += len + sizeof(char *);
+  }
+  for (i = 0; i < spec->envc; i++) {
+    len = strlen(spec->env[i].name) + strlen(spec->env[i].value) + 2;
+    if (len > max_str)
+      return 0;
+    total += len + sizeof(char *);
+  }
+  return arg_max <= 0 || total <= (size_t)arg_max;
+}
+
 static int prepare_steps(px_sandbox_t *sb) {
   px__lnx_backend_t *be = sb->be;
   const px_job_spec_t *spec = sb->spec;
@@ -404,6 +428,10 @@ static int prepare_steps(px_sandbox_t *sb) {
   int rc;
   if (!key_ok(spec->key))
     return PX_EINVAL;
+  if (!argv_fits(spec)) {
+    PX_LOG(PX_LOG_INFO, "job %s: command line over execve's limits", spec->key);
+    return PX_ERANGE;
+  }
   if ((rc = check_degraded(sb)) != 0)
     return rc;
   if ((rc = px__jobdir_create(be->work_root_fd, be->work_root, spec->key,

@@ -232,7 +232,7 @@ static void quoting(adv_env_t *e) {
  * about 2 MiB in all (ARG_MAX), so 100,000 characters may legitimately
  * run: then the program must get them intact. Past the kernel's limits
  * the service must refuse (argv_too_long, or bad_request for a per-field
- * bound) or fail the spawn; it must never run a cut command line. */
+ * bound); it must never run a cut command line. */
 static void argv_case(adv_env_t *e, const char *id, int n, size_t each,
                       int may_run) {
   cJSON *req = adv_req(id, "sh", "echo \"$# ${#1}\"", NULL, NULL), *r;
@@ -257,12 +257,9 @@ static void argv_case(adv_env_t *e, const char *id, int n, size_t each,
   } else if (!strcmp(st, "rejected")) {
     ASSERT(!strcmp(code, "argv_too_long") || !strcmp(code, "bad_request"));
   } else {
-    /* Fails closed at execve (E2BIG). docs/protocol.md promises a
-     * rejected argv_too_long here; nothing produces that code yet
-     * (reported in docs/testing.md). */
-    ASSERT_STR_EQ(st, "error");
-    ASSERT(!strcmp(code, "spawn_failed") || !strcmp(code, "sandbox_failed"));
-    printf("  NOTE: failed closed as %s, not rejected as argv_too_long\n", code);
+    /* Past execve's limits the job must be refused before it runs. */
+    px__test_fail(__FILE__, __LINE__, "argv %d x %zu: status %s %s, want rejected",
+                  n, each, st, code);
   }
   cJSON_Delete(r);
   free(many);
