@@ -16,7 +16,10 @@
  */
 #include "tools/phoenixctl/client.h"
 
+#include "px/px_audit.h"
+#include "px/px_config.h"
 #include "px/px_error.h"
+#include "px/px_log.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -86,6 +89,19 @@ static double spawn_wait(char *const argv[]) {
 
 static int have_bwrap(void) { return access("/usr/bin/bwrap", X_OK) == 0; }
 
+static const char *self_dir(void) {
+  static char dir[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+  char *slash;
+  if (n <= 0)
+    return "./";
+  dir[n] = '\0';
+  slash = strrchr(dir, '/');
+  if (slash)
+    slash[1] = '\0';
+  return dir;
+}
+
 /* ---- the daemon ---- */
 
 typedef struct {
@@ -93,7 +109,7 @@ typedef struct {
   char dir[PATH_MAX], sock[PATH_MAX + 16];
 } daemon_t;
 
-static int daemon_start(daemon_t *d, const char *self_dir) {
+static int daemon_start(daemon_t *d, const char *self_dir, const char *extra) {
   char cfg[PATH_MAX + 32], bin[PATH_MAX + 64], work[PATH_MAX + 16];
   FILE *f;
   int i;
@@ -112,8 +128,8 @@ static int daemon_start(daemon_t *d, const char *self_dir) {
           " \"log_level\": \"warn\", \"queue\": {\"max_depth\": 20000},\n"
           " \"runtimes\": {\"true\": {\"command\": [\"/bin/true\", \"{file}\"], \"extension\": \".txt\"},\n"
           "              \"sh\": {\"command\": [\"/bin/sh\", \"{file}\", \"{args}\"],"
-          " \"extension\": \".sh\", \"env\": {\"PATH\": \"/usr/bin:/bin\"}}}}\n",
-          d->sock, work);
+          " \"extension\": \".sh\", \"env\": {\"PATH\": \"/usr/bin:/bin\"}}}%s}\n",
+          d->sock, work, extra ? extra : "");
   fclose(f);
   chmod(cfg, 0644);
   snprintf(bin, sizeof bin, "%s../service/phoenix-executor", self_dir);
@@ -354,6 +370,197 @@ static void bench_kill(const daemon_t *d, const opts_t *o, cJSON *out) {
   free(late.v);
 }
 
+/* A run whose code is arbitrary text (escaped by cJSON). */
+static void send_run_code(px_client_t *c, const char *id, const char *runtime,
+                          const char *code, const char *limit, uint64_t value) {
+  cJSON *o = cJSON_CreateObject(), *l;
+  char *json;
+  cJSON_AddStringToObject(o, "type", "run");
+  cJSON_AddStringToObject(o, "id", id);
+  cJSON_AddStringToObject(o, "runtime", runtime);
+  cJSON_AddStringToObject(o, "code", code);
+  l = cJSON_AddObjectToObject(o, "limits");
+  cJSON_AddNumberToObject(l, limit, (double)value);
+  cJSON_AddNumberToObject(l, "wall_ms", 20000);
+  json = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  if (!json || px_client_send(c, json, strlen(json)) != 0) {
+    fprintf(stderr, "bench: send failed\n");
+    exit(1);
+  }
+  free(json);
+}
+
+/* The last line of a result's stdout as a CLOCK_MONOTONIC time in ms. */
+static double last_stamp_ms(cJSON *r) {
+  cJSON *o = cJSON_GetObjectItemCaseSensitive(r, "stdout");
+  const char *s = cJSON_IsString(o) ? o->valuestring : "", *last = s, *p;
+  for (p = s; *p; p++)
+    if (p[0] == '\n' && p[1])
+      last = p + 1;
+  return strtod(last, NULL) * 1000.0;
+}
+
+/* Kill latency per limit: the payload stamps CLOCK_MONOTONIC (shared with
+ * the host: jobs get no time namespace) at the moment it breaches or is
+ * about to breach its limit; latency = result received - that stamp. */
+static void bench_limit_kills(const daemon_t *d, const opts_t *o, cJSON *out) {
+  static const struct {
+    const char *name, *limit, *code;
+    uint64_t value;
+  } k[] = {
+      {"memory", "memory_bytes",
+       "import time, sys\nb = []\nwhile True:\n"
+       "    sys.stdout.write('%.6f\\n' % time.monotonic()); sys.stdout.flush()\n"
+       "    b.append(bytearray(4 << 20))\n",
+       64u << 20},
+      {"cpu_time", "cpu_ms",
+       "import time, sys\nstamped = False\nwhile True:\n"
+       "    if not stamped and time.process_time() >= 0.3:\n"
+       "        sys.stdout.write('%.6f\\n' % time.monotonic()); sys.stdout.flush(); stamped = True\n",
+       300},
+      {"processes", "processes",
+       "import os, time, sys\nwhile True:\n    try:\n        pid = os.fork()\n"
+       "    except OSError:\n"
+       "        sys.stdout.write('%.6f\\n' % time.monotonic()); sys.stdout.flush(); time.sleep(30)\n"
+       "        continue\n"
+       "    if pid == 0:\n        time.sleep(30); os._exit(0)\n",
+       8}};
+  px_client_t *c = connect_daemon(d);
+  int n = o->rounds / 20 > 5 ? o->rounds / 20 : 5, i, j;
+  char id[48], key[64];
+  printf("\nkill latency per limit, %d rounds each, ms from the breach to the verdict\n", n);
+  printf("  (the job stamps the monotonic clock at its breach; the client reads the result)\n");
+  for (j = 0; j < 3; j++) {
+    series_t lat = {0};
+    int wrong = 0;
+    for (i = 0; i < n; i++) {
+      cJSON *r, *v;
+      double t;
+      snprintf(id, sizeof id, "%s%d", k[j].name, i);
+      send_run_code(c, id, "python", k[j].code, k[j].limit, k[j].value);
+      r = recv_type(c, "result");
+      t = now_ms();
+      v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "violation"), "limit");
+      if (!cJSON_IsString(v) || strcmp(v->valuestring, k[j].name) != 0)
+        wrong++;
+      else if (last_stamp_ms(r) > 0)
+        push(&lat, t - last_stamp_ms(r));
+      cJSON_Delete(r);
+    }
+    printf("  %-10s p50 %7.2f  p99 %7.2f%s\n", k[j].name, pct(&lat, .5), pct(&lat, .99),
+           wrong ? "  (some ended with another verdict)" : "");
+    snprintf(key, sizeof key, "kill_%s_p50_ms", k[j].name);
+    cJSON_AddNumberToObject(out, key, pct(&lat, .5));
+    snprintf(key, sizeof key, "kill_%s_p99_ms", k[j].name);
+    cJSON_AddNumberToObject(out, key, pct(&lat, .99));
+    free(lat.v);
+  }
+  px_client_close(c);
+}
+
+/* A KB of `files` small files under dir/mind, store in dir/store. */
+static void make_kb(const char *dir, int files) {
+  char p[PATH_MAX + 64];
+  int i;
+  snprintf(p, sizeof p, "%s/mind", dir);
+  mkdir(p, 0755);
+  snprintf(p, sizeof p, "%s/store", dir);
+  mkdir(p, 0700);
+  for (i = 0; i < files; i++) {
+    FILE *f;
+    snprintf(p, sizeof p, "%s/mind/note-%04d.txt", dir, i);
+    f = fopen(p, "w");
+    if (f) {
+      fprintf(f, "memory %d: the agent learned something\n", i);
+      fclose(f);
+    }
+  }
+}
+
+/* What the optional layers cost a trivial job: the KB snapshot taken
+ * before every job (kb.snapshot "always", unchanged KB: stat calls only),
+ * measured against the same daemon config without a KB, interleaved; and
+ * the code audit, timed directly on a large script with the shipped
+ * rules. The sandbox layers themselves (namespaces, cgroups, seccomp,
+ * Landlock) cannot be switched off, by design: their sum is the spawn
+ * figure above, against raw fork+exec. */
+static void bench_layers(const daemon_t *plain, const opts_t *o, cJSON *out) {
+  char kbdir[] = "/tmp/px-bench-kb-XXXXXX", extra[PATH_MAX * 2 + 128];
+  series_t with = {0}, without = {0};
+  px_client_t *a, *b;
+  daemon_t dk;
+  int i, n = o->rounds;
+  char id[32];
+
+  if (!mkdtemp(kbdir))
+    return;
+  make_kb(kbdir, 1000);
+  snprintf(extra, sizeof extra,
+           ", \"kb\": {\"roots\": {\"mind\": \"%s/mind\"}, \"store\": \"%s/store\"}",
+           kbdir, kbdir);
+  if (daemon_start(&dk, self_dir(), extra) != 0) {
+    fprintf(stderr, "bench: cannot start the KB daemon\n");
+    return;
+  }
+  a = connect_daemon(plain);
+  b = connect_daemon(&dk);
+  for (i = 0; i < n; i++) {
+    double t0;
+    snprintf(id, sizeof id, "l%d", i);
+    t0 = now_ms();
+    send_run(a, id, "true", "", NULL);
+    cJSON_Delete(recv_type(a, "result"));
+    push(&without, now_ms() - t0);
+    t0 = now_ms();
+    send_run(b, id, "true", "", NULL);
+    cJSON_Delete(recv_type(b, "result"));
+    push(&with, now_ms() - t0);
+  }
+  px_client_close(a);
+  px_client_close(b);
+  daemon_stop(&dk);
+  {
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", kbdir);
+    if (system(cmd) != 0)
+      fprintf(stderr, "bench: cannot remove %s\n", kbdir);
+  }
+  printf("\nlayer costs on a trivial job, %d rounds, ms\n", n);
+  printf("  %-44s p50 %7.3f\n", "no knowledge base", pct(&without, .5));
+  printf("  %-44s p50 %7.3f  (+%.3f)\n", "KB snapshot before every job (1,000 files)",
+         pct(&with, .5), pct(&with, .5) - pct(&without, .5));
+  cJSON_AddNumberToObject(out, "layer_kb_snapshot_ms", pct(&with, .5) - pct(&without, .5));
+  free(with.v);
+  free(without.v);
+  {
+    px_config_t *cfg = NULL;
+    px_buf_t code = {0};
+    char err[256];
+    double t0, per;
+    int rounds = 200;
+    px_log_set_level(PX_LOG_ERROR);
+    if (px_config_load(NULL, &cfg, err, sizeof err) != 0)
+      return;
+    for (i = 0; i < 2000; i++) /* 2,000 lines, ~70 KiB, a few findings */
+      px_buf_printf(&code, "value_%d = compute(%d) + len('some text here')  # line\n", i, i);
+    px_buf_append_str(&code, "import subprocess\nos.remove(path)\n");
+    t0 = now_ms();
+    for (i = 0; i < rounds; i++) {
+      px_result_t r;
+      memset(&r, 0, sizeof r);
+      px_audit_run(cfg, "python", code.data, code.len, 0, &r);
+      px_result_free(&r);
+    }
+    per = (now_ms() - t0) / rounds;
+    printf("  %-44s %7.3f ms per job (%zu bytes of Python)\n",
+           "code audit, shipped rules", per, code.len);
+    cJSON_AddNumberToObject(out, "layer_audit_70k_ms", per);
+    px_buf_free(&code);
+    px_config_free(cfg);
+  }
+}
+
 static void bench_footprint(const daemon_t *d, int jobs, cJSON *out) {
   px_client_t *c = connect_daemon(d), *q;
   long rss0 = rss_kb(d->pid), rss_q, rss_n;
@@ -390,18 +597,6 @@ static void bench_footprint(const daemon_t *d, int jobs, cJSON *out) {
   cJSON_AddNumberToObject(out, "fds_1000_queued", fd_q);
 }
 
-static const char *self_dir(void) {
-  static char dir[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
-  char *slash;
-  if (n <= 0)
-    return "./";
-  dir[n] = '\0';
-  slash = strrchr(dir, '/');
-  if (slash)
-    slash[1] = '\0';
-  return dir;
-}
 
 int main(int argc, char **argv) {
   opts_t o = {300, 10.0, "bench-linux.json"};
@@ -423,7 +618,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
-  if (daemon_start(&d, self_dir()) != 0) {
+  if (daemon_start(&d, self_dir(), NULL) != 0) {
     fprintf(stderr, "px_bench_linux: cannot start the daemon\n");
     return 1;
   }
@@ -433,6 +628,8 @@ int main(int argc, char **argv) {
   bench_spawn(&d, &o, out);
   bench_throughput(&d, &o, out);
   bench_kill(&d, &o, out);
+  bench_limit_kills(&d, &o, out);
+  bench_layers(&d, &o, out);
   bench_footprint(&d, footprint_jobs, out);
   daemon_stop(&d);
   text = cJSON_Print(out);

@@ -14,7 +14,7 @@
 
 struct px_client_s {
   px_target_kind_t kind;
-  px_stream_t *stream;      /* owned (local) */
+  px__conn_t *stream;      /* owned (local) */
   px_frame_decoder_t *dec;  /* owned (local) */
   void *zctx, *zsock;       /* owned (zmq) */
   char pending[65536];      /* bytes read but not yet fed */

@@ -42,15 +42,15 @@ int px_client_recv(px_client_t *c, char **json, size_t *len, int timeout_ms);
 void px_client_close(px_client_t *c);
 
 /* ---- the per-platform stream layer (linux/conn.c, win/conn.c) ---- */
-typedef struct px_stream_s px_stream_t;
-int px__stream_connect(const char *address, px_stream_t **out, char *err,
+typedef struct px__conn_s px__conn_t;
+int px__stream_connect(const char *address, px__conn_t **out, char *err,
                        size_t errsz);
 /* Write all bytes; 0 or PX_ECLOSED/PX_EIO. */
-int px__stream_write(px_stream_t *s, const void *data, size_t len);
+int px__stream_write(px__conn_t *s, const void *data, size_t len);
 /* Read up to cap bytes, waiting at most timeout_ms (-1 forever): >0 bytes,
  * 0 on EOF, PX_ETIMEDOUT, or another PX_E*. */
-long px__stream_read(px_stream_t *s, void *buf, size_t cap, int timeout_ms);
-void px__stream_close(px_stream_t *s);
+long px__stream_read(px__conn_t *s, void *buf, size_t cap, int timeout_ms);
+void px__stream_close(px__conn_t *s);
 const char *px__stream_default_address(void);
 
 #endif

@@ -13,7 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-struct px_stream_s {
+struct px__conn_s {
   int fd; /* owned */
 };
 
@@ -21,10 +21,10 @@ const char *px__stream_default_address(void) {
   return "/run/phoenix-executor/executor.sock";
 }
 
-int px__stream_connect(const char *address, px_stream_t **out, char *err,
+int px__stream_connect(const char *address, px__conn_t **out, char *err,
                        size_t errsz) {
   struct sockaddr_un sa;
-  px_stream_t *s;
+  px__conn_t *s;
   int fd;
 
   memset(&sa, 0, sizeof sa);
@@ -51,7 +51,7 @@ int px__stream_connect(const char *address, px_stream_t **out, char *err,
   return 0;
 }
 
-int px__stream_write(px_stream_t *s, const void *data, size_t len) {
+int px__stream_write(px__conn_t *s, const void *data, size_t len) {
   const char *p = data;
   while (len) {
     ssize_t n = send(s->fd, p, len, MSG_NOSIGNAL);
@@ -66,7 +66,7 @@ int px__stream_write(px_stream_t *s, const void *data, size_t len) {
   return 0;
 }
 
-long px__stream_read(px_stream_t *s, void *buf, size_t cap, int timeout_ms) {
+long px__stream_read(px__conn_t *s, void *buf, size_t cap, int timeout_ms) {
   struct pollfd p = {s->fd, POLLIN, 0};
   ssize_t n;
   int pr;
@@ -85,7 +85,7 @@ long px__stream_read(px_stream_t *s, void *buf, size_t cap, int timeout_ms) {
   return (long)n;
 }
 
-void px__stream_close(px_stream_t *s) {
+void px__stream_close(px__conn_t *s) {
   if (!s)
     return;
   close(s->fd);

@@ -8,17 +8,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-struct px_stream_s {
+struct px__conn_s {
   HANDLE pipe;  /* owned */
   HANDLE event; /* owned, for overlapped reads */
 };
 
 const char *px__stream_default_address(void) { return "\\\\.\\pipe\\PhoenixExecutor"; }
 
-int px__stream_connect(const char *address, px_stream_t **out, char *err,
+int px__stream_connect(const char *address, px__conn_t **out, char *err,
                        size_t errsz) {
   WCHAR name[512];
-  px_stream_t *s;
+  px__conn_t *s;
   HANDLE h = INVALID_HANDLE_VALUE;
   int tries;
 
@@ -54,7 +54,7 @@ int px__stream_connect(const char *address, px_stream_t **out, char *err,
   return 0;
 }
 
-static int wait_io(px_stream_t *s, OVERLAPPED *ov, DWORD *got, int timeout_ms) {
+static int wait_io(px__conn_t *s, OVERLAPPED *ov, DWORD *got, int timeout_ms) {
   DWORD w = WaitForSingleObject(s->event, timeout_ms < 0 ? INFINITE : (DWORD)timeout_ms);
   if (w == WAIT_TIMEOUT) {
     CancelIoEx(s->pipe, ov);
@@ -66,7 +66,7 @@ static int wait_io(px_stream_t *s, OVERLAPPED *ov, DWORD *got, int timeout_ms) {
   return 0;
 }
 
-int px__stream_write(px_stream_t *s, const void *data, size_t len) {
+int px__stream_write(px__conn_t *s, const void *data, size_t len) {
   const char *p = data;
   while (len) {
     OVERLAPPED ov;
@@ -86,7 +86,7 @@ int px__stream_write(px_stream_t *s, const void *data, size_t len) {
   return 0;
 }
 
-long px__stream_read(px_stream_t *s, void *buf, size_t cap, int timeout_ms) {
+long px__stream_read(px__conn_t *s, void *buf, size_t cap, int timeout_ms) {
   OVERLAPPED ov;
   DWORD got = 0;
   int rc;
@@ -108,7 +108,7 @@ long px__stream_read(px_stream_t *s, void *buf, size_t cap, int timeout_ms) {
   return (long)got;
 }
 
-void px__stream_close(px_stream_t *s) {
+void px__stream_close(px__conn_t *s) {
   if (!s)
     return;
   CloseHandle(s->pipe);
