@@ -125,7 +125,7 @@ static int daemon_start(daemon_t *d, const char *self_dir, const char *extra) {
     return -1;
   fprintf(f,
           "{\"transports\": {\"socket_path\": \"%s\"}, \"work_root\": \"%s\",\n"
-          " \"log_level\": \"warn\", \"queue\": {\"max_depth\": 20000},\n"
+          " \"log_level\": \"warn\", \"queue\": {\"max_depth\": 20000, \"per_client_max\": 0},\n"
           " \"runtimes\": {\"true\": {\"command\": [\"/bin/true\", \"{file}\"], \"extension\": \".txt\"},\n"
           "              \"sh\": {\"command\": [\"/bin/sh\", \"{file}\", \"{args}\"],"
           " \"extension\": \".sh\", \"env\": {\"PATH\": \"/usr/bin:/bin\"}}}%s}\n",
@@ -194,6 +194,26 @@ static cJSON *recv_type(px_client_t *c, const char *type) {
     free(msg);
     t = cJSON_GetObjectItemCaseSensitive(o, "type");
     if (cJSON_IsString(t) && strcmp(t->valuestring, type) == 0)
+      return o;
+    cJSON_Delete(o);
+  }
+}
+
+/* The next `accepted` or `result` (a refusal) for a submission. */
+static cJSON *recv_accepted_or_result(px_client_t *c) {
+  for (;;) {
+    char *msg = NULL;
+    size_t len;
+    cJSON *o, *t;
+    if (px_client_recv(c, &msg, &len, 60000) != 0) {
+      fprintf(stderr, "bench: no answer from the daemon\n");
+      exit(1);
+    }
+    o = cJSON_ParseWithLength(msg, len);
+    free(msg);
+    t = cJSON_GetObjectItemCaseSensitive(o, "type");
+    if (cJSON_IsString(t) && (!strcmp(t->valuestring, "accepted") ||
+                              !strcmp(t->valuestring, "result")))
       return o;
     cJSON_Delete(o);
   }
@@ -576,9 +596,15 @@ static void bench_footprint(const daemon_t *d, int jobs, cJSON *out) {
   fd_n = fd_count(d->pid);
   q = connect_daemon(d); /* 1000 queued behind two long jobs per worker */
   for (i = 0; i < 1000 + 4; i++) {
+    cJSON *m;
     snprintf(id, sizeof id, "z%d", i);
     send_run(q, id, "sh", "exec sleep 30", NULL);
-    cJSON_Delete(recv_type(q, "accepted"));
+    m = recv_accepted_or_result(q);
+    if (strcmp(cJSON_GetObjectItemCaseSensitive(m, "type")->valuestring, "accepted") != 0) {
+      fprintf(stderr, "bench: job %s was not queued\n", id);
+      exit(1);
+    }
+    cJSON_Delete(m);
   }
   rss_q = rss_kb(d->pid);
   fd_q = fd_count(d->pid);
@@ -617,6 +643,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "px_bench_linux: needs root (the sandbox does)\n");
     return 2;
   }
+  setvbuf(stdout, NULL, _IOLBF, 0); /* the table survives an interruption */
   signal(SIGPIPE, SIG_IGN);
   if (daemon_start(&d, self_dir(), NULL) != 0) {
     fprintf(stderr, "px_bench_linux: cannot start the daemon\n");

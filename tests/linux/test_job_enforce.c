@@ -182,6 +182,7 @@ TEST_IMPL(enforce_no_survivors_after_kill) {
                         "setsid sleep 100 & echo up; sleep 100", NULL};
   long pids[64];
   const char *dir;
+  char cgdir[1024];
   int n = 0, i, tries;
   TH_REQUIRE_ROOT();
   ASSERT_OK(th_open(&b, NULL, 0));
@@ -201,10 +202,11 @@ TEST_IMPL(enforce_no_survivors_after_kill) {
   ASSERT_EQ(read_pids(dir, pids + 32, 32), 0); /* cgroup empty */
   for (i = 0; i < n; i++)
     ASSERT(kill((pid_t)pids[i], 0) != 0 && errno == ESRCH);
+  px_strlcpy(cgdir, dir, sizeof cgdir); /* release frees dir */
   b.ops->release(sb);
-  ASSERT(access(dir, F_OK) != 0); /* cgroup removed */
   th_free(&r);
-  th_close(&b);
+  th_close(&b); /* drains the reaper */
+  ASSERT(access(cgdir, F_OK) != 0); /* cgroup removed */
   return 0;
 }
 
