@@ -180,8 +180,9 @@ static void send_run(px_client_t *c, const char *id, const char *runtime,
   }
 }
 
-/* Read until a message of `type` arrives; returns its parsed object. */
-static cJSON *recv_type(px_client_t *c, const char *type) {
+/* Read until a message of type `a` (or `b`, when not NULL) arrives;
+ * returns it parsed. Exits when the daemon stops answering. */
+static cJSON *recv_either(px_client_t *c, const char *a, const char *b) {
   for (;;) {
     char *msg = NULL;
     size_t len;
@@ -193,30 +194,20 @@ static cJSON *recv_type(px_client_t *c, const char *type) {
     o = cJSON_ParseWithLength(msg, len);
     free(msg);
     t = cJSON_GetObjectItemCaseSensitive(o, "type");
-    if (cJSON_IsString(t) && strcmp(t->valuestring, type) == 0)
+    if (cJSON_IsString(t) && (!strcmp(t->valuestring, a) ||
+                              (b && !strcmp(t->valuestring, b))))
       return o;
     cJSON_Delete(o);
   }
 }
 
+static cJSON *recv_type(px_client_t *c, const char *type) {
+  return recv_either(c, type, NULL);
+}
+
 /* The next `accepted` or `result` (a refusal) for a submission. */
 static cJSON *recv_accepted_or_result(px_client_t *c) {
-  for (;;) {
-    char *msg = NULL;
-    size_t len;
-    cJSON *o, *t;
-    if (px_client_recv(c, &msg, &len, 60000) != 0) {
-      fprintf(stderr, "bench: no answer from the daemon\n");
-      exit(1);
-    }
-    o = cJSON_ParseWithLength(msg, len);
-    free(msg);
-    t = cJSON_GetObjectItemCaseSensitive(o, "type");
-    if (cJSON_IsString(t) && (!strcmp(t->valuestring, "accepted") ||
-                              !strcmp(t->valuestring, "result")))
-      return o;
-    cJSON_Delete(o);
-  }
+  return recv_either(c, "accepted", "result");
 }
 
 static const char *status_of(cJSON *r) {
