@@ -14,6 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
+t_start=$(date +%s)
 step() { printf '\n==== %s ====\n' "$*"; }
 fail() { printf '\ntest.sh: FAILED at: %s\n' "$*"; exit 1; }
 
@@ -96,7 +97,17 @@ if [ -f installer/PhoenixExecutor.wxs ]; then
     cmake --build build/windows-mingw --target msi || fail "MSI build"
 fi
 
-step "summary (ctest, per configuration)"
-for line in "${summary[@]}"; do
-    printf '[%s]\n%s\n' "${line%%: *}" "${line#*: }"
+step "summary after $(( $(date +%s) - t_start )) s (the last two: ctest of both platforms)"
+# The other passes first, then the Linux and Windows ctest summaries as the
+# closing lines.
+for want in other linux windows; do
+    for line in "${summary[@]}"; do
+        name=${line%%: *}
+        case "$want:$name" in
+            other:linux|other:windows) continue ;;
+            other:*|linux:linux|windows:windows) ;;
+            *) continue ;;
+        esac
+        printf '[%s]\n%s\n' "$name" "${line#*: }"
+    done
 done
