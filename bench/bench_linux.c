@@ -16,6 +16,8 @@
  */
 #include "tools/phoenixctl/client.h"
 
+#include "watchdog/linux/linux_int.h"
+
 #include "px/px_audit.h"
 #include "px/px_config.h"
 #include "px/px_error.h"
@@ -30,6 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -572,6 +576,113 @@ static void bench_layers(const daemon_t *plain, const opts_t *o, cJSON *out) {
   }
 }
 
+/* One layer on top of fork+exec+wait of /bin/true, applied in the child
+ * the way the backend applies it. */
+enum { L_PLAIN, L_NS, L_NETNS, L_SECCOMP, L_LANDLOCK, L_COUNT };
+
+static double layer_spawn(int layer, const px__bpf_t *bpf, int abi) {
+  char *argv[] = {"/bin/true", NULL};
+  double t0 = now_ms();
+  int st;
+  pid_t pid = fork();
+  if (pid == 0) {
+    px__ll_rule_t rule = {"/tmp", 1};
+    if (layer == L_NS || layer == L_NETNS) {
+      int flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
+      pid_t inner;
+      if (unshare(flags | (layer == L_NETNS ? CLONE_NEWNET : 0)) != 0)
+        _exit(126);
+      inner = fork(); /* pid 1 of the new pid namespace */
+      if (inner == 0) {
+        execv(argv[0], argv);
+        _exit(127);
+      }
+      waitpid(inner, &st, 0);
+      _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+    }
+    if (layer == L_SECCOMP &&
+        (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || px__seccomp_load(bpf) != 0))
+      _exit(126);
+    if (layer == L_LANDLOCK && px__landlock_apply(abi, &rule, 1, 0) != 0)
+      _exit(126);
+    execv(argv[0], argv);
+    _exit(127);
+  }
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? now_ms() - t0 : -1;
+}
+
+/* The setup cost of each sandbox layer in isolation, with the backend's
+ * own code (seccomp filter, Landlock rules, cgroup create/limit/remove),
+ * against a plain fork+exec+wait, rounds interleaved. A job pays them
+ * together (plus mounts, pivot_root, uid drop and the protocol). */
+static void bench_layer_costs(const opts_t *o, cJSON *out) {
+  static const char *const names[L_COUNT] = {
+      "plain fork+exec+wait", "+ pid, mount, ipc, uts namespaces",
+      "+ the same and a new network namespace", "+ seccomp filter (no_new_privs)",
+      "+ Landlock ruleset"};
+  static const char *const keys[L_COUNT] = {"plain", "namespaces", "netns",
+                                            "seccomp", "landlock"};
+  series_t t[L_COUNT], cg = {0};
+  px__bpf_t bpf;
+  px__cg_host_t host;
+  px_limits_t lim;
+  int abi = px__landlock_abi(), i, l, n = o->rounds;
+  char key[64];
+
+  memset(t, 0, sizeof t);
+  memset(&bpf, 0, sizeof bpf);
+  if (px__seccomp_build(0, &bpf) != 0)
+    return;
+  for (i = 0; i < n; i++)
+    for (l = 0; l < L_COUNT; l++) {
+      double v = (l == L_LANDLOCK && abi <= 0) ? -1 : layer_spawn(l, &bpf, abi);
+      if (v >= 0)
+        push(&t[l], v);
+    }
+  px__seccomp_free(&bpf);
+  /* cgroups: a job's cgroups made, limited and removed in every hierarchy. */
+  memset(&host, 0, sizeof host);
+  memset(&lim, 0, sizeof lim);
+  lim.memory_bytes = 256u << 20;
+  lim.processes = 16;
+  lim.cpu_ms = 10000;
+  if (px__cg_detect(&host, NULL) == 0) {
+    for (i = 0; i < n; i++) {
+      px__cg_job_t j;
+      char name[64];
+      double t0 = now_ms();
+      int ok;
+      px__cg_job_init(&j);
+      snprintf(name, sizeof name, "px-bench-%d-%d", (int)getpid(), i);
+      ok = px__cg_job_create(&host, name, &j) == 0 &&
+           px__cg_job_limits(&host, &j, &lim) == 0;
+      px__cg_job_destroy(&host, &j);
+      if (ok)
+        push(&cg, now_ms() - t0);
+    }
+    px__cg_host_free(&host);
+  }
+  printf("\neach sandbox layer's own setup cost, %d rounds, ms (p50; + over plain)\n", n);
+  for (l = 0; l < L_COUNT; l++) {
+    double p = pct(&t[l], .5), base = pct(&t[L_PLAIN], .5);
+    if (!t[l].n) {
+      printf("  %-42s  not available on this kernel\n", names[l]);
+      continue;
+    }
+    printf("  %-42s %7.3f  %+7.3f\n", names[l], p, l ? p - base : 0.0);
+    snprintf(key, sizeof key, "layer_%s_ms", keys[l]);
+    cJSON_AddNumberToObject(out, key, l ? p - base : p);
+    free(t[l].v);
+  }
+  if (cg.n) {
+    printf("  %-42s %7.3f  (create + limits + remove)\n", "job cgroups, every hierarchy",
+           pct(&cg, .5));
+    cJSON_AddNumberToObject(out, "layer_cgroups_ms", pct(&cg, .5));
+  }
+  free(cg.v);
+}
+
 static void bench_footprint(const daemon_t *d, int jobs, cJSON *out) {
   px_client_t *c = connect_daemon(d), *q;
   long rss0 = rss_kb(d->pid), rss_q, rss_n;
@@ -617,7 +728,7 @@ static void bench_footprint(const daemon_t *d, int jobs, cJSON *out) {
 
 int main(int argc, char **argv) {
   opts_t o = {300, 10.0, "bench-linux.json"};
-  int footprint_jobs = 10000, i;
+  int footprint_jobs = 10000, i, layers_only = 0;
   daemon_t d;
   cJSON *out = cJSON_CreateObject();
   char host[256] = "?", *text;
@@ -628,7 +739,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--seconds") && i + 1 < argc) o.seconds = strtod(argv[++i], NULL);
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) o.json_path = argv[++i];
     else if (!strcmp(argv[i], "--quick")) { o.rounds = 50; o.seconds = 2; footprint_jobs = 500; }
-    else { fprintf(stderr, "usage: %s [--rounds N] [--seconds S] [--json FILE] [--quick]\n", argv[0]); return 2; }
+    else if (!strcmp(argv[i], "--layers-only")) layers_only = 1;
+    else { fprintf(stderr, "usage: %s [--rounds N] [--seconds S] [--json FILE] [--quick] [--layers-only]\n", argv[0]); return 2; }
   }
   if (geteuid() != 0) {
     fprintf(stderr, "px_bench_linux: needs root (the sandbox does)\n");
@@ -636,6 +748,11 @@ int main(int argc, char **argv) {
   }
   setvbuf(stdout, NULL, _IOLBF, 0); /* the table survives an interruption */
   signal(SIGPIPE, SIG_IGN);
+  if (layers_only) {
+    bench_layer_costs(&o, out);
+    cJSON_Delete(out);
+    return 0;
+  }
   if (daemon_start(&d, self_dir(), NULL) != 0) {
     fprintf(stderr, "px_bench_linux: cannot start the daemon\n");
     return 1;
@@ -650,6 +767,7 @@ int main(int argc, char **argv) {
   bench_layers(&d, &o, out);
   bench_footprint(&d, footprint_jobs, out);
   daemon_stop(&d);
+  bench_layer_costs(&o, out); /* last: cgroup detection may move us */
   text = cJSON_Print(out);
   f = fopen(o.json_path, "w");
   if (f && text) {
