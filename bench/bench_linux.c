@@ -628,6 +628,7 @@ static void bench_layer_costs(const opts_t *o, cJSON *out) {
   px__cg_host_t host;
   px_limits_t lim;
   int abi = px__landlock_abi(), i, l, n = o->rounds;
+  double base;
   char key[64];
 
   memset(t, 0, sizeof t);
@@ -664,8 +665,9 @@ static void bench_layer_costs(const opts_t *o, cJSON *out) {
     px__cg_host_free(&host);
   }
   printf("\neach sandbox layer's own setup cost, %d rounds, ms (p50; + over plain)\n", n);
+  base = pct(&t[L_PLAIN], .5);
   for (l = 0; l < L_COUNT; l++) {
-    double p = pct(&t[l], .5), base = pct(&t[L_PLAIN], .5);
+    double p = pct(&t[l], .5);
     if (!t[l].n) {
       printf("  %-42s  not available on this kernel\n", names[l]);
       continue;
@@ -673,8 +675,9 @@ static void bench_layer_costs(const opts_t *o, cJSON *out) {
     printf("  %-42s %7.3f  %+7.3f\n", names[l], p, l ? p - base : 0.0);
     snprintf(key, sizeof key, "layer_%s_ms", keys[l]);
     cJSON_AddNumberToObject(out, key, l ? p - base : p);
-    free(t[l].v);
   }
+  for (l = 0; l < L_COUNT; l++)
+    free(t[l].v);
   if (cg.n) {
     printf("  %-42s %7.3f  (create + limits + remove)\n", "job cgroups, every hierarchy",
            pct(&cg, .5));
