@@ -512,29 +512,3 @@ int px_policy_admit(const px_config_t *cfg, const px_client_policy_t *client,
   return rc;
 }
 
-void px_job_spec_free(px_job_spec_t *spec) {
-  size_t i;
-  if (!spec)
-    return;
-  for (i = 0; i < spec->argc; i++)
-    free(spec->argv[i]);
-  free(spec->argv);
-  for (i = 0; i < spec->envc; i++) {
-    free(spec->env[i].name);
-    free(spec->env[i].value);
-  }
-  free(spec->env);
-  for (i = 0; i < spec->nfiles; i++) {
-    free(spec->files[i].path);
-    free(spec->files[i].data);
-  }
-  free(spec->files);
-  /* px_policy_admit allocated it; the field is const for the backends. */
-  free((void *)(uintptr_t)spec->stdin_data);
-  for (i = 0; i < spec->nkb; i++) {
-    free(spec->kb[i].name);
-    free(spec->kb[i].host_path);
-  }
-  free(spec->kb);
-  memset(spec, 0, sizeof *spec);
-}

@@ -45,30 +45,10 @@ void px_engine_opts_default(px_engine_opts_t *o) {
 }
 
 void px_engine_job_clear(px_engine_job_t *job) {
-  px_job_spec_t *s;
   size_t i;
   if (!job)
     return;
-  s = &job->spec;
-  for (i = 0; s->argv && i < s->argc; i++)
-    free(s->argv[i]);
-  free(s->argv);
-  for (i = 0; s->env && i < s->envc; i++) {
-    free(s->env[i].name);
-    free(s->env[i].value);
-  }
-  free(s->env);
-  for (i = 0; s->files && i < s->nfiles; i++) {
-    free(s->files[i].path);
-    free(s->files[i].data);
-  }
-  free(s->files);
-  free((void *)s->stdin_data);
-  for (i = 0; s->kb && i < s->nkb; i++) {
-    free(s->kb[i].name);
-    free(s->kb[i].host_path);
-  }
-  free(s->kb);
+  px_job_spec_free(&job->spec);
   for (i = 0; job->audit && i < job->naudit; i++) {
     free(job->audit[i].rule);
     free(job->audit[i].message);

@@ -116,8 +116,7 @@ static void handle_run(px_session_t *s, px_run_request_t *run) {
     else if (rc != 0 && rc != PX_EBUSY)
       send_error(s, run->id, PX_CODE_INTERNAL, px_strerror(rc));
   }
-  px_engine_job_clear(&job);
-  px_job_spec_free(&job.spec);
+  px_engine_job_clear(&job); /* whatever submit did not take */
   px_result_free(&r);
 }
 

@@ -278,8 +278,8 @@ const px_client_policy_t *px_config_match_client(const px_config_t *cfg,
 int px_policy_admit(const px_config_t *cfg, const px_client_policy_t *client,
                     const px_run_request_t *req, px_job_spec_t *spec,
                     px_result_t *reject_out);
-/* Release what a spec built by px_policy_admit owns and zero it. */
-void px_job_spec_free(px_job_spec_t *spec);
+/* (A spec built by px_policy_admit is released with px_job_spec_free,
+ * px_job.h.) */
 
 /* 1 if the client may hold capability string cap ("kb:read",
  * "dev:python"). */

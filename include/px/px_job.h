@@ -171,6 +171,11 @@ typedef struct {
   size_t nkb;
 } px_job_spec_t;
 
+/* Release everything a spec owns (every pointer in it is malloc'd: argv
+ * and its strings, env, files, stdin_data, kb) and zero it. NULL and an
+ * already-zeroed spec are fine. */
+void px_job_spec_free(px_job_spec_t *spec);
+
 /* How a job ended, as the backend saw it. */
 typedef struct {
   int exited;         /* 1: the first process exited by itself */

@@ -53,6 +53,11 @@ uint64_t px_free_memory_bytes(void);
 /* This process's id. */
 unsigned long px_getpid(void);
 
+/* 1 when running under Wine (its ntdll exports wine_get_version), which
+ * enforces no job limit, integrity level or ACL: the Windows code and
+ * tests ask here before relying on those. Always 0 on Linux. */
+int px_os_under_wine(void);
+
 /* Fill buf with cryptographically random bytes. */
 int px_random_bytes(void *buf, size_t len);
 

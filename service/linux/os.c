@@ -139,6 +139,8 @@ uint64_t px_free_memory_bytes(void) {
 
 unsigned long px_getpid(void) { return (unsigned long)getpid(); }
 
+int px_os_under_wine(void) { return 0; }
+
 int px_random_bytes(void *buf, size_t len) {
   unsigned char *p = buf;
   while (len) {

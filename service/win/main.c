@@ -284,13 +284,6 @@ static int open_transports(daemon_t *d) {
   return rc;
 }
 
-/* 1 under Wine, which keeps and enforces no ACL: the machine set-up below
- * can neither be applied nor checked there. */
-static int under_wine(void) {
-  HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
-  return ntdll && GetProcAddress(ntdll, "wine_get_version") != NULL;
-}
-
 /* What the MSI cannot express (service/win/setup.c): admin-only DACLs on
  * the data directory, work root and KB store, the KB capability SIDs on
  * the KB roots - idempotent, every start - then the fail-closed check that
@@ -301,7 +294,7 @@ static int machine_setup(daemon_t *d) {
   px_win_setup_t s;
   size_t i;
   int rc;
-  if (under_wine()) {
+  if (px_os_under_wine()) { /* Wine keeps no ACLs: nothing to apply or check */
     PX_LOG(PX_LOG_WARN, "under Wine: directory ACLs are neither applied nor "
                         "verified (Wine keeps no ACLs)");
     return 0;

@@ -115,6 +115,11 @@ uint64_t px_free_memory_bytes(void) {
 
 unsigned long px_getpid(void) { return GetCurrentProcessId(); }
 
+int px_os_under_wine(void) {
+  HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
+  return ntdll && GetProcAddress(ntdll, "wine_get_version") != NULL;
+}
+
 int px_random_bytes(void *buf, size_t len) {
   if (len > 0xffffffffu)
     return PX_EINVAL;

@@ -17,6 +17,7 @@
 #include "watchdog/win/internal.h"
 
 #include "px/px_log.h"
+#include "px/px_os.h"
 #include "px/px_util.h"
 #include "service/win/win_error.h"
 
@@ -115,7 +116,7 @@ static int win_open(const px_backend_opts_t *opts, void **state) {
   be->opts.ro_binds = NULL;
   be->opts.cgroup_root = NULL;
   be->tick_ms = opts->tick_ms ? opts->tick_ms : 50;
-  be->wine = px__win_is_wine();
+  be->wine = px_os_under_wine();
   be->next_id = PX__KEY_FIRST_JOB;
   if ((rc = work_root_init(be, opts->work_root)))
     goto fail;

@@ -61,11 +61,6 @@ const char *px__winapi_name(px__winapi_id_t id) {
   return (unsigned)id < PX_WAPI_COUNT_ ? api_names[id] : "?";
 }
 
-int px__win_is_wine(void) {
-  HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
-  return ntdll && GetProcAddress(ntdll, "wine_get_version") != NULL;
-}
-
 WCHAR *px__win_wide(const char *s) {
   int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, NULL, 0);
   WCHAR *w;

@@ -117,8 +117,7 @@ unsigned long px__winapi_calls(px__winapi_id_t id);
 /* The entry's name ("SetInformationJobObject"), for test messages. */
 const char *px__winapi_name(px__winapi_id_t id);
 
-/* 1 when running under Wine (ntdll exports wine_get_version). */
-int px__win_is_wine(void);
+
 
 /* Close *h if it is a handle (NULL and INVALID_HANDLE_VALUE are "none")
  * and clear it. Idempotent. */

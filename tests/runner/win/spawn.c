@@ -3,6 +3,8 @@
  * output, find ourselves, detect Wine. */
 #include "../task.h"
 
+#include "px/px_os.h"
+
 #include <windows.h>
 
 static char self_path[MAX_PATH * 3];
@@ -30,10 +32,7 @@ const char *px_test_self_dir(void) {
   return dir;
 }
 
-int px_test_under_wine(void) {
-  HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
-  return ntdll && GetProcAddress(ntdll, "wine_get_version") != NULL;
-}
+int px_test_under_wine(void) { return px_os_under_wine(); }
 
 const char *px_test_tmpdir(void) {
   static char dir[MAX_PATH * 3];
