@@ -117,8 +117,6 @@ unsigned long px__winapi_calls(px__winapi_id_t id);
 /* The entry's name ("SetInformationJobObject"), for test messages. */
 const char *px__winapi_name(px__winapi_id_t id);
 
-
-
 /* Close *h if it is a handle (NULL and INVALID_HANDLE_VALUE are "none")
  * and clear it. Idempotent. */
 static inline void px_handle_close(HANDLE *h) {
