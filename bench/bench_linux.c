@@ -732,6 +732,7 @@ static void bench_footprint(const daemon_t *d, int jobs, cJSON *out) {
 int main(int argc, char **argv) {
   opts_t o = {300, 10.0, "bench-linux.json"};
   int footprint_jobs = 10000, i, layers_only = 0;
+  const char *only = NULL; /* one section: spawn, throughput, kills, layers, footprint */
   daemon_t d;
   cJSON *out = cJSON_CreateObject();
   char host[256] = "?", *text;
@@ -743,7 +744,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--json") && i + 1 < argc) o.json_path = argv[++i];
     else if (!strcmp(argv[i], "--quick")) { o.rounds = 50; o.seconds = 2; footprint_jobs = 500; }
     else if (!strcmp(argv[i], "--layers-only")) layers_only = 1;
-    else { fprintf(stderr, "usage: %s [--rounds N] [--seconds S] [--json FILE] [--quick] [--layers-only]\n", argv[0]); return 2; }
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else { fprintf(stderr, "usage: %s [--rounds N] [--seconds S] [--json FILE] [--quick] [--layers-only]\n"
+                           "       [--only spawn|throughput|kills|layers|footprint]\n", argv[0]); return 2; }
   }
   if (geteuid() != 0) {
     fprintf(stderr, "px_bench_linux: needs root (the sandbox does)\n");
@@ -763,14 +766,23 @@ int main(int argc, char **argv) {
   gethostname(host, sizeof host);
   printf("PhoenixExecutor Linux benchmarks on %s, %ld CPUs\n", host, sysconf(_SC_NPROCESSORS_ONLN));
   cJSON_AddNumberToObject(out, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
-  bench_spawn(&d, &o, out);
-  bench_throughput(&d, &o, out);
-  bench_kill(&d, &o, out);
-  bench_limit_kills(&d, &o, out);
-  bench_layers(&d, &o, out);
-  bench_footprint(&d, footprint_jobs, out);
+#define SECTION(name) (!only || !strcmp(only, name))
+  if (SECTION("spawn"))
+    bench_spawn(&d, &o, out);
+  if (SECTION("throughput"))
+    bench_throughput(&d, &o, out);
+  if (SECTION("kills")) {
+    bench_kill(&d, &o, out);
+    bench_limit_kills(&d, &o, out);
+  }
+  if (SECTION("layers"))
+    bench_layers(&d, &o, out);
+  if (SECTION("footprint"))
+    bench_footprint(&d, footprint_jobs, out);
   daemon_stop(&d);
-  bench_layer_costs(&o, out); /* last: cgroup detection may move us */
+  if (SECTION("layers"))
+    bench_layer_costs(&o, out); /* last: cgroup detection may move us */
+#undef SECTION
   text = cJSON_Print(out);
   f = fopen(o.json_path, "w");
   if (f && text) {
