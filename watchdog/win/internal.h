@@ -69,6 +69,8 @@ typedef struct px__winbe_s {
   struct px_sandbox_s *jobs; /* live trackers (not yet released) */
   ULONG_PTR next_id;
   uint64_t available;       /* PX_ENF bits this host can apply */
+  int warned_ui, warned_cpu_rate; /* under lock: a tolerated refusal is
+                                   * a property of the host, said once */
 } px__winbe_t;
 
 /* The job's tracker: everything the backend knows about one job. */

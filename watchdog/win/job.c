@@ -114,6 +114,18 @@ static int limits_set(px__winbe_t *be, px_sandbox_t *sb) {
   return 0;
 }
 
+/* A tolerated refusal is the host's, not the job's: the first one of this
+ * service run is a warning, the rest are debug lines (a warning per job
+ * would flood the Event Log and, under Wine, cost as much as the job). */
+static px_log_level_t refusal_level(px__winbe_t *be, int *warned) {
+  int first;
+  px_mutex_lock(&be->lock);
+  first = !*warned;
+  *warned = 1;
+  px_mutex_unlock(&be->lock);
+  return first ? PX_LOG_WARN : PX_LOG_DEBUG;
+}
+
 /* UI restrictions: on by default; a job with them cannot create nested
  * jobs on some Windows versions, so config can turn them off. Refusal is
  * tolerated and visible as the missing "ui_restrictions" bit. */
@@ -127,17 +139,19 @@ static void ui_restrict(px__winbe_t *be, px_sandbox_t *sb) {
       JOB_OBJECT_UILIMIT_HANDLES | JOB_OBJECT_UILIMIT_READCLIPBOARD |
       JOB_OBJECT_UILIMIT_SYSTEMPARAMETERS | JOB_OBJECT_UILIMIT_WRITECLIPBOARD;
   if (PXW(SetInformationJobObject)(sb->job, JobObjectBasicUIRestrictions, &ui,
-                                   sizeof ui))
+                                   sizeof ui)) {
     sb->outcome.enforcement |= PX_ENF(PX_ENF_UI_RESTRICTIONS);
-  else
-    PX_LOG(PX_LOG_WARN, "job %s: UI restrictions refused (Win32 error %lu); "
-           "running without them", sb->spec->key,
-           (unsigned long)GetLastError());
+  } else {
+    DWORD err = GetLastError();
+    px_log_level_t level = refusal_level(be, &be->warned_ui);
+    PX_LOG(level, "job %s: UI restrictions refused (Win32 error %lu); jobs "
+           "run without them", sb->spec->key, (unsigned long)err);
+  }
 }
 
 /* Without res:high_cpu the job gets at most one CPU's worth of time (a hard
  * cap of 100/ncpu percent of the machine). Tolerated when refused. */
-static void cpu_rate(px_sandbox_t *sb) {
+static void cpu_rate(px__winbe_t *be, px_sandbox_t *sb) {
   JOBOBJECT_CPU_RATE_CONTROL_INFORMATION r;
   unsigned n = px_cpu_count();
   if (sb->spec->caps & PX_CAP_RES_HIGH_CPU)
@@ -149,11 +163,14 @@ static void cpu_rate(px_sandbox_t *sb) {
   if (r.CpuRate == 0)
     r.CpuRate = 1;
   if (PXW(SetInformationJobObject)(sb->job, JobObjectCpuRateControlInformation,
-                                   &r, sizeof r))
+                                   &r, sizeof r)) {
     sb->outcome.enforcement |= PX_ENF(PX_ENF_CPU_RATE_CONTROL);
-  else
-    PX_LOG(PX_LOG_WARN, "job %s: CPU rate control refused (Win32 error %lu)",
-           sb->spec->key, (unsigned long)GetLastError());
+  } else {
+    DWORD err = GetLastError();
+    px_log_level_t level = refusal_level(be, &be->warned_cpu_rate);
+    PX_LOG(level, "job %s: CPU rate control refused (Win32 error %lu); jobs "
+           "run without it", sb->spec->key, (unsigned long)err);
+  }
 }
 
 int px__winbe_job_create(px__winbe_t *be, px_sandbox_t *sb) {
@@ -168,7 +185,7 @@ int px__winbe_job_create(px__winbe_t *be, px_sandbox_t *sb) {
   if (rc)
     return rc;
   ui_restrict(be, sb);
-  cpu_rate(sb);
+  cpu_rate(be, sb);
   /* The key names the tracker (its id); the watchdog owns the port. */
   acp.CompletionKey = (PVOID)sb->id;
   acp.CompletionPort = be->port;
