@@ -21,10 +21,10 @@
 #include "px/px_audit.h"
 #include "px/px_config.h"
 #include "px/px_error.h"
+#include "px/px_os.h"
 #include "px/px_log.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -221,32 +221,16 @@ static const char *status_of(cJSON *r) {
 
 /* ---- footprint ---- */
 
+/* The process's resident KiB and open fds (px_proc_footprint); -1 when
+ * it cannot be read. */
 static long rss_kb(pid_t pid) {
-  char path[64], line[256];
-  long kb = -1;
-  FILE *f;
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  f = fopen(path, "r");
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-      break;
-  if (f)
-    fclose(f);
-  return kb;
+  px_proc_footprint_t f;
+  return px_proc_footprint((unsigned long)pid, &f) ? -1 : (long)(f.rss_bytes / 1024u);
 }
 
 static int fd_count(pid_t pid) {
-  char path[64];
-  DIR *d;
-  struct dirent *e;
-  int n = 0;
-  snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-  d = opendir(path);
-  while (d && (e = readdir(d)) != NULL)
-    n += e->d_name[0] != '.';
-  if (d)
-    closedir(d);
-  return n;
+  px_proc_footprint_t f;
+  return px_proc_footprint((unsigned long)pid, &f) ? -1 : (int)f.handles;
 }
 
 /* ---- the measurements ---- */

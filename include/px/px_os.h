@@ -53,6 +53,17 @@ uint64_t px_free_memory_bytes(void);
 /* This process's id. */
 unsigned long px_getpid(void);
 
+/* What a process holds: resident memory (Linux VmRSS, Windows working
+ * set) and open descriptors (Linux /proc/<pid>/fd entries, Windows handle
+ * count). For the benchmarks' and soak tests' footprint figures. 0, or
+ * PX_ENOENT / PX_EACCES / PX_EIO when the process cannot be read. */
+typedef struct {
+  uint64_t rss_bytes;
+  uint64_t handles;
+  int handles_known; /* 0: the OS did not say (Wine reports no handles) */
+} px_proc_footprint_t;
+int px_proc_footprint(unsigned long pid, px_proc_footprint_t *out);
+
 /* 1 when running under Wine (its ntdll exports wine_get_version), which
  * enforces no job limit, integrity level or ACL: the Windows code and
  * tests ask here before relying on those. Always 0 on Linux. */

@@ -3,6 +3,7 @@
 
 #include "px/px_error.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -138,6 +139,33 @@ uint64_t px_free_memory_bytes(void) {
 }
 
 unsigned long px_getpid(void) { return (unsigned long)getpid(); }
+
+int px_proc_footprint(unsigned long pid, px_proc_footprint_t *out) {
+  char path[64], line[256];
+  unsigned long long kb = 0;
+  int found = 0;
+  DIR *d;
+  struct dirent *e;
+  FILE *f;
+  memset(out, 0, sizeof *out);
+  snprintf(path, sizeof path, "/proc/%lu/status", pid);
+  if (!(f = fopen(path, "re")))
+    return px_err_from_errno(errno);
+  while (!found && fgets(line, sizeof line, f))
+    found = sscanf(line, "VmRSS: %llu kB", &kb) == 1;
+  fclose(f);
+  if (!found)
+    return PX_EIO;
+  out->rss_bytes = (uint64_t)kb * 1024u;
+  snprintf(path, sizeof path, "/proc/%lu/fd", pid);
+  if (!(d = opendir(path)))
+    return px_err_from_errno(errno);
+  while ((e = readdir(d)) != NULL)
+    out->handles += e->d_name[0] != '.';
+  closedir(d);
+  out->handles_known = 1;
+  return 0;
+}
 
 int px_os_under_wine(void) { return 0; }
 

@@ -2,11 +2,14 @@
 #include "px/px_os.h"
 
 #include "px/px_error.h"
+#include "service/win/win_error.h"
 
 #include <windows.h>
+#include <psapi.h>
 #include <bcrypt.h>
 #include <process.h>
 #include <stdlib.h>
+#include <string.h>
 
 _Static_assert(sizeof(SRWLOCK) <= sizeof(px_mutex_t), "px_mutex_t");
 _Static_assert(sizeof(CONDITION_VARIABLE) <= sizeof(px_cond_t), "px_cond_t");
@@ -114,6 +117,27 @@ uint64_t px_free_memory_bytes(void) {
 }
 
 unsigned long px_getpid(void) { return GetCurrentProcessId(); }
+
+int px_proc_footprint(unsigned long pid, px_proc_footprint_t *out) {
+  PROCESS_MEMORY_COUNTERS pmc;
+  DWORD handles = 0;
+  HANDLE h;
+  int rc = 0;
+  memset(out, 0, sizeof *out);
+  h = OpenProcess(PROCESS_QUERY_INFORMATION | PROCESS_VM_READ, FALSE,
+                  (DWORD)pid);
+  if (!h)
+    return px_err_from_win32(GetLastError());
+  memset(&pmc, 0, sizeof pmc);
+  if (!K32GetProcessMemoryInfo(h, &pmc, sizeof pmc) ||
+      !GetProcessHandleCount(h, &handles))
+    rc = px_err_from_win32(GetLastError());
+  CloseHandle(h);
+  out->rss_bytes = pmc.WorkingSetSize;
+  out->handles = handles;
+  out->handles_known = handles > 0; /* a live process holds some */
+  return rc;
+}
 
 int px_os_under_wine(void) {
   HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");

@@ -22,8 +22,8 @@
 #include "adv_util.h"
 
 #include "px/px_error.h"
+#include "px/px_os.h"
 
-#include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -316,32 +316,16 @@ TEST_IMPL(soak_1000_mixed) {
 
 /* ---- 10,000 sequential jobs ---- */
 
+/* The process's resident KiB and open fds (px_proc_footprint); -1 when
+ * it cannot be read. */
 static long proc_rss_kb(pid_t pid) {
-  char path[64], line[256];
-  long kb = -1;
-  FILE *f;
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-  f = fopen(path, "r");
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "VmRSS: %ld", &kb) == 1)
-      break;
-  if (f)
-    fclose(f);
-  return kb;
+  px_proc_footprint_t f;
+  return px_proc_footprint((unsigned long)pid, &f) ? -1 : (long)(f.rss_bytes / 1024u);
 }
 
 static int proc_fds(pid_t pid) {
-  char path[64];
-  DIR *d;
-  struct dirent *e;
-  int n = 0;
-  snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-  d = opendir(path);
-  while (d && (e = readdir(d)) != NULL)
-    n += e->d_name[0] != '.';
-  if (d)
-    closedir(d);
-  return n;
+  px_proc_footprint_t f;
+  return px_proc_footprint((unsigned long)pid, &f) ? -1 : (int)f.handles;
 }
 
 /* Least-squares slope of y over x. */
