@@ -12,10 +12,16 @@
  * (under Wine a hidden console costs about 20 ms a line). Under Wine the
  * numbers describe Wine's process creation as much as ours: compare
  * ratios only.
+ *
+ * Then the service's footprint (working set and handle count): idle,
+ * after the measured jobs, and with 1,000 jobs queued behind two long
+ * ones per worker (a second connection, closed after: its jobs are
+ * cancelled).
  */
 #include "tools/phoenixctl/client.h"
 
 #include "px/px_error.h"
+#include "px/px_os.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -84,10 +90,14 @@ static HANDLE start_service(const WCHAR *dir, const char *pipe_utf8) {
   if (!f)
     return NULL;
   {
-    cJSON *o = cJSON_CreateObject(), *t = cJSON_AddObjectToObject(o, "transports");
+    cJSON *o = cJSON_CreateObject(), *t = cJSON_AddObjectToObject(o, "transports"), *q;
     char *text;
     cJSON_AddStringToObject(t, "pipe_name", pipe_utf8);
     cJSON_AddStringToObject(o, "work_root", work_utf8);
+    /* room for the footprint's 1,000 queued jobs from one client */
+    q = cJSON_AddObjectToObject(o, "queue");
+    cJSON_AddNumberToObject(q, "max_depth", 2000);
+    cJSON_AddNumberToObject(q, "per_client_max", 0);
     text = cJSON_Print(o);
     fputs(text, f);
     free(text);
@@ -122,6 +132,69 @@ static HANDLE start_service(const WCHAR *dir, const char *pipe_utf8) {
   return pi.hProcess;
 }
 
+/* One footprint line: working set in KiB and handles ("n/a" under Wine,
+ * which reports none). rc: px_proc_footprint's. */
+static void report(const char *what, int rc, px_proc_footprint_t f, FILE *json,
+                   const char *key) {
+  char handles[32] = "n/a";
+  if (rc != 0) {
+    printf("  %-22s (cannot read the service process)\n", what);
+    return;
+  }
+  if (f.handles_known)
+    snprintf(handles, sizeof handles, "%llu", (unsigned long long)f.handles);
+  printf("  %-22s working set %7llu KiB, handles %s\n", what,
+         (unsigned long long)(f.rss_bytes / 1024u), handles);
+  if (json)
+    fprintf(json, ", \"%s_kib\": %llu, \"%s_handles\": %s", key,
+            (unsigned long long)(f.rss_bytes / 1024u), key,
+            f.handles_known ? handles : "null");
+}
+
+static void footprint(const char *what, HANDLE process, FILE *json,
+                      const char *key) {
+  px_proc_footprint_t f;
+  int rc = px_proc_footprint(GetProcessId(process), &f);
+  report(what, rc, f, json, key);
+}
+
+/* Queue 1,000 jobs behind two long ones per worker on a fresh connection;
+ * the caller measures, then closes it (which cancels them). */
+static px_client_t *queue_1000(const char *pipe) {
+  px_target_t t;
+  px_client_t *q = NULL;
+  char err[256], json[256];
+  int i;
+  memset(&t, 0, sizeof t);
+  t.address = pipe;
+  if (px_client_connect(&t, &q, err, sizeof err) != 0)
+    return NULL;
+  for (i = 0; i < 1000 + 4; i++) {
+    char *msg = NULL;
+    size_t len;
+    snprintf(json, sizeof json,
+             "{\"type\":\"run\",\"id\":\"q%d\",\"runtime\":\"cmd\","
+             "\"code\":\"@ping -n 120 127.0.0.1 > nul\"}", i);
+    if (px_client_send(q, json, strlen(json)) != 0)
+      msg = NULL;
+    else /* "started" of the first ones may come in between */
+      while (px_client_recv(q, &msg, &len, 60000) == 0 &&
+             strstr(msg, "\"type\":\"started\"")) {
+        free(msg);
+        msg = NULL;
+      }
+    if (!msg || !strstr(msg, "\"type\":\"accepted\"")) {
+      fprintf(stderr, "px_bench_win: job q%d was not queued: %.200s\n", i,
+              msg ? msg : "(nothing)");
+      free(msg);
+      px_client_close(q);
+      return NULL;
+    }
+    free(msg);
+  }
+  return q;
+}
+
 static int run_job(px_client_t *c, int i) {
   char json[256];
   snprintf(json, sizeof json,
@@ -154,7 +227,10 @@ int wmain(int argc, WCHAR **argv) {
   double *raw, *svc, r50, s50;
   HANDLE service;
   px_target_t t;
-  px_client_t *c = NULL;
+  px_client_t *c = NULL, *q;
+  px_proc_footprint_t idle;
+  int idle_rc;
+  char what[64];
   FILE *f;
 
   for (i = 1; i < argc; i++) {
@@ -188,6 +264,7 @@ int wmain(int argc, WCHAR **argv) {
   }
   raw = calloc((size_t)rounds, sizeof *raw);
   svc = calloc((size_t)rounds, sizeof *svc);
+  idle_rc = px_proc_footprint(GetProcessId(service), &idle);
   for (i = 0; i < 5; i++) /* warm-up */
     run_job(c, 100000 + i);
   for (i = 0; i < rounds; i++) {
@@ -210,10 +287,21 @@ int wmain(int argc, WCHAR **argv) {
   printf("  %-36s %8.2f %8.2f %7.2fx  (target <= 1.3x)\n", "PhoenixExecutor service end to end",
          s50, pct(svc, n, .99), s50 / r50);
   f = _wfopen(json_path, L"w");
-  if (f) {
+  if (f)
     fprintf(f, "{\"rounds\": %d, \"raw_p50_ms\": %.3f, \"raw_p99_ms\": %.3f, "
-               "\"service_p50_ms\": %.3f, \"service_p99_ms\": %.3f, \"ratio_p50\": %.3f}\n",
+               "\"service_p50_ms\": %.3f, \"service_p99_ms\": %.3f, \"ratio_p50\": %.3f",
             n, r50, pct(raw, n, .99), s50, pct(svc, n, .99), s50 / r50);
+  printf("\nfootprint of the service\n");
+  report("idle", idle_rc, idle, f, "idle");
+  snprintf(what, sizeof what, "after %d jobs", n + 5);
+  footprint(what, service, f, "after_jobs");
+  q = queue_1000(pipe);
+  if (q) {
+    footprint("1000 jobs queued", service, f, "queued_1000");
+    px_client_close(q);
+  }
+  if (f) {
+    fputs("}\n", f);
     fclose(f);
   }
   px_client_close(c);
