@@ -294,6 +294,20 @@ static int machine_setup(daemon_t *d) {
   px_win_setup_t s;
   size_t i;
   int rc;
+  /* A knowledge base's rollback must win over a job's DACLs: without the
+   * privileges a configured KB does not start (fail closed). */
+  if ((rc = px_win_enable_backup_restore()) != 0) {
+    if (d->cfg->kb.nroots > 0) {
+      PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_START_FAILED,
+                   "cannot enable SeBackupPrivilege/SeRestorePrivilege, "
+                   "which knowledge-base rollback needs: %s; not starting",
+                   px_strerror(rc));
+      return rc;
+    }
+    PX_LOG(PX_LOG_WARN, "SeBackupPrivilege/SeRestorePrivilege not enabled "
+                        "(%s); no knowledge base is configured",
+           px_strerror(rc));
+  }
   if (px_os_under_wine()) { /* Wine keeps no ACLs: nothing to apply or check */
     PX_LOG(PX_LOG_WARN, "under Wine: directory ACLs are neither applied nor "
                         "verified (Wine keeps no ACLs)");

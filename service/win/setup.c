@@ -457,3 +457,32 @@ int px_win_setup_verify(const px_win_setup_t *s) {
     LocalFree(self);
   return rc;
 }
+
+/* ---- privileges ---- */
+
+/* Enable one privilege the token holds; PX_EACCES when it does not. */
+static int enable_privilege(HANDLE token, const WCHAR *name) {
+  TOKEN_PRIVILEGES tp;
+  if (!LookupPrivilegeValueW(NULL, name, &tp.Privileges[0].Luid))
+    return PX_LOG_WIN32(PX_EINVAL, GetLastError(), "LookupPrivilegeValueW");
+  tp.PrivilegeCount = 1;
+  tp.Privileges[0].Attributes = SE_PRIVILEGE_ENABLED;
+  /* Success with ERROR_NOT_ALL_ASSIGNED means the token lacks it. */
+  if (!AdjustTokenPrivileges(token, FALSE, &tp, sizeof tp, NULL, NULL) ||
+      GetLastError() != ERROR_SUCCESS)
+    return PX_LOG_WIN32(PX_EACCES, GetLastError(), "AdjustTokenPrivileges");
+  return 0;
+}
+
+int px_win_enable_backup_restore(void) {
+  HANDLE token = NULL;
+  int rc;
+  if (!OpenProcessToken(GetCurrentProcess(),
+                        TOKEN_ADJUST_PRIVILEGES | TOKEN_QUERY, &token))
+    return PX_LOG_WIN32(PX_EACCES, GetLastError(), "OpenProcessToken");
+  rc = enable_privilege(token, SE_BACKUP_NAME);
+  if (rc == 0)
+    rc = enable_privilege(token, SE_RESTORE_NAME);
+  CloseHandle(token);
+  return rc;
+}

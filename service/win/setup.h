@@ -4,11 +4,13 @@
  * that the configuration and the work root are not writable by
  * non-administrators. docs/installer.md, "What the service does itself".
  *
- * Intended wiring (service/win/main.c, not done here):
- *   start-up, after the configuration is loaded and before recovery:
+ * Wiring (service/win/main.c, start-up, after the configuration is loaded
+ * and before recovery):
+ *     px_win_enable_backup_restore()  every start (KB rollback needs it)
  *     px_win_setup_apply(&s)   first start and every start (idempotent)
  *     px_win_setup_verify(&s)  every start; a failure stops the start-up
- *   Under Wine (ACLs are not kept or enforced) skip both and log it.
+ *   Under Wine (ACLs are not kept or enforced) the last two are skipped
+ *   and that is logged.
  */
 #ifndef PX_WIN_SETUP_H
 #define PX_WIN_SETUP_H
@@ -52,6 +54,14 @@ int px_win_setup_apply(const px_win_setup_t *s);
  * The work root must not be a reparse point. 0, or PX_EACL with every
  * finding logged (fail closed: do not start). */
 int px_win_setup_verify(const px_win_setup_t *s);
+
+/* Enable SeBackupPrivilege and SeRestorePrivilege in the service's own
+ * token (LocalSystem holds both, disabled). The KB layer opens with
+ * FILE_OPEN_FOR_BACKUP_INTENT, so with them enabled a job that put a DACL
+ * on its KB files cannot make them unreadable for the snapshot or
+ * unremovable for the rollback. 0, or PX_EACCES when the token lacks one
+ * (logged). */
+int px_win_enable_backup_restore(void);
 
 /* The ACL rule of px_win_setup_verify on a security descriptor given as
  * SDDL (tests build descriptors this way: Wine keeps no real ones).

@@ -90,3 +90,4 @@ PX_TEST_ENTRY(enforce, enforce_other_job_dir, 60)
 /* service/win/setup.c: tests/win/test_setup.c */
 PX_TEST_ENTRY(setup, setup_sddl_rules, 30)
 PX_TEST_ENTRY(setup, setup_apply_verify, 60)
+PX_TEST_ENTRY(setup, setup_backup_restore_privileges, 30)

@@ -7,6 +7,7 @@
  * px_add_test_group(px_tests_win setup LABELS win unit)):
  *   PX_TEST_ENTRY(setup, setup_sddl_rules, 30)
  *   PX_TEST_ENTRY(setup, setup_apply_verify, 60)
+ *   PX_TEST_ENTRY(setup, setup_backup_restore_privileges, 30)
  */
 #include "task.h"
 
@@ -124,5 +125,37 @@ TEST_IMPL(setup_apply_verify) {
     RETURN_SKIP("Wine keeps no real security descriptors: the DACLs apply "
                 "wrote cannot be read back (rule tested in setup_sddl_rules)");
   ASSERT_OK(px_win_setup_verify(&s));
+  return 0;
+}
+
+/* 1 when this process's token has the privilege enabled. */
+static int privilege_enabled(const WCHAR *name) {
+  HANDLE t;
+  BYTE buf[4096];
+  TOKEN_PRIVILEGES *tp = (TOKEN_PRIVILEGES *)(void *)buf;
+  LUID luid;
+  DWORD n, i;
+  int on = 0;
+  if (!LookupPrivilegeValueW(NULL, name, &luid) ||
+      !OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &t))
+    return 0;
+  if (GetTokenInformation(t, TokenPrivileges, buf, sizeof buf, &n))
+    for (i = 0; i < tp->PrivilegeCount; i++)
+      if (tp->Privileges[i].Luid.LowPart == luid.LowPart &&
+          tp->Privileges[i].Luid.HighPart == luid.HighPart)
+        on = (tp->Privileges[i].Attributes & SE_PRIVILEGE_ENABLED) != 0;
+  CloseHandle(t);
+  return on;
+}
+
+/* The service enables backup/restore for KB rollback. The test runs as an
+ * administrator (under Wine every process is one): held, disabled until
+ * asked, enabled after. */
+TEST_IMPL(setup_backup_restore_privileges) {
+  if (privilege_enabled(SE_RESTORE_NAME))
+    printf("SeRestorePrivilege was already enabled in this token\n");
+  ASSERT_OK(px_win_enable_backup_restore());
+  ASSERT(privilege_enabled(SE_BACKUP_NAME));
+  ASSERT(privilege_enabled(SE_RESTORE_NAME));
   return 0;
 }
