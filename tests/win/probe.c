@@ -12,6 +12,27 @@
  *   px_probe hog-memory MB    commits and touches MB, then sleeps
  *   px_probe spawn N          starts N children "sleep 60000", prints
  *                             CHILD <pid>, then sleeps
+ *   px_probe threads N        starts N threads that sleep forever, prints
+ *                             THREADS <n started> (and THREAD_FAILED <err>
+ *                             at the first failure), then sleeps
+ *   px_probe busy-kernel      spins in cheap system calls forever (CPU
+ *                             time spent in kernel mode)
+ *   px_probe handles N        creates up to N event handles, prints
+ *                             HANDLES <n> (and HANDLE_FAILED <err> at the
+ *                             first failure), then sleeps
+ *   px_probe fill-disk MB     writes MB MiB to fill.bin in the cwd, prints
+ *                             WROTE <bytes>, then FILL DONE or FILL FAILED
+ *                             <err> (first failing write), then sleeps
+ *                             600000 ms
+ *   px_probe many-files N     creates f<i>.txt, i < N, in the cwd, prints
+ *                             FILES <n> DONE or FILES FAILED <n> <err>,
+ *                             then sleeps 600000 ms
+ *   px_probe sparse GB        sparse.bin in the cwd: FSCTL_SET_SPARSE
+ *                             (SPARSE FLAG FAILED <err> if refused, then
+ *                             goes on), end of file at GB GiB -> SPARSE SET
+ *                             or SPARSE FAILED <err>, then sleeps 600000 ms
+ *   px_probe grandchild       starts "sleep 600000" holding this stdout
+ *                             and stderr, prints CHILD <pid>, exits 0
  *   px_probe try-write PATH   create a file         -> WRITE ALLOWED|DENIED
  *   px_probe try-read PATH    open for reading      -> READ ALLOWED|DENIED
  *   px_probe try-connect PORT TCP to 127.0.0.1     -> CONNECT ALLOWED|DENIED
@@ -23,6 +44,7 @@
 #include <winsock2.h>
 #include <windows.h>
 #include <sddl.h>
+#include <winioctl.h> /* FSCTL_SET_SPARSE (not in WIN32_LEAN_AND_MEAN) */
 #include <shellapi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,7 +204,9 @@ static void print_args(void) {
   LocalFree(av);
 }
 
-static int spawn_self(const WCHAR *args, DWORD flags, DWORD *pid) {
+/* A child of this image; with `inherit`, it gets this process's stdout
+ * and stderr (marked inheritable for it) and holds them. */
+static int spawn_self_ex(const WCHAR *args, DWORD flags, int inherit, DWORD *pid) {
   WCHAR self[MAX_PATH], cmd[MAX_PATH + 64];
   STARTUPINFOW si;
   PROCESS_INFORMATION pi;
@@ -190,13 +214,25 @@ static int spawn_self(const WCHAR *args, DWORD flags, DWORD *pid) {
   swprintf(cmd, MAX_PATH + 64, L"\"%ls\" %ls", self, args);
   memset(&si, 0, sizeof si);
   si.cb = sizeof si;
-  if (!CreateProcessW(self, cmd, NULL, NULL, FALSE, flags, NULL, NULL, &si, /* checksrc: allow - probe */
-                      &pi))
+  if (inherit) {
+    si.dwFlags = STARTF_USESTDHANDLES;
+    si.hStdInput = NULL;
+    si.hStdOutput = GetStdHandle(STD_OUTPUT_HANDLE);
+    si.hStdError = GetStdHandle(STD_ERROR_HANDLE);
+    SetHandleInformation(si.hStdOutput, HANDLE_FLAG_INHERIT, HANDLE_FLAG_INHERIT);
+    SetHandleInformation(si.hStdError, HANDLE_FLAG_INHERIT, HANDLE_FLAG_INHERIT);
+  }
+  if (!CreateProcessW(self, cmd, NULL, NULL, inherit ? TRUE : FALSE, flags, /* checksrc: allow - probe */
+                      NULL, NULL, &si, &pi))
     return 0;
   *pid = pi.dwProcessId;
   CloseHandle(pi.hThread);
   CloseHandle(pi.hProcess);
   return 1;
+}
+
+static int spawn_self(const WCHAR *args, DWORD flags, DWORD *pid) {
+  return spawn_self_ex(args, flags, 0, pid);
 }
 
 static int verdict(const char *what, int allowed) {
@@ -221,6 +257,147 @@ static int try_connect(const WCHAR *port) {
   ok = connect(s, (struct sockaddr *)&a, sizeof a) == 0;
   closesocket(s);
   return verdict("CONNECT", ok);
+}
+
+/* ---- resource exhaustion (threats.md): one attack per mode ---- */
+
+static DWORD WINAPI sleep_forever(LPVOID arg) {
+  (void)arg;
+  Sleep(INFINITE);
+  return 0;
+}
+
+static int threads(long n) {
+  long i;
+  for (i = 0; i < n; i++) {
+    /* a small stack reservation: the most threads an attacker can get */
+    HANDLE t = CreateThread(NULL, 64 * 1024, sleep_forever, NULL,
+                            STACK_SIZE_PARAM_IS_A_RESERVATION, NULL);
+    if (!t) {
+      out("THREAD_FAILED %lu", GetLastError());
+      break;
+    }
+    CloseHandle(t);
+  }
+  out("THREADS %ld", i);
+  Sleep(INFINITE);
+  return 0;
+}
+
+/* Kernel-mode time: a missing file's attributes is a cheap system call
+ * that always goes to the kernel (the object manager and the file
+ * system); SwitchToThread adds a scheduler call. */
+static int busy_kernel(void) {
+  volatile int forever = 1;
+  while (forever) {
+    GetFileAttributesW(L"C:\\px-probe-missing\\nothing-here.txt");
+    SwitchToThread();
+  }
+  return 0;
+}
+
+static int handles(long n) {
+  long i;
+  for (i = 0; i < n; i++)
+    if (!CreateEventW(NULL, FALSE, FALSE, NULL)) {
+      out("HANDLE_FAILED %lu", GetLastError());
+      break;
+    }
+  out("HANDLES %ld", i);
+  Sleep(INFINITE);
+  return 0;
+}
+
+static int fill_disk(long mb) {
+  static char chunk[1 << 20];
+  unsigned long long wrote = 0;
+  DWORD err = 0, w;
+  long i;
+  HANDLE h = CreateFileW(L"fill.bin", GENERIC_WRITE, 0, NULL, CREATE_ALWAYS,
+                         FILE_ATTRIBUTE_NORMAL, NULL);
+  if (h == INVALID_HANDLE_VALUE) {
+    err = GetLastError();
+  } else {
+    memset(chunk, 'F', sizeof chunk);
+    for (i = 0; i < mb && !err; i++) {
+      if (!WriteFile(h, chunk, sizeof chunk, &w, NULL))
+        err = GetLastError();
+      else if (w != sizeof chunk)
+        err = ERROR_DISK_FULL; /* a short write: the volume is full */
+      wrote += w;
+    }
+    CloseHandle(h);
+  }
+  out("WROTE %llu", wrote);
+  if (err)
+    out("FILL FAILED %lu", err);
+  else
+    out("FILL DONE");
+  Sleep(600000);
+  return 0;
+}
+
+static int many_files(long n) {
+  long i;
+  DWORD err = 0, w;
+  for (i = 0; i < n; i++) {
+    WCHAR name[32];
+    HANDLE h;
+    swprintf(name, 32, L"f%ld.txt", i);
+    h = CreateFileW(name, GENERIC_WRITE, 0, NULL, CREATE_ALWAYS,
+                    FILE_ATTRIBUTE_NORMAL, NULL);
+    if (h == INVALID_HANDLE_VALUE) {
+      err = GetLastError();
+      break;
+    }
+    if (!WriteFile(h, "x\r\n", 3, &w, NULL))
+      err = GetLastError();
+    CloseHandle(h);
+    if (err)
+      break;
+  }
+  if (err)
+    out("FILES FAILED %ld %lu", i, err);
+  else
+    out("FILES %ld DONE", i);
+  Sleep(600000);
+  return 0;
+}
+
+static int sparse(long gb) {
+  FILE_END_OF_FILE_INFO eof;
+  DWORD n;
+  HANDLE h = CreateFileW(L"sparse.bin", GENERIC_READ | GENERIC_WRITE, 0, NULL,
+                         CREATE_ALWAYS, FILE_ATTRIBUTE_NORMAL, NULL);
+  if (h == INVALID_HANDLE_VALUE) {
+    out("SPARSE FAILED %lu", GetLastError());
+    Sleep(600000);
+    return 0;
+  }
+  /* Sparse: the size costs no clusters on NTFS. Without the flag the
+   * file system must allocate (or zero) the whole range. */
+  if (!DeviceIoControl(h, FSCTL_SET_SPARSE, NULL, 0, NULL, 0, &n, NULL))
+    out("SPARSE FLAG FAILED %lu", GetLastError());
+  eof.EndOfFile.QuadPart = (LONGLONG)gb << 30;
+  if (SetFileInformationByHandle(h, FileEndOfFileInfo, &eof, sizeof eof))
+    out("SPARSE SET");
+  else
+    out("SPARSE FAILED %lu", GetLastError());
+  CloseHandle(h);
+  Sleep(600000);
+  return 0;
+}
+
+/* The child holds our stdout and stderr after we exit: the service's
+ * output pipe stays open with no process of the job's first tree left. */
+static int grandchild(void) {
+  DWORD pid = 0;
+  if (!spawn_self_ex(L"sleep 600000", 0, 1, &pid)) {
+    out("SPAWN_FAILED %lu", GetLastError());
+    return 2;
+  }
+  out("CHILD %lu", pid);
+  return 0;
 }
 
 int wmain(int argc, WCHAR **argv);
@@ -294,6 +471,20 @@ int wmain(int argc, WCHAR **argv) {
     Sleep(INFINITE);
     return 0;
   }
+  if (!wcscmp(m, L"threads") && argc > 2)
+    return threads(_wtol(argv[2]));
+  if (!wcscmp(m, L"busy-kernel"))
+    return busy_kernel();
+  if (!wcscmp(m, L"handles") && argc > 2)
+    return handles(_wtol(argv[2]));
+  if (!wcscmp(m, L"fill-disk") && argc > 2)
+    return fill_disk(_wtol(argv[2]));
+  if (!wcscmp(m, L"many-files") && argc > 2)
+    return many_files(_wtol(argv[2]));
+  if (!wcscmp(m, L"sparse") && argc > 2)
+    return sparse(_wtol(argv[2]));
+  if (!wcscmp(m, L"grandchild"))
+    return grandchild();
   if (!wcscmp(m, L"try-write") && argc > 2) {
     HANDLE h = CreateFileW(argv[2], GENERIC_WRITE, 0, NULL, CREATE_ALWAYS, 0, NULL);
     verdict("WRITE", h != INVALID_HANDLE_VALUE);
