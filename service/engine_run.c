@@ -67,6 +67,8 @@ static unsigned kill_event(px_limit_t limit) {
   case PX_LIMIT_WALL: return PX_EVENT_JOB_KILLED_WALL;
   case PX_LIMIT_PROCESSES: return PX_EVENT_JOB_KILLED_PROCESSES;
   case PX_LIMIT_OUTPUT: return PX_EVENT_JOB_KILLED_OUTPUT;
+  case PX_LIMIT_DISK:
+  case PX_LIMIT_FILES: return PX_EVENT_JOB_KILLED_DISK;
   default: return PX_EVENT_JOB_SANDBOX_FAILED;
   }
 }

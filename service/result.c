@@ -22,7 +22,8 @@ static const char *const status_names[] = {
     "rejected", "error",        "aborted"};
 
 static const char *const limit_names[] = {
-    NULL, "memory", "cpu_time", "wall_time", "processes", "output", "sandbox"};
+    NULL,     "memory",  "cpu_time", "wall_time", "processes",
+    "output", "sandbox", "disk",     "files"};
 
 static const char *const severity_names[] = {"info", "low", "medium", "high",
                                              "critical"};

@@ -9,6 +9,7 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/win/spawn.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/watchdog.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/cleanup.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/disk.c
   ${PROJECT_SOURCE_DIR}/service/win/win_error.c)
 # psapi: K32GetProcessMemoryInfo lives in kernel32 on Windows 7+, but the
 # import library keeps the name in psapi for older SDKs.
@@ -21,6 +22,7 @@ target_sources(px_tests_win PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/win/test_spawn.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_job.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_watchdog.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_disk.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_fault.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_enforce.c)
 target_link_libraries(px_tests_win PRIVATE ws2_32)

@@ -143,6 +143,8 @@ typedef struct {
 typedef struct {
   int ui_restrictions;      /* job object UI limits (off for nested jobs) */
   px_integrity_t integrity; /* token integrity level */
+  uint64_t job_dir_bytes;   /* cap on bytes in a job directory */
+  uint64_t job_dir_files;   /* cap on entries in a job directory */
 } px_windows_config_t;
 
 typedef struct {

@@ -51,7 +51,9 @@ typedef enum {
   PX_LIMIT_WALL,
   PX_LIMIT_PROCESSES,
   PX_LIMIT_OUTPUT,
-  PX_LIMIT_SANDBOX
+  PX_LIMIT_SANDBOX,
+  PX_LIMIT_DISK,  /* bytes in the job directory (Windows watchdog) */
+  PX_LIMIT_FILES  /* entries in the job directory (Windows watchdog) */
 } px_limit_t;
 
 /* Who noticed a violation. */
@@ -115,7 +117,8 @@ typedef struct {
   X(PX_ENF_CAPS_DROPPED, "capabilities_dropped")                             \
   X(PX_ENF_RLIMITS, "rlimits")                                               \
   X(PX_ENF_OUTPUT_GUARD, "output_guard")                                     \
-  X(PX_ENF_DEGRADED, "degraded")
+  X(PX_ENF_DEGRADED, "degraded")                                             \
+  X(PX_ENF_JOB_DIR_WATCH, "job_dir_watch")
 
 enum {
 #define PX_ENF_BIT_(name, str) name##_BIT_,

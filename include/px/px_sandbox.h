@@ -58,6 +58,9 @@ typedef struct {
   const char *const *ro_binds; /* Linux: host paths the runtime needs,
                                   NULL-terminated; NULL = built-in list */
   uint64_t tmpfs_bytes;    /* Linux: job dir size cap (default 64 MiB) */
+  uint64_t job_dir_bytes;  /* Windows: job dir bytes the watchdog allows
+                              (default 64 MiB) */
+  uint64_t job_dir_files;  /* Windows: job dir entries (default 16384) */
   const char *cgroup_root; /* Linux: override cgroup mount root (tests) */
   int allow_degraded;      /* run when a control is unavailable on this
                               host (reported as "degraded"); default 0 */

@@ -6,13 +6,17 @@
 #include <sddl.h>
 #include <wchar.h>
 
-void wt_open(wt_backend_t *b) {
+void wt_open(wt_backend_t *b) { wt_open_with(b, 0, 0); }
+
+void wt_open_with(wt_backend_t *b, uint64_t dir_bytes, uint64_t dir_files) {
   const px_backend_ops_t *ops = px_backend_native();
   memset(b, 0, sizeof *b);
   snprintf(b->root, sizeof b->root, "%sroot", px_test_tmpdir());
   b->opts.work_root = b->root;
   b->opts.tick_ms = 20;
   b->opts.ui_restrictions = 1;
+  b->opts.job_dir_bytes = dir_bytes;
+  b->opts.job_dir_files = dir_files;
   ASSERT_OK(ops->open(&b->opts, &b->state));
 }
 

@@ -37,6 +37,8 @@ typedef struct {
 
 /* Backend on <tmpdir>\root with tick 20 ms. Asserts success. */
 void wt_open(wt_backend_t *b);
+/* The same with job directory caps (0: the backend's defaults). */
+void wt_open_with(wt_backend_t *b, uint64_t dir_bytes, uint64_t dir_files);
 void wt_close(wt_backend_t *b);
 
 /* Full path of px_probe.exe beside the test executable (static). */

@@ -82,6 +82,7 @@ static uint64_t available(const px__winbe_t *be) {
                PX_ENF(PX_ENF_KILL_ON_JOB_CLOSE) |
                PX_ENF(PX_ENF_RESTRICTED_TOKEN) | PX_ENF(PX_ENF_JOB_DIR_ACL) |
                PX_ENF(PX_ENF_HANDLE_LIST) | PX_ENF(PX_ENF_WATCHDOG_POLL) |
+               PX_ENF(PX_ENF_JOB_DIR_WATCH) |
                PX_ENF(PX_ENF_CHILD_PROCESS_POLICY);
   a |= be->opts.untrusted_integrity ? PX_ENF(PX_ENF_UNTRUSTED_INTEGRITY)
                                     : PX_ENF(PX_ENF_LOW_INTEGRITY);
@@ -116,10 +117,13 @@ static int win_open(const px_backend_opts_t *opts, void **state) {
   be->opts.ro_binds = NULL;
   be->opts.cgroup_root = NULL;
   be->tick_ms = opts->tick_ms ? opts->tick_ms : 50;
+  be->dir_bytes = opts->job_dir_bytes ? opts->job_dir_bytes : 64u << 20;
+  be->dir_files = opts->job_dir_files ? opts->job_dir_files : 16384;
   be->wine = px_os_under_wine();
   be->next_id = PX__KEY_FIRST_JOB;
   if ((rc = work_root_init(be, opts->work_root)))
     goto fail;
+  be->named_streams = px__winbe_volume_named_streams(be->work_root_final);
   be->port = PXW(CreateIoCompletionPort)(INVALID_HANDLE_VALUE, NULL, 0, 1);
   if (!be->port) {
     rc = PX_LOG_WIN32(PX_EJOB, GetLastError(), "CreateIoCompletionPort");
@@ -239,7 +243,8 @@ static int win_start(px_sandbox_t *sb) {
   }
   sb->start_ms = px_now_ms();
   sb->deadline_ms = sb->start_ms + sb->spec->limits.wall_ms;
-  sb->outcome.enforcement |= PX_ENF(PX_ENF_WATCHDOG_POLL);
+  sb->outcome.enforcement |= PX_ENF(PX_ENF_WATCHDOG_POLL) |
+                             PX_ENF(PX_ENF_JOB_DIR_WATCH);
   sb->state = PX__SB_RUNNING;
   if (PXW(ResumeThread)(sb->thread) == (DWORD)-1) {
     rc = PX_LOG_WIN32(PX_ESPAWN, GetLastError(), "ResumeThread");

@@ -30,6 +30,10 @@
  * process is gone before the watchdog cancels the reads (ms). */
 #define PX__DRAIN_MS 2000
 
+/* How often the watchdog measures a running job's directory against the
+ * job_dir_bytes / job_dir_files caps (ms; disk.c). */
+#define PX__DISK_EVERY_MS 200
+
 /* Capability SIDs put in the token of a job holding kb:read / kb:write
  * (grant them on the knowledge-base trees once, at install). */
 #define PX__SID_KB_READER L"S-1-5-117-2-1"
@@ -71,6 +75,8 @@ typedef struct px__winbe_s {
   uint64_t available;       /* PX_ENF bits this host can apply */
   int warned_ui, warned_cpu_rate; /* under lock: a tolerated refusal is
                                    * a property of the host, said once */
+  uint64_t dir_bytes, dir_files;  /* job directory caps (disk.c) */
+  int named_streams;              /* the work root's volume has them */
 } px__winbe_t;
 
 /* The job's tracker: everything the backend knows about one job. */
@@ -97,6 +103,8 @@ struct px_sandbox_s {
   px__pipe_t in, out, err;
 
   uint64_t start_ms, deadline_ms, zero_ms;
+  uint64_t disk_next_ms;      /* the next job directory measurement */
+  int disk_denied;            /* consecutive measurements refused */
   int zero;                   /* no process of the job is left */
   int kill_requested;
   unsigned msgs[16];          /* job messages seen, by number (tests) */
@@ -130,6 +138,21 @@ int px__winbe_job_sample(HANDLE job, px__job_sample_t *s);
 /* The job's distinct process ids (at most cap) into pids; *n their count.
  * 0 or PX_EJOB. */
 int px__winbe_job_pids(HANDLE job, DWORD *pids, size_t cap, size_t *n);
+
+/* disk.c */
+typedef struct {
+  uint64_t bytes;   /* file lengths (sparse or not) plus named streams */
+  uint64_t entries; /* files and directories, links counted not followed */
+} px__dir_usage_t;
+/* Measure dir into *u, stopping once bytes > max_bytes or entries >
+ * max_entries (0: no cap). named_streams: also count files' named
+ * streams. 0; PX_EACCES when a directory below could not be listed (its
+ * content is unknown); PX_ENOMEM. */
+int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
+                        uint64_t max_entries, int named_streams,
+                        px__dir_usage_t *u);
+/* Does the volume holding path keep named streams (1 when unknown)? */
+int px__winbe_volume_named_streams(const WCHAR *path);
 
 /* token.c */
 /* A fresh per-job SID S-1-5-117-1-r1-r2-r3 (*out: LocalFree). 0 or error. */

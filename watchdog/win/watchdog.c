@@ -21,21 +21,10 @@
 #include "watchdog/win/internal.h"
 
 #include "px/px_log.h"
+#include "px/px_result.h"
 #include "service/win/win_error.h"
 
 #include <stdlib.h>
-
-static const char *limit_name(px_limit_t l) {
-  switch (l) {
-  case PX_LIMIT_MEMORY: return "memory";
-  case PX_LIMIT_CPU: return "cpu_time";
-  case PX_LIMIT_WALL: return "wall_time";
-  case PX_LIMIT_PROCESSES: return "processes";
-  case PX_LIMIT_OUTPUT: return "output";
-  case PX_LIMIT_SANDBOX: return "sandbox";
-  default: return "none";
-  }
-}
 
 /* A process of the job exited. When what is left is only the hidden
  * console host the OS attached for our console child, the job's own work
@@ -99,7 +88,7 @@ void px__winbe_verdict(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
     sb->outcome.violation.detected_by = by;
     px_log_write(PX_LOG_CRITICAL, 0, 0, __FILE__, __LINE__, __func__,
                  "job %s killed: %s limit %llu, observed %llu, detected by %s",
-                 sb->spec->key, limit_name(limit),
+                 sb->spec->key, px_limit_name(limit),
                  (unsigned long long)configured, (unsigned long long)observed,
                  by == PX_DETECT_OS ? "os" : "watchdog");
   }
@@ -390,6 +379,68 @@ static void tick_one(px_sandbox_t *sb, uint64_t now) {
   maybe_finish(sb);
 }
 
+/* ---- job directory caps (disk.c) ------------------------------------- */
+
+/* One measurement's verdict, under be->lock. A directory that could not
+ * be listed twice in a row fails closed (once may be a directory the job
+ * is deleting). */
+static void disk_verdict(px__winbe_t *be, px_sandbox_t *sb, int rc,
+                         const px__dir_usage_t *u) {
+  if (sb->state != PX__SB_RUNNING || sb->kill_requested)
+    return;
+  if (rc == PX_EACCES && ++sb->disk_denied < 2)
+    return;
+  if (rc == 0)
+    sb->disk_denied = 0;
+  if (rc == PX_EACCES) {
+    PX_LOG(PX_LOG_ERROR, "job %s: a directory in the job directory cannot "
+           "be listed; its size is unknown", sb->spec->key);
+    px__winbe_verdict(sb, PX_LIMIT_DISK, be->dir_bytes, u->bytes,
+                      PX_DETECT_WATCHDOG);
+  } else if (rc == 0 && u->bytes > be->dir_bytes) {
+    px__winbe_verdict(sb, PX_LIMIT_DISK, be->dir_bytes, u->bytes,
+                      PX_DETECT_WATCHDOG);
+  } else if (rc == 0 && u->entries > be->dir_files) {
+    px__winbe_verdict(sb, PX_LIMIT_FILES, be->dir_files, u->entries,
+                      PX_DETECT_WATCHDOG);
+  }
+}
+
+/* Measure the directories of running jobs that are due, every
+ * PX__DISK_EVERY_MS. The walk runs outside be->lock (a full directory
+ * takes a while and nothing else should wait for it): each tracker is held
+ * by a reference and its path copied, since release frees sb->dir. */
+static void disk_pass(px__winbe_t *be, uint64_t now) {
+  enum { BATCH = 16 };
+  px_sandbox_t *due[BATCH], *sb;
+  WCHAR *dirs[BATCH];
+  size_t n = 0, i;
+  px_mutex_lock(&be->lock);
+  for (sb = be->jobs; sb && n < BATCH; sb = sb->next) {
+    if (sb->state != PX__SB_RUNNING || sb->kill_requested || sb->zero ||
+        !sb->dir || now < sb->disk_next_ms)
+      continue;
+    dirs[n] = _wcsdup(sb->dir);
+    if (!dirs[n])
+      break;
+    sb->disk_next_ms = now + PX__DISK_EVERY_MS;
+    sb->refs++;
+    due[n++] = sb;
+  }
+  px_mutex_unlock(&be->lock);
+  for (i = 0; i < n; i++) {
+    px__dir_usage_t u;
+    int rc = px__winbe_dir_usage(dirs[i], be->dir_bytes, be->dir_files,
+                                 be->named_streams, &u);
+    free(dirs[i]);
+    px_mutex_lock(&be->lock);
+    if (!due[i]->released)
+      disk_verdict(be, due[i], rc, &u);
+    px__winbe_unref(due[i]);
+    px_mutex_unlock(&be->lock);
+  }
+}
+
 static void tick(px__winbe_t *be) {
   px_sandbox_t *sb;
   uint64_t now = px_now_ms();
@@ -397,6 +448,7 @@ static void tick(px__winbe_t *be) {
   for (sb = be->jobs; sb; sb = sb->next)
     tick_one(sb, now);
   px_mutex_unlock(&be->lock);
+  disk_pass(be, now);
 }
 
 static void watchdog_main(void *arg) {

@@ -1,0 +1,187 @@
+/* test_disk.c - the job directory caps (watchdog/win/disk.c): what the
+ * walk counts, that it stops at a cap, never follows a link, reaches past
+ * MAX_PATH; and that a job filling its directory, flooding it with files
+ * or planting a huge sparse file is killed with the right verdict by the
+ * watchdog (under Wine as on Windows: nothing else bounds it). */
+#include "wintest.h"
+
+#include <windows.h>
+#include <winioctl.h>
+
+static void put(const WCHAR *path, size_t bytes) {
+  HANDLE h = CreateFileW(path, GENERIC_WRITE, 0, NULL, CREATE_ALWAYS,
+                         FILE_ATTRIBUTE_NORMAL, NULL);
+  char buf[4096];
+  ASSERT(h != INVALID_HANDLE_VALUE);
+  memset(buf, 'x', sizeof buf);
+  while (bytes > 0) {
+    DWORD n = bytes < sizeof buf ? (DWORD)bytes : (DWORD)sizeof buf, w = 0;
+    ASSERT(WriteFile(h, buf, n, &w, NULL) && w == n);
+    bytes -= n;
+  }
+  CloseHandle(h);
+}
+
+/* A file of `bytes` length with nothing written: sparse where the file
+ * system allows, and counted at its length either way. */
+static void put_hole(const WCHAR *path, uint64_t bytes) {
+  HANDLE h = CreateFileW(path, GENERIC_WRITE, 0, NULL, CREATE_ALWAYS,
+                         FILE_ATTRIBUTE_NORMAL, NULL);
+  LARGE_INTEGER at;
+  DWORD n = 0;
+  ASSERT(h != INVALID_HANDLE_VALUE);
+  DeviceIoControl(h, FSCTL_SET_SPARSE, NULL, 0, NULL, 0, &n, NULL);
+  at.QuadPart = (LONGLONG)bytes;
+  ASSERT(SetFilePointerEx(h, at, NULL, FILE_BEGIN));
+  ASSERT(SetEndOfFile(h));
+  CloseHandle(h);
+}
+
+/* <the test's scratch dir>\name, created. */
+static void scratch(WCHAR *root, size_t n, const WCHAR *name) {
+  WCHAR tmp[MAX_PATH];
+  ASSERT(MultiByteToWideChar(CP_UTF8, 0, px_test_tmpdir(), -1, tmp, MAX_PATH));
+  _snwprintf(root, n, L"%lsdisk-%ls", tmp, name);
+  root[n - 1] = 0;
+  ASSERT(CreateDirectoryW(root, NULL));
+}
+
+/* Remove a scratch tree (test files only: plain recursion is fine). */
+static void rm_tree(const WCHAR *dir) {
+  WCHAR pat[2048], p[2048];
+  WIN32_FIND_DATAW fd;
+  HANDLE h;
+  _snwprintf(pat, 2048, L"%ls\\*", dir);
+  h = FindFirstFileW(pat, &fd);
+  if (h != INVALID_HANDLE_VALUE) {
+    do {
+      if (!wcscmp(fd.cFileName, L".") || !wcscmp(fd.cFileName, L".."))
+        continue;
+      _snwprintf(p, 2048, L"%ls\\%ls", dir, fd.cFileName);
+      if ((fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) &&
+          !(fd.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT))
+        rm_tree(p);
+      else if (fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)
+        RemoveDirectoryW(p);
+      else
+        DeleteFileW(p);
+    } while (FindNextFileW(h, &fd));
+    FindClose(h);
+  }
+  RemoveDirectoryW(dir);
+}
+
+TEST_IMPL(windisk_usage) {
+  WCHAR root[MAX_PATH], p[2048], deep[2048], outside[MAX_PATH];
+  px__dir_usage_t u;
+  int i, linked;
+  scratch(root, MAX_PATH, L"usage");
+  scratch(outside, MAX_PATH, L"outside");
+  _snwprintf(p, 2048, L"%ls\\a.txt", root);
+  put(p, 1000);
+  _snwprintf(p, 2048, L"%ls\\sub", root);
+  ASSERT(CreateDirectoryW(p, NULL));
+  _snwprintf(p, 2048, L"%ls\\sub\\hole.bin", root);
+  put_hole(p, (uint64_t)10 << 30);
+  /* A chain of directories past MAX_PATH, a file at its end. */
+  _snwprintf(deep, 2048, L"\\\\?\\%ls\\sub", root);
+  for (i = 0; i < 6; i++) {
+    wcscat(deep, L"\\dddddddddddddddddddddddddddddddddddddddddddddddddd");
+    ASSERT(CreateDirectoryW(deep, NULL));
+  }
+  ASSERT(wcslen(deep) > MAX_PATH);
+  _snwprintf(p, 2048, L"%ls\\deep.txt", deep);
+  put(p, 500);
+  /* A link to a big tree outside: counted as an entry, never followed. */
+  _snwprintf(p, 2048, L"%ls\\big.bin", outside);
+  put_hole(p, (uint64_t)1 << 40);
+  _snwprintf(p, 2048, L"%ls\\link", root);
+  /* (Wine 8 reports success and creates nothing.) */
+  linked = CreateSymbolicLinkW(p, outside, SYMBOLIC_LINK_FLAG_DIRECTORY) &&
+           GetFileAttributesW(p) != INVALID_FILE_ATTRIBUTES;
+  printf("directory symbolic link: %s\n",
+         linked ? "created" : "not possible here, not exercised");
+
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, 0, &u));
+  printf("bytes %llu entries %llu\n", (unsigned long long)u.bytes,
+         (unsigned long long)u.entries);
+  /* a.txt, sub, hole.bin, 6 dirs, deep.txt (+ the link) */
+  ASSERT_UINT_EQ(u.entries, (uint64_t)(10 + linked));
+  ASSERT_UINT_GE(u.bytes, ((uint64_t)10 << 30) + 1500);
+  ASSERT(u.bytes < (uint64_t)1 << 40); /* the link's target is not ours */
+
+  /* The caps stop the walk: past either one it returns at once. */
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 2, 0, &u));
+  ASSERT_UINT_EQ(u.entries, 3);
+  ASSERT_OK(px__winbe_dir_usage(root, 1u << 20, 0, 0, &u));
+  ASSERT(u.bytes > 1u << 20);
+
+  /* A directory that is gone measures empty, not as an error. */
+  rm_tree(root);
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, 0, &u));
+  ASSERT_UINT_EQ(u.entries, 0);
+  rm_tree(outside);
+  return 0;
+}
+
+/* Through the backend: each attack is killed by the watchdog with its
+ * verdict, observed past the configured cap. */
+static void run_capped(const char *mode, const char *arg, px_limit_t want,
+                       uint64_t cap) {
+  wt_backend_t b;
+  wt_capture_t c;
+  wt_job_t j;
+  px_outcome_t o;
+  wt_job(&j, mode, arg, NULL);
+  j.spec.limits.wall_ms = 60000;
+  wt_open_with(&b, 4u << 20, 200);
+  wt_capture_init(&c);
+  ASSERT_OK(wt_run(&b, &j, &c, &o));
+  printf("%s %s: violation %d configured %llu observed %llu; stdout %s\n",
+         mode, arg, (int)o.violation.limit,
+         (unsigned long long)o.violation.configured,
+         (unsigned long long)o.violation.observed, wt_stdout(&c));
+  ASSERT_EQ(o.killed, 1);
+  ASSERT_EQ(o.violation.limit, want);
+  ASSERT_EQ(o.violation.detected_by, PX_DETECT_WATCHDOG);
+  ASSERT_UINT_EQ(o.violation.configured, cap);
+  ASSERT_UINT_GE(o.violation.observed, cap + 1);
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_JOB_DIR_WATCH));
+  wt_capture_free(&c);
+  wt_job_free(&j);
+  wt_close(&b);
+}
+
+TEST_IMPL(windisk_fill) {
+  run_capped("fill-disk", "64", PX_LIMIT_DISK, 4u << 20);
+  return 0;
+}
+
+TEST_IMPL(windisk_many_files) {
+  run_capped("many-files", "5000", PX_LIMIT_FILES, 200);
+  return 0;
+}
+
+TEST_IMPL(windisk_sparse) {
+  run_capped("sparse", "1024", PX_LIMIT_DISK, 4u << 20);
+  return 0;
+}
+
+/* Under the caps nothing happens: a job writing a little ends ok. */
+TEST_IMPL(windisk_under_cap) {
+  wt_backend_t b;
+  wt_capture_t c;
+  wt_job_t j;
+  px_outcome_t o;
+  wt_job(&j, "many-files", "50", NULL);
+  j.spec.limits.wall_ms = 3000; /* the probe sleeps after its files */
+  wt_open_with(&b, 4u << 20, 200);
+  wt_capture_init(&c);
+  ASSERT_OK(wt_run(&b, &j, &c, &o));
+  ASSERT(wt_has_line(wt_stdout(&c), "FILES 50 DONE"));
+  ASSERT_EQ(o.violation.limit, PX_LIMIT_WALL); /* not disk, not files */
+  wt_capture_free(&c);
+  wt_job_free(&j);
+  wt_close(&b);
+  return 0;
+}
