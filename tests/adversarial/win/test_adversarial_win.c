@@ -10,7 +10,11 @@
  *
  * Group `adversarial` (label win): what Wine can show - the user-mode
  * watchdog's kills (memory, CPU, wall, processes), output floods, protocol
- * abuse, cleanup of job dirs, KB rollback after a kill, disconnects.
+ * abuse, cleanup of job dirs, KB rollback after a kill, disconnects, and
+ * exhaustion that no single OS limit names: a thread bomb (ends on
+ * memory), a kernel-mode busy loop (CPU counted user+kernel), a grandchild
+ * holding the output pipe, a handle bomb (ends on the wall clock), and
+ * disk fill, sparse files and file floods (the job directory caps).
  * Group `adversarial-enforce` (labels win, win-enforce): what only real
  * Windows enforces (ACLs, tokens, AppContainer network, job-object
  * breakaway); under Wine each SKIPs and says why (notes/windows-on-linux.md).
@@ -374,11 +378,13 @@ static cJSON *run_cmd(svc_t *s, const char *id, const char *code,
   cJSON_Delete(req);
   res = send_wait(s->cl, text, id, 60000);
   free(text);
-  printf("%-14s status=%s violation=%s/%s wall=%lld peak=%lld\n  stdout: %.300s\n"
-         "  stderr: %.200s\n", id, js(res, "status", NULL), js(res, "violation", "limit"),
+  printf("%-14s status=%s violation=%s/%s wall=%lld cpu=%lld (user %lld kernel %lld) "
+         "peak=%lld procs=%lld\n  stdout: %.300s\n  stderr: %.200s\n", id,
+         js(res, "status", NULL), js(res, "violation", "limit"),
          js(res, "violation", "detected_by"), jn(res, "usage", "wall_ms"),
-         jn(res, "usage", "peak_memory_bytes"), js(res, "stdout", NULL),
-         js(res, "stderr", NULL));
+         jn(res, "usage", "cpu_ms"), jn(res, "usage", "user_ms"),
+         jn(res, "usage", "kernel_ms"), jn(res, "usage", "peak_memory_bytes"),
+         jn(res, "usage", "processes"), js(res, "stdout", NULL), js(res, "stderr", NULL));
   fflush(stdout);
   return res;
 }
@@ -769,6 +775,132 @@ TEST_IMPL(advw_breakaway) {
   ASSERT_NOT_NULL(r);
   ASSERT_STR_CONTAINS(js(r, "stdout", NULL), "BREAKAWAY DENIED");
   cJSON_Delete(r);
+  check_host(&s);
+  svc_stop(&s);
+  return 0;
+}
+
+/* ---- resource exhaustion beyond the plain limits (threats.md) ---- */
+
+/* A thread bomb: 100,000 threads that sleep, in one process. Each thread
+ * commits its stack and TEB, so the job's commit crosses memory_bytes long
+ * before the thread count matters. Under Wine a thread costs about 1 MiB
+ * of real memory, seen in the commit figure the watchdog polls, which
+ * kills at the first tick past 64 MiB (after 200-400 ms); on Windows the job memory limit fails the
+ * allocations and its message, or the same poll, ends the job. */
+TEST_IMPL(advw_thread_bomb) {
+  svc_t s;
+  cJSON *r;
+  svc_start(&s, NULL);
+  r = run_cmd(&s, "threads", "@PROBE threads 100000",
+              "{\"memory_bytes\":67108864,\"wall_ms\":20000}", NULL);
+  ASSERT_NOT_NULL(r);
+  /* observed, not usage.peak: where the OS enforces the limit, the
+   * job's peak commit stays at it */
+  ASSERT_GE(jn(r, "violation", "observed"), 67108864);
+  ASSERT_LT(jn(r, "usage", "wall_ms"), 20000);
+  expect(r, "killed", "memory");
+  check_host(&s);
+  svc_stop(&s);
+  return 0;
+}
+
+/* A busy loop in kernel mode (a system call on a missing file, then a
+ * yield, forever). A job's own CPU-time limit counts user mode only: the
+ * watchdog must add kernel time. The kill comes at cpu_ms while the user
+ * share alone is still under it. Under Wine, kernel time is the thread's
+ * Linux system time (about 70% of this loop). */
+TEST_IMPL(advw_busy_kernel) {
+  svc_t s;
+  cJSON *r;
+  svc_start(&s, NULL);
+  r = run_cmd(&s, "kbusy", "@PROBE busy-kernel", "{\"cpu_ms\":1000,\"wall_ms\":20000}",
+              NULL);
+  ASSERT_NOT_NULL(r);
+  ASSERT_GE(jn(r, "usage", "cpu_ms"), 1000);
+  ASSERT_LT(jn(r, "usage", "user_ms"), 1000);
+  ASSERT_GT(jn(r, "usage", "kernel_ms"), 0);
+  expect(r, "killed", "cpu_time");
+  check_host(&s);
+  svc_stop(&s);
+  return 0;
+}
+
+/* The probe starts a grandchild that inherits its stdout and stderr, then
+ * exits at once; cmd exits after it. The grandchild is still in the job
+ * and holds the output pipe: the job must end (one result, at its wall
+ * limit) with the parent's output kept, and nothing survives. */
+TEST_IMPL(advw_grandchild_pipe) {
+  svc_t s;
+  cJSON *r, *late;
+  svc_start(&s, NULL);
+  r = run_cmd(&s, "gchild", "@PROBE grandchild\r\n@echo parent-exits\r\n",
+              "{\"wall_ms\":3000}", NULL);
+  ASSERT_NOT_NULL(r);
+  ASSERT_STR_CONTAINS(js(r, "stdout", NULL), "CHILD ");
+  ASSERT_STR_CONTAINS(js(r, "stdout", NULL), "parent-exits");
+  ASSERT_GE(jn(r, "usage", "processes"), 2);
+  expect(r, "killed", "wall_time");
+  /* exactly one result for the job */
+  late = send_wait(s.cl, NULL, "gchild", 1500);
+  ASSERT(late == NULL);
+  check_host(&s);
+  svc_stop(&s);
+  return 0;
+}
+
+/* Handle exhaustion: 2,000,000 event handles. No job limit counts
+ * handles; the objects live in the kernel's pool (under Wine, in
+ * wineserver: about 120 bytes each, ~17,000 a second), not in the job's
+ * commit. The wall clock ends it, the objects go with the process, and
+ * the service runs the next job. */
+TEST_IMPL(advw_handle_bomb) {
+  svc_t s;
+  cJSON *r;
+  svc_start(&s, NULL);
+  r = run_cmd(&s, "handles", "@PROBE handles 2000000",
+              "{\"wall_ms\":6000,\"cpu_ms\":60000}", NULL);
+  expect(r, "killed", "wall_time");
+  check_host(&s);
+  r = run_cmd(&s, "after", "@PROBE handles 1000\r\n", "{\"wall_ms\":3000}", NULL);
+  ASSERT_NOT_NULL(r);
+  ASSERT_STR_CONTAINS(js(r, "stdout", NULL), "HANDLES 1000");
+  expect(r, "killed", "wall_time");
+  check_host(&s);
+  svc_stop(&s);
+  return 0;
+}
+
+/* Disk: filling the job directory, a huge sparse file, a flood of files.
+ * Windows has no per-directory quota, so the watchdog measures the job
+ * directory against windows.job_dir_bytes / job_dir_files (here 8 MiB and
+ * 500) and kills past them; the written data goes with the directory. */
+TEST_IMPL(advw_disk) {
+  svc_t s;
+  cJSON *r;
+  svc_start(&s, "{\"windows\":{\"job_dir_bytes\":8388608,\"job_dir_files\":500}}");
+  r = run_cmd(&s, "fill", "@PROBE fill-disk 256", "{\"wall_ms\":30000}", NULL);
+  ASSERT_NOT_NULL(r);
+  ASSERT_GT(jn(r, "violation", "observed"), 8388608);
+  ASSERT_STR_EQ(js(r, "violation", "detected_by"), "watchdog");
+  expect(r, "killed", "disk");
+  check_host(&s);
+  r = run_cmd(&s, "sparse", "@PROBE sparse 1024", "{\"wall_ms\":30000}", NULL);
+  ASSERT_NOT_NULL(r);
+  ASSERT_GE(jn(r, "violation", "observed"), 1024ll << 30);
+  expect(r, "killed", "disk");
+  check_host(&s);
+  r = run_cmd(&s, "files", "@PROBE many-files 100000", "{\"wall_ms\":60000}", NULL);
+  ASSERT_NOT_NULL(r);
+  ASSERT_EQ(jn(r, "violation", "configured"), 500);
+  expect(r, "killed", "files");
+  check_host(&s);
+  /* under the caps a job writes what it needs and ends ok */
+  r = run_cmd(&s, "small", "@PROBE many-files 20",
+              "{\"wall_ms\":2000}", NULL);
+  ASSERT_NOT_NULL(r);
+  ASSERT_STR_CONTAINS(js(r, "stdout", NULL), "FILES 20 DONE");
+  expect(r, "killed", "wall_time"); /* the probe sleeps after its files */
   check_host(&s);
   svc_stop(&s);
   return 0;
