@@ -230,6 +230,7 @@ static void default_numbers(px_config_t *cfg) {
   cfg->windows.integrity = PX_INTEGRITY_LOW;
   cfg->windows.job_dir_bytes = 64 * MiB; /* as the Linux job tmpfs */
   cfg->windows.job_dir_files = 16384;    /* as its nr_inodes */
+  cfg->windows.job_handles = 20000;
   cfg->linux_.tmpfs_bytes = 64 * MiB;
   cfg->linux_.sandbox_uid = 65534; /* nobody */
   cfg->linux_.sandbox_gid = 65534; /* nogroup */

@@ -69,6 +69,7 @@ static unsigned kill_event(px_limit_t limit) {
   case PX_LIMIT_OUTPUT: return PX_EVENT_JOB_KILLED_OUTPUT;
   case PX_LIMIT_DISK:
   case PX_LIMIT_FILES: return PX_EVENT_JOB_KILLED_DISK;
+  case PX_LIMIT_HANDLES: return PX_EVENT_JOB_KILLED_HANDLES;
   default: return PX_EVENT_JOB_SANDBOX_FAILED;
   }
 }

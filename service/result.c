@@ -23,7 +23,7 @@ static const char *const status_names[] = {
 
 static const char *const limit_names[] = {
     NULL,     "memory",  "cpu_time", "wall_time", "processes",
-    "output", "sandbox", "disk",     "files"};
+    "output", "sandbox", "disk",     "files",    "handles"};
 
 static const char *const severity_names[] = {"info", "low", "medium", "high",
                                              "critical"};

@@ -145,6 +145,7 @@ typedef struct {
   px_integrity_t integrity; /* token integrity level */
   uint64_t job_dir_bytes;   /* cap on bytes in a job directory */
   uint64_t job_dir_files;   /* cap on entries in a job directory */
+  uint64_t job_handles;     /* cap on the open handles of a job */
 } px_windows_config_t;
 
 typedef struct {

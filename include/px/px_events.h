@@ -45,6 +45,7 @@
   X(PX_EVENT_CLIENT_FORBIDDEN, 1038u, "client was refused by policy")        \
   X(PX_EVENT_CLIENT_DROPPED, 1039u, "connection was dropped")                \
   X(PX_EVENT_JOB_KILLED_DISK, 1040u, "job directory limit exceeded")         \
+  X(PX_EVENT_JOB_KILLED_HANDLES, 1041u, "handle limit exceeded")             \
   X(PX_EVENT_KB_ROLLBACK_DONE, 1050u, "rolled the knowledge base back")      \
   X(PX_EVENT_KB_ROLLBACK_FAILED, 1051u, "could not roll the knowledge base") \
   X(PX_EVENT_SCRAM, 1060u, "SCRAM: every job was killed")                    \

@@ -53,7 +53,8 @@ typedef enum {
   PX_LIMIT_OUTPUT,
   PX_LIMIT_SANDBOX,
   PX_LIMIT_DISK,  /* bytes in the job directory (Windows watchdog) */
-  PX_LIMIT_FILES  /* entries in the job directory (Windows watchdog) */
+  PX_LIMIT_FILES, /* entries in the job directory (Windows watchdog) */
+  PX_LIMIT_HANDLES /* open handles of the job's processes (Windows) */
 } px_limit_t;
 
 /* Who noticed a violation. */

@@ -62,7 +62,7 @@ typedef enum {
  * px_code_name: "bad_request" ("" for NONE, "internal" when out of range);
  * px_status_name: "nonzero_exit" ("error" when out of range);
  * px_limit_name: "memory", "cpu_time", "wall_time", "processes", "output",
- * "sandbox", "disk", "files"; NULL for NONE or out of range;
+ * "sandbox", "disk", "files", "handles"; NULL for NONE or out of range;
  * px_detector_name: "os", "watchdog", "engine"; NULL for NONE. */
 const char *px_code_name(px_code_t code);
 const char *px_status_name(px_status_t status);

@@ -61,6 +61,8 @@ typedef struct {
   uint64_t job_dir_bytes;  /* Windows: job dir bytes the watchdog allows
                               (default 64 MiB) */
   uint64_t job_dir_files;  /* Windows: job dir entries (default 16384) */
+  uint64_t job_handles;    /* Windows: open handles of a job's processes
+                              together (default 20000) */
   const char *cgroup_root; /* Linux: override cgroup mount root (tests) */
   int allow_degraded;      /* run when a control is unavailable on this
                               host (reported as "degraded"); default 0 */

@@ -91,6 +91,7 @@ PX_TEST_ENTRY(enforce, enforce_spawn_past_limit, 60)
 PX_TEST_ENTRY(enforce, enforce_open_service, 60)
 PX_TEST_ENTRY(enforce, enforce_network, 60)
 PX_TEST_ENTRY(enforce, enforce_other_job_dir, 60)
+PX_TEST_ENTRY(enforce, enforce_handle_cap, 60)
 #include "list-adversarial.h"
 /* service/win/setup.c: tests/win/test_setup.c */
 PX_TEST_ENTRY(setup, setup_sddl_rules, 30)

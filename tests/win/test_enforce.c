@@ -239,3 +239,33 @@ TEST_IMPL(enforce_other_job_dir) {
   wt_close(&b);
   return 0;
 }
+
+/* A handle bomb (2,000,000 event handles) past windows.job_handles (here
+ * 2,000): the watchdog sums GetProcessHandleCount over the job's
+ * processes and kills with the handles verdict. Wine's count of another
+ * process's handles is always 0, so it cannot be shown there. */
+TEST_IMPL(enforce_handle_cap) {
+  wt_backend_t b;
+  wt_job_t j;
+  wt_capture_t c;
+  px_outcome_t o;
+  if (px_test_under_wine())
+    RETURN_SKIP("Wine 8 does not count another process's handles "
+                "(GetProcessHandleCount reads 0)");
+  wt_open(&b);
+  wt_close(&b);
+  b.opts.job_handles = 2000;
+  ASSERT_OK(px_backend_native()->open(&b.opts, &b.state));
+  wt_job(&j, "handles", "2000000", NULL);
+  j.spec.limits.wall_ms = 60000;
+  wt_capture_init(&c);
+  ASSERT_OK(wt_run(&b, &j, &c, &o));
+  ASSERT_EQ(o.violation.limit, PX_LIMIT_HANDLES);
+  ASSERT_EQ(o.violation.detected_by, PX_DETECT_WATCHDOG);
+  ASSERT_UINT_EQ(o.violation.configured, 2000);
+  ASSERT_UINT_GE(o.violation.observed, 2001);
+  wt_capture_free(&c);
+  wt_job_free(&j);
+  wt_close(&b);
+  return 0;
+}

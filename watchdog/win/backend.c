@@ -119,6 +119,7 @@ static int win_open(const px_backend_opts_t *opts, void **state) {
   be->tick_ms = opts->tick_ms ? opts->tick_ms : 50;
   be->dir_bytes = opts->job_dir_bytes ? opts->job_dir_bytes : 64u << 20;
   be->dir_files = opts->job_dir_files ? opts->job_dir_files : 16384;
+  be->handles_cap = opts->job_handles ? opts->job_handles : 20000;
   be->wine = px_os_under_wine();
   be->next_id = PX__KEY_FIRST_JOB;
   if ((rc = work_root_init(be, opts->work_root)))

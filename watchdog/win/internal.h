@@ -76,6 +76,7 @@ typedef struct px__winbe_s {
   int warned_ui, warned_cpu_rate; /* under lock: a tolerated refusal is
                                    * a property of the host, said once */
   uint64_t dir_bytes, dir_files;  /* job directory caps (disk.c) */
+  uint64_t handles_cap;           /* open handles of a job (job.c) */
   int named_streams;              /* the work root's volume has them */
 } px__winbe_t;
 
@@ -123,6 +124,8 @@ typedef struct {
   uint64_t listed;       /* every process in the job's PID list */
   uint64_t hosts;        /* of those, confirmed console hosts */
   uint64_t total;        /* processes ever started */
+  uint64_t handles;      /* open handles of the job's processes (0 under
+                            Wine, which does not count them) */
   int cpu_fallback, mem_fallback; /* 1: read from the processes, not the job */
 } px__job_sample_t;
 

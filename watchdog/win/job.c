@@ -293,21 +293,25 @@ static int console_host(DWORD pid) {
 }
 
 /* Current commit (private bytes) summed over the job's processes. */
-static uint64_t mem_from_processes(const DWORD *pids, size_t n) {
-  uint64_t sum = 0;
+/* Commit and open handles summed over the job's processes. No job limit
+ * counts handles (their objects live in the kernel's pools, not in the
+ * job's commit), so the watchdog does. */
+static void from_processes(const DWORD *pids, size_t n, px__job_sample_t *s) {
   size_t i;
   for (i = 0; i < n; i++) {
     PROCESS_MEMORY_COUNTERS_EX pmc;
+    DWORD handles = 0;
     HANDLE p = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION | PROCESS_VM_READ,
                            FALSE, pids[i]);
     if (!p)
       continue;
     memset(&pmc, 0, sizeof pmc);
     if (K32GetProcessMemoryInfo(p, (PROCESS_MEMORY_COUNTERS *)&pmc, sizeof pmc))
-      sum += pmc.PrivateUsage ? pmc.PrivateUsage : pmc.PagefileUsage;
+      s->memory_bytes += pmc.PrivateUsage ? pmc.PrivateUsage : pmc.PagefileUsage;
+    if (GetProcessHandleCount(p, &handles))
+      s->handles += handles;
     CloseHandle(p);
   }
-  return sum;
 }
 
 int px__winbe_job_sample(HANDLE job, px__job_sample_t *s) {
@@ -347,7 +351,7 @@ int px__winbe_job_sample(HANDLE job, px__job_sample_t *s) {
   }
   if (s->cpu_ms == 0 && n)
     cpu_from_threads(pids, n, s);
-  s->memory_bytes = mem_from_processes(pids, n);
+  from_processes(pids, n, s);
   if (s->peak_bytes == 0)
     s->mem_fallback = 1;
   return 0;

@@ -353,6 +353,9 @@ static void check_limits(px_sandbox_t *sb, const px__job_sample_t *s,
   else if (l->processes && s->active > l->processes)
     px__winbe_verdict(sb, PX_LIMIT_PROCESSES, l->processes, s->active,
                       PX_DETECT_WATCHDOG);
+  else if (sb->be->handles_cap && s->handles > sb->be->handles_cap)
+    px__winbe_verdict(sb, PX_LIMIT_HANDLES, sb->be->handles_cap, s->handles,
+                      PX_DETECT_WATCHDOG);
 }
 
 static void tick_one(px_sandbox_t *sb, uint64_t now) {
