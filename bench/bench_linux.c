@@ -716,7 +716,8 @@ static void bench_footprint(const daemon_t *d, int jobs, cJSON *out) {
 int main(int argc, char **argv) {
   opts_t o = {300, 10.0, "bench-linux.json"};
   int footprint_jobs = 10000, i, layers_only = 0;
-  const char *only = NULL; /* one section: spawn, throughput, kills, layers, footprint */
+  const char *only = NULL; /* sections, comma-separated: spawn, throughput,
+                              kills, layers, footprint (in that order) */
   daemon_t d;
   cJSON *out = cJSON_CreateObject();
   char host[256] = "?", *text;
@@ -730,7 +731,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--layers-only")) layers_only = 1;
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else { fprintf(stderr, "usage: %s [--rounds N] [--seconds S] [--json FILE] [--quick] [--layers-only]\n"
-                           "       [--only spawn|throughput|kills|layers|footprint]\n", argv[0]); return 2; }
+                           "       [--only SECTION[,SECTION...]] (spawn throughput kills layers footprint)\n",
+                           argv[0]); return 2; }
   }
   if (geteuid() != 0) {
     fprintf(stderr, "px_bench_linux: needs root (the sandbox does)\n");
@@ -750,7 +752,7 @@ int main(int argc, char **argv) {
   gethostname(host, sizeof host);
   printf("PhoenixExecutor Linux benchmarks on %s, %ld CPUs\n", host, sysconf(_SC_NPROCESSORS_ONLN));
   cJSON_AddNumberToObject(out, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
-#define SECTION(name) (!only || !strcmp(only, name))
+#define SECTION(name) (!only || strstr(only, name))
   if (SECTION("spawn"))
     bench_spawn(&d, &o, out);
   if (SECTION("throughput"))
