@@ -1,6 +1,7 @@
 /* Linux backend and daemon tests. PX_TEST_ENTRY(group, name, timeout_s) */
 /* watchdog/linux: tests/linux/test_job_sandbox.c */
 PX_TEST_ENTRY(sandbox, sandbox_true, 30)
+PX_TEST_ENTRY(sandbox, sandbox_nice, 30)
 PX_TEST_ENTRY(sandbox, sandbox_exit_code_and_signal, 30)
 PX_TEST_ENTRY(sandbox, sandbox_stdio, 30)
 PX_TEST_ENTRY(sandbox, sandbox_env_allow_list, 30)

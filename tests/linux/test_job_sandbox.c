@@ -65,6 +65,27 @@ TEST_IMPL(sandbox_exit_code_and_signal) {
   return 0;
 }
 
+/* Jobs run niced and cannot take it back: the daemon and the host come
+ * first when the CPUs are contended. */
+TEST_IMPL(sandbox_nice) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  const char *argv[] = {"/bin/sh", "-c",
+                        "nice; renice -n 0 -p $$ >/dev/null 2>&1 && echo raised "
+                        "|| echo refused; nice",
+                        NULL};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  ASSERT_OK(th_run(&b, &s, &r));
+  ASSERT_EQ(r.o.exit_code, 0);
+  ASSERT_STR_EQ(px_buf_cstr(&r.out), "10\nrefused\n10\n");
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
 TEST_IMPL(sandbox_stdio) {
   th_backend_t b;
   th_run_t r = {0};

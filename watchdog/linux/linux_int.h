@@ -22,6 +22,10 @@
 #define PX_LNX_RUN_UID 65534 /* nobody: owns nothing on the host */
 #define PX_LNX_RUN_GID 65534
 #define PX_LNX_NOFILE 1024
+/* Jobs run at this nice value and cannot lower it (RLIMIT_NICE 0, no
+ * CAP_SYS_NICE): when the CPUs are contended, the daemon's watchdog and
+ * workers, and the user's own programs, run before a job does. */
+#define PX_LNX_JOB_NICE 10
 #define PX_LNX_PATH_MAX 4096
 
 /* --- cgroup.c ----------------------------------------------------------- */

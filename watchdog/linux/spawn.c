@@ -13,6 +13,7 @@
  *   signals reset, stdio, netns (join the backend's shared empty one),
  *   hostname, mounts + pivot_root (mounts.c),
  *   rlimits (CORE 0, NOFILE, FSIZE, CPU above the policy; never AS/NPROC),
+ *   nice PX_LNX_JOB_NICE with RLIMIT_NICE 0 (jobs yield the CPU),
  *   close_range, capability bounding set, setgroups/setresgid/setresuid
  *   to the job uid, capabilities cleared, no_new_privs, Landlock, seccomp
  *   (last), execve.
@@ -232,7 +233,9 @@ static int set_rl(int res, rlim_t soft, rlim_t hard) {
 static int child_rlimits(const px__plan_t *p) {
   if (set_rl(RLIMIT_CORE, 0, 0) != 0 ||
       set_rl(RLIMIT_NOFILE, PX_LNX_NOFILE, PX_LNX_NOFILE) != 0 ||
-      set_rl(RLIMIT_FSIZE, p->fsize, p->fsize) != 0)
+      set_rl(RLIMIT_FSIZE, p->fsize, p->fsize) != 0 ||
+      set_rl(RLIMIT_NICE, 0, 0) != 0 ||
+      setpriority(PRIO_PROCESS, 0, PX_LNX_JOB_NICE) != 0)
     return -1;
   /* Per process, above the job's total: the watchdog acts first. */
   if (p->cpu_rlimit_s &&
