@@ -149,6 +149,7 @@ static void report_job(void) {
   JOBOBJECT_EXTENDED_LIMIT_INFORMATION x;
   IsProcessInJob(GetCurrentProcess(), NULL, &in);
   out("IN_JOB %d", in ? 1 : 0);
+  out("PRIORITY_CLASS 0x%lx", (unsigned long)GetPriorityClass(GetCurrentProcess()));
   memset(&x, 0, sizeof x);
   if (QueryInformationJobObject(NULL, JobObjectExtendedLimitInformation, &x,
                                 sizeof x, NULL)) {

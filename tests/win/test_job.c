@@ -75,6 +75,11 @@ TEST_IMPL(winjob_report) {
   ASSERT_EQ(c.started, 1);
   ASSERT_GE(o.usage.processes, 1);
   ASSERT(wt_has_line(t, "IN_JOB 1"));
+  if (!px_test_under_wine()) /* Wine reports NORMAL for every process */
+    ASSERT(wt_has_line(t, "PRIORITY_CLASS 0x4000")); /* BELOW_NORMAL */
+  else
+    printf("priority class not checked: Wine 8 reports every process as "
+           "NORMAL_PRIORITY_CLASS\n");
   /* cwd, TEMP, TMP, HOME: the job's own directory below the work root. */
   ASSERT_NOT_NULL(wt_line(t, "CWD ", cwd, sizeof cwd));
   ASSERT_STR_CONTAINS(cwd, j.spec.key);

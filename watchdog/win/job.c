@@ -63,9 +63,13 @@ static int limits_set(px__winbe_t *be, px_sandbox_t *sb) {
   memset(&x, 0, sizeof x);
   /* KILL_ON_JOB_CLOSE: if the service dies, its handle closes and every
    * process of the job dies with it. DIE_ON_UNHANDLED_EXCEPTION: no WER
-   * dialog keeps a crashed process (and the job) alive. */
+   * dialog keeps a crashed process (and the job) alive. PRIORITY_CLASS:
+   * below normal for all of them. */
   flags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE |
-          JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION;
+          JOB_OBJECT_LIMIT_DIE_ON_UNHANDLED_EXCEPTION |
+          JOB_OBJECT_LIMIT_PRIORITY_CLASS;
+  /* Every process of the job below normal priority; it cannot raise it. */
+  x.BasicLimitInformation.PriorityClass = BELOW_NORMAL_PRIORITY_CLASS;
   if (l->memory_bytes) {
     SIZE_T m = l->memory_bytes > (uint64_t)SIZE_MAX ? SIZE_MAX
                                                     : (SIZE_T)l->memory_bytes;

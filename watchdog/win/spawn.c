@@ -452,9 +452,12 @@ static int create_process(px__winbe_t *be, px_sandbox_t *sb, attrs_t *a,
   STARTUPINFOEXW si;
   PROCESS_INFORMATION pi;
   /* Never CREATE_BREAKAWAY_FROM_JOB; no console window; suspended until
-   * start() has checked the job. */
+   * start() has checked the job; below normal priority, which the job's
+   * PRIORITY_CLASS limit keeps for every process (the service and the
+   * user's programs run first when the CPUs are contended). */
   DWORD flags = CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT |
-                CREATE_NO_WINDOW | EXTENDED_STARTUPINFO_PRESENT;
+                CREATE_NO_WINDOW | EXTENDED_STARTUPINFO_PRESENT |
+                BELOW_NORMAL_PRIORITY_CLASS;
   memset(&si, 0, sizeof si);
   memset(&pi, 0, sizeof pi);
   si.StartupInfo.cb = sizeof si;
