@@ -86,7 +86,10 @@ TEST_IMPL(windisk_usage) {
   /* A chain of directories past MAX_PATH, a file at its end. */
   _snwprintf(deep, 2048, L"\\\\?\\%ls\\sub", root);
   for (i = 0; i < 6; i++) {
-    wcscat(deep, L"\\dddddddddddddddddddddddddddddddddddddddddddddddddd");
+    size_t len = wcslen(deep);
+    _snwprintf(deep + len, 2048 - len, L"\\%ls",
+               L"dddddddddddddddddddddddddddddddddddddddddddddddddd");
+    deep[2047] = 0;
     ASSERT(CreateDirectoryW(deep, NULL));
   }
   ASSERT(wcslen(deep) > MAX_PATH);
