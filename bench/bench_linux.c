@@ -23,6 +23,7 @@
 #include "px/px_error.h"
 #include "px/px_os.h"
 #include "px/px_log.h"
+#include "px/px_util.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -51,12 +52,8 @@ static double now_ms(void) {
 }
 
 static void push(series_t *s, double v) {
-  if (s->n == s->cap) {
-    s->cap = s->cap ? s->cap * 2 : 256;
-    s->v = realloc(s->v, s->cap * sizeof *s->v);
-    if (!s->v)
-      abort();
-  }
+  if (px_array_reserve(&s->v, &s->cap, s->n + 1, sizeof *s->v, 256))
+    abort();
   s->v[s->n++] = v;
 }
 

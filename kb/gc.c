@@ -30,14 +30,8 @@ static void names_free(names_t *s) {
 }
 
 static int names_add(names_t *s, const char *name, size_t len) {
-  if (s->n == s->cap) {
-    size_t cap = s->cap ? s->cap * 2 : 64;
-    char **nv = realloc(s->v, cap * sizeof *nv);
-    if (!nv)
-      return PX_ENOMEM;
-    s->v = nv;
-    s->cap = cap;
-  }
+  if (px_array_reserve(&s->v, &s->cap, s->n + 1, sizeof *s->v, 64))
+    return PX_ENOMEM;
   s->v[s->n] = px_strndup(name, len);
   if (!s->v[s->n])
     return PX_ENOMEM;
@@ -99,15 +93,9 @@ static int mark(px_kb_t *kb, const names_t *ids, hashes_t *hs) {
     for (j = 0; j < m->n; j++) {
       if (m->e[j].type != PX_KBFS_FILE)
         continue;
-      if (hs->n == hs->cap) {
-        size_t cap = hs->cap ? hs->cap * 2 : 1024;
-        void *nh = realloc(hs->h, cap * PX_SHA256_LEN);
-        if (!nh) {
-          px__kb_manifest_free(&m);
-          return PX_ENOMEM;
-        }
-        hs->h = nh;
-        hs->cap = cap;
+      if (px_array_reserve(&hs->h, &hs->cap, hs->n + 1, sizeof *hs->h, 1024)) {
+        px__kb_manifest_free(&m);
+        return PX_ENOMEM;
       }
       memcpy(hs->h[hs->n++], m->e[j].hash, PX_SHA256_LEN);
     }

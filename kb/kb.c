@@ -407,14 +407,8 @@ void px_kb_result_free(px_kb_result_t *r) {
 
 int px__kb_add_change(px_kb_change_t **arr, size_t *n, size_t *cap,
                       const char *path, const char *action) {
-  if (*n == *cap) {
-    size_t nc = *cap ? *cap * 2 : 16;
-    px_kb_change_t *na = realloc(*arr, nc * sizeof *na);
-    if (!na)
-      return PX_ENOMEM;
-    *arr = na;
-    *cap = nc;
-  }
+  if (px_array_reserve(arr, cap, *n + 1, sizeof **arr, 16))
+    return PX_ENOMEM;
   (*arr)[*n].path = px_strdup(path);
   if (!(*arr)[*n].path)
     return PX_ENOMEM;

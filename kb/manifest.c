@@ -44,14 +44,8 @@ void px__kb_manifest_free(px__kb_manifest_t **mp) {
 }
 
 int px__kb_manifest_add(px__kb_manifest_t *m, const px__kb_entry_t *e) {
-  if (m->n == m->cap) {
-    size_t cap = m->cap ? m->cap * 2 : 256;
-    px__kb_entry_t *ne = realloc(m->e, cap * sizeof *ne);
-    if (!ne)
-      return PX_ENOMEM;
-    m->e = ne;
-    m->cap = cap;
-  }
+  if (px_array_reserve(&m->e, &m->cap, m->n + 1, sizeof *m->e, 256))
+    return PX_ENOMEM;
   m->e[m->n] = *e;
   m->e[m->n].path = px_strdup(e->path);
   if (!m->e[m->n].path)

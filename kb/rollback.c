@@ -61,14 +61,8 @@ typedef struct {
 
 static int collect(void *c, const char *name, const px_kbfs_stat_t *st) {
   ents_t *d = c;
-  if (d->n == d->cap) {
-    size_t cap = d->cap ? d->cap * 2 : 32;
-    ent_t *nv = realloc(d->v, cap * sizeof *nv);
-    if (!nv)
-      return PX_ENOMEM;
-    d->v = nv;
-    d->cap = cap;
-  }
+  if (px_array_reserve(&d->v, &d->cap, d->n + 1, sizeof *d->v, 32))
+    return PX_ENOMEM;
   d->v[d->n].name = px_strdup(name);
   if (!d->v[d->n].name)
     return PX_ENOMEM;
@@ -152,19 +146,14 @@ static int keep_going(ctx_t *c, int rc) {
 static int hoist(ctx_t *c, px_kbfs_dir_t *dir, const char *name) {
   unsigned char r[8];
   char tmp[40];
-  char **nv;
   int rc = px_random_bytes(r, sizeof r);
   if (rc)
     return rc;
   snprintf(tmp, sizeof tmp, ".px-kb-tmp-h%02x%02x%02x%02x%02x%02x%02x%02x",
            r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
-  if (c->deferred.n == c->deferred.cap) {
-    size_t cap = c->deferred.cap ? c->deferred.cap * 2 : 8;
-    if (!(nv = realloc(c->deferred.v, cap * sizeof *nv)))
-      return PX_ENOMEM;
-    c->deferred.v = nv;
-    c->deferred.cap = cap;
-  }
+  if (px_array_reserve(&c->deferred.v, &c->deferred.cap, c->deferred.n + 1,
+                       sizeof *c->deferred.v, 8))
+    return PX_ENOMEM;
   rc = px_kbfs_move(dir, name, c->root, tmp);
   if (rc)
     return rc;

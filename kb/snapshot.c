@@ -31,14 +31,8 @@ static int collect(void *ctx, const char *name, const px_kbfs_stat_t *st) {
   dirents_t *d = ctx;
   if (strncmp(name, ".px-kb-tmp-", 11) == 0 && st->type == PX_KBFS_FILE)
     return 0; /* our own leftovers are not KB content */
-  if (d->n == d->cap) {
-    size_t cap = d->cap ? d->cap * 2 : 32;
-    dirent_t *nv = realloc(d->v, cap * sizeof *nv);
-    if (!nv)
-      return PX_ENOMEM;
-    d->v = nv;
-    d->cap = cap;
-  }
+  if (px_array_reserve(&d->v, &d->cap, d->n + 1, sizeof *d->v, 32))
+    return PX_ENOMEM;
   d->v[d->n].name = px_strdup(name);
   if (!d->v[d->n].name)
     return PX_ENOMEM;

@@ -1,8 +1,9 @@
-/* util.c - string and buffer helpers (px_util.h). */
+/* util.c - string, buffer and array helpers (px_util.h). */
 #include "px/px_util.h"
 
 #include "px/px_error.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,9 +76,9 @@ const char *px_memcasemem(const char *hay, size_t hay_len, const char *needle,
 int px_buf_reserve(px_buf_t *b, size_t extra) {
   size_t need, cap;
   char *p;
-  if (px_add_u64(b->len, extra, (uint64_t *)&need) || need == SIZE_MAX)
+  if (extra > SIZE_MAX - b->len || b->len + extra == SIZE_MAX)
     return PX_ENOMEM;
-  need += 1;
+  need = b->len + extra + 1; /* the NUL */
   if (need <= b->cap)
     return 0;
   cap = b->cap ? b->cap : 64;
@@ -143,6 +144,34 @@ void px_buf_free(px_buf_t *b) {
   free(b->data);
   b->data = NULL;
   b->len = b->cap = 0;
+}
+
+int px_array_reserve(void *pptr, size_t *cap, size_t need, size_t elem_size,
+                     size_t first_cap) {
+  size_t max, ncap;
+  void *old, *p;
+  assert(pptr && cap && elem_size > 0);
+  if (need <= *cap)
+    return 0;
+  max = SIZE_MAX / elem_size; /* the most elements a size_t byte count holds */
+  if (need > max)
+    return PX_ENOMEM;
+  ncap = *cap ? *cap : first_cap;
+  if (ncap == 0 || ncap > max)
+    ncap = need;
+  while (ncap < need)
+    ncap = ncap > max / 2 ? need : ncap * 2;
+  /* *pptr is a `T *`: reading or writing it through a `void **` would
+   * break the aliasing rules (C11 6.5p7), copying its bytes does not. Every
+   * object pointer has void *'s representation on the platforms we build
+   * for. */
+  memcpy(&old, pptr, sizeof old);
+  p = realloc(old, ncap * elem_size);
+  if (!p)
+    return PX_ENOMEM;
+  memcpy(pptr, &p, sizeof p);
+  *cap = ncap;
+  return 0;
 }
 
 int px_add_u64(uint64_t a, uint64_t b, uint64_t *out) {

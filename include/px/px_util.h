@@ -1,5 +1,6 @@
-/* px_util.h - small string and buffer helpers shared by every component.
- * (strdup is not ISO C and mingw hides it under -std=c11: use these.) */
+/* px_util.h - small string, buffer and array helpers shared by every
+ * component. (strdup is not ISO C and mingw hides it under -std=c11: use
+ * these.) */
 #ifndef PX_UTIL_H
 #define PX_UTIL_H
 
@@ -51,6 +52,17 @@ const char *px_buf_cstr(px_buf_t *b);
 char *px_buf_take(px_buf_t *b, size_t *len);
 void px_buf_reset(px_buf_t *b); /* len = 0, keeps the storage */
 void px_buf_free(px_buf_t *b);  /* frees, idempotent */
+
+/* Make the growable array *pptr hold at least `need` elements of elem_size
+ * (> 0) bytes. pptr is the address of the array pointer (`&v` for a
+ * `T *v`; v NULL and *cap 0 while empty). When it must grow, the capacity
+ * doubles from *cap, or from first_cap for an empty array (0: exactly
+ * need), until it holds need; *cap is the new capacity. Returns 0 (also
+ * when there is room already), or PX_ENOMEM when the allocation fails or
+ * the size in bytes would overflow a size_t; *pptr, *cap and the contents
+ * are unchanged then. The caller owns the array and frees it with free(). */
+int px_array_reserve(void *pptr, size_t *cap, size_t need, size_t elem_size,
+                     size_t first_cap);
 
 /* Overflow-checked arithmetic: 0, or PX_EOVERFLOW. */
 int px_add_u64(uint64_t a, uint64_t b, uint64_t *out);

@@ -22,6 +22,7 @@
 #include "px/px_error.h"
 #include "px/px_events.h"
 #include "px/px_log.h"
+#include "px/px_util.h"
 #include "service/win/win_error.h"
 
 #include <windows.h>
@@ -47,14 +48,8 @@ static void names_free(names_t *l) {
 
 static int names_add(names_t *l, const WCHAR *s, size_t len) {
   WCHAR *copy;
-  if (l->n == l->cap) {
-    size_t nc = l->cap ? l->cap * 2 : 16;
-    WCHAR **nv = realloc(l->v, nc * sizeof *nv);
-    if (!nv)
-      return PX_ENOMEM;
-    l->v = nv;
-    l->cap = nc;
-  }
+  if (px_array_reserve(&l->v, &l->cap, l->n + 1, sizeof *l->v, 16))
+    return PX_ENOMEM;
   if (!(copy = malloc((len + 1) * sizeof *copy)))
     return PX_ENOMEM;
   memcpy(copy, s, len * sizeof *copy);

@@ -191,11 +191,8 @@ typedef struct {
 } lines_t;
 
 static void add_line(lines_t *l, const char *s) {
-  if (l->n == l->cap) {
-    l->cap = l->cap ? l->cap * 2 : 64;
-    l->lines = realloc(l->lines, l->cap * sizeof *l->lines);
-    ASSERT_NOT_NULL(l->lines);
-  }
+  ASSERT_OK(
+      px_array_reserve(&l->lines, &l->cap, l->n + 1, sizeof *l->lines, 64));
   l->lines[l->n] = px_strdup(s);
   ASSERT_NOT_NULL(l->lines[l->n]);
   l->n++;
@@ -204,16 +201,14 @@ static void add_line(lines_t *l, const char *s) {
 typedef struct {
   char **names;
   px_kbfs_stat_t *st;
-  size_t n, cap;
+  size_t n, names_cap, st_cap; /* two parallel arrays, a capacity each */
 } names_t;
 
 static int collect(void *ctx, const char *name, const px_kbfs_stat_t *st) {
   names_t *n = ctx;
-  if (n->n == n->cap) {
-    n->cap = n->cap ? n->cap * 2 : 32;
-    n->names = realloc(n->names, n->cap * sizeof *n->names);
-    n->st = realloc(n->st, n->cap * sizeof *n->st);
-  }
+  ASSERT_OK(px_array_reserve(&n->names, &n->names_cap, n->n + 1,
+                             sizeof *n->names, 32));
+  ASSERT_OK(px_array_reserve(&n->st, &n->st_cap, n->n + 1, sizeof *n->st, 32));
   n->names[n->n] = px_strdup(name);
   n->st[n->n] = *st;
   n->n++;

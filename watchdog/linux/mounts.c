@@ -48,14 +48,9 @@ static const char *const dev_nodes[] = {"null", "zero", "full", "random",
 int px__mnt_add(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
                 const char *src, const char *dst) {
   px__mnt_op_t *op;
-  if (plan->n == plan->cap) {
-    size_t cap = plan->cap ? plan->cap * 2 : 32;
-    px__mnt_op_t *ops = realloc(plan->ops, cap * sizeof *ops);
-    if (!ops)
-      return PX_ENOMEM;
-    plan->ops = ops;
-    plan->cap = cap;
-  }
+  if (px_array_reserve(&plan->ops, &plan->cap, plan->n + 1, sizeof *plan->ops,
+                       32))
+    return PX_ENOMEM;
   op = &plan->ops[plan->n];
   memset(op, 0, sizeof *op);
   op->kind = kind;

@@ -20,6 +20,7 @@
 #include "watchdog/win/internal.h"
 
 #include "px/px_error.h"
+#include "px/px_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -34,14 +35,8 @@ typedef struct {
 static int push(dirstack_t *s, const WCHAR *parent, const WCHAR *name) {
   size_t len = wcslen(parent) + 1 + (name ? wcslen(name) : 0) + 1;
   WCHAR *p;
-  if (s->n == s->cap) {
-    size_t cap = s->cap ? s->cap * 2 : 16;
-    WCHAR **v = realloc(s->v, cap * sizeof *v);
-    if (!v)
-      return PX_ENOMEM;
-    s->v = v;
-    s->cap = cap;
-  }
+  if (px_array_reserve(&s->v, &s->cap, s->n + 1, sizeof *s->v, 16))
+    return PX_ENOMEM;
   p = malloc(len * sizeof *p);
   if (!p)
     return PX_ENOMEM;

@@ -153,15 +153,9 @@ static int env_put(envlist_t *e, const WCHAR *name, const WCHAR *val,
     e->v[at] = kv;
     return 0;
   }
-  if (e->n == e->cap) {
-    size_t nc = e->cap ? e->cap * 2 : 32;
-    WCHAR **nv = realloc(e->v, nc * sizeof *nv);
-    if (!nv) {
-      free(kv);
-      return PX_ENOMEM;
-    }
-    e->v = nv;
-    e->cap = nc;
+  if (px_array_reserve(&e->v, &e->cap, e->n + 1, sizeof *e->v, 32)) {
+    free(kv);
+    return PX_ENOMEM;
   }
   e->v[e->n++] = kv;
   return 0;

@@ -318,10 +318,7 @@ static void digest_dir(const char *dir, const char *rel, char ***lines, size_t *
              (unsigned)st.st_mode, (long long)(S_ISDIR(st.st_mode) ? 0 : st.st_size),
              (unsigned long long)h,
              (unsigned long)(S_ISDIR(st.st_mode) ? 0 : st.st_nlink), tgt);
-    if (*n == *cap) {
-      *cap = *cap ? *cap * 2 : 64;
-      *lines = realloc(*lines, *cap * sizeof **lines);
-    }
+    ASSERT_OK(px_array_reserve(lines, cap, *n + 1, sizeof **lines, 64));
     (*lines)[(*n)++] = px_strdup(line);
     if (S_ISDIR(st.st_mode) && depth < 32)
       digest_dir(path, relp, lines, n, cap, depth + 1);
