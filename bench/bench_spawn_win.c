@@ -3,7 +3,7 @@
  * Job Object + restricted token -> result) against raw CreateProcess+wait
  * of the same cmd.exe script, measured side by side in one run.
  *
- *   px_bench_win [--rounds N] [--json FILE]
+ *   px_bench_win [--rounds N] [--footprint-jobs M] [--json FILE]
  *
  * Starts `PhoenixExecutor.exe --console` (beside it in the build tree)
  * with a private pipe and work root. Its log (stderr in console mode)
@@ -14,9 +14,9 @@
  * ratios only.
  *
  * Then the service's footprint (working set and handle count): idle,
- * after the measured jobs, and with 1,000 jobs queued behind two long
- * ones per worker (a second connection, closed after: its jobs are
- * cancelled).
+ * after the measured jobs, after M more (--footprint-jobs), and with 1,000
+ * jobs queued behind two long ones per worker (a second connection,
+ * closed after: its jobs are cancelled).
  */
 #include "tools/phoenixctl/client.h"
 
@@ -220,7 +220,7 @@ static int run_job(px_client_t *c, int i) {
 
 int wmain(int argc, WCHAR **argv);
 int wmain(int argc, WCHAR **argv) {
-  int rounds = 100, i, n = 0;
+  int rounds = 100, extra = 0, i, n = 0;
   const WCHAR *json_path = L"bench-win.json";
   WCHAR dir[MAX_PATH], script[MAX_PATH], cmdline[2 * MAX_PATH], *slash;
   char pipe[96], err[256];
@@ -235,6 +235,7 @@ int wmain(int argc, WCHAR **argv) {
 
   for (i = 1; i < argc; i++) {
     if (!wcscmp(argv[i], L"--rounds") && i + 1 < argc) rounds = _wtoi(argv[++i]); /* checksrc: allow - trusted CLI */
+    else if (!wcscmp(argv[i], L"--footprint-jobs") && i + 1 < argc) extra = _wtoi(argv[++i]); /* checksrc: allow - trusted CLI */
     else if (!wcscmp(argv[i], L"--json") && i + 1 < argc) json_path = argv[++i];
   }
   GetModuleFileNameW(NULL, dir, MAX_PATH);
@@ -295,6 +296,13 @@ int wmain(int argc, WCHAR **argv) {
   report("idle", idle_rc, idle, f, "idle");
   snprintf(what, sizeof what, "after %d jobs", n + 5);
   footprint(what, service, f, "after_jobs");
+  if (extra > 0) { /* more jobs: does the footprint grow with them? */
+    int done = 0;
+    for (i = 0; i < extra; i++)
+      done += run_job(c, 200000 + i) == 0;
+    snprintf(what, sizeof what, "after %d jobs", n + 5 + done);
+    footprint(what, service, f, "after_more_jobs");
+  }
   q = queue_1000(pipe);
   if (q) {
     footprint("1000 jobs queued", service, f, "queued_1000");
