@@ -360,6 +360,23 @@ static int run_one(px_client_t *cl, int i) {
   return ok ? 0 : -1;
 }
 
+/* The daemon's fd count once it has settled: after a result the reaper may
+ * still hold a finished job's cgroup and directory fds for a moment. The
+ * count must read the same three times 20 ms apart (at most 3 s): a leak
+ * stays, a cleanup in flight does not. */
+static int settled_fds(pid_t pid) {
+  int last = proc_fds(pid), same = 0;
+  uint64_t end = adv_ms() + 3000;
+  while (same < 3 && adv_ms() < end) {
+    int now;
+    usleep(20000);
+    now = proc_fds(pid);
+    same = now == last ? same + 1 : 0;
+    last = now;
+  }
+  return last;
+}
+
 TEST_IMPL(soak_10000_sequential) {
   px_daemon_t d;
   px_client_t *cl = NULL;
@@ -375,7 +392,7 @@ TEST_IMPL(soak_10000_sequential) {
   /* warm-up: thread stacks, allocator arenas, the first job's lazy setup */
   for (i = 0; i < WARMUP; i++)
     ASSERT_OK(run_one(cl, -1 - i));
-  fd0 = proc_fds(d.pid);
+  fd0 = settled_fds(d.pid);
   rss0 = proc_rss_kb(d.pid);
   printf("baseline after %d jobs: %d fds, RSS %ld KiB\n", WARMUP, fd0, rss0);
   t0 = adv_ms();
@@ -384,7 +401,7 @@ TEST_IMPL(soak_10000_sequential) {
     if (i % SAMPLE_EVERY == 0) {
       x[n] = i;
       rss[n] = (double)proc_rss_kb(d.pid);
-      fds[n] = proc_fds(d.pid);
+      fds[n] = settled_fds(d.pid);
       printf("after %5d jobs: %3.0f fds, RSS %6.0f KiB (%llu ms)\n", i, fds[n],
              rss[n], (unsigned long long)(adv_ms() - t0));
       n++;
