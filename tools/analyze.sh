@@ -27,6 +27,7 @@ grep -v '^\s*#' "$here/cppcheck.supp" | sed 's/\s*#.*$//' | grep -v '^\s*$' \
 if ! cppcheck --project="$db" -D__GNUC__=12 --library="$here/px.cfg" \
         --enable=warning,portability,performance --std=c11 -q -j "$jobs" \
         --inline-suppr --suppressions-list="$build/cppcheck.supp" \
+        --relative-paths="$(pwd)" \
         -i build -i bench --error-exitcode=1 \
         --template='{file}:{line}: {severity}: {id}: {message}' \
         2> "$build/cppcheck.txt"; then
