@@ -9,11 +9,9 @@ PX_TEST_ENTRY(adversarial, advw_cleanup_links, 120)
 PX_TEST_ENTRY(adversarial, advw_protocol, 180)
 PX_TEST_ENTRY(adversarial, advw_disconnect, 120)
 PX_TEST_ENTRY(adversarial, advw_breakaway, 120)
-/* resource exhaustion: threads, kernel-mode CPU, a grandchild holding the
- * output pipe, handles */
+/* resource exhaustion: threads, kernel-mode CPU, handles */
 PX_TEST_ENTRY(adversarial, advw_thread_bomb, 120)
 PX_TEST_ENTRY(adversarial, advw_busy_kernel, 120)
-PX_TEST_ENTRY(adversarial, advw_grandchild_pipe, 120)
 PX_TEST_ENTRY(adversarial, advw_handle_bomb, 120)
 /* disk: fill, sparse, many files (the job directory caps) */
 PX_TEST_ENTRY(adversarial, advw_disk, 180)
