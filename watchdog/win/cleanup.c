@@ -1,16 +1,22 @@
-/* cleanup.c - remove a job directory without ever following a link.
+/* cleanup.c - remove a tree a job controlled without ever following a
+ * link: a finished job's directory, and (through px__winbe_empty_dir) the
+ * leftovers a crashed run left in the work root (service/win/recovery.c).
  *
- * The job controlled that tree and may have planted junctions, symlinks or
- * hard links for the privileged service to follow. So:
+ * A job may have planted junctions, symlinks or hard links there for the
+ * privileged service to follow. So:
  *  - the top directory is opened with FILE_FLAG_OPEN_REPARSE_POINT and its
  *    final path must lie inside the work root, else nothing is touched;
  *  - every entry below is opened RELATIVE TO ITS PARENT'S HANDLE
  *    (NtCreateFile with a RootDirectory) with FILE_OPEN_REPARSE_POINT, so
  *    no path is ever re-resolved and a swapped component cannot redirect us;
+ *  - what each handle is (reparse point, directory, file) is read from
+ *    the handle itself, not from the listing, so an entry swapped after
+ *    the listing is still handled as what was opened;
  *  - a reparse point is deleted as itself, never descended into;
  *  - deletion is by handle (FileDispositionInfoEx, falling back to
  *    FileDispositionInfo); a hard link loses only its name.
- * Runs after every process of the job is gone.
+ * Runs after every process of the job is gone (or, for recovery, before
+ * any job runs).
  */
 #include "watchdog/win/internal.h"
 
@@ -18,6 +24,7 @@
 #include "service/win/win_error.h"
 
 #include <stdlib.h>
+#include <string.h>
 #include <wchar.h>
 #include <winternl.h>
 
@@ -108,14 +115,16 @@ static HANDLE open_rel(HANDLE parent, const WCHAR *name, USHORT len) {
   return h;
 }
 
-static int remove_handle(HANDLE h, DWORD attrs, int depth);
+static int remove_handle(HANDLE h, int depth, px__winbe_rm_counts_t *c);
 
 /* Delete every entry of directory `dir`. Repeats the listing until it is
- * empty; a pass that deletes nothing fails (something refuses to go). */
-static int empty_dir(HANDLE dir, int depth) {
+ * empty; a pass that deletes nothing fails (something refuses to go).
+ * top: `dir` is the directory being emptied (its entries are counted). */
+static int empty_dir(HANDLE dir, int depth, px__winbe_rm_counts_t *c,
+                     int top) {
   enum { BUFSZ = 65536 };
   unsigned char *buf = malloc(BUFSZ);
-  int rc = 0;
+  int rc = 0, first = 1;
   if (!buf)
     return PX_ENOMEM;
   for (;;) {
@@ -136,12 +145,12 @@ static int empty_dir(HANDLE dir, int depth) {
         int dot = (n == 1 && e->FileName[0] == L'.') ||
                   (n == 2 && e->FileName[0] == L'.' && e->FileName[1] == L'.');
         if (!dot) {
-          HANDLE c = open_rel(dir, e->FileName, n);
+          HANDLE h = open_rel(dir, e->FileName, n);
           seen++;
-          if (c) {
-            if (remove_handle(c, e->FileAttributes, depth + 1) == 0)
+          if (h) {
+            if (remove_handle(h, depth + 1, c) == 0)
               deleted++;
-            CloseHandle(c);
+            CloseHandle(h); /* the delete happens here */
           }
         }
         if (!e->NextEntryOffset)
@@ -149,16 +158,23 @@ static int empty_dir(HANDLE dir, int depth) {
         e = (dir_info_t *)(void *)((unsigned char *)e + e->NextEntryOffset);
       }
     }
+    if (top && first)
+      c->entries = (uint64_t)seen;
+    first = 0;
     if ((ULONG)st != 0x80000006UL /* STATUS_NO_MORE_FILES */ && st < 0 && !seen) {
       PX_LOG(PX_LOG_ERROR, "NtQueryDirectoryFile failed: NTSTATUS 0x%lx",
              (unsigned long)st);
       rc = PX_EIO;
+      if (top)
+        c->left = c->entries;
       break;
     }
     if (seen == 0)
       break; /* empty */
     if (deleted == 0) {
       rc = PX_EBUSY;
+      if (top)
+        c->left = (uint64_t)seen;
       break;
     }
   }
@@ -166,18 +182,42 @@ static int empty_dir(HANDLE dir, int depth) {
   return rc;
 }
 
-/* Remove what handle h names: a reparse point or file as itself, a real
- * directory after emptying it. */
-static int remove_handle(HANDLE h, DWORD attrs, int depth) {
-  int rc;
+/* Remove what handle h names, as the handle says it is: a reparse point
+ * or file as itself, a real directory after emptying it. */
+static int remove_handle(HANDLE h, int depth, px__winbe_rm_counts_t *c) {
+  BY_HANDLE_FILE_INFORMATION fi;
+  DWORD a;
+  int rc, link, dir;
   if (depth > MAX_DEPTH) {
-    PX_LOG(PX_LOG_ERROR, "job directory deeper than %d levels", MAX_DEPTH);
+    PX_LOG(PX_LOG_ERROR, "directory tree deeper than %d levels", MAX_DEPTH);
     return PX_ERANGE;
   }
-  if ((attrs & FILE_ATTRIBUTE_DIRECTORY) &&
-      !(attrs & FILE_ATTRIBUTE_REPARSE_POINT) && (rc = empty_dir(h, depth)))
+  if (!GetFileInformationByHandle(h, &fi))
+    return PX_LOG_WIN32(PX_EIO, GetLastError(), "GetFileInformationByHandle");
+  a = fi.dwFileAttributes;
+  link = (a & FILE_ATTRIBUTE_REPARSE_POINT) != 0;
+  dir = !link && (a & FILE_ATTRIBUTE_DIRECTORY);
+  if (dir && (rc = empty_dir(h, depth, c, 0)))
     return rc;
-  return delete_by_handle(h, attrs);
+  if ((rc = delete_by_handle(h, a)))
+    return rc;
+  if (c) {
+    if (link)
+      c->links++;
+    else if (dir)
+      c->dirs++;
+    else
+      c->files++;
+  }
+  return 0;
+}
+
+int px__winbe_empty_dir(HANDLE dir, px__winbe_rm_counts_t *counts) {
+  int rc;
+  memset(counts, 0, sizeof *counts);
+  if ((rc = nt_resolve()))
+    return rc;
+  return empty_dir(dir, 0, counts, 1);
 }
 
 int px__winbe_final_path(const WCHAR *path, WCHAR **out) {
@@ -244,7 +284,7 @@ int px__winbe_remove_tree(const WCHAR *dir, const WCHAR *root_final) {
                          "left in place");
     rc = PX_ELOOP;
   } else {
-    rc = remove_handle(h, fi.dwFileAttributes, 0);
+    rc = remove_handle(h, 0, NULL);
   }
   CloseHandle(h);
   return rc;

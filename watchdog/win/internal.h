@@ -9,6 +9,7 @@
 #ifndef PX_WIN_INTERNAL_H
 #define PX_WIN_INTERNAL_H
 
+#include "watchdog/win/cleanup.h"
 #include "px/px_job.h"
 #include "px/px_os.h"
 #include "px/px_sandbox.h"
@@ -207,13 +208,7 @@ void px__winbe_terminate(struct px_sandbox_s *sb);
 /* Drop one reference; frees the tracker at zero. Under be->lock. */
 void px__winbe_unref(struct px_sandbox_s *sb);
 
-/* cleanup.c */
-/* Remove dir and everything below it without following any reparse
- * point, refusing when dir resolves outside root_final. 0 when removed or
- * absent, else an error (logged). */
-int px__winbe_remove_tree(const WCHAR *dir, const WCHAR *root_final);
-/* The final (link-resolved) path of an existing path (*out malloc'd). */
-int px__winbe_final_path(const WCHAR *path, WCHAR **out);
+/* cleanup.c: watchdog/win/cleanup.h */
 
 /* backend.c: hooks for tests (borrowed values; valid until release). */
 HANDLE px__winbe_test_port(void *state);
