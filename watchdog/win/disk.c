@@ -31,24 +31,6 @@ typedef struct {
   size_t n, cap;
 } dirstack_t;
 
-/* Push parent\\name (name NULL: parent itself) as a heap string. */
-static int push(dirstack_t *s, const WCHAR *parent, const WCHAR *name) {
-  size_t len = wcslen(parent) + 1 + (name ? wcslen(name) : 0) + 1;
-  WCHAR *p;
-  if (px_array_reserve(&s->v, &s->cap, s->n + 1, sizeof *s->v, 16))
-    return PX_ENOMEM;
-  p = malloc(len * sizeof *p);
-  if (!p)
-    return PX_ENOMEM;
-  if (name)
-    _snwprintf(p, len, L"%ls\\%ls", parent, name);
-  else
-    _snwprintf(p, len, L"%ls", parent);
-  p[len - 1] = 0;
-  s->v[s->n++] = p;
-  return 0;
-}
-
 static int is_dot(const WCHAR *n) {
   return n[0] == L'.' && (n[1] == 0 || (n[1] == L'.' && n[2] == 0));
 }
@@ -63,6 +45,16 @@ static WCHAR *join(const WCHAR *dir, const WCHAR *name, const WCHAR *tail) {
     p[len - 1] = 0;
   }
   return p;
+}
+
+/* Push parent\\name (name "": parent itself). */
+static int push(dirstack_t *s, const WCHAR *parent, const WCHAR *name) {
+  WCHAR *p;
+  if (px_array_reserve(&s->v, &s->cap, s->n + 1, sizeof *s->v, 16) ||
+      !(p = join(parent, name, L"")))
+    return PX_ENOMEM;
+  s->v[s->n++] = p;
+  return 0;
 }
 
 /* The named streams of a file beyond its unnamed one, added to u. */
@@ -104,7 +96,7 @@ int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
   if (wcsncmp(dir, L"\\\\?\\", 4) != 0 && dir[0] && dir[1] == L':')
     rc = push(&s, L"\\\\?", dir);
   else
-    rc = push(&s, dir, NULL);
+    rc = push(&s, dir, L"");
   if (rc)
     return rc;
   while (s.n > 0 && !over(u, max_bytes, max_entries)) {
