@@ -10,10 +10,14 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/win/watchdog.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/cleanup.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/disk.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/desktop.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/mitigations.c
   ${PROJECT_SOURCE_DIR}/service/win/win_error.c)
 # psapi: K32GetProcessMemoryInfo lives in kernel32 on Windows 7+, but the
 # import library keeps the name in psapi for older SDKs.
 target_link_libraries(px_core PUBLIC psapi)
+# user32: the job's window station and desktop (desktop.c).
+target_link_libraries(px_core PUBLIC user32)
 
 # Tests: px_tests_win (run under Wine by ctest) and the probe it launches
 # inside the sandbox.

@@ -119,7 +119,12 @@ typedef struct {
   X(PX_ENF_RLIMITS, "rlimits")                                               \
   X(PX_ENF_OUTPUT_GUARD, "output_guard")                                     \
   X(PX_ENF_DEGRADED, "degraded")                                             \
-  X(PX_ENF_JOB_DIR_WATCH, "job_dir_watch")
+  X(PX_ENF_JOB_DIR_WATCH, "job_dir_watch")                                   \
+  X(PX_ENF_ALT_DESKTOP, "alt_desktop")                                       \
+  X(PX_ENF_STRICT_HANDLE_CHECKS, "strict_handle_checks")                     \
+  X(PX_ENF_EXTENSION_POINTS_DISABLED, "extension_points_disabled")           \
+  X(PX_ENF_IMAGE_LOAD_NO_REMOTE, "image_load_no_remote")                     \
+  X(PX_ENF_NON_SYSTEM_FONTS_DISABLED, "non_system_fonts_disabled")
 
 enum {
 #define PX_ENF_BIT_(name, str) name##_BIT_,

@@ -28,8 +28,11 @@
 #define SID_SYSTEM L"S-1-5-18"
 #define SID_ADMINS L"S-1-5-32-544"
 #define SID_OWNER_RIGHTS L"S-1-3-4"
-#define SID_KB_READER L"S-1-5-117-2-1"
-#define SID_KB_WRITER L"S-1-5-117-2-2"
+/* Capability SIDs: the same ones the backend puts in a job's token as
+ * restricting SIDs and AppContainer capabilities (watchdog/win/internal.h,
+ * PX__SID_KB_READER / PX__SID_KB_WRITER). */
+#define SID_KB_READER L"S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1"
+#define SID_KB_WRITER L"S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2"
 /* SYSTEM and Administrators full control, inherited inside; protected. */
 #define SDDL_ADMIN_ONLY L"O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"
 

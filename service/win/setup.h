@@ -38,8 +38,8 @@ typedef struct {
  *    the work root carry their own protected DACLs (watchdog/win/acl.c).
  *  - each KB root (unless already granted): its DACL keeps what it has
  *    and gains, propagated to what is inside,
- *    read/execute for the KB reader SID S-1-5-117-2-1 and modify for the
- *    KB writer SID S-1-5-117-2-2 (docs/windows-backend.md, "Capability
+ *    read/execute for the KB reader SID S-1-15-3-1024-...-1 and modify for
+ *    the KB writer SID S-1-15-3-1024-...-2 (docs/windows-backend.md, "Capability
  *    SIDs"), plus a Low mandatory label (no-write-up) so a Low job holding
  *    kb:write can write there - and only there.
  * 0, or PX_EINVAL / PX_EACL / PX_ENOMEM (logged). */

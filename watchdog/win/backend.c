@@ -1,11 +1,12 @@
 /* backend.c - px_backend_windows: the Windows sandbox backend's operations.
  *
  * DESIGN. prepare() builds every control before anything runs, in this
- * order: per-job SID (and AppContainer SID when the job has no net:egress)
+ * order: per-job SID and AppContainer SID (every job, net:egress or not)
  * -> job directory with its DACL and label -> the job's files -> restricted
- * low-integrity token -> Job Object with limits and the completion port ->
- * stdio pipes -> the child, suspended, in the job (spawn.c) -> overlapped
- * pipe I/O on the port. start() checks the job once more, arms the wall
+ * low-integrity token -> the job's window station and desktop (desktop.c)
+ * -> Job Object with limits and the completion port -> stdio pipes -> the
+ * child, suspended, in the job, its token and mitigations read back
+ * (spawn.c) -> overlapped pipe I/O on the port. start() checks the job once more, arms the wall
  * deadline and resumes. wait() sleeps until the watchdog thread
  * (watchdog.c) finishes the job; kill() terminates the job object from any
  * thread; release() kills what is left, waits until no process remains,
@@ -88,8 +89,14 @@ static uint64_t available(const px__winbe_t *be) {
                                     : PX_ENF(PX_ENF_LOW_INTEGRITY);
   if (be->opts.ui_restrictions)
     a |= PX_ENF(PX_ENF_UI_RESTRICTIONS);
-  if (!be->wine) /* Wine: no CPU rate control, no AppContainer */
-    a |= PX_ENF(PX_ENF_CPU_RATE_CONTROL) | PX_ENF(PX_ENF_APPCONTAINER);
+  /* Wine: no CPU rate control, no AppContainer; it creates window stations
+   * and accepts mitigation policies but stores and applies neither. */
+  if (!be->wine)
+    a |= PX_ENF(PX_ENF_CPU_RATE_CONTROL) | PX_ENF(PX_ENF_APPCONTAINER) |
+         PX_ENF(PX_ENF_ALT_DESKTOP) | PX_ENF(PX_ENF_STRICT_HANDLE_CHECKS) |
+         PX_ENF(PX_ENF_EXTENSION_POINTS_DISABLED) |
+         PX_ENF(PX_ENF_IMAGE_LOAD_NO_REMOTE) |
+         PX_ENF(PX_ENF_NON_SYSTEM_FONTS_DISABLED);
   return a;
 }
 
@@ -153,15 +160,16 @@ static uint64_t win_enforcement(void *state) {
   return state ? ((px__winbe_t *)state)->available : 0;
 }
 
-/* Network: an AppContainer with no capabilities (spawn.c). Wine has none;
- * there the job runs without network isolation and says so. */
+/* Every job runs in an AppContainer (spawn.c gives it internetClient when
+ * it holds net:egress): a third access check against a package SID no
+ * other object grants, no loopback, no LAN, no enterprise authentication,
+ * named objects of its own - with or without network, the job never acts
+ * with the service's identity towards a server. Wine has none; there the
+ * job runs without it and says so. */
 static int net_setup(px__winbe_t *be, px_sandbox_t *sb) {
-  if (sb->spec->caps & PX_CAP_NET_EGRESS)
-    return 0;
   if (be->wine) {
     sb->outcome.enforcement |= PX_ENF(PX_ENF_DEGRADED);
-    PX_LOG(PX_LOG_DEBUG, "job %s: no network isolation under Wine",
-           sb->spec->key);
+    PX_LOG(PX_LOG_DEBUG, "job %s: no AppContainer under Wine", sb->spec->key);
     return 0;
   }
   return px__winbe_appcontainer_sid(&sb->ac_sid);
@@ -177,6 +185,7 @@ static int prepare_steps(px__winbe_t *be, px_sandbox_t *sb) {
       (rc = px__winbe_dir_create(be, sb)) ||
       (rc = px__winbe_files_write(sb)) ||
       (rc = px__winbe_token_create(be, sb)) ||
+      (rc = px__winbe_desktop_create(be, sb)) ||
       (rc = px__winbe_job_create(be, sb)) ||
       (rc = px__winbe_pipes_create(sb)) ||
       (rc = px__winbe_spawn(be, sb)))
@@ -339,6 +348,7 @@ static void teardown(px_sandbox_t *sb) {
   px_handle_close(&sb->thread);
   px_handle_close(&sb->process);
   px_handle_close(&sb->token);
+  px__winbe_desktop_close(sb); /* no process of the job is left on it */
   if (sb->dir && be->work_root_final &&
       px__winbe_remove_tree(sb->dir, be->work_root_final))
     PX_LOG(PX_LOG_ERROR, "job %s: directory not fully removed", sb->spec->key);

@@ -37,8 +37,17 @@
 
 /* Capability SIDs put in the token of a job holding kb:read / kb:write
  * (grant them on the knowledge-base trees once, at install). */
-#define PX__SID_KB_READER L"S-1-5-117-2-1"
-#define PX__SID_KB_WRITER L"S-1-5-117-2-2"
+/* Capability SIDs (S-1-15-3-...) so that each serves both as a restricting
+ * SID and as an AppContainer capability: NtCreateLowBoxToken accepts only
+ * capability SIDs, and a KB root must admit the job in the AppContainer
+ * check too. Fixed random sub-authorities; service/win/setup.c grants the
+ * same two on the KB roots. */
+#define PX__SID_KB_READER                                                     \
+  L"S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1"
+#define PX__SID_KB_WRITER                                                     \
+  L"S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2"
+/* The internetClient capability: outbound Internet for net:egress jobs. */
+#define PX__SID_INTERNET_CLIENT L"S-1-15-3-1"
 
 struct px_sandbox_s;
 
@@ -100,6 +109,10 @@ struct px_sandbox_s {
   HANDLE token;               /* owned: the restricted token */
   PSID job_sid;               /* owned (LocalFree) */
   PSID ac_sid;                /* owned (FreeSid); NULL when no AppContainer */
+  unsigned nrestrict;         /* restricting SIDs put in the token */
+  HWINSTA winsta;             /* owned: the job's window station */
+  HDESK desktop;              /* owned: its desktop "job" */
+  WCHAR desktop_name[128];    /* "<station>\\job", STARTUPINFO.lpDesktop */
   WCHAR *dir;                 /* owned: the job directory */
   HANDLE child_in, child_out, child_err; /* owned until spawn hands them */
   px__pipe_t in, out, err;
@@ -120,8 +133,9 @@ typedef struct {
   uint64_t user_ms, kernel_ms, cpu_ms;
   uint64_t memory_bytes; /* current commit of the job's processes */
   uint64_t peak_bytes;   /* job peak commit when the OS reports one */
-  uint64_t active;       /* the job's processes alive (console host and
-                            not-yet-identified ones excluded) */
+  uint64_t active;       /* the job's processes alive, console hosts
+                            beyond the first included (the first is ours;
+                            not-yet-identified processes excluded) */
   uint64_t listed;       /* every process in the job's PID list */
   uint64_t hosts;        /* of those, confirmed console hosts */
   uint64_t total;        /* processes ever started */
@@ -168,6 +182,43 @@ int px__winbe_sid_from_string(const WCHAR *s, PSID *out);
 int px__winbe_token_create(px__winbe_t *be, struct px_sandbox_s *sb);
 /* A fresh AppContainer SID S-1-15-2-r1..r7 (*out: FreeSid). */
 int px__winbe_appcontainer_sid(PSID *out);
+/* Read the child's primary token back: restricting SIDs, privileges,
+ * deny-only groups, integrity and AppContainer; set the bits of what is in
+ * effect. 0, or PX_ETOKEN when a read failed or (outside Wine) something
+ * asked for is not in effect; under Wine the missing mechanisms make the
+ * job "degraded". */
+int px__winbe_token_readback(px__winbe_t *be, struct px_sandbox_s *sb);
+
+/* desktop.c */
+/* The job's integrity RID: Low, or Untrusted by config. */
+DWORD px__winbe_job_rid(const px__winbe_t *be);
+/* Create sb->winsta / sb->desktop (owned by sb) with the job's DACL and
+ * label, read both back; sets sb->desktop_name and, when the read-back
+ * matches, the alt_desktop bit (under Wine "degraded" instead). 0 or
+ * PX_ESANDBOX/PX_ENOMEM (fail closed). */
+int px__winbe_desktop_create(px__winbe_t *be, struct px_sandbox_s *sb);
+/* Close the job's desktop and window station; idempotent. */
+void px__winbe_desktop_close(struct px_sandbox_s *sb);
+/* The window objects' DACL: owner_mask for owner, user_mask for job and
+ * ac (ac may be NULL), in that order, into acl (size bytes). */
+int px__winbe_desktop_dacl(PSID owner, PSID job, PSID ac, DWORD owner_mask,
+                           DWORD user_mask, PACL acl, DWORD size);
+/* Read a window object's DACL and label back; *matches = they equal want
+ * and rid (no-write-up). 0, or PX_ESANDBOX when the read failed. */
+int px__winbe_window_readback(HANDLE h, const ACL *want, DWORD rid,
+                              int *matches);
+/* 1 if two ACLs hold the same ACEs in the same order. */
+int px__winbe_acl_equal(const ACL *got, const ACL *want);
+
+/* mitigations.c */
+/* The PROC_THREAD_ATTRIBUTE_MITIGATION_POLICY value every job gets. */
+DWORD64 px__winbe_mitigations(void);
+/* Read the child's mitigation policies (and its child-process policy)
+ * back and set the bit of each one in effect. 0, or PX_ESANDBOX when a
+ * policy the attribute asked for is not in effect outside Wine (under
+ * Wine: "degraded") or the read failed. */
+int px__winbe_mitigations_readback(px__winbe_t *be, struct px_sandbox_s *sb,
+                                   int child_policy);
 
 /* acl.c */
 /* Create sb->dir (owned by sb) = work_root\key, fresh, with the job's
@@ -188,6 +239,12 @@ int px__winbe_envblock(px__winbe_t *be, const struct px_sandbox_s *sb,
 /* The three stdio pipes: service ends in sb->in/out/err, child ends in
  * sb->child_* (both owned by sb). 0 or PX_ESPAWN. */
 int px__winbe_pipes_create(struct px_sandbox_s *sb);
+/* The stdio pipes' protected security descriptor: the service's user and
+ * the job SID only (*out: LocalFree). 0 or PX_ESPAWN. */
+int px__winbe_pipe_sd(const struct px_sandbox_s *sb, PSECURITY_DESCRIPTOR *out);
+/* The stdio pipes' protected security descriptor: the service's user and
+ * the job SID only (*out: LocalFree). 0 or PX_ESPAWN. */
+int px__winbe_pipe_sd(const struct px_sandbox_s *sb, PSECURITY_DESCRIPTOR *out);
 /* Create the first process suspended, in the job, with the handle list;
  * sb->process/thread owned by sb. 0 or error (the caller tears down). */
 int px__winbe_spawn(px__winbe_t *be, struct px_sandbox_s *sb);

@@ -1,8 +1,8 @@
 /* job.c - the Job Object of one job: creation, limits, the completion-port
  * association, and accounting snapshots for the watchdog.
  *
- * Every limit set is checked; a failure fails the job closed (the caller
- * tears down). Two controls are tolerated when the OS refuses them and are
+ * Every limit set is checked and read back; a failure fails the job closed
+ * (the caller tears down), and only what was read back is reported. Two controls are tolerated when the OS refuses them and are
  * then simply not reported in `enforcement`: UI restrictions and CPU rate
  * control (Wine 8 rejects the latter with ERROR_INVALID_PARAMETER).
  * Breakaway flags are never set, so no process can leave the job.
@@ -17,23 +17,39 @@
 #include <wchar.h>
 #include <tlhelp32.h>
 
-/* Outside Wine, read the limits back and insist the flags stuck. (Wine
- * accepts the limits but reads back LimitFlags 0 and never enforces them;
- * the watchdog's polling is what holds the line there.) */
-static int limits_verify(HANDLE job, DWORD want) {
+/* Read the limits back and report each one the job really holds. Outside
+ * Wine a limit asked for and not read back fails the job closed; Wine
+ * accepts the limits but reads back LimitFlags 0 and never enforces them
+ * (the watchdog's polling holds the line there): the bits are missing and
+ * the job is "degraded". A failed query fails the job everywhere. */
+static int limits_readback(px__winbe_t *be, px_sandbox_t *sb, DWORD want) {
   JOBOBJECT_EXTENDED_LIMIT_INFORMATION got;
+  DWORD f;
   memset(&got, 0, sizeof got);
-  if (!PXW(QueryInformationJobObject)(job, JobObjectExtendedLimitInformation,
+  if (!PXW(QueryInformationJobObject)(sb->job, JobObjectExtendedLimitInformation,
                                       &got, sizeof got, NULL))
     return PX_LOG_WIN32(PX_EJOB, GetLastError(),
                         "QueryInformationJobObject(ExtendedLimit)");
-  if ((got.BasicLimitInformation.LimitFlags & want) != want) {
-    PX_LOG(PX_LOG_ERROR, "job limits did not stick: want 0x%lx, read 0x%lx",
-           (unsigned long)want,
-           (unsigned long)got.BasicLimitInformation.LimitFlags);
-    return PX_EJOB;
+  f = got.BasicLimitInformation.LimitFlags;
+  if (f & JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE)
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_KILL_ON_JOB_CLOSE);
+  if ((f & want & (JOB_OBJECT_LIMIT_PROCESS_MEMORY |
+                   JOB_OBJECT_LIMIT_JOB_MEMORY)) ==
+          (JOB_OBJECT_LIMIT_PROCESS_MEMORY | JOB_OBJECT_LIMIT_JOB_MEMORY))
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_MEMORY_LIMIT);
+  if (f & want & JOB_OBJECT_LIMIT_ACTIVE_PROCESS)
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_PROCESS_LIMIT);
+  if (f & want & JOB_OBJECT_LIMIT_JOB_TIME)
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_CPU_LIMIT);
+  if ((f & want) == want)
+    return 0;
+  if (be->wine) {
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_DEGRADED);
+    return 0;
   }
-  return 0;
+  PX_LOG(PX_LOG_ERROR, "job limits did not stick: want 0x%lx, read 0x%lx",
+         (unsigned long)want, (unsigned long)f);
+  return PX_EJOB;
 }
 
 /* At the end of the job's CPU time the OS, by default, terminates every
@@ -102,20 +118,10 @@ static int limits_set(px__winbe_t *be, px_sandbox_t *sb) {
     if (rc)
       return rc;
   }
-  if (!be->wine) {
-    int rc = limits_verify(sb->job, flags);
-    if (rc)
-      return rc;
-  }
-  sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_OBJECT) |
-                             PX_ENF(PX_ENF_KILL_ON_JOB_CLOSE);
-  if (l->memory_bytes)
-    sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_MEMORY_LIMIT);
-  if (l->processes)
-    sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_PROCESS_LIMIT);
-  if (l->cpu_ms)
-    sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_CPU_LIMIT);
-  return 0;
+  /* The job itself: the child is created into it and IsProcessInJob
+   * checks that before and at start (spawn.c, backend.c). */
+  sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_OBJECT);
+  return limits_readback(be, sb, flags);
 }
 
 /* A tolerated refusal is the host's, not the job's: the first one of this
@@ -144,7 +150,15 @@ static void ui_restrict(px__winbe_t *be, px_sandbox_t *sb) {
       JOB_OBJECT_UILIMIT_SYSTEMPARAMETERS | JOB_OBJECT_UILIMIT_WRITECLIPBOARD;
   if (PXW(SetInformationJobObject)(sb->job, JobObjectBasicUIRestrictions, &ui,
                                    sizeof ui)) {
-    sb->outcome.enforcement |= PX_ENF(PX_ENF_UI_RESTRICTIONS);
+    JOBOBJECT_BASIC_UI_RESTRICTIONS got = {0};
+    DWORD want = ui.UIRestrictionsClass;
+    if (PXW(QueryInformationJobObject)(sb->job, JobObjectBasicUIRestrictions,
+                                       &got, sizeof got, NULL) &&
+        (got.UIRestrictionsClass & want) == want)
+      sb->outcome.enforcement |= PX_ENF(PX_ENF_UI_RESTRICTIONS);
+    else /* Wine 8: accepted, the query refused */
+      PX_LOG(refusal_level(be, &be->warned_ui), "job %s: UI restrictions "
+             "accepted but not read back; not reported", sb->spec->key);
   } else {
     DWORD err = GetLastError();
     px_log_level_t level = refusal_level(be, &be->warned_ui);
@@ -168,7 +182,18 @@ static void cpu_rate(px__winbe_t *be, px_sandbox_t *sb) {
     r.CpuRate = 1;
   if (PXW(SetInformationJobObject)(sb->job, JobObjectCpuRateControlInformation,
                                    &r, sizeof r)) {
-    sb->outcome.enforcement |= PX_ENF(PX_ENF_CPU_RATE_CONTROL);
+    JOBOBJECT_CPU_RATE_CONTROL_INFORMATION got;
+    memset(&got, 0, sizeof got);
+    if (PXW(QueryInformationJobObject)(sb->job,
+                                       JobObjectCpuRateControlInformation, &got,
+                                       sizeof got, NULL) &&
+        (got.ControlFlags & r.ControlFlags) == r.ControlFlags &&
+        got.CpuRate == r.CpuRate)
+      sb->outcome.enforcement |= PX_ENF(PX_ENF_CPU_RATE_CONTROL);
+    else
+      PX_LOG(refusal_level(be, &be->warned_cpu_rate), "job %s: CPU rate "
+             "control accepted but not read back; not reported",
+             sb->spec->key);
   } else {
     DWORD err = GetLastError();
     px_log_level_t level = refusal_level(be, &be->warned_cpu_rate);
@@ -344,14 +369,19 @@ int px__winbe_job_sample(HANDLE job, px__job_sample_t *s) {
   if (rc)
     return rc;
   s->listed = n;
-  if (n) { /* the job's own processes: the PID list minus the console host */
+  if (n) {
+    /* The job's processes: the PID list minus the one console host the OS
+     * starts for our CREATE_NO_WINDOW child (the job limit allows +1 for
+     * it). Every further host is a console the job asked for (a child
+     * created with CREATE_NEW_CONSOLE, AllocConsole after FreeConsole):
+     * it runs in the job, costs a process, and counts. */
     size_t i, own = 0;
     for (i = 0; i < n; i++) {
       int host = console_host(pids[i]);
       own += host == 0;
       s->hosts += host == 1;
     }
-    s->active = own;
+    s->active = own + (s->hosts > 1 ? s->hosts - 1 : 0);
   }
   if (s->cpu_ms == 0 && n)
     cpu_from_threads(pids, n, s);

@@ -6,7 +6,22 @@
  * job before its first instruction; membership is then checked with
  * IsProcessInJob (AssignProcessToJobObject while still suspended if not);
  * start() resumes it. PROC_THREAD_ATTRIBUTE_HANDLE_LIST names the three
- * stdio ends, the only handles the child inherits.
+ * stdio ends, the only handles the child inherits. Also at creation: the
+ * job's own desktop (desktop.c), the mitigation policies (mitigations.c)
+ * and the AppContainer with its capabilities. Before start() the child's
+ * token and mitigations are read back (token.c, mitigations.c): what is
+ * reported is what the child really has.
+ *
+ * Console: the child is created with CREATE_NO_WINDOW, so console programs
+ * get a hidden console and its host (conhost.exe) starts in the job, with
+ * the job's token, on the job's desktop - console APIs (cmd's `cls`,
+ * PowerShell's host, a grandchild that expects to share the console) keep
+ * working. DETACHED_PROCESS would leave no console, and every console
+ * grandchild would then get a new console of its own (one host each). The
+ * watchdog counts the hosts beyond the first against the process limit
+ * (job.c). Whether the child-process policy (jobs limited to one process)
+ * still lets that host start is what enforce_console_one_process checks
+ * on real Windows.
  */
 #include "watchdog/win/internal.h"
 
@@ -253,9 +268,47 @@ int px__winbe_envblock(px__winbe_t *be, const px_sandbox_t *sb, WCHAR **out) {
 /* One pipe: the service's overlapped end (server) in p->h and the child's
  * synchronous, inheritable end in *child. The name carries 64 random bits
  * and FIRST_PIPE_INSTANCE refuses a squatter who guessed it. */
+/* The stdio pipes' security descriptor: the service's user full control,
+ * the job SID read/write, nothing else; protected (nothing inherited), so
+ * not the default DACL that would admit Everyone read on some hosts. The
+ * child never opens them by name (it inherits its ends); the DACL keeps
+ * every other process of the machine - other jobs included - out.
+ * *out: LocalFree. */
+int px__winbe_pipe_sd(const px_sandbox_t *sb, PSECURITY_DESCRIPTOR *out) {
+  HANDLE t = NULL;
+  BYTE ubuf[SECURITY_MAX_SID_SIZE + sizeof(TOKEN_USER)];
+  TOKEN_USER *user = (TOKEN_USER *)(void *)ubuf;
+  WCHAR *us = NULL, *js = NULL, sddl[512];
+  DWORD n;
+  int rc = 0;
+  *out = NULL;
+  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &t) ||
+      !GetTokenInformation(t, TokenUser, user, sizeof ubuf, &n) ||
+      !ConvertSidToStringSidW(user->User.Sid, &us) ||
+      !ConvertSidToStringSidW(sb->job_sid, &js)) {
+    rc = PX_LOG_WIN32(PX_ESPAWN, GetLastError(), "pipe SD: SIDs");
+    goto cleanup;
+  }
+  /* FA: full access; GRGW: what the two ends need. */
+  swprintf(sddl, 512, L"D:P(A;;FA;;;%ls)(A;;GRGW;;;%ls)", us, js);
+  sddl[511] = 0;
+  if (!PXW(ConvertStringSecurityDescriptorToSecurityDescriptorW)(
+          sddl, SDDL_REVISION_1, out, NULL)) {
+    *out = NULL;
+    rc = PX_LOG_WIN32(PX_ESPAWN, GetLastError(),
+                      "ConvertStringSecurityDescriptorToSecurityDescriptorW");
+  }
+cleanup:
+  LocalFree(us);
+  LocalFree(js);
+  px_handle_close(&t);
+  return rc;
+}
+
 static int pipe_pair(px_sandbox_t *sb, px__pipe_t *p, int outbound,
-                     HANDLE *child) {
+                     HANDLE *child, PSECURITY_DESCRIPTOR sd) {
   SECURITY_ATTRIBUTES inherit = {sizeof inherit, NULL, TRUE};
+  SECURITY_ATTRIBUTES server = {sizeof server, sd, FALSE};
   WCHAR name[128];
   uint32_t r[2];
   int rc = px_random_bytes(r, sizeof r);
@@ -271,7 +324,7 @@ static int pipe_pair(px_sandbox_t *sb, px__pipe_t *p, int outbound,
           FILE_FLAG_OVERLAPPED | FILE_FLAG_FIRST_PIPE_INSTANCE,
       PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT |
           PIPE_REJECT_REMOTE_CLIENTS,
-      1, 65536, 65536, 0, NULL);
+      1, 65536, 65536, 0, &server);
   if (p->h == INVALID_HANDLE_VALUE) {
     p->h = NULL;
     return PX_LOG_WIN32(PX_ESPAWN, GetLastError(), "CreateNamedPipeW");
@@ -287,16 +340,21 @@ static int pipe_pair(px_sandbox_t *sb, px__pipe_t *p, int outbound,
 }
 
 int px__winbe_pipes_create(px_sandbox_t *sb) {
+  PSECURITY_DESCRIPTOR sd = NULL;
   int rc;
   sb->in.stream = 0;
   sb->out.stream = PX_STREAM_STDOUT;
   sb->err.stream = PX_STREAM_STDERR;
   sb->in.sb = sb->out.sb = sb->err.sb = sb;
-  if ((rc = pipe_pair(sb, &sb->in, 1, &sb->child_in)) ||
-      (rc = pipe_pair(sb, &sb->out, 0, &sb->child_out)) ||
-      (rc = pipe_pair(sb, &sb->err, 0, &sb->child_err)))
+  if ((rc = px__winbe_pipe_sd(sb, &sd)))
     return rc;
-  return 0;
+  if ((rc = pipe_pair(sb, &sb->in, 1, &sb->child_in, sd)) ||
+      (rc = pipe_pair(sb, &sb->out, 0, &sb->child_out, sd)) ||
+      (rc = pipe_pair(sb, &sb->err, 0, &sb->child_err, sd)))
+    goto cleanup;
+cleanup:
+  LocalFree(sd);
+  return rc;
 }
 
 /* ---- the process ---------------------------------------------------- */
@@ -353,39 +411,67 @@ cleanup:
   return rc;
 }
 
+#define ATTR_COUNT 5
+
 typedef struct {
   LPPROC_THREAD_ATTRIBUTE_LIST list; /* owned */
   HANDLE handles[3];
   HANDLE jobs[1];
-  DWORD child_policy;
+  DWORD child_policy;                /* set: the child-process policy */
+  DWORD64 mitigations;
   SECURITY_CAPABILITIES caps;
+  SID_AND_ATTRIBUTES cap[3];
+  PSID cap_sid[3];                   /* owned (LocalFree) */
 } attrs_t;
 
-static int attrs_build(px__winbe_t *be, px_sandbox_t *sb, attrs_t *a) {
+static void attrs_free(attrs_t *a) {
+  int i;
+  if (a->list) {
+    DeleteProcThreadAttributeList(a->list);
+    free(a->list);
+  }
+  a->list = NULL;
+  for (i = 0; i < 3; i++) {
+    LocalFree(a->cap_sid[i]);
+    a->cap_sid[i] = NULL;
+  }
+}
+
+static int attrs_init(attrs_t *a) {
   SIZE_T size = 0;
-  (void)be;
-  if (!PXW(InitializeProcThreadAttributeList)(NULL, 4, 0, &size) &&
+  if (!PXW(InitializeProcThreadAttributeList)(NULL, ATTR_COUNT, 0, &size) &&
       GetLastError() != ERROR_INSUFFICIENT_BUFFER)
     return PX_LOG_WIN32(PX_ESPAWN, GetLastError(),
                         "InitializeProcThreadAttributeList(size)");
   a->list = malloc(size);
   if (!a->list)
     return PX_ENOMEM;
-  if (!PXW(InitializeProcThreadAttributeList)(a->list, 4, 0, &size)) {
+  if (!PXW(InitializeProcThreadAttributeList)(a->list, ATTR_COUNT, 0, &size)) {
     free(a->list);
     a->list = NULL;
     return PX_LOG_WIN32(PX_ESPAWN, GetLastError(),
                         "InitializeProcThreadAttributeList");
   }
+  return 0;
+}
+
+static int attr_set(attrs_t *a, DWORD_PTR attr, void *v, SIZE_T n,
+                    const char *what) {
+  if (!PXW(UpdateProcThreadAttribute)(a->list, 0, attr, v, n, NULL, NULL))
+    return PX_LOG_WIN32(PX_ESPAWN, GetLastError(), what);
+  return 0;
+}
+
+/* The child's handle list and job list (see the file comment). */
+static int attrs_handles_job(px_sandbox_t *sb, attrs_t *a) {
+  int rc;
   a->handles[0] = sb->child_in;
   a->handles[1] = sb->child_out;
   a->handles[2] = sb->child_err;
   a->jobs[0] = sb->job;
-  if (!PXW(UpdateProcThreadAttribute)(a->list, 0,
-                                      PROC_THREAD_ATTRIBUTE_HANDLE_LIST,
-                                      a->handles, sizeof a->handles, NULL, NULL))
-    return PX_LOG_WIN32(PX_ESPAWN, GetLastError(),
-                        "UpdateProcThreadAttribute(HANDLE_LIST)");
+  if ((rc = attr_set(a, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, a->handles,
+                     sizeof a->handles, "UpdateProcThreadAttribute(HANDLE_LIST)")))
+    return rc;
   if (!PXW(UpdateProcThreadAttribute)(a->list, 0, PROC_THREAD_ATTRIBUTE_JOB_LIST,
                                       a->jobs, sizeof a->jobs, NULL, NULL)) {
     /* Before Windows 10 the job list does not exist: the child is then
@@ -396,49 +482,78 @@ static int attrs_build(px__winbe_t *be, px_sandbox_t *sb, attrs_t *a) {
     PX_LOG(PX_LOG_INFO, "no PROC_THREAD_ATTRIBUTE_JOB_LIST: assigning the "
                         "suspended child to its job instead");
   }
-  if (sb->spec->limits.processes == 1) {
-    /* One process: the kernel refuses any child outright (the job limit
-     * would also, but this closes the surrogate paths that create the
-     * child outside the job). Defence in depth: tolerated if refused. */
-    a->child_policy = PROCESS_CREATION_CHILD_PROCESS_RESTRICTED;
-    if (PXW(UpdateProcThreadAttribute)(a->list, 0,
-                                       PROC_THREAD_ATTRIBUTE_CHILD_PROCESS_POLICY,
-                                       &a->child_policy, sizeof a->child_policy,
-                                       NULL, NULL))
-      sb->outcome.enforcement |= PX_ENF(PX_ENF_CHILD_PROCESS_POLICY);
-    else
-      PX_LOG(PX_LOG_WARN, "child process policy refused (Win32 error %lu)",
-             (unsigned long)GetLastError());
-  }
-  if (sb->ac_sid) {
-    /* An AppContainer with no capabilities: no network at all, loopback
-     * included. Applied, so failure fails the job. */
-    memset(&a->caps, 0, sizeof a->caps);
-    a->caps.AppContainerSid = sb->ac_sid;
-    if (!PXW(UpdateProcThreadAttribute)(
-            a->list, 0, PROC_THREAD_ATTRIBUTE_SECURITY_CAPABILITIES, &a->caps,
-            sizeof a->caps, NULL, NULL))
-      return PX_LOG_WIN32(PX_ESPAWN, GetLastError(),
-                          "UpdateProcThreadAttribute(SECURITY_CAPABILITIES)");
-  }
-  sb->outcome.enforcement |= PX_ENF(PX_ENF_HANDLE_LIST);
   return 0;
 }
 
-/* Outside Wine: the child's token must really be an AppContainer token. */
-static int appcontainer_verify(px_sandbox_t *sb) {
-  HANDLE t = NULL;
-  DWORD is_ac = 0, n = 0;
-  int rc = 0;
-  if (!OpenProcessToken(sb->process, TOKEN_QUERY, &t))
-    return PX_LOG_WIN32(PX_ETOKEN, GetLastError(), "OpenProcessToken(child)");
-  if (!PXW(GetTokenInformation)(t, TokenIsAppContainer, &is_ac, sizeof is_ac,
-                                &n) ||
-      !is_ac)
-    rc = PX_LOG_WIN32(PX_ETOKEN, GetLastError(),
-                      "GetTokenInformation(TokenIsAppContainer)");
-  px_handle_close(&t);
-  return rc;
+/* One process: the kernel refuses any child outright (the job limit would
+ * also, but this closes the surrogate paths that create the child outside
+ * the job). Defence in depth: tolerated if the attribute is refused (the
+ * bit is then missing); if accepted it is read back (mitigations.c). */
+static void attrs_child_policy(px_sandbox_t *sb, attrs_t *a) {
+  a->child_policy = 0;
+  if (sb->spec->limits.processes != 1)
+    return;
+  a->child_policy = PROCESS_CREATION_CHILD_PROCESS_RESTRICTED;
+  if (PXW(UpdateProcThreadAttribute)(a->list, 0,
+                                     PROC_THREAD_ATTRIBUTE_CHILD_PROCESS_POLICY,
+                                     &a->child_policy, sizeof a->child_policy,
+                                     NULL, NULL))
+    return;
+  PX_LOG(PX_LOG_WARN, "child process policy refused (Win32 error %lu)",
+         (unsigned long)GetLastError());
+  a->child_policy = 0;
+}
+
+/* The AppContainer: its package SID, internetClient when the job holds
+ * net:egress (outbound Internet, still no loopback, no LAN, no enterprise
+ * authentication), the KB capability SIDs with kb:*. Applied, so a
+ * failure fails the job. */
+static int attrs_appcontainer(px_sandbox_t *sb, attrs_t *a) {
+  const WCHAR *want[3];
+  DWORD i, n = 0;
+  int rc;
+  if (!sb->ac_sid)
+    return 0;
+  if (sb->spec->caps & PX_CAP_NET_EGRESS)
+    want[n++] = PX__SID_INTERNET_CLIENT;
+  if (sb->spec->caps & (PX_CAP_KB_READ | PX_CAP_KB_WRITE))
+    want[n++] = PX__SID_KB_READER;
+  if (sb->spec->caps & PX_CAP_KB_WRITE)
+    want[n++] = PX__SID_KB_WRITER;
+  for (i = 0; i < n; i++) {
+    if ((rc = px__winbe_sid_from_string(want[i], &a->cap_sid[i])))
+      return rc;
+    a->cap[i].Sid = a->cap_sid[i];
+    a->cap[i].Attributes = SE_GROUP_ENABLED;
+  }
+  memset(&a->caps, 0, sizeof a->caps);
+  a->caps.AppContainerSid = sb->ac_sid;
+  a->caps.Capabilities = n ? a->cap : NULL;
+  a->caps.CapabilityCount = n;
+  return attr_set(a, PROC_THREAD_ATTRIBUTE_SECURITY_CAPABILITIES, &a->caps,
+                  sizeof a->caps,
+                  "UpdateProcThreadAttribute(SECURITY_CAPABILITIES)");
+}
+
+/* The mitigation policies (mitigations.c). Outside Wine refused = fail
+ * closed; Wine 8 accepts the attribute (and ignores it). */
+static int attrs_mitigations(attrs_t *a) {
+  a->mitigations = px__winbe_mitigations();
+  return attr_set(a, PROC_THREAD_ATTRIBUTE_MITIGATION_POLICY, &a->mitigations,
+                  sizeof a->mitigations,
+                  "UpdateProcThreadAttribute(MITIGATION_POLICY)");
+}
+
+static int attrs_build(px__winbe_t *be, px_sandbox_t *sb, attrs_t *a) {
+  int rc;
+  (void)be;
+  if ((rc = attrs_init(a)) || (rc = attrs_handles_job(sb, a)))
+    return rc;
+  attrs_child_policy(sb, a);
+  if ((rc = attrs_appcontainer(sb, a)) || (rc = attrs_mitigations(a)))
+    return rc;
+  sb->outcome.enforcement |= PX_ENF(PX_ENF_HANDLE_LIST);
+  return 0;
 }
 
 static int create_process(px__winbe_t *be, px_sandbox_t *sb, attrs_t *a,
@@ -459,6 +574,8 @@ static int create_process(px__winbe_t *be, px_sandbox_t *sb, attrs_t *a,
   si.StartupInfo.hStdInput = sb->child_in;
   si.StartupInfo.hStdOutput = sb->child_out;
   si.StartupInfo.hStdError = sb->child_err;
+  /* The job's own window station and desktop (desktop.c). */
+  si.StartupInfo.lpDesktop = sb->desktop_name[0] ? sb->desktop_name : NULL;
   si.lpAttributeList = a->list;
   (void)be;
   if (!PXW(CreateProcessAsUserW)(sb->token, app, cmd, NULL, NULL, TRUE, flags,
@@ -500,18 +617,12 @@ int px__winbe_spawn(px__winbe_t *be, px_sandbox_t *sb) {
   px_handle_close(&sb->child_in);
   px_handle_close(&sb->child_out);
   px_handle_close(&sb->child_err);
-  if ((rc = job_check(sb)))
+  /* Still suspended: what is reported is read from the child itself. */
+  if ((rc = job_check(sb)) || (rc = px__winbe_token_readback(be, sb)) ||
+      (rc = px__winbe_mitigations_readback(be, sb, a.child_policy != 0)))
     goto cleanup;
-  if (sb->ac_sid) {
-    if (!be->wine && (rc = appcontainer_verify(sb)))
-      goto cleanup;
-    sb->outcome.enforcement |= PX_ENF(PX_ENF_APPCONTAINER);
-  }
 cleanup:
-  if (a.list) {
-    DeleteProcThreadAttributeList(a.list);
-    free(a.list);
-  }
+  attrs_free(&a);
   free(cmd);
   free(env);
   free(app);

@@ -1,26 +1,37 @@
-/* token.c - the job's primary token and its identities.
+/* token.c - the job's primary token, its identities, and the read-back of
+ * the child's token.
  *
  * DESIGN. From the service's own token, CreateRestrictedToken with
  *  - DISABLE_MAX_PRIVILEGE: every privilege but SeChangeNotifyPrivilege;
  *  - every group SID made deny-only except the logon SID, Everyone and
  *    Users (SYSTEM's Administrators above all); integrity SIDs untouched;
- *  - restricting SIDs {per-job SID, logon SID, Everyone, Users} plus the
- *    fixed KB capability SIDs when the job holds kb:read / kb:write.
- * The user SID stays a normal SID on purpose: an access check on a
- * restricted token passes only if BOTH the normal SIDs and the restricting
- * SIDs are granted. Everyone/Users/logon are in both sets, so any ACE for
- * them admits every job alike; the only way a grant can name one job is an
- * ACE for its per-job SID (restricted half) together with an ACE for the
- * service's user (normal half) - which is exactly the job directory's DACL.
- * Files only SYSTEM can read fail the restricted half.
+ *  - restricting SIDs {per-job SID, Users} plus the KB capability SIDs
+ *    when the job holds kb:read / kb:write (token_create says why each).
+ * The user SID stays a normal SID: an access check on a restricted token
+ * passes only if BOTH the normal SIDs and the restricting SIDs are granted,
+ * and with SYSTEM's user SID deny-only no SID of the normal half would
+ * admit System32 (its DACL grants Users, which LocalSystem's token does not
+ * hold), so no DLL would load (docs/windows-backend.md, "Identity"). What
+ * keeps the job from acting as SYSTEM is the AppContainer every job runs
+ * in (backend.c, spawn.c): no enterprise authentication, no loopback, a
+ * third access check against the package SID. The only way a grant can
+ * name one job is an ACE for its per-job SID (restricted half) with one for
+ * the service's user (normal half) and one for its AppContainer SID - its
+ * directory, desktop and stdio pipes.
  * Then the integrity level is set to Low (S-1-16-4096), or Untrusted
- * (S-1-16-0) by config, and a default DACL that lets the job open the
- * objects it creates. Outside Wine everything is read back and a mismatch
- * fails the job closed; Wine accepts the calls but ignores restricting
- * SIDs, privilege removal and integrity (docs/windows-backend.md).
+ * (S-1-16-0) by config (an AppContainer token is Low whatever its base),
+ * and a default DACL that lets the job open the objects it creates.
  *
- * SIDs: per-job S-1-5-117-1-r1-r2-r3 (96 random bits), capabilities
- * S-1-5-117-2-1 (KB reader) and S-1-5-117-2-2 (KB writer).
+ * What is reported is read from the child's primary token before it runs
+ * (px__winbe_token_readback): its restricting SIDs, privileges, deny-only
+ * Administrators, integrity level and AppContainer SID. Outside Wine a
+ * mechanism asked for and not in effect fails the job closed; Wine accepts
+ * the calls but ignores restricting SIDs, privilege removal and integrity,
+ * so there the bits are missing and the job is "degraded".
+ *
+ * SIDs: per-job S-1-5-117-1-r1-r2-r3 (96 random bits); KB reader and writer
+ * are capability SIDs (S-1-15-3-..., internal.h) so that the same SID
+ * serves as a restricting SID and as an AppContainer capability.
  */
 #include "watchdog/win/internal.h"
 
@@ -90,11 +101,10 @@ static int sid_is(PSID sid, WELL_KNOWN_SID_TYPE type) {
 }
 
 typedef struct {
-  PSID everyone, users, kb_reader, kb_writer; /* LocalFree */
+  PSID users, kb_reader, kb_writer; /* LocalFree */
 } fixed_sids_t;
 
 static void fixed_free(fixed_sids_t *f) {
-  LocalFree(f->everyone);
   LocalFree(f->users);
   LocalFree(f->kb_reader);
   LocalFree(f->kb_writer);
@@ -103,8 +113,7 @@ static void fixed_free(fixed_sids_t *f) {
 static int fixed_init(fixed_sids_t *f) {
   int rc;
   memset(f, 0, sizeof *f);
-  if ((rc = px__winbe_sid_from_string(L"S-1-1-0", &f->everyone)) ||
-      (rc = px__winbe_sid_from_string(L"S-1-5-32-545", &f->users)) ||
+  if ((rc = px__winbe_sid_from_string(L"S-1-5-32-545", &f->users)) ||
       (rc = px__winbe_sid_from_string(PX__SID_KB_READER, &f->kb_reader)) ||
       (rc = px__winbe_sid_from_string(PX__SID_KB_WRITER, &f->kb_writer)))
     return rc;
@@ -171,55 +180,14 @@ static int integrity_set(HANDLE t, DWORD rid) {
   return rc;
 }
 
-/* Read the token back (outside Wine): integrity RID, the job SID among the
- * restricting SIDs, and no privilege but SeChangeNotifyPrivilege. */
-static int token_verify(HANDLE t, PSID job, DWORD rid) {
-  TOKEN_MANDATORY_LABEL *ml = NULL;
-  TOKEN_GROUPS *rs = NULL;
-  TOKEN_PRIVILEGES *pv = NULL;
-  LUID notify;
-  DWORD i;
-  int rc, found = 0;
-  if ((rc = token_info(t, TokenIntegrityLevel, (void **)&ml)) ||
-      (rc = token_info(t, TokenRestrictedSids, (void **)&rs)) ||
-      (rc = token_info(t, TokenPrivileges, (void **)&pv)))
-    goto cleanup;
-  rc = PX_ETOKEN;
-  if (*GetSidSubAuthority(ml->Label.Sid,
-                          *GetSidSubAuthorityCount(ml->Label.Sid) - 1) != rid) {
-    PX_LOG(PX_LOG_ERROR, "token integrity level did not stick");
-    goto cleanup;
-  }
-  for (i = 0; i < rs->GroupCount; i++)
-    found |= EqualSid(rs->Groups[i].Sid, job) ? 1 : 0;
-  if (!found) {
-    PX_LOG(PX_LOG_ERROR, "per-job SID missing from the restricting SIDs");
-    goto cleanup;
-  }
-  LookupPrivilegeValueW(NULL, SE_CHANGE_NOTIFY_NAME, &notify);
-  for (i = 0; i < pv->PrivilegeCount; i++)
-    if (pv->Privileges[i].Luid.LowPart != notify.LowPart ||
-        pv->Privileges[i].Luid.HighPart != notify.HighPart) {
-      PX_LOG(PX_LOG_ERROR, "restricted token kept a privilege");
-      goto cleanup;
-    }
-  rc = 0;
-cleanup:
-  free(ml);
-  free(rs);
-  free(pv);
-  return rc;
-}
-
 int px__winbe_token_create(px__winbe_t *be, px_sandbox_t *sb) {
   HANDLE self = NULL;
   TOKEN_GROUPS *groups = NULL;
   TOKEN_USER *user = NULL;
   SID_AND_ATTRIBUTES *dis = NULL, res[MAX_RESTRICT];
   DWORD ndis = 0, nres = 0;
-  DWORD rid = be->opts.untrusted_integrity ? SECURITY_MANDATORY_UNTRUSTED_RID
-                                           : SECURITY_MANDATORY_LOW_RID;
-  PSID logon = NULL;
+  DWORD rid = px__winbe_job_rid(be);
+  PSID logon = NULL; /* stays a normal group; not a restricting SID */
   fixed_sids_t fx;
   int rc;
 
@@ -242,10 +210,13 @@ int px__winbe_token_create(px__winbe_t *be, px_sandbox_t *sb) {
     goto cleanup;
   }
   disable_list(groups, dis, &ndis, &logon);
+  /* The restricting SIDs (the second access check): the job SID (its
+   * directory, desktop and pipes), Users (System32, Program Files and the
+   * HKLM keys every process reads grant Users, not Everyone), and the KB
+   * capability SIDs when held. Not Everyone (it would admit every object
+   * that trusts all authenticated users), not the logon SID (the service's
+   * session objects and window station). */
   res[nres++].Sid = sb->job_sid;
-  if (logon)
-    res[nres++].Sid = logon;
-  res[nres++].Sid = fx.everyone;
   res[nres++].Sid = fx.users;
   if (sb->spec->caps & (PX_CAP_KB_READ | PX_CAP_KB_WRITE))
     res[nres++].Sid = fx.kb_reader;
@@ -262,17 +233,169 @@ int px__winbe_token_create(px__winbe_t *be, px_sandbox_t *sb) {
   if ((rc = default_dacl(sb->token, user->User.Sid, sb->job_sid)) ||
       (rc = integrity_set(sb->token, rid)))
     goto cleanup;
-  if (!be->wine && (rc = token_verify(sb->token, sb->job_sid, rid)))
-    goto cleanup;
-  sb->outcome.enforcement |=
-      PX_ENF(PX_ENF_RESTRICTED_TOKEN) |
-      (be->opts.untrusted_integrity ? PX_ENF(PX_ENF_UNTRUSTED_INTEGRITY)
-                                    : PX_ENF(PX_ENF_LOW_INTEGRITY));
+  sb->nrestrict = nres; /* what the child's read-back must find */
 cleanup:
   free(dis);
   free(groups);
   free(user);
   px_handle_close(&self);
   fixed_free(&fx);
+  return rc;
+}
+
+/* ---- read-back from the child -------------------------------------- */
+
+/* Error classes Wine 8 does not implement (TokenRestrictedSids fails with
+ * ERROR_INVALID_FUNCTION): under Wine they read as "not in effect". */
+static int wine_unimplemented(const px__winbe_t *be, DWORD err) {
+  return be->wine && (err == ERROR_INVALID_FUNCTION ||
+                      err == ERROR_INVALID_PARAMETER ||
+                      err == ERROR_NOT_SUPPORTED);
+}
+
+/* token_info, but a class Wine lacks yields *out = NULL and 0. */
+static int child_info(const px__winbe_t *be, HANDLE t, TOKEN_INFORMATION_CLASS c,
+                      void **out) {
+  DWORD n = 0;
+  void *p;
+  *out = NULL;
+  PXW(GetTokenInformation)(t, c, NULL, 0, &n);
+  if (n == 0) {
+    DWORD err = GetLastError();
+    if (wine_unimplemented(be, err))
+      return 0;
+    return PX_LOG_WIN32(PX_ETOKEN, err, "GetTokenInformation(child, size)");
+  }
+  p = malloc(n);
+  if (!p)
+    return PX_ENOMEM;
+  if (!PXW(GetTokenInformation)(t, c, p, n, &n)) {
+    DWORD err = GetLastError();
+    free(p);
+    if (wine_unimplemented(be, err))
+      return 0;
+    return PX_LOG_WIN32(PX_ETOKEN, err, "GetTokenInformation(child)");
+  }
+  *out = p;
+  return 0;
+}
+
+/* The restricted half is in effect: exactly the restricting SIDs asked
+ * for (the job SID among them), no privilege but SeChangeNotifyPrivilege,
+ * Administrators (when the service holds it) deny-only. */
+static int restricted_ok(const px_sandbox_t *sb, const TOKEN_GROUPS *rs,
+                         const TOKEN_PRIVILEGES *pv, const TOKEN_GROUPS *g) {
+  LUID notify;
+  DWORD i;
+  int job = 0;
+  if (!rs || !pv || !g || rs->GroupCount != sb->nrestrict)
+    return 0;
+  for (i = 0; i < rs->GroupCount; i++)
+    job |= EqualSid(rs->Groups[i].Sid, sb->job_sid) ? 1 : 0;
+  if (!job || !LookupPrivilegeValueW(NULL, SE_CHANGE_NOTIFY_NAME, &notify))
+    return 0;
+  for (i = 0; i < pv->PrivilegeCount; i++)
+    if (pv->Privileges[i].Luid.LowPart != notify.LowPart ||
+        pv->Privileges[i].Luid.HighPart != notify.HighPart)
+      return 0;
+  for (i = 0; i < g->GroupCount; i++)
+    if (sid_is(g->Groups[i].Sid, WinBuiltinAdministratorsSid) &&
+        !(g->Groups[i].Attributes & SE_GROUP_USE_FOR_DENY_ONLY))
+      return 0;
+  return 1;
+}
+
+static DWORD label_rid(const TOKEN_MANDATORY_LABEL *ml) {
+  PSID l;
+  if (!ml)
+    return (DWORD)-1;
+  l = ml->Label.Sid;
+  return *GetSidSubAuthority(l, *GetSidSubAuthorityCount(l) - 1);
+}
+
+/* The AppContainer asked for is the child's: TokenIsAppContainer and its
+ * package SID. */
+static int appcontainer_ok(const px__winbe_t *be, px_sandbox_t *sb, HANDLE t,
+                           int *ok) {
+  DWORD is_ac = 0, n = 0;
+  TOKEN_APPCONTAINER_INFORMATION *ai = NULL;
+  int rc;
+  *ok = 0;
+  if (!PXW(GetTokenInformation)(t, TokenIsAppContainer, &is_ac, sizeof is_ac,
+                                &n)) {
+    DWORD err = GetLastError();
+    return wine_unimplemented(be, err)
+               ? 0
+               : PX_LOG_WIN32(PX_ETOKEN, err,
+                              "GetTokenInformation(TokenIsAppContainer)");
+  }
+  if (!is_ac)
+    return 0;
+  if ((rc = child_info(be, t, TokenAppContainerSid, (void **)&ai)))
+    return rc;
+  *ok = ai && ai->TokenAppContainer && EqualSid(ai->TokenAppContainer, sb->ac_sid);
+  free(ai);
+  return 0;
+}
+
+typedef struct {
+  TOKEN_GROUPS *rs, *groups;
+  TOKEN_PRIVILEGES *pv;
+  TOKEN_MANDATORY_LABEL *ml;
+} child_token_t;
+
+static int child_read(const px__winbe_t *be, HANDLE t, child_token_t *c) {
+  int rc;
+  if ((rc = child_info(be, t, TokenRestrictedSids, (void **)&c->rs)) ||
+      (rc = child_info(be, t, TokenPrivileges, (void **)&c->pv)) ||
+      (rc = child_info(be, t, TokenGroups, (void **)&c->groups)) ||
+      (rc = child_info(be, t, TokenIntegrityLevel, (void **)&c->ml)))
+    return rc;
+  return 0;
+}
+
+int px__winbe_token_readback(px__winbe_t *be, px_sandbox_t *sb) {
+  HANDLE t = NULL;
+  child_token_t c;
+  DWORD rid, want_rid;
+  int rc, ac = 0, missing = 0;
+  memset(&c, 0, sizeof c);
+  if (!PXW(OpenProcessToken)(sb->process, TOKEN_QUERY, &t))
+    return PX_LOG_WIN32(PX_ETOKEN, GetLastError(), "OpenProcessToken(child)");
+  if ((rc = child_read(be, t, &c)) ||
+      (sb->ac_sid && (rc = appcontainer_ok(be, sb, t, &ac))))
+    goto cleanup;
+  /* An AppContainer token is Low whatever its base token said. */
+  want_rid = sb->ac_sid ? SECURITY_MANDATORY_LOW_RID : px__winbe_job_rid(be);
+  rid = label_rid(c.ml);
+  if (restricted_ok(sb, c.rs, c.pv, c.groups))
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_RESTRICTED_TOKEN);
+  else
+    missing |= 1;
+  if (rid == SECURITY_MANDATORY_LOW_RID)
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_LOW_INTEGRITY);
+  else if (rid == SECURITY_MANDATORY_UNTRUSTED_RID)
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_UNTRUSTED_INTEGRITY);
+  if (rid != want_rid)
+    missing |= 2;
+  if (ac)
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_APPCONTAINER);
+  else if (sb->ac_sid)
+    missing |= 4;
+  if (missing && be->wine) {
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_DEGRADED);
+  } else if (missing) {
+    PX_LOG(PX_LOG_ERROR, "job %s: the child's token is not what was built "
+           "(restricted %d, integrity %lu want %lu, AppContainer %d)",
+           sb->spec->key, !(missing & 1), (unsigned long)rid,
+           (unsigned long)want_rid, ac);
+    rc = PX_ETOKEN;
+  }
+cleanup:
+  free(c.rs);
+  free(c.pv);
+  free(c.groups);
+  free(c.ml);
+  px_handle_close(&t);
   return rc;
 }

@@ -16,6 +16,7 @@
 
 #include <windows.h>
 #include <aclapi.h>
+#include <sddl.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -90,7 +91,23 @@
      BOOL i, DWORD f, LPVOID e, LPCWSTR d, LPSTARTUPINFOW si,                 \
      LPPROCESS_INFORMATION pi),                                               \
     (a, c, pa, ta, i, f, e, d, si, pi))                                       \
-  X(DWORD, ResumeThread, (DWORD)-1, (HANDLE t), (t))
+  X(DWORD, ResumeThread, (DWORD)-1, (HANDLE t), (t))                       \
+  X(HWINSTA, CreateWindowStationW, NULL,                                      \
+    (LPCWSTR n, DWORD f, ACCESS_MASK a, LPSECURITY_ATTRIBUTES sa),            \
+    (n, f, a, sa))                                                            \
+  X(BOOL, SetProcessWindowStation, FALSE, (HWINSTA w), (w))                   \
+  X(HDESK, CreateDesktopW, NULL,                                              \
+    (LPCWSTR n, LPCWSTR d, DEVMODEW *m, DWORD f, ACCESS_MASK a,               \
+     LPSECURITY_ATTRIBUTES sa),                                               \
+    (n, d, m, f, a, sa))                                                      \
+  X(DWORD, GetSecurityInfo, ERROR_ACCESS_DENIED,                              \
+    (HANDLE h, SE_OBJECT_TYPE t, SECURITY_INFORMATION i, PSID *o, PSID *g,    \
+     PACL *d, PACL *s, PSECURITY_DESCRIPTOR *sd),                             \
+    (h, t, i, o, g, d, s, sd))                                                \
+  X(BOOL, GetProcessMitigationPolicy, FALSE,                                  \
+    (HANDLE p, PROCESS_MITIGATION_POLICY m, PVOID b, SIZE_T n), (p, m, b, n)) \
+  X(BOOL, ConvertStringSecurityDescriptorToSecurityDescriptorW, FALSE,        \
+    (LPCWSTR s, DWORD r, PSECURITY_DESCRIPTOR *sd, PULONG n), (s, r, sd, n))
 
 typedef enum {
 #define PX_WAPI_ID_(ret, name, fail, params, args) PX_WAPI_##name,
