@@ -28,12 +28,13 @@ target_sources(px_tests_win PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/win/test_watchdog.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_disk.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_fault.c
-  ${PROJECT_SOURCE_DIR}/tests/win/test_enforce.c)
+  ${PROJECT_SOURCE_DIR}/tests/win/test_enforce.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_desktop.c)
 target_link_libraries(px_tests_win PRIVATE ws2_32)
 add_executable(px_probe ${PROJECT_SOURCE_DIR}/tests/win/probe.c)
 px_executable(px_probe)
 target_link_options(px_probe PRIVATE -municode)
-target_link_libraries(px_probe PRIVATE ws2_32)
+target_link_libraries(px_probe PRIVATE ws2_32 user32)
 add_dependencies(px_tests_win px_probe)
 set_target_properties(px_probe PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
@@ -41,5 +42,6 @@ px_add_test_group(px_tests_win winspawn LABELS win)
 px_add_test_group(px_tests_win winjob LABELS win)
 px_add_test_group(px_tests_win winwatchdog LABELS win)
 px_add_test_group(px_tests_win winfault LABELS win)
+px_add_test_group(px_tests_win windesk LABELS win)
 # What only real Windows enforces: SKIPs under Wine with the reason.
 px_add_test_group(px_tests_win enforce LABELS win win-enforce)

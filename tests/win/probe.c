@@ -39,6 +39,18 @@
  *   px_probe try-spawn        one child             -> SPAWN ALLOWED|DENIED
  *   px_probe try-breakaway    CREATE_BREAKAWAY_FROM_JOB -> BREAKAWAY ...
  *   px_probe try-open PID     PROCESS_ALL_ACCESS    -> OPEN ALLOWED|DENIED
+ *   px_probe desktop          WINSTA <name>, DESKTOP <name> (user32 loaded
+ *                             and connected), then the service's and the
+ *                             interactive window stations and desktops:
+ *                             OPEN_WINSTA0|OPEN_SERVICE_WINSTA|
+ *                             OPEN_DEFAULT_DESKTOP ALLOWED|DENIED, and
+ *                             WINDOW ALLOWED|DENIED (a hidden window here)
+ *   px_probe try-winsta NAME  open a window station -> WINSTA ALLOWED|DENIED
+ *   px_probe mitigations      MITIGATION <policy> 0x<flags> for the
+ *                             policies the backend sets, read in the child
+ *   px_probe spawn-console N  starts N children "sleep 60000" each with a
+ *                             console of its own (CREATE_NEW_CONSOLE: one
+ *                             console host each), prints CHILD <pid>, sleeps
  * Exit status 0 unless the mode itself failed (2).
  */
 #include <winsock2.h>
@@ -140,6 +152,13 @@ static void report_token(void) {
     DWORD ac = 0, n = 0;
     if (GetTokenInformation(t, TokenIsAppContainer, &ac, sizeof ac, &n))
       out("APPCONTAINER %lu", ac);
+  }
+  if ((g = tinfo(t, TokenCapabilities))) {
+    for (i = 0; i < g->GroupCount; i++) {
+      sid_str(g->Groups[i].Sid, s, sizeof s);
+      out("CAPABILITY %s", s);
+    }
+    free(g);
   }
   CloseHandle(t);
 }
@@ -401,6 +420,72 @@ static int grandchild(void) {
   return 0;
 }
 
+static void user_object_name(HANDLE h, const char *what, WCHAR *name) {
+  char u[512];
+  DWORD n = 0;
+  name[0] = 0;
+  if (!h || !GetUserObjectInformationW(h, UOI_NAME, name, 256 * sizeof(WCHAR),
+                                       &n)) {
+    out("%s ERROR %lu", what, GetLastError());
+    return;
+  }
+  WideCharToMultiByte(CP_UTF8, 0, name, -1, u, sizeof u, NULL, NULL);
+  out("%s %s", what, u);
+}
+
+/* Where user32 put us, and whether the other stations are reachable. */
+static int desktop(void) {
+  HWINSTA ws;
+  HDESK d;
+  HWND w;
+  WCHAR own[256], dn[256];
+  user_object_name(GetProcessWindowStation(), "WINSTA", own);
+  user_object_name(GetThreadDesktop(GetCurrentThreadId()), "DESKTOP", dn);
+  ws = own[0] ? OpenWindowStationW(own, FALSE, WINSTA_ENUMDESKTOPS |
+                                   WINSTA_READATTRIBUTES)
+              : NULL;
+  verdict("OPEN_OWN_WINSTA", ws != NULL);
+  if (ws)
+    CloseWindowStation(ws);
+  ws = OpenWindowStationW(L"WinSta0", FALSE, WINSTA_ENUMDESKTOPS |
+                          WINSTA_READATTRIBUTES);
+  verdict("OPEN_WINSTA0", ws != NULL);
+  if (ws)
+    CloseWindowStation(ws);
+  ws = OpenWindowStationW(L"Service-0x0-3e7$", FALSE, WINSTA_ENUMDESKTOPS |
+                          WINSTA_READATTRIBUTES);
+  verdict("OPEN_SERVICE_WINSTA", ws != NULL);
+  if (ws)
+    CloseWindowStation(ws);
+  d = OpenDesktopW(L"Default", 0, FALSE, DESKTOP_READOBJECTS);
+  verdict("OPEN_DEFAULT_DESKTOP", d != NULL);
+  if (d)
+    CloseDesktop(d);
+  w = CreateWindowExW(0, L"STATIC", L"px", 0, 0, 0, 1, 1, NULL, NULL, NULL, NULL);
+  verdict("WINDOW", w != NULL);
+  if (w)
+    DestroyWindow(w);
+  return 0;
+}
+
+static void mitigation(const char *name, PROCESS_MITIGATION_POLICY p) {
+  DWORD flags = 0;
+  if (GetProcessMitigationPolicy(GetCurrentProcess(), p, &flags, sizeof flags))
+    out("MITIGATION %s 0x%lx", name, flags);
+  else
+    out("MITIGATION %s ERROR %lu", name, GetLastError());
+}
+
+static int mitigations(void) {
+  mitigation("strict_handle", ProcessStrictHandleCheckPolicy);
+  mitigation("extension_points", ProcessExtensionPointDisablePolicy);
+  mitigation("image_load", ProcessImageLoadPolicy);
+  mitigation("font", ProcessFontDisablePolicy);
+  mitigation("dynamic_code", ProcessDynamicCodePolicy);
+  mitigation("child_process", ProcessChildProcessPolicy);
+  return 0;
+}
+
 int wmain(int argc, WCHAR **argv);
 int wmain(int argc, WCHAR **argv) {
   const WCHAR *m = argc > 1 ? argv[1] : L"report";
@@ -472,6 +557,30 @@ int wmain(int argc, WCHAR **argv) {
     Sleep(INFINITE);
     return 0;
   }
+  if (!wcscmp(m, L"spawn-console") && argc > 2) {
+    int n = _wtoi(argv[2]), i;
+    for (i = 0; i < n; i++) {
+      DWORD pid = 0;
+      if (spawn_self(L"sleep 60000", CREATE_NEW_CONSOLE, &pid))
+        out("CHILD %lu", pid);
+      else
+        out("SPAWN_FAILED %lu", GetLastError());
+    }
+    Sleep(INFINITE);
+    return 0;
+  }
+  if (!wcscmp(m, L"desktop"))
+    return desktop();
+  if (!wcscmp(m, L"try-winsta") && argc > 2) {
+    HWINSTA ws = OpenWindowStationW(argv[2], FALSE, WINSTA_ENUMDESKTOPS |
+                                    WINSTA_READATTRIBUTES);
+    verdict("WINSTA", ws != NULL);
+    if (ws)
+      CloseWindowStation(ws);
+    return 0;
+  }
+  if (!wcscmp(m, L"mitigations"))
+    return mitigations();
   if (!wcscmp(m, L"threads") && argc > 2)
     return threads(_wtol(argv[2]));
   if (!wcscmp(m, L"busy-kernel"))

@@ -92,6 +92,18 @@ PX_TEST_ENTRY(enforce, enforce_open_service, 60)
 PX_TEST_ENTRY(enforce, enforce_network, 60)
 PX_TEST_ENTRY(enforce, enforce_other_job_dir, 60)
 PX_TEST_ENTRY(enforce, enforce_handle_cap, 60)
+/* the job's desktop, pipe security, console hosts: tests/win/test_desktop.c */
+PX_TEST_ENTRY(windesk, windesk_dacl, 30)
+PX_TEST_ENTRY(windesk, windesk_create_readback, 30)
+PX_TEST_ENTRY(windesk, windesk_job_on_its_desktop, 60)
+PX_TEST_ENTRY(windesk, windesk_pipe_sd, 60)
+PX_TEST_ENTRY(windesk, windesk_console_hosts, 60)
+PX_TEST_ENTRY(winfault, winfault_desktop, 120)
+PX_TEST_ENTRY(winfault, winfault_readback, 120)
+PX_TEST_ENTRY(enforce, enforce_desktop, 60)
+PX_TEST_ENTRY(enforce, enforce_mitigations, 60)
+PX_TEST_ENTRY(enforce, enforce_appcontainer_every_job, 60)
+PX_TEST_ENTRY(enforce, enforce_console_one_process, 60)
 #include "list-adversarial.h"
 /* service/win/setup.c: tests/win/test_setup.c */
 PX_TEST_ENTRY(setup, setup_sddl_rules, 30)

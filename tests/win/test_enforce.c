@@ -10,6 +10,9 @@
 #include <winsock2.h>
 #include <windows.h>
 
+#define KB_READER "S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1"
+#define KB_WRITER "S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2"
+
 #define SKIP_UNDER_WINE(why)                                                 \
   do {                                                                       \
     if (px_test_under_wine())                                                \
@@ -50,9 +53,12 @@ TEST_IMPL(enforce_token) {
   SKIP_UNDER_WINE("token integrity, restricting SIDs or privilege removal");
   t = probe(&o, PX_CAP_FS_WRITE_TMP, 0, 0, "report", NULL);
   ASSERT(wt_has_line(t, "INTEGRITY 4096")); /* Low */
+  /* Restricting SIDs: the per-job SID and Users, nothing else (not
+   * Everyone, not the logon SID). */
   ASSERT_STR_CONTAINS(t, "RESTRICTED_SID S-1-5-117-1-"); /* per-job SID */
-  ASSERT(wt_has_line(t, "RESTRICTED_SID S-1-1-0"));
   ASSERT(wt_has_line(t, "RESTRICTED_SID S-1-5-32-545"));
+  ASSERT(wt_has_line(t, "RESTRICTED_COUNT 2"));
+  ASSERT(!wt_has_line(t, "RESTRICTED_SID S-1-1-0"));
   ASSERT(wt_has_line(t, "PRIVILEGE SeChangeNotifyPrivilege"));
   for (p = t; (p = strstr(p, "PRIVILEGE ")); p++)
     ASSERT(strncmp(p, "PRIVILEGE SeChangeNotifyPrivilege", 33) == 0);
@@ -63,14 +69,18 @@ TEST_IMPL(enforce_token) {
   return 0;
 }
 
+/* Every job is in an AppContainer, whose token is Low whatever the base
+ * token said: with untrusted_integrity configured the child reads back
+ * Low, and the result says low_integrity_token, not untrusted. */
 TEST_IMPL(enforce_untrusted) {
   px_outcome_t o;
   const char *t;
   SKIP_UNDER_WINE("token integrity levels");
-  /* net:egress: an AppContainer would force Low. */
   t = probe(&o, PX_CAP_NET_EGRESS, 0, 1, "report", NULL);
-  ASSERT(wt_has_line(t, "INTEGRITY 0"));
-  ASSERT(o.enforcement & PX_ENF(PX_ENF_UNTRUSTED_INTEGRITY));
+  ASSERT(wt_has_line(t, "INTEGRITY 4096"));
+  ASSERT(wt_has_line(t, "APPCONTAINER 1"));
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_LOW_INTEGRITY));
+  ASSERT(!(o.enforcement & PX_ENF(PX_ENF_UNTRUSTED_INTEGRITY)));
   return 0;
 }
 
@@ -78,11 +88,18 @@ TEST_IMPL(enforce_kb_capability_sids) {
   px_outcome_t o;
   const char *t;
   SKIP_UNDER_WINE("restricting SIDs");
+  /* The KB SIDs are capability SIDs: restricting SIDs and AppContainer
+   * capabilities at once. */
   t = probe(&o, PX_CAP_KB_WRITE, 0, 0, "report", NULL);
-  ASSERT(wt_has_line(t, "RESTRICTED_SID S-1-5-117-2-1"));
-  ASSERT(wt_has_line(t, "RESTRICTED_SID S-1-5-117-2-2"));
+  ASSERT(wt_has_line(t, "RESTRICTED_SID " KB_READER));
+  ASSERT(wt_has_line(t, "RESTRICTED_SID " KB_WRITER));
+  ASSERT(wt_has_line(t, "CAPABILITY " KB_READER));
+  ASSERT(wt_has_line(t, "CAPABILITY " KB_WRITER));
+  t = probe(&o, PX_CAP_KB_READ, 0, 0, "report", NULL);
+  ASSERT(wt_has_line(t, "CAPABILITY " KB_READER));
+  ASSERT(!wt_has_line(t, "CAPABILITY " KB_WRITER));
   t = probe(&o, 0, 0, 0, "report", NULL);
-  ASSERT_NULL(strstr(t, "S-1-5-117-2-"));
+  ASSERT_NULL(strstr(t, "S-1-15-3-1024-1103650307-"));
   return 0;
 }
 
@@ -178,8 +195,10 @@ TEST_IMPL(enforce_open_service) {
   return 0;
 }
 
-/* Without net:egress: an AppContainer with no capabilities; even loopback
- * to a listening port on this host is refused. With net:egress: allowed. */
+/* Every job is in an AppContainer: without net:egress it has no
+ * capability at all; with it, internetClient - outbound Internet, but
+ * still no loopback: a listening port on this host is refused either way
+ * (the executor's own ports included). */
 TEST_IMPL(enforce_network) {
   px_outcome_t o;
   WSADATA wsa;
@@ -202,8 +221,8 @@ TEST_IMPL(enforce_network) {
   ASSERT(o.enforcement & PX_ENF(PX_ENF_APPCONTAINER));
   ASSERT(!(o.enforcement & PX_ENF(PX_ENF_DEGRADED)));
   ASSERT(wt_has_line(probe(&o, PX_CAP_NET_EGRESS, 0, 0, "try-connect", port),
-                     "CONNECT ALLOWED"));
-  ASSERT(!(o.enforcement & PX_ENF(PX_ENF_APPCONTAINER)));
+                     "CONNECT DENIED"));
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_APPCONTAINER));
   closesocket(l);
   WSACleanup();
   return 0;
@@ -264,6 +283,119 @@ TEST_IMPL(enforce_handle_cap) {
   ASSERT_EQ(o.violation.detected_by, PX_DETECT_WATCHDOG);
   ASSERT_UINT_EQ(o.violation.configured, 2000);
   ASSERT_UINT_GE(o.violation.observed, 2001);
+  wt_capture_free(&c);
+  wt_job_free(&j);
+  wt_close(&b);
+  return 0;
+}
+
+/* The job's own window station and desktop: user32 initialises under the
+ * job's token (the probe ran at all, and made a window), the service's
+ * and the interactive stations are out of reach, and so is another
+ * running job's station (positive control: its own is not). */
+TEST_IMPL(enforce_desktop) {
+  const px_backend_ops_t *ops = px_backend_native();
+  wt_backend_t b;
+  wt_job_t ja;
+  wt_capture_t ca;
+  px_outcome_t o;
+  px_sandbox_t *sa;
+  px_sandbox_events_t ev;
+  char own[128], other[128], *bs;
+  const char *t;
+  SKIP_UNDER_WINE("window station and desktop DACLs (it stores none)");
+  t = probe(&o, 0, 0, 0, "desktop", NULL);
+  ASSERT_NOT_NULL(wt_line(t, "WINSTA ", own, sizeof own));
+  ASSERT(strncmp(own, "px-", 3) == 0);
+  ASSERT(wt_has_line(t, "DESKTOP job"));
+  ASSERT(wt_has_line(t, "WINDOW ALLOWED"));
+  ASSERT(wt_has_line(t, "OPEN_OWN_WINSTA ALLOWED")); /* positive control */
+  ASSERT(wt_has_line(t, "OPEN_WINSTA0 DENIED"));
+  ASSERT(wt_has_line(t, "OPEN_SERVICE_WINSTA DENIED"));
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_ALT_DESKTOP));
+  wt_open(&b);
+  wt_job(&ja, "sleep", "60000", NULL);
+  wt_capture_init(&ca);
+  ev = wt_events(&ca);
+  ASSERT_OK(ops->prepare(b.state, &ja.spec, &ev, &sa));
+  {
+    char *u = px__win_utf8(sa->desktop_name);
+    snprintf(other, sizeof other, "%s", u);
+    free(u);
+  }
+  bs = strchr(other, '\\');
+  ASSERT_NOT_NULL(bs);
+  *bs = 0;
+  ASSERT(wt_has_line(probe(&o, 0, 0, 0, "try-winsta", other), "WINSTA DENIED"));
+  ops->kill(sa);
+  ops->release(sa);
+  wt_capture_free(&ca);
+  wt_job_free(&ja);
+  wt_close(&b);
+  return 0;
+}
+
+/* Each mitigation the backend sets is in the child (read by the child
+ * itself) and reported; dynamic code stays allowed (JITs). */
+TEST_IMPL(enforce_mitigations) {
+  px_outcome_t o;
+  const char *t;
+  char v[32];
+  static const char *const on[] = {"strict_handle", "extension_points",
+                                   "image_load", "font"};
+  size_t i;
+  SKIP_UNDER_WINE("process mitigation policies (it reads back none)");
+  t = probe(&o, 0, 0, 0, "mitigations", NULL);
+  for (i = 0; i < 4; i++) {
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "MITIGATION %s ", on[i]);
+    ASSERT_NOT_NULL(wt_line(t, prefix, v, sizeof v));
+    ASSERT(strtoul(v, NULL, 16) & 1);
+  }
+  ASSERT(wt_has_line(t, "MITIGATION dynamic_code 0x0"));
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_STRICT_HANDLE_CHECKS));
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_EXTENSION_POINTS_DISABLED));
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_IMAGE_LOAD_NO_REMOTE));
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_NON_SYSTEM_FONTS_DISABLED));
+  return 0;
+}
+
+/* Every job, net:egress or not, is in an AppContainer; egress adds only
+ * internetClient. */
+TEST_IMPL(enforce_appcontainer_every_job) {
+  px_outcome_t o;
+  const char *t;
+  SKIP_UNDER_WINE("AppContainer (it has none)");
+  t = probe(&o, 0, 0, 0, "report", NULL);
+  ASSERT(wt_has_line(t, "APPCONTAINER 1"));
+  ASSERT_NULL(strstr(t, "CAPABILITY "));
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_APPCONTAINER));
+  t = probe(&o, PX_CAP_NET_EGRESS, 0, 0, "report", NULL);
+  ASSERT(wt_has_line(t, "APPCONTAINER 1"));
+  ASSERT(wt_has_line(t, "CAPABILITY S-1-15-3-1"));
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_APPCONTAINER));
+  return 0;
+}
+
+/* A job limited to one process still gets its console: the child-process
+ * policy must not keep cmd.exe's console host from starting. */
+TEST_IMPL(enforce_console_one_process) {
+  wt_backend_t b;
+  wt_job_t j;
+  wt_capture_t c;
+  px_outcome_t o;
+  SKIP_UNDER_WINE("the child process policy (so it cannot block anything)");
+  wt_open(&b);
+  wt_job(&j, "/c", "echo hello& exit 4", NULL);
+  free(j.argv[0]);
+  j.argv[0] = px_strdup("cmd");
+  j.spec.limits.processes = 1;
+  wt_capture_init(&c);
+  ASSERT_OK(wt_run(&b, &j, &c, &o));
+  ASSERT_STR_CONTAINS(wt_stdout(&c), "hello");
+  ASSERT_EQ(o.exited, 1);
+  ASSERT_EQ(o.exit_code, 4);
+  ASSERT(o.enforcement & PX_ENF(PX_ENF_CHILD_PROCESS_POLICY));
   wt_capture_free(&c);
   wt_job_free(&j);
   wt_close(&b);

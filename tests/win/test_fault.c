@@ -278,19 +278,75 @@ TEST_IMPL(winfault_injector) {
   return 0;
 }
 
-/* The readbacks and the AppContainer exist only outside Wine (Wine's stubs
- * would fail the readbacks; it has no AppContainer): their fail-closed
- * branches are driven on real Windows. */
+/* The AppContainer exists only outside Wine (Wine has none): its
+ * fail-closed branches are driven on real Windows. Call order there:
+ * GetTokenInformation 1-4 build the token, 5-12 read the child's back
+ * (restricting SIDs, privileges, groups, integrity: size + data each),
+ * 13 is TokenIsAppContainer; UpdateProcThreadAttribute 3 is the
+ * capabilities (handle list, job list before it). */
 TEST_IMPL(winfault_windows_only) {
   static const fault_t f[] = {
-      {PX_WAPI_QueryInformationJobObject, 1, PX_EJOB}, /* limits readback */
-      {PX_WAPI_GetTokenInformation, 5, PX_ETOKEN},     /* token readback */
-      {PX_WAPI_GetTokenInformation, 11, PX_ETOKEN},    /* TokenIsAppContainer */
+      {PX_WAPI_GetTokenInformation, 13, PX_ETOKEN},    /* TokenIsAppContainer */
+      {PX_WAPI_GetTokenInformation, 14, PX_ETOKEN},    /* its package SID */
       {PX_WAPI_AllocateAndInitializeSid, 1, PX_ETOKEN}, /* AppContainer SID */
       {PX_WAPI_UpdateProcThreadAttribute, 3, PX_ESPAWN}, /* capabilities */
   };
   if (px_test_under_wine())
-    RETURN_SKIP("Wine 8: no job/token readback (stubs), no AppContainer");
+    RETURN_SKIP("Wine 8 has no AppContainer");
+  prepare_faults(f, sizeof f / sizeof f[0], 0);
+  return 0;
+}
+
+/* The job's window station and desktop (desktop.c): every step fails the
+ * job closed. Order: SetSecurityInfo 1 is the job directory's label, 2
+ * and 3 the station's and the desktop's; InitializeAcl 1-3 are the
+ * directory's DACL and label and the token's default DACL, 4-5 the two
+ * window DACLs, 6-7 their labels; AllocateAndInitializeSid: the directory
+ * label, the token's integrity, then the window label (after the
+ * AppContainer SID outside Wine). */
+TEST_IMPL(winfault_desktop) {
+  const unsigned label_sid = px_test_under_wine() ? 3 : 4;
+  const fault_t f[] = {
+      {PX_WAPI_CreateWindowStationW, 1, PX_ESANDBOX},
+      {PX_WAPI_SetProcessWindowStation, 1, PX_ESANDBOX},
+      {PX_WAPI_CreateDesktopW, 1, PX_ESANDBOX},
+      {PX_WAPI_InitializeAcl, 4, PX_ESANDBOX},
+      {PX_WAPI_InitializeAcl, 5, PX_ESANDBOX},
+      {PX_WAPI_InitializeAcl, 6, PX_ESANDBOX},
+      {PX_WAPI_AddMandatoryAce, 2, PX_ESANDBOX},
+      {PX_WAPI_AllocateAndInitializeSid, label_sid, PX_ESANDBOX},
+      {PX_WAPI_SetSecurityInfo, 2, PX_ESANDBOX},
+      {PX_WAPI_SetSecurityInfo, 3, PX_ESANDBOX},
+      {PX_WAPI_GetSecurityInfo, 1, PX_ESANDBOX},
+      {PX_WAPI_GetSecurityInfo, 2, PX_ESANDBOX},
+  };
+  HWINSTA before = GetProcessWindowStation();
+  prepare_faults(f, sizeof f / sizeof f[0], 0);
+  /* A failed creation never leaves the service on the job's station. */
+  ASSERT(GetProcessWindowStation() == before);
+  return 0;
+}
+
+/* The read-backs (job limits, the child's token, its mitigations) and the
+ * stdio pipes' descriptor: a read that fails fails the job, under Wine
+ * too (only a mechanism read back as absent is Wine's "degraded"). Child
+ * token reads: GetTokenInformation 5 and 6 (after the 4 that build it);
+ * OpenProcessToken 2 is the child's. UpdateProcThreadAttribute: the
+ * mitigation policy comes after the handle and job lists (and the
+ * AppContainer capabilities outside Wine). */
+TEST_IMPL(winfault_readback) {
+  const unsigned mitigation_attr = px_test_under_wine() ? 3 : 4;
+  const fault_t f[] = {
+      {PX_WAPI_QueryInformationJobObject, 1, PX_EJOB}, /* the limits */
+      {PX_WAPI_OpenProcessToken, 2, PX_ETOKEN},
+      {PX_WAPI_GetTokenInformation, 5, PX_ETOKEN},
+      {PX_WAPI_GetTokenInformation, 6, PX_ETOKEN},
+      {PX_WAPI_GetProcessMitigationPolicy, 1, PX_ESANDBOX},
+      {PX_WAPI_GetProcessMitigationPolicy, 4, PX_ESANDBOX},
+      {PX_WAPI_ConvertStringSecurityDescriptorToSecurityDescriptorW, 1,
+       PX_ESPAWN},
+      {PX_WAPI_UpdateProcThreadAttribute, mitigation_attr, PX_ESPAWN},
+  };
   prepare_faults(f, sizeof f / sizeof f[0], 0);
   return 0;
 }

@@ -6,8 +6,8 @@
  * low-integrity token -> the job's window station and desktop (desktop.c)
  * -> Job Object with limits and the completion port -> stdio pipes -> the
  * child, suspended, in the job, its token and mitigations read back
- * (spawn.c) -> overlapped pipe I/O on the port. start() checks the job once more, arms the wall
- * deadline and resumes. wait() sleeps until the watchdog thread
+ * (spawn.c) -> overlapped pipe I/O on the port. start() checks the job
+ * once more, arms the wall deadline and resumes. wait() sleeps until the watchdog thread
  * (watchdog.c) finishes the job; kill() terminates the job object from any
  * thread; release() kills what is left, waits until no process remains,
  * removes the directory without following links (cleanup.c) and hands the

@@ -14,7 +14,7 @@
  *   - the service's own user: full control (it creates and destroys them);
  *   - the per-job SID and the job's AppContainer SID: exactly the rights
  *     user32 needs to connect and run windowless or with hidden windows
- *     (WINSTA_USER / DESK_USER below) - not hooks, journal record or
+ *     (PX__WINSTA_USER / PX__DESK_USER below) - not hooks, journal record or
  *     playback, switching, enumerating other desktops, or changing the DACL.
  * An access check by the job's restricted AppContainer token passes three
  * times (normal SIDs: the service's user; restricting SIDs: the job SID;
@@ -49,26 +49,6 @@
 #include <stdlib.h>
 #include <wchar.h>
 
-/* What user32 needs of the window station: connect (read its attributes),
- * the global atom table, enumerate it (GetUserObjectInformation), and
- * read its security to open it; no WINSTA_CREATEDESKTOP, no clipboard
- * access (WINSTA_ACCESSCLIPBOARD), no EXITWINDOWS, no READSCREEN. */
-#define WINSTA_USER                                                           \
-  (WINSTA_READATTRIBUTES | WINSTA_ACCESSGLOBALATOMS | WINSTA_ENUMDESKTOPS |   \
-   READ_CONTROL | SYNCHRONIZE)
-/* And of the desktop: read and write its objects and create (hidden)
- * windows and menus - COM, the console host and runtimes create message
- * windows. Not HOOKCONTROL, JOURNALRECORD/PLAYBACK, SWITCHDESKTOP,
- * WRITE_DAC, WRITE_OWNER or DELETE. */
-#define DESK_USER                                                             \
-  (DESKTOP_READOBJECTS | DESKTOP_WRITEOBJECTS | DESKTOP_CREATEWINDOW |       \
-   DESKTOP_CREATEMENU | DESKTOP_ENUMERATE | READ_CONTROL | SYNCHRONIZE)
-#define WINSTA_OWNER (WINSTA_ALL_ACCESS | STANDARD_RIGHTS_REQUIRED)
-#define DESK_OWNER                                                            \
-  (DESKTOP_READOBJECTS | DESKTOP_CREATEWINDOW | DESKTOP_CREATEMENU |         \
-   DESKTOP_HOOKCONTROL | DESKTOP_JOURNALRECORD | DESKTOP_JOURNALPLAYBACK |    \
-   DESKTOP_ENUMERATE | DESKTOP_WRITEOBJECTS | DESKTOP_SWITCHDESKTOP |        \
-   STANDARD_RIGHTS_REQUIRED)
 /* What the service's handles need: create the desktop in it / set the
  * label (WRITE_OWNER) and read the security back. */
 #define WINSTA_OPEN (WINSTA_CREATEDESKTOP | READ_CONTROL | WRITE_OWNER)
@@ -94,7 +74,8 @@ static int service_user(PSID *out) {
     return PX_LOG_WIN32(PX_ESANDBOX, GetLastError(), "OpenProcessToken");
   if (!GetTokenInformation(t, TokenUser, u, sizeof buf, &n)) {
     px_handle_close(&t);
-    return PX_LOG_WIN32(PX_ESANDBOX, GetLastError(), "GetTokenInformation(User)");
+    return PX_LOG_WIN32(PX_ESANDBOX, GetLastError(),
+                        "GetTokenInformation(User)");
   }
   px_handle_close(&t);
   len = GetLengthSid(u->User.Sid);
@@ -136,7 +117,8 @@ static int label_set(HANDLE h, DWORD rid) {
   DWORD err;
   int rc = 0;
   if (!PXW(AllocateAndInitializeSid)(&ml, 1, rid, 0, 0, 0, 0, 0, 0, 0, &sid))
-    return PX_LOG_WIN32(PX_ESANDBOX, GetLastError(), "AllocateAndInitializeSid");
+    return PX_LOG_WIN32(PX_ESANDBOX, GetLastError(),
+                        "AllocateAndInitializeSid");
   if (!PXW(InitializeAcl)(sacl, sizeof buf, ACL_REVISION) ||
       !PXW(AddMandatoryAce)(sacl, ACL_REVISION, 0,
                             SYSTEM_MANDATORY_LABEL_NO_WRITE_UP, sid)) {
@@ -159,7 +141,8 @@ int px__winbe_acl_equal(const ACL *got, const ACL *want) {
     return 0;
   for (i = 0; i < want->AceCount; i++) {
     ACCESS_ALLOWED_ACE *g = NULL, *w = NULL;
-    if (!GetAce((PACL)got, i, (void **)&g) || !GetAce((PACL)want, i, (void **)&w))
+    if (!GetAce((PACL)got, i, (void **)&g) ||
+        !GetAce((PACL)want, i, (void **)&w))
       return 0;
     if (g->Header.AceType != w->Header.AceType ||
         g->Header.AceFlags != w->Header.AceFlags || g->Mask != w->Mask ||
@@ -191,9 +174,10 @@ int px__winbe_window_readback(HANDLE h, const ACL *want, DWORD rid,
                               int *matches) {
   PSECURITY_DESCRIPTOR sd = NULL;
   PACL dacl = NULL, sacl = NULL;
-  DWORD err = PXW(GetSecurityInfo)(
-      h, SE_WINDOW_OBJECT, DACL_SECURITY_INFORMATION | LABEL_SECURITY_INFORMATION,
-      NULL, NULL, &dacl, &sacl, &sd);
+  DWORD err = PXW(GetSecurityInfo)(h, SE_WINDOW_OBJECT,
+                                   DACL_SECURITY_INFORMATION |
+                                       LABEL_SECURITY_INFORMATION,
+                                   NULL, NULL, &dacl, &sacl, &sd);
   if (err != ERROR_SUCCESS)
     return PX_LOG_WIN32(PX_ESANDBOX, err, "GetSecurityInfo(desktop)");
   *matches = px__winbe_acl_equal(dacl, want) && label_rid(sacl) == rid;
@@ -220,8 +204,10 @@ static int desktop_in_station(px_sandbox_t *sb, SECURITY_ATTRIBUTES *sa) {
   back = SetProcessWindowStation(old) ? 1 : 0;
   ReleaseSRWLockExclusive(&winsta_lock);
   if (!back) /* the service's own user32 state is wrong now: say so */
-    PX_LOG(PX_LOG_ERROR, "SetProcessWindowStation(back) failed (Win32 error "
-                         "%lu)", (unsigned long)GetLastError());
+    PX_LOG(PX_LOG_ERROR,
+           "SetProcessWindowStation(back) failed (Win32 error "
+           "%lu)",
+           (unsigned long)GetLastError());
   if (!sb->desktop)
     return PX_LOG_WIN32(PX_ESANDBOX, err, "CreateDesktopW");
   return back ? 0 : PX_ESANDBOX;
@@ -235,10 +221,12 @@ typedef struct {
 
 static int sec_build(px_sandbox_t *sb, PSID owner, desk_sec_t *s) {
   int rc;
-  if ((rc = px__winbe_desktop_dacl(owner, sb->job_sid, sb->ac_sid, WINSTA_OWNER,
-                                   WINSTA_USER, (PACL)s->ws, sizeof s->ws)) ||
-      (rc = px__winbe_desktop_dacl(owner, sb->job_sid, sb->ac_sid, DESK_OWNER,
-                                   DESK_USER, (PACL)s->dk, sizeof s->dk)) ||
+  if ((rc = px__winbe_desktop_dacl(owner, sb->job_sid, sb->ac_sid,
+                                   PX__WINSTA_OWNER, PX__WINSTA_USER,
+                                   (PACL)s->ws, sizeof s->ws)) ||
+      (rc = px__winbe_desktop_dacl(owner, sb->job_sid, sb->ac_sid,
+                                   PX__DESK_OWNER, PX__DESK_USER, (PACL)s->dk,
+                                   sizeof s->dk)) ||
       (rc = sd_init(&s->ws_sd, (PACL)s->ws)) ||
       (rc = sd_init(&s->dk_sd, (PACL)s->dk)))
     return rc;
@@ -260,8 +248,8 @@ static int station_create(px_sandbox_t *sb, desk_sec_t *s) {
            (unsigned long)r[0], (unsigned long)r[1]);
   name[95] = 0;
   /* CWF_CREATE_ONLY: never open a station someone else made first. */
-  sb->winsta = PXW(CreateWindowStationW)(name, CWF_CREATE_ONLY, WINSTA_OPEN,
-                                         &s->ws_sa);
+  sb->winsta =
+      PXW(CreateWindowStationW)(name, CWF_CREATE_ONLY, WINSTA_OPEN, &s->ws_sa);
   if (!sb->winsta)
     return PX_LOG_WIN32(PX_ESANDBOX, GetLastError(), "CreateWindowStationW");
   swprintf(sb->desktop_name, sizeof sb->desktop_name / sizeof(WCHAR),
@@ -277,7 +265,8 @@ int px__winbe_desktop_create(px__winbe_t *be, px_sandbox_t *sb) {
   if (!s)
     return PX_ENOMEM;
   if ((rc = service_user(&owner)) || (rc = sec_build(sb, owner, s)) ||
-      (rc = station_create(sb, s)) || (rc = desktop_in_station(sb, &s->dk_sa)) ||
+      (rc = station_create(sb, s)) ||
+      (rc = desktop_in_station(sb, &s->dk_sa)) ||
       (rc = label_set(sb->winsta, rid)) || (rc = label_set(sb->desktop, rid)) ||
       (rc = px__winbe_window_readback(sb->winsta, (PACL)s->ws, rid, &ws_ok)) ||
       (rc = px__winbe_window_readback(sb->desktop, (PACL)s->dk, rid, &dk_ok)))

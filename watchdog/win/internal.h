@@ -189,7 +189,28 @@ int px__winbe_appcontainer_sid(PSID *out);
  * job "degraded". */
 int px__winbe_token_readback(px__winbe_t *be, struct px_sandbox_s *sb);
 
-/* desktop.c */
+/* desktop.c (the rights below: desktop.c's file comment) */
+/* What user32 needs of the window station: connect (read its attributes),
+ * the global atom table, enumerate it (GetUserObjectInformation), and
+ * read its security to open it; no WINSTA_CREATEDESKTOP, no clipboard
+ * access (WINSTA_ACCESSCLIPBOARD), no EXITWINDOWS, no READSCREEN. */
+#define PX__WINSTA_USER                                                        \
+  (WINSTA_READATTRIBUTES | WINSTA_ACCESSGLOBALATOMS | WINSTA_ENUMDESKTOPS |    \
+   READ_CONTROL | SYNCHRONIZE)
+/* And of the desktop: read and write its objects and create (hidden)
+ * windows and menus - COM, the console host and runtimes create message
+ * windows. Not HOOKCONTROL, JOURNALRECORD/PLAYBACK, SWITCHDESKTOP,
+ * WRITE_DAC, WRITE_OWNER or DELETE. */
+#define PX__DESK_USER                                                          \
+  (DESKTOP_READOBJECTS | DESKTOP_WRITEOBJECTS | DESKTOP_CREATEWINDOW |         \
+   DESKTOP_CREATEMENU | DESKTOP_ENUMERATE | READ_CONTROL | SYNCHRONIZE)
+#define PX__WINSTA_OWNER (WINSTA_ALL_ACCESS | STANDARD_RIGHTS_REQUIRED)
+#define PX__DESK_OWNER                                                         \
+  (DESKTOP_READOBJECTS | DESKTOP_CREATEWINDOW | DESKTOP_CREATEMENU |           \
+   DESKTOP_HOOKCONTROL | DESKTOP_JOURNALRECORD | DESKTOP_JOURNALPLAYBACK |     \
+   DESKTOP_ENUMERATE | DESKTOP_WRITEOBJECTS | DESKTOP_SWITCHDESKTOP |          \
+   STANDARD_RIGHTS_REQUIRED)
+
 /* The job's integrity RID: Low, or Untrusted by config. */
 DWORD px__winbe_job_rid(const px__winbe_t *be);
 /* Create sb->winsta / sb->desktop (owned by sb) with the job's DACL and

@@ -2,9 +2,11 @@
  * association, and accounting snapshots for the watchdog.
  *
  * Every limit set is checked and read back; a failure fails the job closed
- * (the caller tears down), and only what was read back is reported. Two controls are tolerated when the OS refuses them and are
- * then simply not reported in `enforcement`: UI restrictions and CPU rate
- * control (Wine 8 rejects the latter with ERROR_INVALID_PARAMETER).
+ * (the caller tears down), and only what was read back is reported. Two
+ * controls are tolerated when the OS refuses them (or does not read them
+ * back) and are then simply not reported in `enforcement`: UI restrictions
+ * and CPU rate control (Wine 8 rejects the latter with
+ * ERROR_INVALID_PARAMETER and accepts the former without reading it back).
  * Breakaway flags are never set, so no process can leave the job.
  */
 #include "watchdog/win/internal.h"

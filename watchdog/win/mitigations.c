@@ -94,8 +94,10 @@ int px__winbe_mitigations_readback(px__winbe_t *be, px_sandbox_t *sb,
     }
     missing = 1;
     if (!be->wine)
-      PX_LOG(PX_LOG_ERROR, "job %s: mitigation \"%s\" not in effect in the "
-                           "child", sb->spec->key, m->name);
+      PX_LOG(PX_LOG_ERROR,
+             "job %s: mitigation \"%s\" not in effect in the "
+             "child",
+             sb->spec->key, m->name);
   }
   if (!missing)
     return 0;

@@ -470,7 +470,8 @@ static int attrs_handles_job(px_sandbox_t *sb, attrs_t *a) {
   a->handles[2] = sb->child_err;
   a->jobs[0] = sb->job;
   if ((rc = attr_set(a, PROC_THREAD_ATTRIBUTE_HANDLE_LIST, a->handles,
-                     sizeof a->handles, "UpdateProcThreadAttribute(HANDLE_LIST)")))
+                     sizeof a->handles,
+                     "UpdateProcThreadAttribute(HANDLE_LIST)")))
     return rc;
   if (!PXW(UpdateProcThreadAttribute)(a->list, 0, PROC_THREAD_ATTRIBUTE_JOB_LIST,
                                       a->jobs, sizeof a->jobs, NULL, NULL)) {

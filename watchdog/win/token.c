@@ -254,8 +254,8 @@ static int wine_unimplemented(const px__winbe_t *be, DWORD err) {
 }
 
 /* token_info, but a class Wine lacks yields *out = NULL and 0. */
-static int child_info(const px__winbe_t *be, HANDLE t, TOKEN_INFORMATION_CLASS c,
-                      void **out) {
+static int child_info(const px__winbe_t *be, HANDLE t,
+                      TOKEN_INFORMATION_CLASS c, void **out) {
   DWORD n = 0;
   void *p;
   *out = NULL;
@@ -333,7 +333,8 @@ static int appcontainer_ok(const px__winbe_t *be, px_sandbox_t *sb, HANDLE t,
     return 0;
   if ((rc = child_info(be, t, TokenAppContainerSid, (void **)&ai)))
     return rc;
-  *ok = ai && ai->TokenAppContainer && EqualSid(ai->TokenAppContainer, sb->ac_sid);
+  *ok = ai && ai->TokenAppContainer &&
+        EqualSid(ai->TokenAppContainer, sb->ac_sid);
   free(ai);
   return 0;
 }
