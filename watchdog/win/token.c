@@ -147,14 +147,18 @@ static int disable_list(TOKEN_GROUPS *g, SID_AND_ATTRIBUTES *dis, DWORD *ndis,
 
 /* Let the job open what it creates itself (threads, events, files in its
  * dir inherit the dir's ACL instead): the job SID satisfies the restricted
- * half, the user SID the normal half. */
-static int default_dacl(HANDLE t, PSID user, PSID job) {
+ * half, the user SID the normal half, the package SID (every job outside
+ * Wine) the AppContainer check - as Chromium grants the package SID on its
+ * lowbox token. */
+static int default_dacl(HANDLE t, PSID user, PSID job, PSID ac) {
   BYTE buf[512];
   PACL acl = (PACL)buf;
   TOKEN_DEFAULT_DACL dd;
   if (!PXW(InitializeAcl)(acl, sizeof buf, ACL_REVISION) ||
       !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, 0, GENERIC_ALL, user) ||
-      !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, 0, GENERIC_ALL, job))
+      !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, 0, GENERIC_ALL, job) ||
+      (ac &&
+       !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, 0, GENERIC_ALL, ac)))
     return PX_LOG_WIN32(PX_ETOKEN, GetLastError(), "InitializeAcl/AddAce");
   dd.DefaultDacl = acl;
   if (!PXW(SetTokenInformation)(t, TokenDefaultDacl, &dd, sizeof dd))
@@ -230,7 +234,8 @@ int px__winbe_token_create(px__winbe_t *be, px_sandbox_t *sb) {
     rc = PX_LOG_WIN32(PX_ETOKEN, GetLastError(), "CreateRestrictedToken");
     goto cleanup;
   }
-  if ((rc = default_dacl(sb->token, user->User.Sid, sb->job_sid)) ||
+  if ((rc = default_dacl(sb->token, user->User.Sid, sb->job_sid,
+                         sb->ac_sid)) ||
       (rc = integrity_set(sb->token, rid)))
     goto cleanup;
   sb->nrestrict = nres; /* what the child's read-back must find */
