@@ -82,7 +82,10 @@ typedef struct {
 } px_usage_t;
 
 /* Mechanisms that really applied to a job (result.enforcement). A backend
- * sets a bit only after the OS call that applies it succeeded. */
+ * sets a bit only once the mechanism is known to apply: after the OS call
+ * succeeded, and where the OS can show it (the Windows backend: job
+ * limits, the child's token and mitigations, the desktop's security), after
+ * reading it back. */
 #define PX_ENFORCEMENT_MAP(X)                                                \
   X(PX_ENF_JOB_OBJECT, "job_object")                                         \
   X(PX_ENF_JOB_MEMORY_LIMIT, "job_memory_limit")                             \

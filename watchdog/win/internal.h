@@ -191,12 +191,13 @@ int px__winbe_token_readback(px__winbe_t *be, struct px_sandbox_s *sb);
 
 /* desktop.c (the rights below: desktop.c's file comment) */
 /* What user32 needs of the window station: connect (read its attributes),
- * the global atom table, enumerate it (GetUserObjectInformation), and
- * read its security to open it; no WINSTA_CREATEDESKTOP, no clipboard
- * access (WINSTA_ACCESSCLIPBOARD), no EXITWINDOWS, no READSCREEN. */
+ * the global atom table, enumerate it and its desktops
+ * (GetUserObjectInformation), and read its security to open it; no
+ * WINSTA_CREATEDESKTOP (desktop heap is the session's), no clipboard access
+ * (WINSTA_ACCESSCLIPBOARD), no EXITWINDOWS, no READSCREEN. */
 #define PX__WINSTA_USER                                                        \
   (WINSTA_READATTRIBUTES | WINSTA_ACCESSGLOBALATOMS | WINSTA_ENUMDESKTOPS |    \
-   READ_CONTROL | SYNCHRONIZE)
+   WINSTA_ENUMERATE | READ_CONTROL | SYNCHRONIZE)
 /* And of the desktop: read and write its objects and create (hidden)
  * windows and menus - COM, the console host and runtimes create message
  * windows. Not HOOKCONTROL, JOURNALRECORD/PLAYBACK, SWITCHDESKTOP,
