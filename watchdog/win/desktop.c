@@ -49,10 +49,13 @@
 #include <stdlib.h>
 #include <wchar.h>
 
-/* What the service's handles need: create the desktop in it / set the
- * label (WRITE_OWNER) and read the security back. */
-#define WINSTA_OPEN (WINSTA_CREATEDESKTOP | READ_CONTROL | WRITE_OWNER)
-#define DESK_OPEN (DESKTOP_CREATEWINDOW | READ_CONTROL | WRITE_OWNER)
+/* What the service's handles need: the rights Chromium opens its
+ * alternate station and desktop with (read attributes/objects, create the
+ * desktop in it), set the label (WRITE_OWNER), read the security back. */
+#define WINSTA_OPEN                                                            \
+  (WINSTA_READATTRIBUTES | WINSTA_CREATEDESKTOP | READ_CONTROL | WRITE_OWNER)
+#define DESK_OPEN                                                              \
+  (DESKTOP_READOBJECTS | DESKTOP_CREATEWINDOW | READ_CONTROL | WRITE_OWNER)
 
 /* SetProcessWindowStation is process-wide: one desktop creation at a time. */
 static SRWLOCK winsta_lock = SRWLOCK_INIT;
@@ -204,9 +207,7 @@ static int desktop_in_station(px_sandbox_t *sb, SECURITY_ATTRIBUTES *sa) {
   back = SetProcessWindowStation(old) ? 1 : 0;
   ReleaseSRWLockExclusive(&winsta_lock);
   if (!back) /* the service's own user32 state is wrong now: say so */
-    PX_LOG(PX_LOG_ERROR,
-           "SetProcessWindowStation(back) failed (Win32 error "
-           "%lu)",
+    PX_LOG(PX_LOG_ERROR, "SetProcessWindowStation(back) failed (Win32 %lu)",
            (unsigned long)GetLastError());
   if (!sb->desktop)
     return PX_LOG_WIN32(PX_ESANDBOX, err, "CreateDesktopW");
