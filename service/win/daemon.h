@@ -82,6 +82,15 @@ int px__pipe_peer(void *pipe, px_peer_t *peer);
 int px_eventlog_open(const wchar_t *source);
 void px_eventlog_sink(void *ctx, const px_log_entry_t *entry);
 void px_eventlog_close(void);
+/* Tests: entries go to fn (type, event ID, the text) instead of
+ * ReportEventW (Wine's is a stub); NULL restores ReportEventW. */
+typedef void (*px__eventlog_writer_fn)(void *ctx, unsigned short type,
+                                       unsigned long id, const wchar_t *text);
+void px__eventlog_set_writer(px__eventlog_writer_fn fn, void *ctx);
+/* Tests: replace the per-client rate limiter (service/evt_limit.h) with
+ * one of interval_ms on clock (NULL: the real clock). 0 or PX_ENOMEM. */
+int px__eventlog_set_limit(uint64_t interval_ms, uint64_t (*clock)(void *),
+                           void *ctx);
 /* The text-log sink: px_log_file_sink with "[E1001] " in front of entries
  * that carry an event ID; ctx is the px_log_file_t. */
 void px_eventlog_file_sink(void *ctx, const px_log_entry_t *entry);
