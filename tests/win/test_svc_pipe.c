@@ -129,6 +129,8 @@ static px_client_t *connect_client(void) {
   memset(&t, 0, sizeof t);
   t.kind = PX_TARGET_LOCAL;
   t.address = g_name;
+  t.server_check = PX_SERVER_PID; /* the server runs in this process */
+  t.server_pid = GetCurrentProcessId();
   if (px_client_connect(&t, &c, err, sizeof err) != 0)
     px__test_fail(__FILE__, __LINE__, "connect: %s", err);
   return c;
@@ -435,6 +437,8 @@ static void restricted_client(void *arg) {
     return;
   memset(&t, 0, sizeof t);
   t.address = g_name;
+  t.server_check = PX_SERVER_PID;
+  t.server_pid = GetCurrentProcessId();
   if (px_client_connect(&t, &c, err, sizeof err) == 0) {
     int rc;
     char *m;
@@ -492,5 +496,148 @@ TEST_IMPL(pipe_silent_client_dropped) {
   ASSERT_EQ(g_opened, 0); /* never identified, no session */
   px_client_close(c);
   px_pipe_server_close(srv, 1000);
+  return 0;
+}
+
+/* ---- the client verifies the server before it sends anything ---- */
+
+/* The client library against a server that is not the service (this
+ * process): by default (PX_SERVER_SERVICE) it refuses with PX_EINTEGRITY
+ * and sends nothing, so the server never identifies a client or opens a
+ * session; naming the wrong pid is refused as well; the right pid works. */
+TEST_IMPL(pipe_client_verifies_server) {
+  px_pipe_server_t *srv = start_server(4, 1 << 20, 5000);
+  px_target_t t;
+  px_client_t *c = NULL;
+  char err[512] = "";
+  int rc;
+  char *m;
+  memset(&t, 0, sizeof t);
+  t.address = g_name;
+  ASSERT_EQ(px_client_connect(&t, &c, err, sizeof err), PX_EINTEGRITY);
+  ASSERT_NULL(c);
+  printf("refused as expected: %s\n", err);
+  ASSERT_STR_CONTAINS(err, "refusing to send anything");
+  ASSERT_STR_CONTAINS(err, "not SYSTEM");
+  t.server_check = PX_SERVER_PID;
+  t.server_pid = GetCurrentProcessId() + 4;
+  ASSERT_EQ(px_client_connect(&t, &c, err, sizeof err), PX_EINTEGRITY);
+  ASSERT_STR_CONTAINS(err, "not by the expected pid");
+  px_sleep_ms(200);
+  ASSERT_EQ(g_opened, 0); /* no byte reached the server */
+  t.server_pid = GetCurrentProcessId(); /* positive control */
+  ASSERT_OK(px_client_connect(&t, &c, err, sizeof err));
+  ASSERT_OK(px_client_send(c, "{\"v\":1}", 7));
+  m = recv_msg(c, 5000, &rc);
+  ASSERT_OK(rc);
+  ASSERT_STR_EQ(m, "{\"v\":1}");
+  free(m);
+  px_client_close(c);
+  px_pipe_server_close(srv, 1000);
+  return 0;
+}
+
+static void exe_in(char *out, size_t outsz, const char *rel) {
+  snprintf(out, outsz, "%s%s", px_test_self_dir(), rel);
+}
+
+/* Start `cmd` with stdout and stderr into out_path (NULL: none). */
+static int start_proc(const char *cmd, const char *out_path,
+                      PROCESS_INFORMATION *pi) {
+  WCHAR w[2048];
+  STARTUPINFOW si;
+  SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
+  HANDLE out = INVALID_HANDLE_VALUE;
+  BOOL ok;
+  MultiByteToWideChar(CP_UTF8, 0, cmd, -1, w, 2048);
+  memset(&si, 0, sizeof si);
+  si.cb = sizeof si;
+  if (out_path) {
+    out = CreateFileA(out_path, GENERIC_WRITE, FILE_SHARE_READ, &sa, CREATE_ALWAYS,
+                      0, NULL);
+    if (out == INVALID_HANDLE_VALUE)
+      return -1;
+    si.dwFlags = STARTF_USESTDHANDLES;
+    si.hStdOutput = si.hStdError = out;
+    si.hStdInput = NULL;
+  }
+  ok = CreateProcessW(NULL, w, NULL, NULL, out_path != NULL, /* checksrc: allow - test harness */
+                      CREATE_NO_WINDOW, NULL, NULL, &si, pi);
+  if (out != INVALID_HANDLE_VALUE)
+    CloseHandle(out);
+  return ok ? 0 : -1;
+}
+
+static DWORD wait_exit(PROCESS_INFORMATION *pi, DWORD timeout_ms) {
+  DWORD code = 9999;
+  if (WaitForSingleObject(pi->hProcess, timeout_ms) == WAIT_OBJECT_0)
+    GetExitCodeProcess(pi->hProcess, &code);
+  CloseHandle(pi->hProcess);
+  CloseHandle(pi->hThread);
+  return code;
+}
+
+/* A squatter holds the name; wait until its instance listens. */
+static int start_squatter(const char *name, const char *timeout_ms,
+                          PROCESS_INFORMATION *pi) {
+  char cmd[1024], exe[MAX_PATH];
+  WCHAR full[256];
+  uint64_t end = px_now_ms() + 15000;
+  exe_in(exe, sizeof exe, "px_pipe_squatter.exe");
+  snprintf(cmd, sizeof cmd, "\"%s\" %s %s", exe, name, timeout_ms);
+  if (start_proc(cmd, NULL, pi) != 0)
+    return -1;
+  _snwprintf(full, 256, L"\\\\.\\pipe\\%hs", name);
+  full[255] = 0;
+  while (px_now_ms() < end) {
+    if (WaitNamedPipeW(full, 50))
+      return 0;
+    px_sleep_ms(50);
+  }
+  return -1;
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  char *buf = calloc(1, 8192);
+  if (f && buf)
+    fread(buf, 1, 8191, f);
+  if (f)
+    fclose(f);
+  return buf;
+}
+
+/* phoenixctl against a process squatting the pipe name (the service is
+ * not installed in this prefix, so nothing legitimate serves it): exit 3,
+ * a clear message, and the squatter receives no byte. Positive control:
+ * told the squatter's pid (--server-pid), phoenixctl does send, and the
+ * squatter sees the request: the check is what kept it from the bytes. */
+TEST_IMPL(pipe_ctl_refuses_squatter) {
+  PROCESS_INFORMATION sq, ctl;
+  char name[64], cmd[2048], exe[MAX_PATH], out[MAX_PATH], *text;
+  DWORD code;
+  snprintf(name, sizeof name, "px-squat-ctl-%lu", GetCurrentProcessId());
+  snprintf(out, sizeof out, "%sctl-squat.txt", px_test_tmpdir());
+  exe_in(exe, sizeof exe, PX_CTL_EXE_REL);
+  ASSERT_OK(start_squatter(name, "8000", &sq));
+  snprintf(cmd, sizeof cmd, "\"%s\" --pipe \\\\.\\pipe\\%s ping", exe, name);
+  ASSERT_OK(start_proc(cmd, out, &ctl));
+  code = wait_exit(&ctl, 30000);
+  text = slurp(out);
+  printf("phoenixctl exit %lu: %s", code, text);
+  ASSERT_EQ(code, 3);
+  ASSERT_STR_CONTAINS(text, "refusing to send anything");
+  ASSERT_STR_CONTAINS(text, "PhoenixExecutor service");
+  free(text);
+  ASSERT_EQ(wait_exit(&sq, 15000), 0); /* the squatter got nothing */
+
+  ASSERT_OK(start_squatter(name, "3000", &sq));
+  snprintf(cmd, sizeof cmd, "\"%s\" --pipe \\\\.\\pipe\\%s --server-pid %lu ping",
+           exe, name, sq.dwProcessId);
+  ASSERT_OK(start_proc(cmd, out, &ctl));
+  code = wait_exit(&sq, 15000);
+  ASSERT_GT(code, 0); /* the ping frame reached it */
+  ASSERT_LT(code, 250);
+  ASSERT_NE(wait_exit(&ctl, 30000), 3);
   return 0;
 }

@@ -290,6 +290,8 @@ static void svc_start(svc_t *s, const char *extra) {
                         CREATE_NO_WINDOW, NULL, NULL, &si, &s->pi));
   memset(&t, 0, sizeof t);
   t.address = s->pipe;
+  t.server_check = PX_SERVER_PID; /* the console-mode service just started */
+  t.server_pid = s->pi.dwProcessId;
   end = px_now_ms() + 30000;
   while (px_client_connect(&t, &s->cl, err, sizeof err) != 0 && px_now_ms() < end) {
     if (WaitForSingleObject(s->pi.hProcess, 0) == WAIT_OBJECT_0)
@@ -726,6 +728,8 @@ TEST_IMPL(advw_protocol) {
     char err[256];
     memset(&t, 0, sizeof t);
     t.address = s.pipe;
+    t.server_check = PX_SERVER_PID;
+    t.server_pid = s.pi.dwProcessId;
     ASSERT_OK(px_client_connect(&t, &s.cl, err, sizeof err));
   }
   check_host(&s);
@@ -745,6 +749,8 @@ TEST_IMPL(advw_disconnect) {
   svc_start(&s, NULL);
   memset(&t, 0, sizeof t);
   t.address = s.pipe;
+  t.server_check = PX_SERVER_PID;
+  t.server_pid = s.pi.dwProcessId;
   ASSERT_OK(px_client_connect(&t, &c, err, sizeof err));
   {
     cJSON *req = cJSON_CreateObject();
