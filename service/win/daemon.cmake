@@ -10,6 +10,9 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/win/scm.c)
 # NtCreateFile (recovery opens entries relative to their parent's handle).
 target_link_libraries(px_core PUBLIC ntdll)
+# The pipe's client group: NetLocalGroupAdd/Del (service/win/group.c).
+target_sources(px_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/win/group.c)
+target_link_libraries(px_core PUBLIC netapi32)
 
 # ---- message table: messages.h (MSG_* IDs), messages.rc, MSG00409.bin ----
 set(PX_MC_SOURCE ${PROJECT_SOURCE_DIR}/installer/messages.mc)
