@@ -80,7 +80,8 @@ file(RELATIVE_PATH PX_CTL_EXE_REL ${PROJECT_BINARY_DIR}/tests
 string(REPLACE "/" "\\\\" PX_CTL_EXE_REL "${PX_CTL_EXE_REL}")
 set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/win/test_svc_pipe.c
   DIRECTORY ${PROJECT_SOURCE_DIR}/tests
-  APPEND PROPERTY COMPILE_DEFINITIONS "PX_CTL_EXE_REL=\"${PX_CTL_EXE_REL}\"")
+  APPEND PROPERTY COMPILE_DEFINITIONS "PX_CTL_EXE_REL=\"${PX_CTL_EXE_REL}\""
+  "PX_SVC_EXE_REL=\"${PX_SVC_EXE_REL}\"")
 
 px_add_test_group(px_tests_win evt LABELS win integ)
 px_add_test_group(px_tests_win pipe LABELS win integ)

@@ -796,3 +796,37 @@ TEST_IMPL(pipe_client_group) {
   ASSERT_EQ(px_win_clients_group_sid(name, 0, sid, sizeof sid), PX_ENOENT);
   return 0;
 }
+
+/* The service itself (console mode, default configuration) against a
+ * process squatting its pipe name: it does not start (non-zero exit) and
+ * says why in its log, tagged as the Event Log entry ([E1006]
+ * PX_EVENT_TRANSPORT_FAILED). */
+TEST_IMPL(pipe_service_refuses_squatted_name) {
+  PROCESS_INFORMATION sq, svc;
+  char name[64], cmd[2048], exe[MAX_PATH], logf[MAX_PATH], *text;
+  DWORD code;
+  snprintf(name, sizeof name, "px-squat-svc-%lu", GetCurrentProcessId());
+  snprintf(logf, sizeof logf, "%ssquatted-svc.log", px_test_tmpdir());
+  DeleteFileA(logf);
+  exe_in(exe, sizeof exe, "px_pipe_squatter.exe");
+  if (GetFileAttributesA(exe) == INVALID_FILE_ATTRIBUTES)
+    RETURN_SKIP("px_pipe_squatter.exe is not built here (the CMake build makes "
+                "it; the Visual Studio solution builds no test helpers)");
+  ASSERT_OK(start_squatter(name, "60000", &sq));
+  exe_in(exe, sizeof exe, PX_SVC_EXE_REL);
+  snprintf(cmd, sizeof cmd,
+           "\"%s\" --console --pipe \\\\.\\pipe\\%s --log-file \"%s\"",
+           exe, name, logf);
+  ASSERT_OK(start_proc(cmd, NULL, &svc));
+  code = wait_exit(&svc, 60000);
+  text = slurp(logf);
+  printf("service exit %lu; its log:\n%s", code, text);
+  ASSERT_EQ(code, 1);
+  ASSERT_STR_CONTAINS(text, "[E1006]");
+  ASSERT_STR_CONTAINS(text, "already exists (another process owns the name)");
+  ASSERT(strstr(text, "[E1001]") == NULL); /* never RUNNING */
+  free(text);
+  TerminateProcess(sq.hProcess, 0); /* checksrc: allow - test harness */
+  wait_exit(&sq, 5000);
+  return 0;
+}
