@@ -65,10 +65,11 @@ size_t px_pipe_server_clients(px_pipe_server_t *srv);
 /* ---- pipe security and identity (pipe_sec.c) ---- */
 
 /* The SDDL of the pipe granting group_sid and client_sid (each NULL:
- * none), in out. 0, or PX_EINVAL when one is not a valid SID string (they
- * are checked, not pasted). */
-int px__pipe_sddl(const char *group_sid, const char *client_sid, char *out,
-                  size_t outsz);
+ * none), owned by SYSTEM when owner_system (the service runs as
+ * LocalSystem), in out. 0, or PX_EINVAL when a SID is not a valid SID
+ * string (they are checked, not pasted). */
+int px__pipe_sddl(const char *group_sid, const char *client_sid,
+                  int owner_system, char *out, size_t outsz);
 /* Build the pipe's security descriptor: client_group (a name, NULL: none)
  * resolved with px_win_clients_group_sid (created if missing), then
  * px__pipe_sddl; *sd is LocalFree'd by the caller. 0, PX_ECONFIG (a bad

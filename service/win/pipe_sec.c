@@ -26,6 +26,9 @@
  *                               no-read-up: a Low or Untrusted process (every
  *                               sandboxed job) can neither write nor read
  *
+ * Owner: SYSTEM (O:SY) when the service runs as LocalSystem, so that
+ * clients can accept the pipe by its owner as well as by the server pid.
+ *
  * A restricted token passes an access check only if its normal SIDs and
  * its restricting SIDs are both granted. A job's restricting SIDs (its
  * per-job SID, capability SIDs, Everyone, Users...) have no allow ACE
@@ -83,6 +86,20 @@ static int sid_string_ok(const char *s) {
   return 1;
 }
 
+/* TOKEN_* information into a malloc'd buffer. */
+static void *token_info(HANDLE tok, TOKEN_INFORMATION_CLASS cls) {
+  DWORD need = 0;
+  void *buf;
+  GetTokenInformation(tok, cls, NULL, 0, &need);
+  if (need == 0 || !(buf = malloc(need)))
+    return NULL;
+  if (!GetTokenInformation(tok, cls, buf, need, &need)) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
 /* "(A;;<client access>;;;SID)" for a checked SID string, or "" for none. */
 static int allow_ace(const char *what, const char *sid, char *out, size_t outsz) {
   out[0] = '\0';
@@ -97,18 +114,37 @@ static int allow_ace(const char *what, const char *sid, char *out, size_t outsz)
   return px_snprintf(out, outsz, "(A;;" CLIENT_ACCESS ";;;%s)", sid);
 }
 
-int px__pipe_sddl(const char *group_sid, const char *client_sid, char *out,
-                  size_t outsz) {
+int px__pipe_sddl(const char *group_sid, const char *client_sid,
+                  int owner_system, char *out, size_t outsz) {
   char group[256], client[256];
   int rc;
   if ((rc = allow_ace("the client group's", group_sid, group, sizeof group)) != 0 ||
       (rc = allow_ace("transports.pipe_client_sid", client_sid, client,
                       sizeof client)) != 0)
     return rc;
-  if (px_snprintf(out, outsz, "D:P" DENY_JOBS "(A;;GA;;;SY)(A;;GA;;;BA)%s%s"
-                  "S:(ML;;NWNR;;;ME)", group, client) != 0)
+  if (px_snprintf(out, outsz, "%sD:P" DENY_JOBS "(A;;GA;;;SY)(A;;GA;;;BA)%s%s"
+                  "S:(ML;;NWNR;;;ME)", owner_system ? "O:SY" : "", group,
+                  client) != 0)
     return PX_ERANGE;
   return 0;
+}
+
+/* Is this process LocalSystem? Then the pipe is owned by SYSTEM
+ * explicitly (a SYSTEM token's default owner may be Administrators):
+ * clients accept a SYSTEM-owned pipe (tools/phoenixctl/win/conn.c). Any
+ * other process could not set that owner. */
+static int running_as_system(void) {
+  HANDLE tok = NULL;
+  TOKEN_USER *u;
+  int sys = 0;
+  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &tok))
+    return 0;
+  if ((u = token_info(tok, TokenUser)) != NULL) {
+    sys = IsWellKnownSid(u->User.Sid, WinLocalSystemSid) ? 1 : 0;
+    free(u);
+  }
+  CloseHandle(tok);
+  return sys;
 }
 
 /* The client group's SID into out ("" under Wine, which has no local
@@ -144,7 +180,8 @@ int px__pipe_security(const char *client_group, const char *client_sid,
   *sd = NULL;
   if ((rc = group_sid(client_group, gsid, sizeof gsid)) != 0)
     return rc;
-  if ((rc = px__pipe_sddl(gsid, client_sid, sddl, sizeof sddl)) != 0)
+  if ((rc = px__pipe_sddl(gsid, client_sid, running_as_system(), sddl,
+                          sizeof sddl)) != 0)
     return rc == PX_EINVAL ? PX_ECONFIG : rc;
   if (!MultiByteToWideChar(CP_UTF8, 0, sddl, -1, w, 768))
     return PX_LOG_WIN32(PX_EACL, GetLastError(), "MultiByteToWideChar(SDDL)");
@@ -154,20 +191,6 @@ int px__pipe_security(const char *client_group, const char *client_sid,
                         "ConvertStringSecurityDescriptorToSecurityDescriptorW");
   *sd = p;
   return 0;
-}
-
-/* TOKEN_* information into a malloc'd buffer. */
-static void *token_info(HANDLE tok, TOKEN_INFORMATION_CLASS cls) {
-  DWORD need = 0;
-  void *buf;
-  GetTokenInformation(tok, cls, NULL, 0, &need);
-  if (need == 0 || !(buf = malloc(need)))
-    return NULL;
-  if (!GetTokenInformation(tok, cls, buf, need, &need)) {
-    free(buf);
-    return NULL;
-  }
-  return buf;
 }
 
 static int sid_to_string(PSID sid, char *out, size_t outsz) {

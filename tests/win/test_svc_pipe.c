@@ -389,17 +389,20 @@ TEST_IMPL(pipe_first_instance_refuses_squatter) {
 TEST_IMPL(pipe_security_descriptor) {
   char sddl[768];
   void *sd = NULL;
-  ASSERT_OK(px__pipe_sddl("S-1-5-21-1-2-3-1010", "S-1-5-32-545", sddl, sizeof sddl));
+  ASSERT_OK(px__pipe_sddl("S-1-5-21-1-2-3-1010", "S-1-5-32-545", 0, sddl, sizeof sddl));
   ASSERT_STR_EQ(sddl, DENY_JOBS_SDDL "(A;;0x0012019b;;;S-1-5-21-1-2-3-1010)"
                       "(A;;0x0012019b;;;S-1-5-32-545)S:(ML;;NWNR;;;ME)");
   /* An injection attempt through either SID is refused. */
-  ASSERT_EQ(px__pipe_sddl(NULL, "S-1-5-32-545)(A;;GA;;;WD", sddl, sizeof sddl),
+  ASSERT_EQ(px__pipe_sddl(NULL, "S-1-5-32-545)(A;;GA;;;WD", 0, sddl, sizeof sddl),
             PX_EINVAL);
-  ASSERT_EQ(px__pipe_sddl("S-1-5-32-545)(A;;GA;;;WD", NULL, sddl, sizeof sddl),
+  ASSERT_EQ(px__pipe_sddl("S-1-5-32-545)(A;;GA;;;WD", NULL, 0, sddl, sizeof sddl),
             PX_EINVAL);
-  ASSERT_EQ(px__pipe_sddl(NULL, "WD", sddl, sizeof sddl), PX_EINVAL);
-  ASSERT_OK(px__pipe_sddl(NULL, NULL, sddl, sizeof sddl));
+  ASSERT_EQ(px__pipe_sddl(NULL, "WD", 0, sddl, sizeof sddl), PX_EINVAL);
+  ASSERT_OK(px__pipe_sddl(NULL, NULL, 0, sddl, sizeof sddl));
   ASSERT_STR_EQ(sddl, DENY_JOBS_SDDL "S:(ML;;NWNR;;;ME)");
+  /* The service as LocalSystem owns its pipe as SYSTEM, explicitly. */
+  ASSERT_OK(px__pipe_sddl(NULL, NULL, 1, sddl, sizeof sddl));
+  ASSERT_STR_EQ(sddl, "O:SY" DENY_JOBS_SDDL "S:(ML;;NWNR;;;ME)");
   ASSERT_OK(px__pipe_security(NULL, "S-1-5-32-545", &sd));
   ASSERT_NOT_NULL(sd);
   LocalFree(sd);
@@ -787,7 +790,7 @@ TEST_IMPL(pipe_client_group) {
   ASSERT_OK(px_win_clients_group_create(name)); /* idempotent */
   ASSERT_OK(px_win_clients_group_sid(name, 0, sid, sizeof sid));
   ASSERT_STR_CONTAINS(sid, "S-1-5-21-");
-  ASSERT_OK(px__pipe_sddl(sid, NULL, sddl, sizeof sddl));
+  ASSERT_OK(px__pipe_sddl(sid, NULL, 0, sddl, sizeof sddl));
   ASSERT_STR_CONTAINS(sddl, sid);
   /* A user account of the same kind of name is not a group. */
   ASSERT_EQ(px_win_clients_group_sid("SYSTEM", 0, sid, sizeof sid), PX_ENOENT);
