@@ -160,6 +160,8 @@ static void footprint(const char *what, HANDLE process, FILE *json,
 
 /* Queue 1,000 jobs behind two long ones per worker on a fresh connection;
  * the caller measures, then closes it (which cancels them). */
+static DWORD g_service_pid; /* the console-mode service the bench started */
+
 static px_client_t *queue_1000(const char *pipe) {
   px_target_t t;
   px_client_t *q = NULL;
@@ -167,6 +169,8 @@ static px_client_t *queue_1000(const char *pipe) {
   int i;
   memset(&t, 0, sizeof t);
   t.address = pipe;
+  t.server_check = PX_SERVER_PID;
+  t.server_pid = g_service_pid;
   if (px_client_connect(&t, &q, err, sizeof err) != 0)
     return NULL;
   for (i = 0; i < 1000 + 4; i++) {
@@ -248,8 +252,11 @@ int wmain(int argc, WCHAR **argv) {
     fprintf(stderr, "px_bench_win: cannot start the service\n");
     return 1;
   }
+  g_service_pid = GetProcessId(service);
   memset(&t, 0, sizeof t);
   t.address = pipe;
+  t.server_check = PX_SERVER_PID;
+  t.server_pid = g_service_pid;
   if (px_client_connect(&t, &c, err, sizeof err) != 0) {
     fprintf(stderr, "px_bench_win: %s\n", err);
     TerminateProcess(service, 1); /* checksrc: allow - benchmark harness */

@@ -214,7 +214,8 @@ static const field_t zmq_fields[] = {
 static const field_t transport_fields[] = {
     STR("pipe_name", transports.pipe_name),
     U32("pipe_max_clients", transports.pipe_max_clients, 1, 10000),
-    STR("pipe_client_sid", transports.pipe_client_sid),
+    STRN("pipe_client_sid", transports.pipe_client_sid),
+    STRN("pipe_client_group", transports.pipe_client_group),
     STRC("socket_path", transports.socket_path, unix_abs_ok,
          "must be an absolute path"),
     STRN("socket_group", transports.socket_group),
@@ -623,6 +624,7 @@ void px__config_release(px_config_t *cfg) {
   px_transport_config_t *t = &cfg->transports;
   free(t->pipe_name);
   free(t->pipe_client_sid);
+  free(t->pipe_client_group);
   free(t->socket_path);
   free(t->socket_group);
   free(t->zmq.endpoint);

@@ -181,11 +181,13 @@ static int default_audit(px_config_t *cfg) {
 static int default_strings(px_config_t *cfg) {
   px_transport_config_t *t = &cfg->transports;
   t->pipe_name = px_strdup("\\\\.\\pipe\\PhoenixExecutor");
-  t->pipe_client_sid = px_strdup("S-1-5-32-545"); /* BUILTIN\Users */
+  /* Not BUILTIN\Users (every local and RDP user): a dedicated local
+   * group, created by `PhoenixExecutor.exe install` (service/win/group.c). */
+  t->pipe_client_group = px_strdup("PhoenixExecutor Users");
   t->socket_path = px_strdup("/run/phoenix-executor/executor.sock");
   cfg->work_root = px__config_default_work_root();
   cfg->kb.store = px__config_default_kb_store();
-  if (!t->pipe_name || !t->pipe_client_sid || !t->socket_path ||
+  if (!t->pipe_name || !t->pipe_client_group || !t->socket_path ||
       !cfg->work_root || !cfg->kb.store)
     return PX_ENOMEM;
 #ifndef _WIN32

@@ -49,7 +49,9 @@ typedef struct {
 typedef struct {
   char *pipe_name; /* \\.\pipe\PhoenixExecutor */
   uint32_t pipe_max_clients;
-  char *pipe_client_sid; /* SID granted read/write on the pipe */
+  char *pipe_client_sid; /* SID granted read/write on the pipe; NULL */
+  char *pipe_client_group; /* local group granted it ("PhoenixExecutor
+                              Users"); NULL: none */
   char *socket_path;     /* /run/phoenix-executor/executor.sock */
   char *socket_group;    /* NULL: the daemon's own group */
   px_zmq_config_t zmq;

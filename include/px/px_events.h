@@ -49,7 +49,8 @@
   X(PX_EVENT_KB_ROLLBACK_DONE, 1050u, "rolled the knowledge base back")      \
   X(PX_EVENT_KB_ROLLBACK_FAILED, 1051u, "could not roll the knowledge base") \
   X(PX_EVENT_SCRAM, 1060u, "SCRAM: every job was killed")                    \
-  X(PX_EVENT_RESUME, 1061u, "resumed after a SCRAM")
+  X(PX_EVENT_RESUME, 1061u, "resumed after a SCRAM")                        \
+  X(PX_EVENT_EVENTS_SUPPRESSED, 1090u, "suppressed repeated job events")
 
 enum {
 #define PX_EVENT_ENUM_(name, id, text) name = id,

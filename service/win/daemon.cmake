@@ -10,6 +10,9 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/win/scm.c)
 # NtCreateFile (recovery opens entries relative to their parent's handle).
 target_link_libraries(px_core PUBLIC ntdll)
+# The pipe's client group: NetLocalGroupAdd/Del (service/win/group.c).
+target_sources(px_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/win/group.c)
+target_link_libraries(px_core PUBLIC netapi32)
 
 # ---- message table: messages.h (MSG_* IDs), messages.rc, MSG00409.bin ----
 set(PX_MC_SOURCE ${PROJECT_SOURCE_DIR}/installer/messages.mc)
@@ -63,6 +66,22 @@ set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/win/test_svc_evt.c
   "PX_SVC_EXE_REL=\"${PX_SVC_EXE_REL}\""
   "PX_CASES_DIR=\"${PROJECT_SOURCE_DIR}/tests/cases/\"")
 add_dependencies(px_tests_win PhoenixExecutor)
+
+# The client's server verification: a process squatting a pipe name, and
+# phoenixctl itself (tests/win/test_svc_pipe.c).
+add_executable(px_pipe_squatter ${PROJECT_SOURCE_DIR}/tests/win/pipe_squatter.c)
+px_executable(px_pipe_squatter)
+target_link_options(px_pipe_squatter PRIVATE -municode)
+set_target_properties(px_pipe_squatter PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+add_dependencies(px_tests_win px_pipe_squatter phoenixctl)
+file(RELATIVE_PATH PX_CTL_EXE_REL ${PROJECT_BINARY_DIR}/tests
+     ${PROJECT_BINARY_DIR}/tools/phoenixctl.exe)
+string(REPLACE "/" "\\\\" PX_CTL_EXE_REL "${PX_CTL_EXE_REL}")
+set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/win/test_svc_pipe.c
+  DIRECTORY ${PROJECT_SOURCE_DIR}/tests
+  APPEND PROPERTY COMPILE_DEFINITIONS "PX_CTL_EXE_REL=\"${PX_CTL_EXE_REL}\""
+  "PX_SVC_EXE_REL=\"${PX_SVC_EXE_REL}\"")
 
 px_add_test_group(px_tests_win evt LABELS win integ)
 px_add_test_group(px_tests_win pipe LABELS win integ)

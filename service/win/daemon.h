@@ -42,6 +42,8 @@ typedef struct {
                                drops the client */
   const char *client_sid;   /* SID string granted read/write; NULL: only
                                SYSTEM and Administrators */
+  const char *client_group; /* local group (name) granted read/write,
+                               created if missing (group.c); NULL: none */
   const px_pipe_session_ops_t *ops; /* required; borrowed */
   void *svc;                /* passed to ops->open; borrowed */
 } px_pipe_server_opts_t;
@@ -62,12 +64,36 @@ size_t px_pipe_server_clients(px_pipe_server_t *srv);
 
 /* ---- pipe security and identity (pipe_sec.c) ---- */
 
-/* The SDDL of the pipe for client_sid (NULL: none), in out. 0, or PX_EINVAL
- * when client_sid is not a valid SID string (it is checked, not pasted). */
-int px__pipe_sddl(const char *client_sid, char *out, size_t outsz);
-/* Build a security descriptor from px__pipe_sddl; *sd is LocalFree'd by the
- * caller. 0 or PX_EACL. */
-int px__pipe_security(const char *client_sid, void **sd);
+/* The SDDL of the pipe granting group_sid and client_sid (each NULL:
+ * none), owned by SYSTEM when owner_system (the service runs as
+ * LocalSystem), in out. 0, or PX_EINVAL when a SID is not a valid SID
+ * string (they are checked, not pasted). */
+int px__pipe_sddl(const char *group_sid, const char *client_sid,
+                  int owner_system, char *out, size_t outsz);
+/* Build the pipe's security descriptor: client_group (a name, NULL: none)
+ * resolved with px_win_clients_group_sid (created if missing), then
+ * px__pipe_sddl; *sd is LocalFree'd by the caller. 0, PX_ECONFIG (a bad
+ * SID, a group that cannot be resolved or created: logged) or PX_EACL.
+ * Under Wine, which keeps no local groups, the group is left out (said). */
+int px__pipe_security(const char *client_group, const char *client_sid,
+                      void **sd);
+
+/* ---- the pipe's client group (group.c) ---- */
+
+#define PX_CLIENTS_GROUP_DEFAULT "PhoenixExecutor Users"
+
+/* Create the local group `name` (NULL: the default) if it does not exist
+ * (install). 0; PX_ENOTSUP under Wine (its netapi32 creates nothing);
+ * PX_EACCES without the right; PX_E* (logged). */
+int px_win_clients_group_create(const char *name);
+/* Delete it (uninstall). 0, PX_ENOENT when it does not exist, or PX_E*. */
+int px_win_clients_group_delete(const char *name);
+/* The SID string of the local group `name` (a bare name: this computer's
+ * or BUILTIN's alias only; "DOMAIN\name": as written), creating it first
+ * when missing and create != 0. 0; PX_ENOENT (no such group); PX_ENOTSUP
+ * under Wine; PX_E* (logged). */
+int px_win_clients_group_sid(const char *name, int create, char *out,
+                             size_t outsz);
 /* Identify the client connected to pipe (a HANDLE): pid, user SID and
  * enabled group SIDs. Refuses (PX_EACCES, logged) a client whose token is
  * restricted, below medium integrity, or carries a job SID (S-1-5-117-*):
@@ -82,6 +108,15 @@ int px__pipe_peer(void *pipe, px_peer_t *peer);
 int px_eventlog_open(const wchar_t *source);
 void px_eventlog_sink(void *ctx, const px_log_entry_t *entry);
 void px_eventlog_close(void);
+/* Tests: entries go to fn (type, event ID, the text) instead of
+ * ReportEventW (Wine's is a stub); NULL restores ReportEventW. */
+typedef void (*px__eventlog_writer_fn)(void *ctx, unsigned short type,
+                                       unsigned long id, const wchar_t *text);
+void px__eventlog_set_writer(px__eventlog_writer_fn fn, void *ctx);
+/* Tests: replace the per-client rate limiter (service/evt_limit.h) with
+ * one of interval_ms on clock (NULL: the real clock). 0 or PX_ENOMEM. */
+int px__eventlog_set_limit(uint64_t interval_ms, uint64_t (*clock)(void *),
+                           void *ctx);
 /* The text-log sink: px_log_file_sink with "[E1001] " in front of entries
  * that carry an event ID; ctx is the px_log_file_t. */
 void px_eventlog_file_sink(void *ctx, const px_log_entry_t *entry);

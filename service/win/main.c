@@ -264,6 +264,7 @@ static int open_transports(daemon_t *d) {
   po.max_frame = px_service_max_frame(d->svc);
   po.read_timeout_ms = px_service_read_timeout_ms(d->svc);
   po.client_sid = d->cfg->transports.pipe_client_sid;
+  po.client_group = d->cfg->transports.pipe_client_group;
   po.ops = &session_ops;
   po.svc = d->svc;
   if ((rc = px_pipe_server_open(&po, &d->pipe)) != 0) {
@@ -488,6 +489,8 @@ static int cmd_install(const args_t *a) {
   }
   in.backend = a->wbackend;
   rc = px_scm_install(&in);
+  if (rc == 0 && px_win_clients_group_create(NULL) == PX_EACCES)
+    rc = PX_EACCES; /* the pipe's client group (group.c) */
   if (rc == 0)
     printf("PhoenixExecutor: service installed (start it with "
            "`sc start PhoenixExecutor`)\n");
@@ -526,6 +529,8 @@ int wmain(int argc, wchar_t **argv) {
     return cmd_print_default();
   if (g_d.a.command && !wcscmp(g_d.a.command, L"install"))
     return cmd_install(&g_d.a);
+  if (g_d.a.command && px_win_clients_group_delete(NULL) == PX_EACCES)
+    return 1; /* uninstall: the pipe's client group (group.c) */
   if (g_d.a.command)
     return px_scm_uninstall(SERVICE_NAME) == 0 ? 0 : 1;
   if (g_d.a.check_only)

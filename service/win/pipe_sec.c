@@ -4,22 +4,40 @@
  * The pipe's security descriptor (SDDL, built from checked parts only):
  *
  *   D:P                         protected DACL, nothing inherited
- *   (D;;GA;;;S-1-5-12)          deny RESTRICTED code
+ *   (D;;GA;;;S-1-15-2-1)        deny ALL APPLICATION PACKAGES: every
+ *                               AppContainer (LowBox) job token
+ *   (D;;GA;;;S-1-15-2-2)        deny ALL RESTRICTED APPLICATION PACKAGES
+ *   (D;;GA;;;S-1-5-117-2-1)     deny the KB reader and writer capability
+ *   (D;;GA;;;S-1-5-117-2-2)     SIDs (watchdog/win/internal.h), which the
+ *                               jobs holding kb:read / kb:write carry
+ *   (D;;GA;;;S-1-5-12)          deny RESTRICTED (tokens restricted by the
+ *                               system's own policies; the backend's jobs
+ *                               do not carry it)
  *   (D;;GA;;;NU)                deny NETWORK logons (PIPE_REJECT_REMOTE_
  *                               CLIENTS refuses remote clients as well)
  *   (A;;GA;;;SY)(A;;GA;;;BA)    SYSTEM and Administrators: full control
- *   (A;;0x0012019b;;;<client>)  the configured client SID: read/write, but
- *                               not FILE_CREATE_PIPE_INSTANCE (0x4), so no
- *                               client can add a server instance
+ *   (A;;0x0012019b;;;<group>)   the client group (transports.
+ *                               pipe_client_group, "PhoenixExecutor Users")
+ *   (A;;0x0012019b;;;<client>)  transports.pipe_client_sid if set:
+ *                               read/write, but not FILE_CREATE_PIPE_
+ *                               INSTANCE (0x4), so no client can add a
+ *                               server instance
  *   S:(ML;;NWNR;;;ME)           Medium mandatory label, no-write-up and
  *                               no-read-up: a Low or Untrusted process (every
  *                               sandboxed job) can neither write nor read
  *
- * A DACL cannot match a SID prefix, and the jobs' restricting SIDs include
- * BUILTIN\Users (the default client SID), so the label is the barrier that
- * keeps job code off the pipe, and px__pipe_peer checks again on every
- * connection: a restricted token, an integrity level below Medium, or any
- * S-1-5-117-* SID (the backend's per-job and capability SIDs) is refused.
+ * Owner: SYSTEM (O:SY) when the service runs as LocalSystem, so that
+ * clients can accept the pipe by its owner as well as by the server pid.
+ *
+ * A restricted token passes an access check only if its normal SIDs and
+ * its restricting SIDs are both granted. A job's restricting SIDs (its
+ * per-job SID, capability SIDs, Everyone, Users...) have no allow ACE
+ * here as long as the clients are the dedicated group; the deny ACEs
+ * name every SID jobs carry that a DACL can name. The per-job SIDs
+ * (S-1-5-117-1-*) are fresh for every job and a DACL cannot match a SID
+ * prefix, so px__pipe_peer checks again on every connection: a restricted
+ * token, an integrity level below Medium, or any S-1-5-117-* SID is
+ * refused.
  *
  * Identity: ImpersonateNamedPipeClient -> OpenThreadToken -> user SID and
  * enabled, non-deny-only group SIDs -> px_peer_t; RevertToSelf always
@@ -42,6 +60,13 @@
 /* Read + write without FILE_CREATE_PIPE_INSTANCE. */
 #define CLIENT_ACCESS "0x0012019b"
 #define JOB_SID_PREFIX "S-1-5-117-"
+/* What job tokens carry that a DACL can name (see the top of the file).
+ * The KB SIDs mirror PX__SID_KB_* of watchdog/win/internal.h (the pipe
+ * test checks that they agree). */
+#define DENY_JOBS                                                            \
+  "(D;;GA;;;S-1-15-2-1)(D;;GA;;;S-1-15-2-2)"                                 \
+  "(D;;GA;;;S-1-5-117-2-1)(D;;GA;;;S-1-5-117-2-2)"                           \
+  "(D;;GA;;;S-1-5-12)(D;;GA;;;NU)"
 
 static int sid_string_ok(const char *s) {
   PSID sid = NULL;
@@ -61,43 +86,6 @@ static int sid_string_ok(const char *s) {
   return 1;
 }
 
-int px__pipe_sddl(const char *client_sid, char *out, size_t outsz) {
-  char client[256] = "";
-  if (client_sid && client_sid[0]) {
-    if (!sid_string_ok(client_sid)) {
-      char q[128];
-      PX_LOG(PX_LOG_ERROR, "transports.pipe_client_sid %s is not a SID",
-             px_log_quote(q, sizeof q, client_sid, strlen(client_sid)));
-      return PX_EINVAL;
-    }
-    px_snprintf(client, sizeof client, "(A;;" CLIENT_ACCESS ";;;%s)", client_sid);
-  }
-  if (px_snprintf(out, outsz,
-                  "D:P(D;;GA;;;S-1-5-12)(D;;GA;;;NU)(A;;GA;;;SY)(A;;GA;;;BA)%s"
-                  "S:(ML;;NWNR;;;ME)",
-                  client) != 0)
-    return PX_ERANGE;
-  return 0;
-}
-
-int px__pipe_security(const char *client_sid, void **sd) {
-  char sddl[512];
-  WCHAR w[512];
-  PSECURITY_DESCRIPTOR p = NULL;
-  int rc;
-  *sd = NULL;
-  if ((rc = px__pipe_sddl(client_sid, sddl, sizeof sddl)) != 0)
-    return rc == PX_EINVAL ? PX_ECONFIG : rc;
-  if (!MultiByteToWideChar(CP_UTF8, 0, sddl, -1, w, 512))
-    return PX_LOG_WIN32(PX_EACL, GetLastError(), "MultiByteToWideChar(SDDL)");
-  if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(w, SDDL_REVISION_1,
-                                                            &p, NULL))
-    return PX_LOG_WIN32(PX_EACL, GetLastError(),
-                        "ConvertStringSecurityDescriptorToSecurityDescriptorW");
-  *sd = p;
-  return 0;
-}
-
 /* TOKEN_* information into a malloc'd buffer. */
 static void *token_info(HANDLE tok, TOKEN_INFORMATION_CLASS cls) {
   DWORD need = 0;
@@ -110,6 +98,99 @@ static void *token_info(HANDLE tok, TOKEN_INFORMATION_CLASS cls) {
     return NULL;
   }
   return buf;
+}
+
+/* "(A;;<client access>;;;SID)" for a checked SID string, or "" for none. */
+static int allow_ace(const char *what, const char *sid, char *out, size_t outsz) {
+  out[0] = '\0';
+  if (!sid || !sid[0])
+    return 0;
+  if (!sid_string_ok(sid)) {
+    char q[128];
+    PX_LOG(PX_LOG_ERROR, "%s %s is not a SID", what,
+           px_log_quote(q, sizeof q, sid, strlen(sid)));
+    return PX_EINVAL;
+  }
+  return px_snprintf(out, outsz, "(A;;" CLIENT_ACCESS ";;;%s)", sid);
+}
+
+int px__pipe_sddl(const char *group_sid, const char *client_sid,
+                  int owner_system, char *out, size_t outsz) {
+  char group[256], client[256];
+  int rc;
+  if ((rc = allow_ace("the client group's", group_sid, group, sizeof group)) != 0 ||
+      (rc = allow_ace("transports.pipe_client_sid", client_sid, client,
+                      sizeof client)) != 0)
+    return rc;
+  if (px_snprintf(out, outsz, "%sD:P" DENY_JOBS "(A;;GA;;;SY)(A;;GA;;;BA)%s%s"
+                  "S:(ML;;NWNR;;;ME)", owner_system ? "O:SY" : "", group,
+                  client) != 0)
+    return PX_ERANGE;
+  return 0;
+}
+
+/* Is this process LocalSystem? Then the pipe is owned by SYSTEM
+ * explicitly (a SYSTEM token's default owner may be Administrators):
+ * clients accept a SYSTEM-owned pipe (tools/phoenixctl/win/conn.c). Any
+ * other process could not set that owner. */
+static int running_as_system(void) {
+  HANDLE tok = NULL;
+  TOKEN_USER *u;
+  int sys = 0;
+  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &tok))
+    return 0;
+  if ((u = token_info(tok, TokenUser)) != NULL) {
+    sys = IsWellKnownSid(u->User.Sid, WinLocalSystemSid) ? 1 : 0;
+    free(u);
+  }
+  CloseHandle(tok);
+  return sys;
+}
+
+/* The client group's SID into out ("" under Wine, which has no local
+ * groups). 0 or PX_ECONFIG (logged). */
+static int group_sid(const char *name, char *out, size_t outsz) {
+  int rc;
+  out[0] = '\0';
+  if (!name || !name[0])
+    return 0;
+  rc = px_win_clients_group_sid(name, 1, out, outsz);
+  if (rc == PX_ENOTSUP) {
+    PX_LOG(PX_LOG_WARN, "under Wine: local group \"%s\" cannot exist (netapi32 "
+                        "is a stub); the pipe grants only SYSTEM and "
+                        "Administrators (every Wine process is one)", name);
+    out[0] = '\0';
+    return 0;
+  }
+  if (rc != 0)
+    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_CONFIG_REFUSED,
+                 "transports.pipe_client_group: local group \"%s\" does not "
+                 "exist and cannot be created (%s); run `PhoenixExecutor.exe "
+                 "install` as an administrator or `net localgroup \"%s\" /add`",
+                 name, px_strerror(rc), name);
+  return rc == 0 ? 0 : PX_ECONFIG;
+}
+
+int px__pipe_security(const char *client_group, const char *client_sid,
+                      void **sd) {
+  char sddl[768], gsid[192];
+  WCHAR w[768];
+  PSECURITY_DESCRIPTOR p = NULL;
+  int rc;
+  *sd = NULL;
+  if ((rc = group_sid(client_group, gsid, sizeof gsid)) != 0)
+    return rc;
+  if ((rc = px__pipe_sddl(gsid, client_sid, running_as_system(), sddl,
+                          sizeof sddl)) != 0)
+    return rc == PX_EINVAL ? PX_ECONFIG : rc;
+  if (!MultiByteToWideChar(CP_UTF8, 0, sddl, -1, w, 768))
+    return PX_LOG_WIN32(PX_EACL, GetLastError(), "MultiByteToWideChar(SDDL)");
+  if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(w, SDDL_REVISION_1,
+                                                            &p, NULL))
+    return PX_LOG_WIN32(PX_EACL, GetLastError(),
+                        "ConvertStringSecurityDescriptorToSecurityDescriptorW");
+  *sd = p;
+  return 0;
 }
 
 static int sid_to_string(PSID sid, char *out, size_t outsz) {

@@ -574,7 +574,7 @@ int px_pipe_server_open(const px_pipe_server_opts_t *opts,
     server_free(srv);
     return opts->ops && opts->name ? PX_ENOMEM : PX_EINVAL;
   }
-  if ((rc = px__pipe_security(opts->client_sid, &srv->sd)) != 0) {
+  if ((rc = px__pipe_security(opts->client_group, opts->client_sid, &srv->sd)) != 0) {
     server_free(srv);
     return rc;
   }

@@ -151,3 +151,114 @@ TEST_IMPL(evt_source_registration) {
   ASSERT_EQ(px_eventlog_unregister(L"PhoenixExecutorTest"), PX_ENOENT);
   return 0;
 }
+
+/* ---- the per-client rate limit of the Event Log writer ---- */
+
+typedef struct {
+  int n;
+  unsigned long ids[64];
+  char text[64][512];
+} written_t;
+
+static void capture_writer(void *ctx, unsigned short type, unsigned long id,
+                           const wchar_t *text) {
+  written_t *w = ctx;
+  (void)type;
+  if (w->n >= 64)
+    return;
+  w->ids[w->n] = id;
+  WideCharToMultiByte(CP_UTF8, 0, text, -1, w->text[w->n], 512, NULL, NULL);
+  w->n++;
+}
+
+static uint64_t g_fake_now = 1000;
+static uint64_t fake_clock(void *ctx) {
+  (void)ctx;
+  return g_fake_now;
+}
+
+static int count_containing(const written_t *w, const char *needle) {
+  int i, n = 0;
+  for (i = 0; i < w->n; i++)
+    n += strstr(w->text[i], needle) != NULL;
+  return n;
+}
+
+/* 200 kills of client A's jobs (from two connections) and one of B's
+ * within a minute: the Event Log gets one of A's and B's; the next of
+ * A's after the interval says 199 were held back; a client that went
+ * quiet gets a summary event; other events are not limited; the text log
+ * is not limited either. */
+TEST_IMPL(evt_rate_limit_per_client) {
+  static written_t w;
+  char path[MAX_PATH], *text;
+  px_log_file_t *f = NULL;
+  FILE *fp;
+  long size;
+  int i;
+  memset(&w, 0, sizeof w);
+  snprintf(path, sizeof path, "%slimited.log", px_test_tmpdir());
+  ASSERT_OK(px_eventlog_open(L"PhoenixExecutorTest"));
+  px__eventlog_set_writer(capture_writer, &w);
+  ASSERT_OK(px__eventlog_set_limit(60000, fake_clock, NULL));
+  ASSERT_OK(px_log_file_open(path, 1 << 20, 2, &f));
+  px_log_clear_sinks();
+  ASSERT_OK(px_log_add_sink(px_eventlog_sink, NULL, PX_LOG_INFO));
+  ASSERT_OK(px_log_add_sink(px_eventlog_file_sink, f, PX_LOG_TRACE));
+  px_log_set_level(PX_LOG_INFO);
+  for (i = 0; i < 200; i++)
+    PX_LOG_EVENT(PX_LOG_CRITICAL, PX_EVENT_JOB_KILLED_CPU,
+                 "job \"a%d\" (key %d, client S-1-5-21-7-7-7-1001 pid %d) killed: "
+                 "cpu limit 1000 observed 1200", i, i, 100 + i % 2);
+  PX_LOG_EVENT(PX_LOG_CRITICAL, PX_EVENT_JOB_KILLED_WALL,
+               "job \"b0\" (key 1, client S-1-5-21-7-7-7-1002 pid 300) killed: "
+               "wall limit 1 observed 2");
+  PX_LOG(PX_LOG_WARN, "killing job \"b1\" (key 2, client S-1-5-21-7-7-7-1002 pid 300): "
+                      "cancel");
+  PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_DROPPED, "not about a job: %d", 1);
+  PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_DROPPED, "not about a job: %d", 2);
+  ASSERT_EQ(count_containing(&w, "client S-1-5-21-7-7-7-1001"), 1);
+  ASSERT_STR_CONTAINS(w.text[0], "job \"a0\"");
+  ASSERT_EQ(w.ids[0], PX_EVENT_JOB_KILLED_CPU);
+  ASSERT_EQ(count_containing(&w, "client S-1-5-21-7-7-7-1002"), 1);
+  ASSERT_EQ(count_containing(&w, "not about a job"), 2);
+  ASSERT_EQ(w.n, 4);
+  /* A minute later: B went quiet with one held back (a summary), A's next
+   * event carries its count. */
+  g_fake_now += 60000;
+  PX_LOG_EVENT(PX_LOG_CRITICAL, PX_EVENT_JOB_KILLED_CPU,
+               "job \"a200\" (key 200, client S-1-5-21-7-7-7-1001 pid 102) killed: "
+               "cpu limit 1000 observed 1200");
+  ASSERT_EQ(w.n, 6);
+  ASSERT_EQ(w.ids[4], PX_EVENT_EVENTS_SUPPRESSED);
+  ASSERT_STR_CONTAINS(w.text[4], "1 further events about jobs of client "
+                                 "S-1-5-21-7-7-7-1002");
+  ASSERT_STR_CONTAINS(w.text[5], "job \"a200\"");
+  ASSERT_STR_CONTAINS(w.text[5], "and 199 more events about this client's jobs");
+  /* At close, A's pending count is written too. */
+  PX_LOG_EVENT(PX_LOG_CRITICAL, PX_EVENT_JOB_KILLED_CPU,
+               "job \"a201\" (key 201, client S-1-5-21-7-7-7-1001 pid 102) killed: "
+               "cpu limit 1000 observed 1200");
+  ASSERT_EQ(w.n, 6);
+  px_log_clear_sinks();
+  px_eventlog_close();
+  ASSERT_EQ(w.n, 7);
+  ASSERT_STR_CONTAINS(w.text[6], "1 further events about jobs of client "
+                                 "S-1-5-21-7-7-7-1001");
+  px__eventlog_set_writer(NULL, NULL);
+  /* The text log has every one. */
+  px_log_file_close(f);
+  fp = fopen(path, "rb");
+  ASSERT_NOT_NULL(fp);
+  fseek(fp, 0, SEEK_END);
+  size = ftell(fp);
+  fseek(fp, 0, SEEK_SET);
+  text = calloc(1, (size_t)size + 1);
+  ASSERT_EQ(fread(text, 1, (size_t)size, fp), size);
+  fclose(fp);
+  ASSERT_STR_CONTAINS(text, "job \"a0\"");
+  ASSERT_STR_CONTAINS(text, "job \"a199\"");
+  ASSERT_STR_CONTAINS(text, "job \"a201\"");
+  free(text);
+  return 0;
+}

@@ -657,6 +657,8 @@ TEST_IMPL(svc_console_ctrl_c) {
                         0, NULL, NULL, &si, &pi));
   memset(&t, 0, sizeof t);
   t.address = pipe;
+  t.server_check = PX_SERVER_PID; /* a console-mode service */
+  t.server_pid = pi.dwProcessId;
   end = px_now_ms() + 30000;
   while (px_client_connect(&t, &c, err, sizeof err) != 0 && px_now_ms() < end)
     px_sleep_ms(200);

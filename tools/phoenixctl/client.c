@@ -99,6 +99,9 @@ int px_client_connect(const px_target_t *t, px_client_t **out, char *err,
                                                 : px__stream_default_address(),
                                      &c->stream, err, errsz)
                 : PX_ENOMEM;
+    /* Before the first byte: a squatter on the name gets nothing. */
+    if (rc == 0)
+      rc = px__stream_verify(c->stream, t, err, errsz);
   }
   if (rc != 0) {
     px_client_close(c);

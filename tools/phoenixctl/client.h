@@ -16,18 +16,37 @@ typedef enum {
   PX_TARGET_ZMQ
 } px_target_kind_t;
 
+/* Who must be serving the local transport. Checked after the connection
+ * is made and before a single byte is sent; a server that fails the check
+ * gets nothing and px_client_connect returns PX_EINTEGRITY. */
+typedef enum {
+  /* The installed service (the default). Windows: the pipe's server
+   * process (GetNamedPipeServerProcessId) is the one the SCM reports for
+   * the PhoenixExecutor service, or the pipe's owner is SYSTEM. Linux:
+   * no check beyond the socket's root-owned directory. */
+  PX_SERVER_SERVICE = 0,
+  /* The server is process server_pid: a console-mode service the caller
+   * started (tests, development). Windows: GetNamedPipeServerProcessId;
+   * Linux: SO_PEERCRED. */
+  PX_SERVER_PID
+} px_server_check_t;
+
 typedef struct {
   px_target_kind_t kind;
   const char *address;      /* socket path, pipe name or zmq endpoint;
                                NULL = the platform default */
   const char *zmq_server_key;  /* Z85 public key of the service (CURVE) */
   const char *zmq_key_file;    /* file with "public secret" Z85 keys */
+  px_server_check_t server_check; /* local transport only */
+  unsigned long server_pid;       /* PX_SERVER_PID */
 } px_target_t;
 
 /* The platform default local address. */
 const char *px_client_default_address(void);
 
-/* Connect; 0 or PX_E* (message in err). */
+/* Connect and verify the server (px_server_check_t); 0 or PX_E*
+ * (message in err): PX_EINTEGRITY when the server is not the one
+ * expected (nothing was sent to it). */
 int px_client_connect(const px_target_t *t, px_client_t **out, char *err,
                       size_t errsz);
 /* Send one JSON object (framed with PXF1 on stream transports). */
@@ -51,6 +70,11 @@ int px__stream_write(px__conn_t *s, const void *data, size_t len);
  * 0 on EOF, PX_ETIMEDOUT, or another PX_E*. */
 long px__stream_read(px__conn_t *s, void *buf, size_t cap, int timeout_ms);
 void px__stream_close(px__conn_t *s);
+/* Check the server at the other end against t->server_check before
+ * anything is sent. 0, or PX_EINTEGRITY (the server is not the expected
+ * one) or another PX_E* (it cannot be checked), message in err. */
+int px__stream_verify(px__conn_t *s, const px_target_t *t, char *err,
+                      size_t errsz);
 const char *px__stream_default_address(void);
 
 #endif

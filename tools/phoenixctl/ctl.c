@@ -75,6 +75,7 @@ static int run_option(ctl_args_t *a, const char *o, const char *v) {
   else if (!strcmp(o, "--arg")) rc = add_list(a->args, &a->nargs, v, o);
   else if (!strcmp(o, "--env")) rc = add_list(a->env, &a->nenv, v, o);
   else if (!strcmp(o, "--socket") || !strcmp(o, "--pipe")) a->local = v;
+  else if (!strcmp(o, "--server-pid")) rc = ctl_parse_size(v, &a->server_pid);
   else if (!strcmp(o, "--zmq")) a->zmq = v;
   else if (!strcmp(o, "--zmq-server-key")) a->zmq_server_key = v;
   else if (!strcmp(o, "--zmq-key-file")) a->zmq_key_file = v;

@@ -24,6 +24,7 @@ typedef struct {
   const char *env[CTL_MAX_LIST];
   int nenv;
   int stream, json, high_trust;
+  uint64_t server_pid; /* --server-pid: a console-mode server; 0: the service */
 } ctl_args_t;
 
 /* "256M", "1G", "512K", "1048576" -> bytes; 0 or PX_EINVAL. */

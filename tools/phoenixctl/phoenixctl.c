@@ -11,8 +11,15 @@
  * `run` prints the job's output (as it streams with --stream), then one
  * verdict line on stderr. Exit status: the job's exit code; 124 when a
  * limit killed it; 125 when it was rejected; 126 for a service error,
- * cancellation or abort; 2 for a usage or connection error. --json prints
- * the raw result object instead.
+ * cancellation or abort; 2 for a usage or connection error; 3 when the
+ * local server is not the PhoenixExecutor service (nothing was sent).
+ * --json prints the raw result object instead.
+ *
+ * Before anything is sent over the pipe, the server is verified: it must
+ * be the process the SCM runs for the PhoenixExecutor service, or the
+ * pipe's owner must be SYSTEM (tools/phoenixctl/win/conn.c). A
+ * console-mode service (`PhoenixExecutor --console --pipe NAME`) is named
+ * by its pid instead: --server-pid PID (printed in its start-up line).
  */
 #include "tools/phoenixctl/client.h"
 #include "tools/phoenixctl/ctl.h"
@@ -30,11 +37,13 @@
 #define EXIT_REJECTED 125
 #define EXIT_SERVICE 126
 #define EXIT_USAGE 2
+#define EXIT_UNTRUSTED 3
 
 static void usage(void) {
   fputs(
       "usage: phoenixctl [--socket PATH | --pipe NAME | --zmq ENDPOINT\n"
       "                   [--zmq-server-key KEY --zmq-key-file FILE]]\n"
+      "                  [--server-pid PID]  (a console-mode server)\n"
       "                  COMMAND\n"
       "commands:\n"
       "  run [--runtime NAME] [--memory 256M] [--cpu 2s] [--wall 10s]\n"
@@ -46,7 +55,9 @@ static void usage(void) {
       "  kb list | kb diff SNAPSHOT | kb restore SNAPSHOT | kb gc   (admin)\n"
       "  send JSON       send one raw message and print the replies\n"
       "exit status of run: the job's exit code; 124 limit kill;\n"
-      "  125 rejected; 126 service error, cancelled or aborted\n",
+      "  125 rejected; 126 service error, cancelled or aborted\n"
+      "exit status 3: the pipe's server is not the PhoenixExecutor service\n"
+      "  (nothing was sent; name a console-mode server with --server-pid)\n",
       stderr);
 }
 
@@ -59,10 +70,19 @@ static int connect_target(const ctl_args_t *a, px_client_t **c) {
   t.address = a->zmq ? a->zmq : a->local;
   t.zmq_server_key = a->zmq_server_key;
   t.zmq_key_file = a->zmq_key_file;
+  if (a->server_pid) {
+    t.server_check = PX_SERVER_PID;
+    t.server_pid = (unsigned long)a->server_pid;
+  }
   rc = px_client_connect(&t, c, err, sizeof err);
   if (rc != 0)
     fprintf(stderr, "phoenixctl: %s\n", err[0] ? err : px_strerror(rc));
   return rc;
+}
+
+/* The exit status of a failed connect. */
+static int connect_failed(int rc) {
+  return rc == PX_EINTEGRITY ? EXIT_UNTRUSTED : EXIT_USAGE;
 }
 
 /* Send one message and print every reply until one of type `until` (or
@@ -96,8 +116,8 @@ static int cmd_simple(const ctl_args_t *a, const char *json, const char *until) 
   cJSON *reply = NULL, *type;
   char *text;
   int rc;
-  if (connect_target(a, &c) != 0)
-    return EXIT_USAGE;
+  if ((rc = connect_target(a, &c)) != 0)
+    return connect_failed(rc);
   rc = simple_exchange(c, json, until, &reply);
   px_client_close(c);
   if (rc != 0)
@@ -117,9 +137,9 @@ static int cmd_run(const ctl_args_t *a) {
   int rc;
   if ((rc = ctl_build_run(a, &json)) != 0)
     return EXIT_USAGE;
-  if (connect_target(a, &c) != 0) {
+  if ((rc = connect_target(a, &c)) != 0) {
     free(json);
-    return EXIT_USAGE;
+    return connect_failed(rc);
   }
   rc = ctl_run_exchange(c, a, json);
   px_client_close(c);

@@ -290,6 +290,8 @@ static void svc_start(svc_t *s, const char *extra) {
                         CREATE_NO_WINDOW, NULL, NULL, &si, &s->pi));
   memset(&t, 0, sizeof t);
   t.address = s->pipe;
+  t.server_check = PX_SERVER_PID; /* the console-mode service just started */
+  t.server_pid = s->pi.dwProcessId;
   end = px_now_ms() + 30000;
   while (px_client_connect(&t, &s->cl, err, sizeof err) != 0 && px_now_ms() < end) {
     if (WaitForSingleObject(s->pi.hProcess, 0) == WAIT_OBJECT_0)
@@ -726,6 +728,8 @@ TEST_IMPL(advw_protocol) {
     char err[256];
     memset(&t, 0, sizeof t);
     t.address = s.pipe;
+    t.server_check = PX_SERVER_PID;
+    t.server_pid = s.pi.dwProcessId;
     ASSERT_OK(px_client_connect(&t, &s.cl, err, sizeof err));
   }
   check_host(&s);
@@ -745,6 +749,8 @@ TEST_IMPL(advw_disconnect) {
   svc_start(&s, NULL);
   memset(&t, 0, sizeof t);
   t.address = s.pipe;
+  t.server_check = PX_SERVER_PID;
+  t.server_pid = s.pi.dwProcessId;
   ASSERT_OK(px_client_connect(&t, &c, err, sizeof err));
   {
     cJSON *req = cJSON_CreateObject();
@@ -944,9 +950,20 @@ TEST_IMPL(advwe_escape) {
   svc_start(&s, NULL);
   snprintf(code, sizeof code, "@PROBE try-open %lu", (unsigned long)s.pi.dwProcessId);
   probe_denied(&s, "open-svc", code, NULL, "OPEN DENIED");
-  /* connecting back to the service's own pipe: its DACL denies the job */
+  /* Connecting back to the service's own pipe: its DACL (no allow ACE for
+   * a job's restricting SIDs, deny ACEs for the KB capability and
+   * AppContainer SIDs) and its Medium label deny the job. Positive
+   * control: outside the sandbox the same open succeeds, so the pipe is
+   * there with a free instance and the denial is the sandbox's. */
+  {
+    HANDLE h = CreateFileA(s.pipe, GENERIC_READ, 0, NULL, OPEN_EXISTING, 0, NULL);
+    ASSERT(h != INVALID_HANDLE_VALUE);
+    CloseHandle(h);
+  }
   snprintf(code, sizeof code, "@PROBE try-read %s", s.pipe);
   probe_denied(&s, "pipe-back", code, NULL, "READ DENIED");
+  /* ... also when the job carries the KB reader SID the DACL denies */
+  probe_denied(&s, "pipe-back-kb", code, "[\"kb:read\"]", "READ DENIED");
   svc_stop(&s);
   return 0;
 }

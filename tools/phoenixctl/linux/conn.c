@@ -91,3 +91,27 @@ void px__stream_close(px__conn_t *s) {
   close(s->fd);
   free(s);
 }
+
+/* PX_SERVER_SERVICE: the daemon's socket lives in a root-owned directory
+ * (/run/phoenix-executor), where nobody else can create the name.
+ * PX_SERVER_PID: the peer's pid, as the kernel recorded it at connect. */
+int px__stream_verify(px__conn_t *s, const px_target_t *t, char *err,
+                      size_t errsz) {
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  if (t->server_check != PX_SERVER_PID)
+    return 0;
+  if (getsockopt(s->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    snprintf(err, errsz, "cannot identify the server (SO_PEERCRED: %s)",
+             strerror(errno));
+    return PX_EIO;
+  }
+  if ((unsigned long)cred.pid != t->server_pid) {
+    snprintf(err, errsz,
+             "the socket is served by pid %ld, not by the expected pid %lu: "
+             "refusing to send anything",
+             (long)cred.pid, t->server_pid);
+    return PX_EINTEGRITY;
+  }
+  return 0;
+}

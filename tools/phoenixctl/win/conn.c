@@ -1,12 +1,28 @@
 /* conn.c (Windows) - the client's named-pipe stream. Overlapped reads so
- * that a receive can time out. */
+ * that a receive can time out.
+ *
+ * Server verification (px__stream_verify), before the first byte is
+ * sent: anyone can create a pipe of a name nobody holds, e.g. while the
+ * service is stopped or restarting, and a client that writes first would
+ * hand its code (and whatever the job carries) to that squatter. So the
+ * server must be the PhoenixExecutor service: the pipe's server process
+ * (GetNamedPipeServerProcessId, reported by the pipe itself) is the
+ * process the SCM runs for it (QueryServiceStatusEx, dwProcessId), or the
+ * pipe's owner is SYSTEM (only LocalSystem, or code holding
+ * SeRestorePrivilege, can make that owner). A console-mode server the
+ * caller started is named by its pid instead (PX_SERVER_PID).
+ */
 #include "tools/phoenixctl/client.h"
 
 #include "px/px_error.h"
 
 #include <windows.h>
+#include <aclapi.h>
+#include <sddl.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#define SERVICE_NAME L"PhoenixExecutor"
 
 struct px__conn_s {
   HANDLE pipe;  /* owned */
@@ -114,4 +130,86 @@ void px__stream_close(px__conn_t *s) {
   CloseHandle(s->pipe);
   CloseHandle(s->event);
   free(s);
+}
+
+/* The pid the SCM reports for the service; 0 when it is not running or
+ * cannot be asked (which then fails the check: never trusted by default). */
+static DWORD service_pid(DWORD *why) {
+  SC_HANDLE scm = NULL, svc = NULL;
+  SERVICE_STATUS_PROCESS ssp;
+  DWORD need = 0, pid = 0;
+  *why = 0;
+  scm = OpenSCManagerW(NULL, NULL, SC_MANAGER_CONNECT);
+  if (scm)
+    svc = OpenServiceW(scm, SERVICE_NAME, SERVICE_QUERY_STATUS);
+  if (svc && QueryServiceStatusEx(svc, SC_STATUS_PROCESS_INFO, (LPBYTE)&ssp,
+                                  sizeof ssp, &need))
+    pid = ssp.dwProcessId; /* 0 unless the service process runs */
+  else
+    *why = GetLastError();
+  if (svc)
+    CloseServiceHandle(svc);
+  if (scm)
+    CloseServiceHandle(scm);
+  return pid;
+}
+
+/* The pipe's owner as a SID string into out ("?" if it cannot be read);
+ * 1 when it is SYSTEM. */
+static int owner_is_system(HANDLE pipe, char *out, size_t outsz) {
+  PSECURITY_DESCRIPTOR sd = NULL;
+  PSID owner = NULL;
+  LPWSTR str = NULL;
+  int sys = 0;
+  snprintf(out, outsz, "?");
+  /* READ_CONTROL comes with GENERIC_READ, which the client holds. */
+  if (GetSecurityInfo(pipe, SE_KERNEL_OBJECT, OWNER_SECURITY_INFORMATION, &owner,
+                      NULL, NULL, NULL, &sd) != ERROR_SUCCESS)
+    return 0;
+  if (owner) {
+    sys = IsWellKnownSid(owner, WinLocalSystemSid) ? 1 : 0;
+    if (ConvertSidToStringSidW(owner, &str)) {
+      snprintf(out, outsz, "%ls", str);
+      LocalFree(str);
+    }
+  }
+  LocalFree(sd);
+  return sys;
+}
+
+int px__stream_verify(px__conn_t *s, const px_target_t *t, char *err,
+                      size_t errsz) {
+  ULONG server = 0;
+  DWORD expected, why = 0;
+  char owner[192];
+  if (!GetNamedPipeServerProcessId(s->pipe, &server)) {
+    snprintf(err, errsz, "cannot identify the pipe's server process "
+             "(GetNamedPipeServerProcessId: Win32 error %lu): refusing to "
+             "send anything", GetLastError());
+    return PX_EINTEGRITY;
+  }
+  if (t->server_check == PX_SERVER_PID) {
+    if (server == t->server_pid)
+      return 0;
+    snprintf(err, errsz, "the pipe is served by pid %lu, not by the expected "
+             "pid %lu: refusing to send anything", server, t->server_pid);
+    return PX_EINTEGRITY;
+  }
+  expected = service_pid(&why);
+  if (expected != 0 && server == expected)
+    return 0;
+  if (owner_is_system(s->pipe, owner, sizeof owner))
+    return 0;
+  if (expected != 0)
+    snprintf(err, errsz, "the pipe is served by pid %lu, not by the "
+             "PhoenixExecutor service (pid %lu), and its owner is %s, not "
+             "SYSTEM: refusing to send anything (another process holds the "
+             "name)", server, expected, owner);
+  else
+    snprintf(err, errsz, "the pipe is served by pid %lu, but the "
+             "PhoenixExecutor service is not running (SCM query: Win32 error "
+             "%lu), and the pipe's owner is %s, not SYSTEM: refusing to send "
+             "anything (for a console-mode server, name it with --server-pid)",
+             server, why, owner);
+  return PX_EINTEGRITY;
 }
