@@ -49,7 +49,9 @@
   X(PX_EVENT_KB_ROLLBACK_DONE, 1050u, "rolled the knowledge base back")      \
   X(PX_EVENT_KB_ROLLBACK_FAILED, 1051u, "could not roll the knowledge base") \
   X(PX_EVENT_SCRAM, 1060u, "SCRAM: every job was killed")                    \
-  X(PX_EVENT_RESUME, 1061u, "resumed after a SCRAM")
+  X(PX_EVENT_RESUME, 1061u, "resumed after a SCRAM")                        \
+  X(PX_EVENT_ATTEST_SUMMARY, 1070u, "sandbox attestation")                  \
+  X(PX_EVENT_ATTEST_CHECK_FAILED, 1071u, "attestation check failed")
 
 enum {
 #define PX_EVENT_ENUM_(name, id, text) name = id,
