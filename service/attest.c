@@ -245,16 +245,21 @@ static void parse_output(px_attest_report_t *r, const char *out) {
 }
 
 static void add_complete(px_attest_report_t *r) {
-  char missing[PX_ATTEST_OBSERVED_MAX] = "";
-  size_t i, used = 0;
-  for (i = 0; px__attest_expected[i]; i++)
-    if (!px_attest_find(r, px__attest_expected[i]))
-      used += (size_t)snprintf(missing + used, used < sizeof missing ? sizeof missing - used : 0,
-                               "%s%s", used ? "," : "missing: ", px__attest_expected[i]);
-  if (used >= sizeof missing)
-    used = sizeof missing - 1;
-  px_attest_add(r, "checks_complete", used ? PX_ATTEST_FAIL : PX_ATTEST_PASS,
-                used ? missing : "every expected check was reported");
+  char missing[PX_ATTEST_OBSERVED_MAX] = "missing:";
+  size_t i, nmissing = 0, used = strlen(missing);
+  for (i = 0; px__attest_expected[i]; i++) {
+    const char *n = px__attest_expected[i];
+    if (px_attest_find(r, n))
+      continue;
+    nmissing++;
+    if (used + strlen(n) + 2 < sizeof missing) { /* else: the list is cut */
+      missing[used++] = ' ';
+      memcpy(missing + used, n, strlen(n) + 1);
+      used += strlen(n);
+    }
+  }
+  px_attest_add(r, "checks_complete", nmissing ? PX_ATTEST_FAIL : PX_ATTEST_PASS,
+                nmissing ? missing : "every expected check was reported");
 }
 
 /* ---- verdict ---- */
@@ -320,9 +325,11 @@ static void attest_into(px_service_t *svc, px_attest_report_t *r) {
     char obs[64];
     px_snprintf(obs, sizeof obs, "%llu ms of %u ms", (unsigned long long)r->duration_ms,
                 (unsigned)PX_ATTEST_BUDGET_MS);
+    /* Jobs that did not end in time fail it; without jobs (no probe, no
+     * listener: failed above) only the duration counts. */
     px_attest_add(r, "time_budget",
-                  in_time && r->duration_ms <= PX_ATTEST_BUDGET_MS ? PX_ATTEST_PASS
-                                                                   : PX_ATTEST_FAIL,
+                  (in_time || rc != 0) && r->duration_ms <= PX_ATTEST_BUDGET_MS
+                      ? PX_ATTEST_PASS : PX_ATTEST_FAIL,
                   obs);
   }
   for (i = 0; i < 2; i++)
