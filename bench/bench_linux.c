@@ -12,6 +12,9 @@
  *   throughput trivial jobs per second with the queue kept full
  *   kill      wall-limit kill latency: result time minus (started + limit)
  *   footprint daemon RSS and open fds idle, with 1000 queued, after N jobs
+ *   attest    the sandbox attestation the daemon runs at every start: an
+ *             admin's `attest` (two probe jobs) vs a trivial job in the
+ *             same rounds, and the attestation's own duration at start
  * Prints a table and writes JSON. Needs root (the sandbox does).
  */
 #include "tools/phoenixctl/client.h"
@@ -710,11 +713,63 @@ static void bench_footprint(const daemon_t *d, int jobs, cJSON *out) {
 }
 
 
+/* The start-up attestation's cost: `attest` reruns exactly what the
+ * daemon does before it accepts clients (two probe jobs), interleaved
+ * with a trivial job as the baseline; plus the duration the daemon
+ * reported for its own start-up attestation. */
+static void bench_attest(const daemon_t *d, const opts_t *o, cJSON *out) {
+  series_t att = {0}, job = {0};
+  px_client_t *c = connect_daemon(d);
+  int i, n = o->rounds < 50 ? o->rounds : 50;
+  double start_ms = -1;
+  const char *state = "?";
+  cJSON *st, *a;
+  char id[32];
+
+  if (px_client_send(c, "{\"type\":\"status\"}", 17) != 0)
+    exit(1);
+  st = recv_type(c, "status");
+  a = cJSON_GetObjectItem(st, "attestation");
+  if (cJSON_IsNumber(cJSON_GetObjectItem(a, "duration_ms")))
+    start_ms = cJSON_GetObjectItem(a, "duration_ms")->valuedouble;
+  if (cJSON_GetStringValue(cJSON_GetObjectItem(a, "state")))
+    state = cJSON_GetStringValue(cJSON_GetObjectItem(a, "state"));
+  printf("\nattestation: at start %s in %.0f ms (daemon's own figure)\n", state, start_ms);
+  cJSON_AddNumberToObject(out, "attest_at_start_ms", start_ms);
+  cJSON_Delete(st);
+  for (i = 0; i < n; i++) {
+    double t0 = now_ms();
+    cJSON *r;
+    if (px_client_send(c, "{\"type\":\"attest\"}", 17) != 0)
+      exit(1);
+    r = recv_type(c, "attestation");
+    push(&att, now_ms() - t0);
+    cJSON_Delete(r);
+    snprintf(id, sizeof id, "a%d", i);
+    t0 = now_ms();
+    send_run(c, id, "true", "", NULL);
+    cJSON_Delete(recv_type(c, "result"));
+    push(&job, now_ms() - t0);
+  }
+  printf("  %d rounds, ms              %8s %8s %10s\n", n, "p50", "p99", "p50 ratio");
+  printf("  %-26s %8.3f %8.3f %10s\n", "trivial job end to end", pct(&job, .5),
+         pct(&job, .99), "1.0x");
+  printf("  %-26s %8.3f %8.3f %9.1fx\n", "attest (admin, 2 probe jobs)", pct(&att, .5),
+         pct(&att, .99), pct(&att, .5) / pct(&job, .5));
+  cJSON_AddNumberToObject(out, "attest_p50_ms", pct(&att, .5));
+  cJSON_AddNumberToObject(out, "attest_p99_ms", pct(&att, .99));
+  cJSON_AddNumberToObject(out, "attest_ratio_job_p50", pct(&att, .5) / pct(&job, .5));
+  px_client_close(c);
+  free(att.v);
+  free(job.v);
+}
+
 int main(int argc, char **argv) {
   opts_t o = {300, 10.0, "bench-linux.json"};
   int footprint_jobs = 10000, i, layers_only = 0;
   const char *only = NULL; /* sections, comma-separated: spawn, throughput,
-                              kills, layers, footprint (in that order) */
+                              kills, layers, footprint, attest (in that
+                              order) */
   daemon_t d;
   cJSON *out = cJSON_CreateObject();
   char host[256] = "?", *text;
@@ -728,7 +783,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--layers-only")) layers_only = 1;
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else { fprintf(stderr, "usage: %s [--rounds N] [--seconds S] [--json FILE] [--quick] [--layers-only]\n"
-                           "       [--only SECTION[,SECTION...]] (spawn throughput kills layers footprint)\n",
+                           "       [--only SECTION[,SECTION...]] (spawn throughput kills layers footprint attest)\n",
                            argv[0]); return 2; }
   }
   if (geteuid() != 0) {
@@ -762,6 +817,8 @@ int main(int argc, char **argv) {
     bench_layers(&d, &o, out);
   if (SECTION("footprint"))
     bench_footprint(&d, footprint_jobs, out);
+  if (SECTION("attest"))
+    bench_attest(&d, &o, out);
   daemon_stop(&d);
   if (SECTION("layers"))
     bench_layer_costs(&o, out); /* last: cgroup detection may move us */

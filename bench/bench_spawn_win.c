@@ -98,6 +98,11 @@ static HANDLE start_service(const WCHAR *dir, const char *pipe_utf8) {
     q = cJSON_AddObjectToObject(o, "queue");
     cJSON_AddNumberToObject(q, "max_depth", 2000);
     cJSON_AddNumberToObject(q, "per_client_max", 0);
+    /* The CI's Wine configuration: Wine enforces none of what the
+     * start-up attestation checks, so without this every run would be
+     * refused (sandbox_unverified). Real Windows: the defaults. */
+    if (px_os_under_wine())
+      cJSON_AddTrueToObject(cJSON_AddObjectToObject(o, "windows"), "allow_degraded");
     text = cJSON_Print(o);
     fputs(text, f);
     free(text);
@@ -199,6 +204,28 @@ static px_client_t *queue_1000(const char *pipe) {
   return q;
 }
 
+/* The service's start-up attestation: its state and duration (ms, -1
+ * unknown), from `status`. */
+static double attest_ms(px_client_t *c, char *state, size_t statesz) {
+  char *msg = NULL;
+  size_t len;
+  double ms = -1;
+  cJSON *o, *a;
+  snprintf(state, statesz, "?");
+  if (px_client_send(c, "{\"type\":\"status\"}", 17) != 0 ||
+      px_client_recv(c, &msg, &len, 30000) != 0)
+    return -1;
+  o = cJSON_ParseWithLength(msg, len);
+  a = cJSON_GetObjectItem(o, "attestation");
+  if (cJSON_IsNumber(cJSON_GetObjectItem(a, "duration_ms")))
+    ms = cJSON_GetObjectItem(a, "duration_ms")->valuedouble;
+  if (cJSON_GetStringValue(cJSON_GetObjectItem(a, "state")))
+    snprintf(state, statesz, "%s", cJSON_GetStringValue(cJSON_GetObjectItem(a, "state")));
+  cJSON_Delete(o);
+  free(msg);
+  return ms;
+}
+
 static int run_job(px_client_t *c, int i) {
   char json[256];
   snprintf(json, sizeof json,
@@ -294,6 +321,12 @@ int wmain(int argc, WCHAR **argv) {
   printf("  %-36s %8.2f %8.2f %7.2fx\n", "raw CreateProcess + wait", r50, pct(raw, n, .99), 1.0);
   printf("  %-36s %8.2f %8.2f %7.2fx  (target <= 1.3x)\n", "PhoenixExecutor service end to end",
          s50, pct(svc, n, .99), s50 / r50);
+  {
+    char state[32];
+    double a = attest_ms(c, state, sizeof state);
+    printf("  start-up attestation: %s in %.0f ms (%.1fx the service's job p50)\n", state, a,
+           s50 > 0 ? a / s50 : 0);
+  }
   f = _wfopen(json_path, L"w");
   if (f)
     fprintf(f, "{\"rounds\": %d, \"raw_p50_ms\": %.3f, \"raw_p99_ms\": %.3f, "

@@ -280,7 +280,8 @@ static const field_t windows_fields[] = {
     ENUM("integrity", windows.integrity, integrity_names),
     U64("job_dir_bytes", windows.job_dir_bytes, 1 * MiB, 64 * GiB),
     U64("job_dir_files", windows.job_dir_files, 16, 10000000),
-    U64("job_handles", windows.job_handles, 100, 16777216), END};
+    U64("job_handles", windows.job_handles, 100, 16777216),
+    BOOL("allow_degraded", windows.allow_degraded), END};
 
 static const field_t linux_fields[] = {
     LIST("ro_binds", linux_.ro_binds, linux_.nro_binds, unix_abs_ok,

@@ -6,6 +6,7 @@
 #   installer/build-msi.sh --version X.Y.Z --service PhoenixExecutor.exe
 #       --ctl phoenixctl.exe --helper px_msi_helper.exe --out FILE.msi
 #       [--work DIR] [--config executor.json] [--emulator PROGRAM]
+#       [--attest px-attest.exe]   (default: beside --service)
 #
 # Steps:
 #  1. stage the executables in DIR (wixl finds sources relative to its
@@ -26,7 +27,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
-version='' service='' ctl='' helper='' out='' work='' config='' emulator=''
+version='' service='' ctl='' helper='' out='' work='' config='' emulator='' attest=''
 while [ $# -gt 0 ]; do
     case "$1" in
         --version) version=$2; shift 2 ;;
@@ -37,6 +38,7 @@ while [ $# -gt 0 ]; do
         --work) work=$2; shift 2 ;;
         --config) config=$2; shift 2 ;;
         --emulator) emulator=$2; shift 2 ;;
+        --attest) attest=$2; shift 2 ;;
         *) echo "build-msi.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -50,7 +52,10 @@ die() { echo "build-msi.sh: $*" >&2; exit 1; }
 for t in wixl msibuild msiinfo; do
     command -v $t >/dev/null || die "$t not found (apt-get install wixl msitools)"
 done
-for f in "$service" "$ctl" "$helper"; do [ -f "$f" ] || die "missing $f"; done
+# The attestation probe ships beside the service (the service runs it at
+# every start and refuses jobs without it).
+attest=${attest:-$(dirname "$service")/px-attest.exe}
+for f in "$service" "$ctl" "$helper" "$attest"; do [ -f "$f" ] || die "missing $f"; done
 
 out=$(realpath -m "$out")
 work=$(realpath -m "${work:-$out.d}")
@@ -58,6 +63,7 @@ rm -rf "$work"
 mkdir -p "$work"
 cp "$service" "$work/PhoenixExecutor.exe"
 cp "$ctl" "$work/phoenixctl.exe"
+cp "$attest" "$work/px-attest.exe"
 cp "$helper" "$work/px_msi_helper.exe"
 
 # ---- 2. the default configuration ----
@@ -129,6 +135,8 @@ check "$(msiinfo export "$work/out.msi" MsiServiceConfigFailureActions | tr -d "
     '^PxRestartOnFailure\tPhoenixExecutor\t1\t86400\t\t\t1\[~\]1\[~\]1\t5000\[~\]10000\[~\]30000\tServiceExe$' \
     "failure actions restart x3"
 check "$prop" '^SecureCustomProperties\t.*REMOVE_DATA' "REMOVE_DATA secure"
+check "$(msiinfo export "$work/out.msi" File)" '^PxAttestExe\tAttestExe\tpx-attest\.exe' \
+    "px-attest.exe beside the service"
 check "$(msiinfo export "$work/out.msi" ServiceInstall)" \
     '^PhoenixExecutorService\tPhoenixExecutor\t[^\t]*\t16\t2\t1\t' "auto-start own-process service"
 

@@ -15,7 +15,8 @@ D=${DESTDIR:-}
 if [ "${1:-}" = "--uninstall" ]; then
     [ -n "$D" ] || systemctl disable --now phoenix-executor.service 2>/dev/null || true
     rm -f "$D/etc/systemd/system/phoenix-executor.service" \
-          "$D/usr/local/sbin/phoenix-executor" "$D/usr/local/bin/phoenixctl"
+          "$D/usr/local/sbin/phoenix-executor" "$D/usr/local/sbin/px-attest" \
+          "$D/usr/local/bin/phoenixctl"
     [ -n "$D" ] || systemctl daemon-reload 2>/dev/null || true
     if [ "${2:-}" = "--remove-data" ]; then
         rm -rf "$D/etc/phoenix-executor" "$D/var/lib/phoenix-executor"
@@ -27,6 +28,9 @@ fi
 build=${1:-$root/build/linux-native}
 [ -x "$build/service/phoenix-executor" ] || { echo "build first: $build" >&2; exit 1; }
 install -D -m 0755 "$build/service/phoenix-executor" "$D/usr/local/sbin/phoenix-executor"
+# The attestation probe the daemon runs inside its sandbox at every start
+# (it looks for it beside itself and refuses jobs without it).
+install -D -m 0755 "$build/service/px-attest" "$D/usr/local/sbin/px-attest"
 install -D -m 0755 "$build/tools/phoenixctl" "$D/usr/local/bin/phoenixctl"
 install -d -m 0755 "$D/etc/phoenix-executor"
 install -d -m 0700 "$D/var/lib/phoenix-executor"

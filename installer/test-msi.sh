@@ -10,11 +10,14 @@
 # (the executables and executor.json the MSI was built from).
 #
 # lifecycle: msiexec /i /qn -> the service is registered (binary path,
-#   LocalSystem, auto start, own process, description), RUNNING, answers
-#   `phoenixctl ping`, runs a cmd job; the Event Log source key is there;
-#   the files and folders are in place, executor.json equals the generated
-#   defaults. The configuration is edited (queue.workers 3, which
-#   `phoenixctl status` shows), data is written, then
+#   LocalSystem, auto start, own process, description), RUNNING; the Event
+#   Log source key is there; the files (px-attest.exe beside the service)
+#   and folders are in place, executor.json equals the generated defaults,
+#   with which the start-up attestation fails under Wine: status answers,
+#   a run is refused (sandbox_unverified). The configuration is edited
+#   (queue.workers 3, which `phoenixctl status` shows, and the CI's Wine
+#   windows.allow_degraded), the service restarted answers `phoenixctl
+#   ping` and runs a cmd job, data is written, then
 #   msiexec /x /qn -> service, binaries and event source gone, data kept.
 #   Reinstall -> the edited configuration is kept (NeverOverwrite) and
 #   used by the service; then
@@ -154,6 +157,7 @@ assert_installed() { # expected-version
     step "installed $1: files and folders"
     check "PhoenixExecutor.exe installed" cmp -s "$PF_DIR/PhoenixExecutor.exe" "$stage/PhoenixExecutor.exe"
     check "phoenixctl.exe installed" cmp -s "$PF_DIR/phoenixctl.exe" "$stage/phoenixctl.exe"
+    check "px-attest.exe installed beside the service" cmp -s "$PF_DIR/px-attest.exe" "$stage/px-attest.exe"
     check "px_msi_helper.exe not installed" test ! -e "$PF_DIR/px_msi_helper.exe"
     check "executor.json present" test -f "$DATA/executor.json"
     check "logs folder" test -d "$DATA/logs"
@@ -189,13 +193,33 @@ assert_serving() {
     check "verdict ok" grep -q ': ok: exit 0' <<<"$out"
 }
 
-edit_config() { # an admin's edit the service shows: queue.workers 3
+# The installed defaults under Wine: the start-up attestation finds what
+# Wine does not enforce (token, ACLs, job limits), so the service runs but
+# refuses every job (sandbox_unverified) and never reports "enforced".
+assert_unverified() {
+    step "the defaults under Wine: attestation failed, runs refused"
+    local out
+    out=$(W "$CTL" status 2>&1 | tr -d '\r')
+    check "status answers with attestation state failed" \
+        grep -qE '"state":[[:space:]]*"failed"' <<<"$out"
+    printf 'echo must-not-run\r\n' >"$work/job.cmd"
+    out=$(W "$CTL" run --runtime cmd --json "$(winpath "$work/job.cmd")" 2>&1 | tr -d '\r')
+    check "a run is refused with sandbox_unverified" grep -q 'sandbox_unverified' <<<"$out"
+    out=$(W "$CTL" attest 2>&1 | tr -d '\r')
+    check "phoenixctl attest reports failed" grep -qE '"state":[[:space:]]*"failed"' <<<"$out"
+}
+
+# An admin's edit the service shows: queue.workers 3; with it the CI's Wine
+# configuration, windows.allow_degraded (set explicitly: Wine enforces
+# none of what the attestation checks, results then say "degraded").
+edit_config() {
     python3 - "$DATA/executor.json" <<'EOF'
 import json, sys
 p = sys.argv[1]
 with open(p, encoding="utf-8") as f:
     d = json.load(f)
 d["queue"]["workers"] = 3
+d.setdefault("windows", {})["allow_degraded"] = True
 with open(p, "w", encoding="utf-8", newline="\r\n") as f:
     json.dump(d, f, indent=2)
     f.write("\n")
@@ -209,6 +233,7 @@ assert_removed() {
     check "Event Log source key gone" bash -c "! timeout 60 wine reg query '$EVT_KEY' >/dev/null 2>&1"
     check "PhoenixExecutor.exe gone" test ! -e "$PF_DIR/PhoenixExecutor.exe"
     check "phoenixctl.exe gone" test ! -e "$PF_DIR/phoenixctl.exe"
+    check "px-attest.exe gone" test ! -e "$PF_DIR/px-attest.exe"
     check "Program Files\\PhoenixOrch gone" test ! -e "$C/Program Files/PhoenixOrch"
 }
 
@@ -220,12 +245,17 @@ lifecycle)
     check "msiexec /i exits 0" test $? = 0
     assert_installed "$version" "$msi"
     check "executor.json equals the generated defaults" cmp -s "$DATA/executor.json" "$stage/executor.json"
-    assert_serving
+    assert_unverified
 
     step "admin edits, service writes data"
     if assert_workers 3; then bad "3 workers before the edit: the check below proves nothing"
     else ok "the defaults do not say 3 workers (the edit below is observable)"; fi
     edit_config
+    W net stop PhoenixExecutor >/dev/null 2>&1 # restart on the edit
+    wait_state STOPPED 30
+    W net start PhoenixExecutor >/dev/null 2>&1
+    check "service RUNNING again" wait_state RUNNING 30
+    assert_serving
     echo kept >"$DATA/kb-store/marker"
     echo kept >"$DATA/logs/marker.log"
 

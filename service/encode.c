@@ -317,6 +317,15 @@ static int add_counters(cJSON *o, const px_status_info_t *s) {
   return bad;
 }
 
+/* The report as its own object (px_attest_to_json). */
+static int add_attestation(cJSON *o, const char *name,
+                           const px_attest_report_t *r) {
+  char *json = px_attest_to_json(r);
+  int bad = json ? add_raw(o, name, json) : 1;
+  free(json);
+  return bad;
+}
+
 char *px_encode_status(const px_status_info_t *s) {
   int bad;
   cJSON *o = start("status", 0, NULL, &bad);
@@ -331,6 +340,17 @@ char *px_encode_status(const px_status_info_t *s) {
   bad |= add_bool(o, "paused", s->paused);
   bad |= add_counters(o, s);
   bad |= add_u64(o, "uptime_ms", s->uptime_ms);
+  if (s->attestation)
+    bad |= add_attestation(o, "attestation", s->attestation);
+  return finish(o, bad);
+}
+
+char *px_encode_attestation(const px_attest_report_t *r) {
+  int bad;
+  cJSON *o = start("attestation", 0, NULL, &bad);
+  if (!o)
+    return NULL;
+  bad |= add_attestation(o, "attestation", r);
   return finish(o, bad);
 }
 

@@ -624,6 +624,12 @@ void px_engine_resume(px_engine_t *eng) {
   px_mutex_unlock(&eng->lock);
 }
 
+void px_engine_set_degraded(px_engine_t *eng, int degraded) {
+  px_mutex_lock(&eng->lock);
+  eng->degraded = degraded != 0;
+  px_mutex_unlock(&eng->lock);
+}
+
 void px_engine_status(px_engine_t *eng, px_status_info_t *s) {
   memset(s, 0, sizeof *s);
   if (!eng)

@@ -75,6 +75,8 @@ struct px_engine_s {
   uint64_t counters[PX_STATUS_COUNT_];
   uint64_t seq;                 /* job keys */
   uint64_t t0;                  /* px_now_ms at creation */
+  volatile int degraded;        /* px_engine_set_degraded: results carry
+                                   "degraded" in enforcement */
 };
 
 /* engine_run.c */

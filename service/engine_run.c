@@ -240,6 +240,8 @@ static void decide(px__job_t *job, job_reason_t why, const run_t *rn,
   if (rn->ran) {
     r->usage = oc->usage;
     r->enforcement = oc->enforcement | PX_ENF(PX_ENF_OUTPUT_GUARD);
+    if (job->eng->degraded) /* the attestation found a gap (px_attest.h) */
+      r->enforcement |= PX_ENF(PX_ENF_DEGRADED);
   }
   if (why == REASON_ABORT) {
     r->status = PX_STATUS_ABORTED;

@@ -25,6 +25,8 @@ set(PX_PROTOCOL_TESTS
   ${PROJECT_SOURCE_DIR}/tests/unit/test_request_files.c
   ${PROJECT_SOURCE_DIR}/tests/unit/test_encode.c
   ${PROJECT_SOURCE_DIR}/tests/unit/test_request_kb.c
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_attest.c
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_attest_service.c
   ${PROJECT_SOURCE_DIR}/tests/unit/test_cases.c
   ${PROJECT_SOURCE_DIR}/tests/cases/cases.c)
 target_sources(px_tests PRIVATE ${PX_PROTOCOL_TESTS})

@@ -119,6 +119,11 @@ int px_service_open(const px_service_opts_t *so, px_service_t **out) {
   if (!svc)
     return PX_ENOMEM;
   svc->cfg = so->config;
+  px_mutex_init(&svc->attest_lock);
+  px_mutex_init(&svc->attest_run);
+  svc->attest_exempt = so->attest_exempt;
+  svc->allow_degraded = so->allow_degraded || so->config->windows.allow_degraded ||
+                        so->config->linux_.allow_degraded;
   px_strlcpy(svc->version, so->version ? so->version : "0.0.0", sizeof svc->version);
   if ((rc = open_kb(svc)) != 0 || (rc = build_ro_binds(svc)) != 0)
     goto fail;
@@ -141,6 +146,8 @@ int px_service_open(const px_service_opts_t *so, px_service_t **out) {
 fail:
   px_kb_close(&svc->kb);
   free(svc->ro_binds);
+  px_mutex_destroy(&svc->attest_run);
+  px_mutex_destroy(&svc->attest_lock);
   free(svc);
   return rc;
 }
@@ -156,6 +163,8 @@ void px_service_free(px_service_t *svc) {
   px_engine_free(svc->eng); /* stops first if needed */
   px_kb_close(&svc->kb);
   free(svc->ro_binds);
+  px_mutex_destroy(&svc->attest_run);
+  px_mutex_destroy(&svc->attest_lock);
   free(svc);
 }
 

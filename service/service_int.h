@@ -14,6 +14,11 @@ struct px_service_s {
   px_kb_t *kb;              /* owned; NULL without KB roots */
   const char **ro_binds;    /* owned array, borrowed strings; NULL-ended */
   char version[32];
+  px_mutex_t attest_lock;   /* guards attest */
+  px_mutex_t attest_run;    /* one attestation at a time */
+  px_attest_report_t attest; /* the last verdict (state pending at first) */
+  int attest_exempt;        /* px_service_opts_t.attest_exempt */
+  int allow_degraded;       /* windows./linux.allow_degraded or opts */
 };
 
 struct px_session_s {
@@ -26,6 +31,10 @@ struct px_session_s {
   px_mutex_t lock;                    /* guards closing and send */
   int closing;
 };
+
+/* 0 when `run` may go ahead; else PX_EACCES with the reason (the failed
+ * checks) in why (attest.c). */
+int px__service_may_run(px_service_t *svc, char *why, size_t whysz);
 
 /* The engine event callback of every session (session.c). */
 void px__session_on_event(void *ctx, const px_engine_event_t *ev);

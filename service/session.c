@@ -86,12 +86,19 @@ static void handle_run(px_session_t *s, px_run_request_t *run) {
   px_engine_job_t job;
   px_result_t r;
   px_code_t refusal = PX_CODE_NONE;
+  char why[256];
   int rc;
 
   memset(&job, 0, sizeof job);
   memset(&r, 0, sizeof r);
   if (!s->policy) {
     reject(s, run->id, PX_CODE_FORBIDDEN, "this client may not run jobs", NULL);
+    return;
+  }
+  /* Fail closed: no job runs in a sandbox the attestation did not verify
+   * (px_attest.h). */
+  if (px__service_may_run(s->svc, why, sizeof why) != 0) {
+    reject(s, run->id, PX_CODE_SANDBOX_UNVERIFIED, why, NULL);
     return;
   }
   rc = px_policy_admit(cfg, s->policy, run, &job.spec, &r);
@@ -122,8 +129,14 @@ static void handle_run(px_session_t *s, px_run_request_t *run) {
 
 static void send_status(px_session_t *s) {
   px_status_info_t st;
+  px_attest_report_t *a = malloc(sizeof *a);
   px_engine_status(s->svc->eng, &st);
+  if (a) {
+    px_service_attestation(s->svc, a);
+    st.attestation = a;
+  }
   send_locked(s, px_encode_status(&st));
+  free(a);
 }
 
 static int is_admin(const px_session_t *s) { return s->policy && s->policy->admin; }
@@ -187,6 +200,24 @@ static void handle_kb(px_session_t *s, const px_request_t *req) {
   }
 }
 
+/* attest: admin only; reruns the attestation (blocking this transport
+ * thread for at most its time budget) and answers with the report. */
+static void handle_attest(px_session_t *s) {
+  px_attest_report_t *r;
+  if (!is_admin(s)) {
+    send_error(s, NULL, PX_CODE_FORBIDDEN, "attest is for admins");
+    return;
+  }
+  if (!(r = calloc(1, sizeof *r))) {
+    send_error(s, NULL, PX_CODE_INTERNAL, "out of memory");
+    return;
+  }
+  PX_LOG(PX_LOG_WARN, "attestation rerun by pid %lu", s->peer.pid);
+  px_service_attest(s->svc, r);
+  send_locked(s, px_encode_attestation(r));
+  free(r);
+}
+
 static void dispatch(px_session_t *s, px_request_t *req) {
   switch (req->type) {
   case PX_MSG_PING:
@@ -207,6 +238,9 @@ static void dispatch(px_session_t *s, px_request_t *req) {
   case PX_MSG_KB_RESTORE:
   case PX_MSG_KB_GC:
     handle_kb(s, req);
+    break;
+  case PX_MSG_ATTEST:
+    handle_attest(s);
     break;
   case PX_MSG_SCRAM:
   case PX_MSG_RESUME:

@@ -55,6 +55,7 @@ PROJECTS = {
     "PhoenixExecutor": "installer/vs/PhoenixExecutor.vcxproj",
     "phoenixctl": "installer/vs/phoenixctl.vcxproj",
     "px_tests_win": "installer/vs/px_tests_win.vcxproj",
+    "px-attest": "installer/vs/px-attest.vcxproj",
 }
 PROPS = "installer/vs/PhoenixExecutor.props"
 SLN = "PhoenixExecutor.sln"

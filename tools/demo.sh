@@ -8,7 +8,10 @@
 # 2. Windows: the PhoenixExecutor service cross-built with mingw-w64,
 #    installed and started with `sc` under Wine, the same kinds of jobs
 #    through phoenixctl over the named pipe (Wine enforces no job limit:
-#    the verdicts there come from the service's own watchdog).
+#    the verdicts there come from the service's own watchdog). Its start-up
+#    attestation finds that out, so the Wine run sets
+#    windows.allow_degraded explicitly (tests/win/svc_demo.sh) and its
+#    results say "degraded".
 #
 #   tools/demo.sh [--linux-only]
 #
@@ -47,6 +50,8 @@ for _ in $(seq 100); do
     sleep 0.05
 done
 "$ctl" ping >/dev/null || { cat "$log"; exit 1; }
+echo "---- the sandbox attestation at start (status.attestation.state) ----"
+"$ctl" status | grep -m1 -E '"state"' || true
 
 jobdir=$(mktemp -d /tmp/phoenix-demo.XXXXXX)
 cat > "$jobdir/hello.py" <<'PY'

@@ -148,6 +148,8 @@ typedef struct {
   uint64_t job_dir_bytes;   /* cap on bytes in a job directory */
   uint64_t job_dir_files;   /* cap on entries in a job directory */
   uint64_t job_handles;     /* cap on the open handles of a job */
+  int allow_degraded;       /* run jobs although the start-up attestation
+                               failed a check ("degraded"); default false */
 } px_windows_config_t;
 
 typedef struct {

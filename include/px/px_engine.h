@@ -221,6 +221,11 @@ unsigned px_engine_scram(px_engine_t *eng);
 /* Accept work again after a scram. No effect while stopping. */
 void px_engine_resume(px_engine_t *eng);
 
+/* Mark every later result "degraded" in its enforcement (1) or not (0):
+ * the service's attestation found a control missing and the config allows
+ * degraded running (px_attest.h). */
+void px_engine_set_degraded(px_engine_t *eng, int degraded);
+
 /* Fill the `status` fields (version, backend name and enforcement are
  * borrowed static/engine strings). */
 void px_engine_status(px_engine_t *eng, px_status_info_t *s);

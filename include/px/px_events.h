@@ -50,6 +50,8 @@
   X(PX_EVENT_KB_ROLLBACK_FAILED, 1051u, "could not roll the knowledge base") \
   X(PX_EVENT_SCRAM, 1060u, "SCRAM: every job was killed")                    \
   X(PX_EVENT_RESUME, 1061u, "resumed after a SCRAM")                        \
+  X(PX_EVENT_ATTEST_SUMMARY, 1070u, "sandbox attestation")                  \
+  X(PX_EVENT_ATTEST_CHECK_FAILED, 1071u, "attestation check failed")       \
   X(PX_EVENT_EVENTS_SUPPRESSED, 1090u, "suppressed repeated job events")
 
 enum {

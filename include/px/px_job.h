@@ -181,6 +181,9 @@ typedef struct {
   size_t stdin_len;
   px_job_kb_t *kb; /* roots visible to the job */
   size_t nkb;
+  int first_file_executable; /* Linux: files[0] gets mode 0755, not 0644
+                                (the service's attestation probe; no
+                                request can set it) */
 } px_job_spec_t;
 
 /* Release everything a spec owns (every pointer in it is malloc'd: argv

@@ -11,6 +11,7 @@
 #ifndef PX_PROTOCOL_H
 #define PX_PROTOCOL_H
 
+#include "px_attest.h"
 #include "px_job.h"
 #include "px_kb.h"
 #include "px_result.h"
@@ -92,7 +93,8 @@ typedef enum {
   PX_MSG_KB_LIST,    /* admin: snapshots of the knowledge base */
   PX_MSG_KB_DIFF,    /* admin: {snapshot}: what changed since */
   PX_MSG_KB_RESTORE, /* admin: {snapshot}: put the KB back, verified */
-  PX_MSG_KB_GC       /* admin: retention and unreferenced objects */
+  PX_MSG_KB_GC,      /* admin: retention and unreferenced objects */
+  PX_MSG_ATTEST      /* admin: rerun the sandbox attestation */
 } px_msg_type_t;
 
 typedef enum {
@@ -218,11 +220,15 @@ typedef struct {
   uint64_t counters[PX_STATUS_COUNT_]; /* by px_status_t */
   uint64_t accepted;
   uint64_t uptime_ms;
+  const px_attest_report_t *attestation; /* borrowed; NULL: not encoded */
 } px_status_info_t;
 
 /* `status`: enforcement_available as a list of names, queue as
  * {critical, high, normal, low, max}, counters as {accepted, ok, ...}. */
 char *px_encode_status(const px_status_info_t *s);
+/* `attestation` {time, state, duration_ms, checks}: the answer to an
+ * `attest` request (docs/protocol.md). */
+char *px_encode_attestation(const px_attest_report_t *r);
 
 /* KB admin answers (see docs/protocol.md, "Knowledge base"). The arrays
  * are borrowed. */

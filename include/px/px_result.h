@@ -49,7 +49,8 @@ typedef enum {
   X(PX_CODE_INTERNAL, "internal")                                            \
   X(PX_CODE_KB_UNAVAILABLE, "kb_unavailable")                                \
   X(PX_CODE_UNKNOWN_SNAPSHOT, "unknown_snapshot")                            \
-  X(PX_CODE_KB_FAILED, "kb_failed")
+  X(PX_CODE_KB_FAILED, "kb_failed")                                          \
+  X(PX_CODE_SANDBOX_UNVERIFIED, "sandbox_unverified")
 
 typedef enum {
 #define PX_CODE_ENUM_(name, str) name,

@@ -17,6 +17,7 @@
 #ifndef PX_SERVICE_H
 #define PX_SERVICE_H
 
+#include "px_attest.h"
 #include "px_protocol.h"
 
 #include <stddef.h>
@@ -63,6 +64,9 @@ typedef struct {
   const void *backend_ops;   /* const px_backend_ops_t * */
   int allow_degraded;        /* run where a sandbox control is missing on
                                 this host (reported as "degraded") */
+  int attest_exempt;         /* in-process tests with the fake backend
+                                only: `run` is not gated on an attestation
+                                (no daemon sets it; see px_service_attest) */
 } px_service_opts_t;
 
 /* Build the service: backend, KB layer, engine and workers. 0 or PX_E*
@@ -74,6 +78,19 @@ int px_service_open(const px_service_opts_t *opts, px_service_t **out);
 void px_service_stop(px_service_t *svc);
 /* Free after stop and after every session is closed. */
 void px_service_free(px_service_t *svc);
+
+/* Attest the sandbox (px_attest.h): run the shipped probe as real jobs
+ * through the engine and backend, decide enforced / degraded / failed,
+ * log the summary and every failed check (Event Log / journal), make the
+ * report what `status` shows and gate `run` on it. Until it has run once,
+ * and while its state is failed, every `run` is refused with
+ * sandbox_unverified. Takes at most PX_ATTEST_BUDGET_MS plus the jobs'
+ * teardown; serialised (a second caller waits). *out (may be NULL) gets a
+ * copy. 0 when the attestation ran (whatever its verdict), else PX_E*
+ * (the state is then failed). Thread-safe; not from an engine callback. */
+int px_service_attest(px_service_t *svc, px_attest_report_t *out);
+/* A copy of the current report (state pending before the first run). */
+void px_service_attestation(px_service_t *svc, px_attest_report_t *out);
 
 /* The knowledge-base layer, or NULL when no KB roots are configured. */
 struct px_kb_s *px_service_kb(px_service_t *svc);

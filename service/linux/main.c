@@ -4,11 +4,16 @@
  *                    [--log-file PATH] [--foreground]
  *   phoenix-executor --print-default-config
  *   phoenix-executor --check-config [--config PATH]
+ *   phoenix-executor attest [--config PATH]   attest the sandbox from a
+ *                    console (refused while a daemon answers on the
+ *                    socket: use `phoenixctl attest`), print the report
  *
  * Start-up is a list of steps, each fatal on failure: block the stop
  * signals (before any thread exists, so only the signalfd sees them),
  * load and check the configuration, set up logging, build the service
- * (crash recovery, backend, KB, engine), listen, tell systemd READY=1.
+ * (crash recovery, backend, KB, engine), attest the sandbox (px_attest.h:
+ * a failed attestation keeps the daemon up but refuses every run), listen,
+ * tell systemd READY=1.
  * SIGTERM/SIGINT start an orderly stop in which every job is answered and
  * no job process is left behind.
  */
@@ -30,7 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #ifndef PX_VERSION
@@ -45,6 +52,7 @@ typedef struct {
   const char *log_file;
   int print_default;
   int check_only;
+  int attest; /* the `attest` command */
 } args_t;
 
 static int parse_args(int argc, char **argv, args_t *a) {
@@ -53,7 +61,8 @@ static int parse_args(int argc, char **argv, args_t *a) {
   for (i = 1; i < argc; i++) {
     const char *o = argv[i];
     const char **dst = NULL;
-    if (!strcmp(o, "--print-default-config")) a->print_default = 1;
+    if (i == 1 && !strcmp(o, "attest")) a->attest = 1;
+    else if (!strcmp(o, "--print-default-config")) a->print_default = 1;
     else if (!strcmp(o, "--check-config")) a->check_only = 1;
     else if (!strcmp(o, "--foreground")) ; /* the only mode; for symmetry */
     else if (!strcmp(o, "--config")) dst = &a->config_path;
@@ -144,6 +153,41 @@ static int open_server(const args_t *a, const px_config_t *cfg,
   return px_unix_server_open(&o, svc, srv);
 }
 
+/* 1 when a daemon answers on the socket (its jobs must not be disturbed
+ * by a second backend recovering the same work root). */
+static int daemon_running(const char *path) {
+  struct sockaddr_un a;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), up;
+  if (fd < 0)
+    return 0;
+  memset(&a, 0, sizeof a);
+  a.sun_family = AF_UNIX;
+  px_strlcpy(a.sun_path, path, sizeof a.sun_path);
+  up = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  close(fd);
+  return up;
+}
+
+/* `phoenix-executor attest`: the start-up attestation, printed. Exit 0
+ * enforced or degraded, 1 failed (or not run). */
+static int cmd_attest(const args_t *a, px_service_t *svc, const px_config_t *cfg) {
+  px_attest_report_t *r = calloc(1, sizeof *r);
+  char *json;
+  int rc;
+  (void)cfg;
+  (void)a;
+  if (!r)
+    return 1;
+  px_service_attest(svc, r);
+  json = px_encode_attestation(r);
+  if (json)
+    printf("%s\n", json);
+  rc = r->state == PX_ATTEST_ENFORCED || r->state == PX_ATTEST_DEGRADED ? 0 : 1;
+  free(json);
+  free(r);
+  return rc;
+}
+
 static int wait_for_stop_signal(const sigset_t *set) {
   struct signalfd_siginfo si;
   int fd = signalfd(-1, set, SFD_CLOEXEC);
@@ -198,7 +242,21 @@ int main(int argc, char **argv) {
   memset(&so, 0, sizeof so);
   so.config = cfg;
   so.version = PX_VERSION_STRING;
-  if (px_service_open(&so, &svc) != 0 || open_server(&a, cfg, svc, &srv) != 0 ||
+  if (a.attest) {
+    const char *sock = a.socket_path ? a.socket_path : cfg->transports.socket_path;
+    if (daemon_running(sock)) {
+      fprintf(stderr, "phoenix-executor: a daemon answers on %s: use "
+                      "`phoenixctl attest` to rerun its attestation\n", sock);
+      goto cleanup;
+    }
+    if (px_service_open(&so, &svc) == 0)
+      rc = cmd_attest(&a, svc, cfg);
+    goto cleanup;
+  }
+  /* Before any client can connect: attest the sandbox (a failed verdict
+   * keeps the daemon up, refusing every run, so status can say why). */
+  if (px_service_open(&so, &svc) != 0 || px_service_attest(svc, NULL) != 0 ||
+      open_server(&a, cfg, svc, &srv) != 0 ||
       px_zmq_endpoint_open(cfg, svc, &zep) != 0)
     goto cleanup;
   px_sd_notify("READY=1");

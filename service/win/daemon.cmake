@@ -53,6 +53,7 @@ target_sources(px_tests_win PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/win/test_svc_pipe.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_svc_recovery.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_svc_service.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_svc_attest.c
   ${PROJECT_SOURCE_DIR}/tests/cases/cases.c)
 target_link_libraries(px_tests_win PRIVATE px_client)
 # The tests find PhoenixExecutor.exe relative to their own executable.
@@ -61,11 +62,12 @@ file(RELATIVE_PATH PX_SVC_EXE_REL ${PROJECT_BINARY_DIR}/tests
 string(REPLACE "/" "\\\\" PX_SVC_EXE_REL "${PX_SVC_EXE_REL}")
 set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/win/test_svc_evt.c
                     ${PROJECT_SOURCE_DIR}/tests/win/test_svc_service.c
+                    ${PROJECT_SOURCE_DIR}/tests/win/test_svc_attest.c
   DIRECTORY ${PROJECT_SOURCE_DIR}/tests
   APPEND PROPERTY COMPILE_DEFINITIONS
   "PX_SVC_EXE_REL=\"${PX_SVC_EXE_REL}\""
   "PX_CASES_DIR=\"${PROJECT_SOURCE_DIR}/tests/cases/\"")
-add_dependencies(px_tests_win PhoenixExecutor)
+add_dependencies(px_tests_win PhoenixExecutor phoenixctl)
 
 # The client's server verification: a process squatting a pipe name, and
 # phoenixctl itself (tests/win/test_svc_pipe.c).

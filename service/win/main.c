@@ -5,6 +5,11 @@
  *   PhoenixExecutor --console [same options] [--pipe NAME]
  *                                  the same service in the foreground;
  *                                  logs to stderr, Ctrl+C stops it
+ *   PhoenixExecutor attest [--config PATH] [--pipe NAME]
+ *                                  attest the sandbox from a console and
+ *                                  print the report (refused while the
+ *                                  service answers on its pipe: use
+ *                                  `phoenixctl attest` then)
  *   PhoenixExecutor install [--config PATH] [--backend fake]
  *   PhoenixExecutor uninstall
  *   PhoenixExecutor --print-default-config | --check-config [--config P]
@@ -15,8 +20,9 @@
  * START_PENDING checkpoint between them: logging (Event Log first, so a
  * refused configuration is reported there), configuration, the text log,
  * crash recovery of the work root, the service core (backend, KB with its
- * own journal recovery, engine), the pipe and the optional ZeroMQ
- * endpoint, then RUNNING. Stop is two-phase and loses nothing: stop
+ * own journal recovery, engine), the sandbox attestation (px_attest.h: a
+ * failed one keeps the service up but refuses every run), the pipe and
+ * the optional ZeroMQ endpoint, then RUNNING. Stop is two-phase and loses nothing: stop
  * accepting, px_service_stop (queued jobs answered `aborted`, running jobs
  * killed and answered, KB rollbacks run), flush and close the transports,
  * then STOPPED. A ticker thread advances the STOP_PENDING checkpoint so
@@ -63,7 +69,7 @@ typedef struct {
   int console;
   int print_default;
   int check_only;
-  const wchar_t *command; /* "install", "uninstall" or NULL */
+  const wchar_t *command; /* "install", "uninstall", "attest" or NULL */
   const wchar_t *wconfig; /* --config as given (install) */
   const wchar_t *wbackend;
 } args_t;
@@ -338,7 +344,8 @@ static int machine_setup(daemon_t *d) {
   return rc;
 }
 
-static int start_up(daemon_t *d) {
+/* Everything up to a running service core, no transport. */
+static int start_core(daemon_t *d) {
   int rc;
   px_recovery_stats_t rs;
   if ((rc = load_config(d)) != 0)
@@ -359,6 +366,17 @@ static int start_up(daemon_t *d) {
                  "the service core did not start: %s", px_strerror(rc));
     return rc;
   }
+  checkpoint();
+  return 0;
+}
+
+static int start_up(daemon_t *d) {
+  int rc;
+  if ((rc = start_core(d)) != 0)
+    return rc;
+  /* Before any client can connect: attest the sandbox. */
+  if ((rc = px_service_attest(d->svc, NULL)) != 0)
+    return rc;
   checkpoint();
   return open_transports(d);
 }
@@ -445,7 +463,8 @@ static int parse_args(int argc, wchar_t **argv, args_t *a) {
   int i, rc = 0;
   for (i = 1; i < argc && rc == 0; i++) {
     const wchar_t *o = argv[i];
-    if (i == 1 && (!wcscmp(o, L"install") || !wcscmp(o, L"uninstall")))
+    if (i == 1 && (!wcscmp(o, L"install") || !wcscmp(o, L"uninstall") ||
+                   !wcscmp(o, L"attest")))
       a->command = o;
     else if (!wcscmp(o, L"--console"))
       a->console = 1;
@@ -516,6 +535,52 @@ static int cmd_check(daemon_t *d) {
   return 0;
 }
 
+/* 1 when a service answers on the pipe (a second backend on the same
+ * work root would recover - remove - its jobs' directories). */
+static int service_running(const char *pipe) {
+  wchar_t *w = px__utf16(pipe);
+  int up;
+  if (!w)
+    return 0;
+  up = WaitNamedPipeW(w, 1) || GetLastError() != ERROR_FILE_NOT_FOUND;
+  free(w);
+  return up;
+}
+
+/* `PhoenixExecutor attest`: the start-up attestation from a console,
+ * printed as JSON. Exit 0 enforced or degraded, 1 failed or not run. */
+static int cmd_attest(daemon_t *d) {
+  px_attest_report_t *r = calloc(1, sizeof *r);
+  char *json = NULL;
+  int rc = 1;
+  d->a.console = 1;
+  if (!r || setup_early_logging(d) != 0)
+    goto done;
+  if (load_config(d) == 0 &&
+      service_running(d->a.pipe_name ? d->a.pipe_name : d->cfg->transports.pipe_name)) {
+    fprintf(stderr, "PhoenixExecutor: the service answers on its pipe: use "
+                    "`phoenixctl attest` to rerun its attestation\n");
+    goto done;
+  }
+  px_config_free(d->cfg);
+  d->cfg = NULL;
+  if (start_core(d) == 0 && px_service_attest(d->svc, r) == 0 &&
+      (json = px_encode_attestation(r)) != NULL) {
+    printf("%s\n", json);
+    rc = r->state == PX_ATTEST_ENFORCED || r->state == PX_ATTEST_DEGRADED ? 0 : 1;
+  }
+done:
+  shut_down(d);
+  px_log_clear_sinks();
+  px_log_file_close(d->logf);
+  d->logf = NULL;
+  px_config_free(d->cfg);
+  d->cfg = NULL;
+  free(json);
+  free(r);
+  return rc;
+}
+
 int wmain(int argc, wchar_t **argv); /* -municode entry point */
 int wmain(int argc, wchar_t **argv) {
   SERVICE_TABLE_ENTRYW table[] = {{(LPWSTR)SERVICE_NAME, service_main},
@@ -529,6 +594,8 @@ int wmain(int argc, wchar_t **argv) {
     return cmd_print_default();
   if (g_d.a.command && !wcscmp(g_d.a.command, L"install"))
     return cmd_install(&g_d.a);
+  if (g_d.a.command && !wcscmp(g_d.a.command, L"attest"))
+    return cmd_attest(&g_d);
   if (g_d.a.command && px_win_clients_group_delete(NULL) == PX_EACCES)
     return 1; /* uninstall: the pipe's client group (group.c) */
   if (g_d.a.command)

@@ -85,6 +85,8 @@ static int spawn(px_daemon_t *d) {
     }
     if (d->uid && (setgroups(0, NULL) || setgid(d->gid) || setuid(d->uid)))
       _exit(126);
+    if (d->pre_exec)
+      d->pre_exec();
     execl(bin, bin, "--config", d->cfg_path, "--log-level", "debug", (char *)NULL);
     _exit(127);
   }
@@ -142,6 +144,13 @@ static int start_common(px_daemon_t *d, const cJSON *case_config, const char *ex
 int px_daemon_start(px_daemon_t *d, const cJSON *case_config, const char *extra) {
   memset(d, 0, sizeof *d);
   return start_common(d, case_config, extra);
+}
+
+int px_daemon_start_hooked(px_daemon_t *d, const char *extra_json,
+                           void (*pre_exec)(void)) {
+  memset(d, 0, sizeof *d);
+  d->pre_exec = pre_exec;
+  return start_common(d, NULL, extra_json);
 }
 
 int px_daemon_start_as(px_daemon_t *d, uid_t uid, gid_t gid, const char *extra) {

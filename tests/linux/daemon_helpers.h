@@ -17,6 +17,7 @@ typedef struct {
   char cfg_path[320];
   char log_path[320];
   int cg_baseline;    /* job cgroups that existed before the daemon */
+  void (*pre_exec)(void); /* run in the child just before exec (NULL) */
 } px_daemon_t;
 
 typedef struct {
@@ -30,6 +31,10 @@ typedef struct {
 int px_daemon_start(px_daemon_t *d, const cJSON *case_config, const char *extra_json);
 /* The same, running the daemon as uid/gid (the unprivileged path). */
 int px_daemon_start_as(px_daemon_t *d, uid_t uid, gid_t gid, const char *extra_json);
+/* px_daemon_start with pre_exec run in the daemon's process just before
+ * it execs (e.g. a seccomp filter that hides a kernel feature). */
+int px_daemon_start_hooked(px_daemon_t *d, const char *extra_json,
+                           void (*pre_exec)(void));
 /* Start again with the same config and directories (after a kill). */
 int px_daemon_restart(px_daemon_t *d);
 int px_daemon_signal(px_daemon_t *d, int sig);

@@ -11,7 +11,7 @@ trap 'rm -rf "$root"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 DESTDIR=$root bash "$src/installer/install-linux.sh" "$build" >/dev/null
-for f in usr/local/sbin/phoenix-executor usr/local/bin/phoenixctl \
+for f in usr/local/sbin/phoenix-executor usr/local/sbin/px-attest usr/local/bin/phoenixctl \
          etc/systemd/system/phoenix-executor.service etc/phoenix-executor/executor.json; do
     [ -e "$root/$f" ] || fail "missing $f"
 done
@@ -28,6 +28,7 @@ grep -q debug "$root/etc/phoenix-executor/executor.json" || fail "reinstall over
 
 DESTDIR=$root bash "$src/installer/install-linux.sh" --uninstall >/dev/null
 [ ! -e "$root/usr/local/sbin/phoenix-executor" ] || fail "uninstall left the daemon"
+[ ! -e "$root/usr/local/sbin/px-attest" ] || fail "uninstall left the attestation probe"
 [ -f "$root/etc/phoenix-executor/executor.json" ] || fail "uninstall removed the config"
 DESTDIR=$root bash "$src/installer/install-linux.sh" --uninstall --remove-data >/dev/null
 [ ! -e "$root/etc/phoenix-executor" ] || fail "--remove-data kept the config"

@@ -244,6 +244,7 @@ static int svc_open(fx_t *f) {
   o.config = f->cfg;
   o.version = "test";
   o.backend_ops = &px_backend_fake;
+  o.attest_exempt = 1; /* the fake backend runs no probe (px_attest.h) */
   return px_service_open(&o, &f->svc);
 }
 

@@ -73,6 +73,8 @@ PX_TEST_ENTRY(svc, svc_command_line, 60)
 PX_TEST_ENTRY(svc, svc_console_ctrl_c, 120)
 PX_TEST_ENTRY(svc, svc_disconnect_mid_job, 180)
 PX_TEST_ENTRY(svc, svc_bad_config_refused, 120)
+PX_TEST_ENTRY(svc, svc_attest_wine_degraded, 240)
+PX_TEST_ENTRY(svc, svc_attest_refuses_without_allow_degraded, 240)
 /* fault injection: every fail-closed branch */
 PX_TEST_ENTRY(winfault, winfault_injector, 30)
 PX_TEST_ENTRY(winfault, winfault_acl, 120)

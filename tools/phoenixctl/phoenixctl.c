@@ -3,6 +3,8 @@
  *   phoenixctl [TRANSPORT] run [OPTIONS] FILE|-
  *   phoenixctl [TRANSPORT] status | ping | cancel ID | scram | resume
  *   phoenixctl [TRANSPORT] kb list | kb diff SNAP | kb restore SNAP | kb gc
+ *   phoenixctl [TRANSPORT] attest    (admin: rerun the sandbox attestation;
+ *                                     exit 0 enforced/degraded, 1 failed)
  *   phoenixctl [TRANSPORT] send JSON        (one raw message, print replies)
  *
  * TRANSPORT: --socket PATH (Linux), --pipe NAME (Windows),
@@ -53,6 +55,8 @@ static void usage(void) {
       "      FILE|-\n"
       "  status | ping | cancel ID | scram | resume\n"
       "  kb list | kb diff SNAPSHOT | kb restore SNAPSHOT | kb gc   (admin)\n"
+      "  attest          rerun the sandbox attestation (admin); exit 1 if\n"
+      "                  its state is failed\n"
       "  send JSON       send one raw message and print the replies\n"
       "exit status of run: the job's exit code; 124 limit kill;\n"
       "  125 rejected; 126 service error, cancelled or aborted\n"
@@ -127,6 +131,31 @@ static int cmd_simple(const ctl_args_t *a, const char *json, const char *until) 
   free(text);
   type = cJSON_GetObjectItemCaseSensitive(reply, "type");
   rc = cJSON_IsString(type) && strcmp(type->valuestring, "error") == 0 ? 1 : 0;
+  cJSON_Delete(reply);
+  return rc;
+}
+
+/* phoenixctl attest: the report; exit 0 enforced or degraded, 1 failed
+ * (or an error answer). */
+static int cmd_attest(const ctl_args_t *a) {
+  px_client_t *c = NULL;
+  cJSON *reply = NULL;
+  const char *state;
+  char *text;
+  int rc;
+  if (connect_target(a, &c) != 0)
+    return EXIT_USAGE;
+  rc = simple_exchange(c, "{\"type\":\"attest\"}", "attestation", &reply);
+  px_client_close(c);
+  if (rc != 0)
+    return EXIT_SERVICE;
+  text = cJSON_Print(reply);
+  printf("%s\n", text ? text : "null");
+  free(text);
+  state = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(reply, "attestation"), "state"));
+  rc = state && (strcmp(state, "enforced") == 0 || strcmp(state, "degraded") == 0)
+           ? 0 : 1;
   cJSON_Delete(reply);
   return rc;
 }
@@ -207,6 +236,8 @@ int main(int argc, char **argv) {
   }
   if (strcmp(a.command, "kb") == 0 && a.operand)
     return cmd_kb(&a);
+  if (strcmp(a.command, "attest") == 0)
+    return cmd_attest(&a);
   if (strcmp(a.command, "send") == 0 && a.operand)
     return cmd_simple(&a, a.operand, NULL);
   usage();

@@ -440,6 +440,7 @@ static int prepare_steps(px_sandbox_t *sb) {
     return rc;
   sb->job_dir_mounted = be->is_root;
   if ((rc = px__jobdir_write(sb->job_dir, spec->files, spec->nfiles,
+                             spec->first_file_executable,
                              be->run_uid, be->run_gid)) != 0)
     return rc;
   px_snprintf(cgname, sizeof cgname, "px-%s", spec->key);

@@ -176,9 +176,10 @@ int px__jobdir_create(int root_fd, const char *root_path, const char *key,
                       uint64_t tmpfs_bytes, int use_tmpfs, uid_t uid,
                       gid_t gid, char **out_path);
 /* Write the spec's files below dir (paths re-validated, no symlink
- * followed, O_EXCL). 0, PX_EINVAL for a bad path, or PX_E*. */
+ * followed, O_EXCL; files[0] mode 0755 when first_exec, else 0644). 0,
+ * PX_EINVAL for a bad path, or PX_E*. */
 int px__jobdir_write(const char *dir, const px_job_file_t *files, size_t n,
-                     uid_t uid, gid_t gid);
+                     int first_exec, uid_t uid, gid_t gid);
 /* Unmount (when mounted) and remove root_path/key without following any
  * link the job planted. */
 void px__jobdir_remove(int root_fd, const char *root_path, const char *key,

@@ -473,7 +473,8 @@ static int open_parent(int top, char *rel, char **base, uid_t uid,
   return fd;
 }
 
-static int write_one(int top, const px_job_file_t *f, uid_t uid, gid_t gid) {
+static int write_one(int top, const px_job_file_t *f, int exec, uid_t uid,
+                     gid_t gid) {
   char rel[1100];
   char *base;
   size_t off = 0;
@@ -484,7 +485,7 @@ static int write_one(int top, const px_job_file_t *f, uid_t uid, gid_t gid) {
   if (pfd < 0)
     return PX_LOG_ERRNO(PX_ESANDBOX, errno, "openat(job subdir)");
   fd = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-              0644);
+              exec ? 0755 : 0644);
   close(pfd);
   if (fd < 0)
     return PX_LOG_ERRNO(PX_ESANDBOX, errno, "openat(job file)");
@@ -504,7 +505,7 @@ static int write_one(int top, const px_job_file_t *f, uid_t uid, gid_t gid) {
 }
 
 int px__jobdir_write(const char *dir, const px_job_file_t *files, size_t n,
-                     uid_t uid, gid_t gid) {
+                     int first_exec, uid_t uid, gid_t gid) {
   size_t i;
   int dfd, rc = 0;
   if (PX_LNX_INJECTED(PX_STEP_FILES))
@@ -513,7 +514,7 @@ int px__jobdir_write(const char *dir, const px_job_file_t *files, size_t n,
   if (dfd < 0)
     return PX_LOG_ERRNO(PX_ESANDBOX, errno, "open(job dir)");
   for (i = 0; rc == 0 && i < n; i++)
-    rc = write_one(dfd, &files[i], uid, gid);
+    rc = write_one(dfd, &files[i], i == 0 && first_exec, uid, gid);
   close(dfd);
   return rc;
 }
