@@ -3,7 +3,8 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/queue.c
   ${CMAKE_CURRENT_SOURCE_DIR}/outguard.c
   ${CMAKE_CURRENT_SOURCE_DIR}/engine.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/engine_run.c)
+  ${CMAKE_CURRENT_SOURCE_DIR}/engine_run.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/metrics.c)
 
 target_sources(px_tests PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/unit/test_queue.c

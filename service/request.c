@@ -476,7 +476,8 @@ static int count_key(const cJSON *obj, const char *name) {
 static int read_type(ctx_t *c, px_msg_type_t *type) {
   static const char *const names[] = {
       "run",     "cancel",  "status",     "ping",  "scram",
-      "resume",  "kb_list", "kb_diff",    "kb_restore", "kb_gc", NULL};
+      "resume",  "kb_list", "kb_diff",    "kb_restore", "kb_gc",
+      "describe", "metrics", NULL};
   const cJSON *it = cJSON_GetObjectItemCaseSensitive(c->root, "type");
   char buf[MAX_FIELD_SHOWN + 8];
   int i;
