@@ -22,6 +22,10 @@
 #ifdef _WIN32
 #include <fcntl.h>
 #include <io.h>
+#define read_stdin(buf, n) _read(0, (buf), (unsigned)(n))
+#else
+#include <unistd.h>
+#define read_stdin(buf, n) read(0, (buf), (n))
 #endif
 
 #define SLICE_MS 20
@@ -67,8 +71,12 @@ static void reader(void *arg) {
   px_buf_t b = {0};
   char chunk[65536];
   size_t n, i, start;
+  long got;
   int too_long = 0;
-  while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) {
+  /* read(), not fread(): a line must be handled as soon as it arrives, not
+   * when a buffer is full. */
+  while ((got = (long)read_stdin(chunk, sizeof chunk)) > 0) {
+    n = (size_t)got;
     for (start = 0, i = 0; i < n; i++) {
       if (chunk[i] != '\n')
         continue;
