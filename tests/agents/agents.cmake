@@ -1,0 +1,8 @@
+# tests/agents/agents.cmake - the Python client against a real daemon (pip
+# installed first when pip exists). The MCP tests are in tests/mcp.
+if(PX_IS_LINUX)
+  add_test(NAME python.client_linux
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/python_client.sh ${PROJECT_BINARY_DIR})
+  set_tests_properties(python.client_linux PROPERTIES LABELS "python;linux;integration"
+    TIMEOUT 700)
+endif()
