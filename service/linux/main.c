@@ -222,7 +222,7 @@ int main(int argc, char **argv) {
     px_config_free(cfg);
     return 0;
   }
-  if (setup_logging(&a, cfg, &logf) != 0)
+  if (px_linux_state_dirs(cfg, a.log_file) != 0 || setup_logging(&a, cfg, &logf) != 0)
     goto cleanup;
   memset(&so, 0, sizeof so);
   so.config = cfg;

@@ -6,3 +6,9 @@ if(PX_IS_LINUX)
   set_tests_properties(python.client_linux PROPERTIES LABELS "python;linux;integration"
     TIMEOUT 700)
 endif()
+# The daemon creates its missing state directories (and refuses clearly).
+if(PX_IS_LINUX)
+  add_test(NAME linux.state_dirs
+    COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/state_dirs.sh ${PROJECT_BINARY_DIR})
+  set_tests_properties(linux.state_dirs PROPERTIES LABELS "linux;integration" TIMEOUT 120)
+endif()
