@@ -42,13 +42,17 @@ async function connect() {
 
 // Programs per platform: an ok job, a failing job, a memory hog, a job that
 // prints in bursts (streamed), a job that waits (cancelled).
+// On Windows the jobs are cmd scripts; what cmd.exe cannot do (allocate
+// memory, sleep without ping) a small native probe does: PX_MCP_PROBE is its
+// Windows path (tests/win/probe.c, copied where the sandbox may read it).
+const probe = process.env.PX_MCP_PROBE || "";
 const P = win ? {
   rt: "cmd",
   ok: "@echo hello from mcp\r\n",
   fail: "@echo about to fail\r\n@exit /b 3\r\n",
-  hog: null, // set by the Windows driver via PX_MCP_HOG (a probe in the job dir)
-  stream: "@echo off\r\nfor /l %%i in (1,1,5) do (echo line %%i & ping -n 2 127.0.0.1 >nul)\r\n",
-  sleep: "@echo off\r\nping -n 60 127.0.0.1 >nul\r\n",
+  hog: probe ? { runtime: "cmd", code: `@${probe} hog-memory 1024\r\n` } : null,
+  stream: "@echo off\r\n" + [1, 2, 3, 4, 5].map((i) => `echo line ${i}\r\n${probe} sleep 400\r\n`).join(""),
+  sleep: `@${probe} sleep 60000\r\n`,
 } : {
   rt: "sh",
   ok: "echo hello from mcp\n",
@@ -57,8 +61,6 @@ const P = win ? {
   stream: "for i in 1 2 3 4 5; do echo line $i; sleep 0.3; done\n",
   sleep: "sleep 60\n",
 };
-if (win && process.env.PX_MCP_HOG)
-  P.hog = { runtime: "cmd", code: process.env.PX_MCP_HOG };
 
 const client = await connect();
 
