@@ -12,3 +12,12 @@ if(PX_IS_LINUX)
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/state_dirs.sh ${PROJECT_BINARY_DIR})
   set_tests_properties(linux.state_dirs PROPERTIES LABELS "linux;integration" TIMEOUT 120)
 endif()
+# The CLI explains itself: help, version, runtime by extension, verdicts in
+# words, the status table, Prometheus metrics (against a real daemon).
+if(PX_IS_LINUX)
+  add_test(NAME linux.cli
+    COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/with_daemon.py
+      --daemon ${PROJECT_BINARY_DIR}/service/phoenix-executor --
+      bash ${CMAKE_CURRENT_LIST_DIR}/cli.sh ${PROJECT_BINARY_DIR})
+  set_tests_properties(linux.cli PROPERTIES LABELS "linux;integration" TIMEOUT 300)
+endif()
