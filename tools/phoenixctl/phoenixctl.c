@@ -177,7 +177,8 @@ static int cmd_run(ctl_args_t *a) {
     fprintf(stderr, "phoenixctl: run needs a FILE (or - for stdin)\n");
     return EXIT_USAGE;
   }
-  if (!a->runtime && (rc = pick_runtime(a, rt, sizeof rt)) != 0)
+  /* From stdin ("-") without --runtime: the platform's shell, as always. */
+  if (!a->runtime && strcmp(a->operand, "-") != 0 && (rc = pick_runtime(a, rt, sizeof rt)) != 0)
     return rc;
   if ((rc = ctl_build_run(a, &json)) != 0)
     return EXIT_USAGE;
