@@ -11,5 +11,6 @@ target_sources(px_tests PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/unit/test_outguard.c
   ${PROJECT_SOURCE_DIR}/tests/unit/engine_harness.c
   ${PROJECT_SOURCE_DIR}/tests/unit/test_engine.c
-  ${PROJECT_SOURCE_DIR}/tests/unit/test_engine_life.c)
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_engine_life.c
+  ${PROJECT_SOURCE_DIR}/tests/unit/test_metrics.c)
 px_add_test_group(px_tests engine LABELS unit)
