@@ -35,6 +35,7 @@ cleanup() {
     w 60 sc stop PhoenixExecutor >/dev/null 2>&1
     w 60 "$exe" uninstall >/dev/null 2>&1
     rm -rf "$jobs"
+    bash "$root/tools/wine-env.sh" stop # this prefix's wineserver
 }
 trap cleanup EXIT
 mkdir -p "$jobs"
