@@ -53,6 +53,7 @@ const P = win ? {
   hog: probe ? { runtime: "cmd", code: `@${probe} hog-memory 1024\r\n` } : null,
   stream: "@echo off\r\n" + [1, 2, 3, 4, 5].map((i) => `echo line ${i}\r\n${probe} sleep 400\r\n`).join(""),
   sleep: `@${probe} sleep 60000\r\n`,
+  flood: `@${probe} write 200000\r\n`,
 } : {
   rt: "sh",
   ok: "echo hello from mcp\n",
@@ -60,6 +61,7 @@ const P = win ? {
   hog: { runtime: "python", code: "x = bytearray(512 * 1024 * 1024)\nprint(len(x))\n" },
   stream: "for i in 1 2 3 4 5; do echo line $i; sleep 0.3; done\n",
   sleep: "sleep 60\n",
+  flood: "i=0; while [ $i -lt 20000 ]; do echo line-$i-0123456789; i=$((i+1)); done\n",
 };
 
 const client = await connect();
@@ -134,6 +136,24 @@ await run("streamed_job_progress", async () => {
     check(notes[i].progress > notes[i - 1].progress, "progress must increase");
   // Output arrived before the result, spread over time (rate-bounded, not one burst).
   check(notes.some((n) => /started/.test(n.message || "")), "no 'started' progress");
+});
+
+await run("progress_rate_bounded", async () => {
+  // A job that floods its output: the notifications stay within the
+  // documented bound (one per stream per 100 ms, plus the phase notes and
+  // one final chunk and note per stream), and the result has all of it.
+  const notes = [];
+  const t0 = Date.now();
+  const r = await client.callTool(
+    { name: "run_code", arguments: { runtime: P.rt, code: P.flood } },
+    undefined,
+    { onprogress: (p) => notes.push(p), timeout: 120000 },
+  );
+  const ms = Date.now() - t0;
+  check(r.structuredContent.status === "ok", `status ${r.structuredContent.status}`);
+  check(r.structuredContent.stdout.length >= 100000, `stdout ${r.structuredContent.stdout.length} bytes`);
+  const bound = 2 * (Math.ceil(ms / 100) + 1) + 2 + 4;
+  check(notes.length <= bound, `${notes.length} notifications in ${ms} ms (bound ${bound})`);
 });
 
 await run("cancel", async () => {

@@ -361,31 +361,35 @@ static void progress(mcp_server_t *s, mcp_call_t *c, const char *msg) {
   mcp_send_notification(s, "notifications/progress", p);
 }
 
-/* Send one chunk of each stream's pending output (whole UTF-8 characters). */
-static void flush_output(mcp_server_t *s, mcp_call_t *c, uint64_t now, int all) {
+/* Send one chunk of each stream's pending output (whole UTF-8 characters).
+ * final: the result is due: what does not fit the last chunk is counted as
+ * not streamed (the result carries all of it), so the notification rate
+ * stays bounded even when a job ends with a full buffer. */
+static void flush_output(mcp_server_t *s, mcp_call_t *c, uint64_t now, int final) {
   int k;
   for (k = 0; k < 2; k++) {
     px_buf_t *b = &c->pending[k];
-    do {
-      size_t n = b->len < MCP_PROGRESS_CHUNK ? b->len : MCP_PROGRESS_CHUNK;
-      char *chunk;
-      while (n < b->len && n > 0 && ((unsigned char)b->data[n] & 0xC0) == 0x80)
-        n--; /* never split a character */
-      if (n == 0)
-        break;
-      chunk = px_strndup(b->data, n);
+    size_t n = b->len < MCP_PROGRESS_CHUNK ? b->len : MCP_PROGRESS_CHUNK;
+    while (n < b->len && n > 0 && ((unsigned char)b->data[n] & 0xC0) == 0x80)
+      n--; /* never split a character */
+    if (n > 0) {
+      char *chunk = px_strndup(b->data, n);
       if (chunk)
         progress(s, c, chunk);
       free(chunk);
       memmove(b->data, b->data + n, b->len - n);
       b->len -= n;
-    } while (all && b->len > 0);
-    if (all && c->dropped[k]) {
-      char note[96];
-      px_snprintf(note, sizeof note, "[%zu bytes of %s not streamed]", c->dropped[k],
-                  k ? "stderr" : "stdout");
-      progress(s, c, note);
-      c->dropped[k] = 0;
+    }
+    if (final) {
+      c->dropped[k] += b->len;
+      b->len = 0;
+      if (c->dropped[k]) {
+        char note[128];
+        px_snprintf(note, sizeof note, "[%zu bytes of %s not streamed; all of it is in the result]",
+                    c->dropped[k], k ? "stderr" : "stdout");
+        progress(s, c, note);
+        c->dropped[k] = 0;
+      }
     }
   }
   c->last_note_ms = now;
