@@ -8,6 +8,7 @@ checks the one answer (or the absence of one, for notifications) on stdout.
 Prints "ok NAME" / "FAIL NAME: why"; exit status 1 when any case failed.
 """
 import json
+import os
 import select
 import subprocess
 import sys
@@ -80,6 +81,62 @@ class Server:
         return json.loads(line)
 
 
+def cancelled_call_is_not_answered(s) -> int:
+    """notifications/cancelled for a running run_code: the job is cancelled,
+    the call gets no answer (and nothing else breaks)."""
+    s.send(b'{"jsonrpc":"2.0","id":"tl","method":"tools/list"}')
+    tl = s.recv(30)
+    rts = tl["result"]["tools"][0]["inputSchema"]["properties"]["runtime"].get("enum", [])
+    rt = "sh" if "sh" in rts else "cmd"
+    code = os.environ.get("PX_MCP_SLEEP_CODE") or ("sleep 60\n" if rt == "sh" else None)
+    if code is None:
+        print("ok cancelled_call_is_not_answered # SKIP no sleeping program for cmd")
+        return 0
+    call = {"jsonrpc": "2.0", "id": 900, "method": "tools/call",
+            "params": {"name": "run_code", "arguments": {"runtime": rt, "code": code},
+                       "_meta": {"progressToken": "c900"}}}
+    s.send(json.dumps(call).encode())
+    deadline = time.monotonic() + 60
+    started = False
+    while time.monotonic() < deadline and not started:
+        m = s.recv(5)
+        if m and m.get("method") == "notifications/progress" and "started" in m["params"].get("message", ""):
+            started = True
+    if not started:
+        print("FAIL cancelled_call_is_not_answered: the job never started")
+        return 1
+    s.send(b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":900,"reason":"test"}}')
+    s.send(b'{"jsonrpc":"2.0","id":901,"method":"tools/call","params":{"name":"executor_status","arguments":{}}}')
+    got_status, answered = None, False
+    end = time.monotonic() + 8
+    while time.monotonic() < end:
+        m = s.recv(max(0.1, end - time.monotonic()))
+        if m is None:
+            break
+        if m.get("id") == 900:
+            answered = True
+        if m.get("id") == 901:
+            got_status = m
+    cancelled = (got_status or {}).get("result", {}).get("structuredContent", {}).get(
+        "counters", {}).get("cancelled", 0)
+    if answered or not got_status:
+        print(f"FAIL cancelled_call_is_not_answered: answered={answered} status={got_status}")
+        return 1
+    # The status may have been read before the kill finished: ask again.
+    for _ in range(20):
+        if cancelled >= 1:
+            break
+        time.sleep(0.3)
+        s.send(b'{"jsonrpc":"2.0","id":902,"method":"tools/call","params":{"name":"executor_status","arguments":{}}}')
+        m = s.recv(10)
+        cancelled = m["result"]["structuredContent"]["counters"]["cancelled"]
+    if cancelled < 1:
+        print("FAIL cancelled_call_is_not_answered: the executor never cancelled the job")
+        return 1
+    print("ok cancelled_call_is_not_answered")
+    return 0
+
+
 def main() -> int:
     cmd = sys.argv[1:]
     fails = 0
@@ -117,6 +174,7 @@ def main() -> int:
             ok = r is not None and r.get("error", {}).get("code") == want and r.get("jsonrpc") == "2.0"
         print(f"ok {name}" if ok else f"FAIL {name}: got {r}")
         fails += 0 if ok else 1
+    fails += cancelled_call_is_not_answered(s)
     # Still alive and answering after all of that.
     s.send(b'{"jsonrpc":"2.0","id":77,"method":"ping"}')
     r = s.recv(10)

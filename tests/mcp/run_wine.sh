@@ -54,5 +54,6 @@ echo "==== SDK client -> wine phoenixctl.exe mcp -> the Windows service ===="
     node mcp_sdk_test.mjs --platform windows -- wine "$ctl" mcp)
 rc=$?
 echo "==== malformed JSON-RPC (wine phoenixctl.exe mcp) ===="
-timeout 300 python3 "$here/jsonrpc_cases.py" wine "$ctl" mcp || rc=1
+PX_MCP_SLEEP_CODE='@C:\px-mcp\probe.exe sleep 60000' \
+    timeout 300 python3 "$here/jsonrpc_cases.py" wine "$ctl" mcp || rc=1
 exit $rc
