@@ -36,13 +36,13 @@ TEST_IMPL(engine_metrics_counts) {
   px_engine_client_t *c = eh_client(eng, &cx, col, 0, 0);
   px_engine_job_t j;
   px_metrics_t m;
-  ASSERT_OK(eh_submit(eng, c, eh_job("ok", PX_PRIO_NORMAL, "exit 0", NULL)));
-  ASSERT_OK(eh_submit(eng, c, eh_job("nz", PX_PRIO_NORMAL, "exit 3", NULL)));
-  ASSERT_OK(eh_submit(eng, c, eh_job("mem", PX_PRIO_NORMAL, "hog-memory", NULL)));
-  j = eh_job("wall", PX_PRIO_NORMAL, "sleep 100000", NULL);
+  ASSERT_OK(eh_submit(eng, c, eh_job("ok", PX_PRIO_NORMAL, "exit 0", (const char *)NULL)));
+  ASSERT_OK(eh_submit(eng, c, eh_job("nz", PX_PRIO_NORMAL, "exit 3", (const char *)NULL)));
+  ASSERT_OK(eh_submit(eng, c, eh_job("mem", PX_PRIO_NORMAL, "hog-memory", (const char *)NULL)));
+  j = eh_job("wall", PX_PRIO_NORMAL, "sleep 100000", (const char *)NULL);
   j.spec.limits.wall_ms = 30;
   ASSERT_OK(eh_submit(eng, c, j));
-  ASSERT_OK(eh_submit(eng, c, eh_job("toolong", PX_PRIO_NORMAL, "argv-too-long", NULL)));
+  ASSERT_OK(eh_submit(eng, c, eh_job("toolong", PX_PRIO_NORMAL, "argv-too-long", (const char *)NULL)));
   eh_wait_results(col, 5);
   px_engine_metrics(eng, &m);
   ASSERT_UINT_EQ(m.results[PX_STATUS_OK], 1);

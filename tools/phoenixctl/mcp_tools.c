@@ -232,9 +232,10 @@ static cJSON *run_code_tool(const mcp_server_t *s) {
     if (cJSON_IsTrue(ok) && str_of(it, "name"))
       cJSON_AddItemToArray(rt_enum, cJSON_CreateString(str_of(it, "name")));
   }
-  cJSON_ArrayForEach(it, caps)
+  cJSON_ArrayForEach(it, caps) {
     if (cJSON_IsString(it) && strncmp(it->valuestring, "dev:", 4) != 0)
       cJSON_AddItemToArray(cap_enum, cJSON_CreateString(it->valuestring));
+  }
   if (cJSON_GetArraySize(rt_enum) > 0)
     cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(props, "runtime"), "enum", rt_enum);
   else
@@ -526,7 +527,10 @@ static int is_string_array(const cJSON *a) {
   const cJSON *it;
   if (!cJSON_IsArray(a))
     return 0;
-  cJSON_ArrayForEach(it, a) if (!cJSON_IsString(it)) return 0;
+  cJSON_ArrayForEach(it, a) {
+    if (!cJSON_IsString(it))
+      return 0;
+  }
   return 1;
 }
 
@@ -534,7 +538,10 @@ static int is_string_map(const cJSON *o) {
   const cJSON *it;
   if (!cJSON_IsObject(o))
     return 0;
-  cJSON_ArrayForEach(it, o) if (!cJSON_IsString(it)) return 0;
+  cJSON_ArrayForEach(it, o) {
+    if (!cJSON_IsString(it))
+      return 0;
+  }
   return 1;
 }
 
@@ -588,8 +595,11 @@ static int files_ok(const cJSON *files) {
   cJSON_ArrayForEach(f, files) {
     if (!cJSON_IsObject(f) || !str_of(f, "path") || !str_of(f, "content"))
       return 0;
-    cJSON_ArrayForEach(k, f) if (strcmp(k->string, "path") && strcmp(k->string, "content") &&
-                                 (strcmp(k->string, "encoding") || !cJSON_IsString(k))) return 0;
+    cJSON_ArrayForEach(k, f) {
+      if (strcmp(k->string, "path") && strcmp(k->string, "content") &&
+          (strcmp(k->string, "encoding") || !cJSON_IsString(k)))
+        return 0;
+    }
   }
   return 1;
 }

@@ -221,9 +221,14 @@ static void print_status_table(const cJSON *st) {
   printf("%-12s critical %.0f  high %.0f  normal %.0f  low %.0f  (max %.0f)\n", "queue",
          num(q, "critical"), num(q, "high"), num(q, "normal"), num(q, "low"), num(q, "max"));
   printf("%-12s", "since start");
-  cJSON_ArrayForEach(it, cn) printf(" %s %.0f", it->string, it->valuedouble);
+  cJSON_ArrayForEach(it, cn) {
+    printf(" %s %.0f", it->string, it->valuedouble);
+  }
   printf("\n%-12s", "enforcement");
-  cJSON_ArrayForEach(it, enf) if (cJSON_IsString(it)) printf(" %s", it->valuestring);
+  cJSON_ArrayForEach(it, enf) {
+    if (cJSON_IsString(it))
+      printf(" %s", it->valuestring);
+  }
   printf("\n");
   if (att) {
     char *t = cJSON_PrintUnformatted(att);
@@ -262,8 +267,9 @@ static void prom_by_label(const cJSON *o, const char *name, const char *label,
                           const char *help) {
   const cJSON *it;
   prom_head(name, "counter", help);
-  cJSON_ArrayForEach(it, o)
+  cJSON_ArrayForEach(it, o) {
     printf("phoenix_executor_%s{%s=\"%s\"} %.0f\n", name, label, it->string, it->valuedouble);
+  }
 }
 
 static void prom_histogram(const cJSON *h, const char *name, const char *help) {
@@ -310,8 +316,11 @@ static void print_prometheus(const cJSON *m, const cJSON *st) {
   prom_by_label(cJSON_GetObjectItemCaseSensitive(m, "kills"), "kills_total", "limit",
                 "Jobs killed, by the limit they exceeded.");
   prom_head("queue_depth", "gauge", "Jobs waiting, by priority.");
-  cJSON_ArrayForEach(it, q) if (strcmp(it->string, "max") != 0)
-    printf("phoenix_executor_queue_depth{priority=\"%s\"} %.0f\n", it->string, it->valuedouble);
+  cJSON_ArrayForEach(it, q) {
+    if (strcmp(it->string, "max") != 0)
+      printf("phoenix_executor_queue_depth{priority=\"%s\"} %.0f\n", it->string,
+             it->valuedouble);
+  }
   print_gauge("queue_max", num(q, "max"), "Queue capacity.");
   print_gauge("running_jobs", num(m, "running"), "Jobs running now.");
   print_gauge("workers", num(m, "workers"), "Jobs that may run at once.");
