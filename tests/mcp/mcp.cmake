@@ -5,7 +5,7 @@
 if(PX_IS_LINUX)
   add_test(NAME mcp.sdk_linux
     COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/run_linux.sh ${PROJECT_BINARY_DIR})
-  set_tests_properties(mcp.sdk_linux PROPERTIES LABELS "mcp;linux;integration"
+  set_tests_properties(mcp.sdk_linux PROPERTIES LABELS "mcp;linux;integ"
     TIMEOUT 900 SKIP_RETURN_CODE 77)
 endif()
 if(NOT PX_IS_LINUX)
