@@ -7,8 +7,10 @@
 ok 42
 
 One connection serves one conversation at a time: call the methods from one
-thread (cancel() may be called from another thread while run() or a stream
-is waiting: sends are serialized).
+thread. cancel() may be called inside a stream() loop, and on Linux also from
+another thread while run() waits (sends are serialized). On Windows a named
+pipe opened for synchronous I/O serializes a write behind a pending read, so
+there cancel from inside the stream() loop, not from another thread.
 """
 import itertools
 import os
