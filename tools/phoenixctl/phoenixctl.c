@@ -148,6 +148,9 @@ static int pick_runtime(ctl_args_t *a, char *buf, size_t bufsz) {
   if ((rc = ask(a, "{\"type\":\"describe\"}", "describe", &d)) != 0)
     return rc;
   rts = cJSON_GetObjectItemCaseSensitive(d, "runtimes");
+  /* .bat is a batch file like .cmd: the cmd runtime's entry is main.cmd. */
+  if (!px_strcasecmp(ext, ".bat"))
+    ext = ".cmd";
   cJSON_ArrayForEach(it, rts) {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(it, "extension");
