@@ -81,6 +81,8 @@ await run("list_tools", async () => {
     check(names.includes(n), `missing ${n} in ${names}`);
   const run = tools.find((t) => t.name === "run_code");
   check(run.outputSchema && run.outputSchema.type === "object", "run_code has no outputSchema");
+  const st = tools.find((t) => t.name === "executor_status");
+  check(st.annotations && st.annotations.readOnlyHint === true, "executor_status is read-only");
   const rts = run.inputSchema.properties.runtime.enum;
   check(Array.isArray(rts) && rts.includes(P.rt), `runtime enum ${JSON.stringify(rts)}`);
   if (process.env.PX_MCP_EXPECT_ADMIN === "1")

@@ -249,31 +249,41 @@ static cJSON *run_code_tool(const mcp_server_t *s) {
   return t;
 }
 
+/* MCP tool annotations (hints for the host's confirmation UI). */
+static cJSON *annotate(cJSON *t, int read_only, int destructive) {
+  cJSON *a = cJSON_AddObjectToObject(t, "annotations");
+  cJSON_AddBoolToObject(a, "readOnlyHint", read_only);
+  if (!read_only)
+    cJSON_AddBoolToObject(a, "destructiveHint", destructive);
+  cJSON_AddBoolToObject(a, "openWorldHint", 0);
+  return t;
+}
+
 cJSON *mcp_tools_list(mcp_server_t *s) {
   cJSON *arr = cJSON_CreateArray();
   const cJSON *admin;
   refresh_describe(s);
   admin = cJSON_GetObjectItemCaseSensitive(
       cJSON_GetObjectItemCaseSensitive(s->describe, "client"), "admin");
-  cJSON_AddItemToArray(arr, run_code_tool(s));
-  cJSON_AddItemToArray(arr, tool("cancel_job", "Cancel a running job",
+  cJSON_AddItemToArray(arr, annotate(run_code_tool(s), 0, 0));
+  cJSON_AddItemToArray(arr, annotate(tool("cancel_job", "Cancel a running job",
                                  "Cancel a job that run_code started in this session "
                                  "(its run_code call then ends with status cancelled).",
-                                 cancel_in_schema, cancel_out_schema, s));
-  cJSON_AddItemToArray(arr, tool("executor_status", "Executor status",
+                                 cancel_in_schema, cancel_out_schema, s), 0, 1));
+  cJSON_AddItemToArray(arr, annotate(tool("executor_status", "Executor status",
                                  "The executor's queue, workers, backend, pause state, "
                                  "counters and attestation when it reports one.",
-                                 empty_in_schema, status_out_schema, s));
+                                 empty_in_schema, status_out_schema, s), 1, 0));
   if (cJSON_IsTrue(admin)) {
-    cJSON_AddItemToArray(arr, tool("kb_list", "List knowledge-base snapshots",
+    cJSON_AddItemToArray(arr, annotate(tool("kb_list", "List knowledge-base snapshots",
                                    "Snapshots of the knowledge base, oldest first (admin).",
-                                   empty_in_schema, kb_list_out_schema, s));
-    cJSON_AddItemToArray(arr, tool("kb_diff", "Knowledge-base changes since a snapshot",
+                                   empty_in_schema, kb_list_out_schema, s), 1, 0));
+    cJSON_AddItemToArray(arr, annotate(tool("kb_diff", "Knowledge-base changes since a snapshot",
                                    "What changed in the knowledge base since a snapshot (admin).",
-                                   snap_in_schema, kb_diff_out_schema, s));
-    cJSON_AddItemToArray(arr, tool("kb_restore", "Restore the knowledge base",
+                                   snap_in_schema, kb_diff_out_schema, s), 1, 0));
+    cJSON_AddItemToArray(arr, annotate(tool("kb_restore", "Restore the knowledge base",
                                    "Put the knowledge base back to a snapshot, verified (admin).",
-                                   snap_in_schema, kb_restore_out_schema, s));
+                                   snap_in_schema, kb_restore_out_schema, s), 0, 1));
   }
   return arr;
 }
