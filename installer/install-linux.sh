@@ -16,7 +16,9 @@ if [ "${1:-}" = "--uninstall" ]; then
     [ -n "$D" ] || systemctl disable --now phoenix-executor.service 2>/dev/null || true
     rm -f "$D/etc/systemd/system/phoenix-executor.service" \
           "$D/usr/local/sbin/phoenix-executor" "$D/usr/local/sbin/px-attest" \
-          "$D/usr/local/bin/phoenixctl"
+          "$D/usr/local/bin/phoenixctl" \
+          "$D/usr/local/share/man/man1/phoenixctl.1" \
+          "$D/usr/local/share/man/man8/phoenix-executor.8"
     [ -n "$D" ] || systemctl daemon-reload 2>/dev/null || true
     if [ "${2:-}" = "--remove-data" ]; then
         rm -rf "$D/etc/phoenix-executor" "$D/var/lib/phoenix-executor"
@@ -41,6 +43,8 @@ if [ ! -f "$D/etc/phoenix-executor/executor.json" ]; then
 fi
 install -D -m 0644 "$here/phoenix-executor.service" "$D/etc/systemd/system/phoenix-executor.service"
 install -D -m 0644 "$root/README.md" "$D/usr/local/share/doc/phoenix-executor/README.md"
+install -D -m 0644 "$root/docs/man/phoenixctl.1" "$D/usr/local/share/man/man1/phoenixctl.1"
+install -D -m 0644 "$root/docs/man/phoenix-executor.8" "$D/usr/local/share/man/man8/phoenix-executor.8"
 if [ -n "$D" ]; then
     echo "phoenix-executor installed into $D"
 elif [ -d /run/systemd/system ]; then

@@ -103,10 +103,13 @@ static void client_unref_locked(px_engine_t *eng, px_engine_client_t *c) {
 }
 
 void px__engine_account_locked_cb(px_engine_t *eng, px__job_t *job,
-                                  px_status_t status) {
+                                  const px_result_t *r) {
+  uint64_t wait = job->t_started_ms > job->t_queued_ms
+                      ? job->t_started_ms - job->t_queued_ms : 0;
   px_mutex_lock(&eng->lock);
-  if ((unsigned)status < PX_STATUS_COUNT_)
-    eng->counters[status]++;
+  if ((unsigned)r->status < PX_STATUS_COUNT_)
+    eng->counters[r->status]++;
+  px_metrics_record_result(&eng->metrics, r, job->t_started_ms != 0, wait);
   active_del(eng, job);
   if (job->counted_running) {
     job->counted_running = 0;
@@ -411,6 +414,7 @@ static px_code_t enqueue(px_engine_t *eng, px_engine_client_t *c,
     } else {
       fill_key(eng, job);
       job->state = JOB_QUEUED;
+      job->t_queued_ms = px_now_ms();
       c->refs++;
       eng->pending++;
       eng->accepted++;
@@ -513,7 +517,7 @@ static void deliver_rejection(px_engine_t *eng, px__job_t *job,
   ev.result = &r;
   px_mutex_lock(&c->cb_lock);
   job->result_sent = 1;
-  px__engine_account_locked_cb(eng, job, r.status);
+  px__engine_account_locked_cb(eng, job, &r);
   if (!c->closed)
     c->on_event(c->ctx, &ev);
   px_mutex_unlock(&c->cb_lock);
@@ -651,6 +655,15 @@ void px_engine_status(px_engine_t *eng, px_status_info_t *s) {
   memcpy(s->counters, eng->counters, sizeof s->counters);
   s->accepted = eng->accepted;
   s->uptime_ms = px_now_ms() - eng->t0;
+  px_mutex_unlock(&eng->lock);
+}
+
+void px_engine_metrics(px_engine_t *eng, px_metrics_t *m) {
+  memset(m, 0, sizeof *m);
+  if (!eng)
+    return;
+  px_mutex_lock(&eng->lock);
+  *m = eng->metrics;
   px_mutex_unlock(&eng->lock);
 }
 

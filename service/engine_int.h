@@ -5,6 +5,7 @@
 
 #include "px/px_engine.h"
 #include "px/px_os.h"
+#include "px/px_metrics.h"
 #include "px/px_queue.h"
 
 typedef enum {
@@ -32,6 +33,8 @@ struct px__job_s {
   job_state_t state;
   job_reason_t reason;
   int counted_running;          /* popped by px_queue_pop: px_queue_done */
+  uint64_t t_queued_ms;         /* px_now_ms when queued (metrics) */
+  uint64_t t_started_ms;        /* px_now_ms when started; 0: never ran */
   px_sandbox_t *sb;             /* set while kill() may be called */
   px__job_t *prev, *next;       /* eng->active while out of the queue */
   px__job_t *dnext;             /* a drain's private list (no allocation) */
@@ -77,6 +80,7 @@ struct px_engine_s {
   uint64_t t0;                  /* px_now_ms at creation */
   volatile int degraded;        /* px_engine_set_degraded: results carry
                                    "degraded" in enforcement */
+  px_metrics_t metrics;         /* under lock */
 };
 
 /* engine_run.c */
@@ -95,10 +99,10 @@ void px__engine_emit(px__job_t *job, const px_engine_event_t *ev);
 
 /* engine.c */
 /* Bookkeeping once a job's result is decided (engine lock NOT held, the
- * client's cb_lock held): count it, drop it from the active list, free
+ * client's cb_lock held): count it (status counter and metrics), drop it from the active list, free
  * its cap slot. */
 void px__engine_account_locked_cb(px_engine_t *eng, px__job_t *job,
-                                  px_status_t status);
+                                  const px_result_t *r);
 /* After delivery: release the job's references (engine lock not held). */
 void px__engine_job_done(px_engine_t *eng, px__job_t *job);
 

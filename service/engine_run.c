@@ -30,6 +30,7 @@ static void ensure_started(px__job_t *job) {
   if (!job->started_sent && !job->result_sent) {
     px_engine_event_t ev;
     job->started_sent = 1;
+    job->t_started_ms = px_now_ms();
     memset(&ev, 0, sizeof ev);
     ev.type = PX_ENGINE_EV_STARTED;
     ev.id = job->j.spec.id;
@@ -110,7 +111,7 @@ static void deliver(px_engine_t *eng, px__job_t *job, px_result_t *r) {
   ev.result = r;
   px_mutex_lock(&c->cb_lock);
   job->result_sent = 1;
-  px__engine_account_locked_cb(eng, job, r->status);
+  px__engine_account_locked_cb(eng, job, r);
   if (!c->closed)
     c->on_event(c->ctx, &ev);
   px_mutex_unlock(&c->cb_lock);

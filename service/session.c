@@ -141,6 +141,21 @@ static void send_status(px_session_t *s) {
 
 static int is_admin(const px_session_t *s) { return s->policy && s->policy->admin; }
 
+/* describe: what the service offers and what this client may use. */
+static void send_describe(px_session_t *s) {
+  px_status_info_t st;
+  px_engine_status(s->svc->eng, &st);
+  send_locked(s, px__encode_describe(s->svc, s->policy, st.backend));
+}
+
+static void send_metrics(px_session_t *s) {
+  px_status_info_t st;
+  px_metrics_t m;
+  px_engine_status(s->svc->eng, &st);
+  px_engine_metrics(s->svc->eng, &m);
+  send_locked(s, px__encode_metrics(&m, &st));
+}
+
 static void kb_error(px_session_t *s, int rc, const char *what) {
   px_code_t code = rc == PX_ENOENT ? PX_CODE_UNKNOWN_SNAPSHOT : PX_CODE_KB_FAILED;
   char msg[160];
@@ -225,6 +240,12 @@ static void dispatch(px_session_t *s, px_request_t *req) {
     break;
   case PX_MSG_STATUS:
     send_status(s);
+    break;
+  case PX_MSG_DESCRIBE:
+    send_describe(s);
+    break;
+  case PX_MSG_METRICS:
+    send_metrics(s);
     break;
   case PX_MSG_RUN:
     handle_run(s, &req->run);

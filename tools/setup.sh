@@ -13,6 +13,11 @@ packages=(
     bubblewrap iproute2 procps                         # benchmarks, tests
 )
 
+# Node.js and npm for the MCP tests (tests/mcp: the official MCP SDK client,
+# fetched by `npm ci` at test time). Debian's packages only when no node is
+# installed at all: a newer Node.js from elsewhere (with its own npm) stays.
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \

@@ -62,6 +62,7 @@
 #include "px_job.h"
 #include "px_kb_hooks.h"
 #include "px_outguard.h"
+#include "px_metrics.h"
 #include "px_protocol.h"
 #include "px_result.h"
 #include "px_sandbox.h"
@@ -229,6 +230,9 @@ void px_engine_set_degraded(px_engine_t *eng, int degraded);
 /* Fill the `status` fields (version, backend name and enforcement are
  * borrowed static/engine strings). */
 void px_engine_status(px_engine_t *eng, px_status_info_t *s);
+
+/* Copy the engine's metrics (px_metrics.h) into *m; thread-safe. */
+void px_engine_metrics(px_engine_t *eng, px_metrics_t *m);
 
 #ifdef __cplusplus
 }

@@ -94,7 +94,9 @@ typedef enum {
   PX_MSG_KB_DIFF,    /* admin: {snapshot}: what changed since */
   PX_MSG_KB_RESTORE, /* admin: {snapshot}: put the KB back, verified */
   PX_MSG_KB_GC,      /* admin: retention and unreferenced objects */
-  PX_MSG_ATTEST      /* admin: rerun the sandbox attestation */
+  PX_MSG_ATTEST,     /* admin: rerun the sandbox attestation */
+  PX_MSG_DESCRIBE,   /* runtimes, limits, what this client may do */
+  PX_MSG_METRICS     /* the engine's counters and histograms */
 } px_msg_type_t;
 
 typedef enum {

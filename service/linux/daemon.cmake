@@ -5,6 +5,7 @@ target_sources(px_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/linux/server.c)
 add_executable(phoenix-executor
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/main.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/notify.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/linux/state_dirs.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/syslog_sink.c)
 px_executable(phoenix-executor)
 

@@ -7,6 +7,7 @@
  *   phoenix-executor attest [--config PATH]   attest the sandbox from a
  *                    console (refused while a daemon answers on the
  *                    socket: use `phoenixctl attest`), print the report
+ *   phoenix-executor --help | --version
  *
  * Start-up is a list of steps, each fatal on failure: block the stop
  * signals (before any thread exists, so only the signalfd sees them),
@@ -54,6 +55,34 @@ typedef struct {
   int check_only;
   int attest; /* the `attest` command */
 } args_t;
+
+/* --help / --version anywhere on the command line: print, exit 0. */
+static int help_or_version(int argc, char **argv) {
+  int i;
+  for (i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--version")) {
+      printf("phoenix-executor %s\n", PX_VERSION_STRING);
+      return 0;
+    }
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs("usage: phoenix-executor [--config PATH] [--socket PATH] [--log-level LEVEL]\n"
+            "                        [--log-file PATH] [--foreground]\n"
+            "         run the daemon (in the foreground; systemd runs it as a service)\n"
+            "       phoenix-executor --print-default-config\n"
+            "       phoenix-executor --check-config [--config PATH]\n"
+            "       phoenix-executor attest [--config PATH]\n"
+            "         attest the sandbox from a console and print the report\n"
+            "         (refused while a daemon answers: use `phoenixctl attest`)\n"
+            "       phoenix-executor --help | --version\n"
+            "LEVEL: trace, debug, info, warn, error, critical. Default config:\n"
+            "/etc/phoenix-executor/executor.json (built-in defaults when absent).\n"
+            "Clients: phoenixctl --help; man phoenix-executor(8), phoenixctl(1).\n",
+            stdout);
+      return 0;
+    }
+  }
+  return -1;
+}
 
 static int parse_args(int argc, char **argv, args_t *a) {
   int i;
@@ -213,6 +242,9 @@ int main(int argc, char **argv) {
   px_service_opts_t so;
   int rc = 1;
 
+  if ((rc = help_or_version(argc, argv)) >= 0)
+    return rc;
+  rc = 1;
   if (parse_args(argc, argv, &a) != 0)
     return 2;
   if (a.print_default) {
@@ -237,7 +269,7 @@ int main(int argc, char **argv) {
     px_config_free(cfg);
     return 0;
   }
-  if (setup_logging(&a, cfg, &logf) != 0)
+  if (px_linux_state_dirs(cfg, a.log_file) != 0 || setup_logging(&a, cfg, &logf) != 0)
     goto cleanup;
   memset(&so, 0, sizeof so);
   so.config = cfg;

@@ -13,6 +13,7 @@
  *   PhoenixExecutor install [--config PATH] [--backend fake]
  *   PhoenixExecutor uninstall
  *   PhoenixExecutor --print-default-config | --check-config [--config P]
+ *   PhoenixExecutor --help | --version
  *
  * DESIGN: one run function serves both modes; only status reporting (SCM
  * or nothing) and the stop trigger (control handler or console handler)
@@ -581,12 +582,46 @@ done:
   return rc;
 }
 
+/* --help / --version anywhere on the command line: print, exit 0. */
+static int help_or_version(int argc, wchar_t **argv) {
+  int i;
+  for (i = 1; i < argc; i++) {
+    if (!wcscmp(argv[i], L"--version")) {
+      printf("PhoenixExecutor %s\n", PX_VERSION);
+      return 0;
+    }
+    if (!wcscmp(argv[i], L"--help") || !wcscmp(argv[i], L"-h") || !wcscmp(argv[i], L"/?")) {
+      fputs("usage: PhoenixExecutor [--config PATH] [--log-level LEVEL] [--log-file PATH]\n"
+            "         run as the Windows service (started by the service control manager)\n"
+            "       PhoenixExecutor --console [--config PATH] [--log-level LEVEL]\n"
+            "                       [--log-file PATH] [--pipe NAME]\n"
+            "         the same service in the foreground; logs to stderr, Ctrl+C stops it\n"
+            "       PhoenixExecutor install [--config PATH]\n"
+            "         register the service (LocalSystem, automatic start)\n"
+            "       PhoenixExecutor uninstall\n"
+            "       PhoenixExecutor --print-default-config\n"
+            "       PhoenixExecutor --check-config [--config PATH]\n"
+            "       PhoenixExecutor attest [--config PATH]\n"
+            "         attest the sandbox from a console and print the report\n"
+            "         (refused while the service runs: use phoenixctl attest)\n"
+            "       PhoenixExecutor --help | --version\n"
+            "LEVEL: trace, debug, info, warn, error, critical. Default config:\n"
+            "%ProgramData%\\PhoenixOrch\\executor.json. Clients: phoenixctl --help.\n",
+            stdout);
+      return 0;
+    }
+  }
+  return -1;
+}
+
 int wmain(int argc, wchar_t **argv); /* -municode entry point */
 int wmain(int argc, wchar_t **argv) {
   SERVICE_TABLE_ENTRYW table[] = {{(LPWSTR)SERVICE_NAME, service_main},
                                   {NULL, NULL}};
   int rc;
 
+  if ((rc = help_or_version(argc, argv)) >= 0)
+    return rc;
   px_mutex_init(&g_d.status_lock);
   if (parse_args(argc, argv, &g_d.a) != 0)
     return 2;

@@ -7,9 +7,24 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef _WIN32
+#include <unistd.h>
+#endif
+
+/* ANSI colour on a Unix terminal only: a Windows console shows the escape
+ * codes unless virtual-terminal processing is enabled, so no colour there. */
+int ctl_stderr_colour(void) {
+#ifdef _WIN32
+  return 0;
+#else
+  const char *nc = getenv("NO_COLOR");
+  return isatty(STDERR_FILENO) && !(nc && nc[0]);
+#endif
+}
 
 static int parse_scaled(const char *s, uint64_t *out, const char *const *units,
                         const uint64_t *scales, size_t nunits) {
@@ -94,7 +109,8 @@ int ctl_parse_args(int argc, char **argv, ctl_args_t *a) {
     if (!strcmp(o, "--stream")) { a->stream = 1; continue; }
     if (!strcmp(o, "--json")) { a->json = 1; continue; }
     if (!strcmp(o, "--high-trust")) { a->high_trust = 1; continue; }
-    if (!strcmp(o, "-h") || !strcmp(o, "--help")) return PX_EINVAL;
+    if (!strcmp(o, "-h") || !strcmp(o, "--help")) { a->help = 1; continue; }
+    if (!strcmp(o, "-V") || !strcmp(o, "--version")) { a->version = 1; continue; }
     if (o[0] == '-' && o[1] == '-') {
       if (!need(i, argc, o)) return PX_EINVAL;
       r = run_option(a, o, argv[i + 1]);
@@ -114,7 +130,7 @@ int ctl_parse_args(int argc, char **argv, ctl_args_t *a) {
       return PX_EINVAL;
     }
   }
-  return a->command ? 0 : PX_EINVAL;
+  return a->command || a->help || a->version ? 0 : PX_EINVAL;
 }
 
 static char *read_all(const char *path, size_t *len) {
@@ -237,33 +253,55 @@ static double num_field(const cJSON *o, const char *name) {
   return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
+/* A quantity in words: "256 MiB", "1.5 s", "8 processes". */
+static void amount(const char *limit, double v, char *out, size_t outsz) {
+  if (!strcmp(limit, "memory") || !strcmp(limit, "output") || !strcmp(limit, "disk")) {
+    if (v >= 1073741824.0 && fmod(v, 1073741824.0) == 0)
+      snprintf(out, outsz, "%.0f GiB", v / 1073741824.0);
+    else if (v >= 1048576.0)
+      snprintf(out, outsz, "%.0f MiB", v / 1048576.0);
+    else if (v >= 1024.0)
+      snprintf(out, outsz, "%.0f KiB", v / 1024.0);
+    else
+      snprintf(out, outsz, "%.0f bytes", v);
+  } else if (!strcmp(limit, "cpu_time") || !strcmp(limit, "wall_time")) {
+    snprintf(out, outsz, "%.1f s", v / 1000.0);
+  } else if (!strcmp(limit, "processes")) {
+    snprintf(out, outsz, "%.0f processes", v);
+  } else {
+    snprintf(out, outsz, "%.0f", v);
+  }
+}
+
 int ctl_verdict(const void *result_cjson, char *line, size_t linesz) {
   const cJSON *r = result_cjson;
   const char *status = str_field(r, "status");
   const cJSON *usage = cJSON_GetObjectItemCaseSensitive(r, "usage");
   const cJSON *viol = cJSON_GetObjectItemCaseSensitive(r, "violation");
   const cJSON *err = cJSON_GetObjectItemCaseSensitive(r, "error");
-  char use[160];
-  snprintf(use, sizeof use, "wall %.0f ms, cpu %.0f ms, peak %.1f MiB",
-           num_field(usage, "wall_ms"), num_field(usage, "cpu_ms"),
-           num_field(usage, "peak_memory_bytes") / 1048576.0);
+  double secs = num_field(usage, "wall_ms") / 1000.0;
   if (!strcmp(status, "ok") || !strcmp(status, "nonzero_exit")) {
     double code = num_field(r, "exit_code");
-    snprintf(line, linesz, "%s: exit %.0f (%s)", status, code, use);
+    snprintf(line, linesz, "%s: exit %.0f after %.1f s", status, code, secs);
     return (int)code & 0xff;
   }
   if (!strcmp(status, "killed") && cJSON_IsObject(viol)) {
-    snprintf(line, linesz, "killed: %s limit (configured %.0f, observed %.0f, by %s; %s)",
-             str_field(viol, "limit"), num_field(viol, "configured"),
-             num_field(viol, "observed"), str_field(viol, "detected_by"), use);
+    const char *lim = str_field(viol, "limit");
+    char conf[48], obs[48];
+    amount(lim, num_field(viol, "configured"), conf, sizeof conf);
+    amount(lim, num_field(viol, "observed"), obs, sizeof obs);
+    if (!strcmp(lim, "sandbox"))
+      snprintf(line, linesz, "killed: sandbox violation after %.1f s", secs);
+    else
+      snprintf(line, linesz, "killed: %s limit %s exceeded (observed %s) after %.1f s",
+               lim, conf, obs, secs);
     return 124;
   }
-  if (cJSON_IsObject(err)) {
+  if (cJSON_IsObject(err))
     snprintf(line, linesz, "%s: %s: %s", status, str_field(err, "code"),
              str_field(err, "message"));
-  } else {
-    snprintf(line, linesz, "%s (%s)", status, use);
-  }
+  else
+    snprintf(line, linesz, "%s after %.1f s", status, secs);
   return !strcmp(status, "rejected") ? 125 : 126;
 }
 
@@ -299,9 +337,12 @@ static int on_message(const ctl_args_t *a, const char *id, cJSON *m) {
     printf("%s\n", text ? text : "");
     free(text);
   } else {
+    int colour = ctl_stderr_colour();
+    const char *on = rc == 0 ? "\033[32m" : rc >= 124 ? "\033[31m" : "\033[33m";
     if (!a->stream)
       print_streams(m);
-    fprintf(stderr, "phoenixctl: %s: %s\n", id, line);
+    fprintf(stderr, "phoenixctl: %s: %s%s%s\n", id, colour ? on : "", line,
+            colour ? "\033[0m" : "");
   }
   return rc;
 }

@@ -25,6 +25,7 @@ typedef struct {
   int nenv;
   int stream, json, high_trust;
   uint64_t server_pid; /* --server-pid: a console-mode server; 0: the service */
+  int help, version; /* --help / --version anywhere */
 } ctl_args_t;
 
 /* "256M", "1G", "512K", "1048576" -> bytes; 0 or PX_EINVAL. */
@@ -38,9 +39,12 @@ int ctl_build_run(const ctl_args_t *a, char **json);
 /* Send json, print output and the verdict; returns the process exit
  * status phoenixctl should end with. */
 int ctl_run_exchange(px_client_t *c, const ctl_args_t *a, const char *json);
-/* A one-line verdict for a result object, e.g.
- * "killed: memory limit (configured 67108864, observed 67112960, by os)".
- * Returns the exit status to use. */
+/* A one-line verdict in words for a result object, e.g.
+ * "killed: memory limit 256 MiB exceeded (observed 257 MiB) after 1.2 s",
+ * "nonzero_exit: exit 3 after 0.1 s". Returns the exit status to use. */
 int ctl_verdict(const void *result_cjson, char *line, size_t linesz);
+
+/* 1 when stderr is a terminal and NO_COLOR is unset: verdicts in colour. */
+int ctl_stderr_colour(void);
 
 #endif

@@ -1,0 +1,182 @@
+"""Tests of the Python client against a real PhoenixExecutor daemon.
+
+    PX_SOCKET=/path/to/socket python3 -m unittest discover -s clients/python/tests -v
+
+(ctest `python.client_linux` starts a daemon with tests/agents/with_daemon.py
+and runs this.) The framing tests need no daemon.
+"""
+import os
+import socket
+import struct
+import sys
+import threading
+import unittest
+import zlib
+
+if not os.environ.get("PX_CLIENT_INSTALLED"):  # else: the pip-installed copy
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import phoenix_executor as px  # noqa: E402
+from phoenix_executor import frame  # noqa: E402
+
+SOCK = os.environ.get("PX_SOCKET")
+MiB = 1 << 20
+
+
+class FramingTest(unittest.TestCase):
+    def test_crc_vector(self):
+        self.assertEqual(frame.crc32(b"123456789"), 0xCBF43926)
+
+    def test_encode_header(self):
+        f = frame.encode({"type": "ping"})
+        self.assertEqual(f[:4], b"PXF1")
+        n, crc = struct.unpack("<II", f[4:12])
+        self.assertEqual(n, len(f) - 12)
+        self.assertEqual(crc, zlib.crc32(f[12:]))
+
+    def _served(self, data: bytes):
+        a, b = socket.socketpair()
+        self.addCleanup(a.close)
+        b.sendall(data)
+        b.close()
+        return lambda n: _read_exact(a, n)
+
+    def test_received_bad_crc_is_refused(self):
+        payload = b'{"type":"pong"}'
+        bad = b"PXF1" + struct.pack("<II", len(payload), zlib.crc32(payload) ^ 1) + payload
+        with self.assertRaises(px.ProtocolError):
+            frame.read_frame(self._served(bad))
+
+    def test_received_bad_magic_is_refused(self):
+        with self.assertRaises(px.ProtocolError):
+            frame.read_frame(self._served(b"PXF2" + b"\0" * 8))
+
+    def test_big_integers_stay_exact(self):
+        big = 2 ** 64 - 1
+        payload = ('{"type":"status","n":%d}' % big).encode()
+        good = b"PXF1" + struct.pack("<II", len(payload), zlib.crc32(payload)) + payload
+        m = frame.read_frame(self._served(good))
+        self.assertEqual(m["n"], big)
+        self.assertIsInstance(m["n"], int)
+
+    def test_error_codes_map_to_classes(self):
+        self.assertIsInstance(px.error_for("capability_denied", "x"), px.CapabilityDenied)
+        self.assertIsInstance(px.error_for("bad_request", "x"), px.BadRequest)
+        e = px.error_for("some_future_code", "x")
+        self.assertIs(type(e), px.ExecutorError)
+        self.assertEqual(e.code, "some_future_code")
+
+
+def _read_exact(s, n):
+    buf = b""
+    while len(buf) < n:
+        c = s.recv(n - len(buf))
+        if not c:
+            raise px.TransportError("closed")
+        buf += c
+    return buf
+
+
+@unittest.skipUnless(SOCK, "PX_SOCKET is not set: no daemon to talk to")
+class DaemonTest(unittest.TestCase):
+    def setUp(self):
+        self.ex = px.Executor(SOCK, timeout=30)
+
+    def tearDown(self):
+        self.ex.close()
+
+    def test_ping_status_metrics(self):
+        self.ex.ping()
+        st = self.ex.status()
+        self.assertEqual(st["type"], "status")
+        self.assertIn("queue", st)
+        m = self.ex.metrics()
+        self.assertIn("results", m)
+
+    def test_describe(self):
+        d = self.ex.describe()
+        names = [r.name for r in d.runtimes]
+        self.assertIn("sh", names)
+        self.assertIn("python", names)
+        self.assertTrue(d.admin)  # the tests run as root: the built-in admin entry
+        self.assertEqual(d.limits["default"]["memory_bytes"], 268435456)
+
+    def test_ok_run(self):
+        r = self.ex.run("python", "print(6 * 7)")
+        self.assertEqual(r.status, "ok", r)
+        self.assertEqual(r.exit_code, 0)
+        self.assertEqual(r.stdout, "42\n")
+        self.assertIs(r.raise_for_status(), r)
+        self.assertGreater(r.usage.wall_ms, -1)
+
+    def test_nonzero_exit_and_stdin_args_files(self):
+        r = self.ex.run("sh", 'cat data.txt; read x; echo "$x $1"; exit 3', args=["arg1"],
+                        stdin="from stdin\n",
+                        files=[{"path": "data.txt", "content": "file content\n"}])
+        self.assertEqual(r.status, "nonzero_exit")
+        self.assertEqual(r.exit_code, 3)
+        self.assertEqual(r.stdout, "file content\nfrom stdin arg1\n")
+        with self.assertRaises(px.JobFailed):
+            r.raise_for_status()
+
+    def test_memory_hog_violation(self):
+        r = self.ex.run("python", "x = bytearray(512 * 1024 * 1024)",
+                        limits={"memory_bytes": 64 * MiB})
+        self.assertEqual(r.status, "killed", r)
+        self.assertIsNotNone(r.violation)
+        self.assertEqual(r.violation.limit, "memory")
+        self.assertEqual(r.violation.configured, 64 * MiB)
+
+    def test_stream_yields_output_before_result(self):
+        events = list(self.ex.stream("sh", "for i in 1 2 3; do echo line $i; sleep 0.2; done"))
+        kinds = [type(e).__name__ for e in events]
+        self.assertEqual(kinds[0], "Accepted")
+        self.assertIn("Started", kinds)
+        self.assertIsInstance(events[-1], px.Result)
+        outs = "".join(e.data for e in events if isinstance(e, px.Output))
+        self.assertEqual(outs, "line 1\nline 2\nline 3\n")
+        self.assertLess(kinds.index("Output"), len(kinds) - 1)
+
+    def test_cancel_while_streaming(self):
+        it = self.ex.stream("sh", "echo go; sleep 60", job_id="py-cancel-1")
+        for ev in it:
+            if isinstance(ev, px.Output):
+                self.ex.cancel("py-cancel-1")
+            if isinstance(ev, px.Result):
+                break
+        self.assertEqual(ev.status, "cancelled")
+
+    def test_rejected_maps_to_typed_exception(self):
+        r = self.ex.run("sh", "true", limits={"memory_bytes": 2 ** 63 - 1})
+        self.assertEqual(r.status, "rejected")
+        self.assertEqual(r.error_code, "limit_exceeds_policy")
+        with self.assertRaises(px.LimitExceedsPolicy):
+            r.raise_for_status()
+        r = self.ex.run("no-such-runtime", "true")
+        with self.assertRaises(px.UnknownRuntime):
+            r.raise_for_status()
+
+    def test_bad_request_error(self):
+        self.ex.send({"type": "status", "colour": "red"})
+        m = self.ex.receive(10)
+        self.assertEqual((m["type"], m["code"]), ("error", "bad_request"))
+        with self.assertRaises(px.UnknownType):
+            self.ex._ask({"type": "teleport"}, "teleported")
+
+    def test_corrupted_frame_gets_bad_crc(self):
+        payload = b'{"type":"ping"}'
+        self.ex._t.send(b"PXF1" + struct.pack("<II", len(payload), 12345) + payload)
+        m = self.ex.receive(10)
+        self.assertEqual(m["code"], "bad_crc")
+        self.ex.ping()  # the stream stays in sync
+
+    def test_cancel_from_another_thread(self):
+        timer = threading.Timer(1.0, self.ex.cancel, args=("py-cancel-2",))
+        timer.start()
+        r = self.ex.run("sh", "sleep 60", job_id="py-cancel-2")
+        timer.join()
+        self.assertEqual(r.status, "cancelled")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,232 @@
+/* info.c - the `describe` and `metrics` answers (docs/protocol.md 4.5,
+ * 4.6). Both are read-only views a client may ask for at any time:
+ * describe tells a client (an agent's tool schema, phoenixctl's runtime
+ * choice) what the service offers and what this client may use; metrics
+ * copies the engine's counters for a scraper.
+ *
+ * Integers go out as exact decimal text (as in encode.c); strings from
+ * the configuration are quoted with px__json_quote.
+ */
+#include "service/service_int.h"
+#include "service/proto_internal.h"
+
+#include "px/px_error.h"
+#include "px/px_metrics.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Each add_* returns 0, or 1 on OOM. */
+static int add_u64(cJSON *o, const char *name, uint64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof buf, "%" PRIu64, v);
+  return cJSON_AddRawToObject(o, name, buf) ? 0 : 1;
+}
+
+static int add_bool(cJSON *o, const char *name, int v) {
+  return cJSON_AddRawToObject(o, name, v ? "true" : "false") ? 0 : 1;
+}
+
+static int quote_raw(px_buf_t *b, const char *s) {
+  return px__json_quote(b, s ? s : "", s ? strlen(s) : 0, NULL);
+}
+
+static int add_str(cJSON *o, const char *name, const char *s) {
+  px_buf_t b = {0};
+  int bad = quote_raw(&b, s) != 0 ||
+            !cJSON_AddRawToObject(o, name, px_buf_cstr(&b));
+  px_buf_free(&b);
+  return bad;
+}
+
+static int add_str_item(cJSON *arr, const char *s) {
+  px_buf_t b = {0};
+  cJSON *it = NULL;
+  int bad = quote_raw(&b, s) != 0 || !(it = cJSON_CreateRaw(px_buf_cstr(&b)));
+  if (!bad && !cJSON_AddItemToArray(arr, it)) {
+    cJSON_Delete(it);
+    bad = 1;
+  }
+  px_buf_free(&b);
+  return bad;
+}
+
+static cJSON *add_object(cJSON *o, const char *name) {
+  cJSON *c = cJSON_CreateObject();
+  if (c && !cJSON_AddItemToObject(o, name, c)) {
+    cJSON_Delete(c);
+    return NULL;
+  }
+  return c;
+}
+
+static char *finish(cJSON *o, int bad) {
+  char *text = (o && !bad) ? cJSON_PrintUnformatted(o) : NULL;
+  cJSON_Delete(o);
+  return text;
+}
+
+static int add_limits(cJSON *o, const char *name, const px_limits_t *l) {
+  cJSON *lo = add_object(o, name);
+  if (!lo)
+    return 1;
+  return add_u64(lo, "cpu_ms", l->cpu_ms) || add_u64(lo, "wall_ms", l->wall_ms) ||
+         add_u64(lo, "memory_bytes", l->memory_bytes) ||
+         add_u64(lo, "processes", l->processes) ||
+         add_u64(lo, "output_bytes", l->output_bytes);
+}
+
+/* limits: {default, max, max_large_mem, max_high_cpu} as in the config. */
+static int add_limit_policy(cJSON *o, const px_limits_config_t *l) {
+  cJSON *lo = add_object(o, "limits"), *x;
+  if (!lo || add_limits(lo, "default", &l->def) || add_limits(lo, "max", &l->max))
+    return 1;
+  if (!(x = add_object(lo, "max_large_mem")) ||
+      add_u64(x, "memory_bytes", l->large_mem_bytes))
+    return 1;
+  if (!(x = add_object(lo, "max_high_cpu")))
+    return 1;
+  return add_u64(x, "cpu_ms", l->high_cpu_ms) || add_u64(x, "wall_ms", l->high_cpu_wall_ms);
+}
+
+/* runtimes: [{name, extension, capability, allowed}] in config order. */
+static int add_runtimes(cJSON *o, const px_config_t *cfg,
+                        const px_client_policy_t *pol) {
+  cJSON *arr = cJSON_AddArrayToObject(o, "runtimes");
+  size_t i;
+  if (!arr)
+    return 1;
+  for (i = 0; i < cfg->nruntimes; i++) {
+    const px_runtime_t *rt = &cfg->runtimes[i];
+    cJSON *ro = cJSON_CreateObject();
+    if (!ro || !cJSON_AddItemToArray(arr, ro)) {
+      cJSON_Delete(ro);
+      return 1;
+    }
+    if (add_str(ro, "name", rt->name) || add_str(ro, "extension", rt->extension) ||
+        add_str(ro, "capability", rt->capability) ||
+        add_bool(ro, "allowed", px_client_allows(cfg, pol, rt->capability)))
+      return 1;
+  }
+  return 0;
+}
+
+/* client: {policy, admin, capabilities, max_priority, max_concurrent}. */
+static int add_client(cJSON *o, const px_config_t *cfg, const px_client_policy_t *pol) {
+  cJSON *co = add_object(o, "client"), *caps;
+  unsigned i;
+  size_t k;
+  if (!co)
+    return 1;
+  if (pol ? add_str(co, "policy", pol->name)
+          : !cJSON_AddRawToObject(co, "policy", "null"))
+    return 1;
+  if (add_bool(co, "admin", pol && pol->admin) ||
+      !(caps = cJSON_AddArrayToObject(co, "capabilities")))
+    return 1;
+  for (i = 0; pol && i < PX_CAP_COUNT; i++)
+    if ((pol->caps & (1u << i)) && add_str_item(caps, px_policy_cap_name(1u << i)))
+      return 1;
+  for (k = 0; pol && k < cfg->nruntimes; k++)
+    if (px_client_allows(cfg, pol, cfg->runtimes[k].capability) &&
+        add_str_item(caps, cfg->runtimes[k].capability))
+      return 1;
+  return add_str(co, "max_priority",
+                 pol ? px_policy_priority_name(pol->max_priority) : "low") ||
+         add_u64(co, "max_concurrent", pol ? pol->max_concurrent : 0);
+}
+
+static int add_request_bounds(cJSON *o, const px_request_limits_t *r) {
+  cJSON *ro = add_object(o, "request");
+  if (!ro)
+    return 1;
+  return add_u64(ro, "max_code_bytes", r->max_code_bytes) ||
+         add_u64(ro, "max_files", r->max_files) ||
+         add_u64(ro, "max_file_bytes", r->max_file_bytes) ||
+         add_u64(ro, "max_total_bytes", r->max_total_bytes) ||
+         add_u64(ro, "max_args", r->max_args) || add_u64(ro, "max_env", r->max_env);
+}
+
+char *px__encode_describe(const px_service_t *svc, const px_client_policy_t *pol,
+                          const char *backend) {
+  const px_config_t *cfg = svc->cfg;
+  cJSON *o = cJSON_CreateObject();
+  int bad = !o;
+  if (o)
+    bad = add_str(o, "type", "describe") || add_str(o, "version", svc->version) ||
+          add_str(o, "backend", backend) || add_runtimes(o, cfg, pol) ||
+          add_limit_policy(o, &cfg->limits) || add_client(o, cfg, pol) ||
+          add_request_bounds(o, &cfg->request) ||
+          add_bool(o, "kb", svc->kb != NULL);
+  return finish(o, bad);
+}
+
+/* {"le":[5,...],"counts":[cumulative..., +Inf last],"count":N,"sum_ms":S} */
+static int add_histogram(cJSON *o, const char *name, const px_histogram_t *h) {
+  cJSON *ho = add_object(o, name), *le, *counts;
+  uint64_t cum = 0;
+  unsigned i;
+  char buf[24];
+  if (!ho || !(le = cJSON_AddArrayToObject(ho, "le_ms")) ||
+      !(counts = cJSON_AddArrayToObject(ho, "cumulative")))
+    return 1;
+  for (i = 0; i <= PX_METRICS_NBUCKETS; i++) {
+    cJSON *a = NULL, *b;
+    cum += h->bucket[i];
+    if (i < PX_METRICS_NBUCKETS) {
+      snprintf(buf, sizeof buf, "%" PRIu64, px_metrics_bucket_ms[i]);
+      if (!(a = cJSON_CreateRaw(buf)) || !cJSON_AddItemToArray(le, a)) {
+        cJSON_Delete(a);
+        return 1;
+      }
+    }
+    snprintf(buf, sizeof buf, "%" PRIu64, cum);
+    if (!(b = cJSON_CreateRaw(buf)) || !cJSON_AddItemToArray(counts, b)) {
+      cJSON_Delete(b);
+      return 1;
+    }
+  }
+  return add_u64(ho, "count", h->count) || add_u64(ho, "sum_ms", h->sum_ms);
+}
+
+static int add_by_name(cJSON *o, const char *name, const uint64_t *v, unsigned n,
+                       const char *(*namer)(unsigned)) {
+  cJSON *x = add_object(o, name);
+  unsigned i;
+  if (!x)
+    return 1;
+  for (i = 0; i < n; i++) {
+    const char *k = namer(i);
+    if (k && add_u64(x, k, v[i]))
+      return 1;
+  }
+  return 0;
+}
+
+static const char *status_namer(unsigned i) { return px_status_name((px_status_t)i); }
+static const char *limit_namer(unsigned i) { return px_limit_name((px_limit_t)i); }
+
+char *px__encode_metrics(const px_metrics_t *m, const px_status_info_t *st) {
+  static const char *const prio[PX_PRIO_COUNT] = {"critical", "high", "normal", "low"};
+  cJSON *o = cJSON_CreateObject(), *q, *kb;
+  unsigned i;
+  int bad = !o;
+  if (!bad)
+    bad = add_str(o, "type", "metrics") || add_u64(o, "uptime_ms", st->uptime_ms) ||
+          add_u64(o, "accepted", st->accepted) ||
+          add_by_name(o, "results", m->results, PX_STATUS_COUNT_, status_namer) ||
+          add_by_name(o, "kills", m->kills, PX_METRICS_NLIMITS, limit_namer) ||
+          !(q = add_object(o, "queue"));
+  for (i = 0; !bad && i < PX_PRIO_COUNT; i++)
+    bad = add_u64(q, prio[i], st->queue[i]);
+  if (!bad)
+    bad = add_u64(q, "max", st->queue_max) || add_u64(o, "running", st->running) ||
+          add_u64(o, "workers", st->workers) || add_bool(o, "paused", st->paused) ||
+          !(kb = add_object(o, "kb")) || add_u64(kb, "rollbacks", m->kb_rollbacks) ||
+          add_u64(kb, "rollback_failures", m->kb_rollback_failures) ||
+          add_histogram(o, "queue_wait", &m->queue_wait) ||
+          add_histogram(o, "run_wall", &m->run_wall);
+  return finish(o, bad);
+}
