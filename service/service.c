@@ -81,6 +81,32 @@ static int build_ro_binds(px_service_t *svc) {
   return 0;
 }
 
+/* 1 when some runtime runs in a container image. */
+static int any_image_runtime(const px_config_t *cfg) {
+  size_t i;
+  for (i = 0; i < cfg->nruntimes; i++)
+    if (cfg->runtimes[i].image)
+      return 1;
+  return 0;
+}
+
+/* The container backend, for image runtimes (built on Linux so far). */
+static void container_opts(const px_config_t *cfg, px_engine_opts_t *o) {
+#ifdef PX_HAVE_CONTAINERS
+  if (any_image_runtime(cfg))
+    o->container = &px_backend_container;
+#else
+  if (any_image_runtime(cfg))
+    PX_LOG(PX_LOG_ERROR, "image runtimes are configured but this build has "
+                         "no container backend: their jobs will fail");
+#endif
+  o->backend_opts.container_endpoint = cfg->containers.endpoint;
+  o->backend_opts.container_gate =
+      cfg->containers.gate ? cfg->containers.gate : PX_CTR_GATE_DEFAULT;
+  o->backend_opts.container_user = cfg->containers.user;
+  o->backend_opts.container_allow_degraded = cfg->containers.allow_degraded;
+}
+
 static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,
                         px_engine_opts_t *o) {
   const px_config_t *cfg = svc->cfg;
@@ -106,6 +132,7 @@ static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,
   o->backend_opts.job_dir_files = cfg->windows.job_dir_files;
   o->backend_opts.job_handles = cfg->windows.job_handles;
   o->backend_opts.allow_degraded = so->allow_degraded || cfg->linux_.allow_degraded;
+  container_opts(cfg, o);
   if (svc->kb)
     o->kb = px_kb_hooks(svc->kb);
   o->version = svc->version;

@@ -119,7 +119,11 @@ typedef struct {
   X(PX_ENF_RLIMITS, "rlimits")                                               \
   X(PX_ENF_OUTPUT_GUARD, "output_guard")                                     \
   X(PX_ENF_DEGRADED, "degraded")                                             \
-  X(PX_ENF_JOB_DIR_WATCH, "job_dir_watch")
+  X(PX_ENF_JOB_DIR_WATCH, "job_dir_watch")                                   \
+  X(PX_ENF_CONTAINER, "container")                                           \
+  X(PX_ENF_SECCOMP_DOCKER, "seccomp:docker-default")                         \
+  X(PX_ENF_NETWORK_NONE, "network:none")                                     \
+  X(PX_ENF_READONLY_ROOTFS, "readonly_rootfs")
 
 enum {
 #define PX_ENF_BIT_(name, str) name##_BIT_,
@@ -173,6 +177,8 @@ typedef struct {
   size_t stdin_len;
   px_job_kb_t *kb; /* roots visible to the job */
   size_t nkb;
+  char *image; /* an image runtime's image: the job runs in a container
+                  (px_backend_container); NULL for host runtimes */
 } px_job_spec_t;
 
 /* Release everything a spec owns (every pointer in it is malloc'd: argv

@@ -1,0 +1,254 @@
+/* backend.c - px_backend_container: jobs of image runtimes, each in a fresh
+ * container made through the Docker Engine API.
+ *
+ * DESIGN. prepare() makes the job directory (a size-capped tmpfs) with the
+ * job's files and creates the container (spec.c says with what): nothing
+ * runs yet, because the container's entrypoint is our gate, which waits on
+ * stdin. start() attaches to the container, starts it, reads its state back
+ * from the kernel (px__ctr_verify: fail closed), then sends the gate the
+ * job (argv, environment) followed by the job's stdin and ends the input;
+ * the gate execs the job. A thread per job (run.c) demultiplexes output
+ * and runs the watchdog until the container has stopped. kill() is
+ * POST /kill from any thread; release() kills, force-removes the container
+ * and unmounts the job directory, so nothing outlives a job. open() removes
+ * every container carrying our label: what a crashed daemon left behind.
+ *
+ * The engine is trusted like the kernel: whoever controls it is root on
+ * the host (docs/container-backend.md, "A shared Docker daemon").
+ */
+#include "watchdog/container/ctr_int.h"
+
+#include "px/px_error.h"
+#include "px/px_log.h"
+#include "px/px_util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void be_free(px__ctr_t *be) {
+  if (!be)
+    return;
+  free(be->endpoint);
+  free(be->gate);
+  free(be->user);
+  free(be->work_root);
+  free(be);
+}
+
+/* Crash recovery: every container with our label goes. */
+static int recover(px__ctr_t *be) {
+  char **ids = NULL;
+  size_t n = 0, i;
+  int rc = px__dk_list_labelled(be->endpoint, PX_CTR_LABEL, &ids, &n);
+  if (rc)
+    return rc;
+  for (i = 0; i < n; i++)
+    if (px__dk_remove(be->endpoint, ids[i]) == 0)
+      PX_LOG(PX_LOG_WARN, "removed container %.12s left by an earlier run",
+             ids[i]);
+  px__dk_ids_free(ids, n);
+  return 0;
+}
+
+static int ctr_open(const px_backend_opts_t *opts, void **state) {
+  px__ctr_t *be;
+  int rc;
+  *state = NULL;
+  if (!opts || !opts->container_endpoint || !opts->container_gate ||
+      !opts->work_root)
+    return PX_EINVAL;
+  if (!(be = calloc(1, sizeof *be)))
+    return PX_ENOMEM;
+  be->opts = *opts;
+  be->opts.tick_ms = opts->tick_ms ? opts->tick_ms : 50;
+  be->endpoint = px_strdup(opts->container_endpoint);
+  be->gate = px_strdup(opts->container_gate);
+  be->user = px_strdup(opts->container_user ? opts->container_user
+                                            : "65534:65534");
+  be->work_root = px_strdup(opts->work_root);
+  /* The engine's containers run on this kernel when it is reached over a
+   * Unix socket (Docker on Linux); over TCP or a pipe it may be a VM. */
+  be->host_kernel = strncmp(be->endpoint, "unix://", 7) == 0;
+  if (!be->endpoint || !be->gate || !be->user || !be->work_root) {
+    be_free(be);
+    return PX_ENOMEM;
+  }
+  if ((rc = px__dk_ping(be->endpoint)) || (rc = recover(be))) {
+    PX_LOG(PX_LOG_ERROR, "container backend: the Docker Engine at %s does "
+                         "not answer: %s", be->endpoint, px_strerror(rc));
+    be_free(be);
+    return rc;
+  }
+  *state = be;
+  return 0;
+}
+
+static void ctr_close(void *state) { be_free(state); }
+
+static uint64_t ctr_enforcement(void *state) {
+  px__ctr_t *be = state;
+  uint64_t a = PX_ENF(PX_ENF_CONTAINER) | PX_ENF(PX_ENF_WATCHDOG_POLL);
+  if (be && be->host_kernel)
+    a |= PX_ENF(PX_ENF_SECCOMP_DOCKER) | PX_ENF(PX_ENF_NO_NEW_PRIVS) |
+         PX_ENF(PX_ENF_CAPS_DROPPED) | PX_ENF(PX_ENF_UID_DROP) |
+         PX_ENF(PX_ENF_READONLY_ROOTFS) | PX_ENF(PX_ENF_NETWORK_NONE) |
+         PX_ENF(PX_ENF_CGROUP_MEMORY) | PX_ENF(PX_ENF_CGROUP_PIDS);
+  return a;
+}
+
+static void sb_free(px_sandbox_t *sb) {
+  px__dk_stream_close(&sb->st);
+  free(sb->dir);
+  px_cond_destroy(&sb->cv);
+  px_mutex_destroy(&sb->lock);
+  free(sb);
+}
+
+static void ctr_release(px_sandbox_t *sb) {
+  if (!sb)
+    return;
+  if (sb->id[0]) {
+    px__dk_kill(sb->be->endpoint, sb->id);
+    if (sb->thread_started)
+      px_thread_join(sb->thread);
+    if (px__dk_remove(sb->be->endpoint, sb->id))
+      PX_LOG(PX_LOG_ERROR, "container %.12s of job %s could not be removed; "
+                           "the next start removes it", sb->id, sb->spec->key);
+  } else if (sb->thread_started) {
+    px_thread_join(sb->thread);
+  }
+  px__dk_jobdir_remove(sb->dir);
+  sb_free(sb);
+}
+
+static int write_files(px_sandbox_t *sb) {
+  size_t i;
+  int rc;
+  for (i = 0; i < sb->spec->nfiles; i++)
+    if ((rc = px__dk_jobdir_write(sb->dir, sb->spec->files[i].path,
+                                  sb->spec->files[i].data,
+                                  sb->spec->files[i].len)))
+      return rc;
+  return 0;
+}
+
+static int ctr_prepare(void *state, const px_job_spec_t *spec,
+                       const px_sandbox_events_t *events, px_sandbox_t **out) {
+  px__ctr_t *be = state;
+  px_sandbox_t *sb = calloc(1, sizeof *sb);
+  char *json = NULL;
+  uint64_t cap = be->opts.tmpfs_bytes ? be->opts.tmpfs_bytes : 64u << 20;
+  int rc;
+  *out = NULL;
+  if (!sb)
+    return PX_ENOMEM;
+  px_mutex_init(&sb->lock);
+  px_cond_init(&sb->cv);
+  sb->be = be;
+  sb->spec = spec;
+  if (events)
+    sb->ev = *events;
+  if (!spec->image || px_snprintf(sb->name, sizeof sb->name, "px-%s", spec->key)) {
+    sb_free(sb);
+    return PX_EINVAL;
+  }
+  if ((rc = px__dk_jobdir_create(be->work_root, spec->key, cap,
+                                 (spec->caps & PX_CAP_FS_WRITE_TMP) != 0,
+                                 &sb->dir)) ||
+      (rc = write_files(sb)) || (rc = px__ctr_create_json(sb, &json)) ||
+      (rc = px__dk_create(be->endpoint, sb->name, json, sb->id))) {
+    free(json);
+    ctr_release(sb); /* the engine releases only what prepare returned */
+    return rc == PX_ENOENT ? PX_ESANDBOX : rc;
+  }
+  free(json);
+  sb->outcome.enforcement |= PX_ENF(PX_ENF_TMPFS_WORKDIR);
+  *out = sb;
+  return 0;
+}
+
+static int kill_requested(px_sandbox_t *sb) {
+  int k;
+  px_mutex_lock(&sb->lock);
+  k = sb->kill_req;
+  px_mutex_unlock(&sb->lock);
+  return k;
+}
+
+/* Send the gate its header and the job's stdin, then end the input. */
+static int feed_gate(px_sandbox_t *sb) {
+  px_buf_t h = {0};
+  int rc = px__ctr_gate_header(sb, &h);
+  if (rc == 0)
+    rc = px__dk_conn_write(sb->st.conn, h.data, h.len);
+  if (rc == 0 && sb->spec->stdin_len)
+    rc = px__dk_conn_write(sb->st.conn, sb->spec->stdin_data,
+                           sb->spec->stdin_len);
+  if (rc == 0)
+    rc = px__dk_conn_shutdown_write(sb->st.conn);
+  px_buf_free(&h);
+  return rc;
+}
+
+static int ctr_start(px_sandbox_t *sb) {
+  px__dk_state_t st;
+  int rc;
+  if ((rc = px__dk_attach(sb->be->endpoint, sb->id, &sb->st)) ||
+      (rc = px__dk_start(sb->be->endpoint, sb->id)) ||
+      (rc = px__dk_inspect(sb->be->endpoint, sb->id, &st)))
+    return rc;
+  if (!st.running || !st.pid) {
+    PX_LOG(PX_LOG_ERROR, "container of job %s stopped before its job was "
+                         "sent (exit %lld)", sb->spec->key, st.exit_code);
+    return PX_ESPAWN;
+  }
+  sb->pid = st.pid;
+  if ((rc = px__ctr_verify(sb)))
+    return rc;
+  if (kill_requested(sb))
+    return PX_ECANCELED; /* cancelled while starting: the job never ran */
+  sb->start_ms = px_now_ms();
+  if ((rc = feed_gate(sb)))
+    return rc;
+  if ((rc = px_thread_create(&sb->thread, px__ctr_run, sb)))
+    return rc;
+  sb->thread_started = 1;
+  if (sb->ev.on_started)
+    sb->ev.on_started(sb->ev.ctx);
+  return 0;
+}
+
+static int ctr_wait(px_sandbox_t *sb, px_outcome_t *out) {
+  if (!sb->thread_started)
+    return PX_EINVAL;
+  px_mutex_lock(&sb->lock);
+  while (!sb->done)
+    px_cond_wait(&sb->cv, &sb->lock);
+  *out = sb->outcome;
+  px_mutex_unlock(&sb->lock);
+  return 0;
+}
+
+/* Called under the engine's lock: only asks (run.c sends it within a
+ * tick; a job not started yet is refused by start). */
+static int ctr_kill(px_sandbox_t *sb) {
+  px_mutex_lock(&sb->lock);
+  if (!sb->done) {
+    sb->outcome.killed = 1;
+    sb->kill_req = 1;
+  }
+  px_mutex_unlock(&sb->lock);
+  return 0;
+}
+
+const px_backend_ops_t px_backend_container = {
+    .name = "container",
+    .open = ctr_open,
+    .close = ctr_close,
+    .enforcement_available = ctr_enforcement,
+    .prepare = ctr_prepare,
+    .start = ctr_start,
+    .wait = ctr_wait,
+    .kill = ctr_kill,
+    .release = ctr_release,
+};

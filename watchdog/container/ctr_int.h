@@ -1,0 +1,78 @@
+/* ctr_int.h - the container backend's state and one job's tracker, shared
+ * by backend.c (the px_sandbox.h operations), run.c (a job's thread: the
+ * attach stream, the watchdog, the outcome) and spec.c (what the engine is
+ * asked to create). Not a seam.
+ */
+#ifndef PX_WATCHDOG_CONTAINER_CTR_INT_H
+#define PX_WATCHDOG_CONTAINER_CTR_INT_H
+
+#include "px/px_os.h"
+#include "px/px_sandbox.h"
+#include "watchdog/container/dk_int.h"
+
+/* The label every container of ours carries (crash recovery finds them by
+ * it); its value is the job's key. */
+#define PX_CTR_LABEL "org.phoenix-executor.job"
+/* Where the job directory and the gate appear inside a container. */
+#define PX_CTR_JOB_DIR "/job"
+#define PX_CTR_GATE "/.px-gate"
+
+typedef struct {
+  px_backend_opts_t opts;
+  char *endpoint;  /* owned */
+  char *gate;      /* owned: host path of px-ctr-gate */
+  char *user;      /* owned: "uid:gid" the job runs as */
+  char *work_root; /* owned */
+  int host_kernel; /* 1: the engine runs containers on this kernel, so
+                      their state can be read back from /proc */
+} px__ctr_t;
+
+struct px_sandbox_s {
+  px__ctr_t *be;              /* borrowed */
+  const px_job_spec_t *spec;  /* borrowed until release */
+  px_sandbox_events_t ev;
+  char name[PX_JOB_ID_MAX + 112];  /* "px-<key>" */
+  char id[PX_DK_ID_MAX + 1];  /* "" until created */
+  char *dir;                  /* owned: host job dir ("" never) */
+  px__dk_stream_t st;         /* the attach stream; the thread's */
+  unsigned long pid;          /* the gate (the container's init) */
+  char end_prefix[41];        /* "\x1ePXEND <token hex> ": the gate's end
+                                 record (gate.c), unforgeable by the job */
+  uint64_t start_ms;
+  px_thread_t thread;
+  int thread_started;
+  /* --- under lock --- */
+  px_mutex_t lock;
+  px_cond_t cv;
+  int done;                   /* the thread filled outcome */
+  int kill_req;               /* kill asked (any thread); the job's thread
+                                 sends it: kill() runs under the engine's
+                                 lock and must not wait on HTTP */
+  int kill_sent;              /* the job's thread only */
+  px_outcome_t outcome;       /* violation set once (first wins) */
+};
+
+/* The body of POST /containers/create for this job (malloc'd JSON). */
+int px__ctr_create_json(const px_sandbox_t *sb, char **out);
+
+/* The gate's header for this job: a fresh end-record token (kept in
+ * sb->end_prefix), argv and environment (px_buf_t filled). */
+int px__ctr_gate_header(px_sandbox_t *sb, px_buf_t *out);
+
+/* Read the container's state back from the kernel into enforcement bits;
+ * PX_ESANDBOX when a required control is not in effect (unless the backend
+ * allows degraded operation: then PX_ENF_DEGRADED is set instead). */
+int px__ctr_verify(px_sandbox_t *sb);
+
+/* Record a violation (the first one wins) and ask for the kill. */
+void px__ctr_violation(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
+                       uint64_t observed, px_detector_t by);
+
+/* The job's thread (started by start): demultiplexes the attach stream
+ * into on_output, enforces wall and CPU time, then fills the outcome. */
+void px__ctr_run(void *arg);
+
+/* Send the kill if one was asked and not sent yet (the job's thread). */
+void px__ctr_kill_pending(px_sandbox_t *sb);
+
+#endif /* PX_WATCHDOG_CONTAINER_CTR_INT_H */
