@@ -207,7 +207,7 @@ static void run_sandbox(px_engine_t *eng, px__job_t *job, run_t *rn) {
   job_reason_t why;
   rn->stage = "prepare";
   if (!ops || !state) { /* an image runtime without a container engine */
-    rn->err = PX_ENOTSUP;
+    rn->err = PX_ENOENGINE;
     return;
   }
   rn->err = ops->prepare(state, &job->j.spec, &ev, &sb);

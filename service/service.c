@@ -81,22 +81,30 @@ static int build_ro_binds(px_service_t *svc) {
   return 0;
 }
 
-/* 1 when some runtime runs in a container image. */
-static int any_image_runtime(const px_config_t *cfg) {
-  size_t i;
+/* The image runtimes' images (svc->images, NULL-ended; NULL if none). */
+static int build_images(px_service_t *svc) {
+  const px_config_t *cfg = svc->cfg;
+  size_t i, n = 0;
   for (i = 0; i < cfg->nruntimes; i++)
+    n += cfg->runtimes[i].image != NULL;
+  if (n == 0)
+    return 0;
+  if (!(svc->images = calloc(n + 1, sizeof *svc->images)))
+    return PX_ENOMEM;
+  for (i = 0, n = 0; i < cfg->nruntimes; i++)
     if (cfg->runtimes[i].image)
-      return 1;
+      svc->images[n++] = cfg->runtimes[i].image;
   return 0;
 }
 
 /* The container backend, for image runtimes (built on Linux so far). */
-static void container_opts(const px_config_t *cfg, px_engine_opts_t *o) {
+static void container_opts(const px_service_t *svc, px_engine_opts_t *o) {
+  const px_config_t *cfg = svc->cfg;
 #ifdef PX_HAVE_CONTAINERS
-  if (any_image_runtime(cfg))
+  if (svc->images)
     o->container = &px_backend_container;
 #else
-  if (any_image_runtime(cfg))
+  if (svc->images)
     PX_LOG(PX_LOG_ERROR, "image runtimes are configured but this build has "
                          "no container backend: their jobs will fail");
 #endif
@@ -105,6 +113,8 @@ static void container_opts(const px_config_t *cfg, px_engine_opts_t *o) {
       cfg->containers.gate ? cfg->containers.gate : PX_CTR_GATE_DEFAULT;
   o->backend_opts.container_user = cfg->containers.user;
   o->backend_opts.container_allow_degraded = cfg->containers.allow_degraded;
+  o->backend_opts.container_images = svc->images;
+  o->backend_opts.container_pull = cfg->containers.pull == PX_PULL_MISSING;
 }
 
 static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,
@@ -132,7 +142,7 @@ static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,
   o->backend_opts.job_dir_files = cfg->windows.job_dir_files;
   o->backend_opts.job_handles = cfg->windows.job_handles;
   o->backend_opts.allow_degraded = so->allow_degraded || cfg->linux_.allow_degraded;
-  container_opts(cfg, o);
+  container_opts(svc, o);
   if (svc->kb)
     o->kb = px_kb_hooks(svc->kb);
   o->version = svc->version;
@@ -147,7 +157,8 @@ int px_service_open(const px_service_opts_t *so, px_service_t **out) {
     return PX_ENOMEM;
   svc->cfg = so->config;
   px_strlcpy(svc->version, so->version ? so->version : "0.0.0", sizeof svc->version);
-  if ((rc = open_kb(svc)) != 0 || (rc = build_ro_binds(svc)) != 0)
+  if ((rc = open_kb(svc)) != 0 || (rc = build_ro_binds(svc)) != 0 ||
+      (rc = build_images(svc)) != 0)
     goto fail;
   engine_opts(svc, so, &eo);
   if (!eo.backend) {
@@ -168,6 +179,7 @@ int px_service_open(const px_service_opts_t *so, px_service_t **out) {
 fail:
   px_kb_close(&svc->kb);
   free(svc->ro_binds);
+  free(svc->images);
   free(svc);
   return rc;
 }
@@ -183,6 +195,7 @@ void px_service_free(px_service_t *svc) {
   px_engine_free(svc->eng); /* stops first if needed */
   px_kb_close(&svc->kb);
   free(svc->ro_binds);
+  free(svc->images);
   free(svc);
 }
 

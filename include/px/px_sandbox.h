@@ -72,6 +72,10 @@ typedef struct {
   const char *container_user;     /* "uid:gid" jobs run as in a container */
   int container_allow_degraded;   /* run containers whose controls cannot
                                      be read back (reported "degraded") */
+  const char *const *container_images; /* the image runtimes' images,
+                                          NULL-terminated: checked (and
+                                          pulled if allowed) at open */
+  int container_pull;             /* 1: pull a missing image at open */
 } px_backend_opts_t;
 
 /* A backend is a table of operations plus its own state. */

@@ -28,6 +28,9 @@
 static void be_free(px__ctr_t *be) {
   if (!be)
     return;
+  px__dk_ids_free(be->missing, be->nmissing);
+  if (be->idmap_fd >= 0)
+    px__dk_idmap_close(be->idmap_fd);
   free(be->endpoint);
   free(be->gate);
   free(be->user);
@@ -50,6 +53,40 @@ static int recover(px__ctr_t *be) {
   return 0;
 }
 
+/* Each configured image must be there (or be pulled when allowed); the
+ * missing ones are logged and remembered: their jobs fail at prepare. */
+static int check_images(px__ctr_t *be) {
+  const char *const *im;
+  for (im = be->opts.container_images; im && *im; im++) {
+    int have = px__dk_image_present(be->endpoint, *im);
+    if (have == 0 && be->opts.container_pull &&
+        px__dk_image_pull(be->endpoint, *im) == 0)
+      have = px__dk_image_present(be->endpoint, *im);
+    if (have < 0)
+      return have;
+    if (have)
+      continue;
+    PX_LOG(PX_LOG_ERROR, "container image %s is not present%s: its "
+                         "runtime's jobs will fail", *im,
+           be->opts.container_pull ? " and could not be pulled"
+                                   : " (containers.pull is \"never\")");
+    if (px_array_reserve(&be->missing, &be->cap_missing, be->nmissing + 1,
+                         sizeof *be->missing, 4) ||
+        !(be->missing[be->nmissing] = px_strdup(*im)))
+      return PX_ENOMEM;
+    be->nmissing++;
+  }
+  return 0;
+}
+
+static int image_missing(const px__ctr_t *be, const char *image) {
+  size_t i;
+  for (i = 0; i < be->nmissing; i++)
+    if (strcmp(be->missing[i], image) == 0)
+      return 1;
+  return 0;
+}
+
 static int ctr_open(const px_backend_opts_t *opts, void **state) {
   px__ctr_t *be;
   int rc;
@@ -59,6 +96,7 @@ static int ctr_open(const px_backend_opts_t *opts, void **state) {
     return PX_EINVAL;
   if (!(be = calloc(1, sizeof *be)))
     return PX_ENOMEM;
+  be->idmap_fd = -1;
   be->opts = *opts;
   be->opts.tick_ms = opts->tick_ms ? opts->tick_ms : 50;
   be->endpoint = px_strdup(opts->container_endpoint);
@@ -73,7 +111,14 @@ static int ctr_open(const px_backend_opts_t *opts, void **state) {
     be_free(be);
     return PX_ENOMEM;
   }
-  if ((rc = px__dk_ping(be->endpoint)) || (rc = recover(be))) {
+  if (be->host_kernel) {
+    unsigned long uid = strtoul(be->user, NULL, 10);
+    unsigned long gid = strtoul(strchr(be->user, ':') ? strchr(be->user, ':') + 1
+                                                      : be->user, NULL, 10);
+    px__dk_idmap_open(uid, gid, &be->idmap_fd);
+  }
+  if ((rc = px__dk_ping(be->endpoint)) || (rc = recover(be)) ||
+      (rc = check_images(be))) {
     PX_LOG(PX_LOG_ERROR, "container backend: the Docker Engine at %s does "
                          "not answer: %s", be->endpoint, px_strerror(rc));
     be_free(be);
@@ -97,7 +142,13 @@ static uint64_t ctr_enforcement(void *state) {
 }
 
 static void sb_free(px_sandbox_t *sb) {
+  size_t i;
   px__dk_stream_close(&sb->st);
+  for (i = 0; sb->kbdirs && i < sb->spec->nkb; i++) {
+    px__dk_jobdir_remove(sb->kbdirs[i]);
+    free(sb->kbdirs[i]);
+  }
+  free(sb->kbdirs);
   free(sb->dir);
   px_cond_destroy(&sb->cv);
   px_mutex_destroy(&sb->lock);
@@ -119,6 +170,29 @@ static void ctr_release(px_sandbox_t *sb) {
   }
   px__dk_jobdir_remove(sb->dir);
   sb_free(sb);
+}
+
+/* Each visible KB root through an idmapped view of its own on the host:
+ * <work root>/<key>.kb<i>, bound into the container at /kb/<name>. */
+static int kb_views(px_sandbox_t *sb) {
+  const px_job_spec_t *sp = sb->spec;
+  size_t i;
+  int rc;
+  if (sp->nkb == 0)
+    return 0;
+  if (!(sb->kbdirs = calloc(sp->nkb, sizeof *sb->kbdirs)))
+    return PX_ENOMEM;
+  for (i = 0; i < sp->nkb; i++) {
+    px_buf_t b = {0};
+    if (px_buf_printf(&b, "%s/%s.kb%zu", sb->be->work_root, sp->key, i))
+      return PX_ENOMEM;
+    sb->kbdirs[i] = px_buf_take(&b, NULL);
+    if ((rc = px__dk_mkdir_private(sb->kbdirs[i])) ||
+        (rc = px__dk_idmap_bind(sb->be->idmap_fd, sp->kb[i].host_path,
+                                sb->kbdirs[i], sp->kb[i].writable)))
+      return rc;
+  }
+  return 0;
 }
 
 static int write_files(px_sandbox_t *sb) {
@@ -152,14 +226,19 @@ static int ctr_prepare(void *state, const px_job_spec_t *spec,
     sb_free(sb);
     return PX_EINVAL;
   }
+  if (image_missing(be, spec->image)) {
+    sb_free(sb);
+    return PX_ENOIMAGE;
+  }
   if ((rc = px__dk_jobdir_create(be->work_root, spec->key, cap,
                                  (spec->caps & PX_CAP_FS_WRITE_TMP) != 0,
                                  &sb->dir)) ||
-      (rc = write_files(sb)) || (rc = px__ctr_create_json(sb, &json)) ||
+      (rc = write_files(sb)) || (rc = kb_views(sb)) ||
+      (rc = px__ctr_create_json(sb, &json)) ||
       (rc = px__dk_create(be->endpoint, sb->name, json, sb->id))) {
     free(json);
     ctr_release(sb); /* the engine releases only what prepare returned */
-    return rc == PX_ENOENT ? PX_ESANDBOX : rc;
+    return rc == PX_ENOENT ? PX_ENOIMAGE : rc; /* create: 404 no image */
   }
   free(json);
   sb->outcome.enforcement |= PX_ENF(PX_ENF_TMPFS_WORKDIR);

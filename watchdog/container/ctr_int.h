@@ -25,6 +25,9 @@ typedef struct {
   char *work_root; /* owned */
   int host_kernel; /* 1: the engine runs containers on this kernel, so
                       their state can be read back from /proc */
+  int idmap_fd;    /* owned: user namespace for idmapped KB binds, or -1 */
+  char **missing;  /* owned: configured images the engine does not have */
+  size_t nmissing, cap_missing;
 } px__ctr_t;
 
 struct px_sandbox_s {
@@ -34,6 +37,9 @@ struct px_sandbox_s {
   char name[PX_JOB_ID_MAX + 112];  /* "px-<key>" */
   char id[PX_DK_ID_MAX + 1];  /* "" until created */
   char *dir;                  /* owned: host job dir ("" never) */
+  char **kbdirs;              /* owned: host mount of each KB root (the
+                                 idmapped view bound into the container),
+                                 spec->nkb entries, NULL until made */
   px__dk_stream_t st;         /* the attach stream; the thread's */
   unsigned long pid;          /* the gate (the container's init) */
   char end_prefix[41];        /* "\x1ePXEND <token hex> ": the gate's end

@@ -160,4 +160,15 @@ int px__dk_jobdir_write(const char *dir, const char *rel,
 /* Unmount (detached) and remove the directory; idempotent. */
 void px__dk_jobdir_remove(const char *dir);
 
+/* A user namespace whose only mapping is "the daemon's uid/gid on disk =
+ * job_uid/job_gid", for idmapped KB binds; *fd (close it) or -1 when the
+ * kernel cannot (the KB is then bound plainly and kb:write may be denied). */
+void px__dk_idmap_open(unsigned long job_uid, unsigned long job_gid, int *fd);
+/* Mount src at dst (an existing empty directory) through an idmapped clone
+ * (userns_fd < 0: a plain bind), read-only unless rw. */
+int px__dk_idmap_bind(int userns_fd, const char *src, const char *dst, int rw);
+void px__dk_idmap_close(int fd);
+/* mkdir(path, 0700); PX_ESANDBOX (logged) on failure. */
+int px__dk_mkdir_private(const char *path);
+
 #endif /* PX_WATCHDOG_CONTAINER_DK_INT_H */

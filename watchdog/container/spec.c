@@ -53,7 +53,7 @@ static int host_config(const px_sandbox_t *sb, cJSON *hc) {
     char inside[160];
     if (px_snprintf(inside, sizeof inside, "/kb/%s", sp->kb[i].name))
       return PX_EINVAL;
-    if ((rc = add_bind(binds, sp->kb[i].host_path, inside, sp->kb[i].writable)))
+    if ((rc = add_bind(binds, sb->kbdirs[i], inside, sp->kb[i].writable)))
       return rc;
   }
   if (!cJSON_AddItemToArray(caps, cJSON_CreateString("ALL")) ||
@@ -135,6 +135,20 @@ static int has_env(const px_job_spec_t *sp, const char *name) {
   return 0;
 }
 
+/* PX_KB_<NAME>: upper case, anything else but digits as '_' (as the
+ * native backends name it). */
+static void kb_env_name(char *out, size_t cap, const char *kb) {
+  size_t j;
+  px_snprintf(out, cap, "PX_KB_%s", kb);
+  for (j = 6; out[j]; j++) {
+    char c = out[j];
+    if (c >= 'a' && c <= 'z')
+      out[j] = (char)(c - 'a' + 'A');
+    else if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+      out[j] = '_';
+  }
+}
+
 /* The job's environment as "NAME=value" strings into b, counted in *n:
  * the spec's, then HOME/TMPDIR at the job dir, PX_KB_<name>, and PATH
  * when the spec has none. */
@@ -155,8 +169,11 @@ static int env_items(const px_job_spec_t *sp, px_buf_t *b, size_t *n) {
       PUT("%s=%s", sp->env[i].name, sp->env[i].value);
   PUT("HOME=%s", PX_CTR_JOB_DIR);
   PUT("TMPDIR=%s", PX_CTR_JOB_DIR);
-  for (i = 0; i < sp->nkb; i++)
-    PUT("PX_KB_%s=/kb/%s", sp->kb[i].name, sp->kb[i].name);
+  for (i = 0; i < sp->nkb; i++) {
+    char name[80];
+    kb_env_name(name, sizeof name, sp->kb[i].name);
+    PUT("%s=/kb/%s", name, sp->kb[i].name);
+  }
   if (!has_env(sp, "PATH"))
     PUT("PATH=%s", DEFAULT_PATH);
 #undef PUT

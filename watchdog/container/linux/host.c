@@ -19,8 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define SANDBOX_UID 65534
@@ -294,4 +298,107 @@ void px__dk_jobdir_remove(const char *dir) {
     PX_LOG(PX_LOG_WARN, "umount2(container job dir): errno %d", errno);
   if (rmdir(dir) != 0 && errno != ENOENT)
     PX_LOG(PX_LOG_WARN, "rmdir(container job dir): errno %d", errno);
+}
+
+/* ---- idmapped KB binds ------------------------------------------------ */
+
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+
+struct px_dk_mount_attr {
+  uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+static int write_file(const char *path, const char *text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC), ok;
+  if (fd < 0)
+    return -1;
+  ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+  close(fd);
+  return ok ? 0 : -1;
+}
+
+/* As the native backend does (watchdog/linux/backend.c make_idmap): a
+ * child unshares a user namespace and waits while its maps are written;
+ * the namespace outlives it through the fd. */
+void px__dk_idmap_open(unsigned long job_uid, unsigned long job_gid, int *fd) {
+  char path[64], map[64];
+  int sync_p[2], ok;
+  pid_t pid;
+  char c;
+  *fd = -1;
+  if (pipe2(sync_p, O_CLOEXEC) != 0)
+    return;
+  pid = fork();
+  if (pid == 0) {
+    c = unshare(CLONE_NEWUSER) == 0 ? 'u' : 'x';
+    if (write(sync_p[1], &c, 1) == 1)
+      pause();
+    _exit(0);
+  }
+  close(sync_p[1]);
+  ok = pid > 0 && read(sync_p[0], &c, 1) == 1 && c == 'u';
+  close(sync_p[0]);
+  if (ok) {
+    snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)getuid(), job_uid);
+    snprintf(path, sizeof path, "/proc/%ld/uid_map", (long)pid);
+    ok = write_file(path, map) == 0;
+    snprintf(path, sizeof path, "/proc/%ld/setgroups", (long)pid);
+    ok = ok && write_file(path, "deny") == 0;
+    snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)getgid(), job_gid);
+    snprintf(path, sizeof path, "/proc/%ld/gid_map", (long)pid);
+    ok = ok && write_file(path, map) == 0;
+    snprintf(path, sizeof path, "/proc/%ld/ns/user", (long)pid);
+    if (ok)
+      *fd = open(path, O_RDONLY | O_CLOEXEC);
+  }
+  if (pid > 0) {
+    kill(pid, SIGKILL); /* checksrc: allow - our own helper child */
+    waitpid(pid, NULL, 0);
+  }
+  if (*fd < 0)
+    PX_LOG(PX_LOG_WARN, "container backend: no idmap user namespace, KB "
+                        "roots are bound plainly");
+}
+
+int px__dk_idmap_bind(int userns_fd, const char *src, const char *dst, int rw) {
+  struct px_dk_mount_attr attr;
+  int t, rc = 0;
+  if (userns_fd < 0) {
+    if (mount(src, dst, NULL, MS_BIND, NULL) != 0 ||
+        mount(NULL, dst, NULL,
+              MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (rw ? 0 : MS_RDONLY),
+              NULL) != 0)
+      return PX_LOG_ERRNO(PX_ESANDBOX, errno, "mount(KB bind)");
+    return 0;
+  }
+  t = (int)syscall(SYS_open_tree, AT_FDCWD, src, OPEN_TREE_CLONE | O_CLOEXEC);
+  if (t < 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "open_tree(KB root)");
+  memset(&attr, 0, sizeof attr);
+  attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                  (rw ? 0 : MOUNT_ATTR_RDONLY);
+  attr.userns_fd = (uint64_t)userns_fd;
+  if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &attr, sizeof attr))
+    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "mount_setattr(KB idmap)");
+  else if (syscall(SYS_move_mount, t, "", AT_FDCWD, dst,
+                   MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "move_mount(KB idmap)");
+  close(t);
+  return rc;
+}
+
+void px__dk_idmap_close(int fd) { close(fd); }
+
+int px__dk_mkdir_private(const char *path) {
+  if (mkdir(path, 0700) != 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "mkdir(container KB view)");
+  return 0;
 }
