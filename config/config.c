@@ -324,6 +324,7 @@ static const field_t containers_fields[] = {
     STRC("user", containers.user, ctr_user_ok,
          "must be \"uid:gid\", both non-zero"),
     ENUM("pull", containers.pull, pull_names),
+    U32("pool", containers.pool, 0, 64),
     BOOL("allow_degraded", containers.allow_degraded),
     END};
 

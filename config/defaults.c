@@ -191,6 +191,7 @@ static int default_strings(px_config_t *cfg) {
   cfg->containers.endpoint = px_strdup("unix:///var/run/docker.sock");
 #endif
   cfg->containers.user = px_strdup("65534:65534"); /* nobody:nogroup */
+  cfg->containers.pool = 1;
   if (!t->pipe_name || !t->pipe_client_sid || !t->socket_path ||
       !cfg->work_root || !cfg->kb.store || !cfg->containers.endpoint ||
       !cfg->containers.user)

@@ -115,6 +115,7 @@ static void container_opts(const px_service_t *svc, px_engine_opts_t *o) {
   o->backend_opts.container_allow_degraded = cfg->containers.allow_degraded;
   o->backend_opts.container_images = svc->images;
   o->backend_opts.container_pull = cfg->containers.pull == PX_PULL_MISSING;
+  o->backend_opts.container_pool = cfg->containers.pool;
 }
 
 static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,

@@ -169,6 +169,7 @@ typedef struct {
   char *gate;     /* host path of px-ctr-gate; NULL: beside the daemon */
   char *user;     /* "uid:gid" inside containers (never 0) */
   px_pull_t pull; /* images are pulled only with "missing" */
+  uint32_t pool;  /* warm containers per image and job-dir mode; 0 none */
   int allow_degraded; /* run when the engine's containers cannot be read
                          back from this kernel (reported "degraded") */
 } px_containers_config_t;

@@ -76,6 +76,8 @@ typedef struct {
                                           NULL-terminated: checked (and
                                           pulled if allowed) at open */
   int container_pull;             /* 1: pull a missing image at open */
+  unsigned container_pool;        /* warm containers per image and job-dir
+                                     mode (0: none) */
 } px_backend_opts_t;
 
 /* A backend is a table of operations plus its own state. */

@@ -28,6 +28,7 @@
 static void be_free(px__ctr_t *be) {
   if (!be)
     return;
+  px__ctr_pool_stop(be);
   px__dk_ids_free(be->missing, be->nmissing);
   if (be->idmap_fd >= 0)
     px__dk_idmap_close(be->idmap_fd);
@@ -79,7 +80,7 @@ static int check_images(px__ctr_t *be) {
   return 0;
 }
 
-static int image_missing(const px__ctr_t *be, const char *image) {
+int px__ctr_image_missing(const px__ctr_t *be, const char *image) {
   size_t i;
   for (i = 0; i < be->nmissing; i++)
     if (strcmp(be->missing[i], image) == 0)
@@ -118,7 +119,7 @@ static int ctr_open(const px_backend_opts_t *opts, void **state) {
     px__dk_idmap_open(uid, gid, &be->idmap_fd);
   }
   if ((rc = px__dk_ping(be->endpoint)) || (rc = recover(be)) ||
-      (rc = check_images(be))) {
+      (rc = check_images(be)) || (rc = px__ctr_pool_start(be))) {
     PX_LOG(PX_LOG_ERROR, "container backend: the Docker Engine at %s does "
                          "not answer: %s", be->endpoint, px_strerror(rc));
     be_free(be);
@@ -226,16 +227,20 @@ static int ctr_prepare(void *state, const px_job_spec_t *spec,
     sb_free(sb);
     return PX_EINVAL;
   }
-  if (image_missing(be, spec->image)) {
+  if (px__ctr_image_missing(be, spec->image)) {
     sb_free(sb);
     return PX_ENOIMAGE;
   }
-  if ((rc = px__dk_jobdir_create(be->work_root, spec->key, cap,
-                                 (spec->caps & PX_CAP_FS_WRITE_TMP) != 0,
-                                 &sb->dir)) ||
-      (rc = write_files(sb)) || (rc = kb_views(sb)) ||
-      (rc = px__ctr_create_json(sb, &json)) ||
-      (rc = px__dk_create(be->endpoint, sb->name, json, sb->id))) {
+  if (px__ctr_pool_take(be, sb) == 0) {
+    rc = write_files(sb);
+  } else if ((rc = px__dk_jobdir_create(be->work_root, spec->key, cap,
+                                        (spec->caps & PX_CAP_FS_WRITE_TMP) != 0,
+                                        &sb->dir)) == 0 &&
+             (rc = write_files(sb)) == 0 && (rc = kb_views(sb)) == 0 &&
+             (rc = px__ctr_create_json(sb, &json)) == 0) {
+    rc = px__dk_create(be->endpoint, sb->name, json, sb->id);
+  }
+  if (rc) {
     free(json);
     ctr_release(sb); /* the engine releases only what prepare returned */
     return rc == PX_ENOENT ? PX_ENOIMAGE : rc; /* create: 404 no image */

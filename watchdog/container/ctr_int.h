@@ -17,6 +17,8 @@
 #define PX_CTR_JOB_DIR "/job"
 #define PX_CTR_GATE "/.px-gate"
 
+typedef struct px__ctr_slot_s px__ctr_slot_t; /* pool.c */
+
 typedef struct {
   px_backend_opts_t opts;
   char *endpoint;  /* owned */
@@ -28,6 +30,14 @@ typedef struct {
   int idmap_fd;    /* owned: user namespace for idmapped KB binds, or -1 */
   char **missing;  /* owned: configured images the engine does not have */
   size_t nmissing, cap_missing;
+  /* --- the warm pool (pool.c), under plock --- */
+  px_mutex_t plock;
+  px_cond_t pcv;             /* the refill thread: a slot was taken / stop */
+  px__ctr_slot_t *slots;     /* owned */
+  size_t nslots, cap_slots;
+  uint64_t pseq, hits, misses;
+  int pstop, pool_inited, refill_started;
+  px_thread_t refill;
 } px__ctr_t;
 
 struct px_sandbox_s {
@@ -77,6 +87,17 @@ void px__ctr_violation(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
 /* The job's thread (started by start): demultiplexes the attach stream
  * into on_output, enforces wall and CPU time, then fills the outcome. */
 void px__ctr_run(void *arg);
+
+/* 1 when `image` is a configured image the engine does not have. */
+int px__ctr_image_missing(const px__ctr_t *be, const char *image);
+
+/* The warm pool (pool.c): start the refill thread (containers.pool slots
+ * per image and job-dir mode); stop it and remove every slot. */
+int px__ctr_pool_start(px__ctr_t *be);
+void px__ctr_pool_stop(px__ctr_t *be);
+/* Give sb a slot for its job (sets sb->id, name, dir; the job's limits
+ * applied): 0, or PX_ENOENT when none fits (the caller creates one). */
+int px__ctr_pool_take(px__ctr_t *be, px_sandbox_t *sb);
 
 /* Send the kill if one was asked and not sent yet (the job's thread). */
 void px__ctr_kill_pending(px_sandbox_t *sb);

@@ -57,12 +57,13 @@ typedef struct {
   uint64_t peak_mem, peak_pids; /* peak_pids counts the gate */
   uint64_t cpu_ns;
   uint64_t oom_kills;
-  /* The gate's end record on stderr: the bytes of sb->end_prefix matched
-   * so far are held back from on_output; then its status digits. */
-  size_t m;
-  int in_status, ended;
+  /* The gate's end record, per stream (index stream - 1): the bytes of
+   * sb->end_prefix matched so far are held back from on_output; then its
+   * status digits. The job is over when both records arrived. */
+  size_t m[2];
+  int in_status[2], seen[2], ended;
   long long end_status;
-  char out[4096]; /* stderr bytes passed on, batched */
+  char out[4096]; /* bytes passed on, batched */
   size_t nout;
 } demux_t;
 
@@ -78,7 +79,8 @@ static void emit(px_sandbox_t *sb, demux_t *d, px_stream_t stream,
     d->pause_until = px_now_ms() + (uint64_t)a;
 }
 
-static void err_put(px_sandbox_t *sb, demux_t *d, const char *p, size_t n) {
+static void put(px_sandbox_t *sb, demux_t *d, px_stream_t st, const char *p,
+                size_t n) {
   while (n > 0) {
     size_t k = sizeof d->out - d->nout < n ? sizeof d->out - d->nout : n;
     memcpy(d->out + d->nout, p, k);
@@ -86,44 +88,49 @@ static void err_put(px_sandbox_t *sb, demux_t *d, const char *p, size_t n) {
     p += k;
     n -= k;
     if (d->nout == sizeof d->out) {
-      emit(sb, d, PX_STREAM_STDERR, d->out, d->nout);
+      emit(sb, d, st, d->out, d->nout);
       d->nout = 0;
     }
   }
 }
 
-/* stderr through the end-record matcher. The prefix starts with \x1e,
- * which occurs nowhere else in it, so a mismatch restarts at that byte. */
-static void feed_stderr(px_sandbox_t *sb, demux_t *d, const char *p,
-                        size_t n) {
+/* One stream's bytes through its end-record matcher. The prefix starts
+ * with \x1e, which occurs nowhere else in it, so a mismatch restarts at
+ * that byte. Nothing after a stream's record is the job's. */
+static void feed_stream(px_sandbox_t *sb, demux_t *d, px_stream_t st,
+                        const char *p, size_t n) {
   const char *pre = sb->end_prefix;
+  int k = st == PX_STREAM_STDERR;
   size_t i;
-  for (i = 0; i < n && !d->ended; i++) {
+  for (i = 0; i < n && !d->seen[k]; i++) {
     char c = p[i];
-    if (d->in_status) {
+    if (d->in_status[k]) {
       if (c >= '0' && c <= '9' && d->end_status < 100000)
         d->end_status = d->end_status * 10 + (c - '0');
       else
-        d->ended = c == '\n';
+        d->seen[k] = c == '\n';
       continue;
     }
-    if (c == pre[d->m]) {
-      if (++d->m == sizeof sb->end_prefix - 1)
-        d->in_status = 1;
+    if (c == pre[d->m[k]]) {
+      if (++d->m[k] == sizeof sb->end_prefix - 1) {
+        d->in_status[k] = 1;
+        d->end_status = 0;
+      }
       continue;
     }
-    if (d->m > 0) {
-      err_put(sb, d, pre, d->m);
-      d->m = 0;
+    if (d->m[k] > 0) {
+      put(sb, d, st, pre, d->m[k]);
+      d->m[k] = 0;
       if (c == pre[0]) {
-        d->m = 1;
+        d->m[k] = 1;
         continue;
       }
     }
-    err_put(sb, d, &c, 1);
+    put(sb, d, st, &c, 1);
   }
-  emit(sb, d, PX_STREAM_STDERR, d->out, d->nout);
+  emit(sb, d, st, d->out, d->nout);
   d->nout = 0;
+  d->ended = d->seen[0] && d->seen[1];
 }
 
 /* Feed n bytes of the stream through the frame parser. */
@@ -143,10 +150,7 @@ static void feed(px_sandbox_t *sb, demux_t *d, const char *p, size_t n) {
       }
     } else {
       size_t k = d->left < n ? (size_t)d->left : n;
-      if (d->stream == PX_STREAM_STDERR)
-        feed_stderr(sb, d, p, k);
-      else
-        emit(sb, d, d->stream, p, k);
+      feed_stream(sb, d, d->stream, p, k);
       d->left -= k;
       p += k;
       n -= k;
@@ -274,6 +278,10 @@ void px__ctr_run(void *arg) {
   memset(&d, 0, sizeof d);
   memset(&st, 0, sizeof st);
   pump(sb, &d);
+  if (!d.ended) { /* killed: what a stream held back was the job's */
+    emit(sb, &d, PX_STREAM_STDOUT, sb->end_prefix, d.m[0]);
+    emit(sb, &d, PX_STREAM_STDERR, sb->end_prefix, d.m[1]);
+  }
   tick(sb, &d, 1); /* the final accounting: the gate keeps the cgroups */
   rc = final_state(sb, &st);
   px_mutex_lock(&sb->lock);

@@ -16,9 +16,12 @@
  * stderr, closes its output and waits for the backend's SIGTERM before it
  * exits with the job's status (its exit code, or 128 + the signal).
  *
- * The end record, "\x1ePXEND <token> <status>\n", tells the backend that
- * the job is over (the attach stream itself ends only when the container
- * does: the engine holds its stdio open). The token is 128 random bits the
+ * The end record, "\x1ePXEND <token> <status>\n", written on stdout and on
+ * stderr, tells the backend that the job is over and that each stream has
+ * delivered all of its bytes (the engine copies the two streams
+ * independently, so only a record in each stream orders it; the attach
+ * stream itself ends only when the container does: the engine holds its
+ * stdio open). The token is 128 random bits the
  * backend sent in the header; the job cannot forge the record because it
  * never sees the token: the gate reads the header before the job exists
  * and makes itself non-dumpable, so not even the same uid can read its
@@ -162,7 +165,7 @@ static int wait_job(pid_t job) {
   }
 }
 
-/* The end record (see above) on stderr. */
+/* The end record (see above) on stdout and stderr. */
 static void end_record(const unsigned char *token, int status) {
   static const char hex[] = "0123456789abcdef";
   char rec[64];
@@ -173,6 +176,7 @@ static void end_record(const unsigned char *token, int status) {
     rec[8 + 2 * i] = hex[token[i] & 15];
   }
   n = 39 + snprintf(rec + 39, sizeof rec - 39, " %d\n", status);
+  (void)!write(1, rec, (size_t)n);
   (void)!write(2, rec, (size_t)n);
 }
 
