@@ -116,6 +116,7 @@ static void container_opts(const px_service_t *svc, px_engine_opts_t *o) {
   o->backend_opts.container_images = svc->images;
   o->backend_opts.container_pull = cfg->containers.pull == PX_PULL_MISSING;
   o->backend_opts.container_pool = cfg->containers.pool;
+  o->backend_opts.container_slot_limits = cfg->limits.def;
 }
 
 static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,

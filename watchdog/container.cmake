@@ -7,6 +7,7 @@ if(PX_IS_LINUX)
     ${CMAKE_CURRENT_SOURCE_DIR}/container/docker.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/http.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/pool.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/container/reaper.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/run.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/spec.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/linux/conn.c

@@ -78,6 +78,9 @@ typedef struct {
   int container_pull;             /* 1: pull a missing image at open */
   unsigned container_pool;        /* warm containers per image and job-dir
                                      mode (0: none) */
+  px_limits_t container_slot_limits; /* what warm containers are made with
+                                        (limits.default): a job with these
+                                        needs no update */
 } px_backend_opts_t;
 
 /* A backend is a table of operations plus its own state. */

@@ -49,8 +49,10 @@ static const char cfg_ctr[] =
   } while (0)
 
 /* Containers carrying our label, as the engine reports them, less the
- * warm pool's slots (label value ".pool-N", never started: checked). */
-static int our_containers(void) {
+ * warm pool's free slots (named px.pool-N, running, at most two here:
+ * containers.pool 1 per job-dir mode). A finished job's container goes
+ * to the reaper: wait up to 10 s for it. -1 when slots are too many. */
+static int our_containers_now(void) {
   px__dk_resp_t r;
   cJSON *doc, *it;
   int n = 0, slots = 0;
@@ -61,21 +63,30 @@ static int our_containers(void) {
     return -1;
   doc = cJSON_Parse(px_buf_cstr(&r.body));
   cJSON_ArrayForEach(it, doc) {
-    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(it, "Labels");
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(labels, LABEL);
+    const cJSON *names = cJSON_GetObjectItemCaseSensitive(it, "Names");
+    const cJSON *name = cJSON_GetArrayItem(names, 0);
     const cJSON *state = cJSON_GetObjectItemCaseSensitive(it, "State");
-    if (cJSON_IsString(v) && strncmp(v->valuestring, ".pool-", 6) == 0 &&
-        cJSON_IsString(state) && strcmp(state->valuestring, "created") == 0)
+    if (cJSON_IsString(name) && strncmp(name->valuestring, "/px.pool-", 9) == 0 &&
+        cJSON_IsString(state) && strcmp(state->valuestring, "running") == 0)
       slots++;
     else
       n++;
   }
   cJSON_Delete(doc);
   px__dk_resp_free(&r);
-  if (slots > 2) /* containers.pool 1: one per job-dir mode */
-    printf("  %d warm slots for one image (expected at most 2)\n", slots);
   return slots > 2 ? -1 : n;
 }
+
+/* Poll until there are `want` (the pool refills and the reaper removes in
+ * the background); the last count. */
+static int our_containers_settle(int want) {
+  int i, n = -1;
+  for (i = 0; i < 100 && (n = our_containers_now()) != want; i++)
+    usleep(100000);
+  return n;
+}
+
+static int our_containers(void) { return our_containers_settle(0); }
 
 static cJSON *run_bb(adv_env_t *e, const char *id, const char *code,
                      const char *limits, const char *caps) {
@@ -313,11 +324,11 @@ TEST_IMPL(container_daemon_killed) {
     ASSERT_OK(px_client_send(e.cl, json, strlen(json)));
   }
   ASSERT_OK(px_wait_started(e.cl, 2, 30000));
-  ASSERT_EQ(our_containers(), 2);
+  ASSERT_EQ(our_containers_settle(2), 2);
   ASSERT_OK(px_daemon_stop(&e.d, SIGKILL, &status));
   /* The crashed daemon left its containers; the next start removes every
    * container carrying our label before it accepts work. */
-  ASSERT_EQ(our_containers(), 2);
+  ASSERT_EQ(our_containers_now(), 2);
   ASSERT_OK(px_daemon_restart(&e.d));
   ASSERT_EQ(our_containers(), 0);
   px_client_close(e.cl);

@@ -29,6 +29,7 @@ static void be_free(px__ctr_t *be) {
   if (!be)
     return;
   px__ctr_pool_stop(be);
+  px__ctr_reaper_stop(be);
   px__dk_ids_free(be->missing, be->nmissing);
   if (be->idmap_fd >= 0)
     px__dk_idmap_close(be->idmap_fd);
@@ -119,7 +120,8 @@ static int ctr_open(const px_backend_opts_t *opts, void **state) {
     px__dk_idmap_open(uid, gid, &be->idmap_fd);
   }
   if ((rc = px__dk_ping(be->endpoint)) || (rc = recover(be)) ||
-      (rc = check_images(be)) || (rc = px__ctr_pool_start(be))) {
+      (rc = check_images(be)) || (rc = px__ctr_reaper_start(be)) ||
+      (rc = px__ctr_pool_start(be))) {
     PX_LOG(PX_LOG_ERROR, "container backend: the Docker Engine at %s does "
                          "not answer: %s", be->endpoint, px_strerror(rc));
     be_free(be);
@@ -143,33 +145,25 @@ static uint64_t ctr_enforcement(void *state) {
 }
 
 static void sb_free(px_sandbox_t *sb) {
-  size_t i;
   px__dk_stream_close(&sb->st);
-  for (i = 0; sb->kbdirs && i < sb->spec->nkb; i++) {
-    px__dk_jobdir_remove(sb->kbdirs[i]);
-    free(sb->kbdirs[i]);
-  }
-  free(sb->kbdirs);
-  free(sb->dir);
   px_cond_destroy(&sb->cv);
   px_mutex_destroy(&sb->lock);
   free(sb);
 }
 
+/* Kill if still running (a failed start), then hand the container and
+ * directories to the reaper: the job's processes are gone already. */
 static void ctr_release(px_sandbox_t *sb) {
   if (!sb)
     return;
-  if (sb->id[0]) {
-    px__dk_kill(sb->be->endpoint, sb->id);
-    if (sb->thread_started)
-      px_thread_join(sb->thread);
-    if (px__dk_remove(sb->be->endpoint, sb->id))
-      PX_LOG(PX_LOG_ERROR, "container %.12s of job %s could not be removed; "
-                           "the next start removes it", sb->id, sb->spec->key);
-  } else if (sb->thread_started) {
+  if (sb->thread_started)
     px_thread_join(sb->thread);
-  }
-  px__dk_jobdir_remove(sb->dir);
+  if (sb->id[0] && !sb->done) /* never ran to its end: stop it now */
+    px__dk_kill(sb->be->endpoint, sb->id);
+  px__ctr_reap(sb->be, sb->id, sb->dir, sb->kbdirs,
+               sb->kbdirs ? sb->spec->nkb : 0);
+  sb->dir = NULL;
+  sb->kbdirs = NULL;
   sb_free(sb);
 }
 
@@ -232,6 +226,7 @@ static int ctr_prepare(void *state, const px_job_spec_t *spec,
     return PX_ENOIMAGE;
   }
   if (px__ctr_pool_take(be, sb) == 0) {
+    PX_LOG(PX_LOG_DEBUG, "job %s: warm container %.12s", spec->key, sb->id);
     rc = write_files(sb);
   } else if ((rc = px__dk_jobdir_create(be->work_root, spec->key, cap,
                                         (spec->caps & PX_CAP_FS_WRITE_TMP) != 0,
@@ -277,8 +272,9 @@ static int feed_gate(px_sandbox_t *sb) {
 static int ctr_start(px_sandbox_t *sb) {
   px__dk_state_t st;
   int rc;
-  if ((rc = px__dk_attach(sb->be->endpoint, sb->id, &sb->st)) ||
-      (rc = px__dk_start(sb->be->endpoint, sb->id)) ||
+  if ((!sb->prestarted &&
+       ((rc = px__dk_attach(sb->be->endpoint, sb->id, &sb->st)) ||
+        (rc = px__dk_start(sb->be->endpoint, sb->id)))) ||
       (rc = px__dk_inspect(sb->be->endpoint, sb->id, &st)))
     return rc;
   if (!st.running || !st.pid) {
@@ -289,6 +285,8 @@ static int ctr_start(px_sandbox_t *sb) {
   sb->pid = st.pid;
   if ((rc = px__ctr_verify(sb)))
     return rc;
+  PX_LOG(PX_LOG_DEBUG, "job %s: container %.12s started and verified",
+         sb->spec->key, sb->id);
   if (kill_requested(sb))
     return PX_ECANCELED; /* cancelled while starting: the job never ran */
   sb->start_ms = px_now_ms();

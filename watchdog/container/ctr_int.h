@@ -18,6 +18,7 @@
 #define PX_CTR_GATE "/.px-gate"
 
 typedef struct px__ctr_slot_s px__ctr_slot_t; /* pool.c */
+typedef struct px__ctr_task_s px__ctr_task_t; /* reaper.c */
 
 typedef struct {
   px_backend_opts_t opts;
@@ -38,6 +39,13 @@ typedef struct {
   uint64_t pseq, hits, misses;
   int pstop, pool_inited, refill_started;
   px_thread_t refill;
+  /* --- the reaper (reaper.c), under rlock --- */
+  px_mutex_t rlock;
+  px_cond_t rcv;
+  px__ctr_task_t *q;         /* owned, bounded */
+  size_t nq;
+  int rstop, reaper_inited, reaper_started;
+  px_thread_t reaper;
 } px__ctr_t;
 
 struct px_sandbox_s {
@@ -52,6 +60,8 @@ struct px_sandbox_s {
                                  spec->nkb entries, NULL until made */
   px__dk_stream_t st;         /* the attach stream; the thread's */
   unsigned long pid;          /* the gate (the container's init) */
+  int prestarted;             /* a warm slot: its gate is already running */
+  uint64_t cpu0_ns;           /* the gate's own CPU before the job */
   char end_prefix[41];        /* "\x1ePXEND <token hex> ": the gate's end
                                  record (gate.c), unforgeable by the job */
   uint64_t start_ms;
@@ -95,9 +105,19 @@ int px__ctr_image_missing(const px__ctr_t *be, const char *image);
  * per image and job-dir mode); stop it and remove every slot. */
 int px__ctr_pool_start(px__ctr_t *be);
 void px__ctr_pool_stop(px__ctr_t *be);
-/* Give sb a slot for its job (sets sb->id, name, dir; the job's limits
- * applied): 0, or PX_ENOENT when none fits (the caller creates one). */
+/* Give sb a slot for its job (sets sb->id, name, dir, prestarted; the
+ * job's limits applied): 0, or PX_ENOENT when none fits (the caller
+ * creates a container instead). */
 int px__ctr_pool_take(px__ctr_t *be, px_sandbox_t *sb);
+
+/* The reaper (reaper.c): start / drain and stop it; queue the removal of
+ * a finished job's container and directories (ownership of dir and kbdirs
+ * moves to it); queue a cosmetic rename. */
+int px__ctr_reaper_start(px__ctr_t *be);
+void px__ctr_reaper_stop(px__ctr_t *be);
+void px__ctr_reap(px__ctr_t *be, const char *id, char *dir, char **kbdirs,
+                  size_t nkb);
+void px__ctr_rename_later(px__ctr_t *be, const char *id, const char *name);
 
 /* Send the kill if one was asked and not sent yet (the job's thread). */
 void px__ctr_kill_pending(px_sandbox_t *sb);

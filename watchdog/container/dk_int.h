@@ -112,6 +112,8 @@ int px__dk_kill(const char *ep, const char *id);
 int px__dk_signal(const char *ep, const char *id, const char *sig);
 /* DELETE /containers/ID?force=1&v=1: 0 also when it is gone already. */
 int px__dk_remove(const char *ep, const char *id);
+/* POST /containers/ID/rename?name=NAME. */
+int px__dk_rename(const char *ep, const char *id, const char *name);
 /* POST /containers/ID/update with body `json` (a pool slot's limits). */
 int px__dk_update(const char *ep, const char *id, const char *json);
 /* Ids of every container carrying label `label` (malloc'd array of

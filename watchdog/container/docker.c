@@ -173,6 +173,17 @@ int px__dk_remove(const char *ep, const char *id) {
   return rc == PX_ENOENT ? 0 : rc;
 }
 
+int px__dk_rename(const char *ep, const char *id, const char *name) {
+  static const int ok[] = {204, 0};
+  px_buf_t post = {0};
+  int rc;
+  if (px_buf_append_str(&post, "/rename?name=") || px__dk_urlenc(&post, name))
+    return PX_ENOMEM;
+  rc = call(ep, "POST", "/containers/", id, post.data, NULL, T_CALL, ok, NULL);
+  px_buf_free(&post);
+  return rc;
+}
+
 int px__dk_update(const char *ep, const char *id, const char *json) {
   static const int ok[] = {200, 0};
   return call(ep, "POST", "/containers/", id, "/update", json, T_CALL, ok,

@@ -1,16 +1,21 @@
-/* pool.c - warm containers: created ahead of time, never started, so that
- * a job costs an attach and a start instead of a create.
+/* pool.c - warm containers: created and started ahead of time, their gate
+ * waiting on stdin, so that a job costs an attach instead of a create and
+ * a start (together ~200 ms of engine time here; bench/README.md).
  *
  * DESIGN. A slot is a container made exactly as a job's would be (spec.c)
  * for an image and a job-directory mode (read-only, or writable for
- * fs:write_tmp), with its own empty job directory and no limits yet;
- * containers.pool slots are kept for each (image, mode). Nothing in a slot
- * is job-specific until a job takes it: the gate receives argv and the
- * environment on stdin, the job's files are written into the slot's
- * directory on the host, and the job's limits are set with one
- * POST /containers/ID/update before the start. A slot serves one job and
- * is removed with it, like any container; the refill thread (one per
- * backend) makes the replacement off the job's path. Jobs the pool cannot
+ * fs:write_tmp), with its own empty job directory and the default limits
+ * (limits.default), attached (the connection is kept: its stdin must stay
+ * open) and started: its gate is the only process and waits for a job on
+ * stdin. containers.pool slots are kept for each (image,
+ * mode). Nothing in a slot is job-specific until a job takes it: the gate
+ * receives argv and the environment on stdin, the job's files are written
+ * into the slot's directory on the host, and limits other than the
+ * defaults are set with one POST /containers/ID/update. The slot's state
+ * is read back like any job's before the job is sent (spec.c). A slot
+ * serves one job and is removed with it, like any container; the refill
+ * thread (one per backend) makes the replacement off the job's path. An
+ * idle slot costs one sleeping static process and its cgroups. Jobs the pool cannot
  * serve (KB roots, net:egress, a missing slot) take the cold path:
  * counted as misses. Slots carry our label, so crash recovery removes them
  * with everything else.
@@ -32,6 +37,9 @@ struct px__ctr_slot_s {
   char id[PX_DK_ID_MAX + 1];
   char key[48];      /* ".pool-<n>": its name and job dir are derived */
   char *dir;         /* owned: its job directory */
+  px__dk_stream_t st; /* owned: attached before the start and kept, since
+                         a StdinOnce container's stdin closes when it runs
+                         with no client attached */
   const char *image; /* borrowed from the backend's options */
   int writable;
 };
@@ -57,6 +65,7 @@ static int slot_make(px__ctr_t *be, const char *image, int writable,
   px_strlcpy(spec.key, s->key, sizeof spec.key);
   spec.image = (char *)(uintptr_t)image;
   spec.caps = writable ? PX_CAP_FS_WRITE_TMP : 0;
+  spec.limits = be->opts.container_slot_limits;
   tmp.be = be;
   tmp.spec = &spec;
   snprintf(name, sizeof name, "px%s", s->key);
@@ -69,8 +78,15 @@ static int slot_make(px__ctr_t *be, const char *image, int writable,
     rc = px__ctr_create_json(&tmp, &json);
   if (rc == 0)
     rc = px__dk_create(be->endpoint, name, json, s->id);
+  if (rc == 0)
+    rc = px__dk_attach(be->endpoint, s->id, &s->st);
+  if (rc == 0)
+    rc = px__dk_start(be->endpoint, s->id);
   free(json);
   if (rc) {
+    px__dk_stream_close(&s->st);
+    if (s->id[0])
+      px__dk_remove(be->endpoint, s->id);
     px__dk_jobdir_remove(s->dir);
     free(s->dir);
     s->dir = NULL;
@@ -79,6 +95,7 @@ static int slot_make(px__ctr_t *be, const char *image, int writable,
 }
 
 static void slot_drop(px__ctr_t *be, px__ctr_slot_t *s) {
+  px__dk_stream_close(&s->st);
   if (s->id[0])
     px__dk_remove(be->endpoint, s->id);
   px__dk_jobdir_remove(s->dir);
@@ -186,12 +203,18 @@ void px__ctr_pool_stop(px__ctr_t *be) {
   be->pool_inited = 0;
 }
 
-/* The job's limits on a slot's container. */
+/* The job's limits on a slot's container, when not the slot's own. */
 static int set_limits(px__ctr_t *be, const char *id, const px_job_spec_t *sp) {
-  cJSON *u = cJSON_CreateObject();
+  const px_limits_t *d = &be->opts.container_slot_limits;
+  cJSON *u;
   char *json = NULL;
   int rc = PX_ENOMEM;
   double cpus = sp->caps & PX_CAP_RES_HIGH_CPU ? 2e9 : 1e9;
+  if (sp->limits.memory_bytes == d->memory_bytes &&
+      sp->limits.processes == d->processes &&
+      !(sp->caps & PX_CAP_RES_HIGH_CPU))
+    return 0;
+  u = cJSON_CreateObject();
   if (u && cJSON_AddNumberToObject(u, "NanoCpus", cpus) &&
       (!sp->limits.memory_bytes ||
        (cJSON_AddNumberToObject(u, "Memory", (double)sp->limits.memory_bytes) &&
@@ -237,7 +260,12 @@ int px__ctr_pool_take(px__ctr_t *be, px_sandbox_t *sb) {
     return rc;
   }
   memcpy(sb->id, s.id, sizeof sb->id);
-  snprintf(sb->name, sizeof sb->name, "px%s", s.key);
+  snprintf(sb->name, sizeof sb->name, "px-%s", sp->key);
   sb->dir = s.dir;
+  sb->st = s.st; /* the stream moves to the job */
+  sb->prestarted = 1;
+  /* Free slots are named px.pool-N; a taken one is named after its job
+   * (docker ps shows which job a container serves). */
+  px__ctr_rename_later(be, sb->id, sb->name);
   return 0;
 }

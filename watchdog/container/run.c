@@ -169,7 +169,7 @@ static void tick(px_sandbox_t *sb, demux_t *d, int final) {
       d->peak_mem = cg.mem_peak;
     if (cg.pids_current > d->peak_pids)
       d->peak_pids = cg.pids_current;
-    d->cpu_ns = cg.cpu_ns;
+    d->cpu_ns = cg.cpu_ns > sb->cpu0_ns ? cg.cpu_ns - sb->cpu0_ns : 0;
     d->oom_kills = cg.oom_kills;
     if (l->memory_bytes && cg.oom_kills > 0)
       px__ctr_violation(sb, PX_LIMIT_MEMORY, l->memory_bytes,
@@ -183,8 +183,8 @@ static void tick(px_sandbox_t *sb, demux_t *d, int final) {
                         PX_DETECT_OS);
     if (final)
       return;
-    if (l->cpu_ms && cg.cpu_ns / 1000000u >= l->cpu_ms)
-      px__ctr_violation(sb, PX_LIMIT_CPU, l->cpu_ms, cg.cpu_ns / 1000000u,
+    if (l->cpu_ms && d->cpu_ns / 1000000u >= l->cpu_ms)
+      px__ctr_violation(sb, PX_LIMIT_CPU, l->cpu_ms, d->cpu_ns / 1000000u,
                         PX_DETECT_WATCHDOG);
   }
   if (!final && l->wall_ms && now - sb->start_ms >= l->wall_ms)
@@ -221,13 +221,12 @@ static void pump(px_sandbox_t *sb, demux_t *d) {
   }
 }
 
-/* After the stream ended: release the gate (it lingers so that the final
- * accounting could be read), wait until the engine says the container has
- * stopped (kill it if it has not within EXIT_WAIT_MS), then its state. */
+/* The stream ended without the gate's record (a kill, or the engine lost
+ * the container): wait until the engine says the container has stopped
+ * (kill it if it has not within EXIT_WAIT_MS), then its state. */
 static int final_state(px_sandbox_t *sb, px__dk_state_t *st) {
   uint64_t until = px_now_ms() + EXIT_WAIT_MS;
   int rc;
-  px__dk_signal(sb->be->endpoint, sb->id, "SIGTERM");
   while ((rc = px__dk_inspect(sb->be->endpoint, sb->id, st)) == 0 &&
          st->running) {
     if (px_now_ms() >= until) {
@@ -282,8 +281,16 @@ void px__ctr_run(void *arg) {
     emit(sb, &d, PX_STREAM_STDOUT, sb->end_prefix, d.m[0]);
     emit(sb, &d, PX_STREAM_STDERR, sb->end_prefix, d.m[1]);
   }
+  PX_LOG(PX_LOG_DEBUG, "job %s: %s", sb->spec->key,
+         d.ended ? "end record" : "stream ended");
   tick(sb, &d, 1); /* the final accounting: the gate keeps the cgroups */
-  rc = final_state(sb, &st);
+  if (d.ended) { /* the gate's record: the job is over, its status known */
+    st.exit_code = d.end_status;
+    rc = 0;
+  } else {
+    rc = final_state(sb, &st);
+    PX_LOG(PX_LOG_DEBUG, "job %s: container stopped", sb->spec->key);
+  }
   px_mutex_lock(&sb->lock);
   fill(sb, &d, &st, rc);
   sb->done = 1;

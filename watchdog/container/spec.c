@@ -259,8 +259,10 @@ int px__ctr_verify(px_sandbox_t *sb) {
   int rc = sb->be->host_kernel ? px__dk_procsec(sb->pid, &ps) : PX_ENOTSUP;
   if (rc == 0)
     rc = px__dk_cgstat(sb->pid, &cg);
-  if (rc == 0)
+  if (rc == 0) {
     seen = seen_bits(sb, &ps, &cg);
+    sb->cpu0_ns = cg.cpu_ns; /* the gate's own, before the job */
+  }
   sb->outcome.enforcement |= seen | PX_ENF(PX_ENF_WATCHDOG_POLL);
   if ((seen & want) == want)
     return 0;

@@ -13,8 +13,9 @@
  * forks and execs the job, reaps every process, and when the job's first
  * process has exited it kills whatever the job left (kill(-1) from init
  * reaches every process of the namespace), writes the end record on
- * stderr, closes its output and waits for the backend's SIGTERM before it
- * exits with the job's status (its exit code, or 128 + the signal).
+ * stderr, closes its output and waits until the backend removes the
+ * container (or sends SIGTERM: then it exits with the job's status, its
+ * exit code or 128 + the signal).
  *
  * The end record, "\x1ePXEND <token> <status>\n", written on stdout and on
  * stderr, tells the backend that the job is over and that each stream has
@@ -25,11 +26,11 @@
  * backend sent in the header; the job cannot forge the record because it
  * never sees the token: the gate reads the header before the job exists
  * and makes itself non-dumpable, so not even the same uid can read its
- * memory. The wait for SIGTERM keeps the container's
+ * memory. The wait keeps the container's
  * cgroups alive until the backend has read the job's final accounting
  * (CPU time, peak memory, refused forks, OOM kills); Docker removes them
- * with the container's last process. A backend that never sends SIGTERM
- * (it died) does not keep the container: the gate gives up after
+ * with the container's last process. A backend that never removes it (it
+ * died) does not keep the container running: the gate gives up after
  * GATE_LINGER_S, and crash recovery removes the container anyway.
  *
  * Protocol on stdin (all integers little-endian u32, bounded):
