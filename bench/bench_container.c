@@ -196,11 +196,11 @@ int main(int argc, char **argv) {
   px_client_t *cw, *cc;
   for (i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--rounds"))
-      rounds = atoi(argv[i + 1]);
+      rounds = (int)strtol(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--idle-rounds"))
-      idle_rounds = atoi(argv[i + 1]);
+      idle_rounds = (int)strtol(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--idle-ms"))
-      idle_ms = atoi(argv[i + 1]);
+      idle_ms = (int)strtol(argv[i + 1], NULL, 10);
   }
   if (daemon_start(&dw, 1) != 0 || daemon_start(&dc, 0) != 0) {
     fprintf(stderr, "bench: a daemon did not start (is dockerd running? "

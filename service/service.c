@@ -99,15 +99,10 @@ static int build_images(px_service_t *svc) {
 
 /* The container backend, for image runtimes (built on Linux so far). */
 static void container_opts(const px_service_t *svc, px_engine_opts_t *o) {
-  const px_config_t *cfg = svc->cfg;
 #ifdef PX_HAVE_CONTAINERS
+  const px_config_t *cfg = svc->cfg;
   if (svc->images)
     o->container = &px_backend_container;
-#else
-  if (svc->images)
-    PX_LOG(PX_LOG_ERROR, "image runtimes are configured but this build has "
-                         "no container backend: their jobs will fail");
-#endif
   o->backend_opts.container_endpoint = cfg->containers.endpoint;
   o->backend_opts.container_gate =
       cfg->containers.gate ? cfg->containers.gate : PX_CTR_GATE_DEFAULT;
@@ -117,6 +112,12 @@ static void container_opts(const px_service_t *svc, px_engine_opts_t *o) {
   o->backend_opts.container_pull = cfg->containers.pull == PX_PULL_MISSING;
   o->backend_opts.container_pool = cfg->containers.pool;
   o->backend_opts.container_slot_limits = cfg->limits.def;
+#else
+  (void)o;
+  if (svc->images)
+    PX_LOG(PX_LOG_ERROR, "image runtimes are configured but this build has "
+                         "no container backend: their jobs will fail");
+#endif
 }
 
 static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,

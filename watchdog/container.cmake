@@ -12,18 +12,17 @@ if(PX_IS_LINUX)
     ${CMAKE_CURRENT_SOURCE_DIR}/container/spec.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/linux/conn.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/linux/host.c)
-  target_compile_definitions(px_core PUBLIC PX_HAVE_CONTAINERS=1)
+  target_compile_definitions(px_core PUBLIC PX_HAVE_CONTAINERS=1
+    PX_CTR_GATE_DEFAULT="/usr/local/lib/phoenix-executor/px-ctr-gate")
 
   # The gate runs inside images we know nothing about: static, no px_core.
-  add_executable(px-ctr-gate ${CMAKE_CURRENT_SOURCE_DIR}/container/gate/gate.c)
+  add_executable(px-ctr-gate ${CMAKE_CURRENT_SOURCE_DIR}/container/linux/gate.c)
   target_compile_options(px-ctr-gate PRIVATE ${PX_WARNINGS})
   target_link_options(px-ctr-gate PRIVATE -static)
   target_compile_definitions(px-ctr-gate PRIVATE _GNU_SOURCE)
   set_target_properties(px-ctr-gate PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/service)
 endif()
-target_compile_definitions(px_core PUBLIC
-  PX_CTR_GATE_DEFAULT="/usr/local/lib/phoenix-executor/px-ctr-gate")
 
 # Tests through the real daemon against a private Docker Engine that a
 # fixture starts (tests/linux/dockerd.sh: its own socket and data root, no
