@@ -292,6 +292,44 @@ static const field_t linux_fields[] = {
     BOOL("allow_degraded", linux_.allow_degraded),
     END};
 
+static const char *const pull_names[] = {"never", "missing", NULL};
+
+/* unix:///abs, npipe:////./pipe/NAME, or plain TCP to a loopback address
+ * (no TLS: for tests against a local engine only). */
+static int endpoint_ok(const char *s) {
+  static const char *const loop[] = {"tcp://127.", "tcp://localhost:",
+                                     "tcp://[::1]:", NULL};
+  size_t i;
+  if (strncmp(s, "unix:///", 8) == 0 || strncmp(s, "npipe:////./pipe/", 17) == 0)
+    return 1;
+  for (i = 0; loop[i]; i++)
+    if (strncmp(s, loop[i], strlen(loop[i])) == 0)
+      return strchr(s + 6, ':') != NULL;
+  return 0;
+}
+
+/* "uid:gid", both decimal and non-zero: never root in a container. */
+static int ctr_user_ok(const char *s) {
+  char *end;
+  unsigned long u = strtoul(s, &end, 10), g;
+  if (end == s || *end != ':' || u == 0)
+    return 0;
+  g = strtoul(end + 1, &end, 10);
+  return *end == 0 && g != 0 && end[-1] != ':';
+}
+
+static const field_t containers_fields[] = {
+    STRC("endpoint", containers.endpoint, endpoint_ok,
+         "must be unix:///PATH, npipe:////./pipe/NAME or tcp://LOOPBACK:PORT "
+         "(plain TCP is for tests against a local engine)"),
+    STRN("gate", containers.gate),
+    STRC("user", containers.user, ctr_user_ok,
+         "must be \"uid:gid\", both non-zero"),
+    ENUM("pull", containers.pull, pull_names),
+    U32("pool", containers.pool, 0, 64),
+    BOOL("allow_degraded", containers.allow_degraded),
+    END};
+
 static const field_t request_fields[] = {
     SIZ("max_code_bytes", request.max_code_bytes, 1, 64 * MiB),
     SIZ("max_files", request.max_files, 0, 10000),
@@ -319,6 +357,7 @@ static const field_t root_fields[] = {
     OBJ("windows", windows_fields),
     OBJ("linux", linux_fields),
     OBJ("request", request_fields),
+    OBJ("containers", containers_fields),
     END};
 
 /* ---- parse ---- */
@@ -598,6 +637,7 @@ void px__cfg_free_runtime(px_runtime_t *rt) {
   }
   free(rt->env);
   free(rt->audit);
+  free(rt->image);
   memset(rt, 0, sizeof *rt);
 }
 
@@ -648,6 +688,9 @@ void px__config_release(px_config_t *cfg) {
   free(cfg->kb.roots);
   free(cfg->kb.store);
   px__cfg_free_strv(cfg->linux_.ro_binds, cfg->linux_.nro_binds);
+  free(cfg->containers.endpoint);
+  free(cfg->containers.gate);
+  free(cfg->containers.user);
   memset(cfg, 0, sizeof *cfg);
 }
 

@@ -79,8 +79,7 @@ static int parse_command(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
     px__cfg_index(child, sizeof child, path, i);
     if (px__cfg_str(ctx, e, child, i != 0, &s) != 0)
       return PX_ECONFIG;
-    if (i == 0 && (strstr(s, "{file}") || strstr(s, "{args}") ||
-                   !px__config_path_absolute(s)))
+    if (i == 0 && (strstr(s, "{file}") || strstr(s, "{args}")))
       return px__cfg_fail(ctx, child,
                           "the program must be an absolute "
                           "path without placeholders");
@@ -127,9 +126,17 @@ static int parse_env(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
   return 0;
 }
 
+/* An image reference: [registry/]name[:tag][@digest] characters only. */
+static int image_ok(const char *s) {
+  size_t n = strlen(s);
+  return n > 0 && n <= 255 && s[0] != '-' &&
+         strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                   "0123456789._-/:@") == n;
+}
+
 static int parse_runtime(px__cfg_ctx_t *ctx, const cJSON *obj, const char *path,
                          px_runtime_t *rt) {
-  char child[PX__PATH_MAX], cap[80];
+  char child[PX__PATH_MAX], at0[PX__PATH_MAX], cap[80];
   const cJSON *it;
   const char *s;
   int rc;
@@ -155,6 +162,13 @@ static int parse_runtime(px__cfg_ctx_t *ctx, const cJSON *obj, const char *path,
     } else if (strcmp(it->string, "audit") == 0) {
       if ((rc = px__cfg_str(ctx, it, child, 0, &s)) == 0)
         rc = dup_or_enomem(&rt->audit, s);
+    } else if (strcmp(it->string, "image") == 0) {
+      if ((rc = px__cfg_str(ctx, it, child, 0, &s)) == 0 && !image_ok(s))
+        rc = px__cfg_fail(ctx, child,
+                          "must be an image reference like "
+                          "\"python:3.12-slim\" or an image id");
+      if (rc == 0)
+        rc = dup_or_enomem(&rt->image, s);
     } else
       rc = px__cfg_fail(ctx, child, "unknown key");
     if (rc != 0)
@@ -162,6 +176,14 @@ static int parse_runtime(px__cfg_ctx_t *ctx, const cJSON *obj, const char *path,
   }
   if (!rt->command)
     return px__cfg_fail(ctx, path, "command is required");
+  /* A host runtime's program is a host path; an image runtime's is looked
+   * up in the container's PATH by the gate. */
+  if (!rt->image && !px__config_path_absolute(rt->command[0])) {
+    px__cfg_join(child, sizeof child, path, "command");
+    px__cfg_index(at0, sizeof at0, child, 0);
+    return px__cfg_fail(ctx, at0, "the program must be an absolute "
+                                  "path without placeholders");
+  }
   if (!rt->extension && (rc = dup_or_enomem(&rt->extension, "")) != 0)
     return rc;
   snprintf(cap, sizeof cap, "dev:%s", rt->name);
@@ -252,7 +274,8 @@ cJSON *px__cfg_emit_runtimes(const px_config_t *cfg) {
         !cJSON_AddStringToObject(o, "extension", rt->extension) ||
         !cJSON_AddStringToObject(o, "capability", rt->capability) ||
         !cJSON_AddItemToObject(o, "env", emit_env(rt->env, rt->nenv)) ||
-        (rt->audit && !cJSON_AddStringToObject(o, "audit", rt->audit))) {
+        (rt->audit && !cJSON_AddStringToObject(o, "audit", rt->audit)) ||
+        (rt->image && !cJSON_AddStringToObject(o, "image", rt->image))) {
       cJSON_Delete(all);
       return NULL;
     }

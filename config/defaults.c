@@ -187,8 +187,16 @@ static int default_strings(px_config_t *cfg) {
   t->socket_path = px_strdup("/run/phoenix-executor/executor.sock");
   cfg->work_root = px__config_default_work_root();
   cfg->kb.store = px__config_default_kb_store();
+#ifdef _WIN32
+  cfg->containers.endpoint = px_strdup("npipe:////./pipe/docker_engine");
+#else
+  cfg->containers.endpoint = px_strdup("unix:///var/run/docker.sock");
+#endif
+  cfg->containers.user = px_strdup("65534:65534"); /* nobody:nogroup */
+  cfg->containers.pool = 1;
   if (!t->pipe_name || !t->pipe_client_group || !t->socket_path ||
-      !cfg->work_root || !cfg->kb.store)
+      !cfg->work_root || !cfg->kb.store || !cfg->containers.endpoint ||
+      !cfg->containers.user)
     return PX_ENOMEM;
 #ifndef _WIN32
   {

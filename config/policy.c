@@ -434,6 +434,8 @@ static int build_spec(const px_config_t *cfg, const px_runtime_t *rt,
       return rc;
   if ((rc = build_files(spec, req, entry)) != 0)
     return rc;
+  if (rt->image && !(spec->image = px_strdup(rt->image)))
+    return PX_ENOMEM;
   return build_kb(spec, cfg);
 }
 

@@ -16,6 +16,7 @@ if [ "${1:-}" = "--uninstall" ]; then
     [ -n "$D" ] || systemctl disable --now phoenix-executor.service 2>/dev/null || true
     rm -f "$D/etc/systemd/system/phoenix-executor.service" \
           "$D/usr/local/sbin/phoenix-executor" "$D/usr/local/sbin/px-attest" \
+          "$D/usr/local/lib/phoenix-executor/px-ctr-gate" \
           "$D/usr/local/bin/phoenixctl" \
           "$D/usr/local/share/man/man1/phoenixctl.1" \
           "$D/usr/local/share/man/man8/phoenix-executor.8"
@@ -33,6 +34,8 @@ install -D -m 0755 "$build/service/phoenix-executor" "$D/usr/local/sbin/phoenix-
 # The attestation probe the daemon runs inside its sandbox at every start
 # (it looks for it beside itself and refuses jobs without it).
 install -D -m 0755 "$build/service/px-attest" "$D/usr/local/sbin/px-attest"
+# The gate every container job starts with (docs/container-backend.md).
+install -D -m 0755 "$build/service/px-ctr-gate" "$D/usr/local/lib/phoenix-executor/px-ctr-gate"
 install -D -m 0755 "$build/tools/phoenixctl" "$D/usr/local/bin/phoenixctl"
 install -d -m 0755 "$D/etc/phoenix-executor"
 install -d -m 0700 "$D/var/lib/phoenix-executor"

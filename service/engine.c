@@ -237,6 +237,12 @@ int px_engine_new(const px_engine_opts_t *opts, px_engine_t **out) {
     px_engine_free(eng);
     return rc;
   }
+  if (eng->o.container &&
+      eng->o.container->open(&eng->o.backend_opts, &eng->cstate) != 0) {
+    eng->cstate = NULL;
+    PX_LOG(PX_LOG_ERROR, "container backend unavailable: jobs of image "
+                         "runtimes will fail until the service restarts");
+  }
   rc = start_workers(eng);
   if (rc != 0) {
     px_engine_free(eng); /* stops the workers that did start */
@@ -710,6 +716,8 @@ void px_engine_free(px_engine_t *eng) {
   px_queue_free(eng->q);
   if (eng->bstate)
     eng->o.backend->close(eng->bstate);
+  if (eng->cstate)
+    eng->o.container->close(eng->cstate);
   free(eng->threads);
   px_cond_destroy(&eng->idle_cv);
   px_cond_destroy(&eng->work_cv);

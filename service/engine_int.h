@@ -63,6 +63,8 @@ struct px_engine_client_s {
 struct px_engine_s {
   px_engine_opts_t o;           /* copied; pointers borrowed */
   void *bstate;                 /* backend state (owned: ops->close) */
+  void *cstate;                 /* container backend state (owned), NULL
+                                   when none is configured or it failed */
   px_mutex_t lock;              /* "the engine lock" */
   px_cond_t work_cv;            /* workers: queue changed / stopping */
   px_cond_t idle_cv;            /* stop: a result was delivered */
@@ -84,6 +86,9 @@ struct px_engine_s {
 };
 
 /* engine_run.c */
+/* The backend that runs `job`: the container one for image runtimes. */
+const px_backend_ops_t *px__engine_backend(const px_engine_t *eng,
+                                           const px__job_t *job);
 /* Run a popped job to its end on the calling worker and deliver its
  * result; the job is freed on return. */
 void px__engine_run(px_engine_t *eng, px__job_t *job);

@@ -55,7 +55,7 @@ void px__engine_kill_locked(px_engine_t *eng, px__job_t *job,
   PX_LOG(PX_LOG_WARN, "killing job %s (key %s, client %s): %s", qid,
          job->j.spec.key, job->client->name, reason_name(why));
   if (job->sb)
-    eng->o.backend->kill(job->sb); /* checksrc: allow - backend op */
+    px__engine_backend(eng, job)->kill(job->sb); /* checksrc: allow - op */
 }
 
 /* ---- the one result ---- */
@@ -194,14 +194,24 @@ static int guard_new(px_engine_t *eng, px__job_t *job) {
   return px_outguard_new(&o, px_now_ms(), &job->guard);
 }
 
+const px_backend_ops_t *px__engine_backend(const px_engine_t *eng,
+                                           const px__job_t *job) {
+  return job->j.spec.image ? eng->o.container : eng->o.backend;
+}
+
 /* prepare, start, wait, release; the kill op may run while job->sb is set. */
 static void run_sandbox(px_engine_t *eng, px__job_t *job, run_t *rn) {
-  const px_backend_ops_t *ops = eng->o.backend;
+  const px_backend_ops_t *ops = px__engine_backend(eng, job);
+  void *state = job->j.spec.image ? eng->cstate : eng->bstate;
   px_sandbox_events_t ev = {job, cb_output, cb_started};
   px_sandbox_t *sb = NULL;
   job_reason_t why;
   rn->stage = "prepare";
-  rn->err = ops->prepare(eng->bstate, &job->j.spec, &ev, &sb);
+  if (!ops || !state) { /* an image runtime without a container engine */
+    rn->err = PX_ENOENGINE;
+    return;
+  }
+  rn->err = ops->prepare(state, &job->j.spec, &ev, &sb);
   if (rn->err == 0 && !sb)
     rn->err = PX_ESANDBOX; /* a backend bug: fail closed */
   if (rn->err != 0)

@@ -41,5 +41,6 @@ void px_job_spec_free(px_job_spec_t *spec) {
     free(spec->kb[i].host_path);
   }
   free(spec->kb);
+  free(spec->image);
   memset(spec, 0, sizeof *spec);
 }

@@ -81,6 +81,45 @@ static int build_ro_binds(px_service_t *svc) {
   return 0;
 }
 
+/* The image runtimes' images (svc->images, NULL-ended; NULL if none). */
+static int build_images(px_service_t *svc) {
+  const px_config_t *cfg = svc->cfg;
+  size_t i, n = 0;
+  for (i = 0; i < cfg->nruntimes; i++)
+    n += cfg->runtimes[i].image != NULL;
+  if (n == 0)
+    return 0;
+  if (!(svc->images = calloc(n + 1, sizeof *svc->images)))
+    return PX_ENOMEM;
+  for (i = 0, n = 0; i < cfg->nruntimes; i++)
+    if (cfg->runtimes[i].image)
+      svc->images[n++] = cfg->runtimes[i].image;
+  return 0;
+}
+
+/* The container backend, for image runtimes (built on Linux so far). */
+static void container_opts(const px_service_t *svc, px_engine_opts_t *o) {
+#ifdef PX_HAVE_CONTAINERS
+  const px_config_t *cfg = svc->cfg;
+  if (svc->images)
+    o->container = &px_backend_container;
+  o->backend_opts.container_endpoint = cfg->containers.endpoint;
+  o->backend_opts.container_gate =
+      cfg->containers.gate ? cfg->containers.gate : PX_CTR_GATE_DEFAULT;
+  o->backend_opts.container_user = cfg->containers.user;
+  o->backend_opts.container_allow_degraded = cfg->containers.allow_degraded;
+  o->backend_opts.container_images = svc->images;
+  o->backend_opts.container_pull = cfg->containers.pull == PX_PULL_MISSING;
+  o->backend_opts.container_pool = cfg->containers.pool;
+  o->backend_opts.container_slot_limits = cfg->limits.def;
+#else
+  (void)o;
+  if (svc->images)
+    PX_LOG(PX_LOG_ERROR, "image runtimes are configured but this build has "
+                         "no container backend: their jobs will fail");
+#endif
+}
+
 static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,
                         px_engine_opts_t *o) {
   const px_config_t *cfg = svc->cfg;
@@ -106,6 +145,7 @@ static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,
   o->backend_opts.job_dir_files = cfg->windows.job_dir_files;
   o->backend_opts.job_handles = cfg->windows.job_handles;
   o->backend_opts.allow_degraded = so->allow_degraded || cfg->linux_.allow_degraded;
+  container_opts(svc, o);
   if (svc->kb)
     o->kb = px_kb_hooks(svc->kb);
   o->version = svc->version;
@@ -125,7 +165,8 @@ int px_service_open(const px_service_opts_t *so, px_service_t **out) {
   svc->allow_degraded = so->allow_degraded || so->config->windows.allow_degraded ||
                         so->config->linux_.allow_degraded;
   px_strlcpy(svc->version, so->version ? so->version : "0.0.0", sizeof svc->version);
-  if ((rc = open_kb(svc)) != 0 || (rc = build_ro_binds(svc)) != 0)
+  if ((rc = open_kb(svc)) != 0 || (rc = build_ro_binds(svc)) != 0 ||
+      (rc = build_images(svc)) != 0)
     goto fail;
   engine_opts(svc, so, &eo);
   if (!eo.backend) {
@@ -146,6 +187,7 @@ int px_service_open(const px_service_opts_t *so, px_service_t **out) {
 fail:
   px_kb_close(&svc->kb);
   free(svc->ro_binds);
+  free(svc->images);
   px_mutex_destroy(&svc->attest_run);
   px_mutex_destroy(&svc->attest_lock);
   free(svc);
@@ -163,6 +205,7 @@ void px_service_free(px_service_t *svc) {
   px_engine_free(svc->eng); /* stops first if needed */
   px_kb_close(&svc->kb);
   free(svc->ro_binds);
+  free(svc->images);
   px_mutex_destroy(&svc->attest_run);
   px_mutex_destroy(&svc->attest_lock);
   free(svc);

@@ -13,6 +13,7 @@ struct px_service_s {
   px_engine_t *eng;         /* owned */
   px_kb_t *kb;              /* owned; NULL without KB roots */
   const char **ro_binds;    /* owned array, borrowed strings; NULL-ended */
+  const char **images;      /* the same: image runtimes' images, or NULL */
   char version[32];
   px_mutex_t attest_lock;   /* guards attest */
   px_mutex_t attest_run;    /* one attestation at a time */

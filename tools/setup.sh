@@ -11,6 +11,7 @@ packages=(
     wine wine64 wixl msitools dpkg-dev                 # Wine tests, MSI, deps
     clang libclang-rt-14-dev valgrind cppcheck clang-tidy  # fuzz, sanitizers
     bubblewrap iproute2 procps                         # benchmarks, tests
+    docker.io busybox-static curl                      # container backend tests
 )
 
 # Node.js and npm for the MCP tests (tests/mcp: the official MCP SDK client,

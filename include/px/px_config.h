@@ -78,6 +78,8 @@ typedef struct {
   px_env_var_t *env; /* allow-listed base environment */
   size_t nenv;
   char *audit; /* audit rule set name (defaults to the runtime name) */
+  char *image;  /* image runtimes: the container image (command[0] is then
+                   a program inside it); NULL for host runtimes */
 } px_runtime_t;
 
 typedef enum {
@@ -162,6 +164,20 @@ typedef struct {
                          reported as "degraded"; default false */
 } px_linux_config_t;
 
+typedef enum { PX_PULL_NEVER = 0, PX_PULL_MISSING = 1 } px_pull_t;
+
+/* "containers": the container backend of image runtimes. */
+typedef struct {
+  char *endpoint; /* the Docker Engine: unix:///..., npipe:////./pipe/...,
+                     or tcp://<loopback>:PORT (tests only) */
+  char *gate;     /* host path of px-ctr-gate; NULL: beside the daemon */
+  char *user;     /* "uid:gid" inside containers (never 0) */
+  px_pull_t pull; /* images are pulled only with "missing" */
+  uint32_t pool;  /* warm containers per image and job-dir mode; 0 none */
+  int allow_degraded; /* run when the engine's containers cannot be read
+                         back from this kernel (reported "degraded") */
+} px_containers_config_t;
+
 /* The whole configuration. Immutable once returned. */
 struct px_config_s {
   px_log_level_t log_level;
@@ -180,6 +196,7 @@ struct px_config_s {
   px_windows_config_t windows;
   px_linux_config_t linux_; /* "linux" (a predefined macro in GNU C) */
   px_request_limits_t request;
+  px_containers_config_t containers;
 };
 typedef struct px_config_s px_config_t;
 

@@ -99,6 +99,10 @@ typedef struct {
   px_outguard_opts_t output;
   const px_backend_ops_t *backend; /* required; borrowed */
   px_backend_opts_t backend_opts;  /* copied; its strings are borrowed */
+  /* Optional: the backend of jobs whose spec names an image (containers),
+   * opened with backend_opts too. If it cannot be opened the engine still
+   * starts; such jobs then end with error sandbox_failed. */
+  const px_backend_ops_t *container;
   px_kb_hooks_t kb;                /* functions may be NULL; ctx borrowed */
   const char *version;             /* for status; borrowed; may be NULL */
 } px_engine_opts_t;

@@ -39,7 +39,9 @@ extern "C" {
   X(PX_ELOOP,      -23, "link or reparse point refused")                     \
   X(PX_EOVERFLOW,  -24, "value too large")                                   \
   X(PX_EINTEGRITY, -25, "integrity check failed")                            \
-  X(PX_EOS,        -26, "operating system error")
+  X(PX_EOS,        -26, "operating system error")                           \
+  X(PX_ENOIMAGE,   -27, "container image not present")                      \
+  X(PX_ENOENGINE,  -28, "container engine unavailable")
 
 typedef enum {
 #define PX_ERR_ENUM_(name, val, msg) name = val,

@@ -127,7 +127,11 @@ typedef struct {
   X(PX_ENF_STRICT_HANDLE_CHECKS, "strict_handle_checks")                     \
   X(PX_ENF_EXTENSION_POINTS_DISABLED, "extension_points_disabled")           \
   X(PX_ENF_IMAGE_LOAD_NO_REMOTE, "image_load_no_remote")                     \
-  X(PX_ENF_NON_SYSTEM_FONTS_DISABLED, "non_system_fonts_disabled")
+  X(PX_ENF_NON_SYSTEM_FONTS_DISABLED, "non_system_fonts_disabled")           \
+  X(PX_ENF_CONTAINER, "container")                                           \
+  X(PX_ENF_SECCOMP_DOCKER, "seccomp:docker-default")                         \
+  X(PX_ENF_NETWORK_NONE, "network:none")                                     \
+  X(PX_ENF_READONLY_ROOTFS, "readonly_rootfs")
 
 enum {
 #define PX_ENF_BIT_(name, str) name##_BIT_,
@@ -184,6 +188,8 @@ typedef struct {
   int first_file_executable; /* Linux: files[0] gets mode 0755, not 0644
                                 (the service's attestation probe; no
                                 request can set it) */
+  char *image; /* an image runtime's image: the job runs in a container
+                  (px_backend_container); NULL for host runtimes */
 } px_job_spec_t;
 
 /* Release everything a spec owns (every pointer in it is malloc'd: argv

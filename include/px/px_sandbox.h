@@ -66,6 +66,21 @@ typedef struct {
   const char *cgroup_root; /* Linux: override cgroup mount root (tests) */
   int allow_degraded;      /* run when a control is unavailable on this
                               host (reported as "degraded"); default 0 */
+  const char *container_endpoint; /* container backend: the Docker Engine
+                                     ("unix:///var/run/docker.sock") */
+  const char *container_gate;     /* host path of px-ctr-gate */
+  const char *container_user;     /* "uid:gid" jobs run as in a container */
+  int container_allow_degraded;   /* run containers whose controls cannot
+                                     be read back (reported "degraded") */
+  const char *const *container_images; /* the image runtimes' images,
+                                          NULL-terminated: checked (and
+                                          pulled if allowed) at open */
+  int container_pull;             /* 1: pull a missing image at open */
+  unsigned container_pool;        /* warm containers per image and job-dir
+                                     mode (0: none) */
+  px_limits_t container_slot_limits; /* what warm containers are made with
+                                        (limits.default): a job with these
+                                        needs no update */
 } px_backend_opts_t;
 
 /* A backend is a table of operations plus its own state. */
@@ -91,6 +106,9 @@ typedef struct px_backend_ops_s {
 extern const px_backend_ops_t px_backend_fake;
 extern const px_backend_ops_t px_backend_linux;
 extern const px_backend_ops_t px_backend_windows;
+/* Jobs of image runtimes, through the Docker Engine API (Linux builds;
+ * watchdog/container/). */
+extern const px_backend_ops_t px_backend_container;
 
 /* The real backend of this platform. */
 const px_backend_ops_t *px_backend_native(void);

@@ -45,3 +45,12 @@ PX_TEST_ENTRY(cgroup, cgroup_none_degraded, 30)
 PX_TEST_ENTRY(faults, faults_every_step_fails_closed, 120)
 PX_TEST_ENTRY(faults, faults_unknown_step_rejected, 30)
 #include "list-adversarial.h"
+/* watchdog/container: tests/linux/test_container.c (a private dockerd) */
+PX_TEST_ENTRY(container, container_ok_and_read_back, 120)
+PX_TEST_ENTRY(container, container_limits, 240)
+PX_TEST_ENTRY(container, container_confinement, 120)
+PX_TEST_ENTRY(container, container_kb_rollback, 120)
+PX_TEST_ENTRY(container, container_cancel_and_scram, 120)
+PX_TEST_ENTRY(container, container_daemon_killed, 120)
+PX_TEST_ENTRY(container, container_concurrent_jobs, 400)
+PX_TEST_ENTRY(container, container_image_missing, 120)

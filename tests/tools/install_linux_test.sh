@@ -12,6 +12,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 DESTDIR=$root bash "$src/installer/install-linux.sh" "$build" >/dev/null
 for f in usr/local/sbin/phoenix-executor usr/local/sbin/px-attest usr/local/bin/phoenixctl \
+         usr/local/lib/phoenix-executor/px-ctr-gate \
          etc/systemd/system/phoenix-executor.service etc/phoenix-executor/executor.json \
          usr/local/share/man/man1/phoenixctl.1 usr/local/share/man/man8/phoenix-executor.8; do
     [ -e "$root/$f" ] || fail "missing $f"
@@ -30,6 +31,7 @@ grep -q debug "$root/etc/phoenix-executor/executor.json" || fail "reinstall over
 DESTDIR=$root bash "$src/installer/install-linux.sh" --uninstall >/dev/null
 [ ! -e "$root/usr/local/sbin/phoenix-executor" ] || fail "uninstall left the daemon"
 [ ! -e "$root/usr/local/sbin/px-attest" ] || fail "uninstall left the attestation probe"
+[ ! -e "$root/usr/local/lib/phoenix-executor/px-ctr-gate" ] || fail "uninstall left the container gate"
 [ ! -e "$root/usr/local/share/man/man1/phoenixctl.1" ] || fail "uninstall left the man page"
 [ -f "$root/etc/phoenix-executor/executor.json" ] || fail "uninstall removed the config"
 DESTDIR=$root bash "$src/installer/install-linux.sh" --uninstall --remove-data >/dev/null

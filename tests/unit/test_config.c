@@ -284,6 +284,38 @@ TEST_IMPL(config_syntax_errors) {
   return 0;
 }
 
+TEST_IMPL(config_container_rules) {
+  px_config_t *cfg;
+  char err[256];
+  static const char ok[] =
+      "{\"containers\":{\"endpoint\":\"tcp://127.0.0.1:2375\",\"pool\":0,"
+      "\"pull\":\"missing\",\"user\":\"1000:1000\"},"
+      "\"runtimes\":{\"py\":{\"image\":\"python:3.12-slim\","
+      "\"command\":[\"python\",\"{file}\"],\"extension\":\".py\"}}}";
+  /* Plain TCP only to a loopback address: it is for tests. */
+  EXPECT_ERR("{\"containers\":{\"endpoint\":\"tcp://10.0.0.5:2375\"}}",
+             "containers.endpoint", "LOOPBACK");
+  EXPECT_ERR("{\"containers\":{\"endpoint\":\"http://localhost:2375\"}}",
+             "containers.endpoint", "unix://");
+  EXPECT_ERR("{\"containers\":{\"user\":\"0:0\"}}", "containers.user",
+             "non-zero");
+  EXPECT_ERR("{\"containers\":{\"pool\":65}}", "containers.pool", "64");
+  /* An image runtime's program is a name in the image; a host runtime's
+   * must still be an absolute path. */
+  EXPECT_ERR("{\"runtimes\":{\"x\":{\"command\":[\"python\",\"{file}\"]}}}",
+             "runtimes.x.command[0]", "absolute");
+  EXPECT_ERR("{\"runtimes\":{\"x\":{\"image\":\"bad image\","
+             "\"command\":[\"python\",\"{file}\"]}}}",
+             "runtimes.x.image", "image reference");
+  ASSERT_OK(px_config_from_json(ok, sizeof ok - 1, &cfg, err, sizeof err));
+  ASSERT_STR_EQ(px_config_runtime(cfg, "py")->image, "python:3.12-slim");
+  ASSERT_STR_EQ(cfg->containers.endpoint, "tcp://127.0.0.1:2375");
+  ASSERT_EQ(cfg->containers.pool, 0);
+  ASSERT_EQ(cfg->containers.pull, PX_PULL_MISSING);
+  px_config_free(cfg);
+  return 0;
+}
+
 TEST_IMPL(config_zmq_rules) {
   px_config_t *cfg;
   EXPECT_ERR("{\"transports\":{\"zmq\":{\"endpoint\":\"tcp://127.0.0.1:5\"}}}",

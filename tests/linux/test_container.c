@@ -1,0 +1,386 @@
+/* test_container.c - the container backend through the real daemon and the
+ * real protocol, against a private Docker Engine (tests/linux/dockerd.sh,
+ * started by the ctest fixture) and an image made from the host's static
+ * busybox. Every test asserts the verdict the daemon reports and that no
+ * container of ours is left afterwards (asked of the engine itself).
+ * SKIP with the reason when no engine answers (outside CI: dockerd.sh makes
+ * a missing engine an error when CI=true).
+ */
+#include "task.h"
+#include "tests/adversarial/linux/adv_util.h"
+
+#include "px/px_error.h"
+#include "watchdog/container/dk_int.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef PX_CTR_GATE_PATH
+#error "PX_CTR_GATE_PATH must name the built px-ctr-gate"
+#endif
+
+#define ENDPOINT "unix:///run/px-test-docker/docker.sock"
+#define IMAGE "px-test/busybox:1"
+#define LABEL "org.phoenix-executor.job"
+
+/* Two image runtimes (one whose image does not exist) over the private
+ * engine; the "sh" host runtime stays as the default config has it. */
+static const char cfg_ctr[] =
+    "{\"containers\":{\"endpoint\":\"" ENDPOINT "\",\"gate\":\"" PX_CTR_GATE_PATH
+    "\"},\"runtimes\":{\"bb\":{\"image\":\"" IMAGE "\","
+    "\"command\":[\"sh\",\"{file}\",\"{args}\"],\"extension\":\".sh\"},"
+    "\"gone\":{\"image\":\"px-test/not-here:1\","
+    "\"command\":[\"sh\",\"{file}\"],\"extension\":\".sh\"}},"
+    "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"
+    "\"capabilities\":[\"*\"],\"max_priority\":\"critical\","
+    "\"max_concurrent\":0,\"admin\":true}],"
+    "\"queue\":{\"per_client_max\":1000}}";
+
+#define NEED_ENGINE()                                                        \
+  do {                                                                       \
+    if (getuid() != 0)                                                       \
+      RETURN_SKIP("needs root (containers, bind mounts)");                   \
+    if (px__dk_ping(ENDPOINT) != 0)                                          \
+      RETURN_SKIP("no Docker Engine at " ENDPOINT                            \
+                  " (tests/linux/dockerd.sh start)");                        \
+  } while (0)
+
+/* Containers carrying our label, as the engine reports them, less the
+ * warm pool's free slots (named px.pool-N, running, at most two here:
+ * containers.pool 1 per job-dir mode). A finished job's container goes
+ * to the reaper: wait up to 10 s for it. -1 when slots are too many. */
+static int our_containers_now(void) {
+  px__dk_resp_t r;
+  cJSON *doc, *it;
+  int n = 0, slots = 0;
+  if (px__dk_http(ENDPOINT, "GET",
+                  PX_DK_API "/containers/json?all=1&filters=%7B%22label%22%3A"
+                            "%5B%22" LABEL "%22%5D%7D",
+                  NULL, 10000, &r) != 0 || r.status != 200)
+    return -1;
+  doc = cJSON_Parse(px_buf_cstr(&r.body));
+  cJSON_ArrayForEach(it, doc) {
+    const cJSON *names = cJSON_GetObjectItemCaseSensitive(it, "Names");
+    const cJSON *name = cJSON_GetArrayItem(names, 0);
+    const cJSON *state = cJSON_GetObjectItemCaseSensitive(it, "State");
+    if (cJSON_IsString(name) && strncmp(name->valuestring, "/px.pool-", 9) == 0 &&
+        cJSON_IsString(state) && strcmp(state->valuestring, "running") == 0)
+      slots++;
+    else
+      n++;
+  }
+  cJSON_Delete(doc);
+  px__dk_resp_free(&r);
+  return slots > 2 ? -1 : n;
+}
+
+/* Poll until there are `want` (the pool refills and the reaper removes in
+ * the background); the last count. */
+static int our_containers_settle(int want) {
+  int i, n = -1;
+  for (i = 0; i < 100 && (n = our_containers_now()) != want; i++)
+    usleep(100000);
+  return n;
+}
+
+static int our_containers(void) { return our_containers_settle(0); }
+
+static cJSON *run_bb(adv_env_t *e, const char *id, const char *code,
+                     const char *limits, const char *caps) {
+  cJSON *req = adv_req(id, "bb", code, limits, caps), *r;
+  r = adv_run(e->cl, req, 60000);
+  cJSON_Delete(req);
+  adv_print(id, r);
+  return r;
+}
+
+static int has_enf(const cJSON *r, const char *name) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(r, "enforcement"), *it;
+  cJSON_ArrayForEach(it, a) {
+    if (cJSON_IsString(it) && strcmp(it->valuestring, name) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+TEST_IMPL(container_ok_and_read_back) {
+  static const char *const want[] = {
+      "container",      "seccomp:docker-default", "network:none",
+      "readonly_rootfs", "uid_drop",              "capabilities_dropped",
+      "no_new_privs",    "cgroup_memory",         "cgroup_pids",
+      "tmpfs_workdir",   "output_guard"};
+  adv_env_t e;
+  cJSON *r;
+  size_t i;
+  NEED_ENGINE();
+  ASSERT_OK(adv_start(&e, cfg_ctr));
+  r = run_bb(&e, "ok", "echo out $(id -u):$(id -g) $(pwd); echo err >&2", NULL,
+             NULL);
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_EQ(adv_str(r, "stdout"), "out 65534:65534 /job\n");
+  ASSERT_STR_EQ(adv_str(r, "stderr"), "err\n");
+  for (i = 0; i < sizeof want / sizeof want[0]; i++) {
+    if (!has_enf(r, want[i]))
+      printf("  missing enforcement %s\n", want[i]);
+    ASSERT(has_enf(r, want[i]));
+  }
+  ASSERT(!has_enf(r, "degraded"));
+  cJSON_Delete(r);
+  r = run_bb(&e, "exit7", "echo bye; exit 7", NULL, NULL);
+  ADV_EXPECT(r, "nonzero_exit", NULL);
+  ASSERT_EQ(adv_int(r, "exit_code"), 7);
+  ASSERT_STR_EQ(adv_str(r, "stdout"), "bye\n");
+  cJSON_Delete(r);
+  ASSERT_EQ(our_containers(), 0);
+  adv_check_host(&e, NULL);
+  adv_stop(&e);
+  return 0;
+}
+
+TEST_IMPL(container_limits) {
+  adv_env_t e;
+  cJSON *r;
+  NEED_ENGINE();
+  ASSERT_OK(adv_start(&e, cfg_ctr));
+  r = run_bb(&e, "mem",
+             "x=$(head -c 400000000 /dev/zero | tr '\\0' a); echo survived",
+             "{\"memory_bytes\":67108864}", NULL);
+  ADV_EXPECT(r, "killed", "memory");
+  ASSERT_STR_EQ(adv_str(r, "violation.detected_by"), "os");
+  cJSON_Delete(r);
+  r = run_bb(&e, "fork", "while :; do sleep 30 & done", "{\"processes\":8}",
+             NULL);
+  ADV_EXPECT(r, "killed", "processes");
+  cJSON_Delete(r);
+  r = run_bb(&e, "busy", "while :; do :; done",
+             "{\"cpu_ms\":1000,\"wall_ms\":30000}", NULL);
+  ADV_EXPECT(r, "killed", "cpu_time");
+  ASSERT_GE(adv_int(r, "usage.cpu_ms"), 1000);
+  cJSON_Delete(r);
+  r = run_bb(&e, "sleep", "sleep 60", "{\"wall_ms\":1500}", NULL);
+  ADV_EXPECT(r, "killed", "wall_time");
+  ASSERT_LT(adv_int(r, "usage.wall_ms"), 10000);
+  cJSON_Delete(r);
+  r = run_bb(&e, "flood", "yes", "{\"output_bytes\":65536}", NULL);
+  ADV_EXPECT(r, "killed", "output");
+  cJSON_Delete(r);
+  /* Background children die with the job's first process. */
+  r = run_bb(&e, "orphans", "sleep 77.4321 & sleep 77.4321 & echo left",
+             NULL, NULL);
+  ADV_EXPECT(r, "ok", NULL);
+  cJSON_Delete(r);
+  ASSERT_EQ(px_count_procs("77.4321"), 0);
+  ASSERT_EQ(our_containers(), 0);
+  adv_check_host(&e, NULL);
+  adv_stop(&e);
+  return 0;
+}
+
+TEST_IMPL(container_confinement) {
+  adv_env_t e;
+  cJSON *r, *req;
+  NEED_ENGINE();
+  ASSERT_OK(adv_start(&e, cfg_ctr));
+  /* Read-only root, read-only job dir without fs:write_tmp, no network
+   * interface but lo, no capabilities. Positive control: the job dir
+   * takes a write with fs:write_tmp. */
+  r = run_bb(&e, "ro",
+             "(touch /etc/x) 2>/dev/null && echo root:ALLOWED || echo root:DENIED; "
+             "(touch /job/x) 2>/dev/null && echo job:ALLOWED || echo job:DENIED; "
+             "ls /sys/class/net | tr '\\n' ' '; echo; "
+             "grep CapEff /proc/self/status",
+             NULL, NULL);
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "root:DENIED");
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "job:DENIED");
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "\nlo \n");
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "CapEff:\t0000000000000000");
+  cJSON_Delete(r);
+  r = run_bb(&e, "rw",
+             "echo hi > /job/x && cat /job/x && echo $HOME $TMPDIR", NULL,
+             "[\"fs:write_tmp\"]");
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_EQ(adv_str(r, "stdout"), "hi\n/job /job\n");
+  cJSON_Delete(r);
+  /* stdin reaches the job after the gate's header, byte for byte. */
+  req = adv_req("stdin", "bb", "cat; echo; echo \"$1\"", NULL, NULL);
+  cJSON_AddStringToObject(req, "stdin", "line one\nline two");
+  {
+    const char *args[1] = {"arg with spaces"};
+    adv_req_args(req, 1, args);
+  }
+  r = adv_run(e.cl, req, 60000);
+  cJSON_Delete(req);
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_EQ(adv_str(r, "stdout"), "line one\nline two\narg with spaces\n");
+  cJSON_Delete(r);
+  /* The gate's end record cannot be forged: a job printing a lookalike
+   * does not end early, and its bytes reach the client unchanged. */
+  r = run_bb(&e, "forge",
+             "printf '\\036PXEND 00000000000000000000000000000000 0\\n' >&2; "
+             "sleep 1; echo still-here",
+             NULL, NULL);
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_EQ(adv_str(r, "stdout"), "still-here\n");
+  ASSERT_STR_CONTAINS(adv_str(r, "stderr"), "PXEND 0000");
+  cJSON_Delete(r);
+  ASSERT_EQ(our_containers(), 0);
+  adv_check_host(&e, NULL);
+  adv_stop(&e);
+  return 0;
+}
+
+TEST_IMPL(container_kb_rollback) {
+  adv_env_t e;
+  cJSON *r;
+  NEED_ENGINE();
+  ASSERT_OK(adv_start(&e, cfg_ctr));
+  /* kb:write binds the KB read-write; a killed job's writes are rolled
+   * back. Without kb:write it is read-only. */
+  r = run_bb(&e, "kbw",
+             "echo vandal > \"$PX_KB_MIND/facts.md\" && rm -rf "
+             "\"$PX_KB_MIND/notes\" && echo vandalised; sleep 60",
+             "{\"wall_ms\":2000}", "[\"kb:write\"]");
+  ADV_EXPECT(r, "killed", "wall_time");
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "vandalised");
+  ASSERT_STR_EQ(adv_str(r, "kb.rolled_back"), "true");
+  ASSERT_STR_EQ(adv_str(r, "kb.verified"), "true");
+  cJSON_Delete(r);
+  r = run_bb(&e, "kbr",
+             "(echo x >> \"$PX_KB_MIND/facts.md\") 2>/dev/null && echo ALLOWED "
+             "|| echo DENIED; cat \"$PX_KB_MIND/facts.md\" >/dev/null && "
+             "echo read",
+             NULL, "[\"kb:read\"]");
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "DENIED");
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "read");
+  cJSON_Delete(r);
+  adv_check_host(&e, NULL); /* the KB is byte-identical to the start */
+  ASSERT_EQ(our_containers(), 0);
+  adv_stop(&e);
+  return 0;
+}
+
+TEST_IMPL(container_cancel_and_scram) {
+  adv_env_t e;
+  cJSON *r, *req;
+  int i;
+  NEED_ENGINE();
+  ASSERT_OK(adv_start(&e, cfg_ctr));
+  req = adv_req("c1", "bb", "echo started; sleep 60", NULL, NULL);
+  {
+    char *text = cJSON_PrintUnformatted(req);
+    ASSERT_OK(px_client_send(e.cl, text, strlen(text)));
+    free(text);
+  }
+  cJSON_Delete(req);
+  ASSERT_OK(px_wait_started(e.cl, 1, 30000));
+  ASSERT_OK(px_client_send(e.cl, "{\"type\":\"cancel\",\"id\":\"c1\"}",
+                           strlen("{\"type\":\"cancel\",\"id\":\"c1\"}")));
+  r = adv_send_wait(e.cl, NULL, "c1", 30000);
+  ASSERT_NOT_NULL(r);
+  ASSERT_STR_EQ(adv_str(r, "status"), "cancelled");
+  cJSON_Delete(r);
+  ASSERT_EQ(our_containers(), 0);
+  /* SCRAM with four running: each gets one aborted result, no container
+   * survives. */
+  for (i = 0; i < 4; i++) {
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"type\":\"run\",\"id\":\"s%d\",\"runtime\":\"bb\","
+             "\"code\":\"sleep 60\"}", i);
+    ASSERT_OK(px_client_send(e.cl, json, strlen(json)));
+  }
+  ASSERT_OK(px_wait_started(e.cl, 2, 30000)); /* two workers */
+  ASSERT_OK(px_client_send(e.cl, "{\"type\":\"scram\"}",
+                           strlen("{\"type\":\"scram\"}")));
+  {
+    px_tally_t t;
+    px_tally_results(e.cl, 4, 30000, &t);
+    ASSERT_EQ(t.results, 4);
+    ASSERT_EQ(t.aborted, 4);
+    ASSERT_EQ(t.duplicates, 0);
+  }
+  ASSERT_EQ(our_containers(), 0);
+  ASSERT_OK(px_client_send(e.cl, "{\"type\":\"resume\"}",
+                           strlen("{\"type\":\"resume\"}")));
+  adv_stop(&e);
+  return 0;
+}
+
+TEST_IMPL(container_daemon_killed) {
+  adv_env_t e;
+  int status = -1, i;
+  NEED_ENGINE();
+  ASSERT_OK(adv_start(&e, cfg_ctr));
+  for (i = 0; i < 2; i++) {
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"type\":\"run\",\"id\":\"k%d\",\"runtime\":\"bb\","
+             "\"code\":\"sleep 60\"}", i);
+    ASSERT_OK(px_client_send(e.cl, json, strlen(json)));
+  }
+  ASSERT_OK(px_wait_started(e.cl, 2, 30000));
+  ASSERT_EQ(our_containers_settle(2), 2);
+  ASSERT_OK(px_daemon_stop(&e.d, SIGKILL, &status));
+  /* The crashed daemon left its containers; the next start removes every
+   * container carrying our label before it accepts work. */
+  ASSERT_EQ(our_containers_now(), 2);
+  ASSERT_OK(px_daemon_restart(&e.d));
+  ASSERT_EQ(our_containers(), 0);
+  px_client_close(e.cl);
+  e.cl = NULL;
+  ASSERT_OK(px_daemon_connect(&e.d, 0, &e.cl));
+  adv_stop(&e);
+  return 0;
+}
+
+TEST_IMPL(container_concurrent_jobs) {
+  enum { N = 100 };
+  adv_env_t e;
+  px_tally_t t;
+  int i;
+  NEED_ENGINE();
+  ASSERT_OK(adv_start(&e, cfg_ctr));
+  for (i = 0; i < N; i++) {
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"type\":\"run\",\"id\":\"n%d\",\"runtime\":\"bb\","
+             "\"code\":\"echo %d\"}", i, i);
+    ASSERT_OK(px_client_send(e.cl, json, strlen(json)));
+  }
+  px_tally_results(e.cl, N, 300000, &t);
+  ASSERT_EQ(t.results, N);
+  ASSERT_EQ(t.ok, N);
+  ASSERT_EQ(t.duplicates, 0);
+  ASSERT_EQ(our_containers(), 0);
+  adv_check_host(&e, NULL);
+  adv_stop(&e);
+  return 0;
+}
+
+TEST_IMPL(container_image_missing) {
+  adv_env_t e;
+  cJSON *r, *req;
+  NEED_ENGINE();
+  ASSERT_OK(adv_start(&e, cfg_ctr));
+  /* Logged at start, and each job of that runtime ends with an error
+   * that names the image; the other runtimes work. */
+  ASSERT(px_log_contains(&e.d, "px-test/not-here:1"));
+  req = adv_req("gone", "gone", "echo never", NULL, NULL);
+  r = adv_run(e.cl, req, 30000);
+  cJSON_Delete(req);
+  adv_print("gone", r);
+  ASSERT_STR_EQ(adv_str(r, "status"), "error");
+  ASSERT_STR_CONTAINS(adv_str(r, "error.message"), "image");
+  cJSON_Delete(r);
+  r = run_bb(&e, "fine", "echo fine", NULL, NULL);
+  ADV_EXPECT(r, "ok", NULL);
+  cJSON_Delete(r);
+  ASSERT_EQ(our_containers(), 0);
+  adv_stop(&e);
+  return 0;
+}

@@ -1,0 +1,176 @@
+/* dk_int.h - what the container backend's files share: the connection to
+ * the Docker Engine (one per OS), a small HTTP/1.1 client over it, the
+ * Engine API calls, and the per-host cgroup reader. Not a seam: only
+ * watchdog/container/ includes it.
+ *
+ * Endpoints (containers.endpoint in the configuration):
+ *   unix:///var/run/docker.sock       Linux (the default there)
+ *   npipe:////./pipe/docker_engine    Windows (the default there)
+ *   tcp://127.0.0.1:PORT              tests only: plain HTTP, so config
+ *                                     validation admits loopback hosts only
+ */
+#ifndef PX_WATCHDOG_CONTAINER_DK_INT_H
+#define PX_WATCHDOG_CONTAINER_DK_INT_H
+
+#include "px/px_util.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The Engine API version every path is prefixed with. 1.41 is Docker
+ * 20.10 (Debian 12's docker.io); newer engines still serve it. */
+#define PX_DK_API "/v1.41"
+
+/* ---- connection (linux/conn.c, win/conn.c) ---------------------------- */
+
+typedef struct px__dk_conn_s px__dk_conn_t;
+
+/* Connect to `endpoint` (see above). *out is owned by the caller: close it
+ * with px__dk_conn_close. PX_EINVAL for an endpoint this OS cannot use,
+ * PX_EIO (logged) when nothing answers. */
+int px__dk_conn_open(const char *endpoint, px__dk_conn_t **out);
+
+/* Write all of p. 0 or PX_EIO / PX_ECLOSED. */
+int px__dk_conn_write(px__dk_conn_t *c, const void *p, size_t n);
+
+/* Read up to n bytes, waiting at most timeout_ms (-1: forever). Returns the
+ * count (> 0), 0 at end of stream, PX_ETIMEDOUT, or PX_EIO. */
+long px__dk_conn_read(px__dk_conn_t *c, void *p, size_t n, int timeout_ms);
+
+/* Half-close: the engine sees end of input (the job's stdin). */
+int px__dk_conn_shutdown_write(px__dk_conn_t *c);
+
+/* Close and clear; NULL and a cleared pointer are fine. */
+void px__dk_conn_close(px__dk_conn_t **c);
+
+/* ---- HTTP/1.1 (http.c) ------------------------------------------------ */
+
+typedef struct {
+  int status;      /* 200, 204, 404, ... */
+  px_buf_t body;   /* owned; NUL-terminated (px_buf_cstr) */
+} px__dk_resp_t;
+
+void px__dk_resp_free(px__dk_resp_t *r);
+
+/* One request on a connection of its own ("Connection: close"): method,
+ * path (already prefixed and escaped), optional JSON body. Fills *resp
+ * (free it) for any HTTP status; returns PX_EIO / PX_ETIMEDOUT /
+ * PX_EPROTO when no well-formed answer came within timeout_ms. */
+int px__dk_http(const char *endpoint, const char *method, const char *path,
+                const char *json, int timeout_ms, px__dk_resp_t *resp);
+
+/* A hijacked stream (attach): the connection after the engine's upgrade
+ * answer, with the bytes read past its headers kept in front. */
+typedef struct {
+  px__dk_conn_t *conn;      /* owned */
+  char pre[4096];           /* bytes already read past the headers */
+  size_t pre_off, pre_len;
+} px__dk_stream_t;
+
+/* POST `path` with "Upgrade: tcp" and return the raw stream once the
+ * engine answered 101 or 200. */
+int px__dk_hijack(const char *endpoint, const char *path, int timeout_ms,
+                  px__dk_stream_t *out);
+
+/* Read from a hijacked stream (the kept bytes first): as conn_read. */
+long px__dk_stream_read(px__dk_stream_t *s, void *p, size_t n, int timeout_ms);
+
+void px__dk_stream_close(px__dk_stream_t *s);
+
+/* Percent-encode s into a query-string value (b grows). */
+int px__dk_urlenc(px_buf_t *b, const char *s);
+
+/* ---- Engine API calls (docker.c) --------------------------------------- */
+
+#define PX_DK_ID_MAX 64 /* a full container id: 64 hex digits */
+
+/* What an inspect says of a container's state. */
+typedef struct {
+  int running;
+  unsigned long pid;   /* its first process on the engine's host; 0 if none */
+  long long exit_code;
+  int oom_killed;
+} px__dk_state_t;
+
+/* GET /_ping: 0 when the engine answers "OK". */
+int px__dk_ping(const char *ep);
+/* 1 present, 0 absent, < 0 error. */
+int px__dk_image_present(const char *ep, const char *image);
+/* POST /images/create (pull): only with containers.pull = "missing". */
+int px__dk_image_pull(const char *ep, const char *image);
+/* POST /containers/create?name=NAME with body `json`; id receives the new
+ * container's id (PX_DK_ID_MAX + 1 bytes). */
+int px__dk_create(const char *ep, const char *name, const char *json,
+                  char *id);
+int px__dk_start(const char *ep, const char *id);
+/* The attach stream (stdin, stdout, stderr multiplexed; see backend.c). */
+int px__dk_attach(const char *ep, const char *id, px__dk_stream_t *out);
+int px__dk_inspect(const char *ep, const char *id, px__dk_state_t *st);
+/* POST /containers/ID/kill (SIGKILL): 0 also when it is not running. */
+int px__dk_kill(const char *ep, const char *id);
+/* The same with another signal ("SIGTERM": the gate's release). */
+int px__dk_signal(const char *ep, const char *id, const char *sig);
+/* DELETE /containers/ID?force=1&v=1: 0 also when it is gone already. */
+int px__dk_remove(const char *ep, const char *id);
+/* POST /containers/ID/rename?name=NAME. */
+int px__dk_rename(const char *ep, const char *id, const char *name);
+/* POST /containers/ID/update with body `json` (a pool slot's limits). */
+int px__dk_update(const char *ep, const char *id, const char *json);
+/* Ids of every container carrying label `label` (malloc'd array of
+ * malloc'd strings, *n entries; free with px__dk_ids_free). */
+int px__dk_list_labelled(const char *ep, const char *label, char ***ids,
+                         size_t *n);
+void px__dk_ids_free(char **ids, size_t n);
+
+/* ---- cgroup accounting of a container (linux/cgstat.c; Windows: none) - */
+
+typedef struct {
+  uint64_t cpu_ns;        /* user+system CPU of the container */
+  uint64_t mem_peak;      /* peak memory, bytes (0: unknown) */
+  uint64_t pids_current;  /* tasks now */
+  uint64_t pids_max_hits; /* forks refused at the pids limit */
+  uint64_t mem_limit;     /* the memory cgroup's limit (UINT64_MAX: none) */
+  uint64_t pids_limit;    /* pids.max (UINT64_MAX: none) */
+  uint64_t oom_kills;     /* processes the kernel's OOM killer ended */
+} px__dk_cgstat_t;
+
+/* Accounting of the cgroups that process `pid` (the container's first
+ * process, seen from this host) belongs to. PX_ENOTSUP where the engine is
+ * not on this host's kernel (Windows); PX_ENOENT once the process is gone. */
+int px__dk_cgstat(unsigned long pid, px__dk_cgstat_t *out);
+
+/* What the kernel says of process `pid`: seccomp mode (2 = filter),
+ * no_new_privs, effective capabilities. PX_ENOTSUP off Linux. */
+typedef struct {
+  int seccomp_mode;
+  int no_new_privs;
+  uint64_t cap_eff;
+  unsigned long uid;
+  int net_lo_only; /* its network namespace has no interface but lo */
+  int root_ro;     /* its root filesystem is mounted read-only */
+} px__dk_procsec_t;
+int px__dk_procsec(unsigned long pid, px__dk_procsec_t *out);
+
+/* A per-job directory for the bind mount: a size-capped tmpfs on Linux, so
+ * that removing it never walks what the job left there. Returns the host
+ * path (malloc'd) in *path. */
+int px__dk_jobdir_create(const char *work_root, const char *key,
+                         uint64_t max_bytes, int writable, char **path);
+/* Write one job file below the job dir (relative, validated path). */
+int px__dk_jobdir_write(const char *dir, const char *rel,
+                        const unsigned char *data, size_t len);
+/* Unmount (detached) and remove the directory; idempotent. */
+void px__dk_jobdir_remove(const char *dir);
+
+/* A user namespace whose only mapping is "the daemon's uid/gid on disk =
+ * job_uid/job_gid", for idmapped KB binds; *fd (close it) or -1 when the
+ * kernel cannot (the KB is then bound plainly and kb:write may be denied). */
+void px__dk_idmap_open(unsigned long job_uid, unsigned long job_gid, int *fd);
+/* Mount src at dst (an existing empty directory) through an idmapped clone
+ * (userns_fd < 0: a plain bind), read-only unless rw. */
+int px__dk_idmap_bind(int userns_fd, const char *src, const char *dst, int rw);
+void px__dk_idmap_close(int fd);
+/* mkdir(path, 0700); PX_ESANDBOX (logged) on failure. */
+int px__dk_mkdir_private(const char *path);
+
+#endif /* PX_WATCHDOG_CONTAINER_DK_INT_H */

@@ -1,0 +1,404 @@
+/* host.c - what the container backend reads and makes on a Linux host
+ * whose kernel runs the containers: a container's cgroup accounting and
+ * security state read back from /proc and the cgroup files, and the job
+ * directory that is bind-mounted into the container.
+ *
+ * The job directory is a tmpfs of its own (size = the job dir cap), like
+ * the native backend's: a job cannot fill the host's disk through it, and
+ * removing it is an unmount, never a walk over what the job left (links,
+ * FIFOs, a million files).
+ */
+#include "watchdog/container/dk_int.h"
+
+#include "px/px_error.h"
+#include "px/px_log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define SANDBOX_UID 65534
+
+/* The number in file `path` ("max" reads as UINT64_MAX). */
+static int read_u64(const char *path, uint64_t *out) {
+  char buf[64];
+  ssize_t n;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? PX_ENOENT : PX_EIO;
+  n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return PX_EIO;
+  buf[n] = 0;
+  *out = strncmp(buf, "max", 3) == 0 ? UINT64_MAX : strtoull(buf, NULL, 10);
+  return 0;
+}
+
+/* A line "KEY VALUE" among the lines of `path`. */
+static int read_keyed(const char *path, const char *key, uint64_t *out) {
+  char buf[4096];
+  size_t kl = strlen(key);
+  ssize_t n;
+  const char *p;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? PX_ENOENT : PX_EIO;
+  n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n < 0)
+    return PX_EIO;
+  buf[n] = 0;
+  for (p = buf; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+    if (strncmp(p, key, kl) == 0 && (p[kl] == ' ' || p[kl] == '\t' ||
+                                     p[kl] == ':')) {
+      *out = strtoull(p + kl + 1, NULL, 10);
+      return 0;
+    }
+  return PX_ENOENT;
+}
+
+typedef struct {
+  char cpu[512], mem[512], pids[512], v2[512];
+} cg_paths_t;
+
+/* The cgroup of each controller that `pid` belongs to, from
+ * /proc/PID/cgroup ("ID:controllers:path"). */
+static int cg_paths(unsigned long pid, cg_paths_t *cp) {
+  char path[64], line[1024];
+  FILE *f;
+  memset(cp, 0, sizeof *cp);
+  snprintf(path, sizeof path, "/proc/%lu/cgroup", pid);
+  f = fopen(path, "re");
+  if (!f)
+    return errno == ENOENT ? PX_ENOENT : PX_EIO;
+  while (fgets(line, sizeof line, f)) {
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    char *nl = strchr(line, '\n');
+    if (!c2)
+      continue;
+    if (nl)
+      *nl = 0;
+    *c2 = 0;
+    c1++;
+    if (!*c1)
+      snprintf(cp->v2, sizeof cp->v2, "/sys/fs/cgroup%s", c2 + 1);
+    else if (strstr(c1, "cpuacct"))
+      snprintf(cp->cpu, sizeof cp->cpu, "/sys/fs/cgroup/cpuacct%s", c2 + 1);
+    else if (strcmp(c1, "memory") == 0)
+      snprintf(cp->mem, sizeof cp->mem, "/sys/fs/cgroup/memory%s", c2 + 1);
+    else if (strcmp(c1, "pids") == 0)
+      snprintf(cp->pids, sizeof cp->pids, "/sys/fs/cgroup/pids%s", c2 + 1);
+  }
+  fclose(f);
+  return 0;
+}
+
+int px__dk_cgstat(unsigned long pid, px__dk_cgstat_t *out) {
+  cg_paths_t cp;
+  char f[600];
+  uint64_t v;
+  int rc = cg_paths(pid, &cp);
+  memset(out, 0, sizeof *out);
+  if (rc)
+    return rc;
+  if (cp.cpu[0]) { /* cgroup v1 controllers (this host: hybrid) */
+    snprintf(f, sizeof f, "%s/cpuacct.usage", cp.cpu);
+    if ((rc = read_u64(f, &out->cpu_ns)))
+      return rc;
+  } else if (cp.v2[0]) {
+    snprintf(f, sizeof f, "%s/cpu.stat", cp.v2);
+    if ((rc = read_keyed(f, "usage_usec", &v)))
+      return rc;
+    out->cpu_ns = v * 1000u;
+  } else {
+    return PX_ENOTSUP;
+  }
+  snprintf(f, sizeof f, "%s/%s", cp.mem[0] ? cp.mem : cp.v2,
+           cp.mem[0] ? "memory.max_usage_in_bytes" : "memory.peak");
+  read_u64(f, &out->mem_peak); /* absent on older v2 kernels */
+  snprintf(f, sizeof f, "%s/pids.current", cp.pids[0] ? cp.pids : cp.v2);
+  read_u64(f, &out->pids_current);
+  snprintf(f, sizeof f, "%s/pids.events", cp.pids[0] ? cp.pids : cp.v2);
+  read_keyed(f, "max", &out->pids_max_hits);
+  out->mem_limit = out->pids_limit = UINT64_MAX;
+  snprintf(f, sizeof f, "%s/%s", cp.mem[0] ? cp.mem : cp.v2,
+           cp.mem[0] ? "memory.limit_in_bytes" : "memory.max");
+  read_u64(f, &out->mem_limit);
+  snprintf(f, sizeof f, "%s/pids.max", cp.pids[0] ? cp.pids : cp.v2);
+  read_u64(f, &out->pids_limit);
+  snprintf(f, sizeof f, "%s/%s", cp.mem[0] ? cp.mem : cp.v2,
+           cp.mem[0] ? "memory.oom_control" : "memory.events");
+  read_keyed(f, "oom_kill", &out->oom_kills);
+  return 0;
+}
+
+/* 1 when /proc/PID/net/dev lists no interface but lo. */
+static int net_lo_only(unsigned long pid) {
+  char path[64], line[512];
+  FILE *f;
+  int n = 0, others = 0;
+  snprintf(path, sizeof path, "/proc/%lu/net/dev", pid);
+  if (!(f = fopen(path, "re")))
+    return 0;
+  while (fgets(line, sizeof line, f)) {
+    char *colon = strchr(line, ':'), *name = line;
+    if (!colon || ++n < 1)
+      continue;
+    *colon = 0;
+    while (*name == ' ')
+      name++;
+    others += strcmp(name, "lo") != 0;
+  }
+  fclose(f);
+  return n > 0 && others == 0;
+}
+
+/* 1 when the mount at "/" in /proc/PID/mountinfo is read-only. */
+static int root_ro(unsigned long pid) {
+  char path[64], line[4096];
+  FILE *f;
+  int ro = 0;
+  snprintf(path, sizeof path, "/proc/%lu/mountinfo", pid);
+  if (!(f = fopen(path, "re")))
+    return 0;
+  /* "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS ..."; the last "/" wins. */
+  while (fgets(line, sizeof line, f)) {
+    char root[1024], mp[1024], opts[1024];
+    if (sscanf(line, "%*s %*s %*s %1023s %1023s %1023s", root, mp, opts) == 3 &&
+        strcmp(mp, "/") == 0)
+      ro = strncmp(opts, "ro", 2) == 0 && (opts[2] == 0 || opts[2] == ',');
+  }
+  fclose(f);
+  return ro;
+}
+
+int px__dk_procsec(unsigned long pid, px__dk_procsec_t *out) {
+  char path[64];
+  uint64_t v = 0;
+  int rc;
+  memset(out, 0, sizeof *out);
+  snprintf(path, sizeof path, "/proc/%lu/status", pid);
+  if ((rc = read_keyed(path, "Seccomp", &v)))
+    return rc;
+  out->seccomp_mode = (int)v;
+  if (read_keyed(path, "NoNewPrivs", &v) == 0)
+    out->no_new_privs = (int)v;
+  if (read_keyed(path, "Uid", &v) == 0)
+    out->uid = (unsigned long)v;
+  {
+    char buf[4096];
+    const char *p;
+    ssize_t n;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return PX_ENOENT;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = 0;
+    p = strstr(buf, "CapEff:");
+    out->cap_eff = p ? strtoull(p + 7, NULL, 16) : UINT64_MAX;
+  }
+  out->net_lo_only = net_lo_only(pid);
+  out->root_ro = root_ro(pid);
+  return 0;
+}
+
+int px__dk_jobdir_create(const char *work_root, const char *key,
+                         uint64_t max_bytes, int writable, char **path) {
+  char opts[128];
+  px_buf_t b = {0};
+  *path = NULL;
+  if (px_buf_printf(&b, "%s/%s", work_root, key))
+    return PX_ENOMEM;
+  if (mkdir(b.data, 0700) != 0) {
+    px_buf_free(&b);
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "mkdir(container job dir)");
+  }
+  /* The container's user owns it only when the job may write there; the
+   * bind is read-only otherwise as well (backend.c). */
+  snprintf(opts, sizeof opts, "size=%" PRIu64 ",mode=%s,uid=%d,gid=%d",
+           max_bytes, writable ? "0700" : "0755", writable ? SANDBOX_UID : 0,
+           writable ? SANDBOX_UID : 0);
+  if (mount("px-job", b.data, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0) {
+    int e = errno;
+    rmdir(b.data);
+    px_buf_free(&b);
+    return PX_LOG_ERRNO(PX_ESANDBOX, e, "mount(tmpfs, container job dir)");
+  }
+  *path = px_buf_take(&b, NULL);
+  return 0;
+}
+
+/* mkdir -p of rel's directories below dir (each owned like the dir). */
+static int make_parents(const char *dir, const char *rel) {
+  char buf[4096];
+  struct stat st;
+  char *s;
+  if (snprintf(buf, sizeof buf, "%s/%s", dir, rel) >= (int)sizeof buf)
+    return PX_ERANGE;
+  if (stat(dir, &st) != 0)
+    return PX_EIO;
+  for (s = buf + strlen(dir) + 1; (s = strchr(s, '/')); s++) {
+    *s = 0;
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+      return PX_LOG_ERRNO(PX_ESANDBOX, errno, "mkdir(job file dir)");
+    if (lchown(buf, st.st_uid, st.st_gid) != 0)
+      return PX_LOG_ERRNO(PX_ESANDBOX, errno, "lchown(job file dir)");
+    *s = '/';
+  }
+  return 0;
+}
+
+int px__dk_jobdir_write(const char *dir, const char *rel,
+                        const unsigned char *data, size_t len) {
+  char path[4096];
+  struct stat st;
+  int fd, rc;
+  if ((rc = make_parents(dir, rel)))
+    return rc;
+  snprintf(path, sizeof path, "%s/%s", dir, rel);
+  if (stat(dir, &st) != 0)
+    return PX_EIO;
+  fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "open(job file)");
+  while (len > 0) {
+    ssize_t w = write(fd, data, len);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "write(job file)");
+      close(fd);
+      return rc;
+    }
+    data += w;
+    len -= (size_t)w;
+  }
+  if (fchown(fd, st.st_uid, st.st_gid) != 0)
+    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "fchown(job file)");
+  close(fd);
+  return rc;
+}
+
+void px__dk_jobdir_remove(const char *dir) {
+  if (!dir)
+    return;
+  if (umount2(dir, MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT)
+    PX_LOG(PX_LOG_WARN, "umount2(container job dir): errno %d", errno);
+  if (rmdir(dir) != 0 && errno != ENOENT)
+    PX_LOG(PX_LOG_WARN, "rmdir(container job dir): errno %d", errno);
+}
+
+/* ---- idmapped KB binds ------------------------------------------------ */
+
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+
+struct px_dk_mount_attr {
+  uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+static int write_file(const char *path, const char *text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC), ok;
+  if (fd < 0)
+    return -1;
+  ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+  close(fd);
+  return ok ? 0 : -1;
+}
+
+/* As the native backend does (watchdog/linux/backend.c make_idmap): a
+ * child unshares a user namespace and waits while its maps are written;
+ * the namespace outlives it through the fd. */
+void px__dk_idmap_open(unsigned long job_uid, unsigned long job_gid, int *fd) {
+  char path[64], map[64];
+  int sync_p[2], ok;
+  pid_t pid;
+  char c;
+  *fd = -1;
+  if (pipe2(sync_p, O_CLOEXEC) != 0)
+    return;
+  pid = fork();
+  if (pid == 0) {
+    c = unshare(CLONE_NEWUSER) == 0 ? 'u' : 'x';
+    if (write(sync_p[1], &c, 1) == 1)
+      pause();
+    _exit(0);
+  }
+  close(sync_p[1]);
+  ok = pid > 0 && read(sync_p[0], &c, 1) == 1 && c == 'u';
+  close(sync_p[0]);
+  if (ok) {
+    snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)getuid(), job_uid);
+    snprintf(path, sizeof path, "/proc/%ld/uid_map", (long)pid);
+    ok = write_file(path, map) == 0;
+    snprintf(path, sizeof path, "/proc/%ld/setgroups", (long)pid);
+    ok = ok && write_file(path, "deny") == 0;
+    snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)getgid(), job_gid);
+    snprintf(path, sizeof path, "/proc/%ld/gid_map", (long)pid);
+    ok = ok && write_file(path, map) == 0;
+    snprintf(path, sizeof path, "/proc/%ld/ns/user", (long)pid);
+    if (ok)
+      *fd = open(path, O_RDONLY | O_CLOEXEC);
+  }
+  if (pid > 0) {
+    kill(pid, SIGKILL); /* checksrc: allow - our own helper child */
+    waitpid(pid, NULL, 0);
+  }
+  if (*fd < 0)
+    PX_LOG(PX_LOG_WARN, "container backend: no idmap user namespace, KB "
+                        "roots are bound plainly");
+}
+
+int px__dk_idmap_bind(int userns_fd, const char *src, const char *dst, int rw) {
+  struct px_dk_mount_attr attr;
+  int t, rc = 0;
+  if (userns_fd < 0) {
+    if (mount(src, dst, NULL, MS_BIND, NULL) != 0 ||
+        mount(NULL, dst, NULL,
+              MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (rw ? 0 : MS_RDONLY),
+              NULL) != 0)
+      return PX_LOG_ERRNO(PX_ESANDBOX, errno, "mount(KB bind)");
+    return 0;
+  }
+  t = (int)syscall(SYS_open_tree, AT_FDCWD, src, OPEN_TREE_CLONE | O_CLOEXEC);
+  if (t < 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "open_tree(KB root)");
+  memset(&attr, 0, sizeof attr);
+  attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                  (rw ? 0 : MOUNT_ATTR_RDONLY);
+  attr.userns_fd = (uint64_t)userns_fd;
+  if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &attr, sizeof attr))
+    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "mount_setattr(KB idmap)");
+  else if (syscall(SYS_move_mount, t, "", AT_FDCWD, dst,
+                   MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "move_mount(KB idmap)");
+  close(t);
+  return rc;
+}
+
+void px__dk_idmap_close(int fd) { close(fd); }
+
+int px__dk_mkdir_private(const char *path) {
+  if (mkdir(path, 0700) != 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "mkdir(container KB view)");
+  return 0;
+}
