@@ -11,7 +11,8 @@ if(PX_IS_LINUX)
     ${CMAKE_CURRENT_SOURCE_DIR}/container/run.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/spec.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/linux/conn.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/linux/host.c)
+    ${CMAKE_CURRENT_SOURCE_DIR}/container/linux/host.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/container/linux/jobdir.c)
   target_compile_definitions(px_core PUBLIC PX_HAVE_CONTAINERS=1
     PX_CTR_GATE_DEFAULT="/usr/local/lib/phoenix-executor/px-ctr-gate")
 

@@ -12,8 +12,10 @@
 #include "px/px_error.h"
 #include "watchdog/container/dk_int.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/mount.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -381,6 +383,31 @@ TEST_IMPL(container_image_missing) {
   ADV_EXPECT(r, "ok", NULL);
   cJSON_Delete(r);
   ASSERT_EQ(our_containers(), 0);
+  adv_stop(&e);
+  return 0;
+}
+
+/* A daemon with a mount namespace of its own (systemd's ProtectHome and
+ * friends give it one): the job directory and KB views must still be made
+ * where the engine binds from, or the job finds an empty /job. The test
+ * process joins a new namespace (slave of the host's, as systemd does) and
+ * the daemon it starts inherits it. */
+TEST_IMPL(container_daemon_in_own_mount_ns) {
+  adv_env_t e;
+  cJSON *r;
+  NEED_ENGINE();
+  ASSERT_EQ(unshare(CLONE_NEWNS), 0);
+  ASSERT_EQ(mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL), 0);
+  ASSERT_OK(adv_start(&e, cfg_ctr));
+  ASSERT(px_log_contains(&e.d, "has another mount namespace"));
+  r = run_bb(&e, "ns", "echo from-file; cat \"$PX_KB_MIND/facts.md\" >/dev/null "
+                       "&& echo kb-visible",
+             NULL, "[\"kb:read\"]");
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_EQ(adv_str(r, "stdout"), "from-file\nkb-visible\n");
+  cJSON_Delete(r);
+  ASSERT_EQ(our_containers(), 0);
+  adv_check_host(&e, NULL);
   adv_stop(&e);
   return 0;
 }

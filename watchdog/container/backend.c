@@ -119,6 +119,14 @@ static int ctr_open(const px_backend_opts_t *opts, void **state) {
                                                       : be->user, NULL, 10);
     px__dk_idmap_open(uid, gid, &be->idmap_fd);
   }
+  if (be->host_kernel) {
+    unsigned long engine = 0;
+    if ((rc = px__dk_engine_pid(be->endpoint, &engine)) ||
+        (rc = px__dk_engine_ns(engine))) {
+      be_free(be);
+      return rc;
+    }
+  }
   if ((rc = px__dk_ping(be->endpoint)) || (rc = recover(be)) ||
       (rc = check_images(be)) || (rc = px__ctr_reaper_start(be)) ||
       (rc = px__ctr_pool_start(be))) {
@@ -182,23 +190,15 @@ static int kb_views(px_sandbox_t *sb) {
     if (px_buf_printf(&b, "%s/%s.kb%zu", sb->be->work_root, sp->key, i))
       return PX_ENOMEM;
     sb->kbdirs[i] = px_buf_take(&b, NULL);
-    if ((rc = px__dk_mkdir_private(sb->kbdirs[i])) ||
-        (rc = px__dk_idmap_bind(sb->be->idmap_fd, sp->kb[i].host_path,
-                                sb->kbdirs[i], sp->kb[i].writable)))
+    if ((rc = px__dk_kb_view(sb->be->idmap_fd, sp->kb[i].host_path,
+                             sb->kbdirs[i], sp->kb[i].writable)))
       return rc;
   }
   return 0;
 }
 
 static int write_files(px_sandbox_t *sb) {
-  size_t i;
-  int rc;
-  for (i = 0; i < sb->spec->nfiles; i++)
-    if ((rc = px__dk_jobdir_write(sb->dir, sb->spec->files[i].path,
-                                  sb->spec->files[i].data,
-                                  sb->spec->files[i].len)))
-      return rc;
-  return 0;
+  return px__dk_jobdir_write(sb->dir, sb->spec->files, sb->spec->nfiles);
 }
 
 static int ctr_prepare(void *state, const px_job_spec_t *spec,

@@ -12,6 +12,7 @@
 #ifndef PX_WATCHDOG_CONTAINER_DK_INT_H
 #define PX_WATCHDOG_CONTAINER_DK_INT_H
 
+#include "px/px_job.h"
 #include "px/px_util.h"
 
 #include <stddef.h>
@@ -151,26 +152,32 @@ typedef struct {
 } px__dk_procsec_t;
 int px__dk_procsec(unsigned long pid, px__dk_procsec_t *out);
 
-/* A per-job directory for the bind mount: a size-capped tmpfs on Linux, so
- * that removing it never walks what the job left there. Returns the host
- * path (malloc'd) in *path. */
+/* The job directory and KB views (linux/jobdir.c), made in the mount
+ * namespace the engine binds from. px__dk_engine_ns names it (the
+ * engine's pid, from px__dk_engine_pid), once, before any job. */
+int px__dk_engine_ns(unsigned long engine_pid);
+/* The pid of the process serving a unix:// endpoint (its peer
+ * credentials). PX_ENOTSUP for other endpoints. */
+int px__dk_engine_pid(const char *endpoint, unsigned long *pid);
+/* A per-job directory for the
+ * bind mount: a size-capped tmpfs, so that removing it never walks what
+ * the job left there. Returns the host path (malloc'd) in *path. */
 int px__dk_jobdir_create(const char *work_root, const char *key,
                          uint64_t max_bytes, int writable, char **path);
-/* Write one job file below the job dir (relative, validated path). */
-int px__dk_jobdir_write(const char *dir, const char *rel,
-                        const unsigned char *data, size_t len);
-/* Unmount (detached) and remove the directory; idempotent. */
+/* Write the job's files below the job dir (relative, validated paths). */
+int px__dk_jobdir_write(const char *dir, const px_job_file_t *files,
+                        size_t n);
+/* Unmount (detached) and remove a job dir or KB view; idempotent. */
 void px__dk_jobdir_remove(const char *dir);
+/* Make dst (a new directory) a view of KB root src: idmapped through
+ * userns_fd (< 0: a plain bind), read-only unless rw. */
+int px__dk_kb_view(int userns_fd, const char *src, const char *dst, int rw);
 
 /* A user namespace whose only mapping is "the daemon's uid/gid on disk =
- * job_uid/job_gid", for idmapped KB binds; *fd (close it) or -1 when the
- * kernel cannot (the KB is then bound plainly and kb:write may be denied). */
+ * job_uid/job_gid", for idmapped KB views (linux/host.c); *fd (close it
+ * with px__dk_idmap_close) or -1 when the kernel cannot (the KB is then
+ * bound plainly and kb:write may be denied). */
 void px__dk_idmap_open(unsigned long job_uid, unsigned long job_gid, int *fd);
-/* Mount src at dst (an existing empty directory) through an idmapped clone
- * (userns_fd < 0: a plain bind), read-only unless rw. */
-int px__dk_idmap_bind(int userns_fd, const char *src, const char *dst, int rw);
 void px__dk_idmap_close(int fd);
-/* mkdir(path, 0700); PX_ESANDBOX (logged) on failure. */
-int px__dk_mkdir_private(const char *path);
 
 #endif /* PX_WATCHDOG_CONTAINER_DK_INT_H */

@@ -148,6 +148,22 @@ int px__dk_conn_shutdown_write(px__dk_conn_t *c) {
   return 0;
 }
 
+int px__dk_engine_pid(const char *endpoint, unsigned long *pid) {
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  int fd = -1, rc;
+  if (strncmp(endpoint, "unix://", 7) != 0)
+    return PX_ENOTSUP;
+  if ((rc = connect_unix(endpoint + 7, &fd)) == 0 &&
+      getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+    rc = PX_LOG_ERRNO(PX_EIO, errno, "getsockopt(SO_PEERCRED)");
+  if (fd >= 0)
+    close(fd);
+  if (rc == 0)
+    *pid = (unsigned long)cred.pid;
+  return rc;
+}
+
 void px__dk_conn_close(px__dk_conn_t **c) {
   if (!c || !*c)
     return;

@@ -1,12 +1,7 @@
-/* host.c - what the container backend reads and makes on a Linux host
- * whose kernel runs the containers: a container's cgroup accounting and
- * security state read back from /proc and the cgroup files, and the job
- * directory that is bind-mounted into the container.
- *
- * The job directory is a tmpfs of its own (size = the job dir cap), like
- * the native backend's: a job cannot fill the host's disk through it, and
- * removing it is an unmount, never a walk over what the job left (links,
- * FIFOs, a million files).
+/* host.c - what the container backend reads on a Linux host whose kernel
+ * runs the containers: a container's cgroup accounting and security state
+ * read back from /proc and the cgroup files; and the user namespace of the
+ * idmapped KB views (jobdir.c mounts them).
  */
 #include "watchdog/container/dk_int.h"
 
@@ -214,107 +209,7 @@ int px__dk_procsec(unsigned long pid, px__dk_procsec_t *out) {
   return 0;
 }
 
-int px__dk_jobdir_create(const char *work_root, const char *key,
-                         uint64_t max_bytes, int writable, char **path) {
-  char opts[128];
-  px_buf_t b = {0};
-  *path = NULL;
-  if (px_buf_printf(&b, "%s/%s", work_root, key))
-    return PX_ENOMEM;
-  if (mkdir(b.data, 0700) != 0) {
-    px_buf_free(&b);
-    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "mkdir(container job dir)");
-  }
-  /* The container's user owns it only when the job may write there; the
-   * bind is read-only otherwise as well (backend.c). */
-  snprintf(opts, sizeof opts, "size=%" PRIu64 ",mode=%s,uid=%d,gid=%d",
-           max_bytes, writable ? "0700" : "0755", writable ? SANDBOX_UID : 0,
-           writable ? SANDBOX_UID : 0);
-  if (mount("px-job", b.data, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0) {
-    int e = errno;
-    rmdir(b.data);
-    px_buf_free(&b);
-    return PX_LOG_ERRNO(PX_ESANDBOX, e, "mount(tmpfs, container job dir)");
-  }
-  *path = px_buf_take(&b, NULL);
-  return 0;
-}
-
-/* mkdir -p of rel's directories below dir (each owned like the dir). */
-static int make_parents(const char *dir, const char *rel) {
-  char buf[4096];
-  struct stat st;
-  char *s;
-  if (snprintf(buf, sizeof buf, "%s/%s", dir, rel) >= (int)sizeof buf)
-    return PX_ERANGE;
-  if (stat(dir, &st) != 0)
-    return PX_EIO;
-  for (s = buf + strlen(dir) + 1; (s = strchr(s, '/')); s++) {
-    *s = 0;
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-      return PX_LOG_ERRNO(PX_ESANDBOX, errno, "mkdir(job file dir)");
-    if (lchown(buf, st.st_uid, st.st_gid) != 0)
-      return PX_LOG_ERRNO(PX_ESANDBOX, errno, "lchown(job file dir)");
-    *s = '/';
-  }
-  return 0;
-}
-
-int px__dk_jobdir_write(const char *dir, const char *rel,
-                        const unsigned char *data, size_t len) {
-  char path[4096];
-  struct stat st;
-  int fd, rc;
-  if ((rc = make_parents(dir, rel)))
-    return rc;
-  snprintf(path, sizeof path, "%s/%s", dir, rel);
-  if (stat(dir, &st) != 0)
-    return PX_EIO;
-  fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "open(job file)");
-  while (len > 0) {
-    ssize_t w = write(fd, data, len);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0) {
-      rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "write(job file)");
-      close(fd);
-      return rc;
-    }
-    data += w;
-    len -= (size_t)w;
-  }
-  if (fchown(fd, st.st_uid, st.st_gid) != 0)
-    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "fchown(job file)");
-  close(fd);
-  return rc;
-}
-
-void px__dk_jobdir_remove(const char *dir) {
-  if (!dir)
-    return;
-  if (umount2(dir, MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT)
-    PX_LOG(PX_LOG_WARN, "umount2(container job dir): errno %d", errno);
-  if (rmdir(dir) != 0 && errno != ENOENT)
-    PX_LOG(PX_LOG_WARN, "rmdir(container job dir): errno %d", errno);
-}
-
-/* ---- idmapped KB binds ------------------------------------------------ */
-
-#ifndef MOUNT_ATTR_IDMAP
-#define MOUNT_ATTR_IDMAP 0x00100000
-#endif
-#ifndef OPEN_TREE_CLONE
-#define OPEN_TREE_CLONE 1
-#endif
-#ifndef MOVE_MOUNT_F_EMPTY_PATH
-#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
-#endif
-
-struct px_dk_mount_attr {
-  uint64_t attr_set, attr_clr, propagation, userns_fd;
-};
+/* ---- the idmap user namespace ------------------------------------------ */
 
 static int write_file(const char *path, const char *text) {
   int fd = open(path, O_WRONLY | O_CLOEXEC), ok;
@@ -368,37 +263,4 @@ void px__dk_idmap_open(unsigned long job_uid, unsigned long job_gid, int *fd) {
                         "roots are bound plainly");
 }
 
-int px__dk_idmap_bind(int userns_fd, const char *src, const char *dst, int rw) {
-  struct px_dk_mount_attr attr;
-  int t, rc = 0;
-  if (userns_fd < 0) {
-    if (mount(src, dst, NULL, MS_BIND, NULL) != 0 ||
-        mount(NULL, dst, NULL,
-              MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | (rw ? 0 : MS_RDONLY),
-              NULL) != 0)
-      return PX_LOG_ERRNO(PX_ESANDBOX, errno, "mount(KB bind)");
-    return 0;
-  }
-  t = (int)syscall(SYS_open_tree, AT_FDCWD, src, OPEN_TREE_CLONE | O_CLOEXEC);
-  if (t < 0)
-    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "open_tree(KB root)");
-  memset(&attr, 0, sizeof attr);
-  attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                  (rw ? 0 : MOUNT_ATTR_RDONLY);
-  attr.userns_fd = (uint64_t)userns_fd;
-  if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &attr, sizeof attr))
-    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "mount_setattr(KB idmap)");
-  else if (syscall(SYS_move_mount, t, "", AT_FDCWD, dst,
-                   MOVE_MOUNT_F_EMPTY_PATH) != 0)
-    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "move_mount(KB idmap)");
-  close(t);
-  return rc;
-}
-
 void px__dk_idmap_close(int fd) { close(fd); }
-
-int px__dk_mkdir_private(const char *path) {
-  if (mkdir(path, 0700) != 0)
-    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "mkdir(container KB view)");
-  return 0;
-}
