@@ -96,7 +96,9 @@ PX_TEST_ENTRY(enforce, enforce_handle_cap, 60)
 /* service/win/setup.c: tests/win/test_setup.c */
 PX_TEST_ENTRY(setup, setup_sddl_rules, 30)
 PX_TEST_ENTRY(setup, setup_apply_verify, 60)
-PX_TEST_ENTRY(setup, setup_backup_restore_privileges, 30)
+PX_TEST_ENTRY(setup, setup_refuses_links, 60)
+PX_TEST_ENTRY(setup, setup_kb_rules, 30)
+PX_TEST_ENTRY(enforce, setup_enforce_dacls, 60)
 /* watchdog/win/pathcheck.c: tests/win/test_pathcheck.c */
 PX_TEST_ENTRY(setup, pathcheck_rules, 30)
 PX_TEST_ENTRY(setup, pathcheck_wine_acl_facts, 30)

@@ -117,13 +117,24 @@ static int pc_unix(const char *tool, const WCHAR *a, const WCHAR *b,
   return ok;
 }
 
-/* A junction where Windows makes one, else (Wine) a Unix symlink. */
-static int plant(const WCHAR *link, const WCHAR *target, const char **kind) {
+/* A junction where Windows makes one, else (Wine) a Unix symlink. Used
+ * by test_setup.c too. */
+int pc_plant(const WCHAR *link, const WCHAR *target, const char **kind);
+int pc_plant(const WCHAR *link, const WCHAR *target, const char **kind) {
   *kind = "junction";
   if (pc_junction(link, target))
     return 1;
   *kind = "Unix symlink (Wine cannot make junctions)";
   return px_test_under_wine() && pc_unix("ln", target, link, link, 1);
+}
+
+/* Remove what pc_plant made, as itself. */
+int pc_unplant(const WCHAR *link, const char *kind);
+int pc_unplant(const WCHAR *link, const char *kind) {
+  if (strcmp(kind, "junction") == 0)
+    return RemoveDirectoryW(link) != 0; /* a junction goes as itself */
+  /* Wine's RemoveDirectoryW would follow a Unix symlink. */
+  return pc_unix("rm", link, NULL, link, 0);
 }
 
 static void wide(WCHAR *out, const char *a, const char *b) {
@@ -311,7 +322,7 @@ static void junction_each_level(const char *const *levels, size_t n, unsigned ow
     snprintf(rel, sizeof rel, "lure\\%s", levels[i]);
     wide(target, px_test_tmpdir(), rel);
     ASSERT(MoveFileW(link, real)); /* the attacker renames it away ... */
-    if (!plant(link, target, &kind)) /* ... and plants a link */
+    if (!pc_plant(link, target, &kind)) /* ... and plants a link */
       px__test_fail(__FILE__, __LINE__, "cannot plant a %s (error %lu)", kind,
                     (unsigned long)GetLastError());
     h = NULL;
@@ -319,10 +330,7 @@ static void junction_each_level(const char *const *levels, size_t n, unsigned ow
     ASSERT(h == NULL);
     printf("level %zu, %s: %s\n", i, kind, why);
     ASSERT(strstr(why, "reparse point") != NULL || strstr(why, "final path") != NULL);
-    if (strcmp(kind, "junction") == 0)
-      ASSERT(RemoveDirectoryW(link)); /* a junction goes as itself */
-    else /* Wine's RemoveDirectoryW would follow a Unix symlink */
-      ASSERT(pc_unix("rm", link, NULL, link, 0));
+    ASSERT(pc_unplant(link, kind));
     ASSERT(MoveFileW(real, link));
   }
   ASSERT_OK(px__path_open(&rq, &h, why, sizeof why));
