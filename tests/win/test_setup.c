@@ -160,8 +160,8 @@ TEST_IMPL(setup_refuses_links) {
   }
   ASSERT_OK(px_win_setup_verify(&s, why, sizeof why));
   /* Nothing was created in the lure. */
+  snprintf(lure, sizeof lure, "%slure\\kb-store", px_test_tmpdir());
   wpath(w, lure);
-  wcscat(w, L"\\kb-store");
   ASSERT(GetFileAttributesW(w) == INVALID_FILE_ATTRIBUTES);
   return 0;
 }
