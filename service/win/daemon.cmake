@@ -98,7 +98,9 @@ set_tests_properties(win.svc_demo PROPERTIES LABELS "win;integ" TIMEOUT 900
 # SIDs, and the fail-closed check at every start (service/win/setup.c).
 target_sources(px_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/win/setup.c)
 target_sources(px_tests_win PRIVATE ${PROJECT_SOURCE_DIR}/tests/win/test_setup.c
-  ${PROJECT_SOURCE_DIR}/tests/win/test_pathcheck.c)
+  ${PROJECT_SOURCE_DIR}/tests/win/test_pathcheck.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_kbpriv.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_scm.c)
 px_add_test_group(px_tests_win setup LABELS win unit)
 
 # Across platforms: a native Linux phoenixctl (ZeroMQ, CURVE) runs a job on

@@ -341,6 +341,12 @@ static int start_up(daemon_t *d) {
   if ((rc = setup_logging(d)) != 0)
     return rc;
   checkpoint();
+  /* The token the SCM builds at the next start: only the privileges the
+   * service needs, and its own service SID (scm.c). `install` sets them;
+   * this covers an MSI install where the installer could not. */
+  if (d->ssh && px_scm_harden_named(SERVICE_NAME) != 0)
+    PX_LOG(PX_LOG_WARN, "could not register the service's required "
+                        "privileges and service SID with the SCM");
   if ((rc = machine_setup(d)) != 0)
     return rc;
   checkpoint();

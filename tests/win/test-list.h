@@ -99,6 +99,13 @@ PX_TEST_ENTRY(setup, setup_apply_verify, 60)
 PX_TEST_ENTRY(setup, setup_refuses_links, 60)
 PX_TEST_ENTRY(setup, setup_kb_rules, 30)
 PX_TEST_ENTRY(enforce, setup_enforce_dacls, 60)
+/* kb/win/priv.c: tests/win/test_kbpriv.c */
+PX_TEST_ENTRY(setup, kbpriv_thread_only, 30)
+PX_TEST_ENTRY(setup, kbpriv_nesting_and_faults, 30)
+PX_TEST_ENTRY(setup, kbpriv_kb_fails_closed, 60)
+/* service/win/scm.c: tests/win/test_scm.c */
+PX_TEST_ENTRY(setup, scm_harden_readback, 60)
+PX_TEST_ENTRY(setup, scm_install_fails_whole, 60)
 /* watchdog/win/pathcheck.c: tests/win/test_pathcheck.c */
 PX_TEST_ENTRY(setup, pathcheck_rules, 30)
 PX_TEST_ENTRY(setup, pathcheck_wine_acl_facts, 30)
