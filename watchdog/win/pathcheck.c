@@ -56,11 +56,6 @@
   (ANCESTOR_RIGHTS | FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_WRITE_EA |    \
    FILE_WRITE_ATTRIBUTES | GENERIC_WRITE)
 
-typedef NTSTATUS(NTAPI *nt_create_file_fn)(PHANDLE, ACCESS_MASK,
-                                           POBJECT_ATTRIBUTES, PIO_STATUS_BLOCK,
-                                           PLARGE_INTEGER, ULONG, ULONG, ULONG,
-                                           ULONG, PVOID, ULONG);
-static nt_create_file_fn nt_create;
 
 /* ---- the rule on a descriptor ---- */
 
@@ -168,13 +163,6 @@ int px__path_admin_sd(PSECURITY_DESCRIPTOR *out) {
 
 /* ---- relative opens ---- */
 
-static int nt_resolve(void) {
-  HMODULE nt = GetModuleHandleW(L"ntdll.dll");
-  if (!nt_create && nt)
-    nt_create = (nt_create_file_fn)(void (*)(void))GetProcAddress(nt, "NtCreateFile");
-  return nt_create ? 0 : PX_ENOTSUP;
-}
-
 LONG px__path_nt_open(HANDLE parent, const WCHAR *name, size_t len, DWORD access,
                       DWORD share, ULONG disposition, ULONG options,
                       PSECURITY_DESCRIPTOR sd, HANDLE *out) {
@@ -182,12 +170,10 @@ LONG px__path_nt_open(HANDLE parent, const WCHAR *name, size_t len, DWORD access
   OBJECT_ATTRIBUTES oa;
   IO_STATUS_BLOCK io;
   *out = NULL;
-  if (nt_resolve() != 0)
-    return (LONG)0xC0000002L; /* STATUS_NOT_IMPLEMENTED */
   us.Buffer = (PWSTR)name;
   us.Length = us.MaximumLength = (USHORT)(len * sizeof(WCHAR));
   InitializeObjectAttributes(&oa, &us, OBJ_CASE_INSENSITIVE, parent, sd);
-  return nt_create(out, access | SYNCHRONIZE, &oa, &io, NULL,
+  return PXW(NtCreateFile)(out, access | SYNCHRONIZE, &oa, &io, NULL,
                    FILE_ATTRIBUTE_NORMAL, share, disposition,
                    options | FILE_OPEN_REPARSE_POINT | FILE_SYNCHRONOUS_IO_NONALERT,
                    NULL, 0);

@@ -17,6 +17,7 @@
 #include <windows.h>
 #include <aclapi.h>
 #include <winsvc.h>
+#include <winternl.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -70,6 +71,11 @@
     (t, d, n, b, p, r))                                                       \
   X(BOOL, ChangeServiceConfig2W, FALSE, (SC_HANDLE h, DWORD l, LPVOID i),    \
     (h, l, i))                                                                \
+  X(NTSTATUS, NtCreateFile, (NTSTATUS)0xC0000022L /* ACCESS_DENIED */,      \
+    (PHANDLE h, ACCESS_MASK a, POBJECT_ATTRIBUTES o, PIO_STATUS_BLOCK io,     \
+     PLARGE_INTEGER sz, ULONG at, ULONG sh, ULONG d, ULONG op, PVOID ea,      \
+     ULONG el),                                                               \
+    (h, a, o, io, sz, at, sh, d, op, ea, el))                                 \
   X(BOOL, CreateDirectoryW, FALSE, (LPCWSTR p, LPSECURITY_ATTRIBUTES a),      \
     (p, a))                                                                   \
   X(HANDLE, CreateFileW, INVALID_HANDLE_VALUE,                                \
