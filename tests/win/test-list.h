@@ -43,6 +43,7 @@ PX_TEST_ENTRY(pipe, pipe_silent_client_dropped, 30)
 PX_TEST_ENTRY(recovery, recovery_removes_leftovers, 30)
 PX_TEST_ENTRY(recovery, recovery_creates_missing_root, 30)
 PX_TEST_ENTRY(recovery, recovery_refuses_bad_roots, 30)
+PX_TEST_ENTRY(recovery, recovery_refuses_link_ancestor, 30)
 /* the watchdog: its own polling, and posted limit messages */
 PX_TEST_ENTRY(winwatchdog, winwd_memory_hog, 60)
 PX_TEST_ENTRY(winwatchdog, winwd_busy_loop, 60)
