@@ -44,6 +44,8 @@ PX_TEST_ENTRY(recovery, recovery_removes_leftovers, 30)
 PX_TEST_ENTRY(recovery, recovery_creates_missing_root, 30)
 PX_TEST_ENTRY(recovery, recovery_refuses_bad_roots, 30)
 PX_TEST_ENTRY(recovery, recovery_refuses_link_ancestor, 30)
+/* tests/win/test_svc_priv.c: the real service's tokens after a KB op */
+PX_TEST_ENTRY(recovery, svcpriv_backup_only_in_kb_ops, 90)
 /* the watchdog: its own polling, and posted limit messages */
 PX_TEST_ENTRY(winwatchdog, winwd_memory_hog, 60)
 PX_TEST_ENTRY(winwatchdog, winwd_busy_loop, 60)
