@@ -220,27 +220,6 @@ int px__winbe_empty_dir(HANDLE dir, px__winbe_rm_counts_t *counts) {
   return empty_dir(dir, 0, counts, 1);
 }
 
-int px__winbe_final_path(const WCHAR *path, WCHAR **out) {
-  HANDLE h = CreateFileW(path, FILE_READ_ATTRIBUTES,
-                         FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                         NULL, OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
-  WCHAR *buf;
-  DWORD n;
-  if (h == INVALID_HANDLE_VALUE)
-    return PX_LOG_WIN32(px_err_from_win32(GetLastError()), GetLastError(),
-                        "CreateFileW(work root)");
-  buf = malloc(32768 * sizeof(WCHAR));
-  n = buf ? GetFinalPathNameByHandleW(h, buf, 32768, FILE_NAME_NORMALIZED) : 0;
-  CloseHandle(h);
-  if (n == 0 || n >= 32768) {
-    free(buf);
-    return buf ? PX_LOG_WIN32(PX_EIO, GetLastError(), "GetFinalPathNameByHandleW")
-               : PX_ENOMEM;
-  }
-  *out = buf;
-  return 0;
-}
-
 /* The handle's final path must be strictly below root_final. */
 static int inside_root(HANDLE h, const WCHAR *root_final) {
   WCHAR *buf = malloc(32768 * sizeof(WCHAR));
