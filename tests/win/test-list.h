@@ -46,6 +46,7 @@ PX_TEST_ENTRY(recovery, recovery_refuses_bad_roots, 30)
 PX_TEST_ENTRY(recovery, recovery_refuses_link_ancestor, 30)
 /* tests/win/test_svc_priv.c: the real service's tokens after a KB op */
 PX_TEST_ENTRY(recovery, svcpriv_backup_only_in_kb_ops, 90)
+PX_TEST_ENTRY(recovery, svcpriv_refuses_linked_work_root, 90)
 /* the watchdog: its own polling, and posted limit messages */
 PX_TEST_ENTRY(winwatchdog, winwd_memory_hog, 60)
 PX_TEST_ENTRY(winwatchdog, winwd_busy_loop, 60)
@@ -102,6 +103,7 @@ PX_TEST_ENTRY(setup, setup_sddl_rules, 30)
 PX_TEST_ENTRY(setup, setup_apply_verify, 60)
 PX_TEST_ENTRY(setup, setup_refuses_links, 60)
 PX_TEST_ENTRY(setup, setup_kb_rules, 30)
+PX_TEST_ENTRY(setup, setup_kb_apply_fails_closed, 60)
 PX_TEST_ENTRY(enforce, setup_enforce_dacls, 60)
 /* kb/win/priv.c: tests/win/test_kbpriv.c */
 PX_TEST_ENTRY(setup, kbpriv_thread_only, 30)

@@ -11,6 +11,7 @@
 
 #include "px/px_error.h"
 #include "service/win/setup.h"
+#include "watchdog/win/winapi.h"
 
 #include <windows.h>
 #include <aclapi.h>
@@ -251,5 +252,33 @@ TEST_IMPL(setup_enforce_dacls) {
   set_open_dacl(work, L"D:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301bf;;;BU)");
   ASSERT_OK(px_win_setup_apply(&s, why, sizeof why));
   ASSERT_OK(px_win_setup_verify(&s, why, sizeof why));
+  return 0;
+}
+
+/* The KB root rule held under Wine too (kb_acl forced on): Wine's
+ * synthesised DACL is not the KB DACL, so apply tries to set it through
+ * the handle; that call failing (PXW seam) refuses the root with the
+ * reason, and so does a set that does not stick (Wine's). */
+TEST_IMPL(setup_kb_apply_fails_closed) {
+  char data[MAX_PATH], work[MAX_PATH], store[MAX_PATH], kb[MAX_PATH],
+      cfg[MAX_PATH], why[640];
+  const char *roots[1];
+  px_win_setup_t s;
+  setup_paths(&s, data, work, store, kb, cfg, roots);
+  s.config_path = NULL;
+  s.kb_acl = 1;
+  if (!px_test_under_wine()) {
+    ASSERT_OK(px_win_setup_apply(&s, why, sizeof why)); /* Windows: it sticks */
+    set_open_dacl(kb, L"D:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301bf;;;BU)");
+  }
+  px__winapi_fault(PX_WAPI_SetSecurityInfo, 1, ERROR_ACCESS_DENIED);
+  ASSERT_EQ(px_win_setup_apply(&s, why, sizeof why), PX_EACL);
+  px__winapi_fault_reset();
+  printf("%s\n", why);
+  ASSERT(strstr(why, "KB root") && strstr(why, "cannot give it the KB DACL"));
+  if (px_test_under_wine()) { /* the set "succeeds" and does not stick */
+    ASSERT_EQ(px_win_setup_apply(&s, why, sizeof why), PX_EACL);
+    ASSERT(strstr(why, "not the protected KB DACL") != NULL);
+  }
   return 0;
 }

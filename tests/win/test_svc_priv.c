@@ -178,3 +178,72 @@ TEST_IMPL(svcpriv_backup_only_in_kb_ops) {
   CloseHandle(pi.hThread);
   return 0;
 }
+
+/* test_pathcheck.c: a junction (Windows) or a Unix symlink (Wine). */
+int pc_plant(const WCHAR *link, const WCHAR *target, const char **kind);
+int pc_unplant(const WCHAR *link, const char *kind);
+
+static int file_has(const char *path, const char *needle) {
+  FILE *f = fopen(path, "rb");
+  char buf[65536];
+  size_t n;
+  if (!f)
+    return 0;
+  n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return strstr(buf, needle) != NULL;
+}
+
+/* The real service refuses to start when the work root's parent is a
+ * link, before recovery touches anything: exit non-zero, PX_EVENT_PATH_
+ * REFUSED ([E1010]) in the log naming the path and the rule, and the
+ * directory the link points to untouched. */
+TEST_IMPL(svcpriv_refuses_linked_work_root) {
+  char kb[MAX_PATH], store[MAX_PATH], work[MAX_PATH], cfg[MAX_PATH], logf[MAX_PATH],
+      pipe[128], victim[MAX_PATH], keep[MAX_PATH];
+  WCHAR w[MAX_PATH], wl[MAX_PATH];
+  const char *kind = "";
+  const char *argv[10];
+  FILE *f;
+  int status = -1;
+  snprintf(kb, sizeof kb, "%skb", px_test_tmpdir());
+  snprintf(store, sizeof store, "%sstore", px_test_tmpdir());
+  snprintf(work, sizeof work, "%sorch\\work", px_test_tmpdir());
+  snprintf(victim, sizeof victim, "%svictim", px_test_tmpdir());
+  snprintf(keep, sizeof keep, "%svictim\\work\\precious.txt", px_test_tmpdir());
+  snprintf(cfg, sizeof cfg, "%sexecutor.json", px_test_tmpdir());
+  snprintf(logf, sizeof logf, "%sservice.log", px_test_tmpdir());
+  snprintf(pipe, sizeof pipe, "\\\\.\\pipe\\px-priv2-%lu", GetCurrentProcessId());
+  MultiByteToWideChar(CP_UTF8, 0, kb, -1, w, MAX_PATH);
+  ASSERT(CreateDirectoryW(w, NULL));
+  MultiByteToWideChar(CP_UTF8, 0, victim, -1, w, MAX_PATH);
+  ASSERT(CreateDirectoryW(w, NULL));
+  wcsncat(w, L"\\work", 8);
+  ASSERT(CreateDirectoryW(w, NULL));
+  ASSERT_NOT_NULL(f = fopen(keep, "wb"));
+  fputs("x", f);
+  fclose(f);
+  write_config(cfg, kb, store, work);
+  /* ...\orch is a link to ...\victim. */
+  snprintf(work, sizeof work, "%sorch", px_test_tmpdir());
+  MultiByteToWideChar(CP_UTF8, 0, work, -1, wl, MAX_PATH);
+  MultiByteToWideChar(CP_UTF8, 0, victim, -1, w, MAX_PATH);
+  ASSERT(pc_plant(wl, w, &kind));
+  argv[0] = exe();
+  argv[1] = "--console";
+  argv[2] = "--config";
+  argv[3] = cfg;
+  argv[4] = "--pipe";
+  argv[5] = pipe;
+  argv[6] = "--log-file";
+  argv[7] = logf;
+  argv[8] = NULL;
+  ASSERT_OK(px_test_spawn(argv, 60, &status, NULL, 0));
+  ASSERT_NE(status, 0);
+  ASSERT(file_has(logf, "[E1010]"));
+  ASSERT(file_has(logf, "orch"));
+  ASSERT(GetFileAttributesA(keep) != INVALID_FILE_ATTRIBUTES);
+  ASSERT(pc_unplant(wl, kind));
+  return 0;
+}
