@@ -378,3 +378,76 @@ TEST_IMPL(pathcheck_faults) {
   px__winapi_fault_reset();
   return 0;
 }
+
+/* Under Wine: chmod the Unix directory behind `path` (Wine derives the
+ * DACL it reports from the mode). */
+static int pc_chmod(const WCHAR *path, const char *mode) {
+  HMODULE k32 = GetModuleHandleW(L"kernel32.dll");
+  unix_name_fn to_unix =
+      k32 ? (unix_name_fn)(void (*)(void))GetProcAddress(k32, "wine_get_unix_file_name")
+          : NULL;
+  WCHAR cmd[2 * MAX_PATH];
+  char *u;
+  STARTUPINFOW si;
+  PROCESS_INFORMATION pi;
+  int ok = 0;
+  if (!to_unix || !(u = to_unix(path)))
+    return 0;
+  _snwprintf(cmd, 2 * MAX_PATH, L"chmod %hs \"%hs\"", mode, u);
+  cmd[2 * MAX_PATH - 1] = 0;
+  HeapFree(GetProcessHeap(), 0, u);
+  memset(&si, 0, sizeof si);
+  si.cb = sizeof si;
+  /* Test helper only (never a job): Wine starts the Unix chmod. */
+  if (CreateProcessW(L"Z:\\bin\\chmod", cmd, NULL, NULL, FALSE, 0, NULL, NULL, /* checksrc: allow - test helper */
+                     &si, &pi)) {
+    WaitForSingleObject(pi.hProcess, 10000);
+    CloseHandle(pi.hProcess);
+    CloseHandle(pi.hThread);
+    ok = 1;
+  }
+  return ok;
+}
+
+/* An own directory whose DACL lets others write (under Wine: a Unix mode
+ * with o+w, which Wine reports as Everyone: write) is refused by the check;
+ * the fix's SetSecurityInfo failing (PXW) is refused with that reason; the
+ * fix itself sticks (Wine maps the admin-only DACL back to a mode). On
+ * Windows the same is shown on real DACLs by setup_enforce_dacls. */
+TEST_IMPL(pathcheck_open_owned_dir) {
+  px__path_req_t rq;
+  WCHAR p[MAX_PATH];
+  HANDLE h = NULL;
+  char why[512];
+  int i, rc = 0;
+  if (!px_test_under_wine())
+    RETURN_SKIP("needs Wine's mode-derived DACLs (Windows: setup_enforce_dacls)");
+  mkdir_rel("own");
+  req(&rq, p, "own", 1);
+  ASSERT_OK(px__path_open(&rq, &h, why, sizeof why)); /* positive control */
+  CloseHandle(h);
+  ASSERT(pc_chmod(p, "o+w"));
+  for (i = 0; i < 100; i++) { /* Wine cannot wait for a Unix child */
+    if ((rc = px__path_open(&rq, &h, why, sizeof why)) != 0)
+      break;
+    CloseHandle(h);
+    Sleep(50);
+  }
+  printf("%s\n", why);
+  ASSERT_EQ(rc, PX_EACL);
+  ASSERT(strstr(why, "S-1-1-0") != NULL && strstr(why, "may write in") != NULL);
+  rq.fix = 1;
+  px__winapi_fault(PX_WAPI_SetSecurityInfo, 1, ERROR_ACCESS_DENIED);
+  ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EACL);
+  px__winapi_fault_reset();
+  printf("%s\n", why);
+  ASSERT(strstr(why, "setting the admin-only DACL failed") != NULL);
+  /* Without the fault: the fix is applied through the handle and the
+   * directory then passes (Wine maps the new DACL back to a Unix mode). */
+  ASSERT_OK(px__path_open(&rq, &h, why, sizeof why));
+  CloseHandle(h);
+  rq.fix = 0;
+  ASSERT_OK(px__path_open(&rq, &h, why, sizeof why)); /* it stuck */
+  CloseHandle(h);
+  return 0;
+}
