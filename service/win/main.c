@@ -284,6 +284,21 @@ static int open_transports(daemon_t *d) {
   return rc;
 }
 
+/* %ProgramData%\PhoenixOrch, nothing created (UTF-8). */
+static int data_root(char *out, size_t outsz) {
+  WCHAR base[MAX_PATH];
+  char *u;
+  DWORD n = GetEnvironmentVariableW(L"ProgramData", base, MAX_PATH);
+  int rc;
+  if (n == 0 || n >= MAX_PATH)
+    _snwprintf(base, MAX_PATH, L"%ls", L"C:\\ProgramData");
+  if (!(u = px__utf8(base)))
+    return PX_ENOMEM;
+  rc = px_snprintf(out, outsz, "%s\\PhoenixOrch", u);
+  free(u);
+  return rc;
+}
+
 /* What the MSI cannot express (service/win/setup.c), before recovery or
  * the KB touch anything: every directory the service trusts opened from
  * the volume root down by handle (links, foreign owners and DACLs open to
@@ -295,18 +310,13 @@ static int open_transports(daemon_t *d) {
  * each operation (kb/win/priv.c). */
 static int machine_setup(daemon_t *d) {
   const char *roots[16];
-  char data_dir[MAX_PATH * 3], *slash, why[640] = "";
+  char data_dir[MAX_PATH * 3], why[640] = "";
   px_win_setup_t s;
   size_t i;
   int rc;
   memset(&s, 0, sizeof s);
-  if (default_log_path(data_dir, sizeof data_dir) == 0 &&
-      (slash = strrchr(data_dir, '\\')) != NULL) {
-    *slash = '\0'; /* ...\PhoenixOrch\logs */
-    if ((slash = strrchr(data_dir, '\\')) != NULL)
-      *slash = '\0'; /* ...\PhoenixOrch */
-    s.data_dir = data_dir;
-  }
+  if (data_root(data_dir, sizeof data_dir) == 0)
+    s.data_dir = data_dir; /* created by the walk if missing, admin-only */
   s.config_path = d->a.config_path;
   s.work_root = d->cfg->work_root;
   if (d->cfg->kb.nroots > sizeof roots / sizeof roots[0])
