@@ -14,12 +14,15 @@
  *    the listing is still handled as what was opened;
  *  - a reparse point is deleted as itself, never descended into;
  *  - deletion is by handle (FileDispositionInfoEx, falling back to
- *    FileDispositionInfo); a hard link loses only its name.
+ *    FileDispositionInfo); a hard link loses only its name;
+ *  - backup/restore privileges are enabled on this thread's token for the
+ *    removal only (the KB's scope, kb/win/priv.c), never process-wide.
  * Runs after every process of the job is gone (or, for recovery, before
  * any job runs).
  */
 #include "watchdog/win/internal.h"
 
+#include "kb/kb_fs.h"
 #include "px/px_log.h"
 #include "service/win/win_error.h"
 
@@ -213,11 +216,15 @@ static int remove_handle(HANDLE h, int depth, px__winbe_rm_counts_t *c) {
 }
 
 int px__winbe_empty_dir(HANDLE dir, px__winbe_rm_counts_t *counts) {
-  int rc;
+  int rc, scoped;
   memset(counts, 0, sizeof *counts);
   if ((rc = nt_resolve()))
     return rc;
-  return empty_dir(dir, 0, counts, 1);
+  scoped = px_kbfs_scope_enter() == 0; /* see remove_tree */
+  rc = empty_dir(dir, 0, counts, 1);
+  if (scoped)
+    px_kbfs_scope_leave();
+  return rc;
 }
 
 /* The handle's final path must be strictly below root_final. */
@@ -263,7 +270,14 @@ int px__winbe_remove_tree(const WCHAR *dir, const WCHAR *root_final) {
                          "left in place");
     rc = PX_ELOOP;
   } else {
+    /* FILE_OPEN_FOR_BACKUP_INTENT only helps with the restore privilege:
+     * enabled on this thread's token for this removal only (kb/win/priv.c),
+     * so a job that locked the service out of a file it made cannot keep
+     * it. Without it the removal still runs, with the DACLs as they are. */
+    int scoped = px_kbfs_scope_enter() == 0;
     rc = remove_handle(h, 0, NULL);
+    if (scoped)
+      px_kbfs_scope_leave();
   }
   CloseHandle(h);
   return rc;
