@@ -18,7 +18,9 @@
 #     warning fails the build (wixl ignores attributes it does not know
 #     with only a warning: nothing may be silently dropped);
 #  4. msibuild sets what wixl 0.101 cannot express (docs/installer.md),
-#     including the SCM failure actions (MsiServiceConfigFailureActions):
+#     including the SCM failure actions (MsiServiceConfigFailureActions),
+#     the service's required privileges and SID (MsiServiceConfig), the
+#     protected DACL of C:\PhoenixOrch\Temp (MsiLockPermissionsEx), and:
 #     Permanent + NeverOverwrite on the configuration, Permanent on the
 #     logs and KB store folders, REMOVE_DATA in SecureCustomProperties,
 #     and the WaitServiceStopped action as an EXE in the Binary table
@@ -120,6 +122,42 @@ printf '%s\r\n' \
     -q "INSERT INTO \`InstallExecuteSequence\` (\`Action\`, \`Condition\`, \`Sequence\`) VALUES ('MsiConfigureServices', 'VersionNT >= 600', 5850)") ||
     die "msibuild (failure actions) failed"
 
+# The service's token (as `PhoenixExecutor.exe install` and every start
+# set it, service/win/scm.c): only the privileges it needs
+# (SERVICE_CONFIG_REQUIRED_PRIVILEGES_INFO, type 6; [~] separates them)
+# and the unrestricted service SID (SERVICE_CONFIG_SERVICE_SID_INFO,
+# type 5, 1 = SERVICE_SID_TYPE_UNRESTRICTED); Event 5 = install +
+# reinstall. Windows Installer 5's MsiServiceConfig table, applied by the
+# same MsiConfigureServices action.
+privs='SeChangeNotifyPrivilege[~]SeBackupPrivilege[~]SeRestorePrivilege[~]SeImpersonatePrivilege[~]SeAssignPrimaryTokenPrivilege[~]SeIncreaseQuotaPrivilege[~]SeCreateGlobalPrivilege'
+# The same list as service/win/scm.c's px_scm_required_privileges.
+python3 - "$here/../service/win/scm.c" "$privs" <<'PYEOF' || die "the MSI's required privileges differ from service/win/scm.c"
+import re, sys
+src = open(sys.argv[1], encoding="utf-8").read()
+body = re.search(r"px_scm_required_privileges\[\] = \{(.*?)\};", src, re.S).group(1)
+assert re.findall(r'L"(Se\w+)"', body) == sys.argv[2].split("[~]")
+PYEOF
+printf '%s\r\n' \
+    $'MsiServiceConfig\tName\tEvent\tConfigType\tArgument\tComponent_' \
+    $'s72\tl255\ti2\ti4\tL0\ts72' \
+    $'MsiServiceConfig\tMsiServiceConfig' \
+    "PxRequiredPrivileges"$'\tPhoenixExecutor\t5\t6\t'"$privs"$'\tServiceExe' \
+    $'PxServiceSid\tPhoenixExecutor\t5\t5\t1\tServiceExe' \
+    >"$work/MsiServiceConfig.idt"
+# C:\PhoenixOrch and C:\PhoenixOrch\Temp: created with a protected DACL,
+# SYSTEM and Administrators only, owner Administrators (Windows Installer
+# 5's MsiLockPermissionsEx on their CreateFolder rows).
+sddl='O:BAG:SYD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)'
+printf '%s\r\n' \
+    $'MsiLockPermissionsEx\tLockObject\tTable\tSDDLText\tCondition' \
+    $'s72\ts72\ts32\tS0\tS255' \
+    $'MsiLockPermissionsEx\tMsiLockPermissionsEx' \
+    "PxLockWorkBase"$'\tWorkBase\tCreateFolder\t'"$sddl"$'\t' \
+    "PxLockWorkRoot"$'\tWorkRoot\tCreateFolder\t'"$sddl"$'\t' \
+    >"$work/MsiLockPermissionsEx.idt"
+(cd "$work" && msibuild out.msi -i MsiServiceConfig.idt -i MsiLockPermissionsEx.idt) ||
+    die "msibuild (service token, folder DACLs) failed"
+
 # ---- 5. read back ----
 comp=$(msiinfo export "$work/out.msi" Component | tr -d "\r")
 prop=$(msiinfo export "$work/out.msi" Property | tr -d "\r")
@@ -137,6 +175,14 @@ check "$(msiinfo export "$work/out.msi" MsiServiceConfigFailureActions | tr -d "
 check "$prop" '^SecureCustomProperties\t.*REMOVE_DATA' "REMOVE_DATA secure"
 check "$(msiinfo export "$work/out.msi" File)" '^PxAttestExe\tAttestExe\tpx-attest\.exe' \
     "px-attest.exe beside the service"
+check "$(msiinfo export "$work/out.msi" MsiServiceConfig | tr -d "\r")" \
+    '^PxRequiredPrivileges\tPhoenixExecutor\t5\t6\tSeChangeNotifyPrivilege\[~\]SeBackupPrivilege' \
+    "the service's required privileges"
+check "$(msiinfo export "$work/out.msi" MsiServiceConfig | tr -d "\r")" \
+    '^PxServiceSid\tPhoenixExecutor\t5\t5\t1\tServiceExe$' "the unrestricted service SID"
+check "$(msiinfo export "$work/out.msi" MsiLockPermissionsEx | tr -d "\r")" \
+    '^PxLockWorkBase\tWorkBase\tCreateFolder\tO:BAG:SYD:P\(A;OICI;FA;;;SY\)\(A;OICI;FA;;;BA\)' \
+    "C:\\PhoenixOrch admin-only"
 check "$(msiinfo export "$work/out.msi" ServiceInstall)" \
     '^PhoenixExecutorService\tPhoenixExecutor\t[^\t]*\t16\t2\t1\t' "auto-start own-process service"
 

@@ -14,6 +14,8 @@ target_sources(px_core PRIVATE
 if(PX_IS_WINDOWS)
   # Test-only helpers (plant links); Linux keeps its few in linux/fs.c.
   target_sources(px_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/win/fs_test.c)
+  # The privilege scope of a snapshot or rollback (thread token only).
+  target_sources(px_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/win/priv.c)
 endif()
 
 target_sources(px_tests PRIVATE

@@ -489,7 +489,7 @@ static int take_changes(px__kb_walk_t *w, px_kb_result_t *out) {
   return 0;
 }
 
-int px__kb_rollback(px_kb_t *kb, const px__kb_manifest_t *m, int journal,
+static int rollback(px_kb_t *kb, const px__kb_manifest_t *m, int journal,
                     px_kb_result_t *out) {
   px__kb_walk_t fix, ver;
   char msg[512];
@@ -533,5 +533,23 @@ int px__kb_rollback(px_kb_t *kb, const px__kb_manifest_t *m, int journal,
   }
   px__kb_walk_free(&fix);
   px__kb_walk_free(&ver);
+  return rc;
+}
+
+/* The rollback runs in the KB's privilege scope (kb_fs.h). */
+int px__kb_rollback(px_kb_t *kb, const px__kb_manifest_t *m, int journal,
+                    px_kb_result_t *out) {
+  int rc = px_kbfs_scope_enter();
+  if (rc) {
+    out->present = 1;
+    free(out->error);
+    out->error = px_strdup("backup/restore privileges unavailable");
+    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_KB_ROLLBACK_FAILED,
+                 "kb: rollback to %s impossible: backup/restore privileges "
+                 "unavailable", m->id);
+    return rc;
+  }
+  rc = rollback(kb, m, journal, out);
+  px_kbfs_scope_leave();
   return rc;
 }

@@ -205,7 +205,7 @@ static int same_state(const px__kb_manifest_t *m,
   return 1;
 }
 
-int px__kb_snapshot_take(px_kb_t *kb, px__kb_manifest_t **out) {
+static int snapshot_take(px_kb_t *kb, px__kb_manifest_t **out) {
   px__kb_manifest_t *m = px__kb_manifest_new();
   size_t i;
   int rc = m ? 0 : PX_ENOMEM;
@@ -233,4 +233,14 @@ int px__kb_snapshot_take(px_kb_t *kb, px__kb_manifest_t **out) {
   kb->stats.snapshots++;
   *out = m;
   return 0;
+}
+
+/* The snapshot runs in the KB's privilege scope (kb_fs.h). */
+int px__kb_snapshot_take(px_kb_t *kb, px__kb_manifest_t **out) {
+  int rc = px_kbfs_scope_enter();
+  if (rc)
+    return rc;
+  rc = snapshot_take(kb, out);
+  px_kbfs_scope_leave();
+  return rc;
 }

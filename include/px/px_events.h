@@ -31,6 +31,7 @@
   X(PX_EVENT_TRANSPORT_FAILED, 1006u, "transport")                           \
   X(PX_EVENT_ZMQ_INSECURE, 1007u, "without CURVE authentication")            \
   X(PX_EVENT_STOP_INCOMPLETE, 1008u, "did not complete in time")             \
+  X(PX_EVENT_PATH_REFUSED, 1010u, "directory it must trust is unsafe")       \
   X(PX_EVENT_RECOVERY_DONE, 1020u, "leftover job directories were removed")  \
   X(PX_EVENT_RECOVERY_FAILED, 1021u, "crash recovery could not remove")      \
   X(PX_EVENT_RECOVERY_KB, 1022u, "knowledge-base rollback interrupted")      \

@@ -63,6 +63,7 @@ string(REPLACE "/" "\\\\" PX_SVC_EXE_REL "${PX_SVC_EXE_REL}")
 set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/win/test_svc_evt.c
                     ${PROJECT_SOURCE_DIR}/tests/win/test_svc_service.c
                     ${PROJECT_SOURCE_DIR}/tests/win/test_svc_attest.c
+                    ${PROJECT_SOURCE_DIR}/tests/win/test_svc_priv.c
   DIRECTORY ${PROJECT_SOURCE_DIR}/tests
   APPEND PROPERTY COMPILE_DEFINITIONS
   "PX_SVC_EXE_REL=\"${PX_SVC_EXE_REL}\""
@@ -118,7 +119,11 @@ set_tests_properties(win.svc_demo PROPERTIES LABELS "win;integ" TIMEOUT 900
 # Machine set-up the MSI cannot express: directory ACLs, KB capability
 # SIDs, and the fail-closed check at every start (service/win/setup.c).
 target_sources(px_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/win/setup.c)
-target_sources(px_tests_win PRIVATE ${PROJECT_SOURCE_DIR}/tests/win/test_setup.c)
+target_sources(px_tests_win PRIVATE ${PROJECT_SOURCE_DIR}/tests/win/test_setup.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_pathcheck.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_kbpriv.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_scm.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_svc_priv.c)
 px_add_test_group(px_tests_win setup LABELS win unit)
 
 # Across platforms: a native Linux phoenixctl (ZeroMQ, CURVE) runs a job on

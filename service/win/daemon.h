@@ -162,6 +162,18 @@ int px_scm_install(const px_scm_install_t *in);
  * source. 0, PX_ENOENT when not installed, or PX_E*. */
 int px_scm_uninstall(const wchar_t *name);
 
+/* The service's token, as the SCM builds it (scm.c): the required
+ * privileges (SERVICE_CONFIG_REQUIRED_PRIVILEGES_INFO: everything else is
+ * removed from its token) and an unrestricted service SID
+ * (SERVICE_CONFIG_SERVICE_SID_INFO: NT SERVICE\<name> in its token).
+ * Set by install and, for MSI installs, at every start (effective from
+ * the next start). `svc` needs SERVICE_CHANGE_CONFIG. 0 or PX_EOS. */
+int px_scm_harden(void *svc);
+/* The same on the installed service `name` (opens it). */
+int px_scm_harden_named(const wchar_t *name);
+/* The privileges set by px_scm_harden, one per entry, NULL-terminated. */
+extern const wchar_t *const px_scm_required_privileges[];
+
 /* ---- UTF-8 <-> UTF-16 helpers (eventlog.c) ---- */
 /* malloc'd conversions; NULL on failure or OOM. */
 wchar_t *px__utf16(const char *s);

@@ -292,43 +292,39 @@ static int open_transports(daemon_t *d) {
   return rc;
 }
 
-/* What the MSI cannot express (service/win/setup.c): admin-only DACLs on
- * the data directory, work root and KB store, the KB capability SIDs on
- * the KB roots - idempotent, every start - then the fail-closed check that
- * nobody but administrators can write the configuration or the work root. */
+/* %ProgramData%\PhoenixOrch, nothing created (UTF-8). */
+static int data_root(char *out, size_t outsz) {
+  WCHAR base[MAX_PATH];
+  char *u;
+  DWORD n = GetEnvironmentVariableW(L"ProgramData", base, MAX_PATH);
+  int rc;
+  if (n == 0 || n >= MAX_PATH)
+    _snwprintf(base, MAX_PATH, L"%ls", L"C:\\ProgramData");
+  if (!(u = px__utf8(base)))
+    return PX_ENOMEM;
+  rc = px_snprintf(out, outsz, "%s\\PhoenixOrch", u);
+  free(u);
+  return rc;
+}
+
+/* What the MSI cannot express (service/win/setup.c), before recovery or
+ * the KB touch anything: every directory the service trusts opened from
+ * the volume root down by handle (links, foreign owners and DACLs open to
+ * non-administrators refused at every level), its own directories created
+ * or tightened admin-only, the KB roots given exactly the KB DACL; then
+ * the same walks as a check. Any finding stops the start, and the Event
+ * Log says which path and which rule. Backup and restore privileges are
+ * NOT enabled here: the KB enables them on its own thread's token for
+ * each operation (kb/win/priv.c). */
 static int machine_setup(daemon_t *d) {
   const char *roots[16];
-  char data_dir[MAX_PATH * 3], *slash;
+  char data_dir[MAX_PATH * 3], why[640] = "";
   px_win_setup_t s;
   size_t i;
   int rc;
-  /* A knowledge base's rollback must win over a job's DACLs: without the
-   * privileges a configured KB does not start (fail closed). */
-  if ((rc = px_win_enable_backup_restore()) != 0) {
-    if (d->cfg->kb.nroots > 0) {
-      PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_START_FAILED,
-                   "cannot enable SeBackupPrivilege/SeRestorePrivilege, "
-                   "which knowledge-base rollback needs: %s; not starting",
-                   px_strerror(rc));
-      return rc;
-    }
-    PX_LOG(PX_LOG_WARN, "SeBackupPrivilege/SeRestorePrivilege not enabled "
-                        "(%s); no knowledge base is configured",
-           px_strerror(rc));
-  }
-  if (px_os_under_wine()) { /* Wine keeps no ACLs: nothing to apply or check */
-    PX_LOG(PX_LOG_WARN, "under Wine: directory ACLs are neither applied nor "
-                        "verified (Wine keeps no ACLs)");
-    return 0;
-  }
   memset(&s, 0, sizeof s);
-  if (default_log_path(data_dir, sizeof data_dir) == 0 &&
-      (slash = strrchr(data_dir, '\\')) != NULL) {
-    *slash = '\0'; /* ...\PhoenixOrch\logs */
-    if ((slash = strrchr(data_dir, '\\')) != NULL)
-      *slash = '\0'; /* ...\PhoenixOrch */
-    s.data_dir = data_dir;
-  }
+  if (data_root(data_dir, sizeof data_dir) == 0)
+    s.data_dir = data_dir; /* created by the walk if missing, admin-only */
   s.config_path = d->a.config_path;
   s.work_root = d->cfg->work_root;
   if (d->cfg->kb.nroots > sizeof roots / sizeof roots[0])
@@ -338,9 +334,18 @@ static int machine_setup(daemon_t *d) {
   s.kb_roots = roots;
   s.nkb_roots = d->cfg->kb.nroots;
   s.kb_store = d->cfg->kb.nroots ? d->cfg->kb.store : NULL;
-  if ((rc = px_win_setup_apply(&s)) != 0 || (rc = px_win_setup_verify(&s)) != 0)
-    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_START_FAILED,
-                 "machine set-up failed (directory ACLs): %s; not starting",
+  s.acl = 1;
+  /* Wine synthesises every file's DACL from its Unix mode (owner: the
+   * Unix user, who is also the service's account there): the ownership
+   * and write rules still run, the exact KB DACL cannot be stored. */
+  s.kb_acl = !px_os_under_wine();
+  if (!s.kb_acl && s.nkb_roots)
+    PX_LOG(PX_LOG_WARN, "under Wine: KB root DACLs are not applied or "
+                        "verified (degraded: Wine keeps no real ACLs)");
+  if ((rc = px_win_setup_apply(&s, why, sizeof why)) != 0 ||
+      (rc = px_win_setup_verify(&s, why, sizeof why)) != 0)
+    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_PATH_REFUSED,
+                 "refused to start: %s (%s)", why[0] ? why : "directory check",
                  px_strerror(rc));
   return rc;
 }
@@ -355,6 +360,12 @@ static int start_core(daemon_t *d) {
   if ((rc = setup_logging(d)) != 0)
     return rc;
   checkpoint();
+  /* The token the SCM builds at the next start: only the privileges the
+   * service needs, and its own service SID (scm.c). `install` sets them;
+   * this covers an MSI install where the installer could not. */
+  if (d->ssh && px_scm_harden_named(SERVICE_NAME) != 0)
+    PX_LOG(PX_LOG_WARN, "could not register the service's required "
+                        "privileges and service SID with the SCM");
   if ((rc = machine_setup(d)) != 0)
     return rc;
   checkpoint();

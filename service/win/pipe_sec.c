@@ -7,8 +7,8 @@
  *   (D;;GA;;;S-1-15-2-1)        deny ALL APPLICATION PACKAGES: every
  *                               AppContainer (LowBox) job token
  *   (D;;GA;;;S-1-15-2-2)        deny ALL RESTRICTED APPLICATION PACKAGES
- *   (D;;GA;;;S-1-5-117-2-1)     deny the KB reader and writer capability
- *   (D;;GA;;;S-1-5-117-2-2)     SIDs (watchdog/win/internal.h), which the
+ *   (D;;GA;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)     deny the KB reader and writer capability
+ *   (D;;GA;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)     SIDs (watchdog/win/internal.h), which the
  *                               jobs holding kb:read / kb:write carry
  *   (D;;GA;;;S-1-5-12)          deny RESTRICTED (tokens restricted by the
  *                               system's own policies; the backend's jobs
@@ -65,7 +65,7 @@
  * test checks that they agree). */
 #define DENY_JOBS                                                            \
   "(D;;GA;;;S-1-15-2-1)(D;;GA;;;S-1-15-2-2)"                                 \
-  "(D;;GA;;;S-1-5-117-2-1)(D;;GA;;;S-1-5-117-2-2)"                           \
+  "(D;;GA;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)(D;;GA;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)"                           \
   "(D;;GA;;;S-1-5-12)(D;;GA;;;NU)"
 
 static int sid_string_ok(const char *s) {

@@ -8,8 +8,9 @@
  * emptied by the backend's link-safe removal (watchdog/win/cleanup.c, the
  * one that removes every finished job's directory: entries opened
  * relative to their parent's handle, classified by handle, links deleted
- * as themselves, deletion by handle, depth bounded). This file checks the
- * root itself (not a reparse point, not a drive root) and reports.
+ * as themselves, deletion by handle, depth bounded). The root itself is
+ * opened from the volume root down by handle (pathcheck.c: no link at
+ * any level, nobody else may change it), never a drive root.
  * KB rollback journals are the KB layer's: px_service_open runs
  * px_kb_recover before the service accepts work.
  */
@@ -20,44 +21,35 @@
 #include "px/px_log.h"
 #include "service/win/win_error.h"
 #include "watchdog/win/cleanup.h"
+#include "watchdog/win/pathcheck.h"
 
 #include <windows.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* The root must exist (created, parents too), be a real directory and not
- * a drive root. */
+/* The root, opened from the volume root down by handle
+ * (watchdog/win/pathcheck.c): missing own components created admin-only,
+ * a link at any level or a component others may change refused. Not a
+ * drive root. */
 static HANDLE open_root(const WCHAR *root) {
-  WCHAR tmp[MAX_PATH];
-  BY_HANDLE_FILE_INFORMATION fi;
-  HANDLE h;
-  size_t i, n = wcslen(root);
-  if (n < 4 || n >= MAX_PATH || root[1] != L':') {
+  px__path_req_t rq;
+  HANDLE h = NULL;
+  char why[512];
+  size_t i, n = wcslen(root), seps = 0;
+  if (n < 4 || root[1] != L':') {
     PX_LOG(PX_LOG_ERROR, "recovery: work_root must be an absolute path below "
                          "a drive root");
     return NULL;
   }
-  for (i = 3; i <= n; i++) { /* create the missing components */
-    if (root[i] == L'\\' || root[i] == L'/' || root[i] == 0) {
-      memcpy(tmp, root, i * sizeof(WCHAR));
-      tmp[i] = 0;
-      CreateDirectoryW(tmp, NULL);
-    }
-  }
-  h = CreateFileW(root, FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
-                  FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
-                  OPEN_EXISTING,
-                  FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
-  if (h == INVALID_HANDLE_VALUE) {
-    (void)PX_LOG_WIN32(PX_EIO, GetLastError(), "CreateFileW(work_root)");
-    return NULL;
-  }
-  if (!GetFileInformationByHandle(h, &fi) ||
-      (fi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) ||
-      !(fi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)) {
-    PX_LOG(PX_LOG_ERROR, "recovery: work_root is not a plain directory "
-                         "(a reparse point or a file): refusing to clean it");
-    CloseHandle(h);
+  for (i = 3; i + 1 < n; i++)
+    seps += root[i] == L'\\' || root[i] == L'/';
+  memset(&rq, 0, sizeof rq);
+  rq.path = root;
+  rq.owned = seps ? 2 : 1; /* the root and its parent (not the volume) */
+  rq.create = 1;
+  rq.acl = 1;
+  if (px__path_open(&rq, &h, why, sizeof why) != 0) {
+    PX_LOG(PX_LOG_ERROR, "recovery: refusing to clean the work root: %s", why);
     return NULL;
   }
   return h;

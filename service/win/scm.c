@@ -7,21 +7,96 @@
  * after a crash (SERVICE_CONFIG_FAILURE_ACTIONS: restart after 5 s, 10 s,
  * 30 s; the failure count resets after a day). Under Wine the SCM accepts
  * the failure actions but never acts on them.
+ *
+ * The token the SCM builds for it holds only the privileges listed in
+ * px_scm_required_privileges (SERVICE_CONFIG_REQUIRED_PRIVILEGES_INFO;
+ * LocalSystem's others - SeDebug, SeTcb, SeTakeOwnership, SeLoadDriver...
+ * - are removed) and the unrestricted service SID NT SERVICE\PhoenixExecutor
+ * (SERVICE_CONFIG_SERVICE_SID_INFO). Each privilege's reason:
+ *   SeChangeNotify         traverse checking (every process needs it)
+ *   SeBackup, SeRestore    KB snapshot and rollback, enabled only on the
+ *                          KB thread's token (kb/win/priv.c)
+ *   SeImpersonate          ImpersonateNamedPipeClient (client identity)
+ *                          and ImpersonateSelf (the KB scope)
+ *   SeAssignPrimaryToken,  CreateProcessAsUserW with a token that is not
+ *   SeIncreaseQuota        a plain restriction of the service's own
+ *   SeCreateGlobal         named objects from session 0
+ * A backend change that needs another one adds it here, with its reason.
  */
 #include "service/win/daemon.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"
+#include "px/px_os.h"
 #include "service/win/win_error.h"
+#include "watchdog/win/winapi.h"
 
 #include <windows.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <wchar.h>
 
 #define DESCRIPTION                                                          \
   L"Runs untrusted, machine-generated code in sandboxed jobs for "           \
   L"PhoenixOrch agents (named pipe \\\\.\\pipe\\PhoenixExecutor)."
 #define STOP_WAIT_MS 30000
+
+const wchar_t *const px_scm_required_privileges[] = {
+    L"SeChangeNotifyPrivilege", L"SeBackupPrivilege",
+    L"SeRestorePrivilege", L"SeImpersonatePrivilege",
+    L"SeAssignPrimaryTokenPrivilege", L"SeIncreaseQuotaPrivilege",
+    L"SeCreateGlobalPrivilege", NULL};
+
+/* Wine 8's SCM answers ERROR_INVALID_LEVEL for levels it does not know
+ * (it builds no service token anyway): tolerated there only, and said. */
+static int wine_lacks_level(DWORD err, const char *level) {
+  if (err != ERROR_INVALID_LEVEL || !px_os_under_wine())
+    return 0;
+  PX_LOG(PX_LOG_WARN, "under Wine: the SCM does not know %s (degraded: "
+                      "Wine builds no service token)", level);
+  return 1;
+}
+
+int px_scm_harden(void *handle) {
+  SC_HANDLE svc = handle;
+  SERVICE_REQUIRED_PRIVILEGES_INFOW rp;
+  SERVICE_SID_INFO si;
+  WCHAR multi[512];
+  size_t at = 0, i, n;
+  for (i = 0; px_scm_required_privileges[i]; i++) { /* REG_MULTI_SZ */
+    n = wcslen(px_scm_required_privileges[i]) + 1;
+    if (at + n + 1 > sizeof multi / sizeof multi[0])
+      return PX_EOS;
+    memcpy(multi + at, px_scm_required_privileges[i], n * sizeof(WCHAR));
+    at += n;
+  }
+  multi[at] = 0;
+  rp.pmszRequiredPrivileges = multi;
+  if (!PXW(ChangeServiceConfig2W)(svc, SERVICE_CONFIG_REQUIRED_PRIVILEGES_INFO, &rp) &&
+      !wine_lacks_level(GetLastError(), "SERVICE_CONFIG_REQUIRED_PRIVILEGES_INFO"))
+    return PX_LOG_WIN32(PX_EOS, GetLastError(),
+                        "ChangeServiceConfig2W(required privileges)");
+  si.dwServiceSidType = SERVICE_SID_TYPE_UNRESTRICTED;
+  if (!PXW(ChangeServiceConfig2W)(svc, SERVICE_CONFIG_SERVICE_SID_INFO, &si) &&
+      !wine_lacks_level(GetLastError(), "SERVICE_CONFIG_SERVICE_SID_INFO"))
+    return PX_LOG_WIN32(PX_EOS, GetLastError(), "ChangeServiceConfig2W(service SID)");
+  return 0;
+}
+
+int px_scm_harden_named(const wchar_t *name) {
+  SC_HANDLE scm = OpenSCManagerW(NULL, NULL, SC_MANAGER_CONNECT), svc = NULL;
+  int rc;
+  if (!scm)
+    return PX_LOG_WIN32(PX_EOS, GetLastError(), "OpenSCManagerW");
+  svc = OpenServiceW(scm, name, SERVICE_CHANGE_CONFIG);
+  rc = svc ? px_scm_harden(svc)
+           : PX_LOG_WIN32(PX_EOS, GetLastError(), "OpenServiceW(change config)");
+  if (svc)
+    CloseServiceHandle(svc);
+  CloseServiceHandle(scm);
+  return rc;
+}
 
 static int configure(SC_HANDLE svc) {
   SERVICE_DESCRIPTIONW desc;
@@ -43,7 +118,7 @@ static int configure(SC_HANDLE svc) {
    * rolled back) before the system shuts down. Best effort: Wine lacks it. */
   pre.dwPreshutdownTimeout = 60000;
   ChangeServiceConfig2W(svc, SERVICE_CONFIG_PRESHUTDOWN_INFO, &pre);
-  return 0;
+  return px_scm_harden(svc);
 }
 
 int px_scm_install(const px_scm_install_t *in) {

@@ -1,14 +1,19 @@
 /* setup.c - machine set-up the MSI cannot express, and the fail-closed
  * check of it at every start (setup.h).
  *
- * DESIGN. Every object is opened once, with FILE_FLAG_OPEN_REPARSE_POINT
- * (a junction or symlink planted where a directory should be is refused,
- * never followed) and without FILE_SHARE_DELETE (it cannot be renamed or
- * replaced while we hold it); checks and changes go through that handle,
- * except the propagation of a new DACL to what already exists inside,
- * which only SetNamedSecurityInfoW does: it is called on the same path
- * while the handle pins it, and only when the DACL is not already the
- * wanted one, so an unchanged machine costs one read per directory.
+ * DESIGN. Every tree the service trusts (data directory, configuration,
+ * work root, KB store, KB roots) is opened from the volume root down, one
+ * component at a time relative to its parent's handle, by
+ * watchdog/win/pathcheck.c: a reparse point at any level, a final path
+ * that is not the configured one, an owner who is not an administrator or
+ * a DACL that lets a non-administrator change a component is refused
+ * before anything is created, re-ACL'd or emptied. Apply creates what is
+ * missing of the service's own directories admin-only and tightens an
+ * open DACL on them (the folder the MSI creates below C:\ inherits
+ * Authenticated Users: Modify); KB roots get exactly the KB DACL. Changes
+ * go through the verified handle (SetSecurityInfo, which also propagates
+ * inheritable ACEs inside), never by name. Verify runs the same walks
+ * without changing anything; any finding stops the start.
  */
 #include "service/win/setup.h"
 
@@ -16,6 +21,8 @@
 #include "px/px_log.h"
 #include "service/win/daemon.h"
 #include "service/win/win_error.h"
+#include "watchdog/win/pathcheck.h"
+#include "watchdog/win/winapi.h"
 
 #include <windows.h>
 #include <aclapi.h>
@@ -25,115 +32,53 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SID_SYSTEM L"S-1-5-18"
-#define SID_ADMINS L"S-1-5-32-544"
-#define SID_OWNER_RIGHTS L"S-1-3-4"
 /* Capability SIDs: the same ones the backend puts in a job's token as
  * restricting SIDs and AppContainer capabilities (watchdog/win/internal.h,
  * PX__SID_KB_READER / PX__SID_KB_WRITER). */
 #define SID_KB_READER L"S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1"
 #define SID_KB_WRITER L"S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2"
-/* SYSTEM and Administrators full control, inherited inside; protected. */
-#define SDDL_ADMIN_ONLY L"O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"
 
-/* What a non-administrator must not be granted. */
-#define WRITE_RIGHTS                                                         \
-  (FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_WRITE_EA |                      \
-   FILE_WRITE_ATTRIBUTES | FILE_DELETE_CHILD | DELETE | WRITE_DAC |          \
-   WRITE_OWNER | GENERIC_WRITE | GENERIC_ALL)
+/* Exactly what a KB root's DACL is: protected, SYSTEM and Administrators
+ * full control, the KB reader SID read/execute, the KB writer SID
+ * modify, all inherited inside; plus the Low no-write-up label so a Low
+ * job holding kb:write may write there (and only there). */
+#define KB_READ_MASK (FILE_GENERIC_READ | FILE_GENERIC_EXECUTE)
+#define KB_WRITE_MASK                                                        \
+  (KB_READ_MASK | FILE_GENERIC_WRITE | DELETE | FILE_DELETE_CHILD)
+#define SDDL_KB_ROOT                                                         \
+  L"D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;" SID_KB_READER    \
+  L")(A;OICI;0x1301ff;;;" SID_KB_WRITER L")S:(ML;OICI;NW;;;LW)"
 
 /* ---- helpers ---- */
 
-static int sid_is(PSID sid, const WCHAR *str) {
-  PSID want = NULL;
-  int eq;
-  if (!ConvertStringSidToSidW(str, &want))
-    return 0;
-  eq = EqualSid(sid, want) != 0;
-  LocalFree(want);
-  return eq;
+static PSID sid_new(const WCHAR *str) {
+  PSID s = NULL;
+  return ConvertStringSidToSidW(str, &s) ? s : NULL;
 }
 
-static void sid_text(PSID sid, char *out, size_t outsz) {
-  WCHAR *s = NULL;
-  if (ConvertSidToStringSidW(sid, &s)) {
-    snprintf(out, outsz, "%ls", s);
-    LocalFree(s);
-  } else {
-    snprintf(out, outsz, "(unreadable SID)");
-  }
-}
-
-/* The service's own account SID string (LocalFree'd by the caller). */
-static WCHAR *self_sid_string(void) {
+/* The service's own user SID (LocalFree'd by the caller). */
+static PSID self_sid(void) {
   HANDLE tok = NULL;
   BYTE buf[sizeof(TOKEN_USER) + SECURITY_MAX_SID_SIZE];
   DWORD n = 0;
   WCHAR *s = NULL;
+  PSID out = NULL;
   if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &tok))
     return NULL;
-  if (GetTokenInformation(tok, TokenUser, buf, sizeof buf, &n))
-    ConvertSidToStringSidW(((TOKEN_USER *)(void *)buf)->User.Sid, &s);
+  if (GetTokenInformation(tok, TokenUser, buf, sizeof buf, &n) &&
+      ConvertSidToStringSidW(((TOKEN_USER *)(void *)buf)->User.Sid, &s)) {
+    out = sid_new(s);
+    LocalFree(s);
+  }
   CloseHandle(tok);
-  return s;
+  return out;
 }
 
-static int trusted(PSID sid, const WCHAR *self) {
-  return sid_is(sid, SID_SYSTEM) || sid_is(sid, SID_ADMINS) ||
-         (self && sid_is(sid, self));
-}
-
-/* The rule of px_win_setup_verify on an owner and a DACL. */
-static int check_sd(PSID owner, int dacl_present, PACL dacl, const WCHAR *self,
-                    char *why, size_t whysz) {
-  ACL_SIZE_INFORMATION info;
-  DWORD i;
-  char sid[128];
-  if (!owner || !trusted(owner, self)) {
-    if (owner)
-      sid_text(owner, sid, sizeof sid);
-    snprintf(why, whysz, "owner %s is not SYSTEM, Administrators or the service",
-             owner ? sid : "(none)");
-    return PX_EACL;
-  }
-  if (!dacl_present || !dacl) {
-    snprintf(why, whysz, "no DACL (everyone has full access)");
-    return PX_EACL;
-  }
-  if (!GetAclInformation(dacl, &info, sizeof info, AclSizeInformation)) {
-    snprintf(why, whysz, "unreadable DACL");
-    return PX_EACL;
-  }
-  for (i = 0; i < info.AceCount; i++) {
-    ACE_HEADER *h = NULL;
-    ACCESS_ALLOWED_ACE *a;
-    if (!GetAce(dacl, i, (void **)&h)) {
-      snprintf(why, whysz, "unreadable ACE %lu", (unsigned long)i);
-      return PX_EACL;
-    }
-    if (h->AceType != ACCESS_ALLOWED_ACE_TYPE || (h->AceFlags & INHERIT_ONLY_ACE))
-      continue; /* deny ACEs only restrict; inherit-only ones do not apply */
-    a = (ACCESS_ALLOWED_ACE *)h;
-    if (!(a->Mask & WRITE_RIGHTS))
-      continue;
-    if (trusted((PSID)&a->SidStart, self) ||
-        sid_is((PSID)&a->SidStart, SID_OWNER_RIGHTS))
-      continue;
-    sid_text((PSID)&a->SidStart, sid, sizeof sid);
-    snprintf(why, whysz, "%s may write (access mask 0x%lx)", sid,
-             (unsigned long)a->Mask);
-    return PX_EACL;
-  }
-  return 0;
-}
-
-int px__setup_check_sddl(const char *sddl, const char *self_sid, char *why,
+int px__setup_check_sddl(const char *sddl, const char *self_sid_str, char *why,
                          size_t whysz) {
   PSECURITY_DESCRIPTOR sd = NULL;
-  WCHAR *w = px__utf16(sddl), *self = self_sid ? px__utf16(self_sid) : NULL;
-  PSID owner = NULL;
-  PACL dacl = NULL;
-  BOOL present = FALSE, defaulted = FALSE;
+  WCHAR *w = px__utf16(sddl), *ws = self_sid_str ? px__utf16(self_sid_str) : NULL;
+  PSID self = ws ? sid_new(ws) : NULL;
   char dummy[8];
   int rc = PX_EACL;
   if (!why || !whysz) {
@@ -141,351 +86,241 @@ int px__setup_check_sddl(const char *sddl, const char *self_sid, char *why,
     whysz = sizeof dummy;
   }
   why[0] = 0;
-  if (w && (!self_sid || self) &&
+  if (w && (!self_sid_str || self) &&
       ConvertStringSecurityDescriptorToSecurityDescriptorW(w, SDDL_REVISION_1, &sd,
-                                                           NULL) &&
-      GetSecurityDescriptorOwner(sd, &owner, &defaulted) &&
-      GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted))
-    rc = check_sd(owner, present, dacl, self, why, whysz);
+                                                           NULL))
+    rc = px__path_check_sd(sd, PX__PATH_OWNED, self, why, whysz);
   else
     snprintf(why, whysz, "bad SDDL");
   if (sd)
     LocalFree(sd);
+  if (self)
+    LocalFree(self);
   free(w);
-  free(self);
+  free(ws);
   return rc;
 }
 
-/* Open path as itself (reparse points not followed), pinned (no
- * FILE_SHARE_DELETE). Refuses a reparse point. INVALID_HANDLE_VALUE on
- * failure (logged); *missing set when it does not exist. */
-static HANDLE open_pinned(const WCHAR *path, DWORD access, int *missing) {
-  BY_HANDLE_FILE_INFORMATION fi;
-  HANDLE h = CreateFileW(path, access, FILE_SHARE_READ | FILE_SHARE_WRITE, NULL,
-                         OPEN_EXISTING,
-                         FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT,
-                         NULL);
-  if (missing)
-    *missing = 0;
-  if (h == INVALID_HANDLE_VALUE) {
-    DWORD err = GetLastError();
-    if (missing && (err == ERROR_FILE_NOT_FOUND || err == ERROR_PATH_NOT_FOUND)) {
-      *missing = 1;
-      return h;
-    }
-    PX_LOG(PX_LOG_ERROR, "setup: cannot open %ls: Win32 error %lu", path,
-           (unsigned long)err);
-    return h;
-  }
-  if (!GetFileInformationByHandle(h, &fi) ||
-      (fi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)) {
-    PX_LOG(PX_LOG_ERROR, "setup: %ls is a reparse point (junction or link): "
-                         "refused", path);
-    CloseHandle(h);
-    return INVALID_HANDLE_VALUE;
-  }
-  return h;
+/* ---- KB roots ---- */
+
+/* 1 when ACE `a` is an allow ACE for sid with exactly mask, inherited by
+ * files and directories inside and applying to the root itself. */
+static int ace_is(const ACCESS_ALLOWED_ACE *a, PSID sid, DWORD mask) {
+  return a->Header.AceType == ACCESS_ALLOWED_ACE_TYPE &&
+         (a->Header.AceFlags & (OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE |
+                                INHERIT_ONLY_ACE)) ==
+             (OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE) &&
+         EqualSid((PSID)&a->SidStart, sid) &&
+         ((a->Mask == mask) ||
+          (mask == FILE_ALL_ACCESS && (a->Mask == GENERIC_ALL)));
 }
 
-/* ---- apply ---- */
-
-/* 1 when h already has exactly the admin-only protected DACL. */
-static int is_admin_only(HANDLE h) {
-  PSECURITY_DESCRIPTOR sd = NULL;
-  PSID owner = NULL;
-  PACL dacl = NULL;
+/* The KB root rule on a descriptor: a trusted owner, a protected DACL of
+ * exactly the four ACEs of SDDL_KB_ROOT (in any order). */
+static int kb_sd_matches(PSECURITY_DESCRIPTOR sd, PSID self, char *why,
+                         size_t whysz) {
+  static const WCHAR *const sids[4] = {L"S-1-5-18", L"S-1-5-32-544",
+                                       SID_KB_READER, SID_KB_WRITER};
+  static const DWORD masks[4] = {FILE_ALL_ACCESS, FILE_ALL_ACCESS, KB_READ_MASK,
+                                 KB_WRITE_MASK};
   SECURITY_DESCRIPTOR_CONTROL ctl = 0;
-  DWORD rev = 0, i;
-  ACL_SIZE_INFORMATION info;
-  int ok = 0;
-  if (GetSecurityInfo(h, SE_FILE_OBJECT,
-                      OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
-                      &owner, NULL, &dacl, NULL, &sd) != ERROR_SUCCESS)
-    return 0;
-  if (owner && sid_is(owner, SID_ADMINS) && dacl &&
-      GetSecurityDescriptorControl(sd, &ctl, &rev) && (ctl & SE_DACL_PROTECTED) &&
-      GetAclInformation(dacl, &info, sizeof info, AclSizeInformation) &&
-      info.AceCount == 2) {
-    ok = 1;
-    for (i = 0; i < info.AceCount && ok; i++) {
-      ACCESS_ALLOWED_ACE *a = NULL;
-      ok = GetAce(dacl, i, (void **)&a) && a->Header.AceType == ACCESS_ALLOWED_ACE_TYPE &&
-           (a->Header.AceFlags & (OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE)) ==
-               (OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE) &&
-           (a->Mask & FILE_ALL_ACCESS) == FILE_ALL_ACCESS &&
-           (sid_is((PSID)&a->SidStart, SID_SYSTEM) ||
-            sid_is((PSID)&a->SidStart, SID_ADMINS));
-    }
-  }
-  LocalFree(sd);
-  return ok;
-}
-
-static int apply_admin_only(const char *path_utf8, int create) {
-  WCHAR *path = px__utf16(path_utf8);
-  PSECURITY_DESCRIPTOR sd = NULL;
-  PSID owner = NULL;
+  DWORD rev = 0, i, k;
   PACL dacl = NULL;
   BOOL present = FALSE, defaulted = FALSE;
-  HANDLE h;
-  DWORD st;
-  int missing = 0, rc = 0;
-  if (!path)
-    return PX_ENOMEM;
-  h = open_pinned(path, READ_CONTROL, &missing);
-  if (h == INVALID_HANDLE_VALUE && missing && create) {
-    /* Created with the final descriptor: never open to others, even
-     * for a moment. */
-    SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, FALSE};
-    if (ConvertStringSecurityDescriptorToSecurityDescriptorW(
-            SDDL_ADMIN_ONLY, SDDL_REVISION_1, &sa.lpSecurityDescriptor, NULL)) {
-      if (!CreateDirectoryW(path, &sa) && GetLastError() != ERROR_ALREADY_EXISTS)
-        rc = PX_LOG_WIN32(PX_EACL, GetLastError(), "CreateDirectoryW(setup)");
-      LocalFree(sa.lpSecurityDescriptor);
-    } else {
-      rc = PX_LOG_WIN32(PX_EACL, GetLastError(), "ConvertStringSecurityDescriptor");
-    }
-    if (rc == 0)
-      h = open_pinned(path, READ_CONTROL, NULL);
-  }
-  if (rc == 0 && h == INVALID_HANDLE_VALUE)
-    rc = PX_EACL;
-  if (rc == 0 && !is_admin_only(h)) {
-    if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(SDDL_ADMIN_ONLY,
-                                                              SDDL_REVISION_1, &sd, NULL) ||
-        !GetSecurityDescriptorOwner(sd, &owner, &defaulted) ||
-        !GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted)) {
-      rc = PX_LOG_WIN32(PX_EACL, GetLastError(), "ConvertStringSecurityDescriptor");
-    } else {
-      /* By name (with the handle pinning the path): only this call
-       * propagates the inheritable ACEs to what already exists inside. */
-      st = SetNamedSecurityInfoW(path, SE_FILE_OBJECT,
-                                 OWNER_SECURITY_INFORMATION |
-                                     DACL_SECURITY_INFORMATION |
-                                     PROTECTED_DACL_SECURITY_INFORMATION,
-                                 owner, NULL, dacl, NULL);
-      if (st != ERROR_SUCCESS)
-        rc = PX_LOG_WIN32(PX_EACL, st, "SetNamedSecurityInfoW(setup)");
-      else
-        PX_LOG(PX_LOG_INFO, "setup: %s: SYSTEM and Administrators only", path_utf8);
-    }
-  }
-  if (sd)
-    LocalFree(sd);
-  if (h != INVALID_HANDLE_VALUE)
-    CloseHandle(h);
-  free(path);
-  return rc;
-}
-
-/* 1 when dacl already holds an inheritable allow ACE for sid with at least
- * mask (the KB grants are there: nothing to write or propagate). */
-static int has_grant(PACL dacl, PSID sid, DWORD mask) {
   ACL_SIZE_INFORMATION info;
-  DWORD i;
-  if (!dacl || !GetAclInformation(dacl, &info, sizeof info, AclSizeInformation))
-    return 0;
-  for (i = 0; i < info.AceCount; i++) {
-    ACCESS_ALLOWED_ACE *a = NULL;
-    if (GetAce(dacl, i, (void **)&a) && a->Header.AceType == ACCESS_ALLOWED_ACE_TYPE &&
-        !(a->Header.AceFlags & INHERIT_ONLY_ACE) &&
-        (a->Header.AceFlags & (OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE)) ==
-            (OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE) &&
-        (a->Mask & mask) == mask && EqualSid((PSID)&a->SidStart, sid))
-      return 1;
-  }
-  return 0;
-}
-
-/* Add the KB capability grants and the Low label to one KB root. */
-static int apply_kb_root(const char *path_utf8) {
-  WCHAR *path = px__utf16(path_utf8);
-  EXPLICIT_ACCESSW ea[2];
-  PSID reader = NULL, writer = NULL, low = NULL;
-  PACL old = NULL, merged = NULL;
-  PSECURITY_DESCRIPTOR sd = NULL;
-  BYTE sacl_buf[128];
-  PACL sacl = (PACL)(void *)sacl_buf;
-  HANDLE h = INVALID_HANDLE_VALUE;
-  DWORD st;
-  int rc = PX_EACL;
-  if (!path)
-    return PX_ENOMEM;
-  if (!ConvertStringSidToSidW(SID_KB_READER, &reader) ||
-      !ConvertStringSidToSidW(SID_KB_WRITER, &writer) ||
-      !ConvertStringSidToSidW(L"S-1-16-4096", &low)) {
-    rc = PX_LOG_WIN32(PX_EACL, GetLastError(), "ConvertStringSidToSidW(setup)");
-    goto out;
-  }
-  h = open_pinned(path, READ_CONTROL, NULL);
-  if (h == INVALID_HANDLE_VALUE)
-    goto out;
-  st = GetSecurityInfo(h, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION, NULL, NULL,
-                       &old, NULL, &sd);
-  if (st != ERROR_SUCCESS) {
-    rc = PX_LOG_WIN32(PX_EACL, st, "GetSecurityInfo(KB root)");
-    goto out;
-  }
-  if (has_grant(old, reader, FILE_GENERIC_READ | FILE_GENERIC_EXECUTE) &&
-      has_grant(old, writer, FILE_GENERIC_READ | FILE_GENERIC_WRITE | DELETE)) {
-    rc = 0; /* granted by an earlier start: no tree walk again */
-    goto out;
-  }
-  memset(ea, 0, sizeof ea);
-  ea[0].grfAccessPermissions = FILE_GENERIC_READ | FILE_GENERIC_EXECUTE;
-  ea[0].grfAccessMode = GRANT_ACCESS;
-  ea[0].grfInheritance = SUB_CONTAINERS_AND_OBJECTS_INHERIT;
-  ea[0].Trustee.TrusteeForm = TRUSTEE_IS_SID;
-  ea[0].Trustee.ptstrName = (LPWSTR)reader;
-  ea[1] = ea[0];
-  ea[1].grfAccessPermissions = FILE_GENERIC_READ | FILE_GENERIC_EXECUTE |
-                               FILE_GENERIC_WRITE | DELETE | FILE_DELETE_CHILD;
-  ea[1].Trustee.ptstrName = (LPWSTR)writer;
-  /* GRANT_ACCESS merges with an equal existing ACE: idempotent. */
-  st = SetEntriesInAclW(2, ea, old, &merged);
-  if (st != ERROR_SUCCESS) {
-    rc = PX_LOG_WIN32(PX_EACL, st, "SetEntriesInAclW(KB root)");
-    goto out;
-  }
-  if (!InitializeAcl(sacl, sizeof sacl_buf, ACL_REVISION) ||
-      !AddMandatoryAce(sacl, ACL_REVISION, OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE,
-                       SYSTEM_MANDATORY_LABEL_NO_WRITE_UP, low)) {
-    rc = PX_LOG_WIN32(PX_EACL, GetLastError(), "AddMandatoryAce(KB root)");
-    goto out;
-  }
-  /* By name, with the handle pinning the path: only this call propagates
-   * the new inheritable grants and label to the files already there. */
-  st = SetNamedSecurityInfoW(path, SE_FILE_OBJECT,
-                             DACL_SECURITY_INFORMATION | LABEL_SECURITY_INFORMATION,
-                             NULL, NULL, merged, sacl);
-  if (st != ERROR_SUCCESS) {
-    rc = PX_LOG_WIN32(PX_EACL, st, "SetNamedSecurityInfoW(KB root)");
-    goto out;
-  }
-  PX_LOG(PX_LOG_INFO, "setup: KB root %s: capability SIDs granted, Low label", path_utf8);
-  rc = 0;
-out:
-  if (h != INVALID_HANDLE_VALUE)
-    CloseHandle(h);
-  if (merged)
-    LocalFree(merged);
-  if (sd)
-    LocalFree(sd);
-  if (reader)
-    LocalFree(reader);
-  if (writer)
-    LocalFree(writer);
-  if (low)
-    LocalFree(low);
-  free(path);
-  return rc;
-}
-
-int px_win_setup_apply(const px_win_setup_t *s) {
-  size_t i;
-  int rc;
-  if (!s || !s->work_root)
-    return PX_EINVAL;
-  if (s->data_dir && (rc = apply_admin_only(s->data_dir, 1)) != 0)
+  int seen[4] = {0, 0, 0, 0}, rc;
+  /* Owner: the ancestor rule's (SYSTEM, Administrators, the service). */
+  if ((rc = px__path_check_sd(sd, PX__PATH_SYSTEM, self, why, whysz)) != 0 &&
+      strstr(why, "owner"))
     return rc;
-  if ((rc = apply_admin_only(s->work_root, 1)) != 0)
-    return rc;
-  if (s->kb_store && (rc = apply_admin_only(s->kb_store, 1)) != 0)
-    return rc;
-  for (i = 0; i < s->nkb_roots; i++)
-    if ((rc = apply_kb_root(s->kb_roots[i])) != 0)
-      return rc;
-  return 0;
-}
-
-/* ---- verify ---- */
-
-static int verify_one(const char *what, const char *path_utf8, const WCHAR *self) {
-  WCHAR *path = px__utf16(path_utf8);
-  PSECURITY_DESCRIPTOR sd = NULL;
-  PSID owner = NULL;
-  PACL dacl = NULL;
-  SECURITY_DESCRIPTOR_CONTROL ctl = 0;
-  DWORD rev = 0, st;
-  char why[256] = "";
-  HANDLE h;
-  int rc;
-  if (!path)
-    return PX_ENOMEM;
-  h = open_pinned(path, READ_CONTROL, NULL);
-  free(path);
-  if (h == INVALID_HANDLE_VALUE) {
-    PX_LOG(PX_LOG_ERROR, "setup: %s %s cannot be checked: refused", what, path_utf8);
+  if (!GetSecurityDescriptorControl(sd, &ctl, &rev) || !(ctl & SE_DACL_PROTECTED) ||
+      !GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted) || !present ||
+      !dacl || !GetAclInformation(dacl, &info, sizeof info, AclSizeInformation) ||
+      info.AceCount != 4) {
+    snprintf(why, whysz, "its DACL is not the protected KB DACL (SYSTEM, "
+                         "Administrators, KB reader, KB writer: exactly)");
     return PX_EACL;
   }
-  st = GetSecurityInfo(h, SE_FILE_OBJECT,
-                       OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION, &owner,
-                       NULL, &dacl, NULL, &sd);
-  CloseHandle(h);
-  if (st != ERROR_SUCCESS)
-    return PX_LOG_WIN32(PX_EACL, st, "GetSecurityInfo(setup verify)");
-  GetSecurityDescriptorControl(sd, &ctl, &rev);
-  /* GetSecurityInfo returns a NULL dacl for a NULL DACL (present). */
-  rc = check_sd(owner, (ctl & SE_DACL_PRESENT) != 0, dacl, self, why, sizeof why);
-  LocalFree(sd);
-  if (rc != 0)
-    PX_LOG(PX_LOG_ERROR, "setup: %s %s is unsafe: %s (administrators must fix "
-                         "it, or reinstall)", what, path_utf8, why);
+  for (i = 0; i < info.AceCount; i++) {
+    ACCESS_ALLOWED_ACE *a = NULL;
+    int hit = 0;
+    if (!GetAce(dacl, i, (void **)&a))
+      break;
+    for (k = 0; k < 4 && !hit; k++) {
+      PSID want = sid_new(sids[k]);
+      if (want && !seen[k] && ace_is(a, want, masks[k]))
+        hit = seen[k] = 1;
+      if (want)
+        LocalFree(want);
+    }
+    if (!hit) {
+      snprintf(why, whysz, "ACE %lu is not one of the KB DACL's four "
+                           "(SYSTEM, Administrators full; KB reader "
+                           "read/execute; KB writer modify; inherited inside)",
+               (unsigned long)i);
+      return PX_EACL;
+    }
+  }
+  return 0;
+}
+
+int px__setup_kb_check_sddl(const char *sddl, char *why, size_t whysz) {
+  PSECURITY_DESCRIPTOR sd = NULL;
+  WCHAR *w = px__utf16(sddl);
+  int rc = PX_EACL;
+  snprintf(why, whysz, "bad SDDL");
+  if (w && ConvertStringSecurityDescriptorToSecurityDescriptorW(w, SDDL_REVISION_1,
+                                                                &sd, NULL))
+    rc = kb_sd_matches(sd, NULL, why, whysz);
+  if (sd)
+    LocalFree(sd);
+  free(w);
   return rc;
 }
 
-int px_win_setup_verify(const px_win_setup_t *s) {
-  WCHAR *self;
-  char dir[MAX_PATH * 3];
-  int rc = 0, r;
+/* Read h's descriptor and hold it to the KB root rule. */
+static int kb_check_handle(HANDLE h, PSID self, char *why, size_t whysz) {
+  PSECURITY_DESCRIPTOR sd = NULL;
+  DWORD st = PXW(GetSecurityInfo)(h, SE_FILE_OBJECT,
+                                  OWNER_SECURITY_INFORMATION |
+                                      DACL_SECURITY_INFORMATION,
+                                  NULL, NULL, NULL, NULL, &sd);
+  int rc;
+  if (st != ERROR_SUCCESS) {
+    snprintf(why, whysz, "its security descriptor cannot be read (Win32 "
+                         "error %lu)", (unsigned long)st);
+    return PX_EACL;
+  }
+  rc = kb_sd_matches(sd, self, why, whysz);
+  LocalFree(sd);
+  return rc;
+}
+
+/* Give the KB root open as h exactly the KB DACL and label (propagated to
+ * what is inside: SetSecurityInfo applies the inheritable ACEs below). */
+static int kb_apply(HANDLE h, char *why, size_t whysz) {
+  PSECURITY_DESCRIPTOR sd = NULL;
+  PACL dacl = NULL, sacl = NULL;
+  BOOL present = FALSE, defaulted = FALSE;
+  DWORD st = ERROR_INVALID_PARAMETER;
+  if (ConvertStringSecurityDescriptorToSecurityDescriptorW(SDDL_KB_ROOT,
+                                                           SDDL_REVISION_1, &sd,
+                                                           NULL) &&
+      GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted) &&
+      GetSecurityDescriptorSacl(sd, &present, &sacl, &defaulted))
+    st = PXW(SetSecurityInfo)(h, SE_FILE_OBJECT,
+                              DACL_SECURITY_INFORMATION |
+                                  PROTECTED_DACL_SECURITY_INFORMATION |
+                                  LABEL_SECURITY_INFORMATION,
+                              NULL, NULL, dacl, sacl);
+  if (sd)
+    LocalFree(sd);
+  if (st != ERROR_SUCCESS) {
+    snprintf(why, whysz, "setup cannot give it the KB DACL (Win32 error %lu)",
+             (unsigned long)st);
+    return PX_EACL;
+  }
+  return 0;
+}
+
+/* One KB root: its ancestors by the walk, then its own DACL exactly. */
+static int kb_root(const px_win_setup_t *s, const char *path, int apply, PSID self,
+                   char *why, size_t whysz) {
+  px__path_req_t rq;
+  WCHAR *w = px__utf16(path);
+  HANDLE h = NULL;
+  char inner[384] = "";
+  int rc;
+  if (!w)
+    return PX_ENOMEM;
+  memset(&rq, 0, sizeof rq);
+  rq.path = w;
+  rq.acl = s->acl;
+  rq.access = apply ? WRITE_DAC | WRITE_OWNER : 0; /* WRITE_OWNER: the label */
+  rc = px__path_open(&rq, &h, why, whysz);
+  if (rc == 0 && s->kb_acl) {
+    rc = kb_check_handle(h, self, inner, sizeof inner);
+    if (rc != 0 && apply && !strstr(inner, "owner") &&
+        kb_apply(h, inner, sizeof inner) == 0) {
+      PX_LOG(PX_LOG_WARN, "KB root %s: DACL set to exactly SYSTEM, "
+                          "Administrators, KB reader, KB writer", path);
+      rc = kb_check_handle(h, self, inner, sizeof inner);
+    }
+    if (rc != 0)
+      snprintf(why, whysz, "KB root %s: %s", path, inner);
+  }
+  px_handle_close(&h);
+  free(w);
+  return rc;
+}
+
+/* ---- the walks ---- */
+
+/* How many trailing components of path are the service's own: the
+ * directory and its parent, unless the parent is the volume root. */
+static unsigned owned_depth(const WCHAR *p) {
+  unsigned n = 0;
+  size_t i;
+  for (i = 3; p[i]; i++)
+    if ((p[i] == L'\\' || p[i] == L'/') && p[i + 1])
+      n++;
+  n += p[3] ? 1 : 0;
+  return n < 2 ? n : 2;
+}
+
+static int walk(const px_win_setup_t *s, const char *path, int file, int apply,
+                char *why, size_t whysz) {
+  px__path_req_t rq;
+  WCHAR *w = px__utf16(path);
+  HANDLE h = NULL;
+  int rc;
+  if (!w)
+    return PX_ENOMEM;
+  memset(&rq, 0, sizeof rq);
+  rq.path = w;
+  rq.owned = owned_depth(w);
+  rq.create = apply && !file;
+  rq.fix = apply && !file;
+  rq.file = file;
+  rq.acl = s->acl;
+  rc = px__path_open(&rq, &h, why, whysz);
+  px_handle_close(&h);
+  free(w);
+  return rc;
+}
+
+static int run(const px_win_setup_t *s, int apply, char *why, size_t whysz) {
+  PSID self = NULL;
+  size_t i;
+  int rc = 0;
+  char dummy[8];
   if (!s || !s->work_root)
     return PX_EINVAL;
-  self = self_sid_string();
-  if (s->config_path) {
-    const char *slash = strrchr(s->config_path, '\\');
-    if ((r = verify_one("configuration", s->config_path, self)) != 0)
-      rc = r;
-    if (slash && (size_t)(slash - s->config_path) < sizeof dir) {
-      memcpy(dir, s->config_path, (size_t)(slash - s->config_path));
-      dir[slash - s->config_path] = 0;
-      if ((r = verify_one("configuration directory", dir, self)) != 0)
-        rc = r;
-    }
+  if (!why || !whysz) {
+    why = dummy;
+    whysz = sizeof dummy;
   }
-  if (s->data_dir && (r = verify_one("data directory", s->data_dir, self)) != 0)
-    rc = r;
-  if ((r = verify_one("work root", s->work_root, self)) != 0)
-    rc = r;
+  why[0] = 0;
+  self = self_sid();
+  if (s->data_dir)
+    rc = walk(s, s->data_dir, 0, apply, why, whysz);
+  if (rc == 0 && s->config_path)
+    rc = walk(s, s->config_path, 1, 0, why, whysz);
+  if (rc == 0)
+    rc = walk(s, s->work_root, 0, apply, why, whysz);
+  if (rc == 0 && s->kb_store)
+    rc = walk(s, s->kb_store, 0, apply, why, whysz);
+  for (i = 0; rc == 0 && i < s->nkb_roots; i++)
+    rc = kb_root(s, s->kb_roots[i], apply, self, why, whysz);
   if (self)
     LocalFree(self);
   return rc;
 }
 
-/* ---- privileges ---- */
-
-/* Enable one privilege the token holds; PX_EACCES when it does not. */
-static int enable_privilege(HANDLE token, const WCHAR *name) {
-  TOKEN_PRIVILEGES tp;
-  if (!LookupPrivilegeValueW(NULL, name, &tp.Privileges[0].Luid))
-    return PX_LOG_WIN32(PX_EINVAL, GetLastError(), "LookupPrivilegeValueW");
-  tp.PrivilegeCount = 1;
-  tp.Privileges[0].Attributes = SE_PRIVILEGE_ENABLED;
-  /* Success with ERROR_NOT_ALL_ASSIGNED means the token lacks it. */
-  if (!AdjustTokenPrivileges(token, FALSE, &tp, sizeof tp, NULL, NULL) ||
-      GetLastError() != ERROR_SUCCESS)
-    return PX_LOG_WIN32(PX_EACCES, GetLastError(), "AdjustTokenPrivileges");
-  return 0;
+int px_win_setup_apply(const px_win_setup_t *s, char *why, size_t whysz) {
+  return run(s, 1, why, whysz);
 }
 
-int px_win_enable_backup_restore(void) {
-  HANDLE token = NULL;
-  int rc;
-  if (!OpenProcessToken(GetCurrentProcess(),
-                        TOKEN_ADJUST_PRIVILEGES | TOKEN_QUERY, &token))
-    return PX_LOG_WIN32(PX_EACCES, GetLastError(), "OpenProcessToken");
-  rc = enable_privilege(token, SE_BACKUP_NAME);
-  if (rc == 0)
-    rc = enable_privilege(token, SE_RESTORE_NAME);
-  CloseHandle(token);
-  return rc;
+int px_win_setup_verify(const px_win_setup_t *s, char *why, size_t whysz) {
+  return run(s, 0, why, whysz);
 }

@@ -188,3 +188,51 @@ TEST_IMPL(windisk_under_cap) {
   wt_close(&b);
   return 0;
 }
+
+/* test_pathcheck.c: a junction (Windows) or a Unix symlink (Wine). */
+int pc_plant(const WCHAR *link, const WCHAR *target, const char **kind);
+int pc_unplant(const WCHAR *link, const char *kind);
+
+/* A link planted in the job directory towards a huge tree outside is
+ * counted as one entry and never walked: the handle-relative walk refuses
+ * to descend into a reparse point, and into a directory that resolves
+ * elsewhere (Wine follows Unix symlinks). The top opened through the
+ * PXW() seam: a refusal there is content unknown (fail closed). */
+TEST_IMPL(windisk_links_not_followed) {
+  WCHAR root[MAX_PATH], outside[MAX_PATH], p[2048];
+  px__dir_usage_t u;
+  const char *kind = "";
+  int i;
+  scratch(root, MAX_PATH, L"links");
+  scratch(outside, MAX_PATH, L"lure");
+  _snwprintf(p, 2048, L"%ls\\a.txt", root);
+  put(p, 100);
+  _snwprintf(p, 2048, L"%ls\\big.bin", outside);
+  put_hole(p, (uint64_t)1 << 40);
+  for (i = 0; i < 50; i++) { /* many entries behind the link, too */
+    _snwprintf(p, 2048, L"%ls\\f%d", outside, i);
+    put(p, 1);
+  }
+  _snwprintf(p, 2048, L"%ls\\escape", root);
+  if (!pc_plant(p, outside, &kind))
+    px__test_fail(__FILE__, __LINE__, "cannot plant a %s", kind);
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, 1, &u));
+  printf("%s: bytes %llu entries %llu\n", kind, (unsigned long long)u.bytes,
+         (unsigned long long)u.entries);
+  ASSERT_UINT_EQ(u.entries, 2); /* a.txt and the link itself */
+  ASSERT(u.bytes < (uint64_t)1 << 30);
+  /* Positive control: the same tree really inside is counted. */
+  _snwprintf(p, 2048, L"%ls", outside);
+  ASSERT_OK(px__winbe_dir_usage(p, 0, 0, 1, &u));
+  ASSERT_UINT_EQ(u.entries, 51);
+  ASSERT_UINT_GE(u.bytes, (uint64_t)1 << 40);
+  /* The job directory cannot be opened: refused, not "empty". */
+  px__winapi_fault(PX_WAPI_CreateFileW, 1, ERROR_ACCESS_DENIED);
+  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, 1, &u), PX_EACCES);
+  px__winapi_fault_reset();
+  _snwprintf(p, 2048, L"%ls\\escape", root);
+  ASSERT(pc_unplant(p, kind));
+  rm_tree(root);
+  rm_tree(outside);
+  return 0;
+}

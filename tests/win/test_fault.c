@@ -86,11 +86,10 @@ TEST_IMPL(winfault_acl) {
       {PX_WAPI_InitializeAcl, 1, PX_EACL},
       {PX_WAPI_AddAccessAllowedAceEx, 1, PX_EACL},
       {PX_WAPI_AddAccessAllowedAceEx, 4, PX_EACL},
-      {PX_WAPI_CreateDirectoryW, 1, PX_EACL},
+      {PX_WAPI_NtCreateFile, 1, PX_EACL}, /* the job dir, relative */
       {PX_WAPI_AllocateAndInitializeSid, AAIS(1), PX_EACL},
       {PX_WAPI_InitializeAcl, 2, PX_EACL},
       {PX_WAPI_AddMandatoryAce, 1, PX_EACL},
-      {PX_WAPI_CreateFileW, 1, PX_EACL},
       {PX_WAPI_SetSecurityInfo, 1, PX_EACL},
   };
   prepare_faults(f, sizeof f / sizeof f[0], 0);
@@ -99,8 +98,9 @@ TEST_IMPL(winfault_acl) {
 
 TEST_IMPL(winfault_files) {
   static const fault_t f[] = {
-      {PX_WAPI_CreateDirectoryW, 2, PX_EIO},
-      {PX_WAPI_CreateFileW, 2, PX_EIO},
+      {PX_WAPI_NtCreateFile, 2, PX_EIO}, /* the job dir, reopened */
+      {PX_WAPI_NtCreateFile, 3, PX_EIO}, /* sub/ */
+      {PX_WAPI_NtCreateFile, 4, PX_EIO}, /* sub/f.txt */
       {PX_WAPI_WriteFile, 1, PX_EIO},
   };
   prepare_faults(f, sizeof f / sizeof f[0], 1);

@@ -1,22 +1,24 @@
-/* test_setup.c - machine set-up (service/win/setup.c): the ACL rule on
- * SDDL-built descriptors (Wine keeps no real ones), and apply/verify on
- * real directories (creation, idempotence, refusal of a planted link; the
- * KB root grants and the DACL read-back only outside Wine).
+/* test_setup.c - machine set-up (service/win/setup.c): the own-directory
+ * and KB-root rules on SDDL-built descriptors, apply/verify on real
+ * directories (creation, idempotence, a link planted where the work root,
+ * the data directory or a KB root should be), and - Windows only - the
+ * KB DACL and the tightening read back.
  *
- * Entries for tests/win/test-list.h (group `setup`, registered with
- * px_add_test_group(px_tests_win setup LABELS win unit)):
- *   PX_TEST_ENTRY(setup, setup_sddl_rules, 30)
- *   PX_TEST_ENTRY(setup, setup_apply_verify, 60)
- *   PX_TEST_ENTRY(setup, setup_backup_restore_privileges, 30)
+ * Group `setup` (win.setup); setup_enforce_dacls is in `enforce`
+ * (win-enforce: it SKIPs under Wine).
  */
 #include "task.h"
 
 #include "px/px_error.h"
 #include "service/win/setup.h"
+#include "watchdog/win/winapi.h"
 
 #include <windows.h>
+#include <aclapi.h>
+#include <sddl.h>
 #include <stdio.h>
 #include <string.h>
+#include <wchar.h>
 
 TEST_IMPL(setup_sddl_rules) {
   char why[256];
@@ -62,100 +64,221 @@ TEST_IMPL(setup_sddl_rules) {
   return 0;
 }
 
+/* test_pathcheck.c: a junction (Windows) or a Unix symlink (Wine). */
+int pc_plant(const WCHAR *link, const WCHAR *target, const char **kind);
+int pc_unplant(const WCHAR *link, const char *kind);
+
+static void wpath(WCHAR *w, const char *p) {
+  MultiByteToWideChar(CP_UTF8, 0, p, -1, w, MAX_PATH);
+}
+
+static void setup_paths(px_win_setup_t *s, char *data, char *work, char *store,
+                        char *kb, char *cfg, const char **roots) {
+  WCHAR w[MAX_PATH];
+  snprintf(data, MAX_PATH, "%sPhoenixOrch", px_test_tmpdir());
+  snprintf(work, MAX_PATH, "%sPhoenixOrchW\\Temp", px_test_tmpdir());
+  snprintf(store, MAX_PATH, "%s\\kb-store", data);
+  snprintf(kb, MAX_PATH, "%skb-root", px_test_tmpdir());
+  snprintf(cfg, MAX_PATH, "%s\\executor.json", data);
+  wpath(w, kb);
+  CreateDirectoryW(w, NULL);
+  roots[0] = kb;
+  memset(s, 0, sizeof *s);
+  s->data_dir = data;
+  s->config_path = cfg;
+  s->work_root = work;
+  s->kb_store = store;
+  s->kb_roots = roots;
+  s->nkb_roots = 1;
+  s->acl = 1;
+  s->kb_acl = !px_test_under_wine(); /* Wine cannot store the KB DACL */
+}
+
 TEST_IMPL(setup_apply_verify) {
   char data[MAX_PATH], work[MAX_PATH], store[MAX_PATH], kb[MAX_PATH],
-      cfg[MAX_PATH], link[MAX_PATH];
-  WCHAR w[MAX_PATH], wt[MAX_PATH];
+      cfg[MAX_PATH], why[640];
+  WCHAR w[MAX_PATH];
   const char *roots[1];
   px_win_setup_t s;
   HANDLE h;
-  snprintf(data, sizeof data, "%sPhoenixOrch", px_test_tmpdir());
-  snprintf(work, sizeof work, "%swork", px_test_tmpdir());
-  snprintf(store, sizeof store, "%s\\kb-store", data);
-  snprintf(kb, sizeof kb, "%skb-root", px_test_tmpdir());
-  snprintf(cfg, sizeof cfg, "%s\\executor.json", data);
-  MultiByteToWideChar(CP_UTF8, 0, kb, -1, w, MAX_PATH);
-  ASSERT(CreateDirectoryW(w, NULL));
-  roots[0] = kb;
-  memset(&s, 0, sizeof s);
-  s.data_dir = data;
-  s.config_path = cfg;
-  s.work_root = work;
-  s.kb_store = store;
-  s.kb_roots = roots;
-  /* Wine refuses to set a mandatory label by name (ERROR_ACCESS_DENIED):
-   * the KB root grants are exercised on Windows only. */
-  s.nkb_roots = px_test_under_wine() ? 0 : 1;
-
+  setup_paths(&s, data, work, store, kb, cfg, roots);
   /* Creates what is missing; a second run changes nothing and succeeds. */
-  ASSERT_OK(px_win_setup_apply(&s));
-  MultiByteToWideChar(CP_UTF8, 0, work, -1, w, MAX_PATH);
+  s.config_path = NULL;
+  ASSERT_OK(px_win_setup_apply(&s, why, sizeof why));
+  wpath(w, work);
   ASSERT(GetFileAttributesW(w) & FILE_ATTRIBUTE_DIRECTORY);
-  MultiByteToWideChar(CP_UTF8, 0, store, -1, w, MAX_PATH);
+  wpath(w, store);
   ASSERT(GetFileAttributesW(w) != INVALID_FILE_ATTRIBUTES);
-  ASSERT_OK(px_win_setup_apply(&s));
-  MultiByteToWideChar(CP_UTF8, 0, cfg, -1, w, MAX_PATH);
+  ASSERT_OK(px_win_setup_apply(&s, why, sizeof why));
+  /* A missing configuration file cannot be checked: refused, named. */
+  s.config_path = cfg;
+  ASSERT_EQ(px_win_setup_verify(&s, why, sizeof why), PX_ENOENT);
+  ASSERT(strstr(why, "executor.json") != NULL);
+  wpath(w, cfg);
   h = CreateFileW(w, GENERIC_WRITE, 0, NULL, CREATE_ALWAYS, 0, NULL);
   ASSERT(h != INVALID_HANDLE_VALUE);
   CloseHandle(h);
-
-  /* A missing configuration file cannot be checked: refused. */
-  s.config_path = "C:\\no\\such\\dir\\executor.json";
-  ASSERT_EQ(px_win_setup_verify(&s), PX_EACL);
-  s.config_path = cfg;
-
-  /* A work root that is a link to elsewhere is refused, never re-ACL'd.
-   * Wine makes a Unix symlink that opens as the directory it points to
-   * (no reparse attribute): not exercised there. */
-  snprintf(link, sizeof link, "%swork-link", px_test_tmpdir());
-  MultiByteToWideChar(CP_UTF8, 0, link, -1, w, MAX_PATH);
-  MultiByteToWideChar(CP_UTF8, 0, kb, -1, wt, MAX_PATH);
-  if (!px_test_under_wine() &&
-      CreateSymbolicLinkW(w, wt, SYMBOLIC_LINK_FLAG_DIRECTORY)) {
-    s.work_root = link;
-    ASSERT_EQ(px_win_setup_apply(&s), PX_EACL);
-    ASSERT_EQ(px_win_setup_verify(&s), PX_EACL);
-    s.work_root = work;
-  } else {
-    fprintf(stderr, "setup_apply_verify: link refusal not exercised (Wine, "
-                    "or no symlink privilege)\n");
-  }
-
-  if (px_test_under_wine())
-    RETURN_SKIP("Wine keeps no real security descriptors: the DACLs apply "
-                "wrote cannot be read back (rule tested in setup_sddl_rules)");
-  ASSERT_OK(px_win_setup_verify(&s));
+  /* Under Wine too: its synthesised descriptors (owner the Unix user, who
+   * is this process's user; write for it and SYSTEM only) pass. */
+  ASSERT_OK(px_win_setup_verify(&s, why, sizeof why));
   return 0;
 }
 
-/* 1 when this process's token has the privilege enabled. */
-static int privilege_enabled(const WCHAR *name) {
-  HANDLE t;
-  BYTE buf[4096];
-  TOKEN_PRIVILEGES *tp = (TOKEN_PRIVILEGES *)(void *)buf;
-  LUID luid;
-  DWORD n, i;
-  int on = 0;
-  if (!LookupPrivilegeValueW(NULL, name, &luid) ||
-      !OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &t))
-    return 0;
-  if (GetTokenInformation(t, TokenPrivileges, buf, sizeof buf, &n))
-    for (i = 0; i < tp->PrivilegeCount; i++)
-      if (tp->Privileges[i].Luid.LowPart == luid.LowPart &&
-          tp->Privileges[i].Luid.HighPart == luid.HighPart)
-        on = (tp->Privileges[i].Attributes & SE_PRIVILEGE_ENABLED) != 0;
-  CloseHandle(t);
-  return on;
+/* A link where the work root, the data directory or a KB root should be
+ * is refused by apply (nothing created or re-ACL'd through it) and by
+ * verify. */
+TEST_IMPL(setup_refuses_links) {
+  char data[MAX_PATH], work[MAX_PATH], store[MAX_PATH], kb[MAX_PATH],
+      cfg[MAX_PATH], lure[MAX_PATH], why[640];
+  WCHAR w[MAX_PATH], t[MAX_PATH];
+  const char *roots[1], *kind = "";
+  const char **which[3];
+  px_win_setup_t s;
+  int i;
+  setup_paths(&s, data, work, store, kb, cfg, roots);
+  s.config_path = NULL;
+  ASSERT_OK(px_win_setup_apply(&s, why, sizeof why));
+  snprintf(lure, sizeof lure, "%slure", px_test_tmpdir());
+  wpath(t, lure);
+  ASSERT(CreateDirectoryW(t, NULL));
+  which[0] = &s.work_root;
+  which[1] = &s.data_dir;
+  which[2] = &roots[0];
+  for (i = 0; i < 3; i++) {
+    char moved[MAX_PATH];
+    WCHAR wm[MAX_PATH];
+    const char *path = *which[i];
+    snprintf(moved, sizeof moved, "%s.real", path);
+    wpath(w, path);
+    wpath(wm, moved);
+    ASSERT(MoveFileW(w, wm));
+    ASSERT(pc_plant(w, t, &kind));
+    ASSERT_EQ(px_win_setup_apply(&s, why, sizeof why), PX_ELOOP);
+    printf("%s (%s): %s\n", path, kind, why);
+    ASSERT_EQ(px_win_setup_verify(&s, why, sizeof why), PX_ELOOP);
+    ASSERT(pc_unplant(w, kind));
+    ASSERT(MoveFileW(wm, w));
+  }
+  ASSERT_OK(px_win_setup_verify(&s, why, sizeof why));
+  /* Nothing was created in the lure. */
+  snprintf(lure, sizeof lure, "%slure\\kb-store", px_test_tmpdir());
+  wpath(w, lure);
+  ASSERT(GetFileAttributesW(w) == INVALID_FILE_ATTRIBUTES);
+  return 0;
 }
 
-/* The service enables backup/restore for KB rollback. The test runs as an
- * administrator (under Wine every process is one): held, disabled until
- * asked, enabled after. */
-TEST_IMPL(setup_backup_restore_privileges) {
-  if (privilege_enabled(SE_RESTORE_NAME))
-    printf("SeRestorePrivilege was already enabled in this token\n");
-  ASSERT_OK(px_win_enable_backup_restore());
-  ASSERT(privilege_enabled(SE_BACKUP_NAME));
-  ASSERT(privilege_enabled(SE_RESTORE_NAME));
+/* The exact KB root rule. */
+TEST_IMPL(setup_kb_rules) {
+  char why[384];
+#define KB_OK "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)" \
+              "(A;OICI;0x1301ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)"
+  ASSERT_OK(px__setup_kb_check_sddl(KB_OK, why, sizeof why));
+  /* Any order. */
+  ASSERT_OK(px__setup_kb_check_sddl(
+      "O:SYD:P(A;OICI;0x1301ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)(A;OICI;FA;;;BA)"
+      "(A;OICI;0x1200a9;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)(A;OICI;FA;;;SY)", why, sizeof why));
+  /* Inherits from the parent (not protected): refused. */
+  ASSERT_EQ(px__setup_kb_check_sddl(
+                "O:BAD:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)"
+                "(A;OICI;0x1301ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)", why, sizeof why),
+            PX_EACL);
+  /* One more ACE (ProgramData's Users: create files): refused. */
+  ASSERT_EQ(px__setup_kb_check_sddl(KB_OK "(A;CI;0x100116;;;BU)", why, sizeof why),
+            PX_EACL);
+  /* The writer with WRITE_DAC, the reader with write, one missing: refused. */
+  ASSERT_EQ(px__setup_kb_check_sddl(
+                "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)"
+                "(A;OICI;0x13c1ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)", why, sizeof why),
+            PX_EACL);
+  ASSERT_EQ(px__setup_kb_check_sddl(
+                "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)"
+                "(A;OICI;0x1301ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)", why, sizeof why),
+            PX_EACL);
+  ASSERT_EQ(px__setup_kb_check_sddl(
+                "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)",
+                why, sizeof why),
+            PX_EACL);
+  /* Not inherited inside (the files would keep their old DACLs): refused. */
+  ASSERT_EQ(px__setup_kb_check_sddl(
+                "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;;0x1200a9;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)"
+                "(A;OICI;0x1301ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)", why, sizeof why),
+            PX_EACL);
+  /* A user's KB root: refused, never re-ACL'd. */
+  ASSERT_EQ(px__setup_kb_check_sddl(
+                "O:BUD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)"
+                "(A;OICI;0x1301ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)", why, sizeof why),
+            PX_EACL);
+  ASSERT(strstr(why, "owner") != NULL);
+#undef KB_OK
+  return 0;
+}
+
+/* Give path the DACL of `sddl`, not protected (it also inherits). */
+static void set_open_dacl(const char *path, const WCHAR *sddl) {
+  PSECURITY_DESCRIPTOR sd = NULL;
+  PACL dacl = NULL;
+  BOOL present = FALSE, defaulted = FALSE;
+  WCHAR w[MAX_PATH];
+  wpath(w, path);
+  ASSERT(ConvertStringSecurityDescriptorToSecurityDescriptorW(sddl, SDDL_REVISION_1,
+                                                              &sd, NULL));
+  ASSERT(GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted) && dacl);
+  ASSERT_EQ(SetNamedSecurityInfoW(w, SE_FILE_OBJECT,
+                                  DACL_SECURITY_INFORMATION |
+                                      UNPROTECTED_DACL_SECURITY_INFORMATION,
+                                  NULL, NULL, dacl, NULL),
+            ERROR_SUCCESS);
+  LocalFree(sd);
+}
+
+/* On Windows: a KB root whose DACL lets Users write gets exactly the KB
+ * DACL (read back through verify); an own directory open to Users is
+ * tightened to admin-only. */
+TEST_IMPL(setup_enforce_dacls) {
+  char data[MAX_PATH], work[MAX_PATH], store[MAX_PATH], kb[MAX_PATH],
+      cfg[MAX_PATH], why[640];
+  const char *roots[1];
+  px_win_setup_t s;
+  if (px_test_under_wine())
+    RETURN_SKIP("Wine synthesises DACLs from Unix modes and cannot store "
+                "the KB DACL or an open one: Windows only");
+  setup_paths(&s, data, work, store, kb, cfg, roots);
+  s.config_path = NULL;
+  ASSERT_OK(px_win_setup_apply(&s, why, sizeof why));
+  ASSERT_OK(px_win_setup_verify(&s, why, sizeof why));
+  set_open_dacl(kb, L"D:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301bf;;;BU)");
+  ASSERT_EQ(px_win_setup_verify(&s, why, sizeof why), PX_EACL);
+  ASSERT(strstr(why, "KB root") != NULL);
+  set_open_dacl(work, L"D:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301bf;;;BU)");
+  ASSERT_OK(px_win_setup_apply(&s, why, sizeof why));
+  ASSERT_OK(px_win_setup_verify(&s, why, sizeof why));
+  return 0;
+}
+
+/* The KB root rule held under Wine too (kb_acl forced on): Wine's
+ * synthesised DACL is not the KB DACL, so apply tries to set it through
+ * the handle; that call failing (PXW seam) refuses the root with the
+ * reason, and so does a set that does not stick (Wine's). */
+TEST_IMPL(setup_kb_apply_fails_closed) {
+  char data[MAX_PATH], work[MAX_PATH], store[MAX_PATH], kb[MAX_PATH],
+      cfg[MAX_PATH], why[640];
+  const char *roots[1];
+  px_win_setup_t s;
+  setup_paths(&s, data, work, store, kb, cfg, roots);
+  s.config_path = NULL;
+  s.kb_acl = 1;
+  if (!px_test_under_wine()) {
+    ASSERT_OK(px_win_setup_apply(&s, why, sizeof why)); /* Windows: it sticks */
+    set_open_dacl(kb, L"D:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301bf;;;BU)");
+  }
+  px__winapi_fault(PX_WAPI_SetSecurityInfo, 1, ERROR_ACCESS_DENIED);
+  ASSERT_EQ(px_win_setup_apply(&s, why, sizeof why), PX_EACL);
+  px__winapi_fault_reset();
+  printf("%s\n", why);
+  ASSERT(strstr(why, "KB root") && strstr(why, "cannot give it the KB DACL"));
+  if (px_test_under_wine()) { /* the set "succeeds" and does not stick */
+    ASSERT_EQ(px_win_setup_apply(&s, why, sizeof why), PX_EACL);
+    ASSERT(strstr(why, "not the protected KB DACL") != NULL);
+  }
   return 0;
 }

@@ -382,8 +382,8 @@ TEST_IMPL(pipe_first_instance_refuses_squatter) {
 }
 
 #define DENY_JOBS_SDDL                                                       \
-  "D:P(D;;GA;;;S-1-15-2-1)(D;;GA;;;S-1-15-2-2)(D;;GA;;;S-1-5-117-2-1)"        \
-  "(D;;GA;;;S-1-5-117-2-2)(D;;GA;;;S-1-5-12)(D;;GA;;;NU)(A;;GA;;;SY)"         \
+  "D:P(D;;GA;;;S-1-15-2-1)(D;;GA;;;S-1-15-2-2)(D;;GA;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)"        \
+  "(D;;GA;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)(D;;GA;;;S-1-5-12)(D;;GA;;;NU)(A;;GA;;;SY)"         \
   "(A;;GA;;;BA)"
 
 TEST_IMPL(pipe_security_descriptor) {
@@ -702,8 +702,8 @@ static int read_aces(PACL acl, ace_t *out, int max) {
  * else. The Medium no-read-up/no-write-up label is read back where the
  * OS returns labels. The KB SIDs are the backend's own. */
 TEST_IMPL(pipe_dacl_read_back) {
-  static const char *const denied[] = {"S-1-15-2-1", "S-1-15-2-2", "S-1-5-117-2-1",
-                                       "S-1-5-117-2-2", "S-1-5-12", "S-1-5-2"};
+  static const char *const denied[] = {"S-1-15-2-1", "S-1-15-2-2", "S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1",
+                                       "S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2", "S-1-5-12", "S-1-5-2"};
   static const char *const allowed[] = {"S-1-5-18", "S-1-5-32-544", "S-1-5-32-545"};
   px_pipe_server_t *srv = start_server(4, 1 << 20, 2000);
   PSECURITY_DESCRIPTOR sd = NULL;

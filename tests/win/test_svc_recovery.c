@@ -102,3 +102,35 @@ TEST_IMPL(recovery_refuses_bad_roots) {
   ASSERT_NE(px_recover_work_root(file, NULL), 0);
   return 0;
 }
+
+/* test_pathcheck.c: a junction (Windows) or a Unix symlink (Wine). */
+int pc_plant(const WCHAR *link, const WCHAR *target, const char **kind);
+int pc_unplant(const WCHAR *link, const char *kind);
+
+/* The work root's parent renamed away and replaced by a link to a tree
+ * holding a "work" directory with files: recovery refuses, and empties
+ * nothing through the link (the LPE the walk closes). */
+TEST_IMPL(recovery_refuses_link_ancestor) {
+  char base[MAX_PATH], work[MAX_PATH];
+  WCHAR wbase[MAX_PATH], moved[MAX_PATH], lure[MAX_PATH];
+  const char *kind = "";
+  snprintf(base, sizeof base, "%s", px_test_tmpdir());
+  make_dir(base, "orch");
+  make_dir(base, "orch\\work");
+  make_dir(base, "victim");
+  make_dir(base, "victim\\work");
+  make_file(base, "victim\\work\\precious.txt", FILE_ATTRIBUTE_NORMAL);
+  snprintf(work, sizeof work, "%sorch\\work", base);
+  ASSERT_OK(px_recover_work_root(work, NULL)); /* positive control */
+  wpath(wbase, base, "orch");
+  wpath(moved, base, "orch.real");
+  wpath(lure, base, "victim");
+  ASSERT(MoveFileW(wbase, moved));
+  if (!pc_plant(wbase, lure, &kind))
+    px__test_fail(__FILE__, __LINE__, "cannot plant a %s", kind);
+  ASSERT_NE(px_recover_work_root(work, NULL), 0);
+  ASSERT(exists(base, "victim\\work\\precious.txt"));
+  ASSERT(pc_unplant(wbase, kind));
+  ASSERT(MoveFileW(moved, wbase));
+  return 0;
+}

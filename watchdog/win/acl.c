@@ -9,13 +9,17 @@
  * SE_DACL_PROTECTED: nothing is inherited from the work root, which itself
  * grants the sandbox nothing. Label: Low, no-write-up, inherited inside the
  * tree, so a Low process may write where the DACL lets it - only here.
- * The directory must not exist yet: an existing one is never reused.
+ * The directory must not exist yet: an existing one is never reused. It
+ * is created relative to the work root's verified handle (backend.c,
+ * pathcheck.c), and the job's files relative to its handle, one component
+ * at a time: no path is resolved again between the check and the use.
  */
 #include "watchdog/win/internal.h"
 
 #include "px/px_log.h"
 #include "px/px_util.h"
 #include "service/win/win_error.h"
+#include "watchdog/win/pathcheck.h"
 
 #include <sddl.h>
 #include <stdlib.h>
@@ -79,13 +83,13 @@ cleanup:
   return rc;
 }
 
-/* Low label, inherited by the tree, set through the directory's handle. */
-static int label_low(const WCHAR *dir) {
+/* Low label, inherited by the tree, set through the directory's handle
+ * (opened with WRITE_OWNER, the right that setting a label needs). */
+static int label_low(HANDLE h) {
   SID_IDENTIFIER_AUTHORITY ml = {SECURITY_MANDATORY_LABEL_AUTHORITY};
   BYTE buf[128];
   PACL sacl = (PACL)buf;
   PSID low = NULL;
-  HANDLE h = INVALID_HANDLE_VALUE;
   DWORD err;
   int rc = PX_EACL;
   if (!PXW(AllocateAndInitializeSid)(&ml, 1, SECURITY_MANDATORY_LOW_RID, 0, 0,
@@ -97,16 +101,6 @@ static int label_low(const WCHAR *dir) {
     rc = PX_LOG_WIN32(PX_EACL, GetLastError(), "AddMandatoryAce");
     goto cleanup;
   }
-  /* WRITE_OWNER is the right that setting a label needs. */
-  h = PXW(CreateFileW)(dir, READ_CONTROL | WRITE_OWNER, FILE_SHARE_READ |
-                       FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
-                       OPEN_EXISTING,
-                       FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT,
-                       NULL);
-  if (h == INVALID_HANDLE_VALUE) {
-    rc = PX_LOG_WIN32(PX_EACL, GetLastError(), "CreateFileW(job dir)");
-    goto cleanup;
-  }
   err = PXW(SetSecurityInfo)(h, SE_FILE_OBJECT, LABEL_SECURITY_INFORMATION,
                              NULL, NULL, NULL, sacl);
   if (err != ERROR_SUCCESS) {
@@ -115,15 +109,13 @@ static int label_low(const WCHAR *dir) {
   }
   rc = 0;
 cleanup:
-  if (h != INVALID_HANDLE_VALUE)
-    CloseHandle(h);
   FreeSid(low);
   return rc;
 }
 
 int px__winbe_dir_create(px__winbe_t *be, px_sandbox_t *sb) {
   SECURITY_DESCRIPTOR sd;
-  SECURITY_ATTRIBUTES sa;
+  HANDLE h = NULL;
   BYTE buf[1024];
   PACL dacl = (PACL)buf;
   size_t rl, kl;
@@ -147,18 +139,21 @@ int px__winbe_dir_create(px__winbe_t *be, px_sandbox_t *sb) {
       !SetSecurityDescriptorDacl(&sd, TRUE, dacl, FALSE) ||
       !SetSecurityDescriptorControl(&sd, SE_DACL_PROTECTED, SE_DACL_PROTECTED))
     return PX_LOG_WIN32(PX_EACL, GetLastError(), "SetSecurityDescriptorDacl");
-  sa.nLength = sizeof sa;
-  sa.lpSecurityDescriptor = &sd;
-  sa.bInheritHandle = FALSE;
-  /* Fresh or nothing: an existing directory may have been planted. */
-  if (!PXW(CreateDirectoryW)(sb->dir, &sa)) {
-    DWORD err = GetLastError();
+  /* Fresh or nothing, relative to the verified work root's handle (no
+   * path is resolved again): an existing name may have been planted. */
+  rc = px__path_mkdir_at(be->root_h, sb->dir + rl + 1, &sd,
+                         READ_CONTROL | WRITE_OWNER, &h);
+  if (rc != 0) {
     free(sb->dir);
     sb->dir = NULL; /* not ours: release must not remove it */
-    return PX_LOG_WIN32(err == ERROR_ALREADY_EXISTS ? PX_EEXIST : PX_EACL, err,
-                        "CreateDirectoryW(job dir)");
+    if (rc == PX_EEXIST)
+      PX_LOG(PX_LOG_ERROR, "job directory %s exists already: refused",
+             sb->spec->key);
+    return rc == PX_EEXIST ? PX_EEXIST : PX_EACL;
   }
-  if ((rc = label_low(sb->dir)))
+  rc = label_low(h);
+  CloseHandle(h);
+  if (rc)
     return rc;
   sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_DIR_ACL);
   return 0;
@@ -227,52 +222,95 @@ static int write_all(HANDLE h, const unsigned char *d, size_t len) {
   return 0;
 }
 
-/* Create one file (and its parent directories) below the job dir. */
-static int file_write(px_sandbox_t *sb, const px_job_file_t *f) {
-  WCHAR *rel = px__win_wide(f->path), *full = NULL;
-  HANDLE h = INVALID_HANDLE_VALUE;
-  size_t dl = wcslen(sb->dir), rl, i;
-  int rc = PX_ENOMEM;
+#define DIR_ACCESS                                                           \
+  (FILE_LIST_DIRECTORY | FILE_TRAVERSE | FILE_ADD_FILE |                     \
+   FILE_ADD_SUBDIRECTORY | FILE_READ_ATTRIBUTES)
+#define SHARE_ALL (FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
+
+/* Open or create directory `name` (n chars) below `parent`, as itself: a
+ * reparse point is refused. NULL on failure (logged). */
+static HANDLE subdir(HANDLE parent, const WCHAR *name, size_t n) {
+  BY_HANDLE_FILE_INFORMATION fi;
+  HANDLE h = NULL;
+  LONG st = px__path_nt_open(parent, name, n, DIR_ACCESS, SHARE_ALL,
+                             3 /* FILE_OPEN_IF */, 1 /* FILE_DIRECTORY_FILE */,
+                             NULL /* inherit the job dir's DACL */, &h);
+  if (st < 0) {
+    PX_LOG(PX_LOG_ERROR, "NtCreateFile(job subdirectory) failed: NTSTATUS 0x%lx",
+           (unsigned long)st);
+    return NULL;
+  }
+  if (!GetFileInformationByHandle(h, &fi) ||
+      (fi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)) {
+    PX_LOG(PX_LOG_ERROR, "a job subdirectory is a reparse point: refused");
+    CloseHandle(h);
+    return NULL;
+  }
+  return h;
+}
+
+/* Create one file (and its parent directories) below the job directory
+ * open as `dir`, one component at a time relative to its parent's handle:
+ * no path is resolved, nothing existing is followed or overwritten. */
+static int file_write(HANDLE dir, const px_job_file_t *f) {
+  WCHAR *rel = px__win_wide(f->path), *c, *slash;
+  HANDLE cur = dir, next = NULL, h = NULL;
+  LONG st;
+  int rc = PX_EIO;
   if (!rel)
     return PX_EINVAL;
-  rl = wcslen(rel);
-  full = malloc((dl + rl + 2) * sizeof(WCHAR));
-  if (!full)
-    goto cleanup;
-  memcpy(full, sb->dir, dl * sizeof(WCHAR));
-  full[dl] = L'\\';
-  for (i = 0; i <= rl; i++)
-    full[dl + 1 + i] = rel[i] == L'/' ? L'\\' : rel[i];
-  for (i = dl + 1; full[i]; i++)
-    if (full[i] == L'\\') { /* intermediate dirs inherit the job dir ACL */
-      full[i] = 0;
-      if (!PXW(CreateDirectoryW)(full, NULL) &&
-          GetLastError() != ERROR_ALREADY_EXISTS) {
-        rc = PX_LOG_WIN32(PX_EIO, GetLastError(), "CreateDirectoryW(sub)");
-        goto cleanup;
-      }
-      full[i] = L'\\';
-    }
-  /* CREATE_NEW: never overwrite or follow anything already there. */
-  h = PXW(CreateFileW)(full, GENERIC_WRITE, 0, NULL, CREATE_NEW,
-                       FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT,
-                       NULL);
-  if (h == INVALID_HANDLE_VALUE) {
-    rc = PX_LOG_WIN32(PX_EIO, GetLastError(), "CreateFileW(job file)");
+  for (c = rel; (slash = wcschr(c, L'/')) != NULL; c = slash + 1) {
+    next = subdir(cur, c, (size_t)(slash - c));
+    if (cur != dir)
+      CloseHandle(cur);
+    cur = next;
+    if (!cur)
+      goto cleanup;
+  }
+  /* FILE_CREATE: never overwrite or follow anything already there. */
+  st = px__path_nt_open(cur, c, wcslen(c), GENERIC_WRITE, 0, 2 /* FILE_CREATE */,
+                        0x40 /* FILE_NON_DIRECTORY_FILE */, NULL, &h);
+  if (st < 0) {
+    PX_LOG(PX_LOG_ERROR, "NtCreateFile(job file) failed: NTSTATUS 0x%lx",
+           (unsigned long)st);
     goto cleanup;
   }
   rc = write_all(h, f->data, f->len);
 cleanup:
-  if (h != INVALID_HANDLE_VALUE)
-    CloseHandle(h);
+  px_handle_close(&h);
+  if (cur && cur != dir)
+    CloseHandle(cur);
   free(rel);
-  free(full);
   return rc;
 }
 
+/* The job directory, opened relative to the verified work root. */
+static HANDLE job_dir(px_sandbox_t *sb) {
+  const char *k = sb->spec->key;
+  WCHAR name[256];
+  HANDLE h = NULL;
+  size_t i, n = strlen(k);
+  LONG st;
+  if (n >= sizeof name / sizeof name[0])
+    return NULL;
+  for (i = 0; i <= n; i++) /* the key is ASCII (valid_key) */
+    name[i] = (WCHAR)(unsigned char)k[i];
+  st = px__path_nt_open(sb->be->root_h, name, n, DIR_ACCESS, SHARE_ALL,
+                        1 /* FILE_OPEN */, 1 /* FILE_DIRECTORY_FILE */, NULL, &h);
+  if (st < 0) {
+    PX_LOG(PX_LOG_ERROR, "NtCreateFile(job dir) failed: NTSTATUS 0x%lx",
+           (unsigned long)st);
+    return NULL;
+  }
+  return h;
+}
+
 int px__winbe_files_write(px_sandbox_t *sb) {
+  HANDLE dir = NULL;
   size_t i;
-  int rc;
+  int rc = 0;
+  if (sb->spec->nfiles == 0)
+    return 0;
   for (i = 0; i < sb->spec->nfiles; i++) {
     if (px__winbe_path_check(sb->spec->files[i].path)) {
       char q[96];
@@ -281,8 +319,11 @@ int px__winbe_files_write(px_sandbox_t *sb) {
              px_log_quote(q, sizeof q, p ? p : "", p ? strlen(p) : 0));
       return PX_EINVAL;
     }
-    if ((rc = file_write(sb, &sb->spec->files[i])))
-      return rc;
   }
-  return 0;
+  if (!(dir = job_dir(sb)))
+    return PX_EIO;
+  for (i = 0; i < sb->spec->nfiles && rc == 0; i++)
+    rc = file_write(dir, &sb->spec->files[i]);
+  CloseHandle(dir);
+  return rc;
 }

@@ -21,46 +21,25 @@
 #include "px/px_os.h"
 #include "px/px_util.h"
 #include "service/win/win_error.h"
+#include "watchdog/win/pathcheck.h"
 
 #include <sddl.h>
 #include <stdlib.h>
 #include <wchar.h>
 
-/* A missing work root is created granting the sandbox nothing: SYSTEM,
- * Administrators and the service's user only, nothing inherited. (An
- * existing one is the installer's; it is used as it is.) */
-static int root_create(const WCHAR *root) {
-  HANDLE t = NULL;
-  BYTE ubuf[SECURITY_MAX_SID_SIZE + sizeof(TOKEN_USER)];
-  TOKEN_USER *user = (TOKEN_USER *)(void *)ubuf;
-  SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, FALSE};
-  WCHAR sddl[256], *us = NULL;
-  DWORD n;
-  BOOL ok;
-  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &t) ||
-      !GetTokenInformation(t, TokenUser, user, sizeof ubuf, &n) ||
-      !ConvertSidToStringSidW(user->User.Sid, &us)) {
-    px_handle_close(&t);
-    return PX_LOG_WIN32(PX_EACL, GetLastError(), "GetTokenInformation(User)");
-  }
-  px_handle_close(&t);
-  swprintf(sddl, 256, L"D:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;FA;;;%ls)",
-           us);
-  LocalFree(us);
-  if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(
-          sddl, SDDL_REVISION_1, &sa.lpSecurityDescriptor, NULL))
-    return PX_LOG_WIN32(PX_EACL, GetLastError(),
-                        "ConvertStringSecurityDescriptorToSecurityDescriptorW");
-  ok = CreateDirectoryW(root, &sa);
-  n = GetLastError();
-  LocalFree(sa.lpSecurityDescriptor);
-  if (!ok && n != ERROR_ALREADY_EXISTS)
-    return PX_LOG_WIN32(PX_EIO, n, "CreateDirectoryW(work root)");
-  return 0;
-}
-
+/* The work root, opened from the volume root down by handle
+ * (pathcheck.c): a link at any level, or a component a non-administrator
+ * could change, is refused; missing own components (the root and its
+ * parent, unless that is the volume root) are created admin-only. The
+ * handle is kept for the backend's life: it pins the root (nobody can
+ * rename or replace it) and every job directory is created relative to
+ * it (acl.c). The final path is read from it, for cleanup's check. */
 static int work_root_init(px__winbe_t *be, const char *root) {
-  size_t n;
+  px__path_req_t rq;
+  char why[512];
+  WCHAR *buf = NULL;
+  size_t n, i, seps = 0;
+  DWORD len;
   int rc;
   if (!root || !*root)
     return PX_EINVAL;
@@ -70,10 +49,26 @@ static int work_root_init(px__winbe_t *be, const char *root) {
   n = wcslen(be->work_root);
   while (n > 3 && (be->work_root[n - 1] == L'\\' || be->work_root[n - 1] == L'/'))
     be->work_root[--n] = 0;
-  if ((rc = root_create(be->work_root)))
+  for (i = 3; i + 1 < n; i++)
+    seps += be->work_root[i] == L'\\' || be->work_root[i] == L'/';
+  memset(&rq, 0, sizeof rq);
+  rq.path = be->work_root;
+  rq.owned = seps ? 2 : 1;
+  rq.create = 1;
+  rq.acl = 1;
+  if ((rc = px__path_open(&rq, &be->root_h, why, sizeof why)) != 0) {
+    PX_LOG(PX_LOG_ERROR, "work root refused: %s", why);
+    be->root_h = NULL;
     return rc;
-  if ((rc = px__winbe_final_path(be->work_root, &be->work_root_final)))
-    return rc;
+  }
+  if (!(buf = malloc(32768 * sizeof(WCHAR))))
+    return PX_ENOMEM;
+  len = GetFinalPathNameByHandleW(be->root_h, buf, 32768, FILE_NAME_NORMALIZED);
+  if (len == 0 || len >= 32768) {
+    free(buf);
+    return PX_LOG_WIN32(PX_EIO, GetLastError(), "GetFinalPathNameByHandleW");
+  }
+  be->work_root_final = buf;
   return 0;
 }
 
@@ -103,6 +98,7 @@ static uint64_t available(const px__winbe_t *be) {
 static void be_free(px__winbe_t *be) {
   px__winbe_watchdog_stop(be);
   px_handle_close(&be->port);
+  px_handle_close(&be->root_h);
   free(be->work_root);
   free(be->work_root_final);
   px_mutex_destroy(&be->lock);

@@ -14,12 +14,15 @@
  *    the listing is still handled as what was opened;
  *  - a reparse point is deleted as itself, never descended into;
  *  - deletion is by handle (FileDispositionInfoEx, falling back to
- *    FileDispositionInfo); a hard link loses only its name.
+ *    FileDispositionInfo); a hard link loses only its name;
+ *  - backup/restore privileges are enabled on this thread's token for the
+ *    removal only (the KB's scope, kb/win/priv.c), never process-wide.
  * Runs after every process of the job is gone (or, for recovery, before
  * any job runs).
  */
 #include "watchdog/win/internal.h"
 
+#include "kb/kb_fs.h"
 #include "px/px_log.h"
 #include "service/win/win_error.h"
 
@@ -213,32 +216,15 @@ static int remove_handle(HANDLE h, int depth, px__winbe_rm_counts_t *c) {
 }
 
 int px__winbe_empty_dir(HANDLE dir, px__winbe_rm_counts_t *counts) {
-  int rc;
+  int rc, scoped;
   memset(counts, 0, sizeof *counts);
   if ((rc = nt_resolve()))
     return rc;
-  return empty_dir(dir, 0, counts, 1);
-}
-
-int px__winbe_final_path(const WCHAR *path, WCHAR **out) {
-  HANDLE h = CreateFileW(path, FILE_READ_ATTRIBUTES,
-                         FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                         NULL, OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
-  WCHAR *buf;
-  DWORD n;
-  if (h == INVALID_HANDLE_VALUE)
-    return PX_LOG_WIN32(px_err_from_win32(GetLastError()), GetLastError(),
-                        "CreateFileW(work root)");
-  buf = malloc(32768 * sizeof(WCHAR));
-  n = buf ? GetFinalPathNameByHandleW(h, buf, 32768, FILE_NAME_NORMALIZED) : 0;
-  CloseHandle(h);
-  if (n == 0 || n >= 32768) {
-    free(buf);
-    return buf ? PX_LOG_WIN32(PX_EIO, GetLastError(), "GetFinalPathNameByHandleW")
-               : PX_ENOMEM;
-  }
-  *out = buf;
-  return 0;
+  scoped = px_kbfs_scope_enter() == 0; /* see remove_tree */
+  rc = empty_dir(dir, 0, counts, 1);
+  if (scoped)
+    px_kbfs_scope_leave();
+  return rc;
 }
 
 /* The handle's final path must be strictly below root_final. */
@@ -284,7 +270,14 @@ int px__winbe_remove_tree(const WCHAR *dir, const WCHAR *root_final) {
                          "left in place");
     rc = PX_ELOOP;
   } else {
+    /* FILE_OPEN_FOR_BACKUP_INTENT only helps with the restore privilege:
+     * enabled on this thread's token for this removal only (kb/win/priv.c),
+     * so a job that locked the service out of a file it made cannot keep
+     * it. Without it the removal still runs, with the DACLs as they are. */
+    int scoped = px_kbfs_scope_enter() == 0;
     rc = remove_handle(h, 0, NULL);
+    if (scoped)
+      px_kbfs_scope_leave();
   }
   CloseHandle(h);
   return rc;

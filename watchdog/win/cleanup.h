@@ -25,7 +25,4 @@ int px__winbe_remove_tree(const WCHAR *dir, const WCHAR *root_final);
  * counts->left saying how many entries remain. */
 int px__winbe_empty_dir(HANDLE dir, px__winbe_rm_counts_t *counts);
 
-/* The final (link-resolved) path of an existing path (*out malloc'd). */
-int px__winbe_final_path(const WCHAR *path, WCHAR **out);
-
 #endif

@@ -75,6 +75,8 @@ typedef struct px__winbe_s {
   px_backend_opts_t opts;   /* copied; strings below are owned copies */
   WCHAR *work_root;         /* owned, no trailing separator */
   WCHAR *work_root_final;   /* owned: its final path (cleanup check) */
+  HANDLE root_h;            /* owned: the verified work root (pathcheck.c),
+                               held open: job dirs are made relative to it */
   uint64_t tick_ms;
   int wine;
   HANDLE port;              /* owned: the one completion port */

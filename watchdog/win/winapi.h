@@ -17,6 +17,8 @@
 #include <windows.h>
 #include <aclapi.h>
 #include <sddl.h>
+#include <winsvc.h>
+#include <winternl.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,6 +61,22 @@
     (HANDLE h, SE_OBJECT_TYPE t, SECURITY_INFORMATION i, PSID o, PSID g,      \
      PACL d, PACL s),                                                         \
     (h, t, i, o, g, d, s))                                                    \
+  X(DWORD, GetSecurityInfo, ERROR_ACCESS_DENIED,                              \
+    (HANDLE h, SE_OBJECT_TYPE t, SECURITY_INFORMATION i, PSID *o, PSID *g,    \
+     PACL *d, PACL *s, PSECURITY_DESCRIPTOR *sd),                             \
+    (h, t, i, o, g, d, s, sd))                                                \
+  X(BOOL, ImpersonateSelf, FALSE, (SECURITY_IMPERSONATION_LEVEL l), (l))      \
+  X(BOOL, AdjustTokenPrivileges, FALSE,                                       \
+    (HANDLE t, BOOL d, PTOKEN_PRIVILEGES n, DWORD b, PTOKEN_PRIVILEGES p,     \
+     PDWORD r),                                                               \
+    (t, d, n, b, p, r))                                                       \
+  X(BOOL, ChangeServiceConfig2W, FALSE, (SC_HANDLE h, DWORD l, LPVOID i),    \
+    (h, l, i))                                                                \
+  X(NTSTATUS, NtCreateFile, (NTSTATUS)0xC0000022L /* ACCESS_DENIED */,      \
+    (PHANDLE h, ACCESS_MASK a, POBJECT_ATTRIBUTES o, PIO_STATUS_BLOCK io,     \
+     PLARGE_INTEGER sz, ULONG at, ULONG sh, ULONG d, ULONG op, PVOID ea,      \
+     ULONG el),                                                               \
+    (h, a, o, io, sz, at, sh, d, op, ea, el))                                 \
   X(BOOL, CreateDirectoryW, FALSE, (LPCWSTR p, LPSECURITY_ATTRIBUTES a),      \
     (p, a))                                                                   \
   X(HANDLE, CreateFileW, INVALID_HANDLE_VALUE,                                \
