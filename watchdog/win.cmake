@@ -26,10 +26,14 @@ target_sources(px_tests_win PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/win/test_fault.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_enforce.c)
 target_link_libraries(px_tests_win PRIVATE ws2_32)
-add_executable(px_probe ${PROJECT_SOURCE_DIR}/tests/win/probe.c)
+add_executable(px_probe ${PROJECT_SOURCE_DIR}/tests/win/probe.c
+  ${PROJECT_SOURCE_DIR}/tests/win/probe_attack.c)
 px_executable(px_probe)
 target_link_options(px_probe PRIVATE -municode)
 target_link_libraries(px_probe PRIVATE ws2_32)
+# probe_attack.c: user32 (desktop, hooks, clipboard), COM (WMI, the task
+# scheduler, a LocalServer class), SSPI (outbound authentication).
+target_link_libraries(px_probe PRIVATE user32 ole32 oleaut32 secur32)
 add_dependencies(px_tests_win px_probe)
 set_target_properties(px_probe PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)

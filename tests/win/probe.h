@@ -1,0 +1,21 @@
+/* probe.h - what the two halves of px_probe share (probe.c: the resource
+ * and report modes; probe_attack.c: the attack classes of the win-enforce
+ * suite). */
+#ifndef PX_PROBE_H
+#define PX_PROBE_H
+
+#include <wchar.h>
+
+/* One line to stdout, written at once (an unbuffered WriteFile). */
+void px_probe_out(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Run argv[1] if it names an attack mode: returns its exit status (0, or 2
+ * when the mode itself could not run); -1 when the mode is not one of
+ * probe_attack.c's. */
+int px_probe_attack(int argc, WCHAR **argv);
+
+#endif

@@ -1,0 +1,911 @@
+/* probe_attack.c - the attack classes of the win-enforce suite, one per
+ * px_probe mode (after Chromium's sandbox/win/tests/validation_tests and
+ * notes/threats.md). Each mode tries one forbidden thing and prints
+ *   CHECK <mode> ALLOWED [detail]
+ *   CHECK <mode> DENIED <error> <step>
+ * where <error> is the exact code the OS gave (a Win32 error, a Winsock
+ * error, or an HRESULT/SECURITY_STATUS in hex for COM and SSPI) and <step>
+ * names the call that refused. The same mode run outside the sandbox (by
+ * the test itself: the positive control) must print ALLOWED, which proves
+ * the probe code works and the denial comes from the sandbox.
+ *
+ *   reg-write-hklm | reg-write-hku | reg-read-winlogon
+ *   open-input-desktop | switch-desktop | hook | clipboard-read TEXT
+ *   atom-find NAME | shatter HWND | global-object | open-event NAME
+ *   host SECONDS    a window, an event and a global atom that other jobs
+ *                   try to reach: prints HOST PID/TID/HWND/EVENT/ATOM, then
+ *                   pumps messages and prints HOST GOT MESSAGE on WM_APP+7
+ *   open-process PID RIGHT | open-thread TID | open-token PID
+ *   dup-token PID | enable-privilege NAME
+ *   pipe-impersonate SECONDS   serves a pipe (prints PIPE <name>), reads
+ *                   one byte from whoever connects and impersonates it
+ *   job-open NAME | job-nested | job-set-own [make]
+ *   wmi-create | task-create | com-localserver
+ *   mitigations     MITIGATION <policy> <flags|ERROR n>, each read back
+ *   udp-send PORT | connect6 PORT | listen SECONDS | dns NAME | auth-out
+ *   junction-write DIR | hardlink FILE | plant-junction NAME DIR
+ *   where           WINSTA <name> and DESKTOP <name> (user32 works)
+ * A trailing argument "debug" enables SeDebugPrivilege first (controls).
+ */
+#define COBJMACROS
+#define SECURITY_WIN32
+#include <winsock2.h>
+#include <ws2tcpip.h>
+#include <windows.h>
+#include <objbase.h>
+#include <oleauto.h>
+#include <security.h>
+#include <taskschd.h>
+#include <wbemcli.h>
+#include <winioctl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <wchar.h>
+
+#include "probe.h"
+
+#define out px_probe_out
+#define PROBE_MSG (WM_APP + 7) /* the "shatter" message a host watches for */
+
+static int allowed(const WCHAR *mode, const char *detail) {
+  out("CHECK %ls ALLOWED%s%s", mode, detail ? " " : "", detail ? detail : "");
+  return 0;
+}
+
+static int denied(const WCHAR *mode, unsigned long err, const char *step) {
+  out("CHECK %ls DENIED %lu %s", mode, err, step);
+  return 0;
+}
+
+/* COM and SSPI report an HRESULT: printed as its 32-bit value. */
+static int denied_hr(const WCHAR *mode, HRESULT hr, const char *step) {
+  return denied(mode, (unsigned long)(DWORD)hr, step);
+}
+
+/* ---- registry ---- */
+
+static int reg_write(const WCHAR *mode, HKEY root, const WCHAR *parent) {
+  WCHAR sub[256];
+  HKEY k;
+  LONG rc;
+  _snwprintf(sub, 255, L"%ls\\PxProbe-%lu", parent, GetCurrentProcessId());
+  sub[255] = 0;
+  rc = RegCreateKeyExW(root, sub, 0, NULL, REG_OPTION_VOLATILE, KEY_WRITE, NULL,
+                       &k, NULL);
+  if (rc != ERROR_SUCCESS)
+    return denied(mode, (unsigned long)rc, "RegCreateKeyEx");
+  RegCloseKey(k);
+  RegDeleteKeyW(root, sub);
+  return allowed(mode, NULL);
+}
+
+static int reg_read_winlogon(const WCHAR *mode) {
+  HKEY k;
+  LONG rc = RegOpenKeyExW(HKEY_LOCAL_MACHINE,
+                          L"SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\\Winlogon",
+                          0, KEY_READ, &k);
+  if (rc != ERROR_SUCCESS)
+    return denied(mode, (unsigned long)rc, "RegOpenKeyEx");
+  RegCloseKey(k);
+  return allowed(mode, NULL);
+}
+
+/* ---- desktop, window station, windows ---- */
+
+static int open_input_desktop(const WCHAR *mode) {
+  HDESK d = OpenInputDesktop(0, FALSE, DESKTOP_READOBJECTS | DESKTOP_SWITCHDESKTOP);
+  if (!d)
+    return denied(mode, GetLastError(), "OpenInputDesktop");
+  CloseDesktop(d);
+  return allowed(mode, NULL);
+}
+
+static int switch_desktop(const WCHAR *mode) {
+  if (!SwitchDesktop(GetThreadDesktop(GetCurrentThreadId())))
+    return denied(mode, GetLastError(), "SwitchDesktop");
+  return allowed(mode, NULL);
+}
+
+static LRESULT CALLBACK ll_keyboard(int code, WPARAM w, LPARAM l) {
+  return CallNextHookEx(NULL, code, w, l);
+}
+
+static int hook(const WCHAR *mode) {
+  HHOOK h = SetWindowsHookExW(WH_KEYBOARD_LL, ll_keyboard, GetModuleHandleW(NULL), 0);
+  if (!h)
+    return denied(mode, GetLastError(), "SetWindowsHookEx");
+  UnhookWindowsHookEx(h);
+  return allowed(mode, NULL);
+}
+
+/* Allowed only if the clipboard holds exactly `want` (what the test put
+ * there): reading it is the leak. */
+static int clipboard_read(const WCHAR *mode, const WCHAR *want) {
+  HANDLE data;
+  const WCHAR *text;
+  int same;
+  if (!OpenClipboard(NULL))
+    return denied(mode, GetLastError(), "OpenClipboard");
+  SetLastError(0);
+  data = GetClipboardData(CF_UNICODETEXT);
+  if (!data) {
+    DWORD err = GetLastError();
+    CloseClipboard();
+    return denied(mode, err, "GetClipboardData");
+  }
+  text = GlobalLock(data);
+  same = text && !wcscmp(text, want);
+  if (text)
+    GlobalUnlock(data);
+  CloseClipboard();
+  return same ? allowed(mode, NULL) : denied(mode, 0, "other-text");
+}
+
+static int atom_find(const WCHAR *mode, const WCHAR *name) {
+  SetLastError(0);
+  if (!GlobalFindAtomW(name))
+    return denied(mode, GetLastError(), "GlobalFindAtom");
+  return allowed(mode, NULL);
+}
+
+/* A message to another process's window: the HWND comes from the test
+ * (which read it from the host's output), so the probe does not depend
+ * on seeing the host's desktop. */
+static int shatter(const WCHAR *mode, const WCHAR *hwnd_hex) {
+  HWND w = (HWND)(uintptr_t)wcstoull(hwnd_hex, NULL, 16);
+  if (!w) /* PostMessage(NULL) would post to this thread: not an attack */
+    return denied(mode, ERROR_INVALID_WINDOW_HANDLE, "no-window");
+  if (!PostMessageW(w, PROBE_MSG, 0x5058, (LPARAM)GetCurrentProcessId()))
+    return denied(mode, GetLastError(), "PostMessage");
+  return allowed(mode, NULL);
+}
+
+static LRESULT CALLBACK host_proc(HWND w, UINT m, WPARAM wp, LPARAM lp) {
+  if (m == PROBE_MSG && wp == 0x5058)
+    out("HOST GOT MESSAGE from %lu", (unsigned long)lp);
+  return DefWindowProcW(w, m, wp, lp);
+}
+
+static int host(DWORD seconds) {
+  WNDCLASSW wc;
+  WCHAR ev[64], atom[64];
+  HANDLE e;
+  HWND w;
+  MSG msg;
+  ULONGLONG end = GetTickCount64() + (ULONGLONG)seconds * 1000;
+  memset(&wc, 0, sizeof wc);
+  wc.lpfnWndProc = host_proc;
+  wc.hInstance = GetModuleHandleW(NULL);
+  wc.lpszClassName = L"PxProbeHost";
+  RegisterClassW(&wc);
+  w = CreateWindowExW(0, wc.lpszClassName, L"px-probe-host", WS_OVERLAPPED, 0, 0,
+                      10, 10, NULL, NULL, wc.hInstance, NULL);
+  if (!w)
+    out("HOST WINDOW_FAILED %lu", GetLastError());
+  _snwprintf(ev, 63, L"PxProbeEvt-%lu", GetCurrentProcessId());
+  ev[63] = 0;
+  e = CreateEventW(NULL, TRUE, FALSE, ev);
+  if (!e)
+    out("HOST EVENT_FAILED %lu", GetLastError());
+  _snwprintf(atom, 63, L"PxProbeAtom-%lu", GetCurrentProcessId());
+  atom[63] = 0;
+  if (!GlobalAddAtomW(atom))
+    out("HOST ATOM_FAILED %lu", GetLastError());
+  out("HOST PID %lu TID %lu HWND 0x%llx EVENT %ls ATOM %ls",
+      GetCurrentProcessId(), GetCurrentThreadId(),
+      (unsigned long long)(uintptr_t)w, ev, atom);
+  while (GetTickCount64() < end) {
+    MsgWaitForMultipleObjects(0, NULL, FALSE, 100, QS_ALLINPUT);
+    while (PeekMessageW(&msg, NULL, 0, 0, PM_REMOVE))
+      DispatchMessageW(&msg);
+  }
+  out("HOST DONE");
+  return 0;
+}
+
+/* ---- named objects ---- */
+
+static int global_object(const WCHAR *mode) {
+  WCHAR name[64];
+  HANDLE e;
+  _snwprintf(name, 63, L"Global\\PxProbe-%lu", GetCurrentProcessId());
+  name[63] = 0;
+  e = CreateEventW(NULL, TRUE, FALSE, name);
+  if (!e)
+    return denied(mode, GetLastError(), "CreateEvent");
+  CloseHandle(e);
+  return allowed(mode, NULL);
+}
+
+static int open_event(const WCHAR *mode, const WCHAR *name) {
+  HANDLE e = OpenEventW(EVENT_MODIFY_STATE | SYNCHRONIZE, FALSE, name);
+  if (!e)
+    return denied(mode, GetLastError(), "OpenEvent");
+  CloseHandle(e);
+  return allowed(mode, NULL);
+}
+
+/* ---- processes and tokens ---- */
+
+static int open_process(const WCHAR *mode, DWORD pid, DWORD right) {
+  HANDLE h = OpenProcess(right, FALSE, pid);
+  if (!h)
+    return denied(mode, GetLastError(), "OpenProcess");
+  CloseHandle(h);
+  return allowed(mode, NULL);
+}
+
+static int open_thread(const WCHAR *mode, DWORD tid) {
+  HANDLE h = OpenThread(THREAD_SUSPEND_RESUME | THREAD_GET_CONTEXT | THREAD_SET_CONTEXT,
+                        FALSE, tid);
+  if (!h)
+    return denied(mode, GetLastError(), "OpenThread");
+  CloseHandle(h);
+  return allowed(mode, NULL);
+}
+
+/* OpenProcessToken of another process, and with dup a primary token from
+ * it (what a job would launch a process with). */
+static int steal_token(const WCHAR *mode, DWORD pid, int dup) {
+  HANDLE p, t = NULL, d = NULL;
+  p = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
+  if (!p)
+    return denied(mode, GetLastError(), "OpenProcess");
+  if (!OpenProcessToken(p, TOKEN_QUERY | TOKEN_DUPLICATE, &t)) {
+    DWORD err = GetLastError();
+    CloseHandle(p);
+    return denied(mode, err, "OpenProcessToken");
+  }
+  CloseHandle(p);
+  if (dup && !DuplicateTokenEx(t, MAXIMUM_ALLOWED, NULL, SecurityImpersonation,
+                               TokenPrimary, &d)) {
+    DWORD err = GetLastError();
+    CloseHandle(t);
+    return denied(mode, err, "DuplicateTokenEx");
+  }
+  if (d)
+    CloseHandle(d);
+  CloseHandle(t);
+  return allowed(mode, NULL);
+}
+
+/* Enable one privilege of this process's token; the error (0: enabled).
+ * AdjustTokenPrivileges succeeds even when nothing was enabled: then the
+ * error is ERROR_NOT_ALL_ASSIGNED. */
+static DWORD enable_raw(const WCHAR *name, const char **step) {
+  HANDLE t;
+  TOKEN_PRIVILEGES tp;
+  DWORD err;
+  *step = "OpenProcessToken";
+  if (!OpenProcessToken(GetCurrentProcess(), TOKEN_ADJUST_PRIVILEGES | TOKEN_QUERY, &t))
+    return GetLastError();
+  tp.PrivilegeCount = 1;
+  tp.Privileges[0].Attributes = SE_PRIVILEGE_ENABLED;
+  *step = "LookupPrivilegeValue";
+  if (!LookupPrivilegeValueW(NULL, name, &tp.Privileges[0].Luid)) {
+    err = GetLastError();
+    CloseHandle(t);
+    return err;
+  }
+  *step = "AdjustTokenPrivileges";
+  AdjustTokenPrivileges(t, FALSE, &tp, 0, NULL, NULL);
+  err = GetLastError();
+  CloseHandle(t);
+  return err;
+}
+
+static int enable_privilege(const WCHAR *mode, const WCHAR *name) {
+  const char *step;
+  DWORD err = enable_raw(name, &step);
+  if (err != ERROR_SUCCESS)
+    return denied(mode, err, step);
+  return allowed(mode, NULL);
+}
+
+/* A pipe this process serves: whoever connects (the test, standing in for
+ * a privileged client the job lured) is impersonated. Without
+ * SeImpersonatePrivilege the OS hands out an identification-level token
+ * only: reported as ERROR_BAD_IMPERSONATION_LEVEL. */
+static int pipe_impersonate(const WCHAR *mode, DWORD seconds) {
+  WCHAR name[96];
+  HANDLE p, t = NULL;
+  OVERLAPPED ov;
+  DWORD n, level = 0, err;
+  char c;
+  SECURITY_IMPERSONATION_LEVEL lv = SecurityAnonymous;
+  _snwprintf(name, 95, L"\\\\.\\pipe\\px-probe-imp-%lu", GetCurrentProcessId());
+  name[95] = 0;
+  p = CreateNamedPipeW(name, PIPE_ACCESS_DUPLEX | FILE_FLAG_OVERLAPPED,
+                       PIPE_TYPE_BYTE | PIPE_WAIT, 1, 64, 64, 0, NULL);
+  if (p == INVALID_HANDLE_VALUE)
+    return denied(mode, GetLastError(), "CreateNamedPipe");
+  out("PIPE %ls", name);
+  memset(&ov, 0, sizeof ov);
+  ov.hEvent = CreateEventW(NULL, TRUE, FALSE, NULL);
+  if (!ConnectNamedPipe(p, &ov) && GetLastError() == ERROR_IO_PENDING &&
+      WaitForSingleObject(ov.hEvent, seconds * 1000) != WAIT_OBJECT_0) {
+    CancelIo(p);
+    CloseHandle(ov.hEvent);
+    CloseHandle(p);
+    return denied(mode, WAIT_TIMEOUT, "no-client");
+  }
+  ResetEvent(ov.hEvent);
+  if (!ReadFile(p, &c, 1, &n, &ov) && GetLastError() == ERROR_IO_PENDING)
+    WaitForSingleObject(ov.hEvent, seconds * 1000);
+  CloseHandle(ov.hEvent);
+  if (!ImpersonateNamedPipeClient(p)) {
+    err = GetLastError();
+    CloseHandle(p);
+    return denied(mode, err, "ImpersonateNamedPipeClient");
+  }
+  if (OpenThreadToken(GetCurrentThread(), TOKEN_QUERY, TRUE, &t)) {
+    GetTokenInformation(t, TokenImpersonationLevel, &lv, sizeof lv, &n);
+    CloseHandle(t);
+  }
+  RevertToSelf();
+  CloseHandle(p);
+  level = (DWORD)lv;
+  out("IMPERSONATION_LEVEL %lu", level);
+  if (lv < SecurityImpersonation)
+    return denied(mode, ERROR_BAD_IMPERSONATION_LEVEL, "level");
+  return allowed(mode, NULL);
+}
+
+/* ---- the job object ---- */
+
+static int job_open(const WCHAR *mode, const WCHAR *name) {
+  HANDLE j = OpenJobObjectW(JOB_OBJECT_ALL_ACCESS, FALSE, name);
+  if (!j)
+    return denied(mode, GetLastError(), "OpenJobObject");
+  CloseHandle(j);
+  return allowed(mode, NULL);
+}
+
+static int job_nested(const WCHAR *mode) {
+  HANDLE j = CreateJobObjectW(NULL, NULL);
+  if (!j)
+    return denied(mode, GetLastError(), "CreateJobObject");
+  if (!AssignProcessToJobObject(j, GetCurrentProcess())) {
+    DWORD err = GetLastError();
+    CloseHandle(j);
+    return denied(mode, err, "AssignProcessToJobObject");
+  }
+  CloseHandle(j);
+  return allowed(mode, NULL);
+}
+
+/* Any handle in this process that is a job (only a job answers this
+ * query): with one, lift its limits. With `make` (the control) the probe
+ * first puts itself in a job of its own, so the scan has one to find. */
+static int job_set_own(const WCHAR *mode, int make) {
+  uintptr_t v;
+  JOBOBJECT_BASIC_ACCOUNTING_INFORMATION acc;
+  JOBOBJECT_EXTENDED_LIMIT_INFORMATION x;
+  HANDLE mine = NULL;
+  if (make) {
+    mine = CreateJobObjectW(NULL, NULL);
+    if (!mine || !AssignProcessToJobObject(mine, GetCurrentProcess()))
+      return denied(mode, GetLastError(), "control-setup");
+  }
+  for (v = 4; v < 0x10000; v += 4) {
+    if (!QueryInformationJobObject((HANDLE)v, JobObjectBasicAccountingInformation,
+                                   &acc, sizeof acc, NULL))
+      continue;
+    memset(&x, 0, sizeof x);
+    if (!SetInformationJobObject((HANDLE)v, JobObjectExtendedLimitInformation, &x,
+                                 sizeof x))
+      return denied(mode, GetLastError(), "SetInformationJobObject");
+    return allowed(mode, NULL);
+  }
+  return denied(mode, ERROR_INVALID_HANDLE, "no-job-handle");
+}
+
+/* ---- surrogate launches: a process started by a system service runs
+ * outside the job ---- */
+
+/* {4590f811-1d3a-11d0-891f-00aa004b2e24}, {dc12a687-737f-11cf-884d-00aa004b2e24} */
+static const GUID clsid_wbem_locator = {
+    0x4590f811, 0x1d3a, 0x11d0, {0x89, 0x1f, 0x00, 0xaa, 0x00, 0x4b, 0x2e, 0x24}};
+static const GUID iid_wbem_locator = {
+    0xdc12a687, 0x737f, 0x11cf, {0x88, 0x4d, 0x00, 0xaa, 0x00, 0x4b, 0x2e, 0x24}};
+
+static HRESULT wmi_call(IWbemServices *svc, const WCHAR *cmdline, long *ret) {
+  IWbemClassObject *cls = NULL, *def = NULL, *in = NULL, *res = NULL;
+  BSTR clsname = SysAllocString(L"Win32_Process"), method = SysAllocString(L"Create");
+  VARIANT v;
+  HRESULT hr = IWbemServices_GetObject(svc, clsname, 0, NULL, &cls, NULL);
+  if (SUCCEEDED(hr))
+    hr = IWbemClassObject_GetMethod(cls, method, 0, &def, NULL);
+  if (SUCCEEDED(hr))
+    hr = IWbemClassObject_SpawnInstance(def, 0, &in);
+  if (SUCCEEDED(hr)) {
+    V_VT(&v) = VT_BSTR;
+    V_BSTR(&v) = SysAllocString(cmdline);
+    hr = IWbemClassObject_Put(in, L"CommandLine", 0, &v, 0);
+    VariantClear(&v);
+  }
+  if (SUCCEEDED(hr))
+    hr = IWbemServices_ExecMethod(svc, clsname, method, 0, NULL, in, &res, NULL);
+  if (SUCCEEDED(hr) && SUCCEEDED(IWbemClassObject_Get(res, L"ReturnValue", 0, &v,
+                                                      NULL, NULL))) {
+    *ret = V_VT(&v) == VT_I4 ? V_I4(&v) : -1;
+    VariantClear(&v);
+  }
+  if (res)
+    IWbemClassObject_Release(res);
+  if (in)
+    IWbemClassObject_Release(in);
+  if (def)
+    IWbemClassObject_Release(def);
+  if (cls)
+    IWbemClassObject_Release(cls);
+  SysFreeString(clsname);
+  SysFreeString(method);
+  return hr;
+}
+
+static int wmi_create(const WCHAR *mode) {
+  IWbemLocator *loc = NULL;
+  IWbemServices *svc = NULL;
+  BSTR ns = SysAllocString(L"ROOT\\CIMV2");
+  WCHAR self[MAX_PATH], cmd[MAX_PATH + 16];
+  long ret = -1;
+  HRESULT hr;
+  GetModuleFileNameW(NULL, self, MAX_PATH);
+  _snwprintf(cmd, MAX_PATH + 15, L"\"%ls\" exit 0", self);
+  cmd[MAX_PATH + 15] = 0;
+  CoInitializeEx(NULL, COINIT_MULTITHREADED);
+  CoInitializeSecurity(NULL, -1, NULL, NULL, RPC_C_AUTHN_LEVEL_DEFAULT,
+                       RPC_C_IMP_LEVEL_IMPERSONATE, NULL, EOAC_NONE, NULL);
+  hr = CoCreateInstance(&clsid_wbem_locator, NULL, CLSCTX_INPROC_SERVER,
+                        &iid_wbem_locator, (void **)&loc);
+  if (FAILED(hr))
+    return denied_hr(mode, hr, "CoCreateInstance");
+  hr = IWbemLocator_ConnectServer(loc, ns, NULL, NULL, NULL, 0, NULL, NULL, &svc);
+  SysFreeString(ns);
+  if (FAILED(hr)) {
+    IWbemLocator_Release(loc);
+    return denied_hr(mode, hr, "ConnectServer");
+  }
+  CoSetProxyBlanket((IUnknown *)svc, RPC_C_AUTHN_WINNT, RPC_C_AUTHZ_NONE, NULL,
+                    RPC_C_AUTHN_LEVEL_CALL, RPC_C_IMP_LEVEL_IMPERSONATE, NULL, EOAC_NONE);
+  hr = wmi_call(svc, cmd, &ret);
+  IWbemServices_Release(svc);
+  IWbemLocator_Release(loc);
+  if (FAILED(hr))
+    return denied_hr(mode, hr, "ExecMethod");
+  if (ret != 0) /* Win32_Process.Create: 2 access denied, 3 privilege */
+    return denied(mode, (unsigned long)ret, "ReturnValue");
+  return allowed(mode, NULL);
+}
+
+/* {0f87369f-a4e5-4cfc-bd3e-73e6154572dd}, {2faba4c7-4da9-4013-9697-20cc3fd40f85} */
+static const GUID clsid_task_scheduler = {
+    0x0f87369f, 0xa4e5, 0x4cfc, {0xbd, 0x3e, 0x73, 0xe6, 0x15, 0x45, 0x72, 0xdd}};
+static const GUID iid_task_service = {
+    0x2faba4c7, 0x4da9, 0x4013, {0x96, 0x97, 0x20, 0xcc, 0x3f, 0xd4, 0x0f, 0x85}};
+
+/* A task that would run as SYSTEM, triggered far in the future (it never
+ * runs; the control deletes it at once). */
+static const WCHAR task_xml[] =
+    L"<?xml version=\"1.0\" encoding=\"UTF-16\"?>"
+    L"<Task version=\"1.2\" xmlns=\"http://schemas.microsoft.com/windows/2004/02/mit/task\">"
+    L"<Triggers><TimeTrigger><StartBoundary>2099-01-01T00:00:00</StartBoundary>"
+    L"<Enabled>false</Enabled></TimeTrigger></Triggers>"
+    L"<Principals><Principal id=\"Author\"><UserId>S-1-5-18</UserId>"
+    L"<RunLevel>HighestAvailable</RunLevel></Principal></Principals>"
+    L"<Settings><Enabled>false</Enabled></Settings>"
+    L"<Actions Context=\"Author\"><Exec><Command>cmd.exe</Command>"
+    L"<Arguments>/c exit 0</Arguments></Exec></Actions></Task>";
+
+static int task_create(const WCHAR *mode) {
+  ITaskService *ts = NULL;
+  ITaskFolder *root = NULL;
+  IRegisteredTask *reg = NULL;
+  VARIANT none, user;
+  WCHAR name[64];
+  BSTR bname, bxml = SysAllocString(task_xml), broot = SysAllocString(L"\\");
+  HRESULT hr;
+  _snwprintf(name, 63, L"PxProbe-%lu", GetCurrentProcessId());
+  name[63] = 0;
+  bname = SysAllocString(name);
+  VariantInit(&none);
+  VariantInit(&user);
+  V_VT(&user) = VT_BSTR;
+  V_BSTR(&user) = SysAllocString(L"S-1-5-18");
+  CoInitializeEx(NULL, COINIT_MULTITHREADED);
+  hr = CoCreateInstance(&clsid_task_scheduler, NULL, CLSCTX_INPROC_SERVER,
+                        &iid_task_service, (void **)&ts);
+  if (FAILED(hr))
+    return denied_hr(mode, hr, "CoCreateInstance");
+  hr = ITaskService_Connect(ts, none, none, none, none);
+  if (SUCCEEDED(hr))
+    hr = ITaskService_GetFolder(ts, broot, &root);
+  if (FAILED(hr)) {
+    ITaskService_Release(ts);
+    return denied_hr(mode, hr, "Connect");
+  }
+  hr = ITaskFolder_RegisterTask(root, bname, bxml, TASK_CREATE_OR_UPDATE, user, none,
+                                TASK_LOGON_SERVICE_ACCOUNT, none, &reg);
+  if (SUCCEEDED(hr)) {
+    IRegisteredTask_Release(reg);
+    ITaskFolder_DeleteTask(root, bname, 0);
+  }
+  ITaskFolder_Release(root);
+  ITaskService_Release(ts);
+  VariantClear(&user);
+  SysFreeString(bname);
+  SysFreeString(bxml);
+  SysFreeString(broot);
+  if (FAILED(hr))
+    return denied_hr(mode, hr, "RegisterTask");
+  return allowed(mode, NULL);
+}
+
+/* MMC20.Application {49b2791a-b1ae-4c90-9b8e-e860ba07f889}: a LocalServer32
+ * class (mmc.exe started by the DCOM launcher, outside the job). */
+static const GUID clsid_mmc20 = {
+    0x49b2791a, 0xb1ae, 0x4c90, {0x9b, 0x8e, 0xe8, 0x60, 0xba, 0x07, 0xf8, 0x89}};
+
+static int com_localserver(const WCHAR *mode) {
+  IUnknown *u = NULL;
+  HRESULT hr;
+  CoInitializeEx(NULL, COINIT_MULTITHREADED);
+  hr = CoCreateInstance(&clsid_mmc20, NULL, CLSCTX_LOCAL_SERVER, &IID_IUnknown,
+                        (void **)&u);
+  if (FAILED(hr))
+    return denied_hr(mode, hr, "CoCreateInstance");
+  IUnknown_Release(u);
+  return allowed(mode, NULL);
+}
+
+/* ---- mitigation policies, read back by the child itself ---- */
+
+typedef BOOL(WINAPI *get_policy_fn)(HANDLE, int, PVOID, SIZE_T);
+
+static int mitigations(void) {
+  static const struct {
+    int policy; /* PROCESS_MITIGATION_POLICY */
+    const char *name;
+  } p[] = {{0, "dep"},           {1, "aslr"},           {2, "dynamic_code"},
+           {3, "strict_handle"}, {4, "syscall_disable"}, {6, "extension_point"},
+           {8, "signature"},     {9, "font_disable"},    {10, "image_load"},
+           {13, "child_process"}};
+  get_policy_fn get = (get_policy_fn)(void (*)(void))GetProcAddress(
+      GetModuleHandleW(L"kernel32.dll"), "GetProcessMitigationPolicy");
+  size_t i;
+  if (!get) {
+    out("MITIGATION all ERROR %lu", (unsigned long)ERROR_PROC_NOT_FOUND);
+    return 0;
+  }
+  for (i = 0; i < sizeof p / sizeof p[0]; i++) {
+    DWORD v[2] = {0, 0}; /* every policy is one DWORD of flags; DEP two */
+    if (get(GetCurrentProcess(), p[i].policy, v, p[i].policy == 0 ? 8 : 4))
+      out("MITIGATION %s 0x%lx", p[i].name, v[0]);
+    else
+      out("MITIGATION %s ERROR %lu", p[i].name, GetLastError());
+  }
+  return 0;
+}
+
+/* ---- network ---- */
+
+static int udp_send(const WCHAR *mode, int port) {
+  SOCKET s = socket(AF_INET, SOCK_DGRAM, IPPROTO_UDP);
+  struct sockaddr_in a;
+  int n;
+  if (s == INVALID_SOCKET)
+    return denied(mode, (unsigned long)WSAGetLastError(), "socket");
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((u_short)port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  n = sendto(s, "px-probe-udp", 12, 0, (struct sockaddr *)&a, sizeof a);
+  if (n != 12) {
+    int err = WSAGetLastError();
+    closesocket(s);
+    return denied(mode, (unsigned long)err, "sendto");
+  }
+  closesocket(s);
+  return allowed(mode, NULL);
+}
+
+static int connect6(const WCHAR *mode, int port) {
+  SOCKET s = socket(AF_INET6, SOCK_STREAM, IPPROTO_TCP);
+  struct sockaddr_in6 a;
+  if (s == INVALID_SOCKET)
+    return denied(mode, (unsigned long)WSAGetLastError(), "socket");
+  memset(&a, 0, sizeof a);
+  a.sin6_family = AF_INET6;
+  a.sin6_port = htons((u_short)port);
+  a.sin6_addr.s6_addr[15] = 1; /* ::1 */
+  if (connect(s, (struct sockaddr *)&a, sizeof a) != 0) {
+    int err = WSAGetLastError();
+    closesocket(s);
+    return denied(mode, (unsigned long)err, "connect");
+  }
+  closesocket(s);
+  return allowed(mode, NULL);
+}
+
+/* A listening socket: allowed only if a connection from outside (the
+ * test, told the port by the LISTEN line) was accepted. */
+static int listen_tcp(const WCHAR *mode, DWORD seconds) {
+  SOCKET l = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP), c;
+  struct sockaddr_in a;
+  int alen = sizeof a;
+  fd_set rd;
+  struct timeval tv;
+  if (l == INVALID_SOCKET)
+    return denied(mode, (unsigned long)WSAGetLastError(), "socket");
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 4) ||
+      getsockname(l, (struct sockaddr *)&a, &alen)) {
+    int err = WSAGetLastError();
+    closesocket(l);
+    return denied(mode, (unsigned long)err, "bind/listen");
+  }
+  out("LISTEN %u", (unsigned)ntohs(a.sin_port));
+  FD_ZERO(&rd);
+  FD_SET(l, &rd);
+  tv.tv_sec = (long)seconds;
+  tv.tv_usec = 0;
+  if (select(0, &rd, NULL, NULL, &tv) != 1) {
+    closesocket(l);
+    return denied(mode, WSAETIMEDOUT, "accept");
+  }
+  c = accept(l, NULL, NULL);
+  closesocket(l);
+  if (c == INVALID_SOCKET)
+    return denied(mode, (unsigned long)WSAGetLastError(), "accept");
+  closesocket(c);
+  return allowed(mode, NULL);
+}
+
+static int dns(const WCHAR *mode, const WCHAR *name) {
+  ADDRINFOW hints, *res = NULL;
+  int rc;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  rc = GetAddrInfoW(name, L"80", &hints, &res);
+  if (rc != 0)
+    return denied(mode, (unsigned long)rc, "GetAddrInfo");
+  FreeAddrInfoW(res);
+  return allowed(mode, NULL);
+}
+
+/* Outbound authentication with the process's own (default) credentials:
+ * a job derived from SYSTEM would present the machine account. */
+static int auth_out(const WCHAR *mode) {
+  CredHandle cred;
+  CtxtHandle ctx;
+  TimeStamp ts;
+  SecBuffer b = {0, SECBUFFER_TOKEN, NULL};
+  SecBufferDesc d = {SECBUFFER_VERSION, 1, &b};
+  ULONG attr = 0;
+  SECURITY_STATUS ss;
+  WCHAR pkg[] = L"Negotiate", target[] = L"HOST/localhost";
+  ss = AcquireCredentialsHandleW(NULL, pkg, SECPKG_CRED_OUTBOUND, NULL, NULL, NULL,
+                                 NULL, &cred, &ts);
+  if (ss != SEC_E_OK)
+    return denied_hr(mode, ss, "AcquireCredentialsHandle");
+  ss = InitializeSecurityContextW(&cred, NULL, target,
+                                  ISC_REQ_ALLOCATE_MEMORY | ISC_REQ_CONNECTION, 0,
+                                  SECURITY_NATIVE_DREP, NULL, 0, &ctx, &d, &attr, &ts);
+  FreeCredentialsHandle(&cred);
+  if (ss != SEC_E_OK && ss != SEC_I_CONTINUE_NEEDED)
+    return denied_hr(mode, ss, "InitializeSecurityContext");
+  if (b.pvBuffer)
+    FreeContextBuffer(b.pvBuffer);
+  DeleteSecurityContext(&ctx);
+  return allowed(mode, NULL);
+}
+
+/* ---- file system: links that point outside ---- */
+
+/* REPARSE_DATA_BUFFER's mount-point form (ntifs.h is not in mingw's
+ * user-mode headers). */
+typedef struct {
+  DWORD tag;
+  WORD data_len, reserved;
+  WORD sub_off, sub_len, print_off, print_len;
+  WCHAR path[1024];
+} mount_point_t;
+
+static DWORD make_junction(const WCHAR *link, const WCHAR *target) {
+  mount_point_t m;
+  WCHAR nt[1000];
+  HANDLE h;
+  DWORD n, err = 0;
+  size_t len;
+  _snwprintf(nt, 999, L"\\??\\%ls", target);
+  nt[999] = 0;
+  len = wcslen(nt);
+  if (!CreateDirectoryW(link, NULL))
+    return GetLastError();
+  h = CreateFileW(link, GENERIC_WRITE, 0, NULL, OPEN_EXISTING,
+                  FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+  if (h == INVALID_HANDLE_VALUE) {
+    err = GetLastError();
+    RemoveDirectoryW(link);
+    return err;
+  }
+  memset(&m, 0, sizeof m);
+  m.tag = IO_REPARSE_TAG_MOUNT_POINT;
+  m.sub_off = 0;
+  m.sub_len = (WORD)(len * sizeof(WCHAR));
+  m.print_off = (WORD)((len + 1) * sizeof(WCHAR));
+  m.print_len = 0;
+  memcpy(m.path, nt, len * sizeof(WCHAR));
+  m.data_len = (WORD)(8 + (len + 2) * sizeof(WCHAR));
+  if (!DeviceIoControl(h, FSCTL_SET_REPARSE_POINT, &m, 8u + m.data_len, NULL, 0, &n,
+                       NULL)) {
+    err = GetLastError();
+    CloseHandle(h);
+    RemoveDirectoryW(link);
+    return err;
+  }
+  CloseHandle(h);
+  return 0;
+}
+
+static int junction_write(const WCHAR *mode, const WCHAR *target) {
+  WCHAR file[64];
+  HANDLE h;
+  DWORD err = make_junction(L"pxj", target);
+  if (err)
+    return denied(mode, err, "junction");
+  _snwprintf(file, 63, L"pxj\\px-probe-%lu.txt", GetCurrentProcessId());
+  file[63] = 0;
+  h = CreateFileW(file, GENERIC_WRITE, 0, NULL, CREATE_NEW, 0, NULL);
+  err = h == INVALID_HANDLE_VALUE ? GetLastError() : 0;
+  if (h != INVALID_HANDLE_VALUE) {
+    CloseHandle(h);
+    DeleteFileW(file);
+  }
+  RemoveDirectoryW(L"pxj"); /* removes the junction, not its target */
+  if (err)
+    return denied(mode, err, "write-through");
+  return allowed(mode, NULL);
+}
+
+static int hardlink(const WCHAR *mode, const WCHAR *target) {
+  WCHAR link[64];
+  _snwprintf(link, 63, L"pxh-%lu.txt", GetCurrentProcessId());
+  link[63] = 0;
+  if (!CreateHardLinkW(link, target, NULL))
+    return denied(mode, GetLastError(), "CreateHardLink");
+  DeleteFileW(link);
+  return allowed(mode, NULL);
+}
+
+static int plant_junction(const WCHAR *mode, const WCHAR *name, const WCHAR *target) {
+  DWORD err = make_junction(name, target);
+  if (err)
+    return denied(mode, err, "junction");
+  return allowed(mode, NULL);
+}
+
+/* ---- dispatch ---- */
+
+static DWORD num(const WCHAR *s) { return (DWORD)wcstoul(s, NULL, 0); }
+
+static int dispatch_a(const WCHAR *m, int argc, WCHAR **argv) {
+  const WCHAR *a = argc > 2 ? argv[2] : NULL, *b = argc > 3 ? argv[3] : NULL;
+  if (!wcscmp(m, L"reg-write-hklm"))
+    return reg_write(m, HKEY_LOCAL_MACHINE, L"SOFTWARE");
+  if (!wcscmp(m, L"reg-write-hku"))
+    return reg_write(m, HKEY_USERS, L".DEFAULT\\Software");
+  if (!wcscmp(m, L"reg-read-winlogon"))
+    return reg_read_winlogon(m);
+  if (!wcscmp(m, L"open-input-desktop"))
+    return open_input_desktop(m);
+  if (!wcscmp(m, L"switch-desktop"))
+    return switch_desktop(m);
+  if (!wcscmp(m, L"hook"))
+    return hook(m);
+  if (!wcscmp(m, L"clipboard-read") && a)
+    return clipboard_read(m, a);
+  if (!wcscmp(m, L"atom-find") && a)
+    return atom_find(m, a);
+  if (!wcscmp(m, L"shatter") && a)
+    return shatter(m, a);
+  if (!wcscmp(m, L"host") && a)
+    return host(num(a));
+  if (!wcscmp(m, L"global-object"))
+    return global_object(m);
+  if (!wcscmp(m, L"open-event") && a)
+    return open_event(m, a);
+  if (!wcscmp(m, L"open-process") && a && b)
+    return open_process(m, num(a), num(b));
+  if (!wcscmp(m, L"open-thread") && a)
+    return open_thread(m, num(a));
+  if (!wcscmp(m, L"open-token") && a)
+    return steal_token(m, num(a), 0);
+  if (!wcscmp(m, L"dup-token") && a)
+    return steal_token(m, num(a), 1);
+  if (!wcscmp(m, L"enable-privilege") && a)
+    return enable_privilege(m, a);
+  if (!wcscmp(m, L"pipe-impersonate") && a)
+    return pipe_impersonate(m, num(a));
+  return -1;
+}
+
+static int dispatch_b(const WCHAR *m, int argc, WCHAR **argv) {
+  const WCHAR *a = argc > 2 ? argv[2] : NULL, *b = argc > 3 ? argv[3] : NULL;
+  if (!wcscmp(m, L"job-open") && a)
+    return job_open(m, a);
+  if (!wcscmp(m, L"job-nested"))
+    return job_nested(m);
+  if (!wcscmp(m, L"job-set-own"))
+    return job_set_own(m, a && !wcscmp(a, L"make"));
+  if (!wcscmp(m, L"wmi-create"))
+    return wmi_create(m);
+  if (!wcscmp(m, L"task-create"))
+    return task_create(m);
+  if (!wcscmp(m, L"com-localserver"))
+    return com_localserver(m);
+  if (!wcscmp(m, L"mitigations"))
+    return mitigations();
+  if (!wcscmp(m, L"udp-send") && a)
+    return udp_send(m, (int)num(a));
+  if (!wcscmp(m, L"connect6") && a)
+    return connect6(m, (int)num(a));
+  if (!wcscmp(m, L"listen") && a)
+    return listen_tcp(m, num(a));
+  if (!wcscmp(m, L"dns") && a)
+    return dns(m, a);
+  if (!wcscmp(m, L"auth-out"))
+    return auth_out(m);
+  if (!wcscmp(m, L"junction-write") && a)
+    return junction_write(m, a);
+  if (!wcscmp(m, L"hardlink") && a)
+    return hardlink(m, a);
+  if (!wcscmp(m, L"plant-junction") && a && b)
+    return plant_junction(m, a, b);
+  return -1;
+}
+
+/* Where user32 put this process: its window station and desktop. */
+static int where(void) {
+  WCHAR ws[256] = L"?", dk[256] = L"?";
+  DWORD n;
+  if (!GetUserObjectInformationW(GetProcessWindowStation(), UOI_NAME, ws, sizeof ws, &n))
+    out("WINSTA ERROR %lu", GetLastError());
+  else
+    out("WINSTA %ls", ws);
+  if (!GetUserObjectInformationW(GetThreadDesktop(GetCurrentThreadId()), UOI_NAME, dk,
+                                 sizeof dk, &n))
+    out("DESKTOP ERROR %lu", GetLastError());
+  else
+    out("DESKTOP %ls", dk);
+  return 0;
+}
+
+int px_probe_attack(int argc, WCHAR **argv) {
+  WSADATA w;
+  int rc;
+  if (argc < 2)
+    return -1;
+  /* A trailing "debug": the control enables SeDebugPrivilege first (the
+   * granting capability for opening a process it does not own). */
+  if (argc > 2 && !wcscmp(argv[argc - 1], L"debug")) {
+    argc--;
+    const char *step;
+    DWORD err = enable_raw(L"SeDebugPrivilege", &step);
+    if (err != ERROR_SUCCESS) {
+      out("CONTROL_SETUP_FAILED %lu %s", err, step);
+      return 2;
+    }
+  }
+  if (!wcscmp(argv[1], L"where"))
+    return where();
+  WSAStartup(MAKEWORD(2, 2), &w);
+  rc = dispatch_a(argv[1], argc, argv);
+  if (rc < 0)
+    rc = dispatch_b(argv[1], argc, argv);
+  return rc;
+}
