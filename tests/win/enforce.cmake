@@ -23,7 +23,12 @@ set_source_files_properties(${CMAKE_CURRENT_LIST_DIR}/svcfix.c PROPERTIES
 
 # It installs the service under its default name and pipe: the svc
 # group's Wine prefix and boot fixture (service/win/daemon.cmake), serial.
-set(PX_ENF_PREFIX "PX_WINEPREFIX=$ENV{HOME}/.cache/phoenix-executor/wine-svc-tests")
+# Keyed by the build directory like the svc group's (parallel checkouts
+# never share a prefix and its installed service).
+string(MD5 px_enf_key "${PROJECT_BINARY_DIR}")
+string(SUBSTRING "${px_enf_key}" 0 8 px_enf_key)
+set(PX_ENF_PREFIX
+  "PX_WINEPREFIX=$ENV{HOME}/.cache/phoenix-executor/wine-svc-tests-${px_enf_key}")
 px_add_test_group(px_tests_win enforce-svc LABELS win win-enforce TIMEOUT 1500)
 set_tests_properties(win.enforce-svc PROPERTIES ENVIRONMENT "${PX_ENF_PREFIX}"
   FIXTURES_REQUIRED px_svc_prefix RUN_SERIAL TRUE)
@@ -41,4 +46,4 @@ add_test(NAME win.verify_script
     ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
 set_tests_properties(win.verify_script PROPERTIES LABELS "win;integ;msi"
   TIMEOUT 1800 SKIP_RETURN_CODE 77 FIXTURES_REQUIRED px_msi RUN_SERIAL TRUE
-  ENVIRONMENT "PX_WINEPREFIX=$ENV{HOME}/.cache/phoenix-executor/wine-verify-script")
+  ENVIRONMENT "PX_WINEPREFIX=$ENV{HOME}/.cache/phoenix-executor/wine-verify-${px_enf_key}")
