@@ -86,7 +86,10 @@ sc query PhoenixExecutor > "%OUT%\service-after-uninstall.txt" 2>&1
 if not errorlevel 1 call :note uninstall "the service is still registered after msiexec /x"
 
 echo.
-if exist "%OUT%\report.txt" type "%OUT%\report.txt"
+rem the one-screen report: counts per class and every row not ok; the
+rem whole table is report.txt
+"%TESTS%\px_tests_win.exe" enforcesvc_report > "%OUT%\report-screen.txt" 2>&1
+type "%OUT%\report-screen.txt"
 echo.
 type "%OUT%\summary.txt"
 if "%RC%"=="0" echo RESULT: PASS - every check passed. Send back %OUT% all the same.

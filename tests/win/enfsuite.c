@@ -68,6 +68,29 @@ static void make_tree(enf_t *e) {
   mkdir_sddl(e->store, NULL);
 }
 
+void enf_token_user(unsigned long pid, char *sid, size_t n) {
+  HANDLE p, t;
+  BYTE buf[512];
+  DWORD len;
+  LPSTR s = NULL;
+  enf_enable_privilege(L"SeDebugPrivilege");
+  p = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, (DWORD)pid);
+  if (!p || !OpenProcessToken(p, TOKEN_QUERY, &t)) {
+    snprintf(sid, n, "unreadable (error %lu)", GetLastError());
+    if (p)
+      CloseHandle(p);
+    return;
+  }
+  snprintf(sid, n, "unreadable");
+  if (GetTokenInformation(t, TokenUser, buf, sizeof buf, &len) &&
+      ConvertSidToStringSidA(((TOKEN_USER *)(void *)buf)->User.Sid, &s)) {
+    snprintf(sid, n, "%s", s);
+    LocalFree(s);
+  }
+  CloseHandle(t);
+  CloseHandle(p);
+}
+
 void enf_begin(enf_t *e, const char *cls, const char *extra) {
   cJSON *cfg = cJSON_CreateObject(), *kb, *roots, *x;
   char *text;
@@ -95,6 +118,17 @@ void enf_begin(enf_t *e, const char *cls, const char *extra) {
   free(text);
   e->cl = svcfix_connect();
   svcfix_state(&e->svc_pid);
+  if (!e->wine) {
+    /* every denial below is about what a LocalSystem service's jobs get:
+     * a service running as anyone else would prove nothing */
+    char sid[128];
+    enf_token_user(e->svc_pid, sid, sizeof sid);
+    if (strcmp(sid, "S-1-5-18") != 0) {
+      svcfix_down();
+      px__test_fail(__FILE__, __LINE__, "the service runs as %s, not LocalSystem "
+                    "(S-1-5-18)", sid);
+    }
+  }
   printf("== %s: service pid %lu (%s mode%s)\n", cls, e->svc_pid,
          svcfix_installed_mode() ? "installed" : "build",
          e->wine ? ", under Wine: job rows are shown, not judged" : "");
@@ -433,10 +467,14 @@ static void live_pump(enf_live_t *l, unsigned ms) {
   if (l->service) {
     cJSON *r = wait_result(l->cl, l->id, (int)ms, l->buf, sizeof l->buf - 1, &l->len);
     if (r) {
-      if (!l->len) { /* no streamed output: take the result's */
+      if (!l->len) /* no streamed output: take the result's */
         snprintf(l->buf, sizeof l->buf, "%s", js(r, "stdout"));
-        l->len = strlen(l->buf);
-      }
+      l->len = strlen(l->buf);
+      /* how it ended, for the diagnosis of a host that never reported */
+      snprintf(l->buf + l->len, sizeof l->buf - l->len, "\nJOB %s %s %s\n", js(r, "type"),
+               js(r, "status"),
+               js(cJSON_GetObjectItemCaseSensitive(r, "error"), "message"));
+      l->len = strlen(l->buf);
       l->done = 1;
       cJSON_Delete(r);
     }

@@ -116,6 +116,10 @@ int enf_live_line(enf_live_t *l, const char *prefix, char *line, size_t n,
 /* Wait for the end (up to ms); the whole output (static in l->buf). */
 const char *enf_live_finish(enf_live_t *l, unsigned ms);
 
+/* The string SID of a process's token user (SeDebugPrivilege enabled to
+ * read a LocalSystem process), or "unreadable (error N)". */
+void enf_token_user(unsigned long pid, char *sid, size_t n);
+
 /* Enable a privilege in this process's token (controls that need
  * SeDebugPrivilege). 1 when enabled. */
 int enf_enable_privilege(const wchar_t *name);

@@ -61,7 +61,7 @@ rc=$?
 tr -d '\r' <"$build/verify-run.txt"
 [ $rc -eq 0 ] && ok "exit 0" || bad "exit $rc (want 0: under Wine everything SKIPs or passes)"
 for f in msi-install.log service-after-install.txt enforce-svc.txt enforce.txt \
-         adversarial-enforce.txt report.txt summary.txt msi-uninstall.log \
+         adversarial-enforce.txt report.txt report-screen.txt summary.txt msi-uninstall.log \
          service-after-uninstall.txt system.txt; do
     [ -f "$uout/$f" ] && ok "collected $f" || bad "missing $f"
 done
@@ -82,6 +82,8 @@ has "$uout/service-after-uninstall.txt" "1060" && ok "the service is gone after 
     { has "$uout/service-after-uninstall.txt" RUNNING && bad "the service is still there"; } ||
     ok "the service is gone after /x (sc query failed)"
 has "$build/verify-run.txt" "RESULT: PASS" && ok "RESULT: PASS printed" || bad "no RESULT line"
+has "$build/verify-run.txt" "win-enforce report" && ok "the one-screen report printed" ||
+    bad "no one-screen report on the console"
 [ -f "$uout/events.evtx" ] && ok "events.evtx exported" ||
     echo "note: no events.evtx (Wine's wevtutil exports nothing; real Windows does)"
 echo
