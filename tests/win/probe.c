@@ -49,7 +49,6 @@
 #include <windows.h>
 #include <sddl.h>
 #include <winioctl.h> /* FSCTL_SET_SPARSE (not in WIN32_LEAN_AND_MEAN) */
-#include <shellapi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <wchar.h>
@@ -199,9 +198,19 @@ static void report_env(void) {
   out("CWD %s", s);
 }
 
+/* CommandLineToArgvW, from shell32 loaded here only: shell32 imports
+ * user32, whose initialisation needs a usable desktop, and every other
+ * mode must run without one. */
+typedef LPWSTR *(WINAPI *argv_fn)(LPCWSTR, int *);
+
 static void print_args(void) {
   int n = 0, i;
-  LPWSTR *av = CommandLineToArgvW(GetCommandLineW(), &n);
+  HMODULE sh = LoadLibraryW(L"shell32.dll");
+  argv_fn split = sh ? (argv_fn)(void (*)(void))GetProcAddress(sh, "CommandLineToArgvW")
+                     : NULL;
+  LPWSTR *av = split ? split(GetCommandLineW(), &n) : NULL;
+  if (!split)
+    out("ARGS_SETUP_FAILED %lu", GetLastError());
   out("ARGC %d", n);
   for (i = 0; av && i < n; i++) {
     char u[8192], hex[16385];

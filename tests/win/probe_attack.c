@@ -45,6 +45,98 @@
 #include "probe.h"
 
 #define out px_probe_out
+
+/* ---- user32, ole32 and oleaut32: loaded on first use, never at start ----
+ * A probe whose job has no usable desktop must still run every other mode:
+ * user32's initialisation fails there (and ole32 and oleaut32 import
+ * user32), which would kill the process before main. A mode that needs
+ * them and cannot load them prints PROBE_SETUP_FAILED and no verdict, so
+ * the suite can never read it as a denial. */
+#define UI_FUNCS(X)                                                          \
+  X(user32, HDESK, OpenInputDesktop, (DWORD, BOOL, ACCESS_MASK))             \
+  X(user32, BOOL, CloseDesktop, (HDESK))                                     \
+  X(user32, BOOL, SwitchDesktop, (HDESK))                                    \
+  X(user32, HDESK, GetThreadDesktop, (DWORD))                                \
+  X(user32, HWINSTA, GetProcessWindowStation, (void))                        \
+  X(user32, BOOL, GetUserObjectInformationW, (HANDLE, int, PVOID, DWORD, LPDWORD)) \
+  X(user32, LRESULT, CallNextHookEx, (HHOOK, int, WPARAM, LPARAM))           \
+  X(user32, HHOOK, SetWindowsHookExW, (int, HOOKPROC, HINSTANCE, DWORD))     \
+  X(user32, BOOL, UnhookWindowsHookEx, (HHOOK))                              \
+  X(user32, BOOL, OpenClipboard, (HWND))                                     \
+  X(user32, HANDLE, GetClipboardData, (UINT))                                \
+  X(user32, BOOL, CloseClipboard, (void))                                    \
+  X(user32, BOOL, PostMessageW, (HWND, UINT, WPARAM, LPARAM))                \
+  X(user32, LRESULT, DefWindowProcW, (HWND, UINT, WPARAM, LPARAM))           \
+  X(user32, ATOM, RegisterClassW, (const WNDCLASSW *))                       \
+  X(user32, HWND, CreateWindowExW, (DWORD, LPCWSTR, LPCWSTR, DWORD, int, int, int, \
+                                    int, HWND, HMENU, HINSTANCE, LPVOID))    \
+  X(user32, DWORD, MsgWaitForMultipleObjects, (DWORD, const HANDLE *, BOOL, DWORD, \
+                                              DWORD))                        \
+  X(user32, BOOL, PeekMessageW, (LPMSG, HWND, UINT, UINT, UINT))             \
+  X(user32, LRESULT, DispatchMessageW, (const MSG *))                        \
+  X(ole32, HRESULT, CoInitializeEx, (LPVOID, DWORD))                         \
+  X(ole32, HRESULT, CoInitializeSecurity, (PSECURITY_DESCRIPTOR, LONG,       \
+                                           SOLE_AUTHENTICATION_SERVICE *, void *, \
+                                           DWORD, DWORD, void *, DWORD, void *)) \
+  X(ole32, HRESULT, CoCreateInstance, (REFCLSID, LPUNKNOWN, DWORD, REFIID, LPVOID *)) \
+  X(ole32, HRESULT, CoSetProxyBlanket, (IUnknown *, DWORD, DWORD, OLECHAR *, DWORD, \
+                                        DWORD, RPC_AUTH_IDENTITY_HANDLE, DWORD)) \
+  X(oleaut32, BSTR, SysAllocString, (const OLECHAR *))                       \
+  X(oleaut32, void, SysFreeString, (BSTR))                                   \
+  X(oleaut32, HRESULT, VariantClear, (VARIANTARG *))
+
+#define UI_DECLARE(dll, ret, name, args)                                     \
+  typedef ret(WINAPI *name##_fn) args;                                       \
+  static name##_fn p_##name;
+UI_FUNCS(UI_DECLARE)
+
+/* 0, or the error of the first DLL or function that did not load. */
+static DWORD ui_load(void) {
+  static DWORD err = 0xffffffff;
+  HMODULE user32, ole32, oleaut32;
+  if (err != 0xffffffff)
+    return err;
+  err = 0;
+  user32 = LoadLibraryW(L"user32.dll");
+  ole32 = user32 ? LoadLibraryW(L"ole32.dll") : NULL;
+  oleaut32 = ole32 ? LoadLibraryW(L"oleaut32.dll") : NULL;
+  if (!oleaut32)
+    return err = GetLastError() ? GetLastError() : ERROR_DLL_INIT_FAILED;
+#define UI_RESOLVE(dll, ret, name, args)                                     \
+  if (!(p_##name = (name##_fn)(void (*)(void))GetProcAddress(dll, #name)))     \
+    return err = ERROR_PROC_NOT_FOUND;
+  UI_FUNCS(UI_RESOLVE)
+#undef UI_RESOLVE
+  return 0;
+}
+
+/* Every name below is the loaded pointer. */
+#define OpenInputDesktop p_OpenInputDesktop
+#define CloseDesktop p_CloseDesktop
+#define SwitchDesktop p_SwitchDesktop
+#define GetThreadDesktop p_GetThreadDesktop
+#define GetProcessWindowStation p_GetProcessWindowStation
+#define GetUserObjectInformationW p_GetUserObjectInformationW
+#define CallNextHookEx p_CallNextHookEx
+#define SetWindowsHookExW p_SetWindowsHookExW
+#define UnhookWindowsHookEx p_UnhookWindowsHookEx
+#define OpenClipboard p_OpenClipboard
+#define GetClipboardData p_GetClipboardData
+#define CloseClipboard p_CloseClipboard
+#define PostMessageW p_PostMessageW
+#define DefWindowProcW p_DefWindowProcW
+#define RegisterClassW p_RegisterClassW
+#define CreateWindowExW p_CreateWindowExW
+#define MsgWaitForMultipleObjects p_MsgWaitForMultipleObjects
+#define PeekMessageW p_PeekMessageW
+#define DispatchMessageW p_DispatchMessageW
+#define CoInitializeEx p_CoInitializeEx
+#define CoInitializeSecurity p_CoInitializeSecurity
+#define CoCreateInstance p_CoCreateInstance
+#define CoSetProxyBlanket p_CoSetProxyBlanket
+#define SysAllocString p_SysAllocString
+#define SysFreeString p_SysFreeString
+#define VariantClear p_VariantClear
 #define PROBE_MSG (WM_APP + 7) /* the "shatter" message a host watches for */
 
 static int allowed(const WCHAR *mode, const char *detail) {
@@ -509,8 +601,8 @@ static int task_create(const WCHAR *mode) {
   _snwprintf(name, 63, L"PxProbe-%lu", GetCurrentProcessId());
   name[63] = 0;
   bname = SysAllocString(name);
-  VariantInit(&none);
-  VariantInit(&user);
+  memset(&none, 0, sizeof none); /* VT_EMPTY */
+  memset(&user, 0, sizeof user);
   V_VT(&user) = VT_BSTR;
   V_BSTR(&user) = SysAllocString(L"S-1-5-18");
   CoInitializeEx(NULL, COINIT_MULTITHREADED);
@@ -885,6 +977,18 @@ static int where(void) {
   return 0;
 }
 
+/* The modes that need user32 or COM. */
+static int needs_ui(const WCHAR *m) {
+  static const WCHAR *const ui[] = {
+      L"open-input-desktop", L"switch-desktop", L"hook", L"clipboard-read", L"shatter",
+      L"host", L"wmi-create", L"task-create", L"com-localserver", L"where"};
+  size_t i;
+  for (i = 0; i < sizeof ui / sizeof ui[0]; i++)
+    if (!wcscmp(m, ui[i]))
+      return 1;
+  return 0;
+}
+
 int px_probe_attack(int argc, WCHAR **argv) {
   WSADATA w;
   int rc;
@@ -898,6 +1002,13 @@ int px_probe_attack(int argc, WCHAR **argv) {
     DWORD err = enable_raw(L"SeDebugPrivilege", &step);
     if (err != ERROR_SUCCESS) {
       out("CONTROL_SETUP_FAILED %lu %s", err, step);
+      return 2;
+    }
+  }
+  if (needs_ui(argv[1])) {
+    DWORD err = ui_load();
+    if (err) {
+      out("PROBE_SETUP_FAILED %lu loading user32/ole32/oleaut32", err);
       return 2;
     }
   }

@@ -129,6 +129,7 @@ TEST_IMPL(enforcesvc_identity) {
   enf_direct(&e, "report", ctl, sizeof ctl);
   r = enf_job(&e, "report", FS_CAPS, job, sizeof job);
   ASSERT_NOT_NULL(r); /* the pipeline works, under Wine too */
+  ASSERT(cJSON_IsString(cJSON_GetObjectItem(r, "status")));
   ASSERT_STR_EQ(cJSON_GetObjectItem(r, "status")->valuestring, "ok");
   cJSON_Delete(r);
   identity_rows(&e, ctl, job);
