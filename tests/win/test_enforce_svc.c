@@ -52,6 +52,31 @@ static int count_prefix(const char *text, const char *prefix) {
   return n;
 }
 
+/* 1 if the report has the line exactly. */
+static int has_line(const char *text, const char *want) {
+  size_t n = strlen(want);
+  const char *p = text;
+  while ((p = strstr(p, want)) != NULL) {
+    if ((p == text || p[-1] == '\n') && (p[n] == '\r' || p[n] == '\n' || !p[n]))
+      return 1;
+    p++;
+  }
+  return 0;
+}
+
+/* An inherited handle value is one of the three standard handles. */
+static int is_std_handle(const char *report, const char *h) {
+  static const char *const std[] = {"STDIN", "STDOUT", "STDERR"};
+  char line[64];
+  size_t i;
+  for (i = 0; i < 3; i++) {
+    snprintf(line, sizeof line, "%s %s", std[i], h);
+    if (has_line(report, line))
+      return 1;
+  }
+  return 0;
+}
+
 static void identity_rows(enf_t *e, const char *ctl, const char *job) {
   char v[256] = "none", c[256] = "none", x[300];
   unsigned long flags;
@@ -87,11 +112,9 @@ static void identity_rows(enf_t *e, const char *ctl, const char *job) {
                           JOB_OBJECT_LIMIT_SILENT_BREAKAWAY_OK)));
   ok = count_prefix(job, "INHERITED ") <= 3;
   for (p = job; ok && (p = strstr(p, "INHERITED 0x")) != NULL; p++) {
-    char h[40];
+    char h[40] = "";
     sscanf(p + 10, "%39s", h);
-    snprintf(x, sizeof x, "STDOUT %s", h);
-    ok = strstr(job, x) != NULL || strstr(job, (snprintf(x, sizeof x, "STDERR %s", h), x)) ||
-         strstr(job, (snprintf(x, sizeof x, "STDIN %s", h), x));
+    ok = is_std_handle(job, h);
   }
   snprintf(x, sizeof x, "%d inherited", count_prefix(job, "INHERITED "));
   row_text(e, "inherited handles", "<= 3, std only", "-", x, ok);
