@@ -12,8 +12,9 @@
  *   reg-write-hklm | reg-write-hku | reg-read-winlogon
  *   open-input-desktop | switch-desktop | hook | clipboard-read TEXT
  *   atom-find NAME | shatter HWND | global-object | open-event NAME
- *   host SECONDS    a window, an event and a global atom that other jobs
- *                   try to reach: prints HOST PID/TID/HWND/EVENT/ATOM, then
+ *   host SECONDS    a window, an event, a global atom and host-secret.txt
+ *                   in its directory that other jobs try to reach: prints
+ *                   HOST DIR <cwd>, HOST PID/TID/HWND/EVENT/ATOM, then
  *                   pumps messages and prints HOST GOT MESSAGE on WM_APP+7
  *   open-process PID RIGHT | open-thread TID | open-token PID
  *   dup-token PID | enable-privilege NAME
@@ -283,6 +284,28 @@ static int host(DWORD seconds) {
   atom[63] = 0;
   if (!GlobalAddAtomW(atom))
     out("HOST ATOM_FAILED %lu", GetLastError());
+  {
+    /* a secret in its own directory that other jobs try to read */
+    WCHAR cwd[MAX_PATH];
+    DWORD n;
+    HANDLE f = CreateFileW(L"host-secret.txt", GENERIC_WRITE, 0, NULL, CREATE_ALWAYS, 0,
+                           NULL);
+    if (f == INVALID_HANDLE_VALUE || !WriteFile(f, "secret\r\n", 8, &n, NULL))
+      out("HOST SECRET_FAILED %lu", GetLastError());
+    if (f != INVALID_HANDLE_VALUE)
+      CloseHandle(f);
+    /* the owner reads it back: the control for other jobs' denial */
+    f = CreateFileW(L"host-secret.txt", GENERIC_READ, FILE_SHARE_READ, NULL, OPEN_EXISTING,
+                    0, NULL);
+    if (f == INVALID_HANDLE_VALUE)
+      out("HOST SELF_READ %lu", GetLastError());
+    else
+      out("HOST SELF_READ OK");
+    if (f != INVALID_HANDLE_VALUE)
+      CloseHandle(f);
+    GetCurrentDirectoryW(MAX_PATH, cwd);
+    out("HOST DIR %ls", cwd);
+  }
   out("HOST PID %lu TID %lu HWND 0x%llx EVENT %ls ATOM %ls",
       GetCurrentProcessId(), GetCurrentThreadId(),
       (unsigned long long)(uintptr_t)w, ev, atom);

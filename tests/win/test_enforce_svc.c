@@ -185,6 +185,7 @@ TEST_IMPL(enforcesvc_registry) {
 typedef struct {
   enf_live_t live;
   char pid[16], tid[16], hwnd[24], event[64], atom[64];
+  char secret[MAX_PATH + 32]; /* its directory's host-secret.txt */
   int ok;
 } host_t;
 
@@ -204,6 +205,8 @@ static void host_start(enf_t *e, host_t *h, int service) {
   h->ok = enf_live_line(&h->live, "HOST PID ", line, sizeof line, 60000) &&
           sscanf(line, "%15s TID %15s HWND %23s EVENT %63s ATOM %63s", h->pid, h->tid,
                  h->hwnd, h->event, h->atom) == 5;
+  if (h->ok && enf_live_line(&h->live, "HOST DIR ", line, sizeof line, 1000))
+    snprintf(h->secret, sizeof h->secret, "%s\\host-secret.txt", line);
   if (!h->ok)
     printf("host (%s) did not report: %s\n", service ? "job" : "direct", h->live.buf);
 }
@@ -284,7 +287,7 @@ TEST_IMPL(enforcesvc_desktop) {
   c.job = arg;
   c.caps = FS_CAPS;
   c.want = ERROR_ACCESS_DENIED;
-  c.flags = ENF_ENV_CONTROL | ENF_UNVERIFIED;
+  c.flags = ENF_ENV_CONTROL | ENF_UNVERIFIED | ENF_WINE_CONTROL;
   enf_run(&e, &c);
   /* another process's window and atoms (the host: direct for the control,
    * a job of the service for the attack) */
@@ -307,7 +310,8 @@ TEST_IMPL(enforcesvc_desktop) {
             got ? "FAIL" : e.wine ? "wine" : got_c ? "ok" : "FAIL");
   }
   host_case(&e, &hc, &hj, "global atom of other job", "atom-find", "ATOM",
-            offsetof(host_t, atom), ERROR_FILE_NOT_FOUND, 0, ENF_UNVERIFIED);
+            offsetof(host_t, atom), ERROR_FILE_NOT_FOUND, 0,
+            ENF_UNVERIFIED | ENF_WINE_CONTROL);
   enf_live_finish(&hc.live, 0);
   enf_live_finish(&hj.live, 0);
   ENF_END(&e, "window stations, desktops, UIPI or job UI limits");
@@ -465,6 +469,10 @@ TEST_IMPL(enforcesvc_process) {
   one(&e, "enable SeImpersonatePrivilege", NULL, "enable-privilege SeImpersonatePrivilege",
       ERROR_NOT_ALL_ASSIGNED, 0, ENF_WINE_CONTROL);
   one(&e, "enable SeBackupPrivilege", NULL, "enable-privilege SeBackupPrivilege",
+      ERROR_NOT_ALL_ASSIGNED, 0, ENF_WINE_CONTROL);
+  /* shutting the host down: only enabling the privilege is tried (the
+   * control must not shut the machine down) */
+  one(&e, "enable SeShutdownPrivilege", NULL, "enable-privilege SeShutdownPrivilege",
       ERROR_NOT_ALL_ASSIGNED, 0, ENF_WINE_CONTROL);
   pipe_impersonation(&e);
   enf_live_finish(&hj.live, 0);
@@ -721,7 +729,8 @@ TEST_IMPL(enforcesvc_network) {
   l6 = listener(AF_INET6, SOCK_STREAM, &port6);
   if (l6 != INVALID_SOCKET) {
     snprintf(arg, sizeof arg, "connect6 %d", port6);
-    one(&e, "TCP over IPv6 ::1", NULL, arg, WSAEACCES, 0, ENF_UNVERIFIED);
+    one(&e, "TCP over IPv6 ::1", NULL, arg, WSAEACCES, 0,
+        ENF_WINE_CONTROL | ENF_UNVERIFIED);
     closesocket(l6);
   } else {
     enf_row(&e, "TCP over IPv6 ::1", "DENIED 10013*", "no ::1 here", "-", "env");
@@ -781,6 +790,32 @@ static void ancestor_junction(enf_t *e) {
   }
 }
 
+/* Another job's directory: the host job left a secret there and read it
+ * back itself (the control: the owner can, so the file exists at that
+ * path); another job must get ERROR_ACCESS_DENIED. */
+static void other_job_dir(enf_t *e) {
+  static char out[8192];
+  host_t hj;
+  char arg[MAX_PATH + 64], self[32] = "no report";
+  enf_obs_t j;
+  int ctl_ok, ok;
+  host_start(e, &hj, 1);
+  enf_live_line(&hj.live, "HOST SELF_READ ", self, sizeof self, 1000);
+  ctl_ok = host_made(&hj, "SECRET") && hj.secret[0] && !strcmp(self, "OK");
+  snprintf(arg, sizeof arg, "try-read \"%s\"", hj.secret);
+  if (hj.secret[0]) {
+    cJSON_Delete(enf_job(e, arg, FS_CAPS, out, sizeof out));
+    enf_parse(out, &j);
+  } else {
+    memset(&j, 0, sizeof j);
+  }
+  ok = j.found && !j.allowed && j.err == ERROR_ACCESS_DENIED;
+  snprintf(arg, sizeof arg, "owner read %s", self);
+  enf_row(e, "read other job's file", "DENIED 5", arg, enf_obs_str(&j),
+          !ctl_ok ? (e->wine ? "wine" : "FAIL") : e->wine ? "wine" : ok ? "ok" : "FAIL");
+  enf_live_finish(&hj.live, 0);
+}
+
 static void fs_write(enf_t *e, const char *name, const char *path, unsigned flags) {
   char arg[MAX_PATH * 2];
   snprintf(arg, sizeof arg, "try-write %s", path);
@@ -828,6 +863,7 @@ TEST_IMPL(enforcesvc_filesystem) {
   c.want = ERROR_ACCESS_DENIED;
   c.flags = ENF_WINE_CONTROL;
   enf_run(&e, &c);
+  other_job_dir(&e);
   ancestor_junction(&e);
   ENF_END(&e, "file ACLs, integrity labels or the hard-link mitigation");
 }
