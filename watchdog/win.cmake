@@ -27,7 +27,8 @@ target_sources(px_tests_win PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/win/test_enforce.c)
 target_link_libraries(px_tests_win PRIVATE ws2_32)
 add_executable(px_probe ${PROJECT_SOURCE_DIR}/tests/win/probe.c
-  ${PROJECT_SOURCE_DIR}/tests/win/probe_attack.c)
+  ${PROJECT_SOURCE_DIR}/tests/win/probe_attack.c
+  ${PROJECT_SOURCE_DIR}/tests/win/probe_netfs.c)
 px_executable(px_probe)
 target_link_options(px_probe PRIVATE -municode)
 target_link_libraries(px_probe PRIVATE ws2_32)
