@@ -132,7 +132,7 @@ static void desktop_row(enf_t *e, const char *job) {
   /* its own: neither the interactive one nor the service's */
   ok = strcmp(ws, "none") && strncmp(ws, "ERROR", 5) && _stricmp(ws, "WinSta0") &&
        strncmp(ws, "Service-0x0-3e7$", 16) && strncmp(dk, "ERROR", 5);
-  row_text(e, "own window station", "not WinSta0/Service-0x0-3e7$", "-", x, ok);
+  row_text(e, "own window station", "not WinSta0, Service-*", "-", x, ok);
 }
 
 TEST_IMPL(enforcesvc_identity) {
