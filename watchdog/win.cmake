@@ -32,10 +32,16 @@ target_sources(px_tests_win PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/win/test_enforce.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_desktop.c)
 target_link_libraries(px_tests_win PRIVATE ws2_32)
-add_executable(px_probe ${PROJECT_SOURCE_DIR}/tests/win/probe.c)
+add_executable(px_probe ${PROJECT_SOURCE_DIR}/tests/win/probe.c
+  ${PROJECT_SOURCE_DIR}/tests/win/probe_attack.c
+  ${PROJECT_SOURCE_DIR}/tests/win/probe_netfs.c)
 px_executable(px_probe)
 target_link_options(px_probe PRIVATE -municode)
 target_link_libraries(px_probe PRIVATE ws2_32 user32)
+# probe_attack.c: SSPI (outbound authentication), the COM GUIDs (uuid);
+# user32, ole32 and oleaut32 it loads itself on first use (a job without a
+# usable desktop must still run every other mode).
+target_link_libraries(px_probe PRIVATE secur32 uuid)
 add_dependencies(px_tests_win px_probe)
 set_target_properties(px_probe PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)

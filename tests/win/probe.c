@@ -51,23 +51,23 @@
  *   px_probe spawn-console N  starts N children "sleep 60000" each with a
  *                             console of its own (CREATE_NEW_CONSOLE: one
  *                             console host each), prints CHILD <pid>, sleeps
+ * After a DENIED the next line is "<WHAT>_ERR <code>" (the OS's error).
+ * The attack classes of the win-enforce suite (registry, desktop, objects,
+ * processes and tokens, job, surrogates, mitigations, network, file
+ * system) are in probe_attack.c: "CHECK <mode> ALLOWED|DENIED <err> <step>".
  * Exit status 0 unless the mode itself failed (2).
  */
 #include <winsock2.h>
 #include <windows.h>
 #include <sddl.h>
 #include <winioctl.h> /* FSCTL_SET_SPARSE (not in WIN32_LEAN_AND_MEAN) */
-#include <shellapi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <wchar.h>
 
-static void out(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
-static void out(const char *fmt, ...) {
+#include "probe.h"
+
+void px_probe_out(const char *fmt, ...) {
   char buf[2048];
   va_list ap;
   DWORD n;
@@ -82,6 +82,7 @@ static void out(const char *fmt, ...) {
   buf[len++] = '\n';
   WriteFile(GetStdHandle(STD_OUTPUT_HANDLE), buf, (DWORD)len, &n, NULL);
 }
+#define out px_probe_out
 
 static void sid_str(PSID sid, char *buf, size_t n) {
   LPWSTR s = NULL;
@@ -120,6 +121,14 @@ static void report_token(void) {
     PSID l = ml->Label.Sid;
     out("INTEGRITY %lu", *GetSidSubAuthority(l, *GetSidSubAuthorityCount(l) - 1));
     free(ml);
+  }
+  {
+    TOKEN_USER *u = tinfo(t, TokenUser);
+    if (u) { /* attributes 0x10: SE_GROUP_USE_FOR_DENY_ONLY */
+      sid_str(u->User.Sid, s, sizeof s);
+      out("USER %s 0x%lx", s, u->User.Attributes);
+      free(u);
+    }
   }
   if ((g = tinfo(t, TokenRestrictedSids))) {
     out("RESTRICTED_COUNT %lu", g->GroupCount);
@@ -208,9 +217,19 @@ static void report_env(void) {
   out("CWD %s", s);
 }
 
+/* CommandLineToArgvW, from shell32 loaded here only: shell32 imports
+ * user32, whose initialisation needs a usable desktop, and every other
+ * mode must run without one. */
+typedef LPWSTR *(WINAPI *argv_fn)(LPCWSTR, int *);
+
 static void print_args(void) {
   int n = 0, i;
-  LPWSTR *av = CommandLineToArgvW(GetCommandLineW(), &n);
+  HMODULE sh = LoadLibraryW(L"shell32.dll");
+  argv_fn split = sh ? (argv_fn)(void (*)(void))GetProcAddress(sh, "CommandLineToArgvW")
+                     : NULL;
+  LPWSTR *av = split ? split(GetCommandLineW(), &n) : NULL;
+  if (!split)
+    out("ARGS_SETUP_FAILED %lu", GetLastError());
   out("ARGC %d", n);
   for (i = 0; av && i < n; i++) {
     char u[8192], hex[16385];
@@ -255,28 +274,38 @@ static int spawn_self(const WCHAR *args, DWORD flags, DWORD *pid) {
   return spawn_self_ex(args, flags, 0, pid);
 }
 
-static int verdict(const char *what, int allowed) {
+/* "<WHAT> ALLOWED|DENIED", and after a denial "<WHAT>_ERR <code>" (the
+ * Win32 or Winsock error the OS gave: the suite asserts it exactly). */
+static int verdict_err(const char *what, int allowed, unsigned long err) {
   out("%s %s", what, allowed ? "ALLOWED" : "DENIED");
+  if (!allowed)
+    out("%s_ERR %lu", what, err);
   return 0;
+}
+
+static int verdict(const char *what, int allowed) {
+  return verdict_err(what, allowed, allowed ? 0 : GetLastError());
 }
 
 static int try_connect(const WCHAR *port) {
   WSADATA w;
   SOCKET s;
   struct sockaddr_in a;
+  unsigned long err;
   int ok;
   if (WSAStartup(MAKEWORD(2, 2), &w))
-    return verdict("CONNECT", 0);
+    return verdict_err("CONNECT", 0, (unsigned long)WSAGetLastError());
   s = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
   if (s == INVALID_SOCKET)
-    return verdict("CONNECT", 0);
+    return verdict_err("CONNECT", 0, (unsigned long)WSAGetLastError());
   memset(&a, 0, sizeof a);
   a.sin_family = AF_INET;
   a.sin_port = htons((u_short)_wtoi(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ok = connect(s, (struct sockaddr *)&a, sizeof a) == 0;
+  err = ok ? 0 : (unsigned long)WSAGetLastError();
   closesocket(s);
-  return verdict("CONNECT", ok);
+  return verdict_err("CONNECT", ok, err);
 }
 
 /* ---- resource exhaustion (threats.md): one attack per mode ---- */
@@ -597,7 +626,7 @@ int wmain(int argc, WCHAR **argv) {
     return grandchild();
   if (!wcscmp(m, L"try-write") && argc > 2) {
     HANDLE h = CreateFileW(argv[2], GENERIC_WRITE, 0, NULL, CREATE_ALWAYS, 0, NULL);
-    verdict("WRITE", h != INVALID_HANDLE_VALUE);
+    verdict_err("WRITE", h != INVALID_HANDLE_VALUE, GetLastError());
     if (h != INVALID_HANDLE_VALUE) {
       CloseHandle(h);
       DeleteFileW(argv[2]);
@@ -628,6 +657,11 @@ int wmain(int argc, WCHAR **argv) {
     if (h)
       CloseHandle(h);
     return 0;
+  }
+  {
+    int rc = px_probe_attack(argc, argv);
+    if (rc >= 0)
+      return rc;
   }
   out("USAGE unknown mode");
   return 2;

@@ -140,3 +140,19 @@ PX_TEST_ENTRY(setup, pathcheck_junction_work_root, 30)
 PX_TEST_ENTRY(setup, pathcheck_junction_kb_root, 30)
 PX_TEST_ENTRY(setup, pathcheck_faults, 30)
 PX_TEST_ENTRY(setup, pathcheck_open_owned_dir, 30)
+PX_TEST_ENTRY(setup, setup_backup_restore_privileges, 30)
+/* the win-enforce suite against the INSTALLED service (tests/win/
+ * enforce.cmake; labels win win-enforce): every denial with its positive
+ * control; under Wine the controls run and the tests SKIP. identity first
+ * (it starts the report), report last (it prints it). */
+PX_TEST_ENTRY(enforce-svc, enforcesvc_identity, 180)
+PX_TEST_ENTRY(enforce-svc, enforcesvc_registry, 180)
+PX_TEST_ENTRY(enforce-svc, enforcesvc_desktop, 300)
+PX_TEST_ENTRY(enforce-svc, enforcesvc_objects, 240)
+PX_TEST_ENTRY(enforce-svc, enforcesvc_process, 400)
+PX_TEST_ENTRY(enforce-svc, enforcesvc_job, 180)
+PX_TEST_ENTRY(enforce-svc, enforcesvc_surrogate, 240)
+PX_TEST_ENTRY(enforce-svc, enforcesvc_mitigations, 180)
+PX_TEST_ENTRY(enforce-svc, enforcesvc_network, 400)
+PX_TEST_ENTRY(enforce-svc, enforcesvc_filesystem, 300)
+PX_TEST_ENTRY(enforce-svc, enforcesvc_report, 30)

@@ -2,8 +2,12 @@
  * ctest label win-enforce). Each test runs the probe inside the sandbox and
  * checks the OS itself refused: token level, restricting SIDs, privileges,
  * ACL denials, OS job limits, network isolation, opening the service.
+ * A denial asserts the exact error and has a positive control (the same
+ * probe action run directly by the test succeeds).
  * Under Wine (which ignores all of these) every test SKIPs with the reason;
- * on real Windows they must pass. */
+ * on real Windows they must pass. These drive the backend in this process,
+ * so its jobs derive from the tester's token: the proof in the identity
+ * production uses is the enforce-svc group (test_enforce_svc.c). */
 #include "wintest.h"
 
 #include <sddl.h>
@@ -44,6 +48,28 @@ static const char *probe(px_outcome_t *o, uint32_t caps, uint64_t procs,
   wt_job_free(&j);
   wt_close(&b);
   return text;
+}
+
+/* The probe run directly by the test (the positive control). */
+static const char *direct(const char *a1, const char *a2) {
+  static char out[16384];
+  const char *argv[] = {wt_probe(), a1, a2, NULL};
+  int status = -1;
+  out[0] = 0;
+  if (px_test_spawn(argv, 60, &status, out, sizeof out) != 0)
+    snprintf(out, sizeof out, "SPAWN FAILED");
+  return out;
+}
+
+/* "<TAG> DENIED" with "<TAG>_ERR <err>" in the probe's output. */
+static void assert_denied(const char *text, const char *tag, unsigned long err) {
+  char line[64];
+  snprintf(line, sizeof line, "%s DENIED", tag);
+  if (!wt_has_line(text, line))
+    px__test_fail(__FILE__, __LINE__, "no %s in:\n%s", line, text);
+  snprintf(line, sizeof line, "%s_ERR %lu", tag, err);
+  if (!wt_has_line(text, line))
+    px__test_fail(__FILE__, __LINE__, "want %s in:\n%s", line, text);
 }
 
 TEST_IMPL(enforce_token) {
@@ -108,12 +134,13 @@ TEST_IMPL(enforce_write_outside) {
   char path[1200];
   SKIP_UNDER_WINE("file ACLs or integrity labels");
   snprintf(path, sizeof path, "%soutside.txt", px_test_tmpdir());
-  ASSERT(wt_has_line(probe(&o, PX_CAP_FS_WRITE_TMP, 0, 0, "try-write", path),
-                     "WRITE DENIED"));
+  ASSERT(wt_has_line(direct("try-write", path), "WRITE ALLOWED")); /* control */
+  assert_denied(probe(&o, PX_CAP_FS_WRITE_TMP, 0, 0, "try-write", path), "WRITE",
+                ERROR_ACCESS_DENIED);
   /* Inside its own dir: allowed with fs:write_tmp, denied without. */
   ASSERT(wt_has_line(probe(&o, PX_CAP_FS_WRITE_TMP, 0, 0, "try-write", "x.txt"),
                      "WRITE ALLOWED"));
-  ASSERT(wt_has_line(probe(&o, 0, 0, 0, "try-write", "x.txt"), "WRITE DENIED"));
+  assert_denied(probe(&o, 0, 0, 0, "try-write", "x.txt"), "WRITE", ERROR_ACCESS_DENIED);
   return 0;
 }
 
@@ -127,12 +154,15 @@ TEST_IMPL(enforce_read_system_only) {
   snprintf(path, sizeof path, "%ssystem-only.txt", px_test_tmpdir());
   MultiByteToWideChar(CP_UTF8, 0, path, -1, w, 1200);
   ASSERT(ConvertStringSecurityDescriptorToSecurityDescriptorW(
-      L"D:P(A;;FA;;;SY)", SDDL_REVISION_1, &sa.lpSecurityDescriptor, NULL));
+      L"D:P(A;;FA;;;SY)(A;;FA;;;BA)", SDDL_REVISION_1, &sa.lpSecurityDescriptor, NULL));
   h = CreateFileW(w, GENERIC_WRITE, 0, &sa, CREATE_ALWAYS, 0, NULL);
   LocalFree(sa.lpSecurityDescriptor);
   ASSERT(h != INVALID_HANDLE_VALUE);
   CloseHandle(h);
-  ASSERT(wt_has_line(probe(&o, 0, 0, 0, "try-read", path), "READ DENIED"));
+  /* control: the (elevated) tester reads it; the job's Administrators
+   * SID is deny-only and not among its restricting SIDs */
+  ASSERT(wt_has_line(direct("try-read", path), "READ ALLOWED"));
+  assert_denied(probe(&o, 0, 0, 0, "try-read", path), "READ", ERROR_ACCESS_DENIED);
   return 0;
 }
 
@@ -181,7 +211,15 @@ TEST_IMPL(enforce_os_memory_limit) {
 TEST_IMPL(enforce_spawn_past_limit) {
   px_outcome_t o;
   SKIP_UNDER_WINE("the active-process limit or child process policy");
-  ASSERT(wt_has_line(probe(&o, 0, 1, 0, "try-spawn", NULL), "SPAWN DENIED"));
+  /* control: the same sandbox with room for a child spawns it */
+  ASSERT(wt_has_line(probe(&o, 0, 4, 0, "try-spawn", NULL), "SPAWN ALLOWED"));
+  {
+    const char *t = probe(&o, 0, 1, 0, "try-spawn", NULL);
+    /* the child-process policy (ERROR_ACCESS_DENIED) or the job's active
+     * process limit (ERROR_NOT_ENOUGH_QUOTA), whichever refuses first */
+    if (!wt_has_line(t, "SPAWN_ERR 5"))
+      assert_denied(t, "SPAWN", ERROR_NOT_ENOUGH_QUOTA);
+  }
   ASSERT(o.enforcement & PX_ENF(PX_ENF_CHILD_PROCESS_POLICY));
   return 0;
 }
@@ -191,7 +229,8 @@ TEST_IMPL(enforce_open_service) {
   char pid[32];
   SKIP_UNDER_WINE("process object ACLs or integrity");
   snprintf(pid, sizeof pid, "%lu", (unsigned long)GetCurrentProcessId());
-  ASSERT(wt_has_line(probe(&o, 0, 0, 0, "try-open", pid), "OPEN DENIED"));
+  ASSERT(wt_has_line(direct("try-open", pid), "OPEN ALLOWED")); /* control */
+  assert_denied(probe(&o, 0, 0, 0, "try-open", pid), "OPEN", ERROR_ACCESS_DENIED);
   return 0;
 }
 
@@ -217,7 +256,9 @@ TEST_IMPL(enforce_network) {
   ASSERT_EQ(listen(l, 8), 0);
   ASSERT_EQ(getsockname(l, (struct sockaddr *)&a, &alen), 0);
   snprintf(port, sizeof port, "%u", (unsigned)ntohs(a.sin_port));
-  ASSERT(wt_has_line(probe(&o, 0, 0, 0, "try-connect", port), "CONNECT DENIED"));
+  /* control: the listener is reachable from outside the sandbox */
+  ASSERT(wt_has_line(direct("try-connect", port), "CONNECT ALLOWED"));
+  assert_denied(probe(&o, 0, 0, 0, "try-connect", port), "CONNECT", WSAEACCES);
   ASSERT(o.enforcement & PX_ENF(PX_ENF_APPCONTAINER));
   ASSERT(!(o.enforcement & PX_ENF(PX_ENF_DEGRADED)));
   ASSERT(wt_has_line(probe(&o, PX_CAP_NET_EGRESS, 0, 0, "try-connect", port),
@@ -248,7 +289,9 @@ TEST_IMPL(enforce_other_job_dir) {
   wt_job(&jb, "try-write", target, NULL);
   wt_capture_init(&cb);
   ASSERT_OK(wt_run(&b, &jb, &cb, &o));
-  ASSERT(wt_has_line(wt_stdout(&cb), "WRITE DENIED"));
+  assert_denied(wt_stdout(&cb), "WRITE", ERROR_ACCESS_DENIED);
+  /* control: the tester itself can write there */
+  ASSERT(wt_has_line(direct("try-write", target), "WRITE ALLOWED"));
   ops->kill(sa);
   ops->release(sa);
   wt_capture_free(&ca);

@@ -17,6 +17,7 @@
 #include "px/px_os.h"
 #include "tests/cases/cases.h"
 #include "tools/phoenixctl/client.h"
+#include "svcfix.h"
 
 #include <cjson/cJSON.h>
 #include <windows.h>
@@ -25,72 +26,16 @@
 #define SVC L"PhoenixExecutor"
 #define WORK_ROOT L"C:\\PhoenixOrch\\Temp"
 
-/* ---- the service from outside ---- */
+/* ---- the service from outside: the fixture shared with the win-enforce
+ * suite (tests/win/svcfix.c), under the names this file always used ---- */
 
-static const char *exe(void) {
-  static char buf[MAX_PATH];
-  snprintf(buf, sizeof buf, "%s%s", px_test_self_dir(), PX_SVC_EXE_REL);
-  return buf;
-}
-
-static int run_exe(const char *verb, const char *config, char *out,
-                   size_t outsz) {
-  const char *argv[] = {exe(), verb, config ? "--config" : NULL, config, NULL};
-  int status = -1;
-  if (px_test_spawn(argv, 60, &status, out, outsz) != 0)
-    return -1;
-  return status;
-}
-
-static int sc(const char *verb) {
-  char dir[MAX_PATH], sys[MAX_PATH + 8], out[2048];
-  const char *argv[] = {sys, verb, "PhoenixExecutor", NULL};
-  int status = -1;
-  GetSystemDirectoryA(dir, MAX_PATH);
-  snprintf(sys, sizeof sys, "%s\\sc.exe", dir);
-  if (px_test_spawn(argv, 60, &status, out, sizeof out) != 0)
-    return -1;
-  return status;
-}
-
-static DWORD svc_state(DWORD *pid) {
-  SC_HANDLE scm = OpenSCManagerW(NULL, NULL, SC_MANAGER_CONNECT), s;
-  SERVICE_STATUS_PROCESS st;
-  DWORD need = 0, state = 0;
-  if (!scm)
-    return 0;
-  s = OpenServiceW(scm, SVC, SERVICE_QUERY_STATUS);
-  if (s && QueryServiceStatusEx(s, SC_STATUS_PROCESS_INFO, (BYTE *)&st, sizeof st,
-                                &need)) {
-    state = st.dwCurrentState;
-    if (pid)
-      *pid = st.dwProcessId;
-  }
-  if (s)
-    CloseServiceHandle(s);
-  CloseServiceHandle(scm);
-  return state;
-}
-
-static int wait_state(DWORD want, unsigned ms) {
-  uint64_t end = px_now_ms() + ms;
-  while (px_now_ms() < end) {
-    if (svc_state(NULL) == want)
-      return 1;
-    px_sleep_ms(100);
-  }
-  return svc_state(NULL) == want;
-}
-
-static void install_with(const char *config) {
-  char out[4096];
-  run_exe("uninstall", NULL, out, sizeof out); /* a previous failed run */
-  if (run_exe("install", config, out, sizeof out) != 0)
-    px__test_fail(__FILE__, __LINE__, "install failed: %s", out);
-  ASSERT_EQ(sc("start"), 0);
-  if (!wait_state(SERVICE_RUNNING, 30000))
-    px__test_fail(__FILE__, __LINE__, "not RUNNING: state %lu", svc_state(NULL));
-}
+#define exe svcfix_exe
+#define run_exe svcfix_run_exe
+#define sc svcfix_sc
+#define svc_state svcfix_state
+#define wait_state svcfix_wait_state
+#define install_with svcfix_install_with
+#define stop_and_uninstall svcfix_stop_and_uninstall
 
 /* The CI's Wine configuration: Wine enforces none of the token, ACL and
  * job-limit checks of the start-up attestation (px_attest.h), so the
@@ -113,26 +58,9 @@ static const char *wine_config(void) {
 
 static void install_and_start(void) { install_with(wine_config()); }
 
-static void stop_and_uninstall(void) {
-  char out[4096];
-  sc("stop");
-  ASSERT(wait_state(SERVICE_STOPPED, 60000));
-  ASSERT_EQ(run_exe("uninstall", NULL, out, sizeof out), 0);
-  ASSERT_EQ(svc_state(NULL), 0); /* gone */
-}
-
 /* ---- clients ---- */
 
-static px_client_t *connect_pipe(void) {
-  px_target_t t;
-  px_client_t *c = NULL;
-  char err[256];
-  memset(&t, 0, sizeof t);
-  t.kind = PX_TARGET_LOCAL;
-  if (px_client_connect(&t, &c, err, sizeof err) != 0)
-    px__test_fail(__FILE__, __LINE__, "connect: %s", err);
-  return c;
-}
+#define connect_pipe svcfix_connect /* the default pipe, bounded retry */
 
 static void submit(px_client_t *c, const char *id, const char *code,
                    const char *prio) {

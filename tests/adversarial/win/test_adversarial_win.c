@@ -17,7 +17,11 @@
  * and file floods (the job directory caps).
  * Group `adversarial-enforce` (labels win, win-enforce): what only real
  * Windows enforces (ACLs, tokens, AppContainer network, job-object
- * breakaway); under Wine each SKIPs and says why (notes/windows-on-linux.md).
+ * breakaway), each denial with its exact error and a positive control;
+ * under Wine each SKIPs and says why (notes/windows-on-linux.md). These
+ * run the service --console as the tester: the proof in the identity
+ * production uses is the enforce-svc group (tests/win/test_enforce_svc.c,
+ * the installed LocalSystem service).
  */
 #include "task.h"
 
@@ -27,6 +31,7 @@
 #include "tools/phoenixctl/client.h"
 
 #include <cjson/cJSON.h>
+#include <winsock2.h>
 #include <windows.h>
 #include <sddl.h>
 #include <tlhelp32.h>
@@ -914,64 +919,111 @@ TEST_IMPL(advw_disk) {
                   " (notes/windows-on-linux.md); runs on real Windows");     \
   } while (0)
 
-static void probe_denied(svc_t *s, const char *id, const char *code,
-                         const char *caps, const char *denied_line) {
-  cJSON *r = run_cmd(s, id, code, NULL, caps);
+/* The probe run directly by the test (the positive control): its output. */
+static void probe_direct(const char *mode, const char *arg, char *out, size_t n) {
+  const char *argv[] = {probe(), mode, arg, NULL};
+  int status = -1;
+  out[0] = 0;
+  if (px_test_spawn(argv, 60, &status, out, n) != 0)
+    snprintf(out, n, "SPAWN FAILED");
+}
+
+/* `mode arg` run as a job must print "<TAG> DENIED" and "<TAG>_ERR <err>"
+ * (the exact error); the same run by the test itself (ctl_caps NULL) or as
+ * a job holding ctl_caps (the granting capability) must print
+ * "<TAG> ALLOWED": the denial is the sandbox's, not a missing target. */
+static void probe_denied(svc_t *s, const char *id, const char *mode, const char *arg,
+                         const char *caps, const char *tag, unsigned long err,
+                         const char *ctl_caps) {
+  char code[2200], line[64], out[8192];
+  cJSON *r;
+  snprintf(code, sizeof code, "@PROBE %s \"%s\"", mode, arg);
+  if (ctl_caps) {
+    char cid[48];
+    snprintf(cid, sizeof cid, "%s-ctl", id);
+    r = run_cmd(s, cid, code, NULL, ctl_caps);
+    ASSERT_NOT_NULL(r);
+    snprintf(out, sizeof out, "%s", js(r, "stdout", NULL));
+    cJSON_Delete(r);
+  } else {
+    probe_direct(mode, arg, out, sizeof out);
+  }
+  snprintf(line, sizeof line, "%s ALLOWED", tag);
+  if (!strstr(out, line))
+    px__test_fail(__FILE__, __LINE__, "%s: the control was not allowed: %s", id, out);
+  r = run_cmd(s, id, code, NULL, caps);
   ASSERT_NOT_NULL(r);
-  ASSERT_STR_CONTAINS(js(r, "stdout", NULL), denied_line);
+  snprintf(line, sizeof line, "%s DENIED", tag);
+  ASSERT_STR_CONTAINS(js(r, "stdout", NULL), line);
+  snprintf(line, sizeof line, "%s_ERR %lu", tag, err);
+  ASSERT_STR_CONTAINS(js(r, "stdout", NULL), line);
   cJSON_Delete(r);
   check_host(s);
 }
 
 TEST_IMPL(advwe_filesystem) {
   svc_t s;
-  char code[2048];
+  char args[2048];
   NEED_REAL_WINDOWS("file ACLs or integrity labels");
   svc_start(&s, NULL);
-  snprintf(code, sizeof code, "@PROBE try-write \"%s\\victim.txt\"", s.canary);
-  probe_denied(&s, "w-canary", code, "[\"fs:write_tmp\"]", "WRITE DENIED");
-  probe_denied(&s, "w-windows", "@PROBE try-write C:\\Windows\\px-adv.txt",
-               "[\"fs:write_tmp\"]", "WRITE DENIED");
-  snprintf(code, sizeof code, "@PROBE try-write \"%s\\facts.md\"", s.kb);
-  probe_denied(&s, "w-kb-ro", code, "[\"kb:read\"]", "WRITE DENIED");
-  snprintf(code, sizeof code, "@PROBE try-read \"%s\"", s.cfg);
-  probe_denied(&s, "r-config", code, NULL, "READ DENIED");
-  snprintf(code, sizeof code, "@PROBE try-write \"\\\\?\\%s\\victim.txt:ads\"", s.canary);
-  probe_denied(&s, "w-ads", code, "[\"fs:write_tmp\"]", "WRITE DENIED");
+  /* new files only: the controls really write (and delete) them */
+  snprintf(args, sizeof args, "%s\\planted.txt", s.canary);
+  probe_denied(&s, "w-canary", "try-write", args, "[\"fs:write_tmp\"]", "WRITE",
+               ERROR_ACCESS_DENIED, NULL);
+  probe_denied(&s, "w-windows", "try-write", "C:\\Windows\\px-adv.txt",
+               "[\"fs:write_tmp\"]", "WRITE", ERROR_ACCESS_DENIED, NULL);
+  snprintf(args, sizeof args, "%s\\planted.txt", s.kb);
+  probe_denied(&s, "w-kb-ro", "try-write", args, "[\"kb:read\"]", "WRITE",
+               ERROR_ACCESS_DENIED, "[\"kb:write\"]");
+  probe_denied(&s, "r-config", "try-read", s.cfg, NULL, "READ", ERROR_ACCESS_DENIED, NULL);
+  snprintf(args, sizeof args, "\\\\?\\%s\\victim.txt:ads", s.canary);
+  probe_denied(&s, "w-ads", "try-write", args, "[\"fs:write_tmp\"]", "WRITE",
+               ERROR_ACCESS_DENIED, NULL);
   svc_stop(&s);
   return 0;
 }
 
+/* A listener this test opened (not a port that may have nothing behind
+ * it): the control connects, the job gets WSAEACCES. */
 TEST_IMPL(advwe_network) {
   svc_t s;
+  WSADATA wsa;
+  SOCKET l;
+  struct sockaddr_in a;
+  int alen = sizeof a;
+  char args[64];
   NEED_REAL_WINDOWS("network isolation (AppContainer)");
+  ASSERT_EQ(WSAStartup(MAKEWORD(2, 2), &wsa), 0);
+  l = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT(l != INVALID_SOCKET && bind(l, (struct sockaddr *)&a, sizeof a) == 0 &&
+         listen(l, 8) == 0 && getsockname(l, (struct sockaddr *)&a, &alen) == 0);
+  snprintf(args, sizeof args, "%u", (unsigned)ntohs(a.sin_port));
   svc_start(&s, NULL);
-  probe_denied(&s, "net", "@PROBE try-connect 445", NULL, "CONNECT DENIED");
+  probe_denied(&s, "net", "try-connect", args, NULL, "CONNECT", WSAEACCES, NULL);
   svc_stop(&s);
+  closesocket(l);
+  WSACleanup();
   return 0;
 }
 
 TEST_IMPL(advwe_escape) {
   svc_t s;
-  char code[256];
+  char args[256];
   NEED_REAL_WINDOWS("restricted tokens, process ACLs or pipe DACLs");
   svc_start(&s, NULL);
-  snprintf(code, sizeof code, "@PROBE try-open %lu", (unsigned long)s.pi.dwProcessId);
-  probe_denied(&s, "open-svc", code, NULL, "OPEN DENIED");
-  /* Connecting back to the service's own pipe: its DACL (no allow ACE for
-   * a job's restricting SIDs, deny ACEs for the KB capability and
-   * AppContainer SIDs) and its Medium label deny the job. Positive
-   * control: outside the sandbox the same open succeeds, so the pipe is
-   * there with a free instance and the denial is the sandbox's. */
-  {
-    HANDLE h = CreateFileA(s.pipe, GENERIC_READ, 0, NULL, OPEN_EXISTING, 0, NULL);
-    ASSERT(h != INVALID_HANDLE_VALUE);
-    CloseHandle(h);
-  }
-  snprintf(code, sizeof code, "@PROBE try-read %s", s.pipe);
-  probe_denied(&s, "pipe-back", code, NULL, "READ DENIED");
+  snprintf(args, sizeof args, "%lu", (unsigned long)s.pi.dwProcessId);
+  probe_denied(&s, "open-svc", "try-open", args, NULL, "OPEN", ERROR_ACCESS_DENIED, NULL);
+  /* connecting back to the service's own pipe: its DACL denies the job.
+   * The control opens it first, so a free instance exists: the denial
+   * cannot be ERROR_PIPE_BUSY or "no such pipe". */
+  probe_denied(&s, "pipe-back", "try-read", s.pipe, NULL, "READ", ERROR_ACCESS_DENIED,
+               NULL);
   /* ... also when the job carries the KB reader SID the DACL denies */
-  probe_denied(&s, "pipe-back-kb", code, "[\"kb:read\"]", "READ DENIED");
+  probe_denied(&s, "pipe-back-kb", "try-read", s.pipe, "[\"kb:read\"]", "READ",
+               ERROR_ACCESS_DENIED, NULL);
   svc_stop(&s);
   return 0;
 }

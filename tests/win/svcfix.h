@@ -1,0 +1,54 @@
+/* svcfix.h - the installed-service fixture the Windows tests share: the
+ * real PhoenixExecutor service registered with the SCM, started with
+ * `sc start` (LocalSystem on Windows, the Unix user under Wine), and
+ * reached over its real pipe. Used by the svc group (test_svc_service.c)
+ * and the win-enforce suite (test_enforce_svc.c).
+ *
+ * Two modes:
+ * - build (default): `PhoenixExecutor.exe install --config FILE` from the
+ *   build tree, `sc start`; svcfix_down() stops and uninstalls.
+ * - installed (environment PX_SVC_INSTALLED=1, set by tools/win-verify.cmd
+ *   after it installed the MSI): the service the MSI registered is used as
+ *   it is; svcfix_up() stops it, saves the configuration file its command
+ *   line names (--config) and writes the test's in its place, starts it;
+ *   svcfix_down() stops it, puts the saved file back and starts it again.
+ * Every wait is bounded; a failure fails the calling test. */
+#ifndef PX_SVCFIX_H
+#define PX_SVCFIX_H
+
+#include <stddef.h>
+
+#include "tools/phoenixctl/client.h"
+
+/* PhoenixExecutor.exe: the build tree's, in installed mode the registered
+ * service's binary (static storage). */
+const char *svcfix_exe(void);
+/* Run PhoenixExecutor.exe VERB [--config CONFIG]; its exit status, -1 when
+ * it could not run. Output (combined) into out. */
+int svcfix_run_exe(const char *verb, const char *config, char *out, size_t outsz);
+/* sc.exe VERB PhoenixExecutor; its exit status. */
+int svcfix_sc(const char *verb);
+/* The service's SERVICE_* state (0: not registered) and its pid. */
+unsigned long svcfix_state(unsigned long *pid);
+/* 1 once the state is `want`, polling for at most ms. */
+int svcfix_wait_state(unsigned long want, unsigned ms);
+
+/* Build mode, by hand: install with a configuration file (NULL: the
+ * built-in defaults) and start; stop and uninstall. */
+void svcfix_install_with(const char *config);
+void svcfix_install_and_start(void);
+void svcfix_stop_and_uninstall(void);
+
+/* Either mode: the service running with this configuration (a JSON object
+ * as text; NULL or "{}" for the defaults). Under Wine, when the service
+ * knows `windows.allow_degraded` (start-time attestation), it is set true:
+ * Wine enforces nothing and the CI says so explicitly. */
+void svcfix_up(const char *config_json);
+void svcfix_down(void);
+/* 1 in installed mode. */
+int svcfix_installed_mode(void);
+
+/* A client on the service's default pipe (fails the test if none). */
+px_client_t *svcfix_connect(void);
+
+#endif
