@@ -140,7 +140,6 @@ PX_TEST_ENTRY(setup, pathcheck_junction_work_root, 30)
 PX_TEST_ENTRY(setup, pathcheck_junction_kb_root, 30)
 PX_TEST_ENTRY(setup, pathcheck_faults, 30)
 PX_TEST_ENTRY(setup, pathcheck_open_owned_dir, 30)
-PX_TEST_ENTRY(setup, setup_backup_restore_privileges, 30)
 /* the win-enforce suite against the INSTALLED service (tests/win/
  * enforce.cmake; labels win win-enforce): every denial with its positive
  * control; under Wine the controls run and the tests SKIP. identity first

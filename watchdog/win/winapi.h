@@ -118,10 +118,6 @@
     (LPCWSTR n, LPCWSTR d, DEVMODEW *m, DWORD f, ACCESS_MASK a,               \
      LPSECURITY_ATTRIBUTES sa),                                               \
     (n, d, m, f, a, sa))                                                      \
-  X(DWORD, GetSecurityInfo, ERROR_ACCESS_DENIED,                              \
-    (HANDLE h, SE_OBJECT_TYPE t, SECURITY_INFORMATION i, PSID *o, PSID *g,    \
-     PACL *d, PACL *s, PSECURITY_DESCRIPTOR *sd),                             \
-    (h, t, i, o, g, d, s, sd))                                                \
   X(BOOL, GetProcessMitigationPolicy, FALSE,                                  \
     (HANDLE p, PROCESS_MITIGATION_POLICY m, PVOID b, SIZE_T n), (p, m, b, n)) \
   X(BOOL, ConvertStringSecurityDescriptorToSecurityDescriptorW, FALSE,        \
