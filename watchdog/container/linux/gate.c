@@ -111,6 +111,13 @@ static char **read_vec(uint32_t n) {
   return v;
 }
 
+static void free_vec(char **v) {
+  char **p;
+  for (p = v; *p; p++)
+    free(*p);
+  free(v);
+}
+
 static const char *env_get(char **env, const char *name) {
   size_t nl = strlen(name);
   for (; *env; env++)
@@ -132,10 +139,8 @@ static int exec_job(char **argv, char **env) {
   while (*path) {
     const char *end = strchr(path, ':');
     size_t dl = end ? (size_t)(end - path) : strlen(path);
-    if (dl + strlen(argv[0]) + 2 <= sizeof buf) {
-      memcpy(buf, path, dl);
-      buf[dl] = '/';
-      memcpy(buf + dl + 1, argv[0], strlen(argv[0]) + 1);
+    int n = snprintf(buf, sizeof buf, "%.*s/%s", (int)dl, path, argv[0]);
+    if (n > 0 && (size_t)n < sizeof buf) {
       execve(buf, argv, env);
       if (errno != ENOENT && errno != ENOTDIR)
         err = errno;
@@ -171,7 +176,7 @@ static void end_record(const unsigned char *token, int status) {
   static const char hex[] = "0123456789abcdef";
   char rec[64];
   int i, n;
-  memcpy(rec, "\x1ePXEND ", 7);
+  snprintf(rec, sizeof rec, "\x1ePXEND ");
   for (i = 0; i < 16; i++) {
     rec[7 + 2 * i] = hex[token[i] >> 4];
     rec[8 + 2 * i] = hex[token[i] & 15];
@@ -206,6 +211,8 @@ int main(void) {
     die("fork failed");
   if (job == 0)
     run_job(argv, env, &old);
+  free_vec(argv); /* the job has its copy */
+  free_vec(env);
   st = wait_job(job);
   /* What the job left behind dies with it, then the output ends. */
   kill(-1, SIGKILL); /* checksrc: allow - init of the job's PID namespace */
