@@ -173,7 +173,7 @@ assert_installed() { # expected-version
 
 assert_workers() { # n: the running service reports n workers (config)
     local out
-    out=$(W "$CTL" status 2>&1 | tr -d '\r')
+    out=$(W "$CTL" status --json 2>&1 | tr -d '\r')
     grep -qE "\"workers\":[[:space:]]*$1," <<<"$out"
 }
 
@@ -199,7 +199,7 @@ assert_serving() {
 assert_unverified() {
     step "the defaults under Wine: attestation failed, runs refused"
     local out
-    out=$(W "$CTL" status 2>&1 | tr -d '\r')
+    out=$(W "$CTL" status --json 2>&1 | tr -d '\r')
     check "status answers with attestation state failed" \
         grep -qE '"state":[[:space:]]*"failed"' <<<"$out"
     printf 'echo must-not-run\r\n' >"$work/job.cmd"

@@ -46,8 +46,6 @@
  *                             OPEN_DEFAULT_DESKTOP ALLOWED|DENIED, and
  *                             WINDOW ALLOWED|DENIED (a hidden window here)
  *   px_probe try-winsta NAME  open a window station -> WINSTA ALLOWED|DENIED
- *   px_probe mitigations      MITIGATION <policy> 0x<flags> for the
- *                             policies the backend sets, read in the child
  *   px_probe spawn-console N  starts N children "sleep 60000" each with a
  *                             console of its own (CREATE_NEW_CONSOLE: one
  *                             console host each), prints CHILD <pid>, sleeps
@@ -497,24 +495,6 @@ static int desktop(void) {
   return 0;
 }
 
-static void mitigation(const char *name, PROCESS_MITIGATION_POLICY p) {
-  DWORD flags = 0;
-  if (GetProcessMitigationPolicy(GetCurrentProcess(), p, &flags, sizeof flags))
-    out("MITIGATION %s 0x%lx", name, flags);
-  else
-    out("MITIGATION %s ERROR %lu", name, GetLastError());
-}
-
-static int mitigations(void) {
-  mitigation("strict_handle", ProcessStrictHandleCheckPolicy);
-  mitigation("extension_points", ProcessExtensionPointDisablePolicy);
-  mitigation("image_load", ProcessImageLoadPolicy);
-  mitigation("font", ProcessFontDisablePolicy);
-  mitigation("dynamic_code", ProcessDynamicCodePolicy);
-  mitigation("child_process", ProcessChildProcessPolicy);
-  return 0;
-}
-
 int wmain(int argc, WCHAR **argv);
 int wmain(int argc, WCHAR **argv) {
   const WCHAR *m = argc > 1 ? argv[1] : L"report";
@@ -608,8 +588,6 @@ int wmain(int argc, WCHAR **argv) {
       CloseWindowStation(ws);
     return 0;
   }
-  if (!wcscmp(m, L"mitigations"))
-    return mitigations();
   if (!wcscmp(m, L"threads") && argc > 2)
     return threads(_wtol(argv[2]));
   if (!wcscmp(m, L"busy-kernel"))

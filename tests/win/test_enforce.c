@@ -384,8 +384,9 @@ TEST_IMPL(enforce_mitigations) {
   px_outcome_t o;
   const char *t;
   char v[32];
-  static const char *const on[] = {"strict_handle", "extension_points",
-                                   "image_load", "font"};
+  /* the names of probe_netfs.c's "mitigations" mode */
+  static const char *const on[] = {"strict_handle", "extension_point",
+                                   "image_load", "font_disable"};
   size_t i;
   SKIP_UNDER_WINE("process mitigation policies (it reads back none)");
   t = probe(&o, 0, 0, 0, "mitigations", NULL);

@@ -88,6 +88,8 @@ static px_client_t *start_console(console_t *s) {
   memset(&t, 0, sizeof t);
   t.kind = PX_TARGET_LOCAL;
   t.address = s->pipe;
+  t.server_check = PX_SERVER_PID; /* a console-mode service, not the SCM's */
+  t.server_pid = s->pi.dwProcessId;
   end = px_now_ms() + 60000;
   while (px_client_connect(&t, &c, err, sizeof err) != 0 && px_now_ms() < end)
     px_sleep_ms(200);
@@ -168,7 +170,9 @@ static cJSON *run_one(px_client_t *c, const char *id) {
  * object it printed (free the returned root with cJSON_Delete). */
 static cJSON *ctl_attest(const console_t *s, int *status, const cJSON **att) {
   static char out[65536];
-  const char *argv[] = {ctl(), "--pipe", s->pipe, "attest", NULL};
+  char pid[24];
+  const char *argv[] = {ctl(), "--pipe", s->pipe, "--server-pid", pid, "attest", NULL};
+  snprintf(pid, sizeof pid, "%lu", (unsigned long)s->pi.dwProcessId);
   cJSON *o;
   ASSERT_OK(px_test_spawn(argv, 120, status, out, sizeof out));
   o = cJSON_Parse(out);

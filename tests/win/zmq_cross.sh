@@ -26,7 +26,7 @@ svc_pid=
 cleanup() {
     [ -n "$svc_pid" ] && kill "$svc_pid" 2>/dev/null
     wait "$svc_pid" 2>/dev/null
-    rm -rf "$tmp"
+    rm -rf "$tmp" "${cdir:-}"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; sed -n '1,60p' "$tmp/service.log"; exit 1; }
@@ -42,8 +42,13 @@ cpub=$(pub "$tmp/client.key")
 port=$((20000 + RANDOM % 20000))
 endpoint="tcp://127.0.0.1:$port"
 wkey=$(winepath -w "$tmp/server.key")
-wwork=$(winepath -w "$tmp")\\jobs
-python3 - "$tmp/executor.json" "$endpoint" "$wkey" "$cpub" "$wwork" "px-cross-$$" <<'PY'
+# The configuration and work root live inside the prefix's C: drive: the
+# service refuses a path below a directory others may write (Z:\tmp is
+# /tmp), as it would on Windows (docs/windows-service.md).
+cdir="$WINEPREFIX/drive_c/px-cross-$$"
+mkdir -p "$cdir"
+wwork='C:\px-cross-'$$'\jobs'
+python3 - "$cdir/executor.json" "$endpoint" "$wkey" "$cpub" "$wwork" "px-cross-$$" <<'PY'
 import json, sys
 path, endpoint, key, cpub, work, pipe = sys.argv[1:]
 json.dump({
@@ -58,7 +63,7 @@ json.dump({
                  "capabilities": ["runtimes"], "max_priority": "high"}],
 }, open(path, "w"), indent=2)
 PY
-wine "$win/service/PhoenixExecutor.exe" --console --config "$(winepath -w "$tmp/executor.json")" \
+wine "$win/service/PhoenixExecutor.exe" --console --config 'C:\px-cross-'$$'\executor.json' \
     >"$tmp/service.log" 2>&1 </dev/null &
 svc_pid=$!
 
