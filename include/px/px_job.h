@@ -127,7 +127,8 @@ typedef struct {
   X(PX_ENF_STRICT_HANDLE_CHECKS, "strict_handle_checks")                     \
   X(PX_ENF_EXTENSION_POINTS_DISABLED, "extension_points_disabled")           \
   X(PX_ENF_IMAGE_LOAD_NO_REMOTE, "image_load_no_remote")                     \
-  X(PX_ENF_NON_SYSTEM_FONTS_DISABLED, "non_system_fonts_disabled")
+  X(PX_ENF_NON_SYSTEM_FONTS_DISABLED, "non_system_fonts_disabled")         \
+  X(PX_ENF_JOB_ACCOUNT, "job_account")
 
 enum {
 #define PX_ENF_BIT_(name, str) name##_BIT_,

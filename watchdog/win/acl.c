@@ -4,8 +4,12 @@
  *
  * DACL (inherited by what is created inside, nothing walked afterwards):
  *   SYSTEM, Administrators, the service's own user: full control
- *   per-job SID (and the AppContainer SID when there is one):
+ *   the job account (identity.c; the normal half of the job's access
+ *   check), the per-job SID (the restricted half) and the AppContainer
+ *   SID (the AppContainer check), each:
  *     read/execute, plus modify when the job holds fs:write_tmp
+ * Only the three together admit a job, and only this one: the account is
+ * every job's, the per-job and package SIDs are this job's alone.
  * SE_DACL_PROTECTED: nothing is inherited from the work root, which itself
  * grants the sandbox nothing. Label: Low, no-write-up, inherited inside the
  * tree, so a Low process may write where the DACL lets it - only here.
@@ -64,6 +68,8 @@ static int build_dacl(px__winbe_t *be, px_sandbox_t *sb, PACL acl, DWORD size) {
       (!EqualSid(user->User.Sid, system) &&
        !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, INHERIT, FILE_ALL_ACCESS,
                                    user->User.Sid)) ||
+      (sb->acct_sid && !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, INHERIT,
+                                                   jobmask, sb->acct_sid)) ||
       !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, INHERIT, jobmask,
                                   sb->job_sid) ||
       (sb->ac_sid && !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, INHERIT,

@@ -198,11 +198,10 @@ int px__winbe_token_create(px__winbe_t *be, px_sandbox_t *sb) {
   memset(&fx, 0, sizeof fx);
   if ((rc = fixed_init(&fx)))
     goto cleanup;
-  if (!PXW(OpenProcessToken)(GetCurrentProcess(),
-                             TOKEN_DUPLICATE | TOKEN_QUERY |
-                                 TOKEN_ASSIGN_PRIMARY | TOKEN_ADJUST_DEFAULT,
-                             &self)) {
-    rc = PX_LOG_WIN32(PX_ETOKEN, GetLastError(), "OpenProcessToken");
+  self = sb->base_token; /* identity.c: the job account's (or fallback) */
+  sb->base_token = NULL;
+  if (!self) {
+    rc = PX_ETOKEN;
     goto cleanup;
   }
   if ((rc = token_info(self, TokenGroups, (void **)&groups)) ||
@@ -348,11 +347,20 @@ typedef struct {
   TOKEN_GROUPS *rs, *groups;
   TOKEN_PRIVILEGES *pv;
   TOKEN_MANDATORY_LABEL *ml;
+  TOKEN_USER *user;
 } child_token_t;
+
+/* The child's user is the job account and never SYSTEM (a normal SID or
+ * not: TokenUser is what a server comparing identities sees). */
+static int account_ok(const px_sandbox_t *sb, const TOKEN_USER *u) {
+  return sb->acct_sid && u && EqualSid(u->User.Sid, sb->acct_sid) &&
+         !sid_is(u->User.Sid, WinLocalSystemSid);
+}
 
 static int child_read(const px__winbe_t *be, HANDLE t, child_token_t *c) {
   int rc;
-  if ((rc = child_info(be, t, TokenRestrictedSids, (void **)&c->rs)) ||
+  if ((rc = child_info(be, t, TokenUser, (void **)&c->user)) ||
+      (rc = child_info(be, t, TokenRestrictedSids, (void **)&c->rs)) ||
       (rc = child_info(be, t, TokenPrivileges, (void **)&c->pv)) ||
       (rc = child_info(be, t, TokenGroups, (void **)&c->groups)) ||
       (rc = child_info(be, t, TokenIntegrityLevel, (void **)&c->ml)))
@@ -388,13 +396,18 @@ int px__winbe_token_readback(px__winbe_t *be, px_sandbox_t *sb) {
     sb->outcome.enforcement |= PX_ENF(PX_ENF_APPCONTAINER);
   else if (sb->ac_sid)
     missing |= 4;
+  /* The Wine fallback has no account (acct_sid NULL): "degraded" already. */
+  if (account_ok(sb, c.user))
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_ACCOUNT);
+  else if (sb->acct_sid)
+    missing |= 8;
   if (missing && be->wine) {
     sb->outcome.enforcement |= PX_ENF(PX_ENF_DEGRADED);
   } else if (missing) {
     PX_LOG(PX_LOG_ERROR, "job %s: the child's token is not what was built "
-           "(restricted %d, integrity %lu want %lu, AppContainer %d)",
-           sb->spec->key, !(missing & 1), (unsigned long)rid,
-           (unsigned long)want_rid, ac);
+           "(restricted %d, integrity %lu want %lu, AppContainer %d, job "
+           "account %d)", sb->spec->key, !(missing & 1), (unsigned long)rid,
+           (unsigned long)want_rid, ac, !(missing & 8));
     rc = PX_ETOKEN;
   }
 cleanup:
@@ -402,6 +415,7 @@ cleanup:
   free(c.pv);
   free(c.groups);
   free(c.ml);
+  free(c.user);
   px_handle_close(&t);
   return rc;
 }
