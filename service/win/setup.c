@@ -16,6 +16,7 @@
 #include "px/px_log.h"
 #include "service/win/daemon.h"
 #include "service/win/win_error.h"
+#include "watchdog/win/identity.h"
 
 #include <windows.h>
 #include <aclapi.h>
@@ -300,8 +301,9 @@ static int has_grant(PACL dacl, PSID sid, DWORD mask) {
 /* Add the KB capability grants and the Low label to one KB root. */
 static int apply_kb_root(const char *path_utf8) {
   WCHAR *path = px__utf16(path_utf8);
-  EXPLICIT_ACCESSW ea[2];
+  EXPLICIT_ACCESSW ea[3];
   PSID reader = NULL, writer = NULL, low = NULL;
+  void *acct = NULL; /* the job account: the normal half of a job's check */
   PACL old = NULL, merged = NULL;
   PSECURITY_DESCRIPTOR sd = NULL;
   BYTE sacl_buf[128];
@@ -317,6 +319,10 @@ static int apply_kb_root(const char *path_utf8) {
     rc = PX_LOG_WIN32(PX_EACL, GetLastError(), "ConvertStringSidToSidW(setup)");
     goto out;
   }
+  if (px_win_job_account_sid(1, &acct) != 0) {
+    PX_LOG(PX_LOG_ERROR, "setup: KB root %s: no job account to grant", path_utf8);
+    goto out;
+  }
   h = open_pinned(path, READ_CONTROL, NULL);
   if (h == INVALID_HANDLE_VALUE)
     goto out;
@@ -327,7 +333,8 @@ static int apply_kb_root(const char *path_utf8) {
     goto out;
   }
   if (has_grant(old, reader, FILE_GENERIC_READ | FILE_GENERIC_EXECUTE) &&
-      has_grant(old, writer, FILE_GENERIC_READ | FILE_GENERIC_WRITE | DELETE)) {
+      has_grant(old, writer, FILE_GENERIC_READ | FILE_GENERIC_WRITE | DELETE) &&
+      has_grant(old, acct, FILE_GENERIC_READ | FILE_GENERIC_WRITE | DELETE)) {
     rc = 0; /* granted by an earlier start: no tree walk again */
     goto out;
   }
@@ -341,8 +348,11 @@ static int apply_kb_root(const char *path_utf8) {
   ea[1].grfAccessPermissions = FILE_GENERIC_READ | FILE_GENERIC_EXECUTE |
                                FILE_GENERIC_WRITE | DELETE | FILE_DELETE_CHILD;
   ea[1].Trustee.ptstrName = (LPWSTR)writer;
+  ea[2] = ea[1]; /* the account as much as a writer; the restricting
+                  * (capability) SIDs decide read or write per job */
+  ea[2].Trustee.ptstrName = (LPWSTR)acct;
   /* GRANT_ACCESS merges with an equal existing ACE: idempotent. */
-  st = SetEntriesInAclW(2, ea, old, &merged);
+  st = SetEntriesInAclW(3, ea, old, &merged);
   if (st != ERROR_SUCCESS) {
     rc = PX_LOG_WIN32(PX_EACL, st, "SetEntriesInAclW(KB root)");
     goto out;
@@ -362,7 +372,7 @@ static int apply_kb_root(const char *path_utf8) {
     rc = PX_LOG_WIN32(PX_EACL, st, "SetNamedSecurityInfoW(KB root)");
     goto out;
   }
-  PX_LOG(PX_LOG_INFO, "setup: KB root %s: capability SIDs granted, Low label", path_utf8);
+  PX_LOG(PX_LOG_INFO, "setup: KB root %s: capability SIDs and the job account granted, Low label", path_utf8);
   rc = 0;
 out:
   if (h != INVALID_HANDLE_VALUE)
@@ -377,6 +387,7 @@ out:
     LocalFree(writer);
   if (low)
     LocalFree(low);
+  LocalFree(acct);
   free(path);
   return rc;
 }

@@ -206,6 +206,15 @@ int px_win_job_account_create(void) {
   return rc;
 }
 
+int px_win_job_account_sid(int create, void **out) {
+  PSID sid = NULL;
+  int rc = account_sid(&sid);
+  if (rc == PX_ENOENT && create && (rc = px_win_job_account_create()) == 0)
+    rc = account_sid(&sid);
+  *out = sid;
+  return rc;
+}
+
 int px_win_job_account_remove(void) {
   LSA_OBJECT_ATTRIBUTES oa;
   LSA_HANDLE pol = NULL;
@@ -333,9 +342,9 @@ static int acquire(px__winbe_t *be) {
   PSID sid = NULL;
   int rc = account_sid(&sid);
   if (rc == PX_ENOENT) {
-    PX_LOG(PX_LOG_ERROR, "the job account %ls does not exist (install "
-           "creates it: `PhoenixExecutor install` or the MSI); no job runs",
-           PX_WIN_JOB_ACCOUNT);
+    PX_LOG(be->wine ? PX_LOG_WARN : PX_LOG_ERROR,
+           "the job account %ls does not exist (`PhoenixExecutor install` "
+           "or the service's first start creates it)", PX_WIN_JOB_ACCOUNT);
     return PX_ETOKEN;
   }
   if (rc || (rc = s4u_logon(&tok)) || (rc = logon_check(tok, sid))) {

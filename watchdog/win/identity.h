@@ -17,6 +17,11 @@
  * naming the failed call in the log. Idempotent. */
 int px_win_job_account_create(void);
 
+/* The account's SID (*out: LocalFree), creating the account first when it
+ * is missing and create != 0 (KB set-up runs before the backend's first
+ * start creates it). 0, PX_ENOENT (missing, not created) or an error. */
+int px_win_job_account_sid(int create, void **out);
+
 /* Remove the account's rights and the account. 0 when it is gone (or was
  * never there), else an error. Idempotent. */
 int px_win_job_account_remove(void);

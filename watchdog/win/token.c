@@ -1,30 +1,32 @@
 /* token.c - the job's primary token, its identities, and the read-back of
  * the child's token.
  *
- * DESIGN. From the service's own token, CreateRestrictedToken with
+ * DESIGN. From the job account's token (identity.c: PhoenixExecutorJob,
+ * logged on by S4U once per backend; under Wine with allow_degraded only,
+ * the service's own, and the job says "degraded"), CreateRestrictedToken
+ * with
  *  - DISABLE_MAX_PRIVILEGE: every privilege but SeChangeNotifyPrivilege;
  *  - every group SID made deny-only except the logon SID, Everyone and
- *    Users (SYSTEM's Administrators above all); integrity SIDs untouched;
+ *    Users; integrity SIDs untouched;
  *  - restricting SIDs {per-job SID, Users} plus the KB capability SIDs
  *    when the job holds kb:read / kb:write (token_create says why each).
- * The user SID stays a normal SID: an access check on a restricted token
- * passes only if BOTH the normal SIDs and the restricting SIDs are granted,
- * and with SYSTEM's user SID deny-only no SID of the normal half would
- * admit System32 (its DACL grants Users, which LocalSystem's token does not
- * hold), so no DLL would load (docs/windows-backend.md, "Identity"). What
- * keeps the job from acting as SYSTEM is the AppContainer every job runs
- * in (backend.c, spawn.c): no enterprise authentication, no loopback, a
- * third access check against the package SID. The only way a grant can
- * name one job is an ACE for its per-job SID (restricted half) with one for
- * the service's user (normal half) and one for its AppContainer SID - its
- * directory, desktop and stdio pipes.
+ * The user SID - the job account, never SYSTEM - stays a normal SID: an
+ * access check on a restricted token passes only if BOTH the normal SIDs
+ * and the restricting SIDs are granted, and the account (through Users)
+ * is what admits System32 in the normal half. On top, every job runs in
+ * an AppContainer (backend.c, spawn.c): no enterprise authentication, no
+ * loopback, a third access check against the package SID. The only way a
+ * grant can name one job is an ACE for its per-job SID (restricted half)
+ * with one for the job account (normal half) and one for its AppContainer
+ * SID - its directory and desktop (docs/windows-backend.md, "Identity").
  * Then the integrity level is set to Low (S-1-16-4096), or Untrusted
  * (S-1-16-0) by config (an AppContainer token is Low whatever its base),
  * and a default DACL that lets the job open the objects it creates.
  *
  * What is reported is read from the child's primary token before it runs
- * (px__winbe_token_readback): its restricting SIDs, privileges, deny-only
- * Administrators, integrity level and AppContainer SID. Outside Wine a
+ * (px__winbe_token_readback): its user (the job account, not SYSTEM),
+ * restricting SIDs, privileges, deny-only Administrators, integrity level
+ * and AppContainer SID. Outside Wine a
  * mechanism asked for and not in effect fails the job closed; Wine accepts
  * the calls but ignores restricting SIDs, privilege removal and integrity,
  * so there the bits are missing and the job is "degraded".
