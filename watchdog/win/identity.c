@@ -39,6 +39,10 @@
 
 #define ORIGIN "PhoenixExecutor"
 
+/* Guards every backend's acct_* fields: a (rare) re-logon talks to LSA
+ * and must not hold be->lock, which the watchdog thread needs. */
+static SRWLOCK acct_lock = SRWLOCK_INIT;
+
 /* ---- the account's SID ------------------------------------------------ */
 
 /* "<COMPUTER>\PhoenixExecutorJob": qualified so that a domain account of
@@ -381,9 +385,11 @@ void px__winbe_identity_open(px__winbe_t *be) {
 }
 
 void px__winbe_identity_close(px__winbe_t *be) {
+  AcquireSRWLockExclusive(&acct_lock);
   px_handle_close(&be->acct_token);
   LocalFree(be->acct_sid);
   be->acct_sid = NULL;
+  ReleaseSRWLockExclusive(&acct_lock);
 }
 
 static int identity_base(px__winbe_t *be, HANDLE *base, PSID *user,
@@ -393,13 +399,13 @@ static int identity_base(px__winbe_t *be, HANDLE *base, PSID *user,
   *base = NULL;
   *user = NULL;
   *fallback = 0;
-  px_mutex_lock(&be->lock);
+  AcquireSRWLockExclusive(&acct_lock);
   if (!be->acct_token && !be->acct_fallback)
     rc = acquire(be); /* set once, never replaced: safe to borrow below */
   t = be->acct_token;
   *user = be->acct_sid;
   *fallback = be->acct_fallback;
-  px_mutex_unlock(&be->lock);
+  ReleaseSRWLockExclusive(&acct_lock);
   if (*fallback)
     return 0; /* token.c derives from the service's own token */
   if (rc)
