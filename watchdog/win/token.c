@@ -147,16 +147,39 @@ static int disable_list(TOKEN_GROUPS *g, SID_AND_ATTRIBUTES *dis, DWORD *ndis,
   return 0;
 }
 
+/* The service's own user SID into buf (SYSTEM outside tests). */
+static int self_user(BYTE *buf, DWORD size, PSID *out) {
+  HANDLE t = NULL;
+  DWORD n = 0;
+  BOOL ok = OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &t) &&
+            GetTokenInformation(t, TokenUser, buf, size, &n);
+  DWORD err = GetLastError();
+  px_handle_close(&t);
+  if (!ok)
+    return PX_LOG_WIN32(PX_ETOKEN, err, "GetTokenInformation(self user)");
+  *out = ((TOKEN_USER *)(void *)buf)->User.Sid;
+  return 0;
+}
+
 /* Let the job open what it creates itself (threads, events, files in its
  * dir inherit the dir's ACL instead): the job SID satisfies the restricted
- * half, the user SID the normal half, the package SID (every job outside
- * Wine) the AppContainer check - as Chromium grants the package SID on its
- * lowbox token. */
+ * half, the user SID (the job account) the normal half, the package SID
+ * (every job outside Wine) the AppContainer check - as Chromium grants the
+ * package SID on its lowbox token. And the service's own user: its
+ * processes and tokens get this DACL too, and the service must still open
+ * them (the watchdog samples every process of the job, the read-back opens
+ * the child's token) now that the job's user is not the service's. */
 static int default_dacl(HANDLE t, PSID user, PSID job, PSID ac) {
-  BYTE buf[512];
+  BYTE buf[512], sbuf[sizeof(TOKEN_USER) + SECURITY_MAX_SID_SIZE];
   PACL acl = (PACL)buf;
+  PSID self = NULL;
   TOKEN_DEFAULT_DACL dd;
+  int rc = self_user(sbuf, sizeof sbuf, &self);
+  if (rc)
+    return rc;
   if (!PXW(InitializeAcl)(acl, sizeof buf, ACL_REVISION) ||
+      (!EqualSid(self, user) &&
+       !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, 0, GENERIC_ALL, self)) ||
       !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, 0, GENERIC_ALL, user) ||
       !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, 0, GENERIC_ALL, job) ||
       (ac &&
