@@ -114,6 +114,7 @@ PX_TEST_ENTRY(enforce, enforce_appcontainer_every_job, 60)
 PX_TEST_ENTRY(enforce, enforce_console_one_process, 60)
 /* the job account (test_identity.c) */
 PX_TEST_ENTRY(winjob, winjob_identity_reported, 60)
+PX_TEST_ENTRY(winjob, winjob_identity_dir_dacl, 30)
 PX_TEST_ENTRY(winfault, winfault_identity_prepare, 60)
 PX_TEST_ENTRY(winfault, winfault_identity, 60)
 PX_TEST_ENTRY(enforce, enforce_job_account, 60)

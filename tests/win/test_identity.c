@@ -283,3 +283,73 @@ TEST_IMPL(enforce_job_account_shells) {
   }
   return 0;
 }
+
+/* The job directory's DACL grants the job account (the normal half of the
+ * job's access check) with the job's mask, after the service's entries
+ * and before the per-job SID; without an account (the Wine fallback)
+ * there is no such entry. Built everywhere; read back from the directory
+ * outside Wine (Wine reports a DACL made from the Unix mode). */
+static int dacl_entry(const ACL *acl, PSID sid, DWORD *at, DWORD *mask) {
+  DWORD i, n = 0;
+  for (i = 0; acl && i < acl->AceCount; i++) {
+    ACCESS_ALLOWED_ACE *a = NULL;
+    if (GetAce((PACL)acl, i, (void **)&a) &&
+        EqualSid((PSID)&a->SidStart, sid)) {
+      n++;
+      *at = i;
+      *mask = a->Mask;
+    }
+  }
+  return (int)n;
+}
+
+TEST_IMPL(winjob_identity_dir_dacl) {
+  static px__winbe_t be;
+  static struct px_sandbox_s sb;
+  px_job_spec_t spec;
+  BYTE buf[1024];
+  PACL acl = (PACL)buf, got = NULL;
+  PSECURITY_DESCRIPTOR sd = NULL;
+  PSID acct = NULL;
+  WCHAR root[1024];
+  DWORD at = 0, mask = 0, job_at = 0, job_mask = 0;
+  memset(&be, 0, sizeof be);
+  memset(&sb, 0, sizeof sb);
+  memset(&spec, 0, sizeof spec);
+  MultiByteToWideChar(CP_UTF8, 0, px_test_tmpdir(), -1, root, 1000);
+  root[wcslen(root) - 1] = 0; /* no trailing separator */
+  be.work_root = root;
+  snprintf(spec.key, sizeof spec.key, "acct-dacl");
+  spec.caps = PX_CAP_FS_WRITE_TMP;
+  sb.be = &be;
+  sb.spec = &spec;
+  ASSERT(ConvertStringSidToSidW(L"S-1-5-21-1-2-3-1001", &acct));
+  ASSERT_OK(px__winbe_sid_new_job(&sb.job_sid));
+  /* The Wine fallback: no account, no entry. */
+  ASSERT_OK(px__winbe_dir_dacl(&be, &sb, acl, sizeof buf));
+  ASSERT_EQ(dacl_entry(acl, acct, &at, &mask), 0);
+  /* With the account: one entry, the job's mask, before the job SID. */
+  sb.acct_sid = acct;
+  ASSERT_OK(px__winbe_dir_dacl(&be, &sb, acl, sizeof buf));
+  ASSERT_EQ(dacl_entry(acl, acct, &at, &mask), 1);
+  ASSERT_EQ(dacl_entry(acl, sb.job_sid, &job_at, &job_mask), 1);
+  ASSERT_UINT_EQ(mask, job_mask);
+  ASSERT(at + 1 == job_at);
+  ASSERT(mask & FILE_GENERIC_WRITE); /* fs:write_tmp */
+  ASSERT_UINT_EQ(mask & (WRITE_DAC | WRITE_OWNER), 0);
+  ASSERT_OK(px__winbe_dir_create(&be, &sb));
+  ASSERT_EQ(GetNamedSecurityInfoW(sb.dir, SE_FILE_OBJECT,
+                                  DACL_SECURITY_INFORMATION, NULL, NULL,
+                                  &got, NULL, &sd),
+            ERROR_SUCCESS);
+  if (!px_test_under_wine()) {
+    ASSERT_EQ(dacl_entry(got, acct, &at, &mask), 1);
+    ASSERT_UINT_EQ(mask, job_mask);
+  }
+  LocalFree(sd);
+  RemoveDirectoryW(sb.dir);
+  free(sb.dir);
+  LocalFree(sb.job_sid);
+  LocalFree(acct);
+  return 0;
+}

@@ -40,7 +40,8 @@ static int valid_key(const char *k) {
   return 1;
 }
 
-static int build_dacl(px__winbe_t *be, px_sandbox_t *sb, PACL acl, DWORD size) {
+int px__winbe_dir_dacl(px__winbe_t *be, px_sandbox_t *sb, PACL acl,
+                       DWORD size) {
   HANDLE self = NULL;
   BYTE ubuf[SECURITY_MAX_SID_SIZE + sizeof(TOKEN_USER)];
   TOKEN_USER *user = (TOKEN_USER *)(void *)ubuf;
@@ -147,7 +148,7 @@ int px__winbe_dir_create(px__winbe_t *be, px_sandbox_t *sb) {
   sb->dir[rl] = L'\\';
   for (size_t i = 0; i <= kl; i++) /* the key is ASCII (checked above) */
     sb->dir[rl + 1 + i] = (WCHAR)(unsigned char)sb->spec->key[i];
-  if ((rc = build_dacl(be, sb, dacl, sizeof buf)))
+  if ((rc = px__winbe_dir_dacl(be, sb, dacl, sizeof buf)))
     return rc;
   if (!InitializeSecurityDescriptor(&sd, SECURITY_DESCRIPTOR_REVISION) ||
       !SetSecurityDescriptorDacl(&sd, TRUE, dacl, FALSE) ||

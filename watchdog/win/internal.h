@@ -275,6 +275,12 @@ int px__winbe_mitigations_readback(px__winbe_t *be, struct px_sandbox_s *sb,
 /* Create sb->dir (owned by sb) = work_root\key, fresh, with the job's
  * protected DACL and Low label. 0, PX_EINVAL (key), PX_EEXIST, PX_EACL. */
 int px__winbe_dir_create(px__winbe_t *be, struct px_sandbox_s *sb);
+/* The job directory's DACL (acl.c's file comment) into acl (size bytes):
+ * SYSTEM, Administrators, the service's user if not SYSTEM (full), then
+ * the job account (when sb->acct_sid), the job SID and the AppContainer SID
+ * (when sb->ac_sid) with the job's mask. 0 or PX_EACL. */
+int px__winbe_dir_dacl(px__winbe_t *be, struct px_sandbox_s *sb, PACL acl,
+                       DWORD size);
 /* Write spec->files below sb->dir (paths checked again). 0 or error. */
 int px__winbe_files_write(struct px_sandbox_s *sb);
 /* 0 if `rel` is a safe relative job file path, else PX_EINVAL. */
