@@ -129,7 +129,7 @@ printf '%s\r\n' \
 # type 5, 1 = SERVICE_SID_TYPE_UNRESTRICTED); Event 5 = install +
 # reinstall. Windows Installer 5's MsiServiceConfig table, applied by the
 # same MsiConfigureServices action.
-privs='SeChangeNotifyPrivilege[~]SeBackupPrivilege[~]SeRestorePrivilege[~]SeImpersonatePrivilege[~]SeAssignPrimaryTokenPrivilege[~]SeIncreaseQuotaPrivilege[~]SeCreateGlobalPrivilege'
+privs='SeChangeNotifyPrivilege[~]SeBackupPrivilege[~]SeRestorePrivilege[~]SeImpersonatePrivilege[~]SeAssignPrimaryTokenPrivilege[~]SeIncreaseQuotaPrivilege[~]SeCreateGlobalPrivilege[~]SeTcbPrivilege'
 # The same list as service/win/scm.c's px_scm_required_privileges.
 python3 - "$here/../service/win/scm.c" "$privs" <<'PYEOF' || die "the MSI's required privileges differ from service/win/scm.c"
 import re, sys

@@ -13,12 +13,15 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/win/desktop.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/mitigations.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/pathcheck.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/identity.c
   ${PROJECT_SOURCE_DIR}/service/win/win_error.c)
 # psapi: K32GetProcessMemoryInfo lives in kernel32 on Windows 7+, but the
 # import library keeps the name in psapi for older SDKs.
 target_link_libraries(px_core PUBLIC psapi)
 # user32: the job's window station and desktop (desktop.c).
 target_link_libraries(px_core PUBLIC user32)
+# netapi32 (NetUserAdd), secur32 (LsaLogonUser): the job account (identity.c).
+target_link_libraries(px_core PUBLIC netapi32 secur32)
 
 # Tests: px_tests_win (run under Wine by ctest) and the probe it launches
 # inside the sandbox.
@@ -30,7 +33,8 @@ target_sources(px_tests_win PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/win/test_disk.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_fault.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_enforce.c
-  ${PROJECT_SOURCE_DIR}/tests/win/test_desktop.c)
+  ${PROJECT_SOURCE_DIR}/tests/win/test_desktop.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_identity.c)
 target_link_libraries(px_tests_win PRIVATE ws2_32)
 add_executable(px_probe ${PROJECT_SOURCE_DIR}/tests/win/probe.c
   ${PROJECT_SOURCE_DIR}/tests/win/probe_attack.c

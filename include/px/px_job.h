@@ -131,7 +131,8 @@ typedef struct {
   X(PX_ENF_CONTAINER, "container")                                           \
   X(PX_ENF_SECCOMP_DOCKER, "seccomp:docker-default")                         \
   X(PX_ENF_NETWORK_NONE, "network:none")                                     \
-  X(PX_ENF_READONLY_ROOTFS, "readonly_rootfs")
+  X(PX_ENF_READONLY_ROOTFS, "readonly_rootfs")                               \
+  X(PX_ENF_JOB_ACCOUNT, "job_account")
 
 enum {
 #define PX_ENF_BIT_(name, str) name##_BIT_,

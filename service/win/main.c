@@ -43,6 +43,7 @@
 #include "px/px_util.h"
 #include "px/px_zmq.h"
 #include "service/win/win_error.h"
+#include "watchdog/win/identity.h"
 
 #include <windows.h>
 #include <stdio.h>
@@ -522,6 +523,8 @@ static int cmd_install(const args_t *a) {
   rc = px_scm_install(&in);
   if (rc == 0 && px_win_clients_group_create(NULL) == PX_EACCES)
     rc = PX_EACCES; /* the pipe's client group (group.c) */
+  if (rc == 0 && px_win_job_account_create() && !px_os_under_wine())
+    rc = PX_ETOKEN; /* the job account (identity.c); Wine has no SAM */
   if (rc == 0)
     printf("PhoenixExecutor: service installed (start it with "
            "`sc start PhoenixExecutor`)\n");
@@ -644,6 +647,8 @@ int wmain(int argc, wchar_t **argv) {
     return cmd_attest(&g_d);
   if (g_d.a.command && px_win_clients_group_delete(NULL) == PX_EACCES)
     return 1; /* uninstall: the pipe's client group (group.c) */
+  if (g_d.a.command && px_win_job_account_remove())
+    return 1; /* uninstall: the job account (identity.c) */
   if (g_d.a.command)
     return px_scm_uninstall(SERVICE_NAME) == 0 ? 0 : 1;
   if (g_d.a.check_only)

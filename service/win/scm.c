@@ -10,8 +10,8 @@
  *
  * The token the SCM builds for it holds only the privileges listed in
  * px_scm_required_privileges (SERVICE_CONFIG_REQUIRED_PRIVILEGES_INFO;
- * LocalSystem's others - SeDebug, SeTcb, SeTakeOwnership, SeLoadDriver...
- * - are removed) and the unrestricted service SID NT SERVICE\PhoenixExecutor
+ * LocalSystem's others - SeDebug, SeTakeOwnership, SeLoadDriver... - are
+ * removed) and the unrestricted service SID NT SERVICE\PhoenixExecutor
  * (SERVICE_CONFIG_SERVICE_SID_INFO). Each privilege's reason:
  *   SeChangeNotify         traverse checking (every process needs it)
  *   SeBackup, SeRestore    KB snapshot and rollback, enabled only on the
@@ -21,6 +21,9 @@
  *   SeAssignPrimaryToken,  CreateProcessAsUserW with a token that is not
  *   SeIncreaseQuota        a plain restriction of the service's own
  *   SeCreateGlobal         named objects from session 0
+ *   SeTcb                  LsaRegisterLogonProcess + the S4U logon of the
+ *                          job account (watchdog/win/identity.c): without
+ *                          it no job gets a token
  * A backend change that needs another one adds it here, with its reason.
  */
 #include "service/win/daemon.h"
@@ -46,7 +49,7 @@ const wchar_t *const px_scm_required_privileges[] = {
     L"SeChangeNotifyPrivilege", L"SeBackupPrivilege",
     L"SeRestorePrivilege", L"SeImpersonatePrivilege",
     L"SeAssignPrimaryTokenPrivilege", L"SeIncreaseQuotaPrivilege",
-    L"SeCreateGlobalPrivilege", NULL};
+    L"SeCreateGlobalPrivilege", L"SeTcbPrivilege", NULL};
 
 /* Wine 8's SCM answers ERROR_INVALID_LEVEL for levels it does not know
  * (it builds no service token anyway): tolerated there only, and said. */

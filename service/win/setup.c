@@ -21,6 +21,7 @@
 #include "px/px_log.h"
 #include "service/win/daemon.h"
 #include "service/win/win_error.h"
+#include "watchdog/win/identity.h"
 #include "watchdog/win/pathcheck.h"
 #include "watchdog/win/winapi.h"
 
@@ -116,19 +117,21 @@ static int ace_is(const ACCESS_ALLOWED_ACE *a, PSID sid, DWORD mask) {
 }
 
 /* The KB root rule on a descriptor: a trusted owner, a protected DACL of
- * exactly the four ACEs of SDDL_KB_ROOT (in any order). */
-static int kb_sd_matches(PSECURITY_DESCRIPTOR sd, PSID self, char *why,
-                         size_t whysz) {
+ * exactly the ACEs of SDDL_KB_ROOT (in any order), plus modify for the job
+ * account (acct, watchdog/win/identity.c: the normal half of a job's
+ * access check; the capability SIDs decide read or write) when given. */
+static int kb_sd_matches(PSECURITY_DESCRIPTOR sd, PSID self, PSID acct,
+                         char *why, size_t whysz) {
   static const WCHAR *const sids[4] = {L"S-1-5-18", L"S-1-5-32-544",
                                        SID_KB_READER, SID_KB_WRITER};
-  static const DWORD masks[4] = {FILE_ALL_ACCESS, FILE_ALL_ACCESS, KB_READ_MASK,
-                                 KB_WRITE_MASK};
+  static const DWORD masks[5] = {FILE_ALL_ACCESS, FILE_ALL_ACCESS, KB_READ_MASK,
+                                 KB_WRITE_MASK, KB_WRITE_MASK};
   SECURITY_DESCRIPTOR_CONTROL ctl = 0;
-  DWORD rev = 0, i, k;
+  DWORD rev = 0, i, k, want_n = acct ? 5 : 4;
   PACL dacl = NULL;
   BOOL present = FALSE, defaulted = FALSE;
   ACL_SIZE_INFORMATION info;
-  int seen[4] = {0, 0, 0, 0}, rc;
+  int seen[5] = {0, 0, 0, 0, 0}, rc;
   /* Owner: the ancestor rule's (SYSTEM, Administrators, the service). */
   if ((rc = px__path_check_sd(sd, PX__PATH_SYSTEM, self, why, whysz)) != 0 &&
       strstr(why, "owner"))
@@ -136,9 +139,10 @@ static int kb_sd_matches(PSECURITY_DESCRIPTOR sd, PSID self, char *why,
   if (!GetSecurityDescriptorControl(sd, &ctl, &rev) || !(ctl & SE_DACL_PROTECTED) ||
       !GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted) || !present ||
       !dacl || !GetAclInformation(dacl, &info, sizeof info, AclSizeInformation) ||
-      info.AceCount != 4) {
+      info.AceCount != want_n) {
     snprintf(why, whysz, "its DACL is not the protected KB DACL (SYSTEM, "
-                         "Administrators, KB reader, KB writer: exactly)");
+                         "Administrators, KB reader, KB writer%s: exactly)",
+             acct ? ", the job account" : "");
     return PX_EACL;
   }
   for (i = 0; i < info.AceCount; i++) {
@@ -153,6 +157,8 @@ static int kb_sd_matches(PSECURITY_DESCRIPTOR sd, PSID self, char *why,
       if (want)
         LocalFree(want);
     }
+    if (!hit && acct && !seen[4] && ace_is(a, acct, masks[4]))
+      hit = seen[4] = 1;
     if (!hit) {
       snprintf(why, whysz, "ACE %lu is not one of the KB DACL's four "
                            "(SYSTEM, Administrators full; KB reader "
@@ -171,7 +177,7 @@ int px__setup_kb_check_sddl(const char *sddl, char *why, size_t whysz) {
   snprintf(why, whysz, "bad SDDL");
   if (w && ConvertStringSecurityDescriptorToSecurityDescriptorW(w, SDDL_REVISION_1,
                                                                 &sd, NULL))
-    rc = kb_sd_matches(sd, NULL, why, whysz);
+    rc = kb_sd_matches(sd, NULL, NULL, why, whysz);
   if (sd)
     LocalFree(sd);
   free(w);
@@ -179,7 +185,8 @@ int px__setup_kb_check_sddl(const char *sddl, char *why, size_t whysz) {
 }
 
 /* Read h's descriptor and hold it to the KB root rule. */
-static int kb_check_handle(HANDLE h, PSID self, char *why, size_t whysz) {
+static int kb_check_handle(HANDLE h, PSID self, PSID acct, char *why,
+                           size_t whysz) {
   PSECURITY_DESCRIPTOR sd = NULL;
   DWORD st = PXW(GetSecurityInfo)(h, SE_FILE_OBJECT,
                                   OWNER_SECURITY_INFORMATION |
@@ -191,19 +198,31 @@ static int kb_check_handle(HANDLE h, PSID self, char *why, size_t whysz) {
                          "error %lu)", (unsigned long)st);
     return PX_EACL;
   }
-  rc = kb_sd_matches(sd, self, why, whysz);
+  rc = kb_sd_matches(sd, self, acct, why, whysz);
   LocalFree(sd);
   return rc;
 }
 
 /* Give the KB root open as h exactly the KB DACL and label (propagated to
  * what is inside: SetSecurityInfo applies the inheritable ACEs below). */
-static int kb_apply(HANDLE h, char *why, size_t whysz) {
+static int kb_apply(HANDLE h, PSID acct, char *why, size_t whysz) {
   PSECURITY_DESCRIPTOR sd = NULL;
   PACL dacl = NULL, sacl = NULL;
   BOOL present = FALSE, defaulted = FALSE;
   DWORD st = ERROR_INVALID_PARAMETER;
-  if (ConvertStringSecurityDescriptorToSecurityDescriptorW(SDDL_KB_ROOT,
+  WCHAR sddl[768], *as = NULL;
+  /* SDDL_KB_ROOT with the job account's modify ACE before the label. */
+  const WCHAR *label = wcsstr(SDDL_KB_ROOT, L"S:");
+  if (!label || (acct && !ConvertSidToStringSidW(acct, &as)))
+    return PX_EACL;
+  _snwprintf(sddl, sizeof sddl / sizeof sddl[0], L"%.*ls%ls%ls%ls%ls",
+             (int)(label - SDDL_KB_ROOT), SDDL_KB_ROOT,
+             as ? L"(A;OICI;0x1301ff;;;" : L"", as ? as : L"", as ? L")" : L"",
+             label);
+  sddl[sizeof sddl / sizeof sddl[0] - 1] = 0;
+  if (as)
+    LocalFree(as);
+  if (ConvertStringSecurityDescriptorToSecurityDescriptorW(sddl,
                                                            SDDL_REVISION_1, &sd,
                                                            NULL) &&
       GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted) &&
@@ -229,6 +248,7 @@ static int kb_root(const px_win_setup_t *s, const char *path, int apply, PSID se
   px__path_req_t rq;
   WCHAR *w = px__utf16(path);
   HANDLE h = NULL;
+  void *acct = NULL; /* the job account (identity.c) */
   char inner[384] = "";
   int rc;
   if (!w)
@@ -238,17 +258,23 @@ static int kb_root(const px_win_setup_t *s, const char *path, int apply, PSID se
   rq.acl = s->acl;
   rq.access = apply ? WRITE_DAC | WRITE_OWNER : 0; /* WRITE_OWNER: the label */
   rc = px__path_open(&rq, &h, why, whysz);
+  if (rc == 0 && s->kb_acl && px_win_job_account_sid(apply, &acct) != 0) {
+    snprintf(why, whysz, "KB root %s: no job account to grant it to", path);
+    rc = PX_EACL;
+  }
   if (rc == 0 && s->kb_acl) {
-    rc = kb_check_handle(h, self, inner, sizeof inner);
+    rc = kb_check_handle(h, self, acct, inner, sizeof inner);
     if (rc != 0 && apply && !strstr(inner, "owner") &&
-        kb_apply(h, inner, sizeof inner) == 0) {
+        kb_apply(h, acct, inner, sizeof inner) == 0) {
       PX_LOG(PX_LOG_WARN, "KB root %s: DACL set to exactly SYSTEM, "
-                          "Administrators, KB reader, KB writer", path);
-      rc = kb_check_handle(h, self, inner, sizeof inner);
+                          "Administrators, KB reader, KB writer, the job "
+                          "account", path);
+      rc = kb_check_handle(h, self, acct, inner, sizeof inner);
     }
     if (rc != 0)
       snprintf(why, whysz, "KB root %s: %s", path, inner);
   }
+  LocalFree(acct);
   px_handle_close(&h);
   free(w);
   return rc;

@@ -115,6 +115,14 @@ static void report_token(void) {
     out("TOKEN ERROR %lu", GetLastError());
     return;
   }
+  {
+    TOKEN_USER *u = tinfo(t, TokenUser);
+    if (u) { /* the job account, never SYSTEM (identity.c) */
+      sid_str(u->User.Sid, s, sizeof s);
+      out("USER %s", s);
+      free(u);
+    }
+  }
   if ((ml = tinfo(t, TokenIntegrityLevel))) {
     PSID l = ml->Label.Sid;
     out("INTEGRITY %lu", *GetSidSubAuthority(l, *GetSidSubAuthorityCount(l) - 1));

@@ -117,6 +117,14 @@ PX_TEST_ENTRY(enforce, enforce_desktop, 60)
 PX_TEST_ENTRY(enforce, enforce_mitigations, 60)
 PX_TEST_ENTRY(enforce, enforce_appcontainer_every_job, 60)
 PX_TEST_ENTRY(enforce, enforce_console_one_process, 60)
+/* the job account (test_identity.c) */
+PX_TEST_ENTRY(winjob, winjob_identity_reported, 60)
+PX_TEST_ENTRY(winjob, winjob_identity_dir_dacl, 30)
+PX_TEST_ENTRY(winfault, winfault_identity_prepare, 60)
+PX_TEST_ENTRY(winfault, winfault_identity, 60)
+PX_TEST_ENTRY(enforce, enforce_job_account, 60)
+PX_TEST_ENTRY(enforce, enforce_job_no_machine_auth, 60)
+PX_TEST_ENTRY(enforce, enforce_job_account_shells, 120)
 #include "list-adversarial.h"
 /* service/win/setup.c: tests/win/test_setup.c */
 PX_TEST_ENTRY(setup, setup_sddl_rules, 30)

@@ -42,6 +42,7 @@ TEST_IMPL(windesk_dacl) {
   PACL acl = (PACL)buf, other = (PACL)buf2;
   PSID owner = sid(L"S-1-5-18"), job = sid(L"S-1-5-117-1-1-2-3");
   PSID ac = sid(L"S-1-15-2-1-2-3-4-5-6-7");
+  PSID acct = sid(L"S-1-5-21-1-2-3-1001"); /* the job account */
   static const DWORD never = DESKTOP_HOOKCONTROL | DESKTOP_JOURNALRECORD |
                              DESKTOP_JOURNALPLAYBACK | DESKTOP_SWITCHDESKTOP |
                              WRITE_DAC | WRITE_OWNER | DELETE;
@@ -49,29 +50,32 @@ TEST_IMPL(windesk_dacl) {
                                 WINSTA_EXITWINDOWS | WINSTA_READSCREEN |
                                 WINSTA_WRITEATTRIBUTES | WRITE_DAC |
                                 WRITE_OWNER | DELETE;
-  ASSERT_OK(px__winbe_desktop_dacl(owner, job, ac, PX__DESK_OWNER,
+  ASSERT_OK(px__winbe_desktop_dacl(owner, acct, job, ac, PX__DESK_OWNER,
                                    PX__DESK_USER, acl, sizeof buf));
-  ASSERT_EQ(acl->AceCount, 3);
+  ASSERT_EQ(acl->AceCount, 4);
   ace_at(acl, 0, PX__DESK_OWNER, owner);
-  ace_at(acl, 1, PX__DESK_USER, job);
-  ace_at(acl, 2, PX__DESK_USER, ac);
+  ace_at(acl, 1, PX__DESK_USER, acct); /* the normal half of the check */
+  ace_at(acl, 2, PX__DESK_USER, job);
+  ace_at(acl, 3, PX__DESK_USER, ac);
   ASSERT_UINT_EQ(PX__DESK_USER & never, 0);
   ASSERT_UINT_EQ(PX__WINSTA_USER & never_ws, 0);
   ASSERT(PX__DESK_USER & DESKTOP_CREATEWINDOW); /* hidden windows, COM */
   ASSERT(px__winbe_acl_equal(acl, acl));
-  /* Without an AppContainer: two ACEs; and a different ACL is told apart. */
-  ASSERT_OK(px__winbe_desktop_dacl(owner, job, NULL, PX__DESK_OWNER,
+  /* Without an AppContainer and an account (the Wine fallback): two ACEs;
+   * and a different ACL is told apart. */
+  ASSERT_OK(px__winbe_desktop_dacl(owner, NULL, job, NULL, PX__DESK_OWNER,
                                    PX__DESK_USER, other, sizeof buf2));
   ASSERT_EQ(other->AceCount, 2);
   ASSERT(!px__winbe_acl_equal(other, acl));
-  ASSERT_OK(px__winbe_desktop_dacl(owner, job, ac, PX__DESK_OWNER,
+  ASSERT_OK(px__winbe_desktop_dacl(owner, acct, job, ac, PX__DESK_OWNER,
                                    PX__DESK_USER | DESKTOP_HOOKCONTROL, other,
                                    sizeof buf2));
   ASSERT(!px__winbe_acl_equal(other, acl));
   /* Too small a buffer fails (closed), it does not truncate. */
-  ASSERT_EQ(px__winbe_desktop_dacl(owner, job, ac, PX__DESK_OWNER,
+  ASSERT_EQ(px__winbe_desktop_dacl(owner, acct, job, ac, PX__DESK_OWNER,
                                    PX__DESK_USER, other, 40),
             PX_ESANDBOX);
+  LocalFree(acct);
   LocalFree(owner);
   LocalFree(job);
   LocalFree(ac);
@@ -143,8 +147,9 @@ TEST_IMPL(windesk_create_readback) {
   ASSERT(GetTokenInformation(t, TokenUser, ubuf, sizeof ubuf, &n));
   CloseHandle(t);
   owner = ((TOKEN_USER *)(void *)ubuf)->User.Sid;
-  ASSERT_OK(px__winbe_desktop_dacl(owner, f.sb.job_sid, NULL, PX__DESK_OWNER,
-                                   PX__DESK_USER, (PACL)buf, sizeof buf));
+  ASSERT_OK(px__winbe_desktop_dacl(owner, f.sb.acct_sid, f.sb.job_sid,
+                                   f.sb.ac_sid, PX__DESK_OWNER, PX__DESK_USER,
+                                   (PACL)buf, sizeof buf));
   ASSERT_OK(px__winbe_window_readback(f.sb.desktop, (PACL)buf,
                                       SECURITY_MANDATORY_LOW_RID, &matches));
   if (px_test_under_wine()) {

@@ -284,14 +284,14 @@ TEST_IMPL(winfault_injector) {
 
 /* The AppContainer exists only outside Wine (Wine has none): its
  * fail-closed branches are driven on real Windows. Call order there:
- * GetTokenInformation 1-4 build the token, 5-12 read the child's back
- * (restricting SIDs, privileges, groups, integrity: size + data each),
- * 13 is TokenIsAppContainer; UpdateProcThreadAttribute 3 is the
+ * GetTokenInformation 1-4 build the token, 5-14 read the child's back
+ * (user, restricting SIDs, privileges, groups, integrity: size + data
+ * each), 15 is TokenIsAppContainer; UpdateProcThreadAttribute 3 is the
  * capabilities (handle list, job list before it). */
 TEST_IMPL(winfault_windows_only) {
   static const fault_t f[] = {
-      {PX_WAPI_GetTokenInformation, 13, PX_ETOKEN},    /* TokenIsAppContainer */
-      {PX_WAPI_GetTokenInformation, 14, PX_ETOKEN},    /* its package SID */
+      {PX_WAPI_GetTokenInformation, 15, PX_ETOKEN},    /* TokenIsAppContainer */
+      {PX_WAPI_GetTokenInformation, 16, PX_ETOKEN},    /* its package SID */
       {PX_WAPI_AllocateAndInitializeSid, 1, PX_ETOKEN}, /* AppContainer SID */
       {PX_WAPI_UpdateProcThreadAttribute, 3, PX_ESPAWN}, /* capabilities */
   };
@@ -333,15 +333,18 @@ TEST_IMPL(winfault_desktop) {
 /* The read-backs (job limits, the child's token, its mitigations) and the
  * stdio pipes' descriptor: a read that fails fails the job, under Wine
  * too (only a mechanism read back as absent is Wine's "degraded"). Child
- * token reads: GetTokenInformation 5 and 6 (after the 4 that build it);
- * OpenProcessToken 2 is the child's. UpdateProcThreadAttribute: the
+ * token reads: GetTokenInformation 5 and 6 (its user, after the 4 that
+ * build it). OpenProcessToken: the child's is 2 under Wine (1 is the
+ * fallback's base token) and 1 outside Wine (the job account's token was
+ * logged on at backend open; the build opens none). UpdateProcThreadAttribute: the
  * mitigation policy comes after the handle and job lists (and the
  * AppContainer capabilities outside Wine). */
 TEST_IMPL(winfault_readback) {
   const unsigned mitigation_attr = px_test_under_wine() ? 3 : 4;
+  const unsigned child_token = px_test_under_wine() ? 2 : 1;
   const fault_t f[] = {
       {PX_WAPI_QueryInformationJobObject, 1, PX_EJOB}, /* the limits */
-      {PX_WAPI_OpenProcessToken, 2, PX_ETOKEN},
+      {PX_WAPI_OpenProcessToken, child_token, PX_ETOKEN},
       {PX_WAPI_GetTokenInformation, 5, PX_ETOKEN},
       {PX_WAPI_GetTokenInformation, 6, PX_ETOKEN},
       {PX_WAPI_GetProcessMitigationPolicy, 1, PX_ESANDBOX},

@@ -4,8 +4,12 @@
  *
  * DACL (inherited by what is created inside, nothing walked afterwards):
  *   SYSTEM, Administrators, the service's own user: full control
- *   per-job SID (and the AppContainer SID when there is one):
+ *   the job account (identity.c; the normal half of the job's access
+ *   check), the per-job SID (the restricted half) and the AppContainer
+ *   SID (the AppContainer check), each:
  *     read/execute, plus modify when the job holds fs:write_tmp
+ * Only the three together admit a job, and only this one: the account is
+ * every job's, the per-job and package SIDs are this job's alone.
  * SE_DACL_PROTECTED: nothing is inherited from the work root, which itself
  * grants the sandbox nothing. Label: Low, no-write-up, inherited inside the
  * tree, so a Low process may write where the DACL lets it - only here.
@@ -40,7 +44,8 @@ static int valid_key(const char *k) {
   return 1;
 }
 
-static int build_dacl(px__winbe_t *be, px_sandbox_t *sb, PACL acl, DWORD size) {
+int px__winbe_dir_dacl(px__winbe_t *be, px_sandbox_t *sb, PACL acl,
+                       DWORD size) {
   HANDLE self = NULL;
   BYTE ubuf[SECURITY_MAX_SID_SIZE + sizeof(TOKEN_USER)];
   TOKEN_USER *user = (TOKEN_USER *)(void *)ubuf;
@@ -68,6 +73,8 @@ static int build_dacl(px__winbe_t *be, px_sandbox_t *sb, PACL acl, DWORD size) {
       (!EqualSid(user->User.Sid, system) &&
        !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, INHERIT, FILE_ALL_ACCESS,
                                    user->User.Sid)) ||
+      (sb->acct_sid && !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, INHERIT,
+                                                   jobmask, sb->acct_sid)) ||
       !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, INHERIT, jobmask,
                                   sb->job_sid) ||
       (sb->ac_sid && !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, INHERIT,
@@ -133,7 +140,7 @@ int px__winbe_dir_create(px__winbe_t *be, px_sandbox_t *sb) {
   sb->dir[rl] = L'\\';
   for (size_t i = 0; i <= kl; i++) /* the key is ASCII (checked above) */
     sb->dir[rl + 1 + i] = (WCHAR)(unsigned char)sb->spec->key[i];
-  if ((rc = build_dacl(be, sb, dacl, sizeof buf)))
+  if ((rc = px__winbe_dir_dacl(be, sb, dacl, sizeof buf)))
     return rc;
   if (!InitializeSecurityDescriptor(&sd, SECURITY_DESCRIPTOR_REVISION) ||
       !SetSecurityDescriptorDacl(&sd, TRUE, dacl, FALSE) ||

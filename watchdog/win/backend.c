@@ -84,6 +84,9 @@ static uint64_t available(const px__winbe_t *be) {
                                     : PX_ENF(PX_ENF_LOW_INTEGRITY);
   if (be->opts.ui_restrictions)
     a |= PX_ENF(PX_ENF_UI_RESTRICTIONS);
+  /* The job account's logon (identity.c); not the Wine fallback. */
+  if (be->acct_token)
+    a |= PX_ENF(PX_ENF_JOB_ACCOUNT);
   /* Wine: no CPU rate control, no AppContainer; it creates window stations
    * and accepts mitigation policies but stores and applies neither. */
   if (!be->wine)
@@ -97,6 +100,7 @@ static uint64_t available(const px__winbe_t *be) {
 
 static void be_free(px__winbe_t *be) {
   px__winbe_watchdog_stop(be);
+  px__winbe_identity_close(be);
   px_handle_close(&be->port);
   px_handle_close(&be->root_h);
   free(be->work_root);
@@ -135,6 +139,7 @@ static int win_open(const px_backend_opts_t *opts, void **state) {
   }
   if ((rc = px__winbe_watchdog_start(be)))
     goto fail;
+  px__winbe_identity_open(be); /* the job account's token, once */
   be->available = available(be);
   if (be->wine)
     PX_LOG(PX_LOG_WARN, "running under Wine: job limits, tokens, ACLs and "
@@ -178,6 +183,7 @@ static int prepare_steps(px__winbe_t *be, px_sandbox_t *sb) {
   int rc;
   if ((rc = px__winbe_sid_new_job(&sb->job_sid)) ||
       (rc = net_setup(be, sb)) ||
+      (rc = px__winbe_identity_job(be, sb)) ||
       (rc = px__winbe_dir_create(be, sb)) ||
       (rc = px__winbe_files_write(sb)) ||
       (rc = px__winbe_token_create(be, sb)) ||
@@ -344,6 +350,7 @@ static void teardown(px_sandbox_t *sb) {
   px_handle_close(&sb->thread);
   px_handle_close(&sb->process);
   px_handle_close(&sb->token);
+  px_handle_close(&sb->base_token);
   px__winbe_desktop_close(sb); /* no process of the job is left on it */
   if (sb->dir && be->work_root_final &&
       px__winbe_remove_tree(sb->dir, be->work_root_final))

@@ -12,12 +12,13 @@
  * px-<service pid>-<job id>-<64 random bits>, holding one desktop "job",
  * both created with an explicit DACL (no inherited or default one):
  *   - the service's own user: full control (it creates and destroys them);
- *   - the per-job SID and the job's AppContainer SID: exactly the rights
+ *   - the job account (identity.c), the per-job SID and the job's
+ *     AppContainer SID: exactly the rights
  *     user32 needs to connect and run windowless or with hidden windows
  *     (PX__WINSTA_USER / PX__DESK_USER below) - not hooks, journal record or
  *     playback, switching, enumerating other desktops, or changing the DACL.
  * An access check by the job's restricted AppContainer token passes three
- * times (normal SIDs: the service's user; restricting SIDs: the job SID;
+ * times (normal SIDs: the job account; restricting SIDs: the job SID;
  * the AppContainer pass: the package SID), so a grant can only ever name
  * this job. Both objects carry a mandatory label at the job token's
  * integrity level (Low; Untrusted by config) with no-write-up, so that the
@@ -89,11 +90,15 @@ static int service_user(PSID *out) {
   return 0;
 }
 
-/* The object's DACL: owner (full), job SID and AppContainer SID (user). */
-int px__winbe_desktop_dacl(PSID owner, PSID job, PSID ac, DWORD owner_mask,
-                           DWORD user_mask, PACL acl, DWORD size) {
+/* The object's DACL: owner (full), job account, job SID and AppContainer
+ * SID (user). */
+int px__winbe_desktop_dacl(PSID owner, PSID acct, PSID job, PSID ac,
+                           DWORD owner_mask, DWORD user_mask, PACL acl,
+                           DWORD size) {
   if (!PXW(InitializeAcl)(acl, size, ACL_REVISION) ||
       !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, 0, owner_mask, owner) ||
+      (acct &&
+       !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, 0, user_mask, acct)) ||
       !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, 0, user_mask, job) ||
       (ac && !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, 0, user_mask, ac)))
     return PX_LOG_WIN32(PX_ESANDBOX, GetLastError(),
@@ -222,12 +227,13 @@ typedef struct {
 
 static int sec_build(px_sandbox_t *sb, PSID owner, desk_sec_t *s) {
   int rc;
-  if ((rc = px__winbe_desktop_dacl(owner, sb->job_sid, sb->ac_sid,
-                                   PX__WINSTA_OWNER, PX__WINSTA_USER,
-                                   (PACL)s->ws, sizeof s->ws)) ||
-      (rc = px__winbe_desktop_dacl(owner, sb->job_sid, sb->ac_sid,
-                                   PX__DESK_OWNER, PX__DESK_USER, (PACL)s->dk,
-                                   sizeof s->dk)) ||
+  if ((rc = px__winbe_desktop_dacl(owner, sb->acct_sid, sb->job_sid,
+                                   sb->ac_sid, PX__WINSTA_OWNER,
+                                   PX__WINSTA_USER, (PACL)s->ws,
+                                   sizeof s->ws)) ||
+      (rc = px__winbe_desktop_dacl(owner, sb->acct_sid, sb->job_sid,
+                                   sb->ac_sid, PX__DESK_OWNER, PX__DESK_USER,
+                                   (PACL)s->dk, sizeof s->dk)) ||
       (rc = sd_init(&s->ws_sd, (PACL)s->ws)) ||
       (rc = sd_init(&s->dk_sd, (PACL)s->dk)))
     return rc;

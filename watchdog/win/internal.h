@@ -90,6 +90,11 @@ typedef struct px__winbe_s {
   uint64_t dir_bytes, dir_files;  /* job directory caps (disk.c) */
   uint64_t handles_cap;           /* open handles of a job (job.c) */
   int named_streams;              /* the work root's volume has them */
+  HANDLE acct_token;              /* owned: the job account's S4U token
+                                   * (identity.c); set once, then only read */
+  PSID acct_sid;                  /* owned (LocalFree): its user SID */
+  int acct_fallback;              /* Wine + allow_degraded only: jobs derive
+                                   * from the service's token, "degraded" */
 } px__winbe_t;
 
 /* The job's tracker: everything the backend knows about one job. */
@@ -111,6 +116,10 @@ struct px_sandbox_s {
   HANDLE token;               /* owned: the restricted token */
   PSID job_sid;               /* owned (LocalFree) */
   PSID ac_sid;                /* owned (FreeSid); NULL when no AppContainer */
+  HANDLE base_token;          /* owned until token.c restricts it: the job
+                               * account's token (identity.c) */
+  PSID acct_sid;              /* borrowed from be: the job account's SID;
+                               * NULL in the Wine fallback */
   unsigned nrestrict;         /* restricting SIDs put in the token */
   HWINSTA winsta;             /* owned: the job's window station */
   HDESK desktop;              /* owned: its desktop "job" */
@@ -191,6 +200,24 @@ int px__winbe_appcontainer_sid(PSID *out);
  * job "degraded". */
 int px__winbe_token_readback(px__winbe_t *be, struct px_sandbox_s *sb);
 
+/* identity.c (the account itself: identity.h) */
+/* At backend open: log the job account on (S4U) once. Never fails the
+ * open: without a token no job runs (identity_base fails), and the log
+ * names the cause; under Wine with allow_degraded the fallback is set. */
+void px__winbe_identity_open(px__winbe_t *be);
+void px__winbe_identity_close(px__winbe_t *be);
+/* The identity of one job, before anything is built for it:
+ * sb->base_token (owned) a duplicate handle of the account's token, which
+ * token.c restricts, and sb->acct_sid its user SID (borrowed from be),
+ * which the job directory and desktop grant. Logs the account on again if
+ * it has not succeeded yet. Under Wine with allow_degraded only: the
+ * service's own token, sb->acct_sid NULL, "degraded" set. 0 or
+ * PX_ETOKEN/PX_ENOMEM (the job fails closed). */
+int px__winbe_identity_job(px__winbe_t *be, struct px_sandbox_s *sb);
+/* Tests: run one step of identity.c on its own (0 user_add, 1 account
+ * SID lookup, 2 rights_set(sid), 3 s4u_logon). */
+int px__winbe_test_identity_step(int step, PSID sid);
+
 /* desktop.c (the rights below: desktop.c's file comment) */
 /* What user32 needs of the window station: connect (read its attributes),
  * the global atom table, enumerate it and its desktops
@@ -223,10 +250,12 @@ DWORD px__winbe_job_rid(const px__winbe_t *be);
 int px__winbe_desktop_create(px__winbe_t *be, struct px_sandbox_s *sb);
 /* Close the job's desktop and window station; idempotent. */
 void px__winbe_desktop_close(struct px_sandbox_s *sb);
-/* The window objects' DACL: owner_mask for owner, user_mask for job and
- * ac (ac may be NULL), in that order, into acl (size bytes). */
-int px__winbe_desktop_dacl(PSID owner, PSID job, PSID ac, DWORD owner_mask,
-                           DWORD user_mask, PACL acl, DWORD size);
+/* The window objects' DACL: owner_mask for owner, user_mask for the job
+ * account acct, job and ac (acct and ac may be NULL), in that order, into
+ * acl (size bytes). */
+int px__winbe_desktop_dacl(PSID owner, PSID acct, PSID job, PSID ac,
+                           DWORD owner_mask, DWORD user_mask, PACL acl,
+                           DWORD size);
 /* Read a window object's DACL and label back; *matches = they equal want
  * and rid (no-write-up). 0, or PX_ESANDBOX when the read failed. */
 int px__winbe_window_readback(HANDLE h, const ACL *want, DWORD rid,
@@ -248,6 +277,12 @@ int px__winbe_mitigations_readback(px__winbe_t *be, struct px_sandbox_s *sb,
 /* Create sb->dir (owned by sb) = work_root\key, fresh, with the job's
  * protected DACL and Low label. 0, PX_EINVAL (key), PX_EEXIST, PX_EACL. */
 int px__winbe_dir_create(px__winbe_t *be, struct px_sandbox_s *sb);
+/* The job directory's DACL (acl.c's file comment) into acl (size bytes):
+ * SYSTEM, Administrators, the service's user if not SYSTEM (full), then
+ * the job account (when sb->acct_sid), the job SID and the AppContainer SID
+ * (when sb->ac_sid) with the job's mask. 0 or PX_EACL. */
+int px__winbe_dir_dacl(px__winbe_t *be, struct px_sandbox_s *sb, PACL acl,
+                       DWORD size);
 /* Write spec->files below sb->dir (paths checked again). 0 or error. */
 int px__winbe_files_write(struct px_sandbox_s *sb);
 /* 0 if `rel` is a safe relative job file path, else PX_EINVAL. */

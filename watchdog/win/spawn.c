@@ -272,7 +272,9 @@ int px__winbe_envblock(px__winbe_t *be, const px_sandbox_t *sb, WCHAR **out) {
  * the job SID read/write, nothing else; protected (nothing inherited), so
  * not the default DACL that would admit Everyone read on some hosts. The
  * child never opens them by name (it inherits its ends); the DACL keeps
- * every other process of the machine - other jobs included - out.
+ * every other process of the machine - other jobs included - out. The job
+ * account (identity.c) is deliberately not granted: no normal SID of any
+ * job passes, so not even this job can open them by name.
  * *out: LocalFree. */
 int px__winbe_pipe_sd(const px_sandbox_t *sb, PSECURITY_DESCRIPTOR *out) {
   HANDLE t = NULL;

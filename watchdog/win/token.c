@@ -1,30 +1,32 @@
 /* token.c - the job's primary token, its identities, and the read-back of
  * the child's token.
  *
- * DESIGN. From the service's own token, CreateRestrictedToken with
+ * DESIGN. From the job account's token (identity.c: PhoenixExecutorJob,
+ * logged on by S4U once per backend; under Wine with allow_degraded only,
+ * the service's own, and the job says "degraded"), CreateRestrictedToken
+ * with
  *  - DISABLE_MAX_PRIVILEGE: every privilege but SeChangeNotifyPrivilege;
  *  - every group SID made deny-only except the logon SID, Everyone and
- *    Users (SYSTEM's Administrators above all); integrity SIDs untouched;
+ *    Users; integrity SIDs untouched;
  *  - restricting SIDs {per-job SID, Users} plus the KB capability SIDs
  *    when the job holds kb:read / kb:write (token_create says why each).
- * The user SID stays a normal SID: an access check on a restricted token
- * passes only if BOTH the normal SIDs and the restricting SIDs are granted,
- * and with SYSTEM's user SID deny-only no SID of the normal half would
- * admit System32 (its DACL grants Users, which LocalSystem's token does not
- * hold), so no DLL would load (docs/windows-backend.md, "Identity"). What
- * keeps the job from acting as SYSTEM is the AppContainer every job runs
- * in (backend.c, spawn.c): no enterprise authentication, no loopback, a
- * third access check against the package SID. The only way a grant can
- * name one job is an ACE for its per-job SID (restricted half) with one for
- * the service's user (normal half) and one for its AppContainer SID - its
- * directory, desktop and stdio pipes.
+ * The user SID - the job account, never SYSTEM - stays a normal SID: an
+ * access check on a restricted token passes only if BOTH the normal SIDs
+ * and the restricting SIDs are granted, and the account (through Users)
+ * is what admits System32 in the normal half. On top, every job runs in
+ * an AppContainer (backend.c, spawn.c): no enterprise authentication, no
+ * loopback, a third access check against the package SID. The only way a
+ * grant can name one job is an ACE for its per-job SID (restricted half)
+ * with one for the job account (normal half) and one for its AppContainer
+ * SID - its directory and desktop (docs/windows-backend.md, "Identity").
  * Then the integrity level is set to Low (S-1-16-4096), or Untrusted
  * (S-1-16-0) by config (an AppContainer token is Low whatever its base),
  * and a default DACL that lets the job open the objects it creates.
  *
  * What is reported is read from the child's primary token before it runs
- * (px__winbe_token_readback): its restricting SIDs, privileges, deny-only
- * Administrators, integrity level and AppContainer SID. Outside Wine a
+ * (px__winbe_token_readback): its user (the job account, not SYSTEM),
+ * restricting SIDs, privileges, deny-only Administrators, integrity level
+ * and AppContainer SID. Outside Wine a
  * mechanism asked for and not in effect fails the job closed; Wine accepts
  * the calls but ignores restricting SIDs, privilege removal and integrity,
  * so there the bits are missing and the job is "degraded".
@@ -145,16 +147,39 @@ static int disable_list(TOKEN_GROUPS *g, SID_AND_ATTRIBUTES *dis, DWORD *ndis,
   return 0;
 }
 
+/* The service's own user SID into buf (SYSTEM outside tests). */
+static int self_user(BYTE *buf, DWORD size, PSID *out) {
+  HANDLE t = NULL;
+  DWORD n = 0;
+  BOOL ok = OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &t) &&
+            GetTokenInformation(t, TokenUser, buf, size, &n);
+  DWORD err = GetLastError();
+  px_handle_close(&t);
+  if (!ok)
+    return PX_LOG_WIN32(PX_ETOKEN, err, "GetTokenInformation(self user)");
+  *out = ((TOKEN_USER *)(void *)buf)->User.Sid;
+  return 0;
+}
+
 /* Let the job open what it creates itself (threads, events, files in its
  * dir inherit the dir's ACL instead): the job SID satisfies the restricted
- * half, the user SID the normal half, the package SID (every job outside
- * Wine) the AppContainer check - as Chromium grants the package SID on its
- * lowbox token. */
+ * half, the user SID (the job account) the normal half, the package SID
+ * (every job outside Wine) the AppContainer check - as Chromium grants the
+ * package SID on its lowbox token. And the service's own user: its
+ * processes and tokens get this DACL too, and the service must still open
+ * them (the watchdog samples every process of the job, the read-back opens
+ * the child's token) now that the job's user is not the service's. */
 static int default_dacl(HANDLE t, PSID user, PSID job, PSID ac) {
-  BYTE buf[512];
+  BYTE buf[512], sbuf[sizeof(TOKEN_USER) + SECURITY_MAX_SID_SIZE];
   PACL acl = (PACL)buf;
+  PSID self = NULL;
   TOKEN_DEFAULT_DACL dd;
+  int rc = self_user(sbuf, sizeof sbuf, &self);
+  if (rc)
+    return rc;
   if (!PXW(InitializeAcl)(acl, sizeof buf, ACL_REVISION) ||
+      (!EqualSid(self, user) &&
+       !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, 0, GENERIC_ALL, self)) ||
       !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, 0, GENERIC_ALL, user) ||
       !PXW(AddAccessAllowedAceEx)(acl, ACL_REVISION, 0, GENERIC_ALL, job) ||
       (ac &&
@@ -198,11 +223,10 @@ int px__winbe_token_create(px__winbe_t *be, px_sandbox_t *sb) {
   memset(&fx, 0, sizeof fx);
   if ((rc = fixed_init(&fx)))
     goto cleanup;
-  if (!PXW(OpenProcessToken)(GetCurrentProcess(),
-                             TOKEN_DUPLICATE | TOKEN_QUERY |
-                                 TOKEN_ASSIGN_PRIMARY | TOKEN_ADJUST_DEFAULT,
-                             &self)) {
-    rc = PX_LOG_WIN32(PX_ETOKEN, GetLastError(), "OpenProcessToken");
+  self = sb->base_token; /* identity.c: the job account's (or fallback) */
+  sb->base_token = NULL;
+  if (!self) {
+    rc = PX_ETOKEN;
     goto cleanup;
   }
   if ((rc = token_info(self, TokenGroups, (void **)&groups)) ||
@@ -348,11 +372,20 @@ typedef struct {
   TOKEN_GROUPS *rs, *groups;
   TOKEN_PRIVILEGES *pv;
   TOKEN_MANDATORY_LABEL *ml;
+  TOKEN_USER *user;
 } child_token_t;
+
+/* The child's user is the job account and never SYSTEM (a normal SID or
+ * not: TokenUser is what a server comparing identities sees). */
+static int account_ok(const px_sandbox_t *sb, const TOKEN_USER *u) {
+  return sb->acct_sid && u && EqualSid(u->User.Sid, sb->acct_sid) &&
+         !sid_is(u->User.Sid, WinLocalSystemSid);
+}
 
 static int child_read(const px__winbe_t *be, HANDLE t, child_token_t *c) {
   int rc;
-  if ((rc = child_info(be, t, TokenRestrictedSids, (void **)&c->rs)) ||
+  if ((rc = child_info(be, t, TokenUser, (void **)&c->user)) ||
+      (rc = child_info(be, t, TokenRestrictedSids, (void **)&c->rs)) ||
       (rc = child_info(be, t, TokenPrivileges, (void **)&c->pv)) ||
       (rc = child_info(be, t, TokenGroups, (void **)&c->groups)) ||
       (rc = child_info(be, t, TokenIntegrityLevel, (void **)&c->ml)))
@@ -388,13 +421,18 @@ int px__winbe_token_readback(px__winbe_t *be, px_sandbox_t *sb) {
     sb->outcome.enforcement |= PX_ENF(PX_ENF_APPCONTAINER);
   else if (sb->ac_sid)
     missing |= 4;
+  /* The Wine fallback has no account (acct_sid NULL): "degraded" already. */
+  if (account_ok(sb, c.user))
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_JOB_ACCOUNT);
+  else if (sb->acct_sid)
+    missing |= 8;
   if (missing && be->wine) {
     sb->outcome.enforcement |= PX_ENF(PX_ENF_DEGRADED);
   } else if (missing) {
     PX_LOG(PX_LOG_ERROR, "job %s: the child's token is not what was built "
-           "(restricted %d, integrity %lu want %lu, AppContainer %d)",
-           sb->spec->key, !(missing & 1), (unsigned long)rid,
-           (unsigned long)want_rid, ac);
+           "(restricted %d, integrity %lu want %lu, AppContainer %d, job "
+           "account %d)", sb->spec->key, !(missing & 1), (unsigned long)rid,
+           (unsigned long)want_rid, ac, !(missing & 8));
     rc = PX_ETOKEN;
   }
 cleanup:
@@ -402,6 +440,7 @@ cleanup:
   free(c.pv);
   free(c.groups);
   free(c.ml);
+  free(c.user);
   px_handle_close(&t);
   return rc;
 }

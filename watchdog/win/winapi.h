@@ -16,6 +16,8 @@
 
 #include <windows.h>
 #include <aclapi.h>
+#include <lm.h>
+#include <ntsecapi.h>
 #include <sddl.h>
 #include <winsvc.h>
 #include <winternl.h>
@@ -121,7 +123,30 @@
   X(BOOL, GetProcessMitigationPolicy, FALSE,                                  \
     (HANDLE p, PROCESS_MITIGATION_POLICY m, PVOID b, SIZE_T n), (p, m, b, n)) \
   X(BOOL, ConvertStringSecurityDescriptorToSecurityDescriptorW, FALSE,        \
-    (LPCWSTR s, DWORD r, PSECURITY_DESCRIPTOR *sd, PULONG n), (s, r, sd, n))
+    (LPCWSTR s, DWORD r, PSECURITY_DESCRIPTOR *sd, PULONG n), (s, r, sd, n))   \
+  X(NET_API_STATUS, NetUserAdd, ERROR_ACCESS_DENIED,                          \
+    (LPCWSTR s, DWORD l, LPBYTE b, LPDWORD e), (s, l, b, e))                  \
+  X(NET_API_STATUS, NetUserSetInfo, ERROR_ACCESS_DENIED,                      \
+    (LPCWSTR s, LPCWSTR u, DWORD l, LPBYTE b, LPDWORD e), (s, u, l, b, e))    \
+  X(BOOL, LookupAccountNameW, FALSE,                                          \
+    (LPCWSTR s, LPCWSTR n, PSID sid, LPDWORD ns, LPWSTR d, LPDWORD nd,        \
+     PSID_NAME_USE u),                                                        \
+    (s, n, sid, ns, d, nd, u))                                                \
+  X(NTSTATUS, LsaOpenPolicy, (NTSTATUS)0xC0000022L,                           \
+    (PLSA_UNICODE_STRING s, PLSA_OBJECT_ATTRIBUTES a, ACCESS_MASK m,          \
+     PLSA_HANDLE h),                                                          \
+    (s, a, m, h))                                                             \
+  X(NTSTATUS, LsaAddAccountRights, (NTSTATUS)0xC0000022L,                     \
+    (LSA_HANDLE h, PSID s, PLSA_UNICODE_STRING r, ULONG n), (h, s, r, n))     \
+  X(NTSTATUS, LsaRegisterLogonProcess, (NTSTATUS)0xC0000061L,                 \
+    (PLSA_STRING n, PHANDLE h, PLSA_OPERATIONAL_MODE m), (n, h, m))           \
+  X(NTSTATUS, LsaLookupAuthenticationPackage, (NTSTATUS)0xC00000FEL,          \
+    (HANDLE h, PLSA_STRING n, PULONG p), (h, n, p))                           \
+  X(NTSTATUS, LsaLogonUser, (NTSTATUS)0xC000006DL,                            \
+    (HANDLE h, PLSA_STRING o, SECURITY_LOGON_TYPE t, ULONG p, PVOID i,        \
+     ULONG n, PTOKEN_GROUPS g, PTOKEN_SOURCE s, PVOID *pb, PULONG pn,         \
+     PLUID l, PHANDLE tok, PQUOTA_LIMITS q, PNTSTATUS ss),                    \
+    (h, o, t, p, i, n, g, s, pb, pn, l, tok, q, ss))
 
 typedef enum {
 #define PX_WAPI_ID_(ret, name, fail, params, args) PX_WAPI_##name,

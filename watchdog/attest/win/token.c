@@ -71,7 +71,10 @@ static DWORD restricting(HANDLE t) {
 }
 
 /* The user SID grants nothing alone when it is deny-only, or when the
- * token is restricted (every access check also needs a restricting SID). */
+ * token is restricted (every access check also needs a restricting SID).
+ * And it is never SYSTEM's: jobs run as the job account
+ * (watchdog/win/identity.c), since a server comparing TokenUser with
+ * SYSTEM would trust them whatever their restrictions. */
 static void user_sid(HANDLE t, DWORD nrestrict) {
   TOKEN_USER *u = tinfo(t, TokenUser);
   char s[192];
@@ -83,10 +86,14 @@ static void user_sid(HANDLE t, DWORD nrestrict) {
   sid_str(u->User.Sid, s, sizeof s);
   attrs = u->User.Attributes;
   pxa_report("user_sid",
-             (attrs & SE_GROUP_USE_FOR_DENY_ONLY) || nrestrict > 0 ? PXA_PASS : PXA_FAIL,
-             "%s attributes 0x%lx%s; restricted token: %s", s, (unsigned long)attrs,
+             ((attrs & SE_GROUP_USE_FOR_DENY_ONLY) || nrestrict > 0) &&
+                     !IsWellKnownSid(u->User.Sid, WinLocalSystemSid)
+                 ? PXA_PASS
+                 : PXA_FAIL,
+             "%s attributes 0x%lx%s; restricted token: %s%s", s, (unsigned long)attrs,
              attrs & SE_GROUP_USE_FOR_DENY_ONLY ? " (deny-only)" : "",
-             nrestrict ? "yes" : "no");
+             nrestrict ? "yes" : "no",
+             IsWellKnownSid(u->User.Sid, WinLocalSystemSid) ? "; SYSTEM" : "");
   free(u);
 }
 
