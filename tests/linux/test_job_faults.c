@@ -12,8 +12,6 @@
 static int step_applies(const px__lnx_backend_t *be, const char *name) {
   if (strcmp(name, "id_map") == 0)
     return !be->is_root; /* user namespace mode only */
-  if (strcmp(name, "netns") == 0)
-    return be->netns_fd >= 0;
   if (strcmp(name, "landlock") == 0)
     return be->landlock_abi > 0;
   if (strcmp(name, "cgroup_memory") == 0 || strcmp(name, "cgroup_events") == 0)

@@ -193,18 +193,6 @@ static void recover_leftovers(px__lnx_backend_t *be) {
            n, be->work_root);
 }
 
-/* An empty network namespace (lo down) made once and joined by every job
- * without net:egress: creating one per job is the most expensive part of
- * a spawn (~1 ms, plus its teardown). Sharing it is only safe where
- * Landlock (ABI >= 6) scopes abstract UNIX sockets to each job; seccomp
- * refuses every other socket family. Made on a short-lived thread so the
- * daemon's own threads keep the host network. */
-static void make_netns(void *arg) {
-  int *fd = arg;
-  if (unshare(CLONE_NEWNET) == 0)
-    *fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-}
-
 /* A user namespace whose only mapping is "daemon uid/gid on disk = job
  * uid/gid", for idmapped KB mounts (root mode; in user-namespace mode the
  * job's own mapping does this already). Made by a child that unshares and
@@ -250,26 +238,12 @@ static void make_idmap(px__lnx_backend_t *be) {
     PX_LOG(PX_LOG_WARN, "no idmap user namespace: KB roots bound plainly");
 }
 
-static int shared_netns(px__lnx_backend_t *be) {
-  px_thread_t t;
-  int rc;
-  if (!be->is_root || be->landlock_abi < 6)
-    return 0;
-  if ((rc = px_thread_create(&t, make_netns, &be->netns_fd)) != 0)
-    return rc;
-  px_thread_join(t);
-  if (be->netns_fd < 0)
-    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "unshare(CLONE_NEWNET)");
-  return 0;
-}
-
 static int lnx_open(const px_backend_opts_t *opts, void **state) {
   px__lnx_backend_t *be = calloc(1, sizeof *be);
   int rc;
   if (!be)
     return PX_ENOMEM;
   be->work_root_fd = -1;
-  be->netns_fd = -1;
   be->idmap_fd = -1;
   be->tick_ms = opts->tick_ms ? opts->tick_ms : 50;
   be->tmpfs_bytes = opts->tmpfs_bytes ? opts->tmpfs_bytes : 64u << 20;
@@ -283,12 +257,13 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
   be->landlock_abi = px__landlock_abi();
   if ((rc = open_work_root(be, opts->work_root)) != 0 ||
       (rc = px__cg_detect(&be->cg, opts->cgroup_root)) != 0 ||
-      (rc = px__mnt_skeleton(be->stage, opts->ro_binds ? opts->ro_binds
-                                                       : px__lnx_default_binds,
+      (rc = px__mnt_skeleton(be->stage,
+                             opts->ro_binds ? opts->ro_binds
+                                            : px__lnx_default_binds,
+                             be->tmpfs_bytes, be->run_uid, be->run_gid,
                              &be->skel)) != 0 ||
       (rc = px__seccomp_build(0, &be->bpf[0])) != 0 ||
-      (rc = px__seccomp_build(1, &be->bpf[1])) != 0 ||
-      (rc = shared_netns(be)) != 0)
+      (rc = px__seccomp_build(1, &be->bpf[1])) != 0)
     goto fail;
   make_idmap(be);
   /* Orphans of a job's processes would come to us, not to init. */
@@ -327,8 +302,6 @@ static void lnx_close(void *state) {
     rmdir(be->stage);
   if (be->work_root_fd >= 0)
     close(be->work_root_fd);
-  if (be->netns_fd >= 0)
-    close(be->netns_fd);
   if (be->idmap_fd >= 0)
     close(be->idmap_fd);
   free(be->stage);

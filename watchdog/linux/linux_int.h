@@ -104,7 +104,8 @@ typedef struct {
 } px__bpf_t;
 
 /* Build the deny-list filter once into *out (owned by the caller, freed
- * with px__seccomp_free); egress allows AF_INET/AF_INET6. 0 or PX_E*. */
+ * with px__seccomp_free); !egress (the job's own netns, loopback only)
+ * also allows AF_NETLINK/NETLINK_ROUTE. 0 or PX_E*. */
 int px__seccomp_build(int egress, px__bpf_t *out);
 void px__seccomp_free(px__bpf_t *p);
 /* Child side: load it (async-signal-safe). Returns 0 or -errno. */
@@ -117,7 +118,7 @@ typedef struct {
   int rw;
 } px__ll_rule_t;
 /* Child side, after pivot_root: read+exec everywhere, rw on rules with rw,
- * TCP bind always denied, TCP connect denied unless egress, scoping.
+ * with egress (the host's network) TCP bind denied; scoping.
  * Returns 0 or -errno (async-signal-safe). */
 int px__landlock_apply(int abi, const px__ll_rule_t *rules, size_t n,
                        int egress);
@@ -135,6 +136,8 @@ typedef enum {
   PX_MNT_IDMAP_RW,
   PX_MNT_TMPFS,      /* tmpfs on dst, options src */
   PX_MNT_PROC,       /* fresh proc on dst */
+  PX_MNT_WRITE,      /* create file dst (0644) holding the text src */
+  PX_MNT_DEVPTS,     /* a new devpts instance on dst, options src */
   PX_MNT_REMOUNT_RO  /* remount dst read-only */
 } px__mnt_kind_t;
 
@@ -152,9 +155,12 @@ typedef struct {
   size_t n, cap;
 } px__mnt_plan_t;
 
-/* Backend-wide skeleton: the ro bind list, /dev, /proc, /job, /tmp,
+/* Backend-wide skeleton: the ro bind list, /dev (with /dev/shm, a tmpfs
+ * of shm_bytes, and /dev/pts), /proc, /job, /tmp, and the generated /etc
+ * identity files (passwd, group, nsswitch.conf, hosts) naming uid/gid,
  * appended to *plan (which owns its strings). 0 or PX_E*. */
 int px__mnt_skeleton(const char *stage, const char *const *binds,
+                     uint64_t shm_bytes, uid_t uid, gid_t gid,
                      px__mnt_plan_t *plan);
 /* Append one operation (src may be NULL; both strings are copied). */
 int px__mnt_add(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
@@ -202,7 +208,6 @@ typedef struct {
   gid_t run_gid, outer_gid;
   int cap_last;
   int landlock_abi;
-  int netns_fd;              /* owned: shared empty netns, or -1 */
   int idmap_fd;              /* owned: userns mapping the daemon's uid to
                                 the job uid (KB mounts), or -1 */
   px__cg_host_t cg;
@@ -232,14 +237,13 @@ void px__reaper_close(px__reaper_t *r);
 typedef struct {
   const px__lnx_backend_t *be;
   px__mnt_plan_t mnt;        /* job-specific mount ops */
-  px__ll_rule_t ll[2 + 16];
+  px__ll_rule_t ll[3 + 16];
   size_t nll;
   char **argv, **envp;       /* owned, NULL-terminated */
   char *search_path;         /* owned: PATH for argv[0] lookup */
   uint64_t cpu_rlimit_s;
   uint64_t fsize;
   int egress, userns;
-  int join_netns;            /* setns into be->netns_fd, no CLONE_NEWNET */
   /* fds, child ends, set by spawn */
   int sync_rd, err_wr, in_rd, out_wr, errout_wr;
 } px__plan_t;

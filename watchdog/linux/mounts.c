@@ -6,7 +6,11 @@
  * filled from a plan of operations computed by the parent: mkdirs, the
  * read-only bind list (symlinks such as /lib -> usr/lib are recreated as
  * symlinks, not bound), a minimal /dev (tmpfs with null, zero, full, random,
- * urandom bound from the host, then read-only), a fresh /proc (the child is
+ * urandom bound from the host, a tmpfs /dev/shm for POSIX shared memory
+ * and semaphores, a new devpts instance on /dev/pts with /dev/ptmx, then
+ * read-only), generated /etc/passwd, group, nsswitch.conf and hosts naming
+ * the job's uid and localhost (getpwuid() works; the host's user list stays
+ * outside), a fresh /proc (the child is
  * pid 1 of a new pid namespace, so it shows only the job), /tmp -> /job,
  * the job dir at /job (rw only with fs:write_tmp) and KB roots at
  * /kb/<name>. No host /sys. The root tmpfs is remounted read-only, then
@@ -40,7 +44,7 @@
 const char *const px__lnx_default_binds[] = {
     "/bin", "/sbin", "/usr", "/lib", "/lib64", "/lib32", "/libx32",
     "/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime",
-    "/etc/ssl/certs", NULL};
+    "/etc/ssl/certs", "/etc/services", "/etc/protocols", NULL};
 
 static const char *const dev_nodes[] = {"null", "zero", "full", "random",
                                         "urandom", NULL};
@@ -157,7 +161,36 @@ static int add_at(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
   return px__mnt_add(plan, kind, step, src, p);
 }
 
-static int skeleton_dev(const char *stage, px__mnt_plan_t *plan) {
+/* /dev/shm and /dev/pts: POSIX shared memory and semaphores
+ * (multiprocessing) and pseudo-terminals (openpty, pty.spawn). /dev/shm is
+ * the job's own tmpfs (mode 1777, capped at shm_bytes, its pages charged to
+ * the job's memory cgroup); writable where Landlock allows (fs:write_tmp).
+ * /dev/pts is a new devpts instance: the job sees only its own terminals,
+ * and TIOCSTI stays refused by seccomp. */
+static int skeleton_shm_pts(const char *stage, uint64_t shm_bytes,
+                            px__mnt_plan_t *plan) {
+  char opts[96];
+  int rc;
+  px_snprintf(opts, sizeof opts, "size=%" PRIu64 ",nr_inodes=1024,mode=1777",
+              shm_bytes);
+  rc = add_at(plan, PX_MNT_MKDIR, PX_STEP_MOUNT_DEV, NULL, stage, "/dev/shm");
+  if (rc == 0)
+    rc = add_at(plan, PX_MNT_MKDIR, PX_STEP_MOUNT_DEV, NULL, stage,
+                "/dev/pts");
+  if (rc == 0)
+    rc = add_at(plan, PX_MNT_SYMLINK, PX_STEP_MOUNT_DEV, "pts/ptmx", stage,
+                "/dev/ptmx");
+  if (rc == 0)
+    rc = add_at(plan, PX_MNT_TMPFS, PX_STEP_MOUNT_DEV, opts, stage,
+                "/dev/shm");
+  if (rc == 0)
+    rc = add_at(plan, PX_MNT_DEVPTS, PX_STEP_MOUNT_DEV,
+                "newinstance,ptmxmode=0666,mode=0620", stage, "/dev/pts");
+  return rc;
+}
+
+static int skeleton_dev(const char *stage, uint64_t shm_bytes,
+                        px__mnt_plan_t *plan) {
   char src[64], rel[64];
   size_t i;
   int rc = 0;
@@ -180,12 +213,68 @@ static int skeleton_dev(const char *stage, px__mnt_plan_t *plan) {
     rc = add_at(plan, PX_MNT_SYMLINK, PX_STEP_MOUNT_DEV, links[i][0], stage,
                 links[i][1]);
   if (rc == 0)
+    rc = skeleton_shm_pts(stage, shm_bytes, plan);
+  if (rc == 0)
     rc = add_at(plan, PX_MNT_REMOUNT_RO, PX_STEP_MOUNT_DEV, NULL, stage,
                 "/dev");
   return rc;
 }
 
+/* 1 when a bind (or an earlier generated file) already covers stage+rel:
+ * the admin's bind list wins over a generated file. */
+static int covered(const px__mnt_plan_t *plan, const char *stage,
+                   const char *rel) {
+  size_t i, sl = strlen(stage);
+  for (i = 0; i < plan->n; i++) {
+    const px__mnt_op_t *op = &plan->ops[i];
+    const char *d = op->dst + sl;
+    size_t dl = strlen(d);
+    if (op->kind == PX_MNT_MKDIR || op->kind == PX_MNT_TMPFS ||
+        strncmp(op->dst, stage, sl) != 0)
+      continue;
+    if (strncmp(rel, d, dl) == 0 && (rel[dl] == '\0' || rel[dl] == '/'))
+      return 1;
+  }
+  return 0;
+}
+
+/* /etc/passwd, group, nsswitch.conf, hosts: who the job is and where
+ * localhost is, so getpwuid(getuid()), getpass.getuser(), ~ expansion and
+ * "localhost" work as outside. The home is the job dir. */
+static int skeleton_etc(const char *stage, uid_t uid, gid_t gid,
+                        px__mnt_plan_t *plan) {
+  char passwd[256], group[128], etc[PX_LNX_PATH_MAX];
+  static const char nss[] = "passwd: files\ngroup: files\nshadow: files\n"
+                            "hosts: files\nnetworks: files\n"
+                            "protocols: files\nservices: files\n";
+  static const char hosts[] = "127.0.0.1\tlocalhost\n127.0.1.1\tpx\n"
+                              "::1\tlocalhost ip6-localhost ip6-loopback\n";
+  const char *files[4][2];
+  size_t i;
+  int rc = 0;
+  px_snprintf(passwd, sizeof passwd,
+              "root:x:0:0:root:/root:/bin/sh\n"
+              "nobody:x:%lu:%lu:sandbox job:%s:/bin/sh\n",
+              (unsigned long)uid, (unsigned long)gid, PX_LNX_JOB_MNT);
+  px_snprintf(group, sizeof group, "root:x:0:\nnogroup:x:%lu:\n",
+              (unsigned long)gid);
+  files[0][0] = "/etc/passwd", files[0][1] = passwd;
+  files[1][0] = "/etc/group", files[1][1] = group;
+  files[2][0] = "/etc/nsswitch.conf", files[2][1] = nss;
+  files[3][0] = "/etc/hosts", files[3][1] = hosts;
+  if (px_snprintf(etc, sizeof etc, "%s/etc", stage) != 0)
+    return PX_ERANGE;
+  if (!have_dir(plan, etc) && !covered(plan, stage, "/etc"))
+    rc = px__mnt_add(plan, PX_MNT_MKDIR, PX_STEP_ETC_FILES, NULL, etc);
+  for (i = 0; rc == 0 && i < 4; i++)
+    if (!covered(plan, stage, files[i][0]))
+      rc = add_at(plan, PX_MNT_WRITE, PX_STEP_ETC_FILES, files[i][1], stage,
+                  files[i][0]);
+  return rc;
+}
+
 int px__mnt_skeleton(const char *stage, const char *const *binds,
+                     uint64_t shm_bytes, uid_t uid, gid_t gid,
                      px__mnt_plan_t *plan) {
   char tmp[PX_LNX_PATH_MAX];
   size_t i;
@@ -199,7 +288,9 @@ int px__mnt_skeleton(const char *stage, const char *const *binds,
     rc = px__mnt_add_bind(plan, PX_STEP_BIND_RO, binds[i], stage, binds[i], 0);
   }
   if (rc == 0)
-    rc = skeleton_dev(stage, plan);
+    rc = skeleton_etc(stage, uid, gid, plan);
+  if (rc == 0)
+    rc = skeleton_dev(stage, shm_bytes, plan);
   if (rc == 0)
     rc = add_at(plan, PX_MNT_MKDIR, PX_STEP_MOUNT_PROC, NULL, stage, "/proc");
   if (rc == 0)
@@ -258,6 +349,25 @@ static int idmap_bind(const px__mnt_op_t *op) {
   return rc;
 }
 
+/* A generated file on the root tmpfs (before it is made read-only). */
+static int write_text_file(const char *path, const char *text) {
+  size_t len = strlen(text), off = 0;
+  int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return -errno;
+  while (off < len) {
+    ssize_t n = write(fd, text + off, len - off);
+    if (n <= 0) {
+      int e = n < 0 ? errno : EIO;
+      close(fd);
+      return -e;
+    }
+    off += (size_t)n;
+  }
+  close(fd);
+  return 0;
+}
+
 static int run_op(const px__mnt_op_t *op) {
   unsigned long base = MS_REMOUNT | MS_BIND | MS_NOSUID | op->flags;
   int fd;
@@ -308,6 +418,13 @@ static int run_op(const px__mnt_op_t *op) {
                  NULL) == 0
                ? 0
                : -errno;
+  case PX_MNT_DEVPTS:
+    return mount("devpts", op->dst, "devpts", MS_NOSUID | MS_NOEXEC,
+                 op->src) == 0
+               ? 0
+               : -errno;
+  case PX_MNT_WRITE:
+    return write_text_file(op->dst, op->src);
   case PX_MNT_REMOUNT_RO:
     return mount(NULL, op->dst, NULL,
                  MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,

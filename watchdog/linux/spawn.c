@@ -3,14 +3,14 @@
  * DESIGN
  * The parent precomputes an exec plan (argv, envp, mount ops, Landlock
  * rules; the seccomp BPF is the backend's), then clone3() with CLONE_PIDFD
- * and new pid, mount, IPC, UTS and (without net:egress) net namespaces, plus
+ * and new pid, mount, IPC, UTS and (without net:egress) its own net namespace, plus
  * a user namespace when the daemon is not root; CLONE_INTO_CGROUP puts the
  * child in its v2 cgroup at birth. The child blocks on a sync pipe while the
  * parent writes it into its v1 cgroups (and uid/gid maps). Released, the
  * child runs the steps below, each checked; a failure writes (step, errno)
  * to the error pipe and exits 127, and the parent kills and reaps it:
  *
- *   signals reset, stdio, netns (join the backend's shared empty one),
+ *   signals reset, stdio, netns (loopback up in the job's own one),
  *   hostname, mounts + pivot_root (mounts.c),
  *   rlimits (CORE 0, NOFILE, FSIZE, CPU above the policy; never AS/NPROC),
  *   nice PX_LNX_JOB_NICE with RLIMIT_NICE 0 (jobs yield the CPU),
@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <net/if.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
@@ -37,7 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -137,6 +140,8 @@ static int build_mounts(px__plan_t *p, px_sandbox_t *sb) {
   if (rw) {
     p->ll[p->nll].path = PX_LNX_JOB_MNT;
     p->ll[p->nll++].rw = 1;
+    p->ll[p->nll].path = "/dev/shm"; /* POSIX shm and semaphores */
+    p->ll[p->nll++].rw = 1;
   }
   for (i = 0; i < spec->nkb; i++) {
     char rel[96];
@@ -186,7 +191,6 @@ int px__plan_build(px_sandbox_t *sb) {
   p->fsize = sb->be->tmpfs_bytes;
   p->egress = (spec->caps & PX_CAP_NET_EGRESS) != 0;
   p->userns = !sb->be->is_root;
-  p->join_netns = !p->egress && sb->be->netns_fd >= 0;
   return 0;
 }
 
@@ -283,6 +287,24 @@ static int child_pdeathsig(int err_wr) {
   return 0;
 }
 
+/* The job's own network namespace starts with lo down: bring it up so
+ * that servers and clients inside one job reach each other (127.0.0.0/8,
+ * ::1). Nothing else exists in it: there is no route out. */
+static int child_loopback_up(void) {
+  struct ifreq ifr;
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = -1;
+  if (fd < 0)
+    return -1;
+  memset(&ifr, 0, sizeof ifr);
+  memcpy(ifr.ifr_name, "lo", 3);
+  if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    rc = ioctl(fd, SIOCSIFFLAGS, &ifr);
+  }
+  close(fd);
+  return rc;
+}
+
 static void child_signals(void) {
   sigset_t none;
   int s;
@@ -341,8 +363,7 @@ static __attribute__((noreturn)) void child_main(const px__plan_t *p) {
   CHILD_STEP(p, PX_STEP_STDIO,
              dup2(p->in_rd, 0) == 0 && dup2(p->out_wr, 1) == 1 &&
                  dup2(p->errout_wr, 2) == 2);
-  CHILD_STEP(p, PX_STEP_NETNS,
-             !p->join_netns || setns(be->netns_fd, CLONE_NEWNET) == 0);
+  CHILD_STEP(p, PX_STEP_NETNS, p->egress || child_loopback_up() == 0);
   CHILD_STEP(p, PX_STEP_HOSTNAME, sethostname("px", 2) == 0);
   rc = px__mnt_child(be->stage, &be->skel, &p->mnt, &step);
   if (rc != 0)
@@ -498,7 +519,7 @@ static int read_setup(px_sandbox_t *sb, int err_rd) {
 
 static uint64_t clone_flags(const px__plan_t *p) {
   uint64_t f = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
-  if (!p->egress && !p->join_netns)
+  if (!p->egress)
     f |= CLONE_NEWNET;
   if (p->userns)
     f |= CLONE_NEWUSER;
