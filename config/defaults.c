@@ -196,7 +196,10 @@ static int default_strings(px_config_t *cfg) {
                                         "/lib64",
                                         "/etc/alternatives",
                                         "/etc/ld.so.cache",
-                                        "/etc/ssl/certs"};
+                                        "/etc/ssl/certs",
+                                        "/etc/localtime",
+                                        "/etc/services",
+                                        "/etc/protocols"};
     size_t i, n = sizeof binds / sizeof binds[0];
     if (!(cfg->linux_.ro_binds = calloc(n, sizeof(char *))))
       return PX_ENOMEM;
