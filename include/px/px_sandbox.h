@@ -66,6 +66,7 @@ typedef struct {
   const char *cgroup_root; /* Linux: override cgroup mount root (tests) */
   int allow_degraded;      /* run when a control is unavailable on this
                               host (reported as "degraded"); default 0 */
+  unsigned pool_size;      /* Linux: warm sandboxes kept ready (0 = none) */
 } px_backend_opts_t;
 
 /* A backend is a table of operations plus its own state. */

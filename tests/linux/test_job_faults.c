@@ -18,8 +18,10 @@ static int step_applies(const px__lnx_backend_t *be, const char *name) {
     return be->cg.memory != PX_CG_NONE;
   if (strcmp(name, "cgroup_pids") == 0)
     return be->cg.pids != PX_CG_NONE;
+  /* With warm slots these run on the pool thread, ahead of any job (a
+   * failure there makes no slot: test pool_faults_make_no_slot). */
   if (strcmp(name, "cgroup_create") == 0 || strcmp(name, "cgroup_place") == 0)
-    return be->cg.v2_base || be->cg.memory == PX_CG_V1;
+    return !be->pool && (be->cg.v2_base || be->cg.memory == PX_CG_V1);
   if (strcmp(name, "tmpfs") == 0)
     return be->is_root;
   return 1;

@@ -273,9 +273,12 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
   }
   be->available = host_available(be);
   recover_leftovers(be);
+  px__pool_recover(be);
   if ((rc = px__wd_open(be, &be->wd)) != 0 ||
       (rc = px__spawner_open(&be->spawner)) != 0 ||
-      (rc = px__reaper_open(be, &be->reaper)) != 0)
+      (rc = px__reaper_open(be, &be->reaper)) != 0 ||
+      (be->is_root &&
+       (rc = px__pool_open(be, opts->pool_size, &be->pool)) != 0))
     goto fail;
   PX_LOG(PX_LOG_INFO, "linux backend: %s, landlock ABI %d, work root %s",
          be->is_root ? "root" : "user namespace", be->landlock_abi,
@@ -291,6 +294,7 @@ static void lnx_close(void *state) {
   px__lnx_backend_t *be = state;
   if (!be)
     return;
+  px__pool_close(be->pool); /* before the spawner: stubs are its children */
   px__spawner_close(be->spawner);
   px__wd_close(be->wd);
   px__reaper_close(be->reaper); /* drains: uses cg and work_root below */
@@ -415,11 +419,23 @@ static int prepare_steps(px_sandbox_t *sb) {
   if ((rc = px__jobdir_write(sb->job_dir, spec->files, spec->nfiles,
                              be->run_uid, be->run_gid)) != 0)
     return rc;
-  px_snprintf(cgname, sizeof cgname, "px-%s", spec->key);
-  if ((rc = px__cg_job_create(&be->cg, cgname, &sb->cg)) != 0 ||
-      (rc = px__cg_job_limits(&be->cg, &sb->cg, &spec->limits)) != 0)
+  /* A warm slot (pool.c) when one fits: its cgroups are made and its stub
+   * placed in them; the limits are written at start, once the stub left. */
+  sb->slot = px__pool_take(be->pool, be->is_root &&
+                                         !(spec->caps & PX_CAP_NET_EGRESS));
+  if (sb->slot) {
+    sb->cg = *px__slot_cgroups(sb->slot); /* moved */
+    px__cg_job_init(px__slot_cgroups(sb->slot));
+  } else {
+    px_snprintf(cgname, sizeof cgname, "px-%s", spec->key);
+    if ((rc = px__cg_job_create(&be->cg, cgname, &sb->cg)) != 0 ||
+        (rc = px__cg_job_limits(&be->cg, &sb->cg, &spec->limits)) != 0)
+      return rc;
+  }
+  if ((rc = px__plan_build(sb)) != 0)
     return rc;
-  return px__plan_build(sb);
+  sb->plan.pooled = sb->slot != NULL;
+  return 0;
 }
 
 static int lnx_prepare(void *state, const px_job_spec_t *spec,
@@ -533,6 +549,8 @@ static void lnx_release(px_sandbox_t *sb) {
   if (!sb)
     return;
   be = sb->be;
+  px__slot_discard(be, sb->slot); /* prepared, never started */
+  sb->slot = NULL;
   px__job_kill(sb);
   px_mutex_lock(&sb->mu);
   while (sb->state == PX_SB_RUNNING)

@@ -196,6 +196,17 @@ int px__relpath_ok(const char *path);
 
 typedef struct px__wd_s px__wd_t;
 typedef struct px__spawner_s px__spawner_t;
+typedef struct px__pool_s px__pool_t;
+typedef struct px__slot_s px__slot_t;
+
+/* Pool counters (pool.c), for status and the bench. */
+typedef struct {
+  uint64_t size, ready;   /* configured, ready now */
+  uint64_t taken;         /* jobs that ran in a warm slot */
+  uint64_t cold;          /* jobs that took the cold path (no slot fits,
+                             or none was ready) */
+  uint64_t made, failed;  /* slots made, slot makes that failed */
+} px__pool_stats_t;
 
 typedef struct {
   char *work_root;           /* owned */
@@ -216,6 +227,7 @@ typedef struct {
   uint64_t available;        /* PX_ENF bits this host can apply */
   px__wd_t *wd;              /* owned */
   px__spawner_t *spawner;    /* owned: the thread every job is cloned from */
+  px__pool_t *pool;          /* owned: warm slots (pool.c), or NULL */
   struct px__reaper_s *reaper; /* owned: cleans finished jobs (reaper.c) */
 } px__lnx_backend_t;
 
@@ -244,6 +256,7 @@ typedef struct {
   uint64_t cpu_rlimit_s;
   uint64_t fsize;
   int egress, userns;
+  int pooled;                /* runs in a warm slot: no CLONE_NEWNET */
   /* fds, child ends, set by spawn */
   int sync_rd, err_wr, in_rd, out_wr, errout_wr;
 } px__plan_t;
@@ -267,6 +280,8 @@ struct px_sandbox_s {
   int job_dir_mounted;
   px__cg_job_t cg;
   px__plan_t plan;
+  px__slot_t *slot;           /* owned: the warm slot it runs in, or NULL */
+  int placed_v2;              /* born in its v2 cgroup (CLONE_INTO_CGROUP) */
   /* process */
   int pidfd;                  /* owned */
   pid_t pid;
@@ -300,6 +315,36 @@ int px__spawn(px_sandbox_t *sb);
 /* The backend's spawner thread (parent of every job's pid 1). */
 int px__spawner_open(px__spawner_t **out);
 void px__spawner_close(px__spawner_t *sp);
+/* Run fn(arg) on the spawner thread, one call at a time; its result and
+ * errno come back. */
+pid_t px__spawner_call(px__spawner_t *sp, pid_t (*fn)(void *), void *arg);
+/* In a pool stub (shares the daemon's memory): clone the job's pid 1 as a
+ * sibling (CLONE_PARENT) into the stub's cgroups and network namespace;
+ * the child runs the setup steps. The pid, or -1 with errno. */
+pid_t px__spawn_from_stub(px_sandbox_t *sb);
+/* Bring lo up in the caller's network namespace (async-signal-safe).
+ * 0, or -1 with errno. */
+int px__lnx_loopback_up(void);
+
+/* pool.c: warm slots. open with size 0 makes none (*out NULL). */
+int px__pool_open(px__lnx_backend_t *be, size_t size, px__pool_t **out);
+void px__pool_close(px__pool_t *p);
+/* "px-slot-<tag>-": the prefix of this work root's slot cgroups. */
+void px__pool_prefix(const px__lnx_backend_t *be, char *out, size_t n);
+/* Remove the slot cgroups a crashed daemon left for this work root. */
+void px__pool_recover(const px__lnx_backend_t *be);
+/* A ready slot for a job, or NULL (cold path; counted). eligible: the job
+ * can run in a slot at all (root mode, no net:egress). NULL pool: NULL. */
+px__slot_t *px__pool_take(px__pool_t *p, int eligible);
+void px__pool_stats(px__pool_t *p, px__pool_stats_t *out);
+/* The slot's cgroups (moved into the sandbox at take). */
+px__cg_job_t *px__slot_cgroups(px__slot_t *s);
+/* Hand sb to the slot's stub: the job's pid (its pidfd in sb->pidfd), or
+ * -1 with errno. The stub has exited when it returns. */
+pid_t px__slot_spawn(px__slot_t *s, px_sandbox_t *sb);
+/* Kill the stub if alive and free the slot (and its cgroups if it still
+ * owns them). NULL is fine. */
+void px__slot_discard(const px__lnx_backend_t *be, px__slot_t *s);
 
 /* watchdog.c: start the watchdog thread (*out owned by the backend);
  * stop and free it (jobs must have been released). */

@@ -290,7 +290,7 @@ static int child_pdeathsig(int err_wr) {
 /* The job's own network namespace starts with lo down: bring it up so
  * that servers and clients inside one job reach each other (127.0.0.0/8,
  * ::1). Nothing else exists in it: there is no route out. */
-static int child_loopback_up(void) {
+int px__lnx_loopback_up(void) {
   struct ifreq ifr;
   int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = -1;
   if (fd < 0)
@@ -363,7 +363,7 @@ static __attribute__((noreturn)) void child_main(const px__plan_t *p) {
   CHILD_STEP(p, PX_STEP_STDIO,
              dup2(p->in_rd, 0) == 0 && dup2(p->out_wr, 1) == 1 &&
                  dup2(p->errout_wr, 2) == 2);
-  CHILD_STEP(p, PX_STEP_NETNS, p->egress || child_loopback_up() == 0);
+  CHILD_STEP(p, PX_STEP_NETNS, p->egress || px__lnx_loopback_up() == 0);
   CHILD_STEP(p, PX_STEP_HOSTNAME, sethostname("px", 2) == 0);
   rc = px__mnt_child(be->stage, &be->skel, &p->mnt, &step);
   if (rc != 0)
@@ -467,7 +467,9 @@ static pid_t do_clone3(uint64_t flags, int *pidfd, int cgfd) {
   memset(&ca, 0, sizeof ca);
   ca.flags = flags | CLONE_PIDFD;
   ca.pidfd = (uint64_t)(uintptr_t)pidfd;
-  ca.exit_signal = SIGCHLD;
+  /* With CLONE_PARENT the kernel takes the caller's exit signal (SIGCHLD
+   * for a stub) and clone3 refuses any other value than 0. */
+  ca.exit_signal = (flags & CLONE_PARENT) ? 0 : SIGCHLD;
   if (cgfd >= 0) {
     ca.flags |= CLONE_INTO_CGROUP;
     ca.cgroup = (uint64_t)cgfd;
@@ -519,7 +521,7 @@ static int read_setup(px_sandbox_t *sb, int err_rd) {
 
 static uint64_t clone_flags(const px__plan_t *p) {
   uint64_t f = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
-  if (!p->egress)
+  if (!p->egress && !p->pooled) /* a slot's stub made it, lo up */
     f |= CLONE_NEWNET;
   if (p->userns)
     f |= CLONE_NEWUSER;
@@ -538,8 +540,9 @@ struct px__spawner_s {
   px_cond_t cv;
   px_thread_t thr;
   int running, stop;
-  px_sandbox_t *req;      /* borrowed: the request being served */
-  int done, in_v2, err;
+  pid_t (*fn)(void *);    /* the request being served, or NULL */
+  void *arg;              /* borrowed */
+  int done, err;
   pid_t pid;
 };
 
@@ -547,48 +550,64 @@ static void spawner_main(void *arg) {
   px__spawner_t *sp = arg;
   px_mutex_lock(&sp->mu);
   while (!sp->stop) {
-    px_sandbox_t *sb;
     pid_t pid;
-    int in_v2;
-    if (!sp->req || sp->done) {
+    if (!sp->fn || sp->done) {
       px_cond_wait(&sp->cv, &sp->mu);
       continue;
     }
-    sb = sp->req;
-    in_v2 = sb->cg.v2_fd >= 0;
-    pid = do_clone3(clone_flags(&sb->plan), &sb->pidfd, sb->cg.v2_fd);
-    if (pid < 0 && in_v2) {
-      in_v2 = 0; /* kernels before 5.7: place by writing cgroup.procs */
-      pid = do_clone3(clone_flags(&sb->plan), &sb->pidfd, -1);
-    }
-    if (pid == 0)
-      child_main(&sb->plan); /* never returns */
+    errno = 0;
+    pid = sp->fn(sp->arg);
     sp->pid = pid;
     sp->err = pid < 0 ? errno : 0;
-    sp->in_v2 = in_v2;
     sp->done = 1;
     px_cond_broadcast(&sp->cv);
   }
   px_mutex_unlock(&sp->mu);
 }
 
-static pid_t spawner_clone(px__spawner_t *sp, px_sandbox_t *sb, int *in_v2) {
+pid_t px__spawner_call(px__spawner_t *sp, pid_t (*fn)(void *), void *arg) {
   pid_t pid;
   int err;
   px_mutex_lock(&sp->call_mu);
   px_mutex_lock(&sp->mu);
-  sp->req = sb;
+  sp->fn = fn;
+  sp->arg = arg;
   sp->done = 0;
   px_cond_broadcast(&sp->cv);
   while (!sp->done)
     px_cond_wait(&sp->cv, &sp->mu);
   pid = sp->pid;
   err = sp->err;
-  *in_v2 = sp->in_v2;
-  sp->req = NULL;
+  sp->fn = NULL;
   px_mutex_unlock(&sp->mu);
   px_mutex_unlock(&sp->call_mu);
   errno = err;
+  return pid;
+}
+
+/* On the spawner thread: clone the job's pid 1 (cold path). */
+static pid_t clone_job(void *arg) {
+  px_sandbox_t *sb = arg;
+  pid_t pid;
+  sb->placed_v2 = sb->cg.v2_fd >= 0;
+  pid = do_clone3(clone_flags(&sb->plan), &sb->pidfd, sb->cg.v2_fd);
+  if (pid < 0 && sb->placed_v2) {
+    sb->placed_v2 = 0; /* kernels before 5.7: place by writing cgroup.procs */
+    pid = do_clone3(clone_flags(&sb->plan), &sb->pidfd, -1);
+  }
+  if (pid == 0)
+    child_main(&sb->plan); /* never returns */
+  return pid;
+}
+
+/* In a pool stub: the job's parent becomes the stub's parent (the spawner
+ * thread) through CLONE_PARENT; the child is born in the stub's cgroups
+ * and network namespace. */
+pid_t px__spawn_from_stub(px_sandbox_t *sb) {
+  pid_t pid = do_clone3(clone_flags(&sb->plan) | CLONE_PARENT, &sb->pidfd,
+                        -1);
+  if (pid == 0)
+    child_main(&sb->plan); /* never returns */
   return pid;
 }
 
@@ -640,11 +659,16 @@ static int open_pipes(int fds[P_COUNT][2]) {
   return 0;
 }
 
-/* Parent side once the child exists: cgroups, id maps, release, verdict
- * of its setup. */
-static int release_child(px_sandbox_t *sb, int fds[P_COUNT][2], int in_v2) {
+/* Parent side once the child exists: cgroups (a slot's child is in them
+ * already; its limits are written now that the stub left), id maps,
+ * release, verdict of its setup. */
+static int release_child(px_sandbox_t *sb, int fds[P_COUNT][2]) {
   int rc;
-  if ((rc = px__cg_job_place(&sb->be->cg, &sb->cg, sb->pid, in_v2)) != 0 ||
+  if (sb->slot)
+    rc = px__cg_job_limits(&sb->be->cg, &sb->cg, &sb->spec->limits);
+  else
+    rc = px__cg_job_place(&sb->be->cg, &sb->cg, sb->pid, sb->placed_v2);
+  if (rc != 0 ||
       (sb->plan.userns && (rc = write_id_maps(sb->be, sb->pid)) != 0))
     return rc;
   sb->start_ms = px_now_ms();
@@ -657,7 +681,7 @@ static int release_child(px_sandbox_t *sb, int fds[P_COUNT][2], int in_v2) {
 int px__spawn(px_sandbox_t *sb) {
   px__plan_t *p = &sb->plan;
   int fds[P_COUNT][2];
-  int in_v2 = 0, rc, i;
+  int rc, i;
   pid_t pid;
 
   memset(fds, 0xff, sizeof fds); /* all -1 */
@@ -672,9 +696,13 @@ int px__spawn(px_sandbox_t *sb) {
     rc = PX_LOG_ERRNO(PX_ESPAWN, EPERM, "clone3 [injected]");
     goto cleanup;
   }
-  pid = spawner_clone(sb->be->spawner, sb, &in_v2);
+  if (sb->slot)
+    pid = px__slot_spawn(sb->slot, sb);
+  else
+    pid = px__spawner_call(sb->be->spawner, clone_job, sb);
   if (pid < 0) {
-    rc = PX_LOG_ERRNO(PX_ESPAWN, errno, "clone3");
+    rc = PX_LOG_ERRNO(PX_ESPAWN, errno, sb->slot ? "clone3 (pool)" : "clone3");
+    kill_and_reap(sb); /* a slot's child may exist with its pid unknown */
     goto cleanup;
   }
   sb->pid = pid;
@@ -683,7 +711,7 @@ int px__spawn(px_sandbox_t *sb) {
   close_fd(&fds[P_IN][0]);
   close_fd(&fds[P_OUT][1]);
   close_fd(&fds[P_EOUT][1]);
-  if ((rc = release_child(sb, fds, in_v2)) != 0) {
+  if ((rc = release_child(sb, fds)) != 0) {
     if (!sb->outcome.error_msg[0])
       px_snprintf(sb->outcome.error_msg, sizeof sb->outcome.error_msg,
                   "sandbox setup failed: %s", px_strerror(rc));
@@ -695,6 +723,8 @@ int px__spawn(px_sandbox_t *sb) {
   sb->out_fd[1] = fds[P_EOUT][0];
   fds[P_IN][1] = fds[P_OUT][0] = fds[P_EOUT][0] = -1;
 cleanup:
+  px__slot_discard(sb->be, sb->slot); /* used once; its cgroups are ours */
+  sb->slot = NULL;
   for (i = 0; i < P_COUNT; i++) {
     close_fd(&fds[i][0]);
     close_fd(&fds[i][1]);
