@@ -236,6 +236,7 @@ static void default_numbers(px_config_t *cfg) {
   cfg->windows.job_handles = 20000;
   cfg->linux_.tmpfs_bytes = 64 * MiB;
   cfg->linux_.sandbox_uid = 65534; /* nobody */
+  cfg->linux_.pool = 2;
   cfg->linux_.sandbox_gid = 65534; /* nogroup */
   cfg->request.max_code_bytes = 1 * MiB;
   cfg->request.max_files = 64;

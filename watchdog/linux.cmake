@@ -16,7 +16,7 @@ target_sources(px_tests_linux PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/linux/test_job_sandbox.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_job_enforce.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_job_faults.c
-  ${PROJECT_SOURCE_DIR}/tests/linux/test_pool.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_job_pool.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_cgroup.c)
 
 # The probe runs inside minimal roots: static, no px_core, beside the tests.

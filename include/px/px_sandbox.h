@@ -48,6 +48,14 @@ typedef struct {
   void (*on_started)(void *ctx);
 } px_sandbox_events_t;
 
+/* A backend's warm pool (prepared sandboxes), for `status`. */
+typedef struct {
+  uint64_t size;   /* slots kept ready (configured) */
+  uint64_t ready;  /* ready now */
+  uint64_t taken;  /* jobs that ran in a slot */
+  uint64_t cold;   /* jobs that took the cold path */
+} px_pool_info_t;
+
 /* Backend-wide settings, filled by the engine from the policy. */
 typedef struct {
   const char *work_root;   /* jobs' directories live below it */
@@ -86,6 +94,8 @@ typedef struct px_backend_ops_s {
   int (*wait)(px_sandbox_t *sb, px_outcome_t *out);
   int (*kill)(px_sandbox_t *sb);
   void (*release)(px_sandbox_t *sb);
+  /* Warm-pool counters for `status` (Linux); NULL: the backend has none. */
+  void (*pool_stats)(void *state, px_pool_info_t *out);
 } px_backend_ops_t;
 
 /* The backends built into this binary (NULL where not built). */

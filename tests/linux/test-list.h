@@ -46,7 +46,7 @@ PX_TEST_ENTRY(cgroup, cgroup_none_degraded, 30)
 /* watchdog/linux: tests/linux/test_job_faults.c */
 PX_TEST_ENTRY(faults, faults_every_step_fails_closed, 120)
 PX_TEST_ENTRY(faults, faults_unknown_step_rejected, 30)
-/* watchdog/linux: tests/linux/test_pool.c */
+/* watchdog/linux: tests/linux/test_job_pool.c */
 PX_TEST_ENTRY(pool, pool_jobs_use_slots, 60)
 PX_TEST_ENTRY(pool, pool_nothing_leaks_between_jobs, 60)
 PX_TEST_ENTRY(pool, pool_faults_make_no_slot, 60)

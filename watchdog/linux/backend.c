@@ -572,8 +572,17 @@ static void lnx_release(px_sandbox_t *sb) {
   free(sb);
 }
 
+static void lnx_pool_stats(void *state, px_pool_info_t *out) {
+  px__pool_stats_t st;
+  px__pool_stats(((px__lnx_backend_t *)state)->pool, &st);
+  out->size = st.size;
+  out->ready = st.ready;
+  out->taken = st.taken;
+  out->cold = st.cold;
+}
+
 const px_backend_ops_t px_backend_linux = {
     "linux",      lnx_open,  lnx_close, lnx_available, lnx_prepare,
-    lnx_start,    lnx_wait,  lnx_kill,  lnx_release};
+    lnx_start,    lnx_wait,  lnx_kill,  lnx_release,   lnx_pool_stats};
 
 const px_backend_ops_t *px_backend_native(void) { return &px_backend_linux; }

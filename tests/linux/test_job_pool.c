@@ -1,4 +1,4 @@
-/* test_pool.c - warm slots (watchdog/linux/pool.c): jobs run in them with
+/* test_job_pool.c - warm slots (watchdog/linux/pool.c): jobs run in them with
  * the same controls as on the cold path, nothing a job did reaches the next
  * job, jobs that cannot use a slot take the cold path (counted), a failing
  * slot maker makes no slot (jobs still fail closed), a dead daemon leaves
