@@ -33,6 +33,18 @@ px_add_test_group(px_tests_linux enforce LABELS linux sandbox)
 px_add_test_group(px_tests_linux cgroup LABELS linux sandbox)
 px_add_test_group(px_tests_linux faults LABELS linux sandbox)
 px_add_test_group(px_tests_linux pool LABELS linux sandbox)
+# Real programs inside a job and outside, compared (tests/compat): the fast
+# set here; `tests/compat/compat.py --build <dir> --set full` on demand. The
+# self-test runs one program without the list of intended differences and
+# must fail.
+add_test(NAME linux.compat COMMAND python3
+  ${PROJECT_SOURCE_DIR}/tests/compat/compat.py --build ${CMAKE_BINARY_DIR})
+add_test(NAME linux.compat_selftest COMMAND python3
+  ${PROJECT_SOURCE_DIR}/tests/compat/compat.py --build ${CMAKE_BINARY_DIR}
+  --only sandbox-view --ignore-intended)
+set_tests_properties(linux.compat linux.compat_selftest PROPERTIES
+  LABELS "linux;integ;compat" TIMEOUT 600 SKIP_RETURN_CODE 77)
+set_tests_properties(linux.compat_selftest PROPERTIES WILL_FAIL TRUE)
 # The same suites with warm slots (linux.pool): results must not change.
 foreach(group sandbox enforce faults)
   add_test(NAME linux.${group}_pooled COMMAND px_tests_linux --group ${group})
