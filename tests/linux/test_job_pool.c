@@ -176,6 +176,16 @@ TEST_IMPL(pool_faults_make_no_slot) {
   th_free(&r);
   th_free(&r2);
   th_close(&b);
+  /* The same for a step the stub runs (its root). */
+  ASSERT_OK(px__lnx_inject_fail("mount_root"));
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 1));
+  px_sleep_ms(300);
+  st = stats(&b);
+  ASSERT_UINT_EQ(st.ready, 0);
+  ASSERT_GE(st.failed, 1);
+  ASSERT_OK(px__lnx_inject_fail(NULL));
+  ASSERT_OK(th_pool_wait(&b, 1));
+  th_close(&b);
   return 0;
 }
 

@@ -118,7 +118,7 @@ static int make_parents(const char *path) {
 }
 
 static int open_work_root(px__lnx_backend_t *be, const char *root) {
-  char stage[PX_LNX_PATH_MAX];
+  char stage[PX_LNX_PATH_MAX], etc[PX_LNX_PATH_MAX];
   int rc;
   if (!root || root[0] != '/')
     return PX_EINVAL;
@@ -131,7 +131,9 @@ static int open_work_root(px__lnx_backend_t *be, const char *root) {
     return PX_LOG_ERRNO(PX_EIO, errno, "open(work_root)");
   if (!(be->work_root = px_strdup(root)) ||
       px_snprintf(stage, sizeof stage, "%s/.px-root", root) != 0 ||
-      !(be->stage = px_strdup(stage)))
+      !(be->stage = px_strdup(stage)) ||
+      px_snprintf(etc, sizeof etc, "%s/.px-etc", root) != 0 ||
+      !(be->etc_dir = px_strdup(etc)))
     return PX_ENOMEM;
   if (mkdir(stage, 0755) != 0 && errno != EEXIST)
     return PX_LOG_ERRNO(PX_EIO, errno, "mkdir(stage)");
@@ -257,7 +259,7 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
   be->landlock_abi = px__landlock_abi();
   if ((rc = open_work_root(be, opts->work_root)) != 0 ||
       (rc = px__cg_detect(&be->cg, opts->cgroup_root)) != 0 ||
-      (rc = px__mnt_skeleton(be->stage,
+      (rc = px__mnt_skeleton(be->stage, be->etc_dir,
                              opts->ro_binds ? opts->ro_binds
                                             : px__lnx_default_binds,
                              be->tmpfs_bytes, be->run_uid, be->run_gid,
@@ -304,6 +306,18 @@ static void lnx_close(void *state) {
   px__cg_host_free(&be->cg);
   if (be->stage)
     rmdir(be->stage);
+  if (be->etc_dir && be->work_root_fd >= 0) {
+    static const char *const etc[] = {"passwd", "group", "nsswitch.conf",
+                                      "hosts"};
+    int dfd = openat(be->work_root_fd, ".px-etc",
+                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), i;
+    for (i = 0; dfd >= 0 && i < 4; i++)
+      unlinkat(dfd, etc[i], 0);
+    if (dfd >= 0)
+      close(dfd);
+    unlinkat(be->work_root_fd, ".px-etc", AT_REMOVEDIR);
+  }
+  free(be->etc_dir);
   if (be->work_root_fd >= 0)
     close(be->work_root_fd);
   if (be->idmap_fd >= 0)
@@ -432,10 +446,7 @@ static int prepare_steps(px_sandbox_t *sb) {
         (rc = px__cg_job_limits(&be->cg, &sb->cg, &spec->limits)) != 0)
       return rc;
   }
-  if ((rc = px__plan_build(sb)) != 0)
-    return rc;
-  sb->plan.pooled = sb->slot != NULL;
-  return 0;
+  return px__plan_build(sb);
 }
 
 static int lnx_prepare(void *state, const px_job_spec_t *spec,

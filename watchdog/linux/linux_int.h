@@ -136,8 +136,8 @@ typedef enum {
   PX_MNT_IDMAP_RW,
   PX_MNT_TMPFS,      /* tmpfs on dst, options src */
   PX_MNT_PROC,       /* fresh proc on dst */
-  PX_MNT_WRITE,      /* create file dst (0644) holding the text src */
   PX_MNT_DEVPTS,     /* a new devpts instance on dst, options src */
+  PX_MNT_ATTACH,     /* move the detached tree fd (owned) onto dst */
   PX_MNT_REMOUNT_RO  /* remount dst read-only */
 } px__mnt_kind_t;
 
@@ -147,7 +147,8 @@ typedef struct {
   char *src;            /* owned: host path, symlink target or options */
   char *dst;            /* owned: absolute path in the staging root */
   unsigned long flags;  /* flags of the source mount to keep */
-  int fd;               /* borrowed: idmap user namespace (IDMAP kinds) */
+  int fd;               /* IDMAP kinds: the idmap user namespace
+                           (borrowed); ATTACH: the detached tree (owned) */
 } px__mnt_op_t;
 
 typedef struct {
@@ -158,10 +159,11 @@ typedef struct {
 /* Backend-wide skeleton: the ro bind list, /dev (with /dev/shm, a tmpfs
  * of shm_bytes, and /dev/pts), /proc, /job, /tmp, and the generated /etc
  * identity files (passwd, group, nsswitch.conf, hosts) naming uid/gid,
- * appended to *plan (which owns its strings). 0 or PX_E*. */
-int px__mnt_skeleton(const char *stage, const char *const *binds,
-                     uint64_t shm_bytes, uid_t uid, gid_t gid,
-                     px__mnt_plan_t *plan);
+ * written into etc_dir on the host and bound read-only, appended to *plan
+ * (which owns its strings). 0 or PX_E*. */
+int px__mnt_skeleton(const char *stage, const char *etc_dir,
+                     const char *const *binds, uint64_t shm_bytes, uid_t uid,
+                     gid_t gid, px__mnt_plan_t *plan);
 /* Append one operation (src may be NULL; both strings are copied). */
 int px__mnt_add(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
                 const char *src, const char *dst);
@@ -170,6 +172,20 @@ int px__mnt_add(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
 int px__mnt_add_bind(px__mnt_plan_t *plan, int step, const char *src,
                      const char *stage, const char *rel, int rw);
 void px__mnt_plan_free(px__mnt_plan_t *plan);
+/* Daemon side, for a job in a warm slot: a detached copy of host path src
+ * (open_tree), made read-only unless rw, nosuid, nodev, idmapped through
+ * idmap_fd when >= 0 and the file system can, to be attached at dst (a
+ * path inside the job's root) by the child. 0 or PX_E*. */
+int px__mnt_add_detached(px__mnt_plan_t *plan, int step, const char *src,
+                         const char *dst, int rw, int idmap_fd);
+/* Stub side (warm slot): in the stub's new mount namespace, build the root
+ * from the skeleton (all but /proc, which needs the job's pid namespace),
+ * a small tmpfs on /kb for the job's mount points, make the root read-only
+ * and pivot into it. 0 or -errno with *step set (async-signal-safe). */
+int px__mnt_stub(const char *stage, const px__mnt_plan_t *skel, int *step);
+/* Child side in a warm slot: a fresh /proc, the job's attach operations
+ * (paths inside the root), /kb read-only, cwd /job. 0 or -errno. */
+int px__mnt_child_pooled(const px__mnt_plan_t *job, int *step);
 /* Child side: build the root from skeleton + job ops and pivot into it.
  * Returns 0 or -errno with *step set (async-signal-safe). */
 int px__mnt_child(const char *stage, const px__mnt_plan_t *skel,
@@ -212,6 +228,8 @@ typedef struct {
   char *work_root;           /* owned */
   int work_root_fd;          /* owned */
   char *stage;               /* owned: <work_root>/.px-root */
+  char *etc_dir;             /* owned: <work_root>/.px-etc (generated /etc
+                                files, bound read-only into every job) */
   uint64_t tick_ms, tmpfs_bytes;
   int allow_degraded;
   int is_root;               /* euid 0: no user namespace */

@@ -61,6 +61,7 @@
 #define POOL_MAX 64
 
 struct px__slot_s {
+  const px__lnx_backend_t *be; /* borrowed */
   char name[80];    /* cgroup name: px-slot-<tag>-<pid>-<n> */
   px__cg_job_t cg;  /* owned until taken (then the sandbox's) */
   pid_t stub_pid;
@@ -72,7 +73,7 @@ struct px__slot_s {
 };
 
 typedef struct {
-  int32_t pid; /* the job's pid 1, or 0 for "ready" */
+  int32_t pid; /* the job's pid 1, 0 for "ready", -step for a failed step */
   int32_t err;
 } stub_res_t;
 
@@ -92,16 +93,35 @@ struct px__pool_s {
 
 /* --- the stub (shares the daemon's memory: system calls only) ---------- */
 
+/* Every namespace of the job-to-be, and its root built and pivoted into:
+ * the job's pid 1 (the stub's first child) only adds /proc and its own
+ * mounts. 0 or an errno with *step. */
+static int stub_prepare(const px__lnx_backend_t *be, int *step) {
+  int rc;
+  *step = PX_STEP_NETNS;
+  if (unshare(CLONE_NEWNET) != 0 || px__lnx_loopback_up() != 0)
+    return errno ? errno : EIO;
+  *step = PX_STEP_CLONE;
+  if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID) != 0)
+    return errno;
+  *step = PX_STEP_HOSTNAME;
+  if (sethostname("px", 2) != 0)
+    return errno;
+  rc = px__mnt_stub(be->stage, &be->skel, step);
+  return rc < 0 ? -rc : 0;
+}
+
 static int stub_main(void *arg) {
   px__slot_t *s = arg;
   stub_res_t r = {0, 0};
   px_sandbox_t *sb = NULL;
+  int step = 0;
   /* Die with the spawner thread, i.e. with the daemon. */
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 ||
       getppid() != s->daemon_pid)
     _exit(1);
-  if (unshare(CLONE_NEWNET) != 0 || px__lnx_loopback_up() != 0)
-    r.err = errno ? errno : EIO;
+  r.err = stub_prepare(s->be, &step);
+  r.pid = r.err ? -step : 0;
   if (write(s->res[1], &r, sizeof r) != (ssize_t)sizeof r || r.err)
     _exit(1);
   if (read(s->cmd[0], &sb, sizeof sb) != (ssize_t)sizeof sb || !sb)
@@ -186,6 +206,7 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
   px__cg_job_init(&s->cg);
   s->stub_pidfd = s->cmd[0] = s->cmd[1] = s->res[0] = s->res[1] = -1;
   s->daemon_pid = getpid();
+  s->be = be;
   /* Unique across restarts: a successor never reuses a crashed run's name
    * while the recovery's removal may still be under way. */
   px_snprintf(s->name, sizeof s->name, "px-slot-%s-%ld-%llu", p->tag,
@@ -209,7 +230,9 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
       (rc = read_res(s, &r)) != 0)
     goto fail;
   if (r.err != 0) {
-    rc = PX_LOG_ERRNO(PX_ESANDBOX, r.err, "pool stub: netns");
+    PX_LOG(PX_LOG_ERROR, "pool stub: step %s failed: errno %d",
+           px__lnx_step_name(-r.pid), r.err);
+    rc = PX_ESANDBOX;
     goto fail;
   }
   *out = s;

@@ -126,16 +126,41 @@ static int build_env(px__plan_t *p, const px_job_spec_t *spec) {
   return 0;
 }
 
+/* A job in a warm slot: its root is built and pivoted already; the job
+ * dir and KB roots come as detached trees made here (the slot's mount
+ * namespace predates the job dir's tmpfs) and attached by the child. */
+static int build_mounts_pooled(px__plan_t *p, px_sandbox_t *sb, int rw) {
+  const px_job_spec_t *spec = sb->spec;
+  size_t i;
+  int rc;
+  rc = px__mnt_add_detached(&p->mnt, PX_STEP_MOUNT_JOB, sb->job_dir,
+                            PX_LNX_JOB_MNT, rw, -1);
+  for (i = 0; rc == 0 && i < spec->nkb; i++) {
+    char rel[96];
+    const px_job_kb_t *kb = &spec->kb[i];
+    if (!kb_name_ok(kb->name) || !kb->host_path || kb->host_path[0] != '/' ||
+        i >= 16)
+      return PX_EINVAL;
+    px_snprintf(rel, sizeof rel, "%s/%s", PX_LNX_KB_MNT, kb->name);
+    if ((rc = px__mnt_add(&p->mnt, PX_MNT_MKDIR, PX_STEP_MOUNT_KB, NULL,
+                          rel)) != 0 ||
+        (rc = px__mnt_add_detached(&p->mnt, PX_STEP_MOUNT_KB, kb->host_path,
+                                   rel, kb->writable, sb->be->idmap_fd)) != 0)
+      return rc;
+    if (kb->writable) {
+      p->ll[p->nll].path = p->mnt.ops[p->mnt.n - 1].dst;
+      p->ll[p->nll++].rw = 1;
+    }
+  }
+  return rc;
+}
+
 static int build_mounts(px__plan_t *p, px_sandbox_t *sb) {
   const px_job_spec_t *spec = sb->spec;
   const char *stage = sb->be->stage;
   int rw = (spec->caps & PX_CAP_FS_WRITE_TMP) != 0;
   size_t i;
   int rc;
-  rc = px__mnt_add_bind(&p->mnt, PX_STEP_MOUNT_JOB, sb->job_dir, stage,
-                        PX_LNX_JOB_MNT, rw);
-  if (rc != 0)
-    return rc;
   p->nll = 0;
   if (rw) {
     p->ll[p->nll].path = PX_LNX_JOB_MNT;
@@ -143,6 +168,12 @@ static int build_mounts(px__plan_t *p, px_sandbox_t *sb) {
     p->ll[p->nll].path = "/dev/shm"; /* POSIX shm and semaphores */
     p->ll[p->nll++].rw = 1;
   }
+  if (p->pooled)
+    return build_mounts_pooled(p, sb, rw);
+  rc = px__mnt_add_bind(&p->mnt, PX_STEP_MOUNT_JOB, sb->job_dir, stage,
+                        PX_LNX_JOB_MNT, rw);
+  if (rc != 0)
+    return rc;
   for (i = 0; i < spec->nkb; i++) {
     char rel[96];
     const px_job_kb_t *kb = &spec->kb[i];
@@ -179,6 +210,7 @@ int px__plan_build(px_sandbox_t *sb) {
   p->sync_rd = p->err_wr = p->in_rd = p->out_wr = p->errout_wr = -1;
   if (spec->argc == 0 || !spec->argv || !spec->argv[0] || !spec->argv[0][0])
     return PX_EINVAL;
+  p->pooled = sb->slot != NULL;
   p->argv = calloc(spec->argc + 1, sizeof *p->argv);
   if (!p->argv)
     return PX_ENOMEM;
@@ -365,7 +397,8 @@ static __attribute__((noreturn)) void child_main(const px__plan_t *p) {
                  dup2(p->errout_wr, 2) == 2);
   CHILD_STEP(p, PX_STEP_NETNS, p->egress || px__lnx_loopback_up() == 0);
   CHILD_STEP(p, PX_STEP_HOSTNAME, sethostname("px", 2) == 0);
-  rc = px__mnt_child(be->stage, &be->skel, &p->mnt, &step);
+  rc = p->pooled ? px__mnt_child_pooled(&p->mnt, &step)
+                 : px__mnt_child(be->stage, &be->skel, &p->mnt, &step);
   if (rc != 0)
     child_fail(p->err_wr, step, -rc);
   CHILD_STEP(p, PX_STEP_RLIMITS, child_rlimits(p) == 0);
@@ -521,7 +554,9 @@ static int read_setup(px_sandbox_t *sb, int err_rd) {
 
 static uint64_t clone_flags(const px__plan_t *p) {
   uint64_t f = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
-  if (!p->egress && !p->pooled) /* a slot's stub made it, lo up */
+  if (p->pooled) /* the slot's stub made every namespace ahead of time */
+    return 0;
+  if (!p->egress)
     f |= CLONE_NEWNET;
   if (p->userns)
     f |= CLONE_NEWUSER;
