@@ -252,7 +252,8 @@ TEST_IMPL(pool_daemon_sigkill_leaves_nothing) {
   sp = strchr(base, ' ');
   ASSERT_NOT_NULL(sp);
   *sp = '\0';
-  snprintf(prefix, sizeof prefix, "%s", base);
+  ASSERT(strlen(base) < sizeof prefix);
+  memcpy(prefix, base, strlen(base) + 1);
   memmove(base, sp + 1, strlen(sp + 1) + 1);
   ASSERT_EQ(slot_pids(base, prefix, pids, 16, &found), 3); /* a stub each */
   ASSERT_EQ(kill(daemon, SIGKILL), 0);

@@ -16,6 +16,16 @@
 
 #include "linux_error.h"
 
+/* Functions that run on a warm slot stub's stack (malloc'd, shared with
+ * the daemon) or on its copy in the job's child and call a noreturn
+ * function: AddressSanitizer cannot follow that stack and would warn at
+ * every such call. They make only system calls. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PX_LNX_NO_ASAN __attribute__((no_sanitize_address))
+#else
+#define PX_LNX_NO_ASAN
+#endif
+
 /* Where things appear inside the sandbox. */
 #define PX_LNX_JOB_MNT "/job"
 #define PX_LNX_KB_MNT "/kb"

@@ -111,7 +111,7 @@ static int stub_prepare(const px__lnx_backend_t *be, int *step) {
   return rc < 0 ? -rc : 0;
 }
 
-static int stub_main(void *arg) {
+static PX_LNX_NO_ASAN int stub_main(void *arg) {
   px__slot_t *s = arg;
   stub_res_t r = {0, 0};
   px_sandbox_t *sb = NULL;

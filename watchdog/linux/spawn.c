@@ -241,7 +241,9 @@ void px__plan_free(px__plan_t *p) {
 
 /* --- child (async-signal-safe only) ------------------------------------ */
 
-static __attribute__((noreturn)) void child_fail(int fd, int step, int err) {
+static PX_LNX_NO_ASAN __attribute__((noreturn)) void child_fail(int fd,
+                                                                int step,
+                                                                int err) {
   px__lnx_child_err_t e;
   e.step = step;
   e.err = err;
@@ -381,7 +383,8 @@ static int child_exec(const px__plan_t *p) {
   return err;
 }
 
-static __attribute__((noreturn)) void child_main(const px__plan_t *p) {
+static PX_LNX_NO_ASAN __attribute__((noreturn)) void
+child_main(const px__plan_t *p) {
   const px__lnx_backend_t *be = p->be;
   char go;
   int step = 0, rc;
@@ -638,7 +641,7 @@ static pid_t clone_job(void *arg) {
 /* In a pool stub: the job's parent becomes the stub's parent (the spawner
  * thread) through CLONE_PARENT; the child is born in the stub's cgroups
  * and network namespace. */
-pid_t px__spawn_from_stub(px_sandbox_t *sb) {
+PX_LNX_NO_ASAN pid_t px__spawn_from_stub(px_sandbox_t *sb) {
   pid_t pid = do_clone3(clone_flags(&sb->plan) | CLONE_PARENT, &sb->pidfd,
                         -1);
   if (pid == 0)
