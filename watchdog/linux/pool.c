@@ -114,7 +114,7 @@ static int stub_prepare(const px__lnx_backend_t *be, int *step) {
 static PX_LNX_NO_ASAN int stub_main(void *arg) {
   px__slot_t *s = arg;
   stub_res_t r = {0, 0};
-  px_sandbox_t *sb = NULL;
+  uintptr_t addr = 0; /* the sandbox, in the memory we share */
   int step = 0;
   /* Die with the spawner thread, i.e. with the daemon. */
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 ||
@@ -124,9 +124,9 @@ static PX_LNX_NO_ASAN int stub_main(void *arg) {
   r.pid = r.err ? -step : 0;
   if (write(s->res[1], &r, sizeof r) != (ssize_t)sizeof r || r.err)
     _exit(1);
-  if (read(s->cmd[0], &sb, sizeof sb) != (ssize_t)sizeof sb || !sb)
+  if (read(s->cmd[0], &addr, sizeof addr) != (ssize_t)sizeof addr || !addr)
     _exit(0); /* the slot was thrown away */
-  r.pid = px__spawn_from_stub(sb);
+  r.pid = px__spawn_from_stub((px_sandbox_t *)addr); /* shared memory */
   r.err = r.pid < 0 ? errno : 0;
   if (write(s->res[1], &r, sizeof r) != (ssize_t)sizeof r) {
     /* the daemon sees EOF: the job failed */
@@ -213,7 +213,6 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
               (long)s->daemon_pid, (unsigned long long)++p->seq);
   if ((rc = px__cg_job_create(&be->cg, s->name, &s->cg)) != 0)
     goto fail;
-  rc = PX_ESPAWN;
   if (pipe2(s->cmd, O_CLOEXEC) != 0 || pipe2(s->res, O_CLOEXEC) != 0 ||
       !(s->stack = malloc(STUB_STACK))) {
     rc = PX_LOG_ERRNO(PX_ESPAWN, errno, "pool: pipe2/malloc");
@@ -410,8 +409,9 @@ px__cg_job_t *px__slot_cgroups(px__slot_t *s) { return &s->cg; }
 
 pid_t px__slot_spawn(px__slot_t *s, px_sandbox_t *sb) {
   stub_res_t r;
+  uintptr_t addr = (uintptr_t)sb;
   int rc;
-  if (write(s->cmd[1], &sb, sizeof sb) != (ssize_t)sizeof sb)
+  if (write(s->cmd[1], &addr, sizeof addr) != (ssize_t)sizeof addr)
     return -1;
   rc = read_res(s, &r);
   reap_stub(s, rc != 0); /* gone before the job runs: pids counts the job */
