@@ -7,6 +7,9 @@
  * It starts its own phoenix-executor (beside it in the build tree) with a
  * private socket and a benchmark config (a runtime "true" that runs
  * /bin/true), then measures:
+ *   pool      the warm pool (linux.pool) against a second daemon with the
+ *             pool off, raw fork+exec and bubblewrap: a job after 2 s idle,
+ *             back to back, 8 clients round trip; the idle pool's cost
  *   spawn     trivial job end to end (run -> result) through the daemon vs
  *             raw fork+exec+wait of /bin/true vs bubblewrap running it
  *   throughput trivial jobs per second with the queue kept full
@@ -764,11 +767,241 @@ static void bench_attest(const daemon_t *d, const opts_t *o, cJSON *out) {
   free(job.v);
 }
 
+/* ---- the warm pool (linux.pool) ---------------------------------------- */
+
+/* One trivial job round trip on an open connection, ms. */
+static double px_job_ms(px_client_t *c, const char *id) {
+  double t0 = now_ms();
+  cJSON *r;
+  send_run(c, id, "true", "", NULL);
+  r = recv_type(c, "result");
+  if (strcmp(status_of(r), "ok") != 0) {
+    fprintf(stderr, "bench: trivial job ended %s\n", status_of(r));
+    exit(1);
+  }
+  cJSON_Delete(r);
+  return now_ms() - t0;
+}
+
+/* The daemon's pool counters from `status` ({size, ready, taken, cold}). */
+static void pool_counters(const daemon_t *d, double v[4]) {
+  static const char *const k[4] = {"size", "ready", "taken", "cold"};
+  px_client_t *c = connect_daemon(d);
+  cJSON *st, *p;
+  int i;
+  if (px_client_send(c, "{\"type\":\"status\"}", 17) != 0)
+    exit(1);
+  st = recv_type(c, "status");
+  p = cJSON_GetObjectItemCaseSensitive(st, "pool");
+  for (i = 0; i < 4; i++) {
+    cJSON *x = cJSON_GetObjectItemCaseSensitive(p, k[i]);
+    v[i] = cJSON_IsNumber(x) ? x->valuedouble : -1;
+  }
+  cJSON_Delete(st);
+  px_client_close(c);
+}
+
+typedef struct {
+  const daemon_t *d;
+  double end_ms;
+  int idx;
+  series_t lat;
+} rt_arg_t;
+
+static void rt_client(void *arg) {
+  rt_arg_t *a = arg;
+  px_client_t *c = connect_daemon(a->d);
+  char id[48];
+  long n = 0;
+  while (now_ms() < a->end_ms) {
+    snprintf(id, sizeof id, "rt%d-%ld", a->idx, n++);
+    push(&a->lat, px_job_ms(c, id));
+  }
+  px_client_close(c);
+}
+
+/* 8 clients, each sending its next job when its last result came back. */
+static double round_trip_8(const daemon_t *d, double seconds, series_t *all) {
+  enum { CLIENTS = 8 };
+  rt_arg_t a[CLIENTS];
+  px_thread_t t[CLIENTS];
+  double t0 = now_ms(), n = 0;
+  int i;
+  size_t k;
+  for (i = 0; i < CLIENTS; i++) {
+    memset(&a[i], 0, sizeof a[i]);
+    a[i].d = d;
+    a[i].end_ms = t0 + seconds * 1000.0;
+    a[i].idx = i;
+    if (px_thread_create(&t[i], rt_client, &a[i]) != 0)
+      exit(1);
+  }
+  for (i = 0; i < CLIENTS; i++) {
+    px_thread_join(t[i]);
+    for (k = 0; k < a[i].lat.n; k++)
+      push(all, a[i].lat.v[k]);
+    n += (double)a[i].lat.n;
+    free(a[i].lat.v);
+  }
+  return n / ((now_ms() - t0) / 1000.0);
+}
+
+static void row(const char *name, series_t *s, double base, cJSON *out,
+                const char *key) {
+  char k[96];
+  printf("  %-36s %8.3f %8.3f %9.2fx\n", name, pct(s, .5), pct(s, .99),
+         pct(s, .5) / base);
+  snprintf(k, sizeof k, "%s_p50_ms", key);
+  cJSON_AddNumberToObject(out, k, pct(s, .5));
+  snprintf(k, sizeof k, "%s_p99_ms", key);
+  cJSON_AddNumberToObject(out, k, pct(s, .99));
+}
+
+/* Slot cgroups (every hierarchy) and their processes, below the cgroup
+ * roots: the pool's idle cost. */
+static void slot_cost(int *cgroups, int *procs) {
+  FILE *p = popen("d=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'px-slot-*');"
+                  "for x in $d; do echo C; done;"
+                  "for x in $d; do cat $x/cgroup.procs; done | sort -u | sed 's/^/P /'",
+                  "r");
+  char line[128];
+  *cgroups = *procs = 0;
+  while (p && fgets(line, sizeof line, p))
+    *(line[0] == 'C' ? cgroups : procs) += 1;
+  if (p)
+    pclose(p);
+}
+
+static void bench_pool(const daemon_t *pool, const daemon_t *cold,
+                       const opts_t *o, cJSON *out) {
+  char *true_argv[] = {"/bin/true", NULL};
+  char *bwrap_argv[] = {"/usr/bin/bwrap", "--ro-bind", "/usr", "/usr",
+                        "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib",
+                        "/lib", "--symlink", "usr/lib64", "/lib64", "--proc",
+                        "/proc", "--dev", "/dev", "--unshare-all",
+                        "--die-with-parent", "/bin/true", NULL};
+  series_t raw = {0}, bw = {0}, pp = {0}, pc = {0}, r8p = {0}, r8c = {0};
+  px_client_t *cp = connect_daemon(pool), *cc = connect_daemon(cold);
+  int i, idle_rounds = o->rounds >= 100 ? 15 : 5, bwrap = have_bwrap();
+  int cg0, pr0, cg1, pr1;
+  double c0[4], c1[4], jps_p, jps_c, base;
+  long rss_p, rss_c;
+  char id[32];
+
+  for (i = 0; i < 20; i++) { /* warm-up */
+    snprintf(id, sizeof id, "pw%d", i);
+    px_job_ms(cp, id);
+    px_job_ms(cc, id);
+  }
+  /* After 2 s of idle, each in turn (the idle machine is the point). */
+  pool_counters(pool, c0);
+  for (i = 0; i < idle_rounds; i++) {
+    sleep(2);
+    push(&raw, spawn_wait(true_argv));
+    if (bwrap) {
+      sleep(2);
+      push(&bw, spawn_wait(bwrap_argv));
+    }
+    sleep(2);
+    snprintf(id, sizeof id, "pi%d", i);
+    push(&pp, px_job_ms(cp, id));
+    sleep(2);
+    push(&pc, px_job_ms(cc, id));
+  }
+  pool_counters(pool, c1);
+  printf("\npool: a trivial job after 2 s idle, %d rounds, ms "
+         "(pool: %.0f of %d jobs in a slot)\n", idle_rounds, c1[2] - c0[2],
+         idle_rounds);
+  printf("  %-36s %8s %8s %10s\n", "", "p50", "p99", "p50 ratio");
+  base = pct(&raw, .5);
+  row("raw fork+exec+wait", &raw, base, out, "idle_raw");
+  if (bwrap)
+    row("bubblewrap (--unshare-all)", &bw, base, out, "idle_bwrap");
+  row("phoenix, warm pool (default)", &pp, base, out, "idle_pool");
+  row("phoenix, cold path (pool 0)", &pc, base, out, "idle_cold");
+  if (bwrap)
+    printf("  pool / bubblewrap p50: %.2f (target <= 1.0); cold / bubblewrap: %.2f\n",
+           pct(&pp, .5) / pct(&bw, .5), pct(&pc, .5) / pct(&bw, .5));
+  raw.n = bw.n = pp.n = pc.n = 0;
+
+  /* Back to back, interleaved. */
+  pool_counters(pool, c0);
+  for (i = 0; i < o->rounds; i++) {
+    push(&raw, spawn_wait(true_argv));
+    if (bwrap)
+      push(&bw, spawn_wait(bwrap_argv));
+    snprintf(id, sizeof id, "pb%d", i);
+    push(&pp, px_job_ms(cp, id));
+    push(&pc, px_job_ms(cc, id));
+  }
+  pool_counters(pool, c1);
+  printf("\npool: trivial jobs back to back, %d rounds, ms (pool: %.0f of %d "
+         "in a slot)\n", o->rounds, c1[2] - c0[2], o->rounds);
+  printf("  %-36s %8s %8s %10s\n", "", "p50", "p99", "p50 ratio");
+  base = pct(&raw, .5);
+  row("raw fork+exec+wait", &raw, base, out, "b2b_raw");
+  if (bwrap)
+    row("bubblewrap (--unshare-all)", &bw, base, out, "b2b_bwrap");
+  row("phoenix, warm pool (default)", &pp, base, out, "b2b_pool");
+  row("phoenix, cold path (pool 0)", &pc, base, out, "b2b_cold");
+  if (bwrap)
+    printf("  pool / bubblewrap p50: %.2f (target <= 0.5); pool / raw: %.2f "
+           "(target <= 3)\n", pct(&pp, .5) / pct(&bw, .5), pct(&pp, .5) / base);
+  px_client_close(cp);
+  px_client_close(cc);
+
+  /* 8 clients round trip. */
+  pool_counters(pool, c0);
+  jps_p = round_trip_8(pool, o->seconds, &r8p);
+  pool_counters(pool, c1);
+  jps_c = round_trip_8(cold, o->seconds, &r8c);
+  printf("\npool: 8 clients, each sending its next job on its last result, "
+         "%.0f s each\n", o->seconds);
+  printf("  warm pool: %6.0f jobs/s (target >= 500), latency p50 %.2f p99 %.2f ms;"
+         " %.0f in a slot, %.0f cold\n", jps_p, pct(&r8p, .5), pct(&r8p, .99),
+         c1[2] - c0[2], c1[3] - c0[3]);
+  printf("  cold path: %6.0f jobs/s, latency p50 %.2f p99 %.2f ms\n", jps_c,
+         pct(&r8c, .5), pct(&r8c, .99));
+  cJSON_AddNumberToObject(out, "rt8_pool_jobs_per_s", jps_p);
+  cJSON_AddNumberToObject(out, "rt8_pool_p50_ms", pct(&r8p, .5));
+  cJSON_AddNumberToObject(out, "rt8_pool_p99_ms", pct(&r8p, .99));
+  cJSON_AddNumberToObject(out, "rt8_pool_slot_jobs", c1[2] - c0[2]);
+  cJSON_AddNumberToObject(out, "rt8_pool_cold_jobs", c1[3] - c0[3]);
+  cJSON_AddNumberToObject(out, "rt8_cold_jobs_per_s", jps_c);
+  cJSON_AddNumberToObject(out, "rt8_cold_p50_ms", pct(&r8c, .5));
+  cJSON_AddNumberToObject(out, "rt8_cold_p99_ms", pct(&r8c, .99));
+
+  /* What an idle pool holds: the two daemons side by side. */
+  sleep(1);
+  pool_counters(pool, c1);
+  rss_p = rss_kb(pool->pid);
+  rss_c = rss_kb(cold->pid);
+  slot_cost(&cg0, &pr0);
+  printf("\npool: idle cost (pool size %.0f, %.0f ready)\n", c1[0], c1[1]);
+  printf("  daemon RSS: %ld KiB with the pool, %ld KiB without\n", rss_p, rss_c);
+  printf("  slot cgroups (all hierarchies): %d, stub processes: %d "
+         "(each sharing the daemon's memory, one network namespace each)\n",
+         cg0, pr0);
+  cJSON_AddNumberToObject(out, "pool_rss_kib", (double)rss_p);
+  cJSON_AddNumberToObject(out, "nopool_rss_kib", (double)rss_c);
+  cJSON_AddNumberToObject(out, "pool_slot_cgroups", cg0);
+  cJSON_AddNumberToObject(out, "pool_stub_processes", pr0);
+  (void)cg1;
+  (void)pr1;
+  free(raw.v);
+  free(bw.v);
+  free(pp.v);
+  free(pc.v);
+  free(r8p.v);
+  free(r8c.v);
+}
+
 int main(int argc, char **argv) {
   opts_t o = {300, 10.0, "bench-linux.json"};
   int footprint_jobs = 10000, i, layers_only = 0;
-  const char *only = NULL; /* sections, comma-separated: spawn, throughput,
-                              kills, layers, footprint, attest (in that
+  const char *only = NULL; /* sections, comma-separated: pool, spawn,
+                              throughput, kills, layers, footprint, attest
+                              (in that
                               order) */
   daemon_t d;
   cJSON *out = cJSON_CreateObject();
@@ -783,7 +1016,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--layers-only")) layers_only = 1;
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else { fprintf(stderr, "usage: %s [--rounds N] [--seconds S] [--json FILE] [--quick] [--layers-only]\n"
-                           "       [--only SECTION[,SECTION...]] (spawn throughput kills layers footprint attest)\n",
+                           "       [--only SECTION[,SECTION...]] (pool spawn throughput kills layers footprint attest)\n",
                            argv[0]); return 2; }
   }
   if (geteuid() != 0) {
@@ -805,6 +1038,15 @@ int main(int argc, char **argv) {
   printf("PhoenixExecutor Linux benchmarks on %s, %ld CPUs\n", host, sysconf(_SC_NPROCESSORS_ONLN));
   cJSON_AddNumberToObject(out, "cpus", (double)sysconf(_SC_NPROCESSORS_ONLN));
 #define SECTION(name) (!only || strstr(only, name))
+  if (SECTION("pool")) {
+    daemon_t cold;
+    if (daemon_start(&cold, self_dir(), ", \"linux\": {\"pool\": 0}") != 0) {
+      fprintf(stderr, "px_bench_linux: cannot start the pool-less daemon\n");
+      return 1;
+    }
+    bench_pool(&d, &cold, &o, out);
+    daemon_stop(&cold);
+  }
   if (SECTION("spawn"))
     bench_spawn(&d, &o, out);
   if (SECTION("throughput"))

@@ -290,6 +290,7 @@ static const field_t linux_fields[] = {
     U32("sandbox_uid", linux_.sandbox_uid, 1, UINT32_MAX - 1),
     U32("sandbox_gid", linux_.sandbox_gid, 1, UINT32_MAX - 1),
     BOOL("allow_degraded", linux_.allow_degraded),
+    U32("pool", linux_.pool, 0, 64),
     END};
 
 static const char *const pull_names[] = {"never", "missing", NULL};

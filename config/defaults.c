@@ -206,7 +206,10 @@ static int default_strings(px_config_t *cfg) {
                                         "/lib64",
                                         "/etc/alternatives",
                                         "/etc/ld.so.cache",
-                                        "/etc/ssl/certs"};
+                                        "/etc/ssl/certs",
+                                        "/etc/localtime",
+                                        "/etc/services",
+                                        "/etc/protocols"};
     size_t i, n = sizeof binds / sizeof binds[0];
     if (!(cfg->linux_.ro_binds = calloc(n, sizeof(char *))))
       return PX_ENOMEM;
@@ -243,6 +246,7 @@ static void default_numbers(px_config_t *cfg) {
   cfg->windows.job_handles = 20000;
   cfg->linux_.tmpfs_bytes = 64 * MiB;
   cfg->linux_.sandbox_uid = 65534; /* nobody */
+  cfg->linux_.pool = 2;
   cfg->linux_.sandbox_gid = 65534; /* nogroup */
   cfg->request.max_code_bytes = 1 * MiB;
   cfg->request.max_files = 64;

@@ -340,6 +340,15 @@ char *px_encode_status(const px_status_info_t *s) {
   bad |= add_bool(o, "paused", s->paused);
   bad |= add_counters(o, s);
   bad |= add_u64(o, "uptime_ms", s->uptime_ms);
+  if (s->has_pool) {
+    cJSON *p = add_object(o, "pool");
+    bad |= !p;
+    if (p)
+      bad |= add_u64(p, "size", s->pool_size) |
+             add_u64(p, "ready", s->pool_ready) |
+             add_u64(p, "taken", s->pool_taken) |
+             add_u64(p, "cold", s->pool_cold);
+  }
   if (s->attestation)
     bad |= add_attestation(o, "attestation", s->attestation);
   return finish(o, bad);

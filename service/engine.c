@@ -662,6 +662,15 @@ void px_engine_status(px_engine_t *eng, px_status_info_t *s) {
   s->accepted = eng->accepted;
   s->uptime_ms = px_now_ms() - eng->t0;
   px_mutex_unlock(&eng->lock);
+  if (eng->o.backend->pool_stats && eng->bstate) {
+    px_pool_info_t p;
+    eng->o.backend->pool_stats(eng->bstate, &p);
+    s->has_pool = 1;
+    s->pool_size = p.size;
+    s->pool_ready = p.ready;
+    s->pool_taken = p.taken;
+    s->pool_cold = p.cold;
+  }
 }
 
 void px_engine_metrics(px_engine_t *eng, px_metrics_t *m) {

@@ -146,6 +146,7 @@ static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,
   o->backend_opts.job_handles = cfg->windows.job_handles;
   o->backend_opts.allow_degraded = so->allow_degraded || cfg->linux_.allow_degraded ||
                                    cfg->windows.allow_degraded;
+  o->backend_opts.pool_size = cfg->linux_.pool;
   container_opts(svc, o);
   if (svc->kb)
     o->kb = px_kb_hooks(svc->kb);

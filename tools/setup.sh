@@ -12,6 +12,7 @@ packages=(
     clang libclang-rt-14-dev valgrind cppcheck clang-tidy  # fuzz, sanitizers
     bubblewrap iproute2 procps                         # benchmarks, tests
     docker.io busybox-static curl                      # container backend tests
+    libpython3.11-testsuite python3-venv nodejs sqlite3 # tests/compat
 )
 
 # Node.js and npm for the MCP tests (tests/mcp: the official MCP SDK client,

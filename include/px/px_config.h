@@ -162,6 +162,7 @@ typedef struct {
   uint32_t sandbox_gid;
   int allow_degraded; /* run when a control (cgroups...) is missing,
                          reported as "degraded"; default false */
+  uint32_t pool;      /* warm sandboxes kept ready; 0 = none (default 2) */
 } px_linux_config_t;
 
 typedef enum { PX_PULL_NEVER = 0, PX_PULL_MISSING = 1 } px_pull_t;

@@ -223,6 +223,8 @@ typedef struct {
   uint64_t accepted;
   uint64_t uptime_ms;
   const px_attest_report_t *attestation; /* borrowed; NULL: not encoded */
+  int has_pool; /* the backend reports a warm pool (px_pool_info_t) */
+  uint64_t pool_size, pool_ready, pool_taken, pool_cold;
 } px_status_info_t;
 
 /* `status`: enforcement_available as a list of names, queue as

@@ -48,6 +48,14 @@ typedef struct {
   void (*on_started)(void *ctx);
 } px_sandbox_events_t;
 
+/* A backend's warm pool (prepared sandboxes), for `status`. */
+typedef struct {
+  uint64_t size;   /* slots kept ready (configured) */
+  uint64_t ready;  /* ready now */
+  uint64_t taken;  /* jobs that ran in a slot */
+  uint64_t cold;   /* jobs that took the cold path */
+} px_pool_info_t;
+
 /* Backend-wide settings, filled by the engine from the policy. */
 typedef struct {
   const char *work_root;   /* jobs' directories live below it */
@@ -81,6 +89,7 @@ typedef struct {
   px_limits_t container_slot_limits; /* what warm containers are made with
                                         (limits.default): a job with these
                                         needs no update */
+  unsigned pool_size;      /* Linux: warm sandboxes kept ready (0 = none) */
 } px_backend_opts_t;
 
 /* A backend is a table of operations plus its own state. */
@@ -100,6 +109,8 @@ typedef struct px_backend_ops_s {
   int (*wait)(px_sandbox_t *sb, px_outcome_t *out);
   int (*kill)(px_sandbox_t *sb);
   void (*release)(px_sandbox_t *sb);
+  /* Warm-pool counters for `status` (Linux); NULL: the backend has none. */
+  void (*pool_stats)(void *state, px_pool_info_t *out);
 } px_backend_ops_t;
 
 /* The backends built into this binary (NULL where not built). */

@@ -4,6 +4,7 @@
 #include "px/px_log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,6 +39,18 @@ static int on_output(void *ctx, px_stream_t stream, const char *data,
 static void on_started(void *ctx) { ((th_run_t *)ctx)->started = 1; }
 
 int th_open(th_backend_t *b, const char *const *extra, int degraded) {
+  /* PX_TEST_POOL=N runs the suite with N warm slots (ctest's *_pooled
+   * entries): the sandbox must behave the same with and without. */
+  const char *pool = getenv("PX_TEST_POOL");
+  unsigned n = pool ? (unsigned)strtoul(pool, NULL, 10) : 0;
+  int rc = th_open_pool(b, extra, degraded, n);
+  if (rc == 0 && n)
+    th_pool_wait(b, n);
+  return rc;
+}
+
+int th_open_pool(th_backend_t *b, const char *const *extra, int degraded,
+                 unsigned pool) {
   px_backend_opts_t o;
   size_t n = 0, i;
   char *slash;
@@ -59,8 +72,21 @@ int th_open(th_backend_t *b, const char *const *extra, int degraded) {
   o.tick_ms = 20;
   o.ro_binds = b->binds;
   o.allow_degraded = degraded;
+  o.pool_size = pool;
   px_log_set_level(PX_LOG_WARN);
   return b->ops->open(&o, &b->state);
+}
+
+int th_pool_wait(th_backend_t *b, unsigned n) {
+  px__pool_stats_t st;
+  int i;
+  for (i = 0; i < 1000; i++) {
+    px__pool_stats(((px__lnx_backend_t *)b->state)->pool, &st);
+    if (st.ready >= n)
+      return 0;
+    px_sleep_ms(5);
+  }
+  return PX_ETIMEDOUT;
 }
 
 void th_close(th_backend_t *b) {

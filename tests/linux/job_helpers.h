@@ -32,7 +32,13 @@ typedef struct {
 /* Open the backend with a fresh work root below the test's tmpdir and the
  * default binds plus extra (NULL-terminated, may be NULL). */
 int th_open(th_backend_t *b, const char *const *extra, int degraded);
+/* The same with `pool` warm slots, not waited for (th_open takes the size
+ * from $PX_TEST_POOL and waits for them). */
+int th_open_pool(th_backend_t *b, const char *const *extra, int degraded,
+                 unsigned pool);
 void th_close(th_backend_t *b);
+/* Wait (up to 5 s) until the backend's pool has n slots ready. */
+int th_pool_wait(th_backend_t *b, unsigned n);
 
 /* A spec with a unique key, argv (borrowed), generous limits. */
 void th_spec(px_job_spec_t *s, const char *const *argv);

@@ -121,6 +121,82 @@ static int try_listen(void) {
   return rc;
 }
 
+/* A TCP server and its client in this one process, over loopback: the
+ * job's own network namespace must carry it. */
+static int try_loopback(int family) {
+  struct sockaddr_storage ss;
+  socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in)
+                                    : sizeof(struct sockaddr_in6);
+  int l = -1, c = -1, a = -1, rc = 0;
+  char ch = 0;
+  memset(&ss, 0, sizeof ss);
+  ss.ss_family = (sa_family_t)family;
+  if (family == AF_INET)
+    ((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  else
+    ((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
+  if ((l = socket(family, SOCK_STREAM, 0)) < 0 ||
+      bind(l, (struct sockaddr *)&ss, len) != 0 || listen(l, 1) != 0 ||
+      getsockname(l, (struct sockaddr *)&ss, &len) != 0 ||
+      (c = socket(family, SOCK_STREAM, 0)) < 0 ||
+      connect(c, (struct sockaddr *)&ss, len) != 0 ||
+      (a = accept(l, NULL, NULL)) < 0 || write(c, "x", 1) != 1 ||
+      read(a, &ch, 1) != 1 || ch != 'x')
+    rc = errno ? -errno : -EIO;
+  if (a >= 0)
+    close(a);
+  if (c >= 0)
+    close(c);
+  if (l >= 0)
+    close(l);
+  return rc;
+}
+
+/* Listen on 127.0.0.1:port and hold it a while (another job tries it). */
+static int try_serve(const char *port) {
+  struct sockaddr_in a;
+  int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+  if (fd < 0)
+    return -errno;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((unsigned short)strtoul(port, NULL, 10));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 4) != 0) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  printf("serving\n");
+  fflush(stdout);
+  sleep(3);
+  close(fd);
+  return 0;
+}
+
+/* A completed TCP connection to host:port (IPv4), or the error. */
+static int try_reach(const char *arg) {
+  struct sockaddr_in a;
+  const char *colon = strrchr(arg, ':');
+  char host[64];
+  int fd, rc = 0;
+  if (!colon || (size_t)(colon - arg) >= sizeof host)
+    return -EINVAL;
+  memcpy(host, arg, (size_t)(colon - arg));
+  host[colon - arg] = '\0';
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((unsigned short)strtoul(colon + 1, NULL, 10));
+  inet_pton(AF_INET, host, &a.sin_addr);
+  if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
+    return -errno;
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
+    rc = -errno;
+  close(fd);
+  return rc;
+}
+
 static int try_socket(int family, int type) {
   int fd = socket(family, type, 0);
   if (fd < 0)
@@ -258,7 +334,29 @@ static int run_check(const char *name, const char *arg) {
   if (strcmp(name, "unix") == 0)
     return try_socket(AF_UNIX, SOCK_STREAM);
   if (strcmp(name, "netlink") == 0)
-    return try_socket(AF_NETLINK, SOCK_RAW);
+    return try_socket(AF_NETLINK, SOCK_RAW); /* protocol 0: NETLINK_ROUTE */
+  if (strcmp(name, "netlink_audit") == 0) {
+    int fd = socket(AF_NETLINK, SOCK_RAW, 9 /* NETLINK_AUDIT */);
+    if (fd < 0)
+      return -errno;
+    close(fd);
+    return 0;
+  }
+  if (strcmp(name, "raw") == 0) {
+    int fd = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP);
+    if (fd < 0)
+      return -errno;
+    close(fd);
+    return 0;
+  }
+  if (strcmp(name, "loopback") == 0)
+    return try_loopback(AF_INET);
+  if (strcmp(name, "loopback6") == 0)
+    return try_loopback(AF_INET6);
+  if (strcmp(name, "serve") == 0)
+    return try_serve(arg);
+  if (strcmp(name, "reach") == 0)
+    return try_reach(arg);
   if (strcmp(name, "ptrace") == 0)
     return try_ptrace();
   if (strcmp(name, "abstract_connect") == 0)

@@ -267,6 +267,66 @@ TEST_IMPL(daemon_unprivileged_user_namespace) {
   return 0;
 }
 
+/* The default config keeps a warm pool (linux.pool 2): jobs run in its
+ * slots, status counts them; a net:egress job takes the cold path. */
+static char *daemon_roundtrip(px_client_t *cl, const char *req,
+                              const char *type) {
+  char *msg = NULL, pat[64];
+  size_t len;
+  snprintf(pat, sizeof pat, "\"type\":\"%s\"", type);
+  if (px_client_send(cl, req, strlen(req)) != 0)
+    return NULL;
+  for (;;) {
+    if (px_client_recv(cl, &msg, &len, 20000) != 0)
+      return NULL;
+    if (strstr(msg, pat))
+      return msg;
+    free(msg);
+  }
+}
+
+TEST_IMPL(daemon_pool_status) {
+  px_daemon_t d;
+  px_client_t *cl = NULL;
+  char *msg;
+  int i;
+  char req[256];
+  if (geteuid() != 0)
+    RETURN_SKIP("the pool needs the root daemon");
+  ASSERT_OK(px_daemon_start(&d, NULL, NULL));
+  ASSERT_OK(px_daemon_connect(&d, 0, &cl));
+  for (i = 0; i < 200; i++) { /* until both slots are ready */
+    msg = daemon_roundtrip(cl, "{\"type\":\"status\"}", "status");
+    ASSERT_NOT_NULL(msg);
+    if (strstr(msg, "\"pool\":{\"size\":2,\"ready\":2,"))
+      break;
+    free(msg);
+    msg = NULL;
+    usleep(20000);
+  }
+  ASSERT_NOT_NULL(msg);
+  free(msg);
+  for (i = 0; i < 3; i++) {
+    snprintf(req, sizeof req,
+             "{\"type\":\"run\",\"id\":\"p%d\",\"runtime\":\"sh\","
+             "\"code\":\"id -un\"%s}",
+             i, i == 2 ? ",\"capabilities\":[\"net:egress\"]" : "");
+    msg = daemon_roundtrip(cl, req, "result");
+    ASSERT_NOT_NULL(msg);
+    ASSERT_STR_CONTAINS(msg, "\"stdout\":\"nobody\\n\"");
+    free(msg);
+  }
+  msg = daemon_roundtrip(cl, "{\"type\":\"status\"}", "status");
+  ASSERT_NOT_NULL(msg);
+  printf("%s\n", msg);
+  ASSERT_STR_CONTAINS(msg, "\"taken\":2,\"cold\":1}");
+  free(msg);
+  px_client_close(cl);
+  ASSERT_OK(px_daemon_stop(&d, SIGTERM, NULL));
+  px_daemon_cleanup(&d);
+  return 0;
+}
+
 /* ---- ZeroMQ with CURVE: the remote orchestrator's path ---- */
 
 static void write_text(const char *path, const char *text, unsigned mode) {

@@ -9,11 +9,24 @@
 
 #include "watchdog/linux/linux_int.h"
 
+/* Steps a warm slot runs ahead of time, on the pool thread or in its stub
+ * (a failure there makes no slot: test pool_faults_make_no_slot). */
+static int slot_step(const char *name) {
+  static const char *const s[] = {"cgroup_create", "cgroup_place",
+                                  "mount_private", "mount_root", "bind_ro",
+                                  "etc_files",     "mount_dev",  NULL};
+  int i;
+  for (i = 0; s[i]; i++)
+    if (strcmp(name, s[i]) == 0)
+      return 1;
+  return 0;
+}
+
 static int step_applies(const px__lnx_backend_t *be, const char *name) {
+  if (be->pool && slot_step(name))
+    return 0;
   if (strcmp(name, "id_map") == 0)
     return !be->is_root; /* user namespace mode only */
-  if (strcmp(name, "netns") == 0)
-    return be->netns_fd >= 0;
   if (strcmp(name, "landlock") == 0)
     return be->landlock_abi > 0;
   if (strcmp(name, "cgroup_memory") == 0 || strcmp(name, "cgroup_events") == 0)
@@ -77,7 +90,7 @@ TEST_IMPL(faults_every_step_fails_closed) {
            sb ? "start" : "prepare");
     tested++;
   }
-  ASSERT_GE(tested, 28);
+  ASSERT_GE(tested, ((px__lnx_backend_t *)b.state)->pool ? 22 : 28);
   th_close(&b);
   return 0;
 }

@@ -253,6 +253,54 @@ TEST_IMPL(sandbox_python) {
   return 0;
 }
 
+/* What real programs ask the system about themselves works as outside:
+ * their passwd and group entries (generated /etc files), localhost and the
+ * host name (/etc/hosts), a pseudo-terminal (/dev/pts), POSIX semaphores
+ * (/dev/shm, multiprocessing), inet sockets on the job's own loopback. */
+TEST_IMPL(sandbox_identity_and_runtime) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  px_job_file_t f = {"main.py", (unsigned char *)
+      "import getpass, grp, os, pathlib, pwd, socket, sys\n"
+      "import multiprocessing as mp\n"
+      "pw = pwd.getpwuid(os.getuid())\n"
+      "print('user', getpass.getuser(), pw.pw_dir, pathlib.Path('~nobody').expanduser())\n"
+      "print('group', grp.getgrgid(os.getgid()).gr_name, pwd.getpwnam('root').pw_uid)\n"
+      "print('hosts', socket.gethostbyname('localhost'), socket.gethostbyname(socket.gethostname()))\n"
+      "m, sl = os.openpty(); os.write(sl, b'hi\\n'); print('pty', os.read(m, 16), os.ttyname(sl).startswith('/dev/pts/'))\n"
+      "lock = mp.Lock(); lock.acquire(); lock.release(); print('sem ok')\n"
+      "srv = socket.create_server(('localhost', 0)); c = socket.create_connection(srv.getsockname()); a, _ = srv.accept(); c.sendall(b'ping'); print('tcp', a.recv(4))\n"
+      "def sq(x): return x * x\n"
+      "if __name__ == '__main__':\n"
+      "    with mp.Pool(2) as p: print('pool', p.map(sq, [1, 2, 3]))\n",
+      0};
+  const char *argv[] = {"/usr/bin/python3", "main.py", NULL};
+  TH_REQUIRE_ROOT();
+  if (access("/usr/bin/python3", X_OK) != 0)
+    RETURN_SKIP("no /usr/bin/python3");
+  f.len = strlen((char *)f.data);
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  s.files = &f;
+  s.nfiles = 1;
+  s.caps = PX_CAP_FS_WRITE_TMP;
+  ASSERT_OK(th_run(&b, &s, &r));
+  if (r.o.exit_code != 0)
+    fprintf(stderr, "stderr: %s\n", px_buf_cstr(&r.err));
+  ASSERT_STR_EQ(px_buf_cstr(&r.out),
+                "user nobody /job /job\n"
+                "group nogroup 0\n"
+                "hosts 127.0.0.1 127.0.1.1\n"
+                "pty b'hi\\r\\n' True\n"
+                "sem ok\n"
+                "tcp b'ping'\n"
+                "pool [1, 4, 9]\n");
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
 TEST_IMPL(sandbox_kb_mounts) {
   th_backend_t b;
   th_run_t r = {0}, r2 = {0};

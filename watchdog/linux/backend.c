@@ -118,7 +118,7 @@ static int make_parents(const char *path) {
 }
 
 static int open_work_root(px__lnx_backend_t *be, const char *root) {
-  char stage[PX_LNX_PATH_MAX];
+  char stage[PX_LNX_PATH_MAX], etc[PX_LNX_PATH_MAX];
   int rc;
   if (!root || root[0] != '/')
     return PX_EINVAL;
@@ -131,7 +131,9 @@ static int open_work_root(px__lnx_backend_t *be, const char *root) {
     return PX_LOG_ERRNO(PX_EIO, errno, "open(work_root)");
   if (!(be->work_root = px_strdup(root)) ||
       px_snprintf(stage, sizeof stage, "%s/.px-root", root) != 0 ||
-      !(be->stage = px_strdup(stage)))
+      !(be->stage = px_strdup(stage)) ||
+      px_snprintf(etc, sizeof etc, "%s/.px-etc", root) != 0 ||
+      !(be->etc_dir = px_strdup(etc)))
     return PX_ENOMEM;
   if (mkdir(stage, 0755) != 0 && errno != EEXIST)
     return PX_LOG_ERRNO(PX_EIO, errno, "mkdir(stage)");
@@ -193,18 +195,6 @@ static void recover_leftovers(px__lnx_backend_t *be) {
            n, be->work_root);
 }
 
-/* An empty network namespace (lo down) made once and joined by every job
- * without net:egress: creating one per job is the most expensive part of
- * a spawn (~1 ms, plus its teardown). Sharing it is only safe where
- * Landlock (ABI >= 6) scopes abstract UNIX sockets to each job; seccomp
- * refuses every other socket family. Made on a short-lived thread so the
- * daemon's own threads keep the host network. */
-static void make_netns(void *arg) {
-  int *fd = arg;
-  if (unshare(CLONE_NEWNET) == 0)
-    *fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-}
-
 /* A user namespace whose only mapping is "daemon uid/gid on disk = job
  * uid/gid", for idmapped KB mounts (root mode; in user-namespace mode the
  * job's own mapping does this already). Made by a child that unshares and
@@ -250,26 +240,12 @@ static void make_idmap(px__lnx_backend_t *be) {
     PX_LOG(PX_LOG_WARN, "no idmap user namespace: KB roots bound plainly");
 }
 
-static int shared_netns(px__lnx_backend_t *be) {
-  px_thread_t t;
-  int rc;
-  if (!be->is_root || be->landlock_abi < 6)
-    return 0;
-  if ((rc = px_thread_create(&t, make_netns, &be->netns_fd)) != 0)
-    return rc;
-  px_thread_join(t);
-  if (be->netns_fd < 0)
-    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "unshare(CLONE_NEWNET)");
-  return 0;
-}
-
 static int lnx_open(const px_backend_opts_t *opts, void **state) {
   px__lnx_backend_t *be = calloc(1, sizeof *be);
   int rc;
   if (!be)
     return PX_ENOMEM;
   be->work_root_fd = -1;
-  be->netns_fd = -1;
   be->idmap_fd = -1;
   be->tick_ms = opts->tick_ms ? opts->tick_ms : 50;
   be->tmpfs_bytes = opts->tmpfs_bytes ? opts->tmpfs_bytes : 64u << 20;
@@ -283,12 +259,13 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
   be->landlock_abi = px__landlock_abi();
   if ((rc = open_work_root(be, opts->work_root)) != 0 ||
       (rc = px__cg_detect(&be->cg, opts->cgroup_root)) != 0 ||
-      (rc = px__mnt_skeleton(be->stage, opts->ro_binds ? opts->ro_binds
-                                                       : px__lnx_default_binds,
+      (rc = px__mnt_skeleton(be->stage, be->etc_dir,
+                             opts->ro_binds ? opts->ro_binds
+                                            : px__lnx_default_binds,
+                             be->tmpfs_bytes, be->run_uid, be->run_gid,
                              &be->skel)) != 0 ||
       (rc = px__seccomp_build(0, &be->bpf[0])) != 0 ||
-      (rc = px__seccomp_build(1, &be->bpf[1])) != 0 ||
-      (rc = shared_netns(be)) != 0)
+      (rc = px__seccomp_build(1, &be->bpf[1])) != 0)
     goto fail;
   make_idmap(be);
   /* Orphans of a job's processes would come to us, not to init. */
@@ -298,9 +275,12 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
   }
   be->available = host_available(be);
   recover_leftovers(be);
+  px__pool_recover(be);
   if ((rc = px__wd_open(be, &be->wd)) != 0 ||
       (rc = px__spawner_open(&be->spawner)) != 0 ||
-      (rc = px__reaper_open(be, &be->reaper)) != 0)
+      (rc = px__reaper_open(be, &be->reaper)) != 0 ||
+      (be->is_root &&
+       (rc = px__pool_open(be, opts->pool_size, &be->pool)) != 0))
     goto fail;
   PX_LOG(PX_LOG_INFO, "linux backend: %s, landlock ABI %d, work root %s",
          be->is_root ? "root" : "user namespace", be->landlock_abi,
@@ -316,6 +296,7 @@ static void lnx_close(void *state) {
   px__lnx_backend_t *be = state;
   if (!be)
     return;
+  px__pool_close(be->pool); /* before the spawner: stubs are its children */
   px__spawner_close(be->spawner);
   px__wd_close(be->wd);
   px__reaper_close(be->reaper); /* drains: uses cg and work_root below */
@@ -325,10 +306,20 @@ static void lnx_close(void *state) {
   px__cg_host_free(&be->cg);
   if (be->stage)
     rmdir(be->stage);
+  if (be->etc_dir && be->work_root_fd >= 0) {
+    static const char *const etc[] = {"passwd", "group", "nsswitch.conf",
+                                      "hosts"};
+    int dfd = openat(be->work_root_fd, ".px-etc",
+                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), i;
+    for (i = 0; dfd >= 0 && i < 4; i++)
+      unlinkat(dfd, etc[i], 0);
+    if (dfd >= 0)
+      close(dfd);
+    unlinkat(be->work_root_fd, ".px-etc", AT_REMOVEDIR);
+  }
+  free(be->etc_dir);
   if (be->work_root_fd >= 0)
     close(be->work_root_fd);
-  if (be->netns_fd >= 0)
-    close(be->netns_fd);
   if (be->idmap_fd >= 0)
     close(be->idmap_fd);
   free(be->stage);
@@ -443,10 +434,19 @@ static int prepare_steps(px_sandbox_t *sb) {
                              spec->first_file_executable,
                              be->run_uid, be->run_gid)) != 0)
     return rc;
-  px_snprintf(cgname, sizeof cgname, "px-%s", spec->key);
-  if ((rc = px__cg_job_create(&be->cg, cgname, &sb->cg)) != 0 ||
-      (rc = px__cg_job_limits(&be->cg, &sb->cg, &spec->limits)) != 0)
-    return rc;
+  /* A warm slot (pool.c) when one fits: its cgroups are made and its stub
+   * placed in them; the limits are written at start, once the stub left. */
+  sb->slot = px__pool_take(be->pool, be->is_root &&
+                                         !(spec->caps & PX_CAP_NET_EGRESS));
+  if (sb->slot) {
+    sb->cg = *px__slot_cgroups(sb->slot); /* moved */
+    px__cg_job_init(px__slot_cgroups(sb->slot));
+  } else {
+    px_snprintf(cgname, sizeof cgname, "px-%s", spec->key);
+    if ((rc = px__cg_job_create(&be->cg, cgname, &sb->cg)) != 0 ||
+        (rc = px__cg_job_limits(&be->cg, &sb->cg, &spec->limits)) != 0)
+      return rc;
+  }
   return px__plan_build(sb);
 }
 
@@ -561,6 +561,8 @@ static void lnx_release(px_sandbox_t *sb) {
   if (!sb)
     return;
   be = sb->be;
+  px__slot_discard(be, sb->slot); /* prepared, never started */
+  sb->slot = NULL;
   px__job_kill(sb);
   px_mutex_lock(&sb->mu);
   while (sb->state == PX_SB_RUNNING)
@@ -582,8 +584,17 @@ static void lnx_release(px_sandbox_t *sb) {
   free(sb);
 }
 
+static void lnx_pool_stats(void *state, px_pool_info_t *out) {
+  px__pool_stats_t st;
+  px__pool_stats(((px__lnx_backend_t *)state)->pool, &st);
+  out->size = st.size;
+  out->ready = st.ready;
+  out->taken = st.taken;
+  out->cold = st.cold;
+}
+
 const px_backend_ops_t px_backend_linux = {
     "linux",      lnx_open,  lnx_close, lnx_available, lnx_prepare,
-    lnx_start,    lnx_wait,  lnx_kill,  lnx_release};
+    lnx_start,    lnx_wait,  lnx_kill,  lnx_release,   lnx_pool_stats};
 
 const px_backend_ops_t *px_backend_native(void) { return &px_backend_linux; }

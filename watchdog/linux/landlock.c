@@ -8,9 +8,10 @@
  *   - read, read-dir and execute beneath "/" (everything mounted is ro);
  *   - all file rights beneath each rw rule (the job dir with fs:write_tmp,
  *     KB roots with kb:write) and write on /dev (null, zero...);
- *   - ABI >= 4: TCP bind always denied, TCP connect denied unless
- *     net:egress (UDP is not covered by Landlock: seccomp and the netns
- *     are the controls there);
+ *   - ABI >= 4, with net:egress (the host's network): TCP bind denied, so
+ *     no listening sockets (UDP is not covered by Landlock). Without it the
+ *     job's own network namespace, with only loopback, is the control: a
+ *     server and its client inside one job must work;
  *   - ABI >= 6: abstract UNIX sockets and signals scoped to the job.
  * Everything here is async-signal-safe (the child of a threaded parent).
  */
@@ -34,7 +35,6 @@
 #define LL_FS_TRUNCATE (1ULL << 14)   /* ABI 3 */
 #define LL_FS_IOCTL_DEV (1ULL << 15)  /* ABI 5 */
 #define LL_NET_BIND_TCP (1ULL << 0)   /* ABI 4 */
-#define LL_NET_CONNECT_TCP (1ULL << 1)
 #define LL_SCOPE_ABSTRACT_UNIX (1ULL << 0) /* ABI 6 */
 #define LL_SCOPE_SIGNAL (1ULL << 1)
 
@@ -91,14 +91,13 @@ int px__landlock_apply(int abi, const px__ll_rule_t *rules, size_t n,
 
   memset(&attr, 0, sizeof attr);
   attr.handled_access_fs = all;
-  if (abi >= 4) {
-    attr.handled_access_net =
-        LL_NET_BIND_TCP | (egress ? 0 : LL_NET_CONNECT_TCP);
+  if (abi >= 4 && egress) {
+    attr.handled_access_net = LL_NET_BIND_TCP;
     attr_size = 2 * sizeof(uint64_t);
   }
   if (abi >= 6) {
-    attr.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
     attr_size = 3 * sizeof(uint64_t);
+    attr.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL;
   }
   rs = (int)syscall(__NR_landlock_create_ruleset, &attr, attr_size, 0);
   if (rs < 0)

@@ -35,6 +35,7 @@
   X(PX_STEP_MOUNT_PRIVATE, "mount_private")                                  \
   X(PX_STEP_MOUNT_ROOT, "mount_root")                                        \
   X(PX_STEP_BIND_RO, "bind_ro")                                              \
+  X(PX_STEP_ETC_FILES, "etc_files")                                          \
   X(PX_STEP_MOUNT_JOB, "mount_job")                                          \
   X(PX_STEP_MOUNT_PROC, "mount_proc")                                        \
   X(PX_STEP_MOUNT_DEV, "mount_dev")                                          \

@@ -16,6 +16,16 @@
 
 #include "linux_error.h"
 
+/* Functions that run on a warm slot stub's stack (malloc'd, shared with
+ * the daemon) or on its copy in the job's child and call a noreturn
+ * function: AddressSanitizer cannot follow that stack and would warn at
+ * every such call. They make only system calls. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PX_LNX_NO_ASAN __attribute__((no_sanitize_address))
+#else
+#define PX_LNX_NO_ASAN
+#endif
+
 /* Where things appear inside the sandbox. */
 #define PX_LNX_JOB_MNT "/job"
 #define PX_LNX_KB_MNT "/kb"
@@ -104,7 +114,8 @@ typedef struct {
 } px__bpf_t;
 
 /* Build the deny-list filter once into *out (owned by the caller, freed
- * with px__seccomp_free); egress allows AF_INET/AF_INET6. 0 or PX_E*. */
+ * with px__seccomp_free); !egress (the job's own netns, loopback only)
+ * also allows AF_NETLINK/NETLINK_ROUTE. 0 or PX_E*. */
 int px__seccomp_build(int egress, px__bpf_t *out);
 void px__seccomp_free(px__bpf_t *p);
 /* Child side: load it (async-signal-safe). Returns 0 or -errno. */
@@ -117,7 +128,7 @@ typedef struct {
   int rw;
 } px__ll_rule_t;
 /* Child side, after pivot_root: read+exec everywhere, rw on rules with rw,
- * TCP bind always denied, TCP connect denied unless egress, scoping.
+ * with egress (the host's network) TCP bind denied; scoping.
  * Returns 0 or -errno (async-signal-safe). */
 int px__landlock_apply(int abi, const px__ll_rule_t *rules, size_t n,
                        int egress);
@@ -135,6 +146,8 @@ typedef enum {
   PX_MNT_IDMAP_RW,
   PX_MNT_TMPFS,      /* tmpfs on dst, options src */
   PX_MNT_PROC,       /* fresh proc on dst */
+  PX_MNT_DEVPTS,     /* a new devpts instance on dst, options src */
+  PX_MNT_ATTACH,     /* move the detached tree fd (owned) onto dst */
   PX_MNT_REMOUNT_RO  /* remount dst read-only */
 } px__mnt_kind_t;
 
@@ -144,7 +157,8 @@ typedef struct {
   char *src;            /* owned: host path, symlink target or options */
   char *dst;            /* owned: absolute path in the staging root */
   unsigned long flags;  /* flags of the source mount to keep */
-  int fd;               /* borrowed: idmap user namespace (IDMAP kinds) */
+  int fd;               /* IDMAP kinds: the idmap user namespace
+                           (borrowed); ATTACH: the detached tree (owned) */
 } px__mnt_op_t;
 
 typedef struct {
@@ -152,10 +166,14 @@ typedef struct {
   size_t n, cap;
 } px__mnt_plan_t;
 
-/* Backend-wide skeleton: the ro bind list, /dev, /proc, /job, /tmp,
- * appended to *plan (which owns its strings). 0 or PX_E*. */
-int px__mnt_skeleton(const char *stage, const char *const *binds,
-                     px__mnt_plan_t *plan);
+/* Backend-wide skeleton: the ro bind list, /dev (with /dev/shm, a tmpfs
+ * of shm_bytes, and /dev/pts), /proc, /job, /tmp, and the generated /etc
+ * identity files (passwd, group, nsswitch.conf, hosts) naming uid/gid,
+ * written into etc_dir on the host and bound read-only, appended to *plan
+ * (which owns its strings). 0 or PX_E*. */
+int px__mnt_skeleton(const char *stage, const char *etc_dir,
+                     const char *const *binds, uint64_t shm_bytes, uid_t uid,
+                     gid_t gid, px__mnt_plan_t *plan);
 /* Append one operation (src may be NULL; both strings are copied). */
 int px__mnt_add(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
                 const char *src, const char *dst);
@@ -164,6 +182,20 @@ int px__mnt_add(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
 int px__mnt_add_bind(px__mnt_plan_t *plan, int step, const char *src,
                      const char *stage, const char *rel, int rw);
 void px__mnt_plan_free(px__mnt_plan_t *plan);
+/* Daemon side, for a job in a warm slot: a detached copy of host path src
+ * (open_tree), made read-only unless rw, nosuid, nodev, idmapped through
+ * idmap_fd when >= 0 and the file system can, to be attached at dst (a
+ * path inside the job's root) by the child. 0 or PX_E*. */
+int px__mnt_add_detached(px__mnt_plan_t *plan, int step, const char *src,
+                         const char *dst, int rw, int idmap_fd);
+/* Stub side (warm slot): in the stub's new mount namespace, build the root
+ * from the skeleton (all but /proc, which needs the job's pid namespace),
+ * a small tmpfs on /kb for the job's mount points, make the root read-only
+ * and pivot into it. 0 or -errno with *step set (async-signal-safe). */
+int px__mnt_stub(const char *stage, const px__mnt_plan_t *skel, int *step);
+/* Child side in a warm slot: a fresh /proc, the job's attach operations
+ * (paths inside the root), /kb read-only, cwd /job. 0 or -errno. */
+int px__mnt_child_pooled(const px__mnt_plan_t *job, int *step);
 /* Child side: build the root from skeleton + job ops and pivot into it.
  * Returns 0 or -errno with *step set (async-signal-safe). */
 int px__mnt_child(const char *stage, const px__mnt_plan_t *skel,
@@ -191,11 +223,24 @@ int px__relpath_ok(const char *path);
 
 typedef struct px__wd_s px__wd_t;
 typedef struct px__spawner_s px__spawner_t;
+typedef struct px__pool_s px__pool_t;
+typedef struct px__slot_s px__slot_t;
+
+/* Pool counters (pool.c), for status and the bench. */
+typedef struct {
+  uint64_t size, ready;   /* configured, ready now */
+  uint64_t taken;         /* jobs that ran in a warm slot */
+  uint64_t cold;          /* jobs that took the cold path (no slot fits,
+                             or none was ready) */
+  uint64_t made, failed;  /* slots made, slot makes that failed */
+} px__pool_stats_t;
 
 typedef struct {
   char *work_root;           /* owned */
   int work_root_fd;          /* owned */
   char *stage;               /* owned: <work_root>/.px-root */
+  char *etc_dir;             /* owned: <work_root>/.px-etc (generated /etc
+                                files, bound read-only into every job) */
   uint64_t tick_ms, tmpfs_bytes;
   int allow_degraded;
   int is_root;               /* euid 0: no user namespace */
@@ -203,7 +248,6 @@ typedef struct {
   gid_t run_gid, outer_gid;
   int cap_last;
   int landlock_abi;
-  int netns_fd;              /* owned: shared empty netns, or -1 */
   int idmap_fd;              /* owned: userns mapping the daemon's uid to
                                 the job uid (KB mounts), or -1 */
   px__cg_host_t cg;
@@ -212,6 +256,7 @@ typedef struct {
   uint64_t available;        /* PX_ENF bits this host can apply */
   px__wd_t *wd;              /* owned */
   px__spawner_t *spawner;    /* owned: the thread every job is cloned from */
+  px__pool_t *pool;          /* owned: warm slots (pool.c), or NULL */
   struct px__reaper_s *reaper; /* owned: cleans finished jobs (reaper.c) */
 } px__lnx_backend_t;
 
@@ -233,14 +278,14 @@ void px__reaper_close(px__reaper_t *r);
 typedef struct {
   const px__lnx_backend_t *be;
   px__mnt_plan_t mnt;        /* job-specific mount ops */
-  px__ll_rule_t ll[2 + 16];
+  px__ll_rule_t ll[3 + 16];
   size_t nll;
   char **argv, **envp;       /* owned, NULL-terminated */
   char *search_path;         /* owned: PATH for argv[0] lookup */
   uint64_t cpu_rlimit_s;
   uint64_t fsize;
   int egress, userns;
-  int join_netns;            /* setns into be->netns_fd, no CLONE_NEWNET */
+  int pooled;                /* runs in a warm slot: no CLONE_NEWNET */
   /* fds, child ends, set by spawn */
   int sync_rd, err_wr, in_rd, out_wr, errout_wr;
 } px__plan_t;
@@ -264,6 +309,8 @@ struct px_sandbox_s {
   int job_dir_mounted;
   px__cg_job_t cg;
   px__plan_t plan;
+  px__slot_t *slot;           /* owned: the warm slot it runs in, or NULL */
+  int placed_v2;              /* born in its v2 cgroup (CLONE_INTO_CGROUP) */
   /* process */
   int pidfd;                  /* owned */
   pid_t pid;
@@ -297,6 +344,36 @@ int px__spawn(px_sandbox_t *sb);
 /* The backend's spawner thread (parent of every job's pid 1). */
 int px__spawner_open(px__spawner_t **out);
 void px__spawner_close(px__spawner_t *sp);
+/* Run fn(arg) on the spawner thread, one call at a time; its result and
+ * errno come back. */
+pid_t px__spawner_call(px__spawner_t *sp, pid_t (*fn)(void *), void *arg);
+/* In a pool stub (shares the daemon's memory): clone the job's pid 1 as a
+ * sibling (CLONE_PARENT) into the stub's cgroups and network namespace;
+ * the child runs the setup steps. The pid, or -1 with errno. */
+pid_t px__spawn_from_stub(px_sandbox_t *sb);
+/* Bring lo up in the caller's network namespace (async-signal-safe).
+ * 0, or -1 with errno. */
+int px__lnx_loopback_up(void);
+
+/* pool.c: warm slots. open with size 0 makes none (*out NULL). */
+int px__pool_open(px__lnx_backend_t *be, size_t size, px__pool_t **out);
+void px__pool_close(px__pool_t *p);
+/* "px-slot-<tag>-": the prefix of this work root's slot cgroups. */
+void px__pool_prefix(const px__lnx_backend_t *be, char *out, size_t n);
+/* Remove the slot cgroups a crashed daemon left for this work root. */
+void px__pool_recover(const px__lnx_backend_t *be);
+/* A ready slot for a job, or NULL (cold path; counted). eligible: the job
+ * can run in a slot at all (root mode, no net:egress). NULL pool: NULL. */
+px__slot_t *px__pool_take(px__pool_t *p, int eligible);
+void px__pool_stats(px__pool_t *p, px__pool_stats_t *out);
+/* The slot's cgroups (moved into the sandbox at take). */
+px__cg_job_t *px__slot_cgroups(px__slot_t *s);
+/* Hand sb to the slot's stub: the job's pid (its pidfd in sb->pidfd), or
+ * -1 with errno. The stub has exited when it returns. */
+pid_t px__slot_spawn(px__slot_t *s, px_sandbox_t *sb);
+/* Kill the stub if alive and free the slot (and its cgroups if it still
+ * owns them). NULL is fine. */
+void px__slot_discard(const px__lnx_backend_t *be, px__slot_t *s);
 
 /* watchdog.c: start the watchdog thread (*out owned by the backend);
  * stop and free it (jobs must have been released). */

@@ -6,7 +6,11 @@
  * filled from a plan of operations computed by the parent: mkdirs, the
  * read-only bind list (symlinks such as /lib -> usr/lib are recreated as
  * symlinks, not bound), a minimal /dev (tmpfs with null, zero, full, random,
- * urandom bound from the host, then read-only), a fresh /proc (the child is
+ * urandom bound from the host, a tmpfs /dev/shm for POSIX shared memory
+ * and semaphores, a new devpts instance on /dev/pts with /dev/ptmx, then
+ * read-only), generated /etc/passwd, group, nsswitch.conf and hosts naming
+ * the job's uid and localhost (getpwuid() works; the host's user list stays
+ * outside), a fresh /proc (the child is
  * pid 1 of a new pid namespace, so it shows only the job), /tmp -> /job,
  * the job dir at /job (rw only with fs:write_tmp) and KB roots at
  * /kb/<name>. No host /sys. The root tmpfs is remounted read-only, then
@@ -40,7 +44,7 @@
 const char *const px__lnx_default_binds[] = {
     "/bin", "/sbin", "/usr", "/lib", "/lib64", "/lib32", "/libx32",
     "/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime",
-    "/etc/ssl/certs", NULL};
+    "/etc/ssl/certs", "/etc/services", "/etc/protocols", NULL};
 
 static const char *const dev_nodes[] = {"null", "zero", "full", "random",
                                         "urandom", NULL};
@@ -69,6 +73,8 @@ int px__mnt_add(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
 void px__mnt_plan_free(px__mnt_plan_t *plan) {
   size_t i;
   for (i = 0; i < plan->n; i++) {
+    if (plan->ops[i].kind == PX_MNT_ATTACH && plan->ops[i].fd >= 0)
+      close(plan->ops[i].fd);
     free(plan->ops[i].src);
     free(plan->ops[i].dst);
   }
@@ -157,7 +163,36 @@ static int add_at(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
   return px__mnt_add(plan, kind, step, src, p);
 }
 
-static int skeleton_dev(const char *stage, px__mnt_plan_t *plan) {
+/* /dev/shm and /dev/pts: POSIX shared memory and semaphores
+ * (multiprocessing) and pseudo-terminals (openpty, pty.spawn). /dev/shm is
+ * the job's own tmpfs (mode 1777, capped at shm_bytes, its pages charged to
+ * the job's memory cgroup); writable where Landlock allows (fs:write_tmp).
+ * /dev/pts is a new devpts instance: the job sees only its own terminals,
+ * and TIOCSTI stays refused by seccomp. */
+static int skeleton_shm_pts(const char *stage, uint64_t shm_bytes,
+                            px__mnt_plan_t *plan) {
+  char opts[96];
+  int rc;
+  px_snprintf(opts, sizeof opts, "size=%" PRIu64 ",nr_inodes=1024,mode=1777",
+              shm_bytes);
+  rc = add_at(plan, PX_MNT_MKDIR, PX_STEP_MOUNT_DEV, NULL, stage, "/dev/shm");
+  if (rc == 0)
+    rc = add_at(plan, PX_MNT_MKDIR, PX_STEP_MOUNT_DEV, NULL, stage,
+                "/dev/pts");
+  if (rc == 0)
+    rc = add_at(plan, PX_MNT_SYMLINK, PX_STEP_MOUNT_DEV, "pts/ptmx", stage,
+                "/dev/ptmx");
+  if (rc == 0)
+    rc = add_at(plan, PX_MNT_TMPFS, PX_STEP_MOUNT_DEV, opts, stage,
+                "/dev/shm");
+  if (rc == 0)
+    rc = add_at(plan, PX_MNT_DEVPTS, PX_STEP_MOUNT_DEV,
+                "newinstance,ptmxmode=0666,mode=0620", stage, "/dev/pts");
+  return rc;
+}
+
+static int skeleton_dev(const char *stage, uint64_t shm_bytes,
+                        px__mnt_plan_t *plan) {
   char src[64], rel[64];
   size_t i;
   int rc = 0;
@@ -180,13 +215,100 @@ static int skeleton_dev(const char *stage, px__mnt_plan_t *plan) {
     rc = add_at(plan, PX_MNT_SYMLINK, PX_STEP_MOUNT_DEV, links[i][0], stage,
                 links[i][1]);
   if (rc == 0)
+    rc = skeleton_shm_pts(stage, shm_bytes, plan);
+  if (rc == 0)
     rc = add_at(plan, PX_MNT_REMOUNT_RO, PX_STEP_MOUNT_DEV, NULL, stage,
                 "/dev");
   return rc;
 }
 
-int px__mnt_skeleton(const char *stage, const char *const *binds,
-                     px__mnt_plan_t *plan) {
+/* 1 when a bind (or an earlier generated file) already covers stage+rel:
+ * the admin's bind list wins over a generated file. */
+static int covered(const px__mnt_plan_t *plan, const char *stage,
+                   const char *rel) {
+  size_t i, sl = strlen(stage);
+  for (i = 0; i < plan->n; i++) {
+    const px__mnt_op_t *op = &plan->ops[i];
+    const char *d = op->dst + sl;
+    size_t dl = strlen(d);
+    if (op->kind == PX_MNT_MKDIR || op->kind == PX_MNT_TMPFS ||
+        strncmp(op->dst, stage, sl) != 0)
+      continue;
+    if (strncmp(rel, d, dl) == 0 && (rel[dl] == '\0' || rel[dl] == '/'))
+      return 1;
+  }
+  return 0;
+}
+
+/* Write text to dir_fd/name (0644), replacing a previous copy; no link
+ * is followed (the directory is the daemon's own). */
+static int write_host_file(int dir_fd, const char *name, const char *text) {
+  size_t len = strlen(text), off = 0;
+  int fd = openat(dir_fd, name,
+                  O_CREAT | O_TRUNC | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return PX_LOG_ERRNO(PX_EIO, errno, "open(etc file)");
+  while (off < len) {
+    ssize_t n = write(fd, text + off, len - off);
+    if (n <= 0) {
+      close(fd);
+      return PX_LOG_ERRNO(PX_EIO, n < 0 ? errno : EIO, "write(etc file)");
+    }
+    off += (size_t)n;
+  }
+  fchmod(fd, 0644);
+  close(fd);
+  return 0;
+}
+
+/* /etc/passwd, group, nsswitch.conf, hosts: who the job is and where
+ * localhost is, so getpwuid(getuid()), getpass.getuser(), ~ expansion and
+ * "localhost" work as outside. The home is the job dir. Written once into
+ * the daemon's etc_dir and bound read-only (a job's setup writes no file:
+ * a warm slot's stub shares the daemon's descriptor table, and a file open
+ * for writing there could be copied into a concurrent child and make a
+ * read-only remount fail). */
+static int skeleton_etc(const char *stage, const char *etc_dir, uid_t uid,
+                        gid_t gid, px__mnt_plan_t *plan) {
+  char passwd[256], group[128], src[PX_LNX_PATH_MAX], dst[64];
+  static const char nss[] = "passwd: files\ngroup: files\nshadow: files\n"
+                            "hosts: files\nnetworks: files\n"
+                            "protocols: files\nservices: files\n";
+  static const char hosts[] = "127.0.0.1\tlocalhost\n127.0.1.1\tpx\n"
+                              "::1\tlocalhost ip6-localhost ip6-loopback\n";
+  const char *files[4][2];
+  size_t i;
+  int rc = 0, dfd;
+  px_snprintf(passwd, sizeof passwd,
+              "root:x:0:0:root:/root:/bin/sh\n"
+              "nobody:x:%lu:%lu:sandbox job:%s:/bin/sh\n",
+              (unsigned long)uid, (unsigned long)gid, PX_LNX_JOB_MNT);
+  px_snprintf(group, sizeof group, "root:x:0:\nnogroup:x:%lu:\n",
+              (unsigned long)gid);
+  files[0][0] = "passwd", files[0][1] = passwd;
+  files[1][0] = "group", files[1][1] = group;
+  files[2][0] = "nsswitch.conf", files[2][1] = nss;
+  files[3][0] = "hosts", files[3][1] = hosts;
+  if (mkdir(etc_dir, 0755) != 0 && errno != EEXIST)
+    return PX_LOG_ERRNO(PX_EIO, errno, "mkdir(etc dir)");
+  dfd = open(etc_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0)
+    return PX_LOG_ERRNO(PX_EIO, errno, "open(etc dir)");
+  for (i = 0; rc == 0 && i < 4; i++) {
+    px_snprintf(dst, sizeof dst, "/etc/%s", files[i][0]);
+    if (covered(plan, stage, dst))
+      continue;
+    if ((rc = write_host_file(dfd, files[i][0], files[i][1])) == 0 &&
+        px_snprintf(src, sizeof src, "%s/%s", etc_dir, files[i][0]) == 0)
+      rc = px__mnt_add_bind(plan, PX_STEP_ETC_FILES, src, stage, dst, 0);
+  }
+  close(dfd);
+  return rc;
+}
+
+int px__mnt_skeleton(const char *stage, const char *etc_dir,
+                     const char *const *binds, uint64_t shm_bytes, uid_t uid,
+                     gid_t gid, px__mnt_plan_t *plan) {
   char tmp[PX_LNX_PATH_MAX];
   size_t i;
   int rc = 0;
@@ -199,7 +321,9 @@ int px__mnt_skeleton(const char *stage, const char *const *binds,
     rc = px__mnt_add_bind(plan, PX_STEP_BIND_RO, binds[i], stage, binds[i], 0);
   }
   if (rc == 0)
-    rc = skeleton_dev(stage, plan);
+    rc = skeleton_etc(stage, etc_dir, uid, gid, plan);
+  if (rc == 0)
+    rc = skeleton_dev(stage, shm_bytes, plan);
   if (rc == 0)
     rc = add_at(plan, PX_MNT_MKDIR, PX_STEP_MOUNT_PROC, NULL, stage, "/proc");
   if (rc == 0)
@@ -217,13 +341,16 @@ int px__mnt_skeleton(const char *stage, const char *const *binds,
   return rc;
 }
 
-/* --- child side (async-signal-safe) ------------------------------------ */
+/* --- daemon side, warm slots ------------------------------------------- */
 
-#ifndef MOUNT_ATTR_IDMAP
-#define MOUNT_ATTR_IDMAP 0x00100000
-#endif
 #ifndef OPEN_TREE_CLONE
 #define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
 #endif
 #ifndef MOVE_MOUNT_F_EMPTY_PATH
 #define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
@@ -232,6 +359,45 @@ int px__mnt_skeleton(const char *stage, const char *const *binds,
 struct px_mount_attr {
   uint64_t attr_set, attr_clr, propagation, userns_fd;
 };
+
+int px__mnt_add_detached(px__mnt_plan_t *plan, int step, const char *src,
+                         const char *dst, int rw, int idmap_fd) {
+  struct px_mount_attr attr;
+  int t, rc;
+  if (PX_LNX_INJECTED(step))
+    return PX_LOG_ERRNO(PX_ESANDBOX, EPERM, "open_tree [injected]");
+  t = (int)syscall(SYS_open_tree, AT_FDCWD, src,
+                   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+  if (t < 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "open_tree(job mount)");
+  memset(&attr, 0, sizeof attr);
+  attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                  (rw ? 0 : MOUNT_ATTR_RDONLY);
+  if (idmap_fd >= 0) {
+    attr.attr_set |= MOUNT_ATTR_IDMAP;
+    attr.userns_fd = (uint64_t)idmap_fd;
+    if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &attr, sizeof attr) ==
+        0)
+      goto add;
+    /* no idmapped mounts on this file system: plainly, as the cold path */
+    attr.attr_set &= ~(uint64_t)MOUNT_ATTR_IDMAP;
+    attr.userns_fd = 0;
+  }
+  if (syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &attr, sizeof attr)) {
+    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "mount_setattr(job mount)");
+    close(t);
+    return rc;
+  }
+add:
+  if ((rc = px__mnt_add(plan, PX_MNT_ATTACH, step, NULL, dst)) != 0) {
+    close(t);
+    return rc;
+  }
+  plan->ops[plan->n - 1].fd = t;
+  return 0;
+}
+
+/* --- child side (async-signal-safe) ------------------------------------ */
 
 /* A KB root seen through an idmapped mount: files the daemon owns on disk
  * appear (and are created) as the job's own, so kb:write works without
@@ -260,7 +426,6 @@ static int idmap_bind(const px__mnt_op_t *op) {
 
 static int run_op(const px__mnt_op_t *op) {
   unsigned long base = MS_REMOUNT | MS_BIND | MS_NOSUID | op->flags;
-  int fd;
   if (PX_LNX_INJECTED(op->step))
     return -EPERM;
   switch (op->kind) {
@@ -268,11 +433,9 @@ static int run_op(const px__mnt_op_t *op) {
     if (mkdir(op->dst, 0755) != 0 && errno != EEXIST)
       return -errno;
     return 0;
-  case PX_MNT_FILE:
-    fd = open(op->dst, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
-    if (fd < 0)
+  case PX_MNT_FILE: /* no descriptor (see skeleton_etc) */
+    if (mknod(op->dst, S_IFREG | 0644, 0) != 0 && errno != EEXIST)
       return -errno;
-    close(fd);
     return 0;
   case PX_MNT_SYMLINK:
     return symlink(op->src, op->dst) == 0 ? 0 : -errno;
@@ -308,6 +471,16 @@ static int run_op(const px__mnt_op_t *op) {
                  NULL) == 0
                ? 0
                : -errno;
+  case PX_MNT_DEVPTS:
+    return mount("devpts", op->dst, "devpts", MS_NOSUID | MS_NOEXEC,
+                 op->src) == 0
+               ? 0
+               : -errno;
+  case PX_MNT_ATTACH:
+    return syscall(SYS_move_mount, op->fd, "", AT_FDCWD, op->dst,
+                   MOVE_MOUNT_F_EMPTY_PATH) == 0
+               ? 0
+               : -errno;
   case PX_MNT_REMOUNT_RO:
     return mount(NULL, op->dst, NULL,
                  MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
@@ -335,6 +508,62 @@ static int run_plan(const px__mnt_plan_t *p, int *step) {
     *step = (s);                                                             \
     return PX_LNX_INJECTED(s) ? -EPERM : -errno;                             \
   } while (0)
+
+int px__mnt_stub(const char *stage, const px__mnt_plan_t *skel, int *step) {
+  char kb[PX_LNX_PATH_MAX];
+  size_t i, n = strlen(stage);
+  int rc;
+  if (n + sizeof PX_LNX_KB_MNT > sizeof kb) {
+    *step = PX_STEP_MOUNT_KB;
+    return -ENAMETOOLONG;
+  }
+  memcpy(kb, stage, n);
+  memcpy(kb + n, PX_LNX_KB_MNT, sizeof PX_LNX_KB_MNT);
+  if (PX_LNX_INJECTED(PX_STEP_MOUNT_PRIVATE) ||
+      mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+    FAIL_STEP(PX_STEP_MOUNT_PRIVATE);
+  if (PX_LNX_INJECTED(PX_STEP_MOUNT_ROOT) ||
+      mount("px-root", stage, "tmpfs", MS_NOSUID | MS_NODEV,
+            "size=1m,nr_inodes=1024,mode=0755") != 0)
+    FAIL_STEP(PX_STEP_MOUNT_ROOT);
+  for (i = 0; i < skel->n; i++) {
+    if (skel->ops[i].kind == PX_MNT_PROC)
+      continue; /* the job's own pid namespace: mounted by its pid 1 */
+    if ((rc = run_op(&skel->ops[i])) != 0) {
+      *step = skel->ops[i].step;
+      return rc;
+    }
+  }
+  /* Mount points for the job's KB roots are made per job: a small tmpfs,
+   * made read-only by the child once they exist. */
+  if (mount("px-kb", kb, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            "size=64k,nr_inodes=64,mode=0755") != 0)
+    FAIL_STEP(PX_STEP_MOUNT_KB);
+  if (mount(NULL, stage, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+            NULL) != 0)
+    FAIL_STEP(PX_STEP_ROOT_RO);
+  if (chdir(stage) != 0 || syscall(SYS_pivot_root, ".", ".") != 0 ||
+      umount2(".", MNT_DETACH) != 0 || chdir("/") != 0)
+    FAIL_STEP(PX_STEP_PIVOT_ROOT);
+  return 0;
+}
+
+int px__mnt_child_pooled(const px__mnt_plan_t *job, int *step) {
+  int rc;
+  if (PX_LNX_INJECTED(PX_STEP_MOUNT_PROC) ||
+      mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
+    FAIL_STEP(PX_STEP_MOUNT_PROC);
+  if ((rc = run_plan(job, step)) != 0)
+    return rc;
+  if (PX_LNX_INJECTED(PX_STEP_ROOT_RO) ||
+      mount(NULL, PX_LNX_KB_MNT, NULL,
+            MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            NULL) != 0)
+    FAIL_STEP(PX_STEP_ROOT_RO);
+  if (PX_LNX_INJECTED(PX_STEP_PIVOT_ROOT) || chdir(PX_LNX_JOB_MNT) != 0)
+    FAIL_STEP(PX_STEP_PIVOT_ROOT);
+  return 0;
+}
 
 int px__mnt_child(const char *stage, const px__mnt_plan_t *skel,
                   const px__mnt_plan_t *job, int *step) {

@@ -7,7 +7,9 @@
  * architecture check (other ABIs kill the process; x32 numbers on x86_64 are
  * refused too). Denied calls return EPERM (ENOSYS for clone3 so libc falls
  * back to clone, whose flags we can inspect), socket families other than
- * AF_UNIX return EAFNOSUPPORT; with net:egress AF_INET/AF_INET6 are allowed.
+ * AF_UNIX, AF_INET and AF_INET6 return EAFNOSUPPORT (the job's network is
+ * its own namespace with only loopback, or the host's with net:egress);
+ * AF_NETLINK/NETLINK_ROUTE is allowed in the private namespace only.
  * The list: mounting and namespaces, ptrace and cross-process memory,
  * kernel extension points (bpf, modules, kexec, perf, io_uring,
  * userfaultfd), keyrings, host administration (reboot, swap, clocks, acct,
@@ -19,6 +21,7 @@
 #include "px/px_log.h"
 
 #include <errno.h>
+#include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -83,15 +86,26 @@ static int add_rules(scmp_filter_ctx ctx, int egress) {
                              SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu,
                                      TIOCLINUX))) < 0)
     return rc;
-  /* Sockets: AF_UNIX always, AF_INET/AF_INET6 only with net:egress. One
-   * rule per refused family (BPF compares one value per rule), plus every
-   * number past the last known family. */
+  /* Sockets: AF_UNIX, AF_INET and AF_INET6 always (without net:egress the
+   * job's own network namespace holds nothing but loopback, so an inet
+   * socket reaches the job itself only); AF_NETLINK with NETLINK_ROUTE only
+   * in that private namespace (getifaddrs, getaddrinfo's AI_ADDRCONFIG; it
+   * lists lo, changing it needs CAP_NET_ADMIN). One rule per refused family
+   * (BPF compares one value per rule), plus every number past the last
+   * known family. */
   for (nr = 0; nr < AF_MAX; nr++) {
-    if (nr == AF_UNIX || (egress && (nr == AF_INET || nr == AF_INET6)))
+    if (nr == AF_UNIX || nr == AF_INET || nr == AF_INET6)
       continue;
-    if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
-                               SCMP_SYS(socket), 1,
-                               SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)nr, 0))) < 0 ||
+    if (nr == AF_NETLINK && !egress)
+      rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
+                            SCMP_SYS(socket), 2,
+                            SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)nr, 0),
+                            SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE, 0));
+    else
+      rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
+                            SCMP_SYS(socket), 1,
+                            SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)nr, 0));
+    if (rc < 0 ||
         (rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
                                SCMP_SYS(socketpair), 1,
                                SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)nr, 0))) < 0)

@@ -3,14 +3,14 @@
  * DESIGN
  * The parent precomputes an exec plan (argv, envp, mount ops, Landlock
  * rules; the seccomp BPF is the backend's), then clone3() with CLONE_PIDFD
- * and new pid, mount, IPC, UTS and (without net:egress) net namespaces, plus
+ * and new pid, mount, IPC, UTS and (without net:egress) its own net namespace, plus
  * a user namespace when the daemon is not root; CLONE_INTO_CGROUP puts the
  * child in its v2 cgroup at birth. The child blocks on a sync pipe while the
  * parent writes it into its v1 cgroups (and uid/gid maps). Released, the
  * child runs the steps below, each checked; a failure writes (step, errno)
  * to the error pipe and exits 127, and the parent kills and reaps it:
  *
- *   signals reset, stdio, netns (join the backend's shared empty one),
+ *   signals reset, stdio, netns (loopback up in the job's own one),
  *   hostname, mounts + pivot_root (mounts.c),
  *   rlimits (CORE 0, NOFILE, FSIZE, CPU above the policy; never AS/NPROC),
  *   nice PX_LNX_JOB_NICE with RLIMIT_NICE 0 (jobs yield the CPU),
@@ -30,6 +30,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <net/if.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
@@ -37,7 +38,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -123,21 +126,54 @@ static int build_env(px__plan_t *p, const px_job_spec_t *spec) {
   return 0;
 }
 
+/* A job in a warm slot: its root is built and pivoted already; the job
+ * dir and KB roots come as detached trees made here (the slot's mount
+ * namespace predates the job dir's tmpfs) and attached by the child. */
+static int build_mounts_pooled(px__plan_t *p, px_sandbox_t *sb, int rw) {
+  const px_job_spec_t *spec = sb->spec;
+  size_t i;
+  int rc;
+  rc = px__mnt_add_detached(&p->mnt, PX_STEP_MOUNT_JOB, sb->job_dir,
+                            PX_LNX_JOB_MNT, rw, -1);
+  for (i = 0; rc == 0 && i < spec->nkb; i++) {
+    char rel[96];
+    const px_job_kb_t *kb = &spec->kb[i];
+    if (!kb_name_ok(kb->name) || !kb->host_path || kb->host_path[0] != '/' ||
+        i >= 16)
+      return PX_EINVAL;
+    px_snprintf(rel, sizeof rel, "%s/%s", PX_LNX_KB_MNT, kb->name);
+    if ((rc = px__mnt_add(&p->mnt, PX_MNT_MKDIR, PX_STEP_MOUNT_KB, NULL,
+                          rel)) != 0 ||
+        (rc = px__mnt_add_detached(&p->mnt, PX_STEP_MOUNT_KB, kb->host_path,
+                                   rel, kb->writable, sb->be->idmap_fd)) != 0)
+      return rc;
+    if (kb->writable) {
+      p->ll[p->nll].path = p->mnt.ops[p->mnt.n - 1].dst;
+      p->ll[p->nll++].rw = 1;
+    }
+  }
+  return rc;
+}
+
 static int build_mounts(px__plan_t *p, px_sandbox_t *sb) {
   const px_job_spec_t *spec = sb->spec;
   const char *stage = sb->be->stage;
   int rw = (spec->caps & PX_CAP_FS_WRITE_TMP) != 0;
   size_t i;
   int rc;
-  rc = px__mnt_add_bind(&p->mnt, PX_STEP_MOUNT_JOB, sb->job_dir, stage,
-                        PX_LNX_JOB_MNT, rw);
-  if (rc != 0)
-    return rc;
   p->nll = 0;
   if (rw) {
     p->ll[p->nll].path = PX_LNX_JOB_MNT;
     p->ll[p->nll++].rw = 1;
+    p->ll[p->nll].path = "/dev/shm"; /* POSIX shm and semaphores */
+    p->ll[p->nll++].rw = 1;
   }
+  if (p->pooled)
+    return build_mounts_pooled(p, sb, rw);
+  rc = px__mnt_add_bind(&p->mnt, PX_STEP_MOUNT_JOB, sb->job_dir, stage,
+                        PX_LNX_JOB_MNT, rw);
+  if (rc != 0)
+    return rc;
   for (i = 0; i < spec->nkb; i++) {
     char rel[96];
     const px_job_kb_t *kb = &spec->kb[i];
@@ -174,6 +210,7 @@ int px__plan_build(px_sandbox_t *sb) {
   p->sync_rd = p->err_wr = p->in_rd = p->out_wr = p->errout_wr = -1;
   if (spec->argc == 0 || !spec->argv || !spec->argv[0] || !spec->argv[0][0])
     return PX_EINVAL;
+  p->pooled = sb->slot != NULL;
   p->argv = calloc(spec->argc + 1, sizeof *p->argv);
   if (!p->argv)
     return PX_ENOMEM;
@@ -186,7 +223,6 @@ int px__plan_build(px_sandbox_t *sb) {
   p->fsize = sb->be->tmpfs_bytes;
   p->egress = (spec->caps & PX_CAP_NET_EGRESS) != 0;
   p->userns = !sb->be->is_root;
-  p->join_netns = !p->egress && sb->be->netns_fd >= 0;
   return 0;
 }
 
@@ -205,7 +241,9 @@ void px__plan_free(px__plan_t *p) {
 
 /* --- child (async-signal-safe only) ------------------------------------ */
 
-static __attribute__((noreturn)) void child_fail(int fd, int step, int err) {
+static PX_LNX_NO_ASAN __attribute__((noreturn)) void child_fail(int fd,
+                                                                int step,
+                                                                int err) {
   px__lnx_child_err_t e;
   e.step = step;
   e.err = err;
@@ -283,6 +321,24 @@ static int child_pdeathsig(int err_wr) {
   return 0;
 }
 
+/* The job's own network namespace starts with lo down: bring it up so
+ * that servers and clients inside one job reach each other (127.0.0.0/8,
+ * ::1). Nothing else exists in it: there is no route out. */
+int px__lnx_loopback_up(void) {
+  struct ifreq ifr;
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = -1;
+  if (fd < 0)
+    return -1;
+  memset(&ifr, 0, sizeof ifr);
+  memcpy(ifr.ifr_name, "lo", 3);
+  if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+    rc = ioctl(fd, SIOCSIFFLAGS, &ifr);
+  }
+  close(fd);
+  return rc;
+}
+
 static void child_signals(void) {
   sigset_t none;
   int s;
@@ -327,7 +383,8 @@ static int child_exec(const px__plan_t *p) {
   return err;
 }
 
-static __attribute__((noreturn)) void child_main(const px__plan_t *p) {
+static PX_LNX_NO_ASAN __attribute__((noreturn)) void
+child_main(const px__plan_t *p) {
   const px__lnx_backend_t *be = p->be;
   char go;
   int step = 0, rc;
@@ -341,10 +398,10 @@ static __attribute__((noreturn)) void child_main(const px__plan_t *p) {
   CHILD_STEP(p, PX_STEP_STDIO,
              dup2(p->in_rd, 0) == 0 && dup2(p->out_wr, 1) == 1 &&
                  dup2(p->errout_wr, 2) == 2);
-  CHILD_STEP(p, PX_STEP_NETNS,
-             !p->join_netns || setns(be->netns_fd, CLONE_NEWNET) == 0);
+  CHILD_STEP(p, PX_STEP_NETNS, p->egress || px__lnx_loopback_up() == 0);
   CHILD_STEP(p, PX_STEP_HOSTNAME, sethostname("px", 2) == 0);
-  rc = px__mnt_child(be->stage, &be->skel, &p->mnt, &step);
+  rc = p->pooled ? px__mnt_child_pooled(&p->mnt, &step)
+                 : px__mnt_child(be->stage, &be->skel, &p->mnt, &step);
   if (rc != 0)
     child_fail(p->err_wr, step, -rc);
   CHILD_STEP(p, PX_STEP_RLIMITS, child_rlimits(p) == 0);
@@ -446,7 +503,9 @@ static pid_t do_clone3(uint64_t flags, int *pidfd, int cgfd) {
   memset(&ca, 0, sizeof ca);
   ca.flags = flags | CLONE_PIDFD;
   ca.pidfd = (uint64_t)(uintptr_t)pidfd;
-  ca.exit_signal = SIGCHLD;
+  /* With CLONE_PARENT the kernel takes the caller's exit signal (SIGCHLD
+   * for a stub) and clone3 refuses any other value than 0. */
+  ca.exit_signal = (flags & CLONE_PARENT) ? 0 : SIGCHLD;
   if (cgfd >= 0) {
     ca.flags |= CLONE_INTO_CGROUP;
     ca.cgroup = (uint64_t)cgfd;
@@ -498,7 +557,9 @@ static int read_setup(px_sandbox_t *sb, int err_rd) {
 
 static uint64_t clone_flags(const px__plan_t *p) {
   uint64_t f = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
-  if (!p->egress && !p->join_netns)
+  if (p->pooled) /* the slot's stub made every namespace ahead of time */
+    return 0;
+  if (!p->egress)
     f |= CLONE_NEWNET;
   if (p->userns)
     f |= CLONE_NEWUSER;
@@ -517,8 +578,9 @@ struct px__spawner_s {
   px_cond_t cv;
   px_thread_t thr;
   int running, stop;
-  px_sandbox_t *req;      /* borrowed: the request being served */
-  int done, in_v2, err;
+  pid_t (*fn)(void *);    /* the request being served, or NULL */
+  void *arg;              /* borrowed */
+  int done, err;
   pid_t pid;
 };
 
@@ -526,48 +588,64 @@ static void spawner_main(void *arg) {
   px__spawner_t *sp = arg;
   px_mutex_lock(&sp->mu);
   while (!sp->stop) {
-    px_sandbox_t *sb;
     pid_t pid;
-    int in_v2;
-    if (!sp->req || sp->done) {
+    if (!sp->fn || sp->done) {
       px_cond_wait(&sp->cv, &sp->mu);
       continue;
     }
-    sb = sp->req;
-    in_v2 = sb->cg.v2_fd >= 0;
-    pid = do_clone3(clone_flags(&sb->plan), &sb->pidfd, sb->cg.v2_fd);
-    if (pid < 0 && in_v2) {
-      in_v2 = 0; /* kernels before 5.7: place by writing cgroup.procs */
-      pid = do_clone3(clone_flags(&sb->plan), &sb->pidfd, -1);
-    }
-    if (pid == 0)
-      child_main(&sb->plan); /* never returns */
+    errno = 0;
+    pid = sp->fn(sp->arg);
     sp->pid = pid;
     sp->err = pid < 0 ? errno : 0;
-    sp->in_v2 = in_v2;
     sp->done = 1;
     px_cond_broadcast(&sp->cv);
   }
   px_mutex_unlock(&sp->mu);
 }
 
-static pid_t spawner_clone(px__spawner_t *sp, px_sandbox_t *sb, int *in_v2) {
+pid_t px__spawner_call(px__spawner_t *sp, pid_t (*fn)(void *), void *arg) {
   pid_t pid;
   int err;
   px_mutex_lock(&sp->call_mu);
   px_mutex_lock(&sp->mu);
-  sp->req = sb;
+  sp->fn = fn;
+  sp->arg = arg;
   sp->done = 0;
   px_cond_broadcast(&sp->cv);
   while (!sp->done)
     px_cond_wait(&sp->cv, &sp->mu);
   pid = sp->pid;
   err = sp->err;
-  *in_v2 = sp->in_v2;
-  sp->req = NULL;
+  sp->fn = NULL;
   px_mutex_unlock(&sp->mu);
   px_mutex_unlock(&sp->call_mu);
   errno = err;
+  return pid;
+}
+
+/* On the spawner thread: clone the job's pid 1 (cold path). */
+static pid_t clone_job(void *arg) {
+  px_sandbox_t *sb = arg;
+  pid_t pid;
+  sb->placed_v2 = sb->cg.v2_fd >= 0;
+  pid = do_clone3(clone_flags(&sb->plan), &sb->pidfd, sb->cg.v2_fd);
+  if (pid < 0 && sb->placed_v2) {
+    sb->placed_v2 = 0; /* kernels before 5.7: place by writing cgroup.procs */
+    pid = do_clone3(clone_flags(&sb->plan), &sb->pidfd, -1);
+  }
+  if (pid == 0)
+    child_main(&sb->plan); /* never returns */
+  return pid;
+}
+
+/* In a pool stub: the job's parent becomes the stub's parent (the spawner
+ * thread) through CLONE_PARENT; the child is born in the stub's cgroups
+ * and network namespace. */
+PX_LNX_NO_ASAN pid_t px__spawn_from_stub(px_sandbox_t *sb) {
+  pid_t pid = do_clone3(clone_flags(&sb->plan) | CLONE_PARENT, &sb->pidfd,
+                        -1);
+  if (pid == 0)
+    child_main(&sb->plan); /* never returns */
   return pid;
 }
 
@@ -619,11 +697,16 @@ static int open_pipes(int fds[P_COUNT][2]) {
   return 0;
 }
 
-/* Parent side once the child exists: cgroups, id maps, release, verdict
- * of its setup. */
-static int release_child(px_sandbox_t *sb, int fds[P_COUNT][2], int in_v2) {
+/* Parent side once the child exists: cgroups (a slot's child is in them
+ * already; its limits are written now that the stub left), id maps,
+ * release, verdict of its setup. */
+static int release_child(px_sandbox_t *sb, int fds[P_COUNT][2]) {
   int rc;
-  if ((rc = px__cg_job_place(&sb->be->cg, &sb->cg, sb->pid, in_v2)) != 0 ||
+  if (sb->slot)
+    rc = px__cg_job_limits(&sb->be->cg, &sb->cg, &sb->spec->limits);
+  else
+    rc = px__cg_job_place(&sb->be->cg, &sb->cg, sb->pid, sb->placed_v2);
+  if (rc != 0 ||
       (sb->plan.userns && (rc = write_id_maps(sb->be, sb->pid)) != 0))
     return rc;
   sb->start_ms = px_now_ms();
@@ -636,7 +719,7 @@ static int release_child(px_sandbox_t *sb, int fds[P_COUNT][2], int in_v2) {
 int px__spawn(px_sandbox_t *sb) {
   px__plan_t *p = &sb->plan;
   int fds[P_COUNT][2];
-  int in_v2 = 0, rc, i;
+  int rc, i;
   pid_t pid;
 
   memset(fds, 0xff, sizeof fds); /* all -1 */
@@ -651,9 +734,13 @@ int px__spawn(px_sandbox_t *sb) {
     rc = PX_LOG_ERRNO(PX_ESPAWN, EPERM, "clone3 [injected]");
     goto cleanup;
   }
-  pid = spawner_clone(sb->be->spawner, sb, &in_v2);
+  if (sb->slot)
+    pid = px__slot_spawn(sb->slot, sb);
+  else
+    pid = px__spawner_call(sb->be->spawner, clone_job, sb);
   if (pid < 0) {
-    rc = PX_LOG_ERRNO(PX_ESPAWN, errno, "clone3");
+    rc = PX_LOG_ERRNO(PX_ESPAWN, errno, sb->slot ? "clone3 (pool)" : "clone3");
+    kill_and_reap(sb); /* a slot's child may exist with its pid unknown */
     goto cleanup;
   }
   sb->pid = pid;
@@ -662,7 +749,7 @@ int px__spawn(px_sandbox_t *sb) {
   close_fd(&fds[P_IN][0]);
   close_fd(&fds[P_OUT][1]);
   close_fd(&fds[P_EOUT][1]);
-  if ((rc = release_child(sb, fds, in_v2)) != 0) {
+  if ((rc = release_child(sb, fds)) != 0) {
     if (!sb->outcome.error_msg[0])
       px_snprintf(sb->outcome.error_msg, sizeof sb->outcome.error_msg,
                   "sandbox setup failed: %s", px_strerror(rc));
@@ -674,6 +761,8 @@ int px__spawn(px_sandbox_t *sb) {
   sb->out_fd[1] = fds[P_EOUT][0];
   fds[P_IN][1] = fds[P_OUT][0] = fds[P_EOUT][0] = -1;
 cleanup:
+  px__slot_discard(sb->be, sb->slot); /* used once; its cgroups are ours */
+  sb->slot = NULL;
   for (i = 0; i < P_COUNT; i++) {
     close_fd(&fds[i][0]);
     close_fd(&fds[i][1]);

@@ -272,6 +272,30 @@ int adv_all_denied(const cJSON *res) {
   return denied;
 }
 
+int adv_denied_except(const cJSON *res, const char *const *contained) {
+  const char *out = adv_str(res, "stdout"), *line = out;
+  int denied = 0;
+  while (line && *line) {
+    const char *nl = strchr(line, '\n'), *colon = strchr(line, ':');
+    size_t i, n = colon ? (size_t)(colon - line) : 0;
+    int ok = 0;
+    if (colon && (!nl || colon < nl) && strncmp(colon, ": ALLOWED", 9) == 0) {
+      for (i = 0; contained[i]; i++)
+        if (strlen(contained[i]) == n && strncmp(line, contained[i], n) == 0)
+          ok = 1;
+      if (!ok) {
+        printf("a probe was ALLOWED:\n%s\n", out);
+        return -1;
+      }
+    } else if (colon && (!nl || colon < nl) &&
+               strncmp(colon, ": DENIED", 8) == 0) {
+      denied++;
+    }
+    line = nl ? nl + 1 : NULL;
+  }
+  return denied;
+}
+
 /* ---- tree digest ---- */
 
 static uint64_t fnv_file(int dirfd, const char *name) {

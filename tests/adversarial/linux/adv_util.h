@@ -57,6 +57,10 @@ void adv_expect(const cJSON *res, const char *status, const char *limit);
 /* Every probe line of a payload says DENIED; none says ALLOWED. Returns
  * the number of DENIED lines. */
 int adv_all_denied(const cJSON *res);
+/* Like adv_all_denied, but lines "<name>: ALLOWED" for names in
+ * `contained` (NULL-terminated: allowed because they stay inside the job)
+ * are accepted. The DENIED count, or -1 on any other ALLOWED. */
+int adv_denied_except(const cJSON *res, const char *const *contained);
 
 /* Digest of a directory tree: every entry's relative path, type, mode,
  * size, content hash and link target, sorted. malloc'd. */

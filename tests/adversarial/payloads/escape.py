@@ -75,7 +75,13 @@ except OSError as e:
 try_open("read_service_config", config)
 try_open("read_service_key", secret)
 try_open("read_etc_shadow", "/etc/shadow")
-try_open("read_etc_passwd", "/etc/passwd")
+# /etc/passwd exists (generated: root and the job's own user, so that
+# getpwuid works); the host's user list must not be behind it.
+try:
+    users = sorted(l.split(":")[0] for l in open("/etc/passwd") if ":" in l)
+    report("read_host_passwd", users != ["nobody", "root"], "users=%s" % users)
+except OSError as e:
+    report("read_host_passwd", False, ename(e.errno))
 try:
     report("list_root_home", True, str(os.listdir("/root")))
 except OSError as e:

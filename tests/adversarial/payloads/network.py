@@ -1,6 +1,9 @@
 # Network and IPC attempts. Arguments: host_tcp_port (a listener of the
 # test on 127.0.0.1), zmq_port (the daemon's ZeroMQ endpoint, or 0).
-# Prints "name: DENIED (why)" / "name: ALLOWED (what)".
+# Prints "name: DENIED (why)" / "name: ALLOWED (what)". Without net:egress
+# the job has its own network namespace with only loopback: listening, UDP
+# to loopback and NETLINK_ROUTE work there and reach nothing else (the test
+# checks that the host side saw nothing).
 import errno, socket, sys
 
 port, zport = int(sys.argv[1]), int(sys.argv[2])
@@ -31,6 +34,16 @@ def tcp4_out():
 def udp4():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.sendto(b"x", ("127.0.0.1", port))
+    return "sent"
+
+def udp4_out():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.sendto(b"x", ("192.0.2.1", 9))  # TEST-NET-1
+    return "sent"
+
+def udp6_out():
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.sendto(b"x", ("2001:db8::1", 9))  # documentation prefix
     return "sent"
 
 def tcp6():
@@ -79,8 +92,14 @@ def netlink():
     s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
     return "netlink socket"
 
+def netlink_audit():
+    s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 9)
+    return "netlink audit socket"
+
 for name, fn in (("tcp4_connect_host", tcp4), ("tcp4_outbound", tcp4_out),
-                 ("udp4_send", udp4), ("tcp6_connect", tcp6), ("udp6_send", udp6),
+                 ("udp4_send", udp4), ("udp4_outbound", udp4_out),
+                 ("tcp6_connect", tcp6), ("udp6_send", udp6), ("udp6_outbound", udp6_out),
                  ("tcp4_listen", listen_tcp), ("tcp6_listen", listen_tcp6),
-                 ("zmq_port", zmq), ("packet_socket", raw), ("netlink_socket", netlink)):
+                 ("zmq_port", zmq), ("packet_socket", raw), ("netlink_socket", netlink),
+                 ("netlink_audit", netlink_audit)):
     attempt(name, fn)

@@ -1,0 +1,281 @@
+/* test_job_pool.c - warm slots (watchdog/linux/pool.c): jobs run in them with
+ * the same controls as on the cold path, nothing a job did reaches the next
+ * job, jobs that cannot use a slot take the cold path (counted), a failing
+ * slot maker makes no slot (jobs still fail closed), a dead daemon leaves
+ * no stub and its successor removes the slot cgroups. */
+#include "job_helpers.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "watchdog/linux/linux_int.h"
+
+static px__pool_stats_t stats(th_backend_t *b) {
+  px__pool_stats_t st;
+  px__pool_stats(((px__lnx_backend_t *)b->state)->pool, &st);
+  return st;
+}
+
+/* The job's cgroup in the pids (or v2) hierarchy, seen while it runs. */
+static const char *job_cgroup(px_sandbox_t *sb) {
+  return sb->cg.v2 ? sb->cg.v2 : sb->cg.v1[PX_CG1_PIDS];
+}
+
+TEST_IMPL(pool_jobs_use_slots) {
+  th_backend_t b;
+  th_run_t r = {0}, c = {0}, e = {0};
+  px_job_spec_t s;
+  px_sandbox_t *sb = NULL;
+  const char *argv[] = {"/bin/sh", "-c", "echo in; read x", NULL};
+  const char *probe[] = {NULL, "loopback", "reach=1.1.1.1:80", NULL};
+  px__pool_stats_t st0, st1;
+  uint64_t enf_pooled;
+  TH_REQUIRE_ROOT();
+  /* The cold path's bits, for comparison. */
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 0));
+  th_spec(&s, argv);
+  s.stdin_data = (const unsigned char *)"x\n";
+  s.stdin_len = 2;
+  ASSERT_OK(th_run(&b, &s, &c));
+  th_close(&b);
+
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 2));
+  ASSERT_OK(th_pool_wait(&b, 2));
+  st0 = stats(&b);
+  ASSERT_UINT_EQ(st0.ready, 2);
+  th_spec(&s, argv);
+  s.stdin_data = (const unsigned char *)"x\n";
+  s.stdin_len = 2;
+  ASSERT_OK(th_begin(&b, &s, &r, &sb));
+  ASSERT_STR_CONTAINS(job_cgroup(sb), "/px-slot-");
+  ASSERT_OK(b.ops->wait(sb, &r.o));
+  b.ops->release(sb);
+  ASSERT_STR_EQ(px_buf_cstr(&r.out), "in\n");
+  ASSERT_EQ(r.o.exit_code, 0);
+  enf_pooled = r.o.enforcement;
+  ASSERT_UINT_EQ(enf_pooled, c.o.enforcement); /* the same controls */
+  /* The probe in a slot: loopback up, no route out. */
+  probe[0] = th_probe();
+  ASSERT_OK(th_pool_wait(&b, 2));
+  th_spec(&s, probe);
+  th_free(&r);
+  memset(&r, 0, sizeof r);
+  ASSERT_OK(th_run(&b, &s, &r));
+  ASSERT(th_has(r.out.data, "loopback", "ALLOWED"));
+  ASSERT(th_has(r.out.data, "reach", "DENIED ENETUNREACH"));
+  /* net:egress needs the host's network: cold path, counted. */
+  th_spec(&s, probe);
+  s.caps = PX_CAP_NET_EGRESS;
+  ASSERT_OK(th_run(&b, &s, &e));
+  st1 = stats(&b);
+  ASSERT_UINT_EQ(st1.taken - st0.taken, 2);
+  ASSERT_UINT_EQ(st1.cold - st0.cold, 1);
+  th_free(&r);
+  th_free(&c);
+  th_free(&e);
+  th_close(&b);
+  return 0;
+}
+
+/* Job A tampers with everything it can reach; job B, in the next slot,
+ * sees none of it. A's output is the positive control. */
+TEST_IMPL(pool_nothing_leaks_between_jobs) {
+  th_backend_t b;
+  th_run_t ra = {0}, rb = {0};
+  px_job_spec_t s;
+  const char *tamper[] = {
+      "/bin/sh", "-c",
+      "echo secret > /job/left; echo secret > /dev/shm/left && echo shm-written;"
+      "/usr/bin/python3 -c \"import sysv_ipc\" 2>/dev/null;"
+      "/usr/bin/python3 - <<'EOF'\n"
+      "import ctypes, os, socket, subprocess\n"
+      "libc = ctypes.CDLL(None, use_errno=True)\n"
+      "print('sysv-shm', libc.shmget(0x5058, 4096, 0o1666) >= 0)\n"
+      "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+      "s.bind(('127.0.0.1', 47123)); s.listen(1); print('listening')\n"
+      "subprocess.Popen(['/bin/sleep', '300'])\n"
+      "print('env', os.environ.get('LEFT', '-'))\n"
+      "EOF\n"
+      "echo > /etc/passwd 2>/dev/null || echo passwd-ro; ulimit -n 64; umask 000;"
+      "export LEFT=1; echo tampered",
+      NULL};
+  const char *check[] = {
+      "/bin/sh", "-c",
+      "echo job: $(ls -A /job | wc -l); echo shm: $(ls -A /dev/shm | wc -l);"
+      "echo sysv: $(($(wc -l < /proc/sysvipc/shm) - 1));"
+      "echo sleepers: $(cat /proc/[0-9]*/comm | grep -c '^sleep$');"
+      "echo tcp-listen: $(grep -c ' 0A ' /proc/net/tcp);"
+      "echo passwd: $(cut -d: -f1 /etc/passwd | tr '\\n' ' ');"
+      "echo nofile: $(ulimit -n); echo umask: $(umask); echo env: ${LEFT:--}",
+      NULL};
+  th_run_t rc = {0};
+  px__pool_stats_t st0;
+  TH_REQUIRE_ROOT();
+  /* What a fresh job sees, on the cold path. */
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 0));
+  th_spec(&s, check);
+  s.caps = PX_CAP_FS_WRITE_TMP;
+  ASSERT_OK(th_run(&b, &s, &rc));
+  th_close(&b);
+  ASSERT_STR_CONTAINS(px_buf_cstr(&rc.out), "job: 0\nshm: 0\nsysv: 0\n");
+  ASSERT_STR_CONTAINS(px_buf_cstr(&rc.out), "tcp-listen: 0\n");
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 1));
+  ASSERT_OK(th_pool_wait(&b, 1));
+  st0 = stats(&b);
+  th_spec(&s, tamper);
+  s.caps = PX_CAP_FS_WRITE_TMP;
+  ASSERT_OK(th_run(&b, &s, &ra));
+  ASSERT_STR_CONTAINS(px_buf_cstr(&ra.out), "shm-written");
+  ASSERT_STR_CONTAINS(px_buf_cstr(&ra.out), "sysv-shm True");
+  ASSERT_STR_CONTAINS(px_buf_cstr(&ra.out), "listening");
+  ASSERT_STR_CONTAINS(px_buf_cstr(&ra.out), "passwd-ro");
+  ASSERT_STR_CONTAINS(px_buf_cstr(&ra.out), "tampered");
+  ASSERT_OK(th_pool_wait(&b, 1));
+  th_spec(&s, check);
+  s.caps = PX_CAP_FS_WRITE_TMP;
+  ASSERT_OK(th_run(&b, &s, &rb));
+  ASSERT_UINT_EQ(stats(&b).taken - st0.taken, 2); /* both ran in slots */
+  ASSERT_STR_EQ(px_buf_cstr(&rb.out), px_buf_cstr(&rc.out));
+  th_free(&rc);
+  th_free(&ra);
+  th_free(&rb);
+  th_close(&b);
+  return 0;
+}
+
+/* Slot making fails (cgroup placement refused): no slot is made, the
+ * failures are counted, a job takes the cold path and fails closed there;
+ * once the fault is gone the pool fills and jobs run in slots. */
+TEST_IMPL(pool_faults_make_no_slot) {
+  th_backend_t b;
+  th_run_t r = {0}, r2 = {0};
+  px_job_spec_t s;
+  const char *argv[] = {"/bin/true", NULL};
+  px__pool_stats_t st;
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(px__lnx_inject_fail("cgroup_place"));
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 1));
+  px_sleep_ms(300);
+  st = stats(&b);
+  ASSERT_UINT_EQ(st.ready, 0);
+  ASSERT_GE(st.failed, 1);
+  th_spec(&s, argv);
+  ASSERT_NE(th_run(&b, &s, &r), 0); /* cold path, placement refused */
+  ASSERT_EQ(r.started, 0);
+  ASSERT_OK(px__lnx_inject_fail(NULL));
+  ASSERT_OK(th_pool_wait(&b, 1));
+  th_spec(&s, argv);
+  ASSERT_OK(th_run(&b, &s, &r2));
+  ASSERT_EQ(r2.o.exit_code, 0);
+  ASSERT_GE(stats(&b).taken, 1);
+  th_free(&r);
+  th_free(&r2);
+  th_close(&b);
+  /* The same for a step the stub runs (its root). */
+  ASSERT_OK(px__lnx_inject_fail("mount_root"));
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 1));
+  px_sleep_ms(300);
+  st = stats(&b);
+  ASSERT_UINT_EQ(st.ready, 0);
+  ASSERT_GE(st.failed, 1);
+  ASSERT_OK(px__lnx_inject_fail(NULL));
+  ASSERT_OK(th_pool_wait(&b, 1));
+  th_close(&b);
+  return 0;
+}
+
+/* pids in every px-slot-<tag>-* cgroup below dir; their number in *found. */
+static int slot_pids(const char *dir, const char *prefix, long *pids, int max,
+                     int *found) {
+  char p[1200], line[64];
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  int n = 0;
+  *found = 0;
+  if (!d)
+    return 0;
+  while ((de = readdir(d)) != NULL) {
+    FILE *f;
+    if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
+      continue;
+    (*found)++;
+    snprintf(p, sizeof p, "%s/%s/cgroup.procs", dir, de->d_name);
+    if (!(f = fopen(p, "r")))
+      continue;
+    while (n < max && fgets(line, sizeof line, f))
+      pids[n++] = strtol(line, NULL, 10);
+    fclose(f);
+  }
+  closedir(d);
+  return n;
+}
+
+/* A daemon killed by SIGKILL leaves no stub (their parent-death signal)
+ * and its successor on the same work root removes the slot cgroups. */
+TEST_IMPL(pool_daemon_sigkill_leaves_nothing) {
+  int pfd[2], status, found, i, tries, alive = 0;
+  char base[1024] = "", prefix[64], *sp;
+  long pids[16];
+  pid_t daemon;
+  ssize_t n;
+  TH_REQUIRE_ROOT();
+  ASSERT_EQ(pipe(pfd), 0);
+  px_test_tmpdir();
+  fflush(stdout);
+  daemon = fork();
+  ASSERT(daemon >= 0);
+  if (daemon == 0) {
+    th_backend_t b;
+    const px__lnx_backend_t *be;
+    close(pfd[0]);
+    if (th_open_pool(&b, NULL, 0, 3) != 0 || th_pool_wait(&b, 3) != 0)
+      _exit(1);
+    be = b.state;
+    px__pool_prefix(be, prefix, sizeof prefix);
+    snprintf(base, sizeof base, "%s %s", prefix,
+             be->cg.v2_base ? be->cg.v2_base : be->cg.v1_base[PX_CG1_PIDS]);
+    if (write(pfd[1], base, strlen(base)) < 0)
+      _exit(1);
+    pause();
+    _exit(0);
+  }
+  close(pfd[1]);
+  n = read(pfd[0], base, sizeof base - 1);
+  close(pfd[0]);
+  ASSERT(n > 0);
+  base[n] = '\0';
+  sp = strchr(base, ' ');
+  ASSERT_NOT_NULL(sp);
+  *sp = '\0';
+  ASSERT(strlen(base) < sizeof prefix);
+  memcpy(prefix, base, strlen(base) + 1);
+  memmove(base, sp + 1, strlen(sp + 1) + 1);
+  ASSERT_EQ(slot_pids(base, prefix, pids, 16, &found), 3); /* a stub each */
+  ASSERT_EQ(kill(daemon, SIGKILL), 0);
+  ASSERT_EQ(waitpid(daemon, &status, 0), daemon);
+  for (tries = 0; tries < 300; tries++) {
+    alive = 0;
+    for (i = 0; i < 3; i++)
+      if (kill((pid_t)pids[i], 0) == 0)
+        alive++;
+    if (!alive)
+      break;
+    px_sleep_ms(10);
+  }
+  ASSERT_EQ(alive, 0);
+  slot_pids(base, prefix, pids, 16, &found);
+  ASSERT_GE(found, 3); /* the cgroups are left ... */
+  {
+    th_backend_t b;
+    ASSERT_OK(th_open_pool(&b, NULL, 0, 0));
+    th_close(&b);
+  }
+  slot_pids(base, prefix, pids, 16, &found);
+  ASSERT_EQ(found, 0); /* ... until the next backend on the work root */
+  return 0;
+}

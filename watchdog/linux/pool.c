@@ -1,0 +1,427 @@
+/* pool.c - warm slots: sandboxes prepared ahead of time, so that nothing
+ * slow is left between a job's request and its exec.
+ *
+ * DESIGN
+ * What is slow in a cold spawn is not the clone but what surrounds it:
+ * moving the child into its v1 cgroups (a write to cgroup.procs waits for
+ * an RCU grace period: ~15 ms on an idle machine), creating the cgroups,
+ * and creating a network namespace and bringing its lo up. A slot does all
+ * of that in the background, for a process that already exists: the stub.
+ *
+ * The stub is cloned by the spawner thread with CLONE_VM | CLONE_FILES (it
+ * shares the daemon's memory and descriptor table, so it can later read a
+ * job plan the daemon builds after the stub was made), in no namespace of
+ * its own yet. It unshares a network namespace, brings lo up, reports ready
+ * on its result pipe and blocks reading its command pipe. Meanwhile the
+ * pool thread makes the slot's cgroups (px-slot-<tag>-<n> in every
+ * hierarchy) and writes the stub into them: the migration happens here,
+ * off any job's path.
+ *
+ * A job takes a slot at prepare (root mode, no net:egress; otherwise, or
+ * when the pool is empty, the cold path runs and is counted). At start the
+ * daemon writes the sandbox's address to the command pipe; the stub clones
+ * the job's pid 1 with CLONE_PARENT (so its parent is the spawner thread,
+ * as on the cold path: the same parent-death signal and waitid), new pid,
+ * mount, IPC and UTS namespaces and no new network namespace (it inherits
+ * the stub's, lo up), reports the pid and exits. The child is born in the
+ * slot's cgroups (a child starts in its parent's cgroups: no migration).
+ * The daemon reaps the stub, writes the job's limits (after the stub left,
+ * so pids.max counts the job only), and releases the child, which runs the
+ * same setup steps as on the cold path (spawn.c). A slot is used once;
+ * the pool refills in the background.
+ *
+ * The stub shares the daemon's memory: it runs nothing but system calls
+ * on its own stack (errno, on a failure, lands in the spawner thread's
+ * slot), sets a parent-death signal so that a dead daemon leaves no stub,
+ * and is killed with SIGKILL (which ends that process only) when a slot is
+ * thrown away. After a crash, open() removes every px-slot-<tag>-* cgroup
+ * of this work root (tag: a hash of its path), killing what is inside.
+ */
+#include "linux_int.h"
+
+#include "px/px_error.h"
+#include "px/px_log.h"
+#include "px/px_util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define STUB_STACK (256u * 1024u)
+#define STUB_TIMEOUT_MS 5000
+#define POOL_MAX 64
+
+struct px__slot_s {
+  const px__lnx_backend_t *be; /* borrowed */
+  char name[80];    /* cgroup name: px-slot-<tag>-<pid>-<n> */
+  px__cg_job_t cg;  /* owned until taken (then the sandbox's) */
+  pid_t stub_pid;
+  pid_t daemon_pid;
+  int stub_pidfd;   /* owned */
+  int cmd[2];       /* owned: [0] the stub reads the sandbox address */
+  int res[2];       /* owned: [1] the stub writes ready / the job's pid */
+  void *stack;      /* owned: the stub's stack (shared memory) */
+};
+
+typedef struct {
+  int32_t pid; /* the job's pid 1, 0 for "ready", -step for a failed step */
+  int32_t err;
+} stub_res_t;
+
+struct px__pool_s {
+  px__lnx_backend_t *be; /* borrowed */
+  px_mutex_t mu;
+  px_cond_t cv;
+  px_thread_t thr;
+  int running, stop;
+  size_t size;                  /* slots to keep ready */
+  px__slot_t *ready[POOL_MAX];  /* guarded by mu */
+  size_t n;
+  uint64_t seq;
+  char tag[16];
+  px__pool_stats_t st;          /* guarded by mu */
+};
+
+/* --- the stub (shares the daemon's memory: system calls only) ---------- */
+
+/* Every namespace of the job-to-be, and its root built and pivoted into:
+ * the job's pid 1 (the stub's first child) only adds /proc and its own
+ * mounts. 0 or an errno with *step. */
+static int stub_prepare(const px__lnx_backend_t *be, int *step) {
+  int rc;
+  *step = PX_STEP_NETNS;
+  if (unshare(CLONE_NEWNET) != 0 || px__lnx_loopback_up() != 0)
+    return errno ? errno : EIO;
+  *step = PX_STEP_CLONE;
+  if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID) != 0)
+    return errno;
+  *step = PX_STEP_HOSTNAME;
+  if (sethostname("px", 2) != 0)
+    return errno;
+  rc = px__mnt_stub(be->stage, &be->skel, step);
+  return rc < 0 ? -rc : 0;
+}
+
+static PX_LNX_NO_ASAN int stub_main(void *arg) {
+  px__slot_t *s = arg;
+  stub_res_t r = {0, 0};
+  uintptr_t addr = 0; /* the sandbox, in the memory we share */
+  int step = 0;
+  /* Die with the spawner thread, i.e. with the daemon. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 ||
+      getppid() != s->daemon_pid)
+    _exit(1);
+  r.err = stub_prepare(s->be, &step);
+  r.pid = r.err ? -step : 0;
+  if (write(s->res[1], &r, sizeof r) != (ssize_t)sizeof r || r.err)
+    _exit(1);
+  if (read(s->cmd[0], &addr, sizeof addr) != (ssize_t)sizeof addr || !addr)
+    _exit(0); /* the slot was thrown away */
+  r.pid = px__spawn_from_stub((px_sandbox_t *)addr); /* shared memory */
+  r.err = r.pid < 0 ? errno : 0;
+  if (write(s->res[1], &r, sizeof r) != (ssize_t)sizeof r) {
+    /* the daemon sees EOF: the job failed */
+  }
+  _exit(0);
+}
+
+/* On the spawner thread: the stub's parent is the thread every job's
+ * parent is. */
+static pid_t clone_stub(void *arg) {
+  px__slot_t *s = arg;
+  return (pid_t)clone(stub_main, (char *)s->stack + STUB_STACK,
+                      CLONE_VM | CLONE_FILES | CLONE_PIDFD | SIGCHLD, s,
+                      &s->stub_pidfd);
+}
+
+/* --- slots ----------------------------------------------------------------- */
+
+static void close_fd(int *fd) {
+  if (*fd >= 0)
+    close(*fd);
+  *fd = -1;
+}
+
+static void reap_stub(px__slot_t *s, int kill_it) {
+  siginfo_t si;
+  if (s->stub_pidfd < 0)
+    return;
+  if (kill_it)
+    syscall(SYS_pidfd_send_signal, s->stub_pidfd, SIGKILL, NULL, 0);
+  memset(&si, 0, sizeof si);
+  while (waitid((idtype_t)P_PIDFD, (id_t)s->stub_pidfd, &si, WEXITED) != 0 &&
+         errno == EINTR) {
+  }
+  close_fd(&s->stub_pidfd);
+}
+
+/* Kill the stub (if any), free what the slot still owns (its cgroups too,
+ * unless a sandbox took them). NULL is fine. */
+void px__slot_discard(const px__lnx_backend_t *be, px__slot_t *s) {
+  if (!s)
+    return;
+  reap_stub(s, 1);
+  px__cg_job_destroy(&be->cg, &s->cg);
+  close_fd(&s->cmd[0]);
+  close_fd(&s->cmd[1]);
+  close_fd(&s->res[0]);
+  close_fd(&s->res[1]);
+  free(s->stack);
+  free(s);
+}
+
+static int read_res(px__slot_t *s, stub_res_t *r) {
+  struct pollfd pfd;
+  ssize_t n;
+  pfd.fd = s->res[0];
+  pfd.events = POLLIN;
+  if (poll(&pfd, 1, STUB_TIMEOUT_MS) <= 0)
+    return PX_LOG_ERRNO(PX_ETIMEDOUT, ETIMEDOUT, "pool stub: no answer");
+  do
+    n = read(s->res[0], r, sizeof *r);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)sizeof *r)
+    return PX_LOG_ERRNO(PX_ESPAWN, n < 0 ? errno : EIO, "pool stub: read");
+  return 0;
+}
+
+static int slot_make(px__pool_t *p, px__slot_t **out) {
+  px__lnx_backend_t *be = p->be;
+  px__slot_t *s = calloc(1, sizeof *s);
+  stub_res_t r;
+  pid_t pid;
+  int rc;
+  *out = NULL;
+  if (!s)
+    return PX_ENOMEM;
+  px__cg_job_init(&s->cg);
+  s->stub_pidfd = s->cmd[0] = s->cmd[1] = s->res[0] = s->res[1] = -1;
+  s->daemon_pid = getpid();
+  s->be = be;
+  /* Unique across restarts: a successor never reuses a crashed run's name
+   * while the recovery's removal may still be under way. */
+  px_snprintf(s->name, sizeof s->name, "px-slot-%s-%ld-%llu", p->tag,
+              (long)s->daemon_pid, (unsigned long long)++p->seq);
+  if ((rc = px__cg_job_create(&be->cg, s->name, &s->cg)) != 0)
+    goto fail;
+  if (pipe2(s->cmd, O_CLOEXEC) != 0 || pipe2(s->res, O_CLOEXEC) != 0 ||
+      !(s->stack = malloc(STUB_STACK))) {
+    rc = PX_LOG_ERRNO(PX_ESPAWN, errno, "pool: pipe2/malloc");
+    goto fail;
+  }
+  pid = px__spawner_call(be->spawner, clone_stub, s);
+  if (pid < 0) {
+    rc = PX_LOG_ERRNO(PX_ESPAWN, errno, "pool: clone(stub)");
+    goto fail;
+  }
+  s->stub_pid = pid;
+  /* The slow part of a cold spawn, done here: v1 migrations. */
+  if ((rc = px__cg_job_place(&be->cg, &s->cg, pid, 0)) != 0 ||
+      (rc = read_res(s, &r)) != 0)
+    goto fail;
+  if (r.err != 0) {
+    PX_LOG(PX_LOG_ERROR, "pool stub: step %s failed: errno %d",
+           px__lnx_step_name(-r.pid), r.err);
+    rc = PX_ESANDBOX;
+    goto fail;
+  }
+  *out = s;
+  return 0;
+fail:
+  px__slot_discard(be, s);
+  return rc;
+}
+
+/* --- the pool thread -------------------------------------------------- */
+
+static void pool_main(void *arg) {
+  px__pool_t *p = arg;
+  int backoff_ms = 0;
+  px_mutex_lock(&p->mu);
+  while (!p->stop) {
+    px__slot_t *s = NULL;
+    int rc;
+    if (p->n >= p->size) {
+      px_cond_wait(&p->cv, &p->mu);
+      continue;
+    }
+    px_mutex_unlock(&p->mu);
+    if (backoff_ms)
+      px_sleep_ms(backoff_ms);
+    rc = slot_make(p, &s);
+    px_mutex_lock(&p->mu);
+    if (rc != 0) {
+      p->st.failed++;
+      backoff_ms = backoff_ms ? (backoff_ms < 2000 ? backoff_ms * 2 : 2000)
+                              : 50;
+      continue;
+    }
+    backoff_ms = 0;
+    p->st.made++;
+    if (p->stop || p->n >= p->size) {
+      px_mutex_unlock(&p->mu);
+      px__slot_discard(p->be, s);
+      px_mutex_lock(&p->mu);
+      continue;
+    }
+    p->ready[p->n++] = s;
+    px_cond_broadcast(&p->cv);
+  }
+  px_mutex_unlock(&p->mu);
+}
+
+static void make_tag(const char *work_root, char *tag, size_t n) {
+  uint32_t h = 2166136261u;
+  const unsigned char *c;
+  for (c = (const unsigned char *)work_root; *c; c++)
+    h = (h ^ *c) * 16777619u;
+  px_snprintf(tag, n, "%08x", (unsigned)h);
+}
+
+/* Remove cgroups named prefix* below base (a crashed daemon's slots). */
+static int remove_slots_below(const px__lnx_backend_t *be, const char *base,
+                              const char *prefix, int v1_index) {
+  char p[PX_LNX_PATH_MAX];
+  DIR *d = opendir(base);
+  struct dirent *de;
+  int n = 0;
+  if (!d)
+    return 0;
+  while ((de = readdir(d)) != NULL) {
+    px__cg_job_t j;
+    if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 ||
+        px_snprintf(p, sizeof p, "%s/%s", base, de->d_name) != 0)
+      continue;
+    px__cg_job_init(&j);
+    if (v1_index < 0)
+      j.v2 = px_strdup(p);
+    else
+      j.v1[v1_index] = px_strdup(p);
+    px__cg_job_destroy(&be->cg, &j);
+    n++;
+  }
+  closedir(d);
+  return n;
+}
+
+void px__pool_prefix(const px__lnx_backend_t *be, char *out, size_t n) {
+  char tag[16];
+  make_tag(be->work_root, tag, sizeof tag);
+  px_snprintf(out, n, "px-slot-%s-", tag);
+}
+
+void px__pool_recover(const px__lnx_backend_t *be) {
+  char prefix[40];
+  int i, n = 0;
+  px__pool_prefix(be, prefix, sizeof prefix);
+  if (be->cg.v2_base)
+    n += remove_slots_below(be, be->cg.v2_base, prefix, -1);
+  for (i = 0; i < PX_CG1_COUNT; i++)
+    if (be->cg.v1_base[i])
+      n += remove_slots_below(be, be->cg.v1_base[i], prefix, i);
+  if (n)
+    PX_LOG(PX_LOG_WARN, "removed %d pool slot cgroup(s) of a previous run", n);
+}
+
+int px__pool_open(px__lnx_backend_t *be, size_t size, px__pool_t **out) {
+  px__pool_t *p;
+  int rc;
+  *out = NULL;
+  if (size == 0)
+    return 0;
+  if (size > POOL_MAX)
+    size = POOL_MAX;
+  if (!(p = calloc(1, sizeof *p)))
+    return PX_ENOMEM;
+  p->be = be;
+  p->size = size;
+  make_tag(be->work_root, p->tag, sizeof p->tag);
+  if (px_mutex_init(&p->mu) != 0 || px_cond_init(&p->cv) != 0) {
+    free(p);
+    return PX_ENOMEM;
+  }
+  if ((rc = px_thread_create(&p->thr, pool_main, p)) != 0) {
+    px__pool_close(p);
+    return rc;
+  }
+  p->running = 1;
+  *out = p;
+  return 0;
+}
+
+void px__pool_close(px__pool_t *p) {
+  size_t i;
+  if (!p)
+    return;
+  if (p->running) {
+    px_mutex_lock(&p->mu);
+    p->stop = 1;
+    px_cond_broadcast(&p->cv);
+    px_mutex_unlock(&p->mu);
+    px_thread_join(p->thr);
+  }
+  for (i = 0; i < p->n; i++)
+    px__slot_discard(p->be, p->ready[i]);
+  px_cond_destroy(&p->cv);
+  px_mutex_destroy(&p->mu);
+  free(p);
+}
+
+px__slot_t *px__pool_take(px__pool_t *p, int eligible) {
+  px__slot_t *s = NULL;
+  if (!p)
+    return NULL;
+  px_mutex_lock(&p->mu);
+  if (eligible && p->n > 0) {
+    s = p->ready[--p->n];
+    p->st.taken++;
+    px_cond_broadcast(&p->cv); /* refill */
+  } else {
+    p->st.cold++;
+  }
+  px_mutex_unlock(&p->mu);
+  return s;
+}
+
+void px__pool_stats(px__pool_t *p, px__pool_stats_t *out) {
+  memset(out, 0, sizeof *out);
+  if (!p)
+    return;
+  px_mutex_lock(&p->mu);
+  *out = p->st;
+  out->size = p->size;
+  out->ready = p->n;
+  px_mutex_unlock(&p->mu);
+}
+
+/* --- a job in a slot ------------------------------------------------------ */
+
+px__cg_job_t *px__slot_cgroups(px__slot_t *s) { return &s->cg; }
+
+pid_t px__slot_spawn(px__slot_t *s, px_sandbox_t *sb) {
+  stub_res_t r;
+  uintptr_t addr = (uintptr_t)sb;
+  int rc;
+  if (write(s->cmd[1], &addr, sizeof addr) != (ssize_t)sizeof addr)
+    return -1;
+  rc = read_res(s, &r);
+  reap_stub(s, rc != 0); /* gone before the job runs: pids counts the job */
+  if (rc != 0) {
+    errno = EIO;
+    return -1;
+  }
+  if (r.pid <= 0) {
+    errno = r.err ? r.err : EIO;
+    return -1;
+  }
+  return (pid_t)r.pid;
+}
