@@ -34,7 +34,8 @@ target_sources(px_tests_win PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/win/test_fault.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_enforce.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_desktop.c
-  ${PROJECT_SOURCE_DIR}/tests/win/test_identity.c)
+  ${PROJECT_SOURCE_DIR}/tests/win/test_identity.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_storm_race.c)
 target_link_libraries(px_tests_win PRIVATE ws2_32)
 add_executable(px_probe ${PROJECT_SOURCE_DIR}/tests/win/probe.c
   ${PROJECT_SOURCE_DIR}/tests/win/probe_attack.c
@@ -54,5 +55,7 @@ px_add_test_group(px_tests_win winjob LABELS win)
 px_add_test_group(px_tests_win winwatchdog LABELS win)
 px_add_test_group(px_tests_win winfault LABELS win)
 px_add_test_group(px_tests_win windesk LABELS win)
+# A process bomb killed while it spawns (tests/win/test_storm_race.c).
+px_add_test_group(px_tests_win winstorm LABELS win)
 # What only real Windows enforces: SKIPs under Wine with the reason.
 px_add_test_group(px_tests_win enforce LABELS win win-enforce)

@@ -54,6 +54,7 @@ target_sources(px_tests_win PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/win/test_svc_recovery.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_svc_service.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_svc_attest.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_svc_storm.c
   ${PROJECT_SOURCE_DIR}/tests/cases/cases.c)
 target_link_libraries(px_tests_win PRIVATE px_client)
 # The tests find PhoenixExecutor.exe relative to their own executable.
@@ -64,6 +65,7 @@ set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/win/test_svc_evt.c
                     ${PROJECT_SOURCE_DIR}/tests/win/test_svc_service.c
                     ${PROJECT_SOURCE_DIR}/tests/win/test_svc_attest.c
                     ${PROJECT_SOURCE_DIR}/tests/win/test_svc_priv.c
+                    ${PROJECT_SOURCE_DIR}/tests/win/test_svc_storm.c
   DIRECTORY ${PROJECT_SOURCE_DIR}/tests
   APPEND PROPERTY COMPILE_DEFINITIONS
   "PX_SVC_EXE_REL=\"${PX_SVC_EXE_REL}\""
@@ -109,6 +111,18 @@ set_tests_properties(win.svc_prefix_stop PROPERTIES FIXTURES_CLEANUP px_svc_pref
   ENVIRONMENT "${PX_SVC_PREFIX}" LABELS "win;integ" TIMEOUT 120)
 set_tests_properties(win.svc PROPERTIES ENVIRONMENT "${PX_SVC_PREFIX}"
   FIXTURES_REQUIRED px_svc_prefix RUN_SERIAL TRUE)
+# The installed service under load (tests/win/test_svc_storm.c, issue 19):
+# the 1,000-job storm in CI; the 10,000-job soak on demand
+# (-DPX_WIN_SOAK=ON, or `px_tests_win --group soak-win`).
+px_add_test_group(px_tests_win storm LABELS win integ storm TIMEOUT 900)
+set_tests_properties(win.storm PROPERTIES ENVIRONMENT "${PX_SVC_PREFIX}"
+  FIXTURES_REQUIRED px_svc_prefix RUN_SERIAL TRUE)
+option(PX_WIN_SOAK "Register the Windows 10,000-job soak (win.soak-win) with ctest" OFF)
+if(PX_WIN_SOAK)
+  px_add_test_group(px_tests_win soak-win LABELS win integ soak-win TIMEOUT 3600)
+  set_tests_properties(win.soak-win PROPERTIES ENVIRONMENT "${PX_SVC_PREFIX}"
+    FIXTURES_REQUIRED px_svc_prefix RUN_SERIAL TRUE)
+endif()
 
 # The service end to end through phoenixctl (a shell script driving Wine).
 add_test(NAME win.svc_demo

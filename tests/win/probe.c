@@ -31,6 +31,12 @@
  *                             (SPARSE FLAG FAILED <err> if refused, then
  *                             goes on), end of file at GB GiB -> SPARSE SET
  *                             or SPARSE FAILED <err>, then sleeps 600000 ms
+ *   px_probe spawn-tree D N   a process bomb whose children spawn too:
+ *                             starts N children "spawn-tree D-1 N" one
+ *                             after the other as fast as it can (depth 0:
+ *                             none), prints CHILD <pid> (SPAWN_FAILED
+ *                             <err>), then sleeps; at most N^D processes
+ *                             if nothing stops it (tests/win storm)
  *   px_probe grandchild       starts "sleep 600000" holding this stdout
  *                             and stderr, prints CHILD <pid>, exits 0
  *   px_probe try-write PATH   create a file         -> WRITE ALLOWED|DENIED
@@ -503,6 +509,23 @@ static int desktop(void) {
   return 0;
 }
 
+/* ---- spawn-tree (tests/win/test_svc_storm.c): children that spawn ---- */
+
+static int spawn_tree(int depth, int n) {
+  WCHAR args[64];
+  int i;
+  swprintf(args, 64, L"spawn-tree %d %d", depth - 1, n);
+  for (i = 0; depth > 0 && i < n; i++) {
+    DWORD pid = 0;
+    if (spawn_self(args, 0, &pid))
+      out("CHILD %lu", pid);
+    else
+      out("SPAWN_FAILED %lu", GetLastError());
+  }
+  Sleep(INFINITE);
+  return 0;
+}
+
 int wmain(int argc, WCHAR **argv);
 int wmain(int argc, WCHAR **argv) {
   const WCHAR *m = argc > 1 ? argv[1] : L"report";
@@ -610,6 +633,8 @@ int wmain(int argc, WCHAR **argv) {
     return sparse(_wtol(argv[2]));
   if (!wcscmp(m, L"grandchild"))
     return grandchild();
+  if (!wcscmp(m, L"spawn-tree") && argc > 3)
+    return spawn_tree(_wtoi(argv[2]), _wtoi(argv[3]));
   if (!wcscmp(m, L"try-write") && argc > 2) {
     HANDLE h = CreateFileW(argv[2], GENERIC_WRITE, 0, NULL, CREATE_ALWAYS, 0, NULL);
     verdict_err("WRITE", h != INVALID_HANDLE_VALUE, GetLastError());

@@ -80,6 +80,15 @@ PX_TEST_ENTRY(svc, svc_disconnect_mid_job, 180)
 PX_TEST_ENTRY(svc, svc_bad_config_refused, 120)
 PX_TEST_ENTRY(svc, svc_attest_wine_degraded, 240)
 PX_TEST_ENTRY(svc, svc_attest_refuses_without_allow_degraded, 240)
+/* a process bomb killed while it spawns: the OS, then the backend
+ * (tests/win/test_storm_race.c) */
+PX_TEST_ENTRY(winstorm, storm_terminate_race, 120)
+PX_TEST_ENTRY(winstorm, storm_backend_spawners, 300)
+/* the installed service under load (tests/win/test_svc_storm.c) */
+PX_TEST_ENTRY(storm, storm_spawner_repro, 420)
+PX_TEST_ENTRY(storm, storm_1000_mixed, 800)
+/* on demand: -DPX_WIN_SOAK=ON registers it with ctest */
+PX_TEST_ENTRY(soak-win, soak_win_10000, 3500)
 /* fault injection: every fail-closed branch */
 PX_TEST_ENTRY(winfault, winfault_injector, 30)
 PX_TEST_ENTRY(winfault, winfault_acl, 120)

@@ -303,6 +303,8 @@ static int win_kill(px_sandbox_t *sb) {
  * holds files in the directory we are about to remove. */
 static void wait_empty(px_sandbox_t *sb) {
   uint64_t until = px_now_ms() + 10000;
+  if (sb->gave_up) /* the watchdog waited already: what is left stays */
+    return;
   if (sb->process)
     WaitForSingleObject(sb->process, 10000);
   while (sb->job && px_now_ms() < until) {

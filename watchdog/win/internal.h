@@ -31,6 +31,13 @@
  * process is gone before the watchdog cancels the reads (ms). */
 #define PX__DRAIN_MS 2000
 
+/* How long after a kill the job's processes may take to be gone (ms).
+ * Until then the watchdog terminates what the job still lists at every
+ * tick (Wine 8's TerminateJobObject skips a process being created at that
+ * moment: tests/win/test_storm_race.c); past it the job is answered with an
+ * error naming the processes still alive. */
+#define PX__KILL_GRACE_MS 3000
+
 /* How often the watchdog measures a running job's directory against the
  * job_dir_bytes / job_dir_files caps (ms; disk.c). */
 #define PX__DISK_EVERY_MS 200
@@ -133,6 +140,9 @@ struct px_sandbox_s {
   int disk_denied;            /* consecutive measurements refused */
   int zero;                   /* no process of the job is left */
   int kill_requested;
+  uint64_t kill_ms;           /* when the kill was requested */
+  int gave_up;                /* processes left past PX__KILL_GRACE_MS */
+  unsigned live;              /* NEW_PROCESS minus EXIT_PROCESS messages */
   unsigned msgs[16];          /* job messages seen, by number (tests) */
   DWORD seen[64];             /* last pids of NEW_PROCESS (Wine posts it */
   unsigned nseen;             /* twice for one process): a ring */
@@ -149,6 +159,7 @@ typedef struct {
                             not-yet-identified processes excluded) */
   uint64_t listed;       /* every process in the job's PID list */
   uint64_t hosts;        /* of those, confirmed console hosts */
+  uint64_t unknown;      /* of those, too new to say (neither) */
   uint64_t total;        /* processes ever started */
   uint64_t handles;      /* open handles of the job's processes (0 under
                             Wine, which does not count them) */

@@ -382,6 +382,7 @@ int px__winbe_job_sample(HANDLE job, px__job_sample_t *s) {
       int host = console_host(pids[i]);
       own += host == 0;
       s->hosts += host == 1;
+      s->unknown += host == -1;
     }
     s->active = own + (s->hosts > 1 ? s->hosts - 1 : 0);
   }

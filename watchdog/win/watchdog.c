@@ -22,9 +22,11 @@
 
 #include "px/px_log.h"
 #include "px/px_result.h"
+#include "px/px_util.h"
 #include "service/win/win_error.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* A process of the job exited. When what is left is only the hidden
  * console host the OS attached for our console child, the job's own work
@@ -57,6 +59,7 @@ void px__winbe_terminate(px_sandbox_t *sb) {
   if (sb->kill_requested || sb->state == PX__SB_ENDED)
     return;
   sb->kill_requested = 1;
+  sb->kill_ms = px_now_ms();
   sb->outcome.killed = 1;
   if (sb->outcome.violation.limit == PX_LIMIT_NONE && sb->state != PX__SB_NEW)
     px_log_write(PX_LOG_CRITICAL, 0, 0, __FILE__, __LINE__, __func__,
@@ -271,6 +274,21 @@ static int seen_before(px_sandbox_t *sb, DWORD pid) {
   return 0;
 }
 
+/* A process bomb is judged when it spawns, not at the next tick: the job's
+ * NEW/EXIT messages count its live processes, and more than the limit +1
+ * (the console host the OS may attach, as the OS limit allows) is a
+ * breach for certain. Under load a tick comes late (sampling a job costs
+ * a call per process), and a bomb grows in between; this costs nothing.
+ * The tick's exact count catches what the messages miss. */
+static void spawn_check(px_sandbox_t *sb) {
+  const px_limits_t *l = &sb->spec->limits;
+  if (sb->state != PX__SB_RUNNING || sb->kill_requested || !l->processes ||
+      sb->live <= l->processes + 1)
+    return;
+  px__winbe_verdict(sb, PX_LIMIT_PROCESSES, l->processes, sb->live - 1,
+                    PX_DETECT_WATCHDOG);
+}
+
 static void on_job(px__winbe_t *be, ULONG_PTR key, DWORD msg, DWORD pid) {
   px_sandbox_t *sb;
   const px_limits_t *l;
@@ -291,10 +309,15 @@ static void on_job(px__winbe_t *be, ULONG_PTR key, DWORD msg, DWORD pid) {
     usage_update(sb, &s);
   switch (msg) {
   case JOB_OBJECT_MSG_NEW_PROCESS:
-    if (!seen_before(sb, pid))
+    if (!seen_before(sb, pid)) {
       sb->outcome.usage.processes++;
+      sb->live++;
+      spawn_check(sb);
+    }
     break;
   case JOB_OBJECT_MSG_EXIT_PROCESS:
+    if (sb->live)
+      sb->live--;
     end_if_only_console_hosts(sb);
     break;
   case JOB_OBJECT_MSG_ABNORMAL_EXIT_PROCESS:
@@ -336,6 +359,17 @@ static void on_job(px__winbe_t *be, ULONG_PTR key, DWORD msg, DWORD pid) {
 
 /* ---- ticks ---------------------------------------------------------- */
 
+/* Processes against the limit: the confirmed ones, and those too new to
+ * report their image but one while no console host is confirmed yet (it
+ * may be that one). Under load a bomb's children stay unidentified for
+ * long; not counting them let a tree grow far past its limit. */
+static uint64_t procs_for_limit(const px__job_sample_t *s) {
+  uint64_t unknown = s->unknown;
+  if (s->hosts == 0 && unknown > 0)
+    unknown--;
+  return s->active + unknown;
+}
+
 static void check_limits(px_sandbox_t *sb, const px__job_sample_t *s,
                          uint64_t now) {
   const px_limits_t *l = &sb->spec->limits;
@@ -350,12 +384,127 @@ static void check_limits(px_sandbox_t *sb, const px__job_sample_t *s,
   else if (l->cpu_ms && s->cpu_ms > l->cpu_ms)
     px__winbe_verdict(sb, PX_LIMIT_CPU, l->cpu_ms, s->cpu_ms,
                       PX_DETECT_WATCHDOG);
-  else if (l->processes && s->active > l->processes)
-    px__winbe_verdict(sb, PX_LIMIT_PROCESSES, l->processes, s->active,
+  else if (l->processes && procs_for_limit(s) > l->processes)
+    px__winbe_verdict(sb, PX_LIMIT_PROCESSES, l->processes, procs_for_limit(s),
                       PX_DETECT_WATCHDOG);
   else if (sb->be->handles_cap && s->handles > sb->be->handles_cap)
     px__winbe_verdict(sb, PX_LIMIT_HANDLES, sb->be->handles_cap, s->handles,
                       PX_DETECT_WATCHDOG);
+}
+
+/* ---- a kill that does not take ----------------------------------- */
+
+/* The state of a process the job lists: 'a' alive, 'x' exited (or gone,
+ * or its pid is no longer the job's), '?' it cannot be opened. With
+ * `terminate`, an alive one is terminated first. Wine 8 refuses
+ * PROCESS_QUERY_LIMITED_INFORMATION on a process that never ran (one
+ * being created when its job was terminated): there it is opened without
+ * the membership check; while the job lists it, its pid cannot be reused. */
+static char listed_state(px_sandbox_t *sb, DWORD pid, int terminate) {
+  DWORD access = SYNCHRONIZE | (terminate ? PROCESS_TERMINATE : 0);
+  BOOL in = FALSE;
+  char c;
+  HANDLE h = OpenProcess(access | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
+  if (h && IsProcessInJob(h, sb->job, &in) && !in) {
+    px_handle_close(&h);
+    return 'x'; /* a reused pid: the job's process is gone */
+  }
+  if (!h && GetLastError() == ERROR_INVALID_PARAMETER)
+    return 'x'; /* no such process */
+  if (!h && sb->be->wine)
+    h = OpenProcess(access, FALSE, pid);
+  if (!h)
+    return '?';
+  if (terminate && WaitForSingleObject(h, 0) == WAIT_TIMEOUT)
+    TerminateProcess(h, PX__KILL_EXIT_CODE);
+  c = WaitForSingleObject(h, 0) == WAIT_OBJECT_0 ? 'x' : 'a';
+  px_handle_close(&h);
+  return c;
+}
+
+/* Terminate what the job still lists: the job again, and each process it
+ * lists. Wine 8's TerminateJobObject skips a process that has no running
+ * thread yet (one being created at that moment); asking again, and each
+ * process by itself, ends it (tests/win/test_storm_race.c). */
+static void kill_again(px_sandbox_t *sb, const DWORD *pids, size_t n) {
+  size_t i;
+  PXW(TerminateJobObject)(sb->job, PX__KILL_EXIT_CODE);
+  for (i = 0; i < n; i++)
+    (void)listed_state(sb, pids[i], 1);
+}
+
+/* 1 when every listed process has exited. Wine 8 keeps such a process in
+ * the job's list after it is terminated, so the job never reports zero
+ * processes: the list is stale and the job is over. */
+static int all_exited(px_sandbox_t *sb, const DWORD *pids, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (listed_state(sb, pids[i], 0) != 'x')
+      return 0;
+  return 1;
+}
+
+/* The kill did not empty the job within PX__KILL_GRACE_MS: answer the job
+ * anyway, with an error that says what was observed, and stop waiting for
+ * its processes and pipes: a process that does not die, or a job whose
+ * processes cannot be listed. Release closes the job (kill on close). */
+static void give_up(px_sandbox_t *sb, const DWORD *pids, size_t n, int listed,
+                    uint64_t since) {
+  const px_violation_t *v = &sb->outcome.violation;
+  char why[96], list[128];
+  size_t i, off;
+  list[0] = 0;
+  for (i = 0; i < n && i < 8; i++) { /* the first few, and their state */
+    off = strlen(list);
+    px_snprintf(list + off, sizeof list - off, "%s%lu%c", i ? " " : "",
+                (unsigned long)pids[i], listed_state(sb, pids[i], 0));
+  }
+  if (v->limit != PX_LIMIT_NONE)
+    px_snprintf(why, sizeof why, "the %s limit (%llu, observed %llu)",
+                px_limit_name(v->limit), (unsigned long long)v->configured,
+                (unsigned long long)v->observed);
+  else
+    px_snprintf(why, sizeof why, "a kill on request");
+  sb->outcome.error = PX_ESANDBOX;
+  if (listed)
+    px_snprintf(sb->outcome.error_msg, sizeof sb->outcome.error_msg,
+                "after %s, %llu ms of terminating left %u process(es) in the "
+                "job that the OS does not end (pids, a alive x exited ? "
+                "unopenable: %s)", why,
+                (unsigned long long)since, (unsigned)n, list);
+  else
+    px_snprintf(sb->outcome.error_msg, sizeof sb->outcome.error_msg,
+                "after %s, the job's processes could not be listed for %llu ms",
+                why, (unsigned long long)since);
+  PX_LOG(PX_LOG_ERROR, "job %s: %s", sb->spec->key, sb->outcome.error_msg);
+  sb->gave_up = 1;
+  sb->zero = 1;
+  sb->zero_ms = px_now_ms() - PX__DRAIN_MS; /* drain_check cancels the reads now */
+}
+
+/* A kill was requested and the job is not empty yet (under be->lock). */
+static void kill_progress(px_sandbox_t *sb, uint64_t now) {
+  DWORD pids[256];
+  size_t n = 0;
+  int listed = px__winbe_job_pids(sb->job, pids, 256, &n) == 0;
+  /* kill_ms may be later than this tick's `now` (killed in this tick) */
+  uint64_t since = now > sb->kill_ms ? now - sb->kill_ms : 0;
+  if (listed && n == 0)
+    return; /* ACTIVE_PROCESS_ZERO or the next tick ends it */
+  if (since < sb->be->tick_ms)
+    return; /* the first kill gets a tick */
+  if (listed && all_exited(sb, pids, n)) {
+    PX_LOG(PX_LOG_WARN, "job %s: %u process(es) still listed in the job have "
+           "exited; the job is over", sb->spec->key, (unsigned)n);
+    sb->zero = 1;
+    sb->zero_ms = now;
+    return;
+  }
+  if (since < PX__KILL_GRACE_MS) {
+    kill_again(sb, pids, n);
+    return;
+  }
+  give_up(sb, pids, n, listed, since);
 }
 
 static void tick_one(px_sandbox_t *sb, uint64_t now) {
@@ -368,15 +517,24 @@ static void tick_one(px_sandbox_t *sb, uint64_t now) {
       ps[i]->resume_at = 0;
       read_issue(sb, ps[i]);
     }
-  if (sb->state == PX__SB_RUNNING && !sb->zero && sb->job &&
-      px__winbe_job_sample(sb->job, &s) == 0) {
-    usage_update(sb, &s);
-    if (!sb->kill_requested)
-      check_limits(sb, &s, now);
-    if (s.listed == 0 && s.total > 0) { /* the ZERO message was lost */
-      sb->zero = 1;
-      sb->zero_ms = now;
+  if (sb->state == PX__SB_RUNNING && !sb->zero && sb->job) {
+    int rc = px__winbe_job_sample(sb->job, &s);
+    if (rc == 0) {
+      usage_update(sb, &s);
+      if (!sb->kill_requested)
+        check_limits(sb, &s, now);
+      if (s.listed == 0 && s.total > 0) { /* the ZERO message was lost */
+        sb->zero = 1;
+        sb->zero_ms = now;
+      }
+    } else if (!sb->kill_requested && sb->spec->limits.wall_ms &&
+               now >= sb->deadline_ms) {
+      /* The job cannot be measured: its deadline holds all the same. */
+      px__winbe_verdict(sb, PX_LIMIT_WALL, sb->spec->limits.wall_ms,
+                        now - sb->start_ms, PX_DETECT_WATCHDOG);
     }
+    if (sb->kill_requested && !sb->zero)
+      kill_progress(sb, now);
   }
   drain_check(sb, now);
   maybe_finish(sb);
