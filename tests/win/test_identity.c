@@ -337,6 +337,12 @@ TEST_IMPL(winjob_identity_dir_dacl) {
   ASSERT(at + 1 == job_at);
   ASSERT(mask & FILE_GENERIC_WRITE); /* fs:write_tmp */
   ASSERT_UINT_EQ(mask & (WRITE_DAC | WRITE_OWNER), 0);
+  /* Job directories are made relative to the verified work root's handle
+   * (pathcheck.c): open it as the backend does. */
+  be.root_h = CreateFileW(root, FILE_LIST_DIRECTORY | FILE_TRAVERSE | SYNCHRONIZE,
+                          FILE_SHARE_READ | FILE_SHARE_WRITE, NULL, OPEN_EXISTING,
+                          FILE_FLAG_BACKUP_SEMANTICS, NULL);
+  ASSERT(be.root_h != INVALID_HANDLE_VALUE);
   ASSERT_OK(px__winbe_dir_create(&be, &sb));
   ASSERT_EQ(GetNamedSecurityInfoW(sb.dir, SE_FILE_OBJECT,
                                   DACL_SECURITY_INFORMATION, NULL, NULL,
@@ -348,6 +354,7 @@ TEST_IMPL(winjob_identity_dir_dacl) {
   }
   LocalFree(sd);
   RemoveDirectoryW(sb.dir);
+  CloseHandle(be.root_h);
   free(sb.dir);
   LocalFree(sb.job_sid);
   LocalFree(acct);
