@@ -15,6 +15,7 @@
  * agent that runs code every few seconds meets). Prints a table.
  */
 #include "tools/phoenixctl/client.h"
+#include "benchlib.h"
 
 #include "px/px_util.h"
 
@@ -32,111 +33,16 @@
 #define ENDPOINT "unix:///run/px-test-docker/docker.sock"
 #define IMAGE "px-test/busybox:1"
 
-typedef struct {
-  double *v;
-  size_t n, cap;
-} series_t;
-
-typedef struct {
-  pid_t pid;
-  char dir[64], sock[96];
-} daemon_t;
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void push(series_t *s, double v) {
-  if (px_array_reserve(&s->v, &s->cap, s->n + 1, sizeof *s->v, 64))
-    abort();
-  s->v[s->n++] = v;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double pct(series_t *s, double p) {
-  size_t i;
-  if (s->n == 0)
-    return 0;
-  qsort(s->v, s->n, sizeof *s->v, cmp_d);
-  i = (size_t)(p * (double)(s->n - 1) + 0.5);
-  return s->v[i];
-}
-
-static const char *self_dir(void) {
-  static char dir[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
-  char *slash;
-  if (n <= 0)
-    return "./";
-  dir[n] = '\0';
-  slash = strrchr(dir, '/');
-  if (slash)
-    slash[1] = '\0';
-  return dir;
-}
-
-static int daemon_start(daemon_t *d, int pool) {
-  char cfg[128], bin[PATH_MAX + 64], work[96];
-  FILE *f;
-  int i;
-  snprintf(d->dir, sizeof d->dir, "/tmp/px-bench-ctr-XXXXXX");
-  if (!mkdtemp(d->dir))
-    return -1;
-  snprintf(d->sock, sizeof d->sock, "%s/s.sock", d->dir);
-  snprintf(cfg, sizeof cfg, "%s/executor.json", d->dir);
-  snprintf(work, sizeof work, "%s/jobs", d->dir);
-  mkdir(work, 0755);
-  if (!(f = fopen(cfg, "w")))
-    return -1;
-  fprintf(f,
-          "{\"transports\": {\"socket_path\": \"%s\"}, \"work_root\": \"%s\",\n"
-          " \"log_level\": \"warn\",\n"
-          " \"runtimes\": {\"bb\": {\"image\": \"" IMAGE "\","
-          " \"command\": [\"true\", \"{file}\"], \"extension\": \".sh\"}},\n"
-          " \"containers\": {\"endpoint\": \"" ENDPOINT "\", \"pool\": %d,"
-          " \"gate\": \"%s../service/px-ctr-gate\"}}\n",
-          d->sock, work, pool, self_dir());
-  fclose(f);
-  snprintf(bin, sizeof bin, "%s../service/phoenix-executor", self_dir());
-  d->pid = fork();
-  if (d->pid == 0) {
-    execl(bin, bin, "--config", cfg, (char *)NULL);
-    _exit(127);
-  }
-  for (i = 0; i < 1000; i++) {
-    if (access(d->sock, F_OK) == 0)
-      return 0;
-    usleep(10000);
-  }
-  return -1;
-}
-
-static void daemon_stop(daemon_t *d) {
-  char cmd[128];
-  kill(d->pid, SIGTERM); /* checksrc: allow - benchmark harness */
-  waitpid(d->pid, NULL, 0);
-  snprintf(cmd, sizeof cmd, "rm -rf %s", d->dir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "cannot remove %s\n", d->dir);
-}
-
-static px_client_t *connect_daemon(const daemon_t *d) {
-  px_target_t t;
-  px_client_t *c = NULL;
-  char err[256];
-  memset(&t, 0, sizeof t);
-  t.address = d->sock;
-  if (px_client_connect(&t, &c, err, sizeof err) != 0) {
-    fprintf(stderr, "bench: %s\n", err);
-    exit(1);
-  }
-  return c;
+/* A daemon with the image runtime "bb" and the warm pool on or off. */
+static int ctr_daemon(daemon_t *d, int pool) {
+  char members[1024];
+  snprintf(members, sizeof members,
+           ", \"runtimes\": {\"bb\": {\"image\": \"" IMAGE "\","
+           " \"command\": [\"true\", \"{file}\"], \"extension\": \".sh\"}},"
+           " \"containers\": {\"endpoint\": \"" ENDPOINT "\", \"pool\": %d,"
+           " \"gate\": \"%s../service/px-ctr-gate\"}",
+           pool, self_dir());
+  return daemon_start(d, members);
 }
 
 /* One trivial job end to end; its time in ms (exits on a non-ok result). */
@@ -202,7 +108,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--idle-ms"))
       idle_ms = (int)strtol(argv[i + 1], NULL, 10);
   }
-  if (daemon_start(&dw, 1) != 0 || daemon_start(&dc, 0) != 0) {
+  if (ctr_daemon(&dw, 1) != 0 || ctr_daemon(&dc, 0) != 0) {
     fprintf(stderr, "bench: a daemon did not start (is dockerd running? "
                     "tests/linux/dockerd.sh start)\n");
     return 1;

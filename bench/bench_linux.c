@@ -21,6 +21,7 @@
  * Prints a table and writes JSON. Needs root (the sandbox does).
  */
 #include "tools/phoenixctl/client.h"
+#include "benchlib.h"
 
 #include "watchdog/linux/linux_int.h"
 
@@ -46,37 +47,6 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct {
-  double *v;
-  size_t n, cap;
-} series_t;
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static void push(series_t *s, double v) {
-  if (px_array_reserve(&s->v, &s->cap, s->n + 1, sizeof *s->v, 256))
-    abort();
-  s->v[s->n++] = v;
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double pct(series_t *s, double p) {
-  size_t i;
-  if (!s->n)
-    return 0;
-  qsort(s->v, s->n, sizeof *s->v, cmp_d);
-  i = (size_t)(p * (double)(s->n - 1) + 0.5);
-  return s->v[i];
-}
-
 /* ---- raw comparisons ---- */
 
 static double spawn_wait(char *const argv[]) {
@@ -96,83 +66,18 @@ static double spawn_wait(char *const argv[]) {
 
 static int have_bwrap(void) { return access("/usr/bin/bwrap", X_OK) == 0; }
 
-static const char *self_dir(void) {
-  static char dir[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
-  char *slash;
-  if (n <= 0)
-    return "./";
-  dir[n] = '\0';
-  slash = strrchr(dir, '/');
-  if (slash)
-    slash[1] = '\0';
-  return dir;
-}
+#define BASE_MEMBERS                                                          \
+  ", \"queue\": {\"max_depth\": 20000, \"per_client_max\": 0},"              \
+  " \"runtimes\": {\"true\": {\"command\": [\"/bin/true\", \"{file}\"],"        \
+  " \"extension\": \".txt\"}, \"sh\": {\"command\": [\"/bin/sh\", \"{file}\","      \
+  " \"{args}\"], \"extension\": \".sh\", \"env\": {\"PATH\": \"/usr/bin:/bin\"}}}"
 
-/* ---- the daemon ---- */
-
-typedef struct {
-  pid_t pid;
-  char dir[PATH_MAX], sock[PATH_MAX + 16];
-} daemon_t;
-
-static int daemon_start(daemon_t *d, const char *self_dir, const char *extra) {
-  char cfg[PATH_MAX + 32], bin[PATH_MAX + 64], work[PATH_MAX + 16];
-  FILE *f;
-  int i;
-  snprintf(d->dir, sizeof d->dir, "/tmp/px-bench-XXXXXX");
-  if (!mkdtemp(d->dir))
-    return -1;
-  snprintf(d->sock, sizeof d->sock, "%s/s.sock", d->dir);
-  snprintf(cfg, sizeof cfg, "%s/executor.json", d->dir);
-  snprintf(work, sizeof work, "%s/jobs", d->dir);
-  mkdir(work, 0755);
-  f = fopen(cfg, "w");
-  if (!f)
-    return -1;
-  fprintf(f,
-          "{\"transports\": {\"socket_path\": \"%s\"}, \"work_root\": \"%s\",\n"
-          " \"log_level\": \"warn\", \"queue\": {\"max_depth\": 20000, \"per_client_max\": 0},\n"
-          " \"runtimes\": {\"true\": {\"command\": [\"/bin/true\", \"{file}\"], \"extension\": \".txt\"},\n"
-          "              \"sh\": {\"command\": [\"/bin/sh\", \"{file}\", \"{args}\"],"
-          " \"extension\": \".sh\", \"env\": {\"PATH\": \"/usr/bin:/bin\"}}}%s}\n",
-          d->sock, work, extra ? extra : "");
-  fclose(f);
-  chmod(cfg, 0644);
-  snprintf(bin, sizeof bin, "%s../service/phoenix-executor", self_dir);
-  d->pid = fork();
-  if (d->pid == 0) {
-    execl(bin, bin, "--config", cfg, (char *)NULL);
-    _exit(127);
-  }
-  for (i = 0; i < 500; i++) {
-    if (access(d->sock, F_OK) == 0)
-      return 0;
-    usleep(10000);
-  }
-  return -1;
-}
-
-static void daemon_stop(daemon_t *d) {
-  char cmd[PATH_MAX + 16];
-  kill(d->pid, SIGTERM); /* checksrc: allow - benchmark harness */
-  waitpid(d->pid, NULL, 0);
-  snprintf(cmd, sizeof cmd, "rm -rf %s", d->dir);
-  if (system(cmd) != 0)
-    fprintf(stderr, "cannot remove %s\n", d->dir);
-}
-
-static px_client_t *connect_daemon(const daemon_t *d) {
-  px_target_t t;
-  px_client_t *c = NULL;
-  char err[256];
-  memset(&t, 0, sizeof t);
-  t.address = d->sock;
-  if (px_client_connect(&t, &c, err, sizeof err) != 0) {
-    fprintf(stderr, "bench: %s\n", err);
-    exit(1);
-  }
-  return c;
+/* The benchmark daemon's runtimes ("true" runs /bin/true) and queue, then
+ * extra members (or NULL). */
+static int bench_daemon(daemon_t *d, const char *extra) {
+  char members[2048];
+  snprintf(members, sizeof members, "%s%s", BASE_MEMBERS, extra ? extra : "");
+  return daemon_start(d, members);
 }
 
 static void send_run(px_client_t *c, const char *id, const char *runtime,
@@ -501,7 +406,7 @@ static void bench_layers(const daemon_t *plain, const opts_t *o, cJSON *out) {
   snprintf(extra, sizeof extra,
            ", \"kb\": {\"roots\": {\"mind\": \"%s/mind\"}, \"store\": \"%s/store\"}",
            kbdir, kbdir);
-  if (daemon_start(&dk, self_dir(), extra) != 0) {
+  if (bench_daemon(&dk, extra) != 0) {
     fprintf(stderr, "bench: cannot start the KB daemon\n");
     return;
   }
@@ -1030,7 +935,7 @@ int main(int argc, char **argv) {
     cJSON_Delete(out);
     return 0;
   }
-  if (daemon_start(&d, self_dir(), NULL) != 0) {
+  if (bench_daemon(&d, NULL) != 0) {
     fprintf(stderr, "px_bench_linux: cannot start the daemon\n");
     return 1;
   }
@@ -1040,7 +945,7 @@ int main(int argc, char **argv) {
 #define SECTION(name) (!only || strstr(only, name))
   if (SECTION("pool")) {
     daemon_t cold;
-    if (daemon_start(&cold, self_dir(), ", \"linux\": {\"pool\": 0}") != 0) {
+    if (bench_daemon(&cold, ", \"linux\": {\"pool\": 0}") != 0) {
       fprintf(stderr, "px_bench_linux: cannot start the pool-less daemon\n");
       return 1;
     }
