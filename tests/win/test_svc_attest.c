@@ -146,6 +146,21 @@ static void assert_complete(const cJSON *att) {
   }
 }
 
+/* Without allow_degraded under Wine the job account cannot exist (no
+ * account database), so the backend runs nothing (identity.c fails
+ * closed): the probe never runs and the report says so (probe_ran fails
+ * naming the token). Anywhere else every check must be there. */
+static void assert_complete_or_not_run(const cJSON *att) {
+  const char *pr = check_result(att, "probe_ran");
+  if (px_test_under_wine() && pr && strcmp(pr, "fail") == 0) {
+    char *text = cJSON_Print(att);
+    printf("%s\n", text ? text : "?");
+    free(text);
+    return;
+  }
+  assert_complete(att);
+}
+
 /* The first `result` after sending a run. */
 static cJSON *run_one(px_client_t *c, const char *id) {
   char buf[256];
@@ -256,20 +271,22 @@ TEST_IMPL(svc_attest_refuses_without_allow_degraded) {
   c = start_console(&s);
   st = exchange(c, "{\"type\":\"status\"}"); /* status still answers */
   att = cJSON_GetObjectItem(st, "attestation");
-  assert_complete(att);
+  assert_complete_or_not_run(att);
   ASSERT_STR_EQ(state_of(att), "failed");
   res = run_one(c, "att-refused");
   text = cJSON_PrintUnformatted(res);
   printf("%s\n", text);
   ASSERT_STR_CONTAINS(text, "\"status\":\"rejected\"");
   ASSERT_STR_CONTAINS(text, "\"code\":\"sandbox_unverified\"");
-  ASSERT_STR_CONTAINS(text, "net_loopback"); /* names a failed check */
+  /* names a failed check: a confinement check, or the probe that could
+   * not run */
+  ASSERT(strstr(text, "net_loopback") || strstr(text, "probe_ran"));
   ASSERT(strstr(text, "attest-run-ok") == NULL);
   free(text);
   cJSON_Delete(res);
   ctl_out = ctl_attest(&s, &status, &catt);
   ASSERT_EQ(status, 1);
-  assert_complete(catt);
+  assert_complete_or_not_run(catt);
   ASSERT_STR_EQ(state_of(catt), "failed");
   cJSON_Delete(ctl_out);
   cJSON_Delete(st);
