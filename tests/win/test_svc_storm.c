@@ -34,6 +34,7 @@
 #include "px/px_error.h"
 #include "px/px_os.h"
 #include "tools/phoenixctl/client.h"
+#include "svcfix.h"
 
 #include <cjson/cJSON.h>
 #include <windows.h>
@@ -41,108 +42,18 @@
 #include <sddl.h>
 #include <tlhelp32.h>
 
-#define SVC L"PhoenixExecutor"
 #define WORK_ROOT L"C:\\PhoenixOrch\\Temp"
 /* A result arrives within its wall limit plus this (from `started`). */
 #define GRACE_MS 5000
 
-/* ---- the service from outside (as test_svc_service.c) ---- */
+/* ---- the service from outside: the fixture the Windows service tests
+ * share (tests/win/svcfix.c: install, `sc start`, the real pipe; under
+ * Wine the configuration says allow_degraded, as the CI must) ---- */
 
-static const char *exe(void) {
-  static char buf[MAX_PATH];
-  snprintf(buf, sizeof buf, "%s%s", px_test_self_dir(), PX_SVC_EXE_REL);
-  return buf;
-}
-
-static int run_exe(const char *verb, const char *config, char *out, size_t outsz) {
-  const char *argv[] = {exe(), verb, config ? "--config" : NULL, config, NULL};
-  int status = -1;
-  if (px_test_spawn(argv, 60, &status, out, outsz) != 0)
-    return -1;
-  return status;
-}
-
-static int sc(const char *verb) {
-  char dir[MAX_PATH], sys[MAX_PATH + 8], out[2048];
-  const char *argv[] = {sys, verb, "PhoenixExecutor", NULL};
-  int status = -1;
-  GetSystemDirectoryA(dir, MAX_PATH);
-  snprintf(sys, sizeof sys, "%s\\sc.exe", dir);
-  if (px_test_spawn(argv, 60, &status, out, sizeof out) != 0)
-    return -1;
-  return status;
-}
-
-static DWORD svc_state(DWORD *pid) {
-  SC_HANDLE scm = OpenSCManagerW(NULL, NULL, SC_MANAGER_CONNECT), s;
-  SERVICE_STATUS_PROCESS st;
-  DWORD need = 0, state = 0;
-  if (!scm)
-    return 0;
-  s = OpenServiceW(scm, SVC, SERVICE_QUERY_STATUS);
-  if (s && QueryServiceStatusEx(s, SC_STATUS_PROCESS_INFO, (BYTE *)&st, sizeof st,
-                                &need)) {
-    state = st.dwCurrentState;
-    if (pid)
-      *pid = st.dwProcessId;
-  }
-  if (s)
-    CloseServiceHandle(s);
-  CloseServiceHandle(scm);
-  return state;
-}
-
-static int wait_state(DWORD want, unsigned ms) {
-  uint64_t end = px_now_ms() + ms;
-  while (px_now_ms() < end) {
-    if (svc_state(NULL) == want)
-      return 1;
-    px_sleep_ms(100);
-  }
-  return svc_state(NULL) == want;
-}
-
-/* Install with this configuration (JSON text) and start. */
-static void install_with(const char *json) {
-  const char *path = "C:\\ProgramData\\PhoenixOrch\\storm-executor.json";
-  char out[4096];
-  FILE *f;
-  CreateDirectoryW(L"C:\\ProgramData\\PhoenixOrch", NULL);
-  f = fopen(path, "wb");
-  ASSERT_NOT_NULL(f);
-  fputs(json, f);
-  fclose(f);
-  run_exe("uninstall", NULL, out, sizeof out); /* a previous failed run */
-  if (run_exe("install", path, out, sizeof out) != 0)
-    px__test_fail(__FILE__, __LINE__, "install failed: %s", out);
-  ASSERT_EQ(sc("start"), 0);
-  if (!wait_state(SERVICE_RUNNING, 30000))
-    px__test_fail(__FILE__, __LINE__, "not RUNNING: state %lu", svc_state(NULL));
-}
-
-static void stop_and_uninstall(void) {
-  char out[4096];
-  sc("stop");
-  ASSERT(wait_state(SERVICE_STOPPED, 60000));
-  ASSERT_EQ(run_exe("uninstall", NULL, out, sizeof out), 0);
-}
-
-static px_client_t *connect_pipe(void) {
-  px_target_t t;
-  px_client_t *c = NULL;
-  char err[256];
-  int tries;
-  memset(&t, 0, sizeof t);
-  t.kind = PX_TARGET_LOCAL;
-  /* 16 clients at once may find every listening instance taken for a
-   * moment: the server refills them. */
-  for (tries = 0; tries < 50; tries++) {
-    if (px_client_connect(&t, &c, err, sizeof err) == 0)
-      return c;
-    px_sleep_ms(100);
-  }
-  px__test_fail(__FILE__, __LINE__, "connect: %s", err);
-}
+#define svc_state svcfix_state
+#define install_with svcfix_up
+#define stop_and_uninstall svcfix_down
+#define connect_pipe svcfix_connect
 
 static cJSON *recv_json(px_client_t *cl, int timeout_ms, int *rc) {
   char *msg = NULL;
