@@ -197,6 +197,30 @@ static int try_reach(const char *arg) {
   return rc;
 }
 
+/* Is there a route to ADDR:PORT? A UDP connect() only looks the route up
+ * and sends nothing: ENETUNREACH without one. (A TCP connect would send a
+ * SYN to a host that is none of ours.) */
+static int try_route(const char *arg) {
+  struct sockaddr_in a;
+  const char *colon = strrchr(arg, ':');
+  char host[64];
+  int fd, rc = 0;
+  if (!colon || (size_t)(colon - arg) >= sizeof host)
+    return -EINVAL;
+  memcpy(host, arg, (size_t)(colon - arg));
+  host[colon - arg] = '\0';
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((unsigned short)strtoul(colon + 1, NULL, 10));
+  inet_pton(AF_INET, host, &a.sin_addr);
+  if ((fd = socket(AF_INET, SOCK_DGRAM, 0)) < 0)
+    return -errno;
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
+    rc = -errno;
+  close(fd);
+  return rc;
+}
+
 static int try_socket(int family, int type) {
   int fd = socket(family, type, 0);
   if (fd < 0)
@@ -357,6 +381,8 @@ static int run_check(const char *name, const char *arg) {
     return try_serve(arg);
   if (strcmp(name, "reach") == 0)
     return try_reach(arg);
+  if (strcmp(name, "route") == 0)
+    return try_route(arg);
   if (strcmp(name, "ptrace") == 0)
     return try_ptrace();
   if (strcmp(name, "abstract_connect") == 0)

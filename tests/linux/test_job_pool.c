@@ -32,7 +32,7 @@ TEST_IMPL(pool_jobs_use_slots) {
   px_job_spec_t s;
   px_sandbox_t *sb = NULL;
   const char *argv[] = {"/bin/sh", "-c", "echo in; read x", NULL};
-  const char *probe[] = {NULL, "loopback", "reach=1.1.1.1:80", NULL};
+  const char *probe[] = {NULL, "loopback", "route=192.0.2.1:80", NULL};
   px__pool_stats_t st0, st1;
   uint64_t enf_pooled;
   TH_REQUIRE_ROOT();
@@ -67,7 +67,7 @@ TEST_IMPL(pool_jobs_use_slots) {
   memset(&r, 0, sizeof r);
   ASSERT_OK(th_run(&b, &s, &r));
   ASSERT(th_has(r.out.data, "loopback", "ALLOWED"));
-  ASSERT(th_has(r.out.data, "reach", "DENIED ENETUNREACH"));
+  ASSERT(th_has(r.out.data, "route", "DENIED ENETUNREACH"));
   /* net:egress needs the host's network: cold path, counted. */
   th_spec(&s, probe);
   s.caps = PX_CAP_NET_EGRESS;
