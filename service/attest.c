@@ -338,6 +338,29 @@ static void attest_into(px_service_t *svc, px_attest_report_t *r) {
   px_mutex_destroy(&w.lock);
 }
 
+/* 1 when the report failed only because the probe gave no verdict (it did
+ * not run, ran out of time, or its report was incomplete) and no check of
+ * the sandbox itself failed: worth one more try before refusing work. */
+static int failed_without_verdict(const px_attest_report_t *r) {
+  static const char *const infra[] = {"probe_ran", "probe_egress_ran",
+                                      "checks_complete", "time_budget", NULL};
+  size_t i, k;
+  int any = 0;
+  if (r->state != PX_ATTEST_FAILED)
+    return 0;
+  for (i = 0; i < r->nchecks; i++) {
+    int is_infra = 0;
+    if (r->checks[i].result != PX_ATTEST_FAIL)
+      continue;
+    for (k = 0; infra[k]; k++)
+      is_infra |= strcmp(r->checks[i].name, infra[k]) == 0;
+    if (!is_infra)
+      return 0;
+    any = 1;
+  }
+  return any;
+}
+
 int px_service_attest(px_service_t *svc, px_attest_report_t *out) {
   px_attest_report_t *r = calloc(1, sizeof *r);
   if (!r) {
@@ -350,8 +373,20 @@ int px_service_attest(px_service_t *svc, px_attest_report_t *out) {
   }
   px_mutex_lock(&svc->attest_run);
   attest_into(svc, r);
-  r->time_ms = px_wall_ms();
   r->state = px_attest_decide(r, svc->allow_degraded, px_os_under_wine());
+  if (failed_without_verdict(r)) {
+    /* A probe that gave no verdict (a host under load, a transient spawn
+     * failure) is tried once more; a failed check of the sandbox itself
+     * never is. Both outcomes are in the log. */
+    char failed[160];
+    px_attest_failed_names(r, failed, sizeof failed);
+    PX_LOG(PX_LOG_WARN, "sandbox attestation: the probe gave no verdict "
+                        "(%s); trying once more", failed);
+    memset(r, 0, sizeof *r);
+    attest_into(svc, r);
+    r->state = px_attest_decide(r, svc->allow_degraded, px_os_under_wine());
+  }
+  r->time_ms = px_wall_ms();
   log_report(r);
   publish(svc, r);
   px_mutex_unlock(&svc->attest_run);
