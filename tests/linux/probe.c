@@ -176,20 +176,30 @@ static int try_serve(const char *port) {
 }
 
 /* A completed TCP connection to host:port (IPv4), or the error. */
-static int try_reach(const char *arg) {
-  struct sockaddr_in a;
+/* "A.B.C.D:PORT" into an IPv4 address. */
+static int parse_v4(const char *arg, struct sockaddr_in *a) {
   const char *colon = strrchr(arg, ':');
   char host[64];
-  int fd, rc = 0;
   if (!colon || (size_t)(colon - arg) >= sizeof host)
     return -EINVAL;
   memcpy(host, arg, (size_t)(colon - arg));
   host[colon - arg] = '\0';
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_port = htons((unsigned short)strtoul(colon + 1, NULL, 10));
-  inet_pton(AF_INET, host, &a.sin_addr);
-  if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
+  memset(a, 0, sizeof *a);
+  a->sin_family = AF_INET;
+  a->sin_port = htons((unsigned short)strtoul(colon + 1, NULL, 10));
+  inet_pton(AF_INET, host, &a->sin_addr);
+  return 0;
+}
+
+/* connect() a socket of `type` to ARG; 0 or -errno. A UDP connect() only
+ * looks the route up and sends nothing ("route"): ENETUNREACH without one
+ * (a TCP connect, "reach", sends a SYN: loopback targets only). */
+static int connect_v4(const char *arg, int type) {
+  struct sockaddr_in a;
+  int fd, rc = parse_v4(arg, &a);
+  if (rc)
+    return rc;
+  if ((fd = socket(AF_INET, type, 0)) < 0)
     return -errno;
   if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
     rc = -errno;
@@ -197,29 +207,8 @@ static int try_reach(const char *arg) {
   return rc;
 }
 
-/* Is there a route to ADDR:PORT? A UDP connect() only looks the route up
- * and sends nothing: ENETUNREACH without one. (A TCP connect would send a
- * SYN to a host that is none of ours.) */
-static int try_route(const char *arg) {
-  struct sockaddr_in a;
-  const char *colon = strrchr(arg, ':');
-  char host[64];
-  int fd, rc = 0;
-  if (!colon || (size_t)(colon - arg) >= sizeof host)
-    return -EINVAL;
-  memcpy(host, arg, (size_t)(colon - arg));
-  host[colon - arg] = '\0';
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_port = htons((unsigned short)strtoul(colon + 1, NULL, 10));
-  inet_pton(AF_INET, host, &a.sin_addr);
-  if ((fd = socket(AF_INET, SOCK_DGRAM, 0)) < 0)
-    return -errno;
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0)
-    rc = -errno;
-  close(fd);
-  return rc;
-}
+static int try_reach(const char *arg) { return connect_v4(arg, SOCK_STREAM); }
+static int try_route(const char *arg) { return connect_v4(arg, SOCK_DGRAM); }
 
 static int try_socket(int family, int type) {
   int fd = socket(family, type, 0);
