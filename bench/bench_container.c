@@ -15,7 +15,7 @@
  * agent that runs code every few seconds meets). Prints a table.
  */
 #include "tools/phoenixctl/client.h"
-#include "benchlib.h"
+#include "bench/benchlib.h"
 
 #include "px/px_util.h"
 

@@ -21,7 +21,7 @@
  * Prints a table and writes JSON. Needs root (the sandbox does).
  */
 #include "tools/phoenixctl/client.h"
-#include "benchlib.h"
+#include "bench/benchlib.h"
 
 #include "watchdog/linux/linux_int.h"
 

@@ -1,6 +1,6 @@
 /* benchlib.c - samples, percentiles, the clock and a daemon of its own for
  * the Linux benchmarks (benchlib.h). */
-#include "benchlib.h"
+#include "bench/benchlib.h"
 
 #include "px/px_util.h"
 

@@ -40,10 +40,17 @@ function(px_target_defaults target)
   endif()
 endfunction()
 
-# An executable: static on Windows so it runs on a bare machine.
+# An executable of this project: static on Windows so it runs on a bare
+# machine; the repository root on its own include path (private headers).
+#   px_executable(<target> [LIBS <libs...>])   default LIBS px_core
 function(px_executable target)
+  cmake_parse_arguments(A "" "" "LIBS" ${ARGN})
+  if(NOT A_LIBS)
+    set(A_LIBS px_core)
+  endif()
   px_target_defaults(${target})
-  target_link_libraries(${target} PRIVATE px_core)
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${target} PRIVATE ${A_LIBS})
   if(PX_IS_WINDOWS)
     target_link_options(${target} PRIVATE -static)
   endif()
@@ -76,6 +83,7 @@ function(px_add_fuzzer name)
   target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
   target_link_options(${name} PRIVATE -fsanitize=fuzzer)
   px_target_defaults(${name})
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(${name} PRIVATE px_core)
   set(corpus ${PROJECT_SOURCE_DIR}/tests/fuzz/corpus/${name})
   set(work ${CMAKE_CURRENT_BINARY_DIR}/${name}-corpus)

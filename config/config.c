@@ -15,7 +15,7 @@
  * the message; cross-field rules (a default above its maximum, a TCP
  * ZeroMQ endpoint without keys) are checked after the whole file is read.
  */
-#include "config_int.h"
+#include "config/config_int.h"
 
 #include "px/px_error.h"
 #include "px/px_util.h"

@@ -11,10 +11,11 @@
  * may be freed right after. Nothing is ever clamped: a request gets what it
  * asked for or a rejection that says why.
  */
-#include "config_int.h"
+#include "config/config_int.h"
 
 #include "px/px_error.h"
 #include "px/px_util.h"
+#include "px/px_request.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -5,13 +5,17 @@
  * copies the engine's counters for a scraper.
  *
  * Integers go out as exact decimal text (as in encode.c); strings from
- * the configuration are quoted with px__json_quote.
+ * the configuration are quoted with px_json_quote.
  */
 #include "service/service_int.h"
-#include "service/proto_internal.h"
 
 #include "px/px_error.h"
 #include "px/px_metrics.h"
+#include "px/px_request.h"
+#include "px/px_encode.h"
+#include "px/px_engine.h"
+
+#include <cjson/cJSON.h>
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -30,7 +34,7 @@ static int add_bool(cJSON *o, const char *name, int v) {
 }
 
 static int quote_raw(px_buf_t *b, const char *s) {
-  return px__json_quote(b, s ? s : "", s ? strlen(s) : 0, NULL);
+  return px_json_quote(b, s ? s : "", s ? strlen(s) : 0, NULL);
 }
 
 static int add_str(cJSON *o, const char *name, const char *s) {

@@ -24,6 +24,9 @@
 #include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
+#include "px/px_request.h"
+#include "px/px_encode.h"
+#include "px/px_engine.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,9 +2,11 @@
 """check-vcxproj.py - PhoenixExecutor.sln must build the same files as CMake.
 
 CMake is the source of truth (STYLE.md section 10). The Visual Studio
-solution mirrors five CMake targets of the Windows configuration, one
+solution mirrors the CMake targets of the Windows configuration, one
 project each under installer/vs/:
 
+    px_base.vcxproj          px_base           (static library: base/)
+    px_proto.vcxproj         px_proto          (static library: service/proto/)
     px_core.vcxproj          px_core           (static library)
     px_client.vcxproj        px_client         (static library)
     PhoenixExecutor.vcxproj  PhoenixExecutor   (the service)
@@ -50,6 +52,8 @@ import xml.etree.ElementTree as ET
 
 NS = {"m": "http://schemas.microsoft.com/developer/msbuild/2003"}
 PROJECTS = {
+    "px_base": "installer/vs/px_base.vcxproj",
+    "px_proto": "installer/vs/px_proto.vcxproj",
     "px_core": "installer/vs/px_core.vcxproj",
     "px_client": "installer/vs/px_client.vcxproj",
     "PhoenixExecutor": "installer/vs/PhoenixExecutor.vcxproj",

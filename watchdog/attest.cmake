@@ -26,6 +26,7 @@ else()
   target_link_options(px-attest PRIVATE -static)
 endif()
 px_target_defaults(px-attest)
+target_include_directories(px-attest PRIVATE ${PROJECT_SOURCE_DIR})
 set_target_properties(px-attest PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/service)
 # The service looks for the probe beside itself: build them together.

@@ -21,6 +21,7 @@ if(PX_IS_LINUX)
   target_compile_options(px-ctr-gate PRIVATE ${PX_WARNINGS})
   target_link_options(px-ctr-gate PRIVATE -static)
   target_compile_definitions(px-ctr-gate PRIVATE _GNU_SOURCE)
+  target_include_directories(px-ctr-gate PRIVATE ${PROJECT_SOURCE_DIR})
   set_target_properties(px-ctr-gate PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/service)
 endif()

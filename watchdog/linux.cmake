@@ -26,6 +26,7 @@ target_link_options(px_probe PRIVATE -static)
 set_target_properties(px_probe PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY $<TARGET_FILE_DIR:px_tests_linux>)
 target_compile_definitions(px_probe PRIVATE _GNU_SOURCE)
+target_include_directories(px_probe PRIVATE ${PROJECT_SOURCE_DIR})
 add_dependencies(px_tests_linux px_probe)
 
 px_add_test_group(px_tests_linux sandbox LABELS linux sandbox)

@@ -13,7 +13,7 @@
  * Wine does not keep real security descriptors: its tests skip the ACL
  * rules and check what Wine can honour (missing file, directory).
  */
-#include "../config_int.h"
+#include "config/config_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

@@ -15,7 +15,7 @@
 #include "px_kb.h"
 #include "px_outguard.h"
 #include "px_log.h"
-#include "px_protocol.h"
+#include "px_request.h"
 #include "px_result.h"
 
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* px_engine.h - the engine: turns a validated job into exactly one result.
  *
  * The transport parses and policy-checks a `run`, builds a px_job_spec_t and
- * submits it here. The engine queues it (px_queue.h), runs it on a worker
+ * submits it here. The engine queues it (service/engine/queue.h), runs it on a worker
  * through a backend (px_sandbox.h) with the output guard (px_outguard.h)
  * and the knowledge-base hooks (px_kb_hooks.h) around it, and delivers
  * events to the submitting client:
@@ -59,11 +59,11 @@
 #ifndef PX_ENGINE_H
 #define PX_ENGINE_H
 
+#include "px_attest.h"
 #include "px_job.h"
 #include "px_kb_hooks.h"
 #include "px_outguard.h"
 #include "px_metrics.h"
-#include "px_protocol.h"
 #include "px_result.h"
 #include "px_sandbox.h"
 
@@ -80,7 +80,7 @@ typedef struct px_engine_client_s px_engine_client_t;
 typedef struct {
   unsigned workers;            /* 0: px_cpu_count() */
   size_t queue_max;            /* 0: PX_QUEUE_DEFAULT_MAX_DEPTH (1000) */
-  uint64_t aging_ms;           /* 0: no aging (see px_queue.h) */
+  uint64_t aging_ms;           /* 0: no aging (see service/engine/queue.h) */
   unsigned client_max_concurrent; /* default running-jobs cap per client
                                      (px_engine_client_opts_t); 0: none */
   size_t client_max_queued;    /* queued jobs per client (config
@@ -230,6 +230,24 @@ void px_engine_resume(px_engine_t *eng);
  * the service's attestation found a control missing and the config allows
  * degraded running (px_attest.h). */
 void px_engine_set_degraded(px_engine_t *eng, int degraded);
+
+/* The fields of a `status` answer. version and backend are borrowed. */
+typedef struct {
+  const char *version;
+  const char *backend;
+  uint64_t enforcement_available; /* PX_ENF bits */
+  uint64_t queue[PX_PRIO_COUNT];
+  uint64_t queue_max;
+  uint64_t running;
+  uint64_t workers;
+  int paused;
+  uint64_t counters[PX_STATUS_COUNT_]; /* by px_status_t */
+  uint64_t accepted;
+  uint64_t uptime_ms;
+  const px_attest_report_t *attestation; /* borrowed; NULL: not encoded */
+  int has_pool; /* the backend reports a warm pool (px_pool_info_t) */
+  uint64_t pool_size, pool_ready, pool_taken, pool_cold;
+} px_status_info_t;
 
 /* Fill the `status` fields (version, backend name and enforcement are
  * borrowed static/engine strings). */

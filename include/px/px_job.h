@@ -211,6 +211,17 @@ typedef struct {
   char error_msg[256];
 } px_outcome_t;
 
+/* What happens to the knowledge base after a job (the request's
+ * `kb_rollback`). */
+typedef enum {
+  PX_KB_ROLLBACK_ON_VIOLATION = 0,
+  PX_KB_ROLLBACK_ALWAYS,
+  PX_KB_ROLLBACK_NEVER
+} px_kb_rollback_t;
+
+/* 1 if s is a valid job id: 1-PX_JOB_ID_MAX chars of [A-Za-z0-9._-]. */
+int px_job_id_valid(const char *s);
+
 #ifdef __cplusplus
 }
 #endif

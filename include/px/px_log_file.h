@@ -1,4 +1,4 @@
-/* px_log_file.h - a size-capped rotating text log (service/log_file.c):
+/* px_log_file.h - a size-capped rotating text log (base/log_file.c):
  * "executor.log" rotates to "executor.log.1" .. ".N" when it passes the
  * size cap. Portable (stdio only); used by the Windows service and the
  * Linux daemon. */

@@ -1,8 +1,8 @@
 /* px_os.h - the small portable OS layer the engine, KB and tests stand on.
  *
  * Threads, locks, condition variables, clocks and a few host facts.
- * Implemented in service/linux/os.c (pthreads, clock_gettime) and
- * service/win/os.c (SRWLOCK, CONDITION_VARIABLE, QueryPerformanceCounter).
+ * Implemented in base/linux/os.c (pthreads, clock_gettime) and
+ * base/win/os.c (SRWLOCK, CONDITION_VARIABLE, QueryPerformanceCounter).
  * Nothing outside the linux/ and win/ folders calls the OS directly.
  */
 #ifndef PX_OS_H

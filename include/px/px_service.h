@@ -18,7 +18,8 @@
 #define PX_SERVICE_H
 
 #include "px_attest.h"
-#include "px_protocol.h"
+#include "px_job.h"
+#include "px_result.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -68,6 +68,20 @@ int px_array_reserve(void *pptr, size_t *cap, size_t need, size_t elem_size,
 int px_add_u64(uint64_t a, uint64_t b, uint64_t *out);
 int px_mul_u64(uint64_t a, uint64_t b, uint64_t *out);
 
+/* ---- UTF-8 (base/utf8.c) ---- */
+/* 1 if s[0..len) is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
+int px_utf8_valid(const char *s, size_t len);
+/* Copy s into a malloc'd NUL-terminated string, invalid sequences replaced
+ * by U+FFFD; *lossy set to 1 if anything was replaced (else unchanged).
+ * NULs are kept as-is (JSON encodes them as \u0000). *out_len receives the
+ * length. Returns NULL on OOM. */
+char *px_utf8_sanitize(const char *s, size_t len, size_t *out_len, int *lossy);
+
+/* Length of the valid UTF-8 sequence at s[0..len), or 0 when the bytes
+ * there do not start a valid sequence; *bad_len then receives the length
+ * of the maximal subpart to replace (>= 1). */
+size_t px_utf8_seq(const unsigned char *s, size_t len, size_t *bad_len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -28,6 +28,7 @@
 #include "px/px_service.h"
 #include "px/px_zmq.h"
 #include "px/px_util.h"
+#include "px/px_encode.h"
 
 #include <errno.h>
 #include <grp.h>

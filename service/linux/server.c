@@ -19,7 +19,7 @@
 #include "px/px_error.h"
 #include "px/px_log.h"
 #include "px/px_os.h"
-#include "px/px_protocol.h"
+#include "px/px_frame.h"
 
 #include <errno.h>
 #include <fcntl.h>

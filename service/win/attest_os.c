@@ -11,7 +11,7 @@
 #include "px/px_os.h"
 #include "px/px_util.h"
 #include "service/win/daemon.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 
 #include <winsock2.h>
 #include <windows.h>

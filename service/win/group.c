@@ -27,7 +27,7 @@
 #include "px/px_log.h"
 #include "px/px_os.h"
 #include "px/px_util.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 
 #include <windows.h>
 #include <lm.h>

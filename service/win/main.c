@@ -42,7 +42,8 @@
 #include "px/px_service.h"
 #include "px/px_util.h"
 #include "px/px_zmq.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
+#include "px/px_encode.h"
 #include "watchdog/win/identity.h"
 
 #include <windows.h>

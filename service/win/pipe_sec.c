@@ -50,7 +50,7 @@
 #include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 
 #include <windows.h>
 #include <sddl.h>

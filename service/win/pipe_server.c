@@ -32,9 +32,9 @@
 #include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_os.h"
-#include "px/px_protocol.h"
+#include "px/px_frame.h"
 #include "px/px_util.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 
 #include <windows.h>
 #include <stdlib.h>

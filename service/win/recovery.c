@@ -19,7 +19,7 @@
 #include "px/px_error.h"
 #include "px/px_events.h"
 #include "px/px_log.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 #include "watchdog/win/cleanup.h"
 #include "watchdog/win/pathcheck.h"
 

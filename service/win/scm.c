@@ -31,7 +31,7 @@
 #include "px/px_error.h"
 #include "px/px_log.h"
 #include "px/px_os.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 #include "watchdog/win/winapi.h"
 
 #include <windows.h>

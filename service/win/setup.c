@@ -21,7 +21,7 @@
 #include "px/px_log.h"
 #include "px/px_os.h"
 #include "service/win/daemon.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 #include "watchdog/win/identity.h"
 #include "watchdog/win/pathcheck.h"
 #include "watchdog/win/winapi.h"

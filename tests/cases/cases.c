@@ -8,9 +8,9 @@
  * "$contains:text", ...), or to {"$keys": [...]} (exact key set) or
  * {"$one_of": [...]}.
  */
-#include "cases.h"
+#include "tests/cases/cases.h"
 
-#include "px/px_protocol.h"
+#include "px/px_frame.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -4,6 +4,7 @@
  * not crash. */
 #include "px/px_config.h"
 #include "px/px_error.h"
+#include "px/px_request.h"
 
 #include <stdint.h>
 #include <stdlib.h>

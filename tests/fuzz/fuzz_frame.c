@@ -8,7 +8,7 @@
  *   the one in the header (re-encoding it gives the same frame bytes);
  * - fatal states are sticky and consume nothing afterwards.
  */
-#include "px/px_protocol.h"
+#include "px/px_frame.h"
 
 #include <stdint.h>
 #include <stdlib.h>

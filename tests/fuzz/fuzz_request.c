@@ -10,8 +10,10 @@
  *   invalid; encoders always produce valid UTF-8 JSON cJSON can parse.
  */
 #include "px/px_error.h"
-#include "px/px_protocol.h"
-#include "service/proto_internal.h"
+#include "px/px_encode.h"
+#include "px/px_request.h"
+#include "px/px_util.h"
+#include "service/proto/proto_int.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,7 +37,7 @@ static void check_json_text(char *text, int strict) {
   if (!text)
     return;
   if (!px_utf8_valid(text, strlen(text)) ||
-      (strict && px__json_check(text, strlen(text), NULL, 0) != 0))
+      (strict && px_json_check(text, strlen(text), NULL, 0) != 0))
     abort();
   o = cJSON_Parse(text);
   if (!o)
@@ -78,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   lim.max_total_bytes = 256;
   lim.max_args = 4;
   lim.max_env = 4;
-  if (px__json_check(p, size, NULL, 0) == 0) {
+  if (px_json_check(p, size, NULL, 0) == 0) {
     cJSON *o = cJSON_ParseWithLength(p, size);
     if (!o)
       abort(); /* the gate let through something cJSON refuses */

@@ -1,5 +1,5 @@
 /* daemon_helpers.c - see daemon_helpers.h. */
-#include "daemon_helpers.h"
+#include "tests/linux/daemon_helpers.h"
 
 #include "task.h"
 

@@ -1,5 +1,5 @@
 /* job_helpers.c - see job_helpers.h. */
-#include "job_helpers.h"
+#include "tests/linux/job_helpers.h"
 
 #include "px/px_log.h"
 

@@ -16,7 +16,7 @@ PX_TEST_ENTRY(sandbox, sandbox_kill_before_start, 30)
 PX_TEST_ENTRY(sandbox, sandbox_available_bits, 30)
 PX_TEST_ENTRY(sandbox, sandbox_unprivileged_user_namespace, 30)
 PX_TEST_ENTRY(sandbox, sandbox_stdin_unread, 30)
-#include "list-daemon.h"
+#include "tests/linux/list-daemon.h"
 /* watchdog/linux: tests/linux/test_job_enforce.c */
 PX_TEST_ENTRY(enforce, enforce_memory_bomb, 60)
 PX_TEST_ENTRY(enforce, enforce_memory_bomb_spread, 60)
@@ -51,7 +51,7 @@ PX_TEST_ENTRY(pool, pool_jobs_use_slots, 60)
 PX_TEST_ENTRY(pool, pool_nothing_leaks_between_jobs, 60)
 PX_TEST_ENTRY(pool, pool_faults_make_no_slot, 60)
 PX_TEST_ENTRY(pool, pool_daemon_sigkill_leaves_nothing, 60)
-#include "list-adversarial.h"
+#include "tests/linux/list-adversarial.h"
 /* watchdog/container: tests/linux/test_container.c (a private dockerd) */
 PX_TEST_ENTRY(container, container_ok_and_read_back, 120)
 PX_TEST_ENTRY(container, container_limits, 240)

@@ -2,7 +2,7 @@
  * code paths run against fake trees (plain files in a temp dir: the CI
  * hosts have no v2 controllers); the degraded test runs real jobs with no
  * cgroups at all. */
-#include "job_helpers.h"
+#include "tests/linux/job_helpers.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * root under a scratch directory. Needs root (the CI runs as root).
  */
 #include "task.h"
-#include "daemon_helpers.h"
+#include "tests/linux/daemon_helpers.h"
 
 #include "px/px_error.h"
 #include "tests/cases/cases.h"

@@ -9,7 +9,7 @@
  * linux.allow_degraded the same host runs jobs marked "degraded".
  */
 #include "task.h"
-#include "daemon_helpers.h"
+#include "tests/linux/daemon_helpers.h"
 
 #include "px/px_error.h"
 #include "tools/phoenixctl/client.h"

@@ -3,7 +3,7 @@
  * byte-identical (rolled back, verified); a successful writer keeps its
  * change; admins list, diff and restore snapshots; users may not. */
 #include "task.h"
-#include "daemon_helpers.h"
+#include "tests/linux/daemon_helpers.h"
 
 #include "px/px_error.h"
 

@@ -2,7 +2,7 @@
  * backend: memory bomb, fork bomb, busy loop, sleeper, output flood and
  * back-pressure, no survivors after a kill, and the probe's forbidden
  * attempts (filesystem, network, privileges). */
-#include "job_helpers.h"
+#include "tests/linux/job_helpers.h"
 
 #include <errno.h>
 #include <signal.h>

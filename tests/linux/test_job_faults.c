@@ -1,6 +1,6 @@
 /* test_job_faults.c - fail closed: every setup step of the Linux backend,
  * made to fail by the injection hook, stops the job before it runs. */
-#include "job_helpers.h"
+#include "tests/linux/job_helpers.h"
 
 #include <stdio.h>
 #include <string.h>

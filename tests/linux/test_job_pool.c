@@ -3,7 +3,7 @@
  * job, jobs that cannot use a slot take the cold path (counted), a failing
  * slot maker makes no slot (jobs still fail closed), a dead daemon leaves
  * no stub and its successor removes the slot cgroups. */
-#include "job_helpers.h"
+#include "tests/linux/job_helpers.h"
 
 #include <dirent.h>
 #include <signal.h>

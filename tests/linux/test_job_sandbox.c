@@ -1,6 +1,6 @@
 /* test_job_sandbox.c - basic runs through px_backend_linux: exit codes,
  * stdio, environment, files, PATH lookup, KB mounts, cancel. */
-#include "job_helpers.h"
+#include "tests/linux/job_helpers.h"
 
 #include <stdio.h>
 #include <string.h>

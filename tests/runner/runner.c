@@ -18,7 +18,7 @@
  * Tests of group "fixture" exist to test the runner itself and run only
  * when named.
  */
-#include "task.h"
+#include "tests/runner/task.h"
 
 #include <stdarg.h>
 

@@ -1,6 +1,6 @@
 /* engine_harness.c - shared helpers of the engine tests (see
  * engine_harness.h). */
-#include "engine_harness.h"
+#include "tests/unit/engine_harness.h"
 
 #include <stdarg.h>
 

@@ -2,13 +2,13 @@
 #include "task.h"
 
 #define PX_TEST_ENTRY(group, name, timeout_s) TEST_DECLARE(name)
-#include "test-list.h"
+#include "tests/unit/test-list.h"
 #undef PX_TEST_ENTRY
 
 const px_test_t px_test_table[] = {
 #define PX_TEST_ENTRY(group, name, timeout_s)                                \
   {#name, #group, px_test_##name, timeout_s},
-#include "test-list.h"
+#include "tests/unit/test-list.h"
 #undef PX_TEST_ENTRY
     {NULL, NULL, NULL, 0} /* sentinel: keeps an empty list valid C */
 };

@@ -1,4 +1,4 @@
-/* test_attest.c - the attestation report's rules (service/attest_report.c):
+/* test_attest.c - the attestation report's rules (service/proto/attest_report.c):
  * probe lines in, verdict and JSON out. The probe jobs themselves are
  * tested against the real daemon (tests/linux/test_daemon_attest.c) and
  * service (tests/win/test_svc_attest.c). */
@@ -6,7 +6,7 @@
 
 #include "px/px_attest.h"
 #include "px/px_error.h"
-#include "px/px_protocol.h"
+#include "px/px_encode.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -6,7 +6,9 @@
  * them. */
 #include "task.h"
 
-#include "px/px_protocol.h"
+#include "px/px_encode.h"
+#include "px/px_frame.h"
+#include "px/px_request.h"
 #include "tests/cases/cases.h"
 
 static int check(const char *expect, const char *msg, char *why, size_t whysz) {

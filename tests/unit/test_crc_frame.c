@@ -4,7 +4,8 @@
 #include "task.h"
 
 #include "px/px_error.h"
-#include "px/px_protocol.h"
+#include "px/px_frame.h"
+#include "px/px_request.h"
 
 /* Bit-at-a-time reference CRC-32 (reflected 0xEDB88320). */
 static uint32_t crc_ref(const unsigned char *p, size_t len) {

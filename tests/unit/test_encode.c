@@ -4,7 +4,9 @@
 #include "task.h"
 
 #include "px/px_error.h"
-#include "px/px_protocol.h"
+#include "px/px_encode.h"
+#include "px/px_util.h"
+#include "px/px_engine.h"
 
 #include <cjson/cJSON.h>
 

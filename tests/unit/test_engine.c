@@ -2,7 +2,8 @@
  * path, output kill/truncate, streaming event order, priorities and caps,
  * queue_full, paused, duplicate_id, unknown_id, admission control, KB
  * hooks. No test asserts that anything is fast. */
-#include "engine_harness.h"
+#include "tests/unit/engine_harness.h"
+#include "px/px_engine.h"
 
 /* ---- every status path ---- */
 

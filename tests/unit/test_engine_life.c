@@ -1,7 +1,8 @@
 /* test_engine_life.c - the engine's life cycle and races: stop, client
  * close, reject, exactly one result under cancel/scram/stop races, output
  * back-pressure, and the fake backend's own contract. */
-#include "engine_harness.h"
+#include "tests/unit/engine_harness.h"
+#include "px/px_engine.h"
 
 /* ---- stop, close, reject ---- */
 

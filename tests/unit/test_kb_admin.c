@@ -1,7 +1,7 @@
 /* test_kb_admin.c - the library API behind `phoenixctl kb`: list, diff,
  * restore, gc; retention by count and by bytes; options. */
 #include "task.h"
-#include "test_kb_util.h"
+#include "tests/unit/test_kb_util.h"
 
 #include "px/px_error.h"
 #include "px/px_util.h"

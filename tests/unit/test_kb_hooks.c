@@ -2,7 +2,7 @@
  * write the KB never rolls it back (it would undo a writer beside it), and
  * kb:write jobs take turns. */
 #include "task.h"
-#include "test_kb_util.h"
+#include "tests/unit/test_kb_util.h"
 
 #include "px/px_error.h"
 #include "px/px_os.h"

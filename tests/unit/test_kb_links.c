@@ -2,7 +2,7 @@
  * and (Windows) junctions pointing outside. Rollback removes or replaces
  * them as themselves and nothing outside the roots changes. */
 #include "task.h"
-#include "test_kb_util.h"
+#include "tests/unit/test_kb_util.h"
 
 #include "px/px_error.h"
 

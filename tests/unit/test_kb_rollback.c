@@ -2,7 +2,7 @@
  * succeeds and keeps its changes, snapshot modes, verification failures
  * and crash recovery. */
 #include "task.h"
-#include "test_kb_util.h"
+#include "tests/unit/test_kb_util.h"
 
 #include "kb/sha256.h"
 #include "px/px_error.h"

@@ -1,7 +1,7 @@
 /* test_kb_snapshot.c - snapshots: round trips over varied trees, the
  * stat-only fast path, dedup, and a large streamed file. */
 #include "task.h"
-#include "test_kb_util.h"
+#include "tests/unit/test_kb_util.h"
 
 #include "px/px_error.h"
 

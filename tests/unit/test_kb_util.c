@@ -1,7 +1,7 @@
 /* test_kb_util.c - helpers shared by the kb tests (test_kb_util.h), and
  * the tests of the helpers' own foundation: the filesystem layer. */
 #include "task.h"
-#include "test_kb_util.h"
+#include "tests/unit/test_kb_util.h"
 
 #include "kb/sha256.h"
 #include "px/px_error.h"

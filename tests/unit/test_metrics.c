@@ -1,6 +1,6 @@
 /* test_metrics.c - the engine's metrics (px_metrics.h): histogram buckets,
  * and what a set of jobs on the fake backend records. */
-#include "engine_harness.h"
+#include "tests/unit/engine_harness.h"
 #include "task.h"
 
 #include "px/px_metrics.h"

@@ -5,6 +5,7 @@
 
 #include "px/px_config.h"
 #include "px/px_error.h"
+#include "px/px_request.h"
 
 #ifdef _WIN32
 #define PROG "C:\\\\tools\\\\t.exe"

@@ -2,7 +2,7 @@
 #include "task.h"
 
 #include "px/px_error.h"
-#include "px/px_queue.h"
+#include "service/engine/queue.h"
 
 #define NITEMS 64
 

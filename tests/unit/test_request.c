@@ -4,7 +4,8 @@
 #include "task.h"
 
 #include "px/px_error.h"
-#include "px/px_protocol.h"
+#include "px/px_request.h"
+#include "px/px_util.h"
 
 static px_request_t req;
 static px_parse_error_t err;

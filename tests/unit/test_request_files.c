@@ -4,8 +4,8 @@
 #include "task.h"
 
 #include "px/px_error.h"
-#include "px/px_protocol.h"
-#include "service/proto_internal.h"
+#include "px/px_request.h"
+#include "service/proto/proto_int.h"
 
 static px_request_t req;
 static px_parse_error_t err;

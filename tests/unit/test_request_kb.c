@@ -3,7 +3,8 @@
 #include "task.h"
 
 #include "px/px_error.h"
-#include "px/px_protocol.h"
+#include "px/px_encode.h"
+#include "px/px_request.h"
 
 static int parse(const char *json, px_request_t *req, px_parse_error_t *err) {
   memset(err, 0, sizeof *err);

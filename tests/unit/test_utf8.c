@@ -3,8 +3,8 @@
  * continuation bytes; and the JSON string quoting built on it. */
 #include "task.h"
 
-#include "px/px_protocol.h"
-#include "service/proto_internal.h"
+#include "px/px_util.h"
+#include "px/px_encode.h"
 
 #define FFFD "\xEF\xBF\xBD"
 
@@ -102,7 +102,7 @@ static void check_quote(const char *s, size_t len, const char *want,
                         int want_lossy) {
   px_buf_t b = {0};
   int lossy = 0;
-  ASSERT_OK(px__json_quote(&b, s, len, &lossy));
+  ASSERT_OK(px_json_quote(&b, s, len, &lossy));
   ASSERT_STR_EQ(px_buf_cstr(&b), want);
   ASSERT_EQ(lossy, want_lossy);
   px_buf_free(&b);

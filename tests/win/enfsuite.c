@@ -1,5 +1,5 @@
 /* enfsuite.c - the engine of the win-enforce suite (enfsuite.h). */
-#include "enfsuite.h"
+#include "tests/win/enfsuite.h"
 
 #include "px/px_error.h"
 #include "px/px_os.h"

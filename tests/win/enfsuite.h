@@ -17,7 +17,7 @@
 
 #include "task.h"
 
-#include "svcfix.h"
+#include "tests/win/svcfix.h"
 
 #include <cjson/cJSON.h>
 #include <windows.h>

@@ -69,7 +69,7 @@
 #include <stdlib.h>
 #include <wchar.h>
 
-#include "probe.h"
+#include "tests/win/probe.h"
 
 void px_probe_out(const char *fmt, ...) {
   char buf[2048];

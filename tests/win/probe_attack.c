@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <wchar.h>
 
-#include "probe.h"
+#include "tests/win/probe.h"
 
 #define out px_probe_out
 

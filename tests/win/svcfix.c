@@ -1,5 +1,5 @@
 /* svcfix.c - the installed-service fixture (svcfix.h). */
-#include "svcfix.h"
+#include "tests/win/svcfix.h"
 
 #include "task.h"
 

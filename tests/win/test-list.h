@@ -134,7 +134,7 @@ PX_TEST_ENTRY(winfault, winfault_identity, 60)
 PX_TEST_ENTRY(enforce, enforce_job_account, 60)
 PX_TEST_ENTRY(enforce, enforce_job_no_machine_auth, 60)
 PX_TEST_ENTRY(enforce, enforce_job_account_shells, 120)
-#include "list-adversarial.h"
+#include "tests/win/list-adversarial.h"
 /* service/win/setup.c: tests/win/test_setup.c */
 PX_TEST_ENTRY(setup, setup_sddl_rules, 30)
 PX_TEST_ENTRY(setup, setup_apply_verify, 60)

@@ -8,7 +8,7 @@
  * only Windows shows (the DACL and label really set, user32 initialising
  * under the job's token, other stations unreachable) is asserted outside
  * Wine here and in the enforce group. */
-#include "wintest.h"
+#include "tests/win/wintest.h"
 
 #include "px/px_result.h"
 

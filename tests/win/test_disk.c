@@ -3,7 +3,7 @@
  * MAX_PATH; and that a job filling its directory, flooding it with files
  * or planting a huge sparse file is killed with the right verdict by the
  * watchdog (under Wine as on Windows: nothing else bounds it). */
-#include "wintest.h"
+#include "tests/win/wintest.h"
 
 #include <windows.h>
 #include <winioctl.h>

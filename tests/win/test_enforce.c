@@ -8,7 +8,7 @@
  * on real Windows they must pass. These drive the backend in this process,
  * so its jobs derive from the tester's token: the proof in the identity
  * production uses is the enforce-svc group (test_enforce_svc.c). */
-#include "wintest.h"
+#include "tests/win/wintest.h"
 
 #include <sddl.h>
 #include <winsock2.h>

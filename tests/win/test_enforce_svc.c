@@ -22,7 +22,7 @@
  * control and as a job: the controls Wine can run are asserted, the job
  * rows are printed as `wine` and each test then SKIPs with the reason.
  */
-#include "enfsuite.h"
+#include "tests/win/enfsuite.h"
 
 #include "px/px_os.h"
 

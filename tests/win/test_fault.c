@@ -3,7 +3,7 @@
  * fails, prepare or start returns the error, nothing runs, no process of
  * the job is left and its directory is gone. The tolerated controls (UI
  * restrictions, child process policy) fail soft and drop their bit. */
-#include "wintest.h"
+#include "tests/win/wintest.h"
 
 #include <tlhelp32.h>
 #include <windows.h>

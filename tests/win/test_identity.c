@@ -11,7 +11,7 @@
  * authentication and the shells are real-Windows tests (group enforce,
  * SKIP under Wine). On real Windows the suite runs as LocalSystem (the
  * identity production uses): S4U needs SeTcbPrivilege. */
-#include "wintest.h"
+#include "tests/win/wintest.h"
 
 #include "watchdog/win/identity.h"
 

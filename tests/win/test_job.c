@@ -1,7 +1,7 @@
 /* test_job.c - the Windows backend end to end under Wine: job placement
  * and order, the messages Wine posts, tree kill, breakaway, environment,
  * handle list, cwd, stdio, output back-pressure, cleanup. */
-#include "wintest.h"
+#include "tests/win/wintest.h"
 
 #include <tlhelp32.h>
 #include <windows.h>

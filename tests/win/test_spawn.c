@@ -1,9 +1,9 @@
 /* test_spawn.c - the spawn building blocks in process: command-line
  * quoting against CommandLineToArgvW, the 32,767-character limit, the
  * environment block, job file path checks, Win32 error mapping. */
-#include "wintest.h"
+#include "tests/win/wintest.h"
 
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 
 #include <shellapi.h>
 #include <windows.h>

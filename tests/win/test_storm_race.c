@@ -20,7 +20,7 @@
  *   when a process did not die, with an error saying so) within the wall
  *   limit plus 5 s; after release the job lists no live process.
  */
-#include "wintest.h"
+#include "tests/win/wintest.h"
 
 #include <windows.h>
 #include <tlhelp32.h>

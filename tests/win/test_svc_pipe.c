@@ -8,7 +8,7 @@
 
 #include "px/px_error.h"
 #include "px/px_os.h"
-#include "px/px_protocol.h"
+#include "px/px_frame.h"
 #include "service/win/daemon.h"
 #include "tools/phoenixctl/client.h"
 

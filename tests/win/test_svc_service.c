@@ -17,7 +17,7 @@
 #include "px/px_os.h"
 #include "tests/cases/cases.h"
 #include "tools/phoenixctl/client.h"
-#include "svcfix.h"
+#include "tests/win/svcfix.h"
 
 #include <cjson/cJSON.h>
 #include <windows.h>

@@ -34,7 +34,7 @@
 #include "px/px_error.h"
 #include "px/px_os.h"
 #include "tools/phoenixctl/client.h"
-#include "svcfix.h"
+#include "tests/win/svcfix.h"
 
 #include <cjson/cJSON.h>
 #include <windows.h>

@@ -2,7 +2,7 @@
  * memory hog, a busy loop, a sleeper and a spawner with the right verdicts
  * (under Wine nothing else would), and the limit messages Wine never posts
  * are fed with PostQueuedCompletionStatus to test their handling. */
-#include "wintest.h"
+#include "tests/win/wintest.h"
 
 #include <windows.h>
 

@@ -1,5 +1,5 @@
 /* wintest.c - helpers for the Windows backend tests (wintest.h). */
-#include "wintest.h"
+#include "tests/win/wintest.h"
 
 #include <stdarg.h>
 #include <windows.h>

@@ -4,7 +4,7 @@
 #include "tools/phoenixctl/client.h"
 
 #include "px/px_error.h"
-#include "px/px_protocol.h"
+#include "px/px_frame.h"
 #include "px/px_util.h"
 
 #include <stdio.h>

@@ -19,7 +19,7 @@
 
 #include "px/px_error.h"
 #include "px/px_util.h"
-#include "service/proto_internal.h"
+#include "px/px_request.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -252,7 +252,7 @@ void mcp_handle_line(mcp_server_t *s, const char *line, size_t len) {
     len--; /* tolerate CRLF from Windows hosts */
   if (len == 0)
     return; /* blank lines carry nothing */
-  if (px__json_check(line, len, why, sizeof why) != 0) {
+  if (px_json_check(line, len, why, sizeof why) != 0) {
     /* Valid JSON that is not an object: not a request (a batch is an
      * array; MCP 2025-06-18 removed batching). Anything else: -32700. */
     while (i < len && (line[i] == ' ' || line[i] == '\t'))

@@ -28,7 +28,7 @@
 
 #include "px/px_error.h"
 #include "px/px_os.h"
-#include "px/px_protocol.h"
+#include "px/px_request.h"
 #include "px/px_util.h"
 
 #include <math.h>

@@ -16,7 +16,7 @@
  * A failed prepare cleans up after itself and returns no sandbox; a failed
  * start leaves an outcome with error set for wait().
  */
-#include "linux_int.h"
+#include "watchdog/linux/linux_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

@@ -15,7 +15,7 @@
  * userfaultfd), keyrings, host administration (reboot, swap, clocks, acct,
  * quotas), handle-based opens, TIOCSTI.
  */
-#include "linux_int.h"
+#include "watchdog/linux/linux_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

@@ -22,7 +22,7 @@
 
 #include "px/px_log.h"
 #include "px/px_util.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 #include "watchdog/win/pathcheck.h"
 
 #include <sddl.h>

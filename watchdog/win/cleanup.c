@@ -24,7 +24,7 @@
 
 #include "kb/kb_fs.h"
 #include "px/px_log.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 
 #include <stdlib.h>
 #include <string.h>

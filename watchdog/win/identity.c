@@ -32,7 +32,7 @@
 #include "watchdog/win/internal.h"
 
 #include "px/px_log.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 
 #include <stdlib.h>
 #include <wchar.h>

@@ -12,7 +12,7 @@
 #include "watchdog/win/internal.h"
 
 #include "px/px_log.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 
 #include <psapi.h>
 #include <stdlib.h>

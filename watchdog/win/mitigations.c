@@ -29,7 +29,7 @@
 #include "watchdog/win/internal.h"
 
 #include "px/px_log.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 
 DWORD64 px__winbe_mitigations(void) {
   return PROCESS_CREATION_MITIGATION_POLICY_STRICT_HANDLE_CHECKS_ALWAYS_ON |

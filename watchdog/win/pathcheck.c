@@ -32,7 +32,7 @@
 
 #include "px/px_error.h"
 #include "px/px_log.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 
 #include <sddl.h>
 #include <stdio.h>

@@ -27,7 +27,7 @@
 
 #include "px/px_log.h"
 #include "px/px_util.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 
 #include <stdlib.h>
 #include <wchar.h>

@@ -38,7 +38,7 @@
 #include "watchdog/win/internal.h"
 
 #include "px/px_log.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 
 #include <sddl.h>
 #include <stdlib.h>

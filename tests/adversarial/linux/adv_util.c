@@ -1,5 +1,5 @@
 /* adv_linux.c - see adv_util.h. */
-#include "adv_util.h"
+#include "tests/adversarial/linux/adv_util.h"
 
 #include "task.h"
 

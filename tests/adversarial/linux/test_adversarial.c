@@ -8,7 +8,7 @@
  * and status, no job dir, cgroup or marked process left). Needs root.
  */
 #include "task.h"
-#include "adv_util.h"
+#include "tests/adversarial/linux/adv_util.h"
 
 #include "px/px_error.h"
 

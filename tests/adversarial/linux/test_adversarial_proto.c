@@ -4,7 +4,7 @@
  * keeps serving (ping after each). Needs root.
  */
 #include "task.h"
-#include "adv_util.h"
+#include "tests/adversarial/linux/adv_util.h"
 
 #include "px/px_error.h"
 

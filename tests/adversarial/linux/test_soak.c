@@ -19,7 +19,7 @@
  *   under a bound (see below).
  */
 #include "task.h"
-#include "adv_util.h"
+#include "tests/adversarial/linux/adv_util.h"
 
 #include "px/px_error.h"
 #include "px/px_os.h"

@@ -1,6 +1,6 @@
 /* spawn.c (Linux) - the runner's process helpers: spawn with a timeout,
  * capture output, find ourselves, scratch directories. */
-#include "../task.h"
+#include "tests/runner/task.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* spawn.c (Windows) - the runner's process helpers on Win32: spawn with a
  * timeout (the child and its descendants in a kill-on-close job), capture
  * output, find ourselves, detect Wine. */
-#include "../task.h"
+#include "tests/runner/task.h"
 
 #include "px/px_os.h"
 

@@ -7,7 +7,7 @@
  * limit would show it by behaviour, but the watchdog rightly kills a job
  * that reaches its process limit.)
  */
-#include "checks.h"
+#include "watchdog/attest/linux/checks.h"
 
 #include <errno.h>
 #include <stdio.h>

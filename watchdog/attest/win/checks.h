@@ -2,7 +2,7 @@
 #ifndef PX_ATTEST_WIN_CHECKS_H
 #define PX_ATTEST_WIN_CHECKS_H
 
-#include "../probe.h"
+#include "watchdog/attest/probe.h"
 
 #include <windows.h>
 

@@ -1,7 +1,7 @@
 /* net.c - a TCP connect to the loopback listener the service opened for
  * the attestation (--port): refused without net:egress, accepted with it
  * (the control, which shows the listener was there). */
-#include "checks.h"
+#include "watchdog/attest/win/checks.h"
 
 #include <winsock2.h>
 #include <stdio.h>

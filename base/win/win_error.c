@@ -1,5 +1,5 @@
 /* win_error.c - the one place that maps Win32 error codes to PX_E*. */
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 
 int px_err_from_win32(DWORD err) {
   switch (err) {

@@ -1,4 +1,4 @@
-/* queue.c - the engine's run queue (px_queue.h).
+/* queue.c - the engine's run queue (service/engine/queue.h).
  *
  * DESIGN
  * Each client owns one FIFO ("lane") per level. A level keeps a ring of
@@ -18,7 +18,7 @@
  * A hash table keyed by (client, id) answers find for cancel and for the
  * engine's duplicate-id check.
  */
-#include "px/px_queue.h"
+#include "service/engine/queue.h"
 
 #include "px/px_error.h"
 

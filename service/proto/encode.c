@@ -5,15 +5,17 @@
  * printed with cJSON_PrintUnformatted, but leaves go in as raw JSON text:
  * - integers as their exact decimal text: cJSON numbers are doubles,
  *   exact only to 2^53, and a byte count or CPU time must not be rounded;
- * - strings through px__json_quote, which takes a length (output may hold
+ * - strings through px_json_quote, which takes a length (output may hold
  *   NUL, written as \u0000; cJSON strings stop at the first NUL) and
  *   replaces any invalid UTF-8 by U+FFFD, so what we send is always valid
  *   UTF-8 even if a caller broke the contract.
  * Every encoder returns a malloc'd string (free() it) or NULL on OOM.
  */
-#include "proto_internal.h"
+#include "service/proto/proto_int.h"
 
 #include "px/px_error.h"
+#include "px/px_encode.h"
+#include "px/px_engine.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -46,7 +48,7 @@ static int add_strn(cJSON *o, const char *name, const char *s, size_t len,
                     int *lossy) {
   px_buf_t b = {0};
   int bad;
-  if (px__json_quote(&b, s ? s : "", s ? len : 0, lossy) != 0) {
+  if (px_json_quote(&b, s ? s : "", s ? len : 0, lossy) != 0) {
     px_buf_free(&b);
     return 1;
   }

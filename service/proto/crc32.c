@@ -5,7 +5,7 @@
  * shift loop; test crc32_table_matches_bitwise recomputes it bit by bit).
  * Frames are at most a few MiB, so slicing-by-8 is not worth its tables.
  */
-#include "px/px_protocol.h"
+#include "px/px_frame.h"
 
 /* clang-format off */
 static const uint32_t crc_table[256] = {

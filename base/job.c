@@ -44,3 +44,16 @@ void px_job_spec_free(px_job_spec_t *spec) {
   free(spec->image);
   memset(spec, 0, sizeof *spec);
 }
+
+int px_job_id_valid(const char *s) {
+  size_t i;
+  for (i = 0; s[i]; i++) {
+    char c = s[i];
+    if (i >= PX_JOB_ID_MAX)
+      return 0;
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+          (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
+      return 0;
+  }
+  return i > 0;
+}

@@ -1,4 +1,4 @@
-/* px_queue.h - the engine's run queue: four priority levels, FIFO within a
+/* queue.h - the engine's run queue: four priority levels, FIFO within a
  * level, round-robin between clients within a level, aging, a maximum
  * depth and a per-client concurrency cap.
  *
@@ -31,7 +31,7 @@
 #ifndef PX_QUEUE_H
 #define PX_QUEUE_H
 
-#include "px_job.h"
+#include "px/px_job.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -2,7 +2,7 @@
 #include "px/px_os.h"
 
 #include "px/px_error.h"
-#include "service/win/win_error.h"
+#include "px/px_win_error.h"
 
 #include <windows.h>
 #include <psapi.h>

@@ -20,12 +20,13 @@
  * `result` event, so a client never sees a job's events out of order and
  * never sees an id reused before the earlier job's result.
  */
-#include "engine_int.h"
+#include "service/engine/engine_int.h"
 
 #include "px/px_error.h"
 #include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
+#include "px/px_engine.h"
 
 #include <stdio.h>
 #include <stdlib.h>

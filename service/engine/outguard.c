@@ -14,7 +14,6 @@
 #include "px/px_outguard.h"
 
 #include "px/px_error.h"
-#include "px/px_protocol.h"
 #include "px/px_util.h"
 
 #include <stdlib.h>

@@ -1,23 +1,17 @@
-/* proto_internal.h - helpers shared by the protocol codec's files
+/* proto_int.h - helpers shared by the protocol codec's files
  * (json_scan.c, request.c, request_check.c, encode.c). Not a seam: other
- * components use include/px/px_protocol.h.
+ * components use include/px/px_frame.h, px_request.h and px_encode.h.
  */
-#ifndef PX_PROTO_INTERNAL_H
-#define PX_PROTO_INTERNAL_H
+#ifndef PX_PROTO_INT_H
+#define PX_PROTO_INT_H
 
-#include "px/px_protocol.h"
+#include "px/px_request.h"
 
 #include <cjson/cJSON.h>
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* Strict syntax check of a JSON text before cJSON sees it: RFC 8259
- * grammar, valid UTF-8 everywhere, nesting <= PX_JSON_MAX_DEPTH, no
- * control characters or \u0000 inside strings, lone surrogate escapes
- * refused, no trailing data. Iterative (no recursion). Returns 0 or
- * PX_EPROTO with a short reason in msg. */
-int px__json_check(const char *p, size_t len, char *msg, size_t msgsz);
 
 /* The raw text of the number token number `ordinal` (0-based, document
  * order) of an already checked JSON text. 0, or PX_ENOENT. */
@@ -52,14 +46,5 @@ int px__base64_decode(const char *s, size_t len, size_t max,
 /* The decoded size of a well-formed base64 text (no decoding). */
 size_t px__base64_decoded_len(const char *s, size_t len);
 
-/* Append s[0..len) to b as a JSON string literal with quotes. Bytes that
- * are not valid UTF-8 are replaced by U+FFFD (*lossy set if non-NULL);
- * control characters and NUL are escaped. 0 or PX_ENOMEM. */
-int px__json_quote(px_buf_t *b, const char *s, size_t len, int *lossy);
 
-/* Length of the valid UTF-8 sequence at s[0..len), or 0 when the bytes
- * there do not start a valid sequence; *bad_len then receives the length
- * of the maximal subpart to replace (>= 1). */
-size_t px__utf8_seq(const unsigned char *s, size_t len, size_t *bad_len);
-
-#endif /* PX_PROTO_INTERNAL_H */
+#endif /* PX_PROTO_INT_H */

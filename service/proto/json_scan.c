@@ -18,9 +18,10 @@
  * children in text order, the pre-order ordinal of a number node finds its
  * text: that is how limits get exact 64-bit values.
  */
-#include "proto_internal.h"
+#include "service/proto/proto_int.h"
 
 #include "px/px_error.h"
+#include "px/px_request.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -258,7 +259,7 @@ static int scan(scan_t *s) {
   }
 }
 
-int px__json_check(const char *p, size_t len, char *msg, size_t msgsz) {
+int px_json_check(const char *p, size_t len, char *msg, size_t msgsz) {
   scan_t s;
   memset(&s, 0, sizeof s);
   s.p = (const unsigned char *)p;

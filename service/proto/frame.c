@@ -13,7 +13,7 @@
  * the length was trusted. One payload buffer per connection is reused; it
  * shrinks back after an unusually large frame.
  */
-#include "px/px_protocol.h"
+#include "px/px_frame.h"
 
 #include "px/px_error.h"
 

@@ -1,7 +1,7 @@
 /* request.c - client messages: payload -> px_request_t.
  *
  * DESIGN
- * A payload goes through three gates: px__json_check (strict syntax,
+ * A payload goes through three gates: px_json_check (strict syntax,
  * UTF-8, depth, NUL; json_scan.c) -> cJSON -> the shape checks here.
  * Every refusal fills px_parse_error_t with a stable code and a message
  * that names the field ("files[2].path: reserved device name"). For a
@@ -11,9 +11,10 @@
  * Duplicate keys are refused in every object we interpret (cJSON would
  * silently take the first, other parsers the last).
  */
-#include "proto_internal.h"
+#include "service/proto/proto_int.h"
 
 #include "px/px_error.h"
+#include "px/px_request.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,19 +44,6 @@ void px_request_limits_default(px_request_limits_t *l) {
   l->max_path_len = 200;
   l->max_env_name_len = 128;
   l->max_env_value_bytes = 32767; /* the Windows limit of one variable */
-}
-
-int px_job_id_valid(const char *s) {
-  size_t i;
-  for (i = 0; s[i]; i++) {
-    char c = s[i];
-    if (i >= PX_JOB_ID_MAX)
-      return 0;
-    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
-          (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-'))
-      return 0;
-  }
-  return i > 0;
 }
 
 /* Cut s back so it ends on a whole UTF-8 character. */
@@ -581,7 +569,7 @@ int px_request_parse(const char *payload, size_t len,
   c.len = len;
   c.err = err;
   c.root = NULL;
-  if (px__json_check(payload, len, why, sizeof why) != 0)
+  if (px_json_check(payload, len, why, sizeof why) != 0)
     return fail_code(&c, PX_CODE_BAD_JSON, "invalid JSON: %s", why);
   root = cJSON_ParseWithLength(payload, len);
   if (!root) { /* the text passed the strict check: out of memory */

@@ -1,11 +1,10 @@
-/* attest_report.c - the attestation report (px_attest.h): probe lines in,
- * the verdict and its JSON out. Portable and free of I/O, so the rules
+/* attest_report.c - the attestation report (px_attest.h): the probe's
+ * lines in, the verdict and its JSON out. Portable and free of I/O, so the rules
  * are unit-tested on both platforms (tests/unit/test_attest.c).
  */
 #include "px/px_attest.h"
 
 #include "px/px_error.h"
-#include "px/px_protocol.h"
 #include "px/px_util.h"
 
 #include <cjson/cJSON.h>

@@ -1,4 +1,4 @@
-/* win_error.h - Win32 error codes -> PX_E*, and the logging macro for a
+/* px_win_error.h - Win32 error codes -> PX_E*, and the logging macro for a
  * failed Win32 call (the Windows twin of PX_LOG_ERRNO in px_log.h).
  *
  * Convert in this one place; keep the raw code for the log only:
@@ -10,7 +10,7 @@
 #include "px/px_error.h"
 #include "px/px_log.h"
 
-#include <windows.h>
+#include <windows.h> /* checksrc: allow - the Win32 twin of px_log.h; only win/ code includes it */
 
 #ifdef __cplusplus
 extern "C" {
