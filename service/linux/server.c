@@ -1,12 +1,12 @@
 /* server.c - the Unix-socket transport of the Linux daemon.
  *
  * DESIGN: one thread runs an epoll loop over the listening socket, every
- * client connection and an eventfd. Inbound bytes go through a PXF1 frame
- * decoder per connection; each complete payload is handed to the client's
- * px_session_t. Outbound messages come from any thread (engine workers)
- * through send_cb: it frames the JSON into the connection's out buffer
- * under the connection lock and pokes the eventfd; the loop thread does
- * all socket writes. A connection that stalls in the middle of a frame for
+ * client connection and an eventfd. Each connection is a px_conn_t
+ * (service/conn.h, shared with the named-pipe server): inbound bytes go
+ * through its frame decoder to the client's session; outbound messages
+ * come from any thread (engine workers), are framed into its output queue
+ * and poke the eventfd; the loop thread takes the output and does all
+ * socket writes. A connection that stalls in the middle of a frame for
  * longer than the read timeout is dropped without affecting others.
  *
  * Shutdown is two-phase so that nothing is lost: px_unix_server_stop_accept
@@ -17,9 +17,9 @@
 #include "service/linux/server.h"
 
 #include "px/px_error.h"
+#include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_os.h"
-#include "px/px_frame.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,15 +39,10 @@
 typedef struct conn_s {
   struct conn_s *next;
   int fd;                   /* owned */
-  px_frame_decoder_t *dec;  /* owned */
-  px_session_t *sess;       /* owned; closed before the conn is freed */
-  px_mutex_t lock;          /* guards out, out_off, dead */
-  px_buf_t out;
-  size_t out_off;
-  int dead;                 /* no more sends accepted */
-  int close_after_flush;    /* fatal framing error: flush, then close */
+  px_conn_t *pc;            /* owned: decoder, session, output queue */
+  px_buf_t wbuf;            /* taken output being written (loop thread) */
+  size_t woff;
   int epollout;             /* EPOLLOUT currently armed */
-  uint64_t frame_started_ms;
   px_unix_server_t *srv;    /* borrowed */
 } conn_t;
 
@@ -55,6 +50,7 @@ struct px_unix_server_s {
   px_unix_server_opts_t opts;
   char path[108];
   px_service_t *svc;        /* borrowed */
+  const px_session_ops_t *sessions; /* borrowed */
   int lfd;                  /* owned, -1 after stop_accept */
   int epfd;                 /* owned */
   int wakefd;               /* owned eventfd */
@@ -74,16 +70,13 @@ static void wake(px_unix_server_t *srv) {
   (void)n; /* a full counter still wakes the loop */
 }
 
-static int send_cb(void *ctx, const char *json, size_t len) {
-  conn_t *c = ctx;
-  int rc;
-  px_mutex_lock(&c->lock);
-  rc = c->dead ? PX_ECLOSED : px_frame_encode(&c->out, json, len);
-  px_mutex_unlock(&c->lock);
-  if (rc == 0)
-    wake(c->srv);
-  return rc;
+/* A session queued output (any thread): the loop takes and writes it. */
+static int output_ready(void *ctx) {
+  wake(ctx);
+  return 0;
 }
+
+static const px_conn_io_t conn_io = {output_ready};
 
 static int peer_identity(int fd, px_peer_t *peer) {
   struct ucred cred;
@@ -112,19 +105,11 @@ static int peer_identity(int fd, px_peer_t *peer) {
 }
 
 static void conn_free(px_unix_server_t *srv, conn_t *c) {
-  if (c->sess) {
-    /* After this returns no engine thread calls send_cb for c. */
-    px_session_close(c->sess);
-    c->sess = NULL;
-  }
-  px_mutex_lock(&c->lock);
-  c->dead = 1;
-  px_mutex_unlock(&c->lock);
+  /* After this no engine thread sends on c. */
+  px_conn_free(c->pc);
   epoll_ctl(srv->epfd, EPOLL_CTL_DEL, c->fd, NULL);
   close(c->fd);
-  px_frame_decoder_free(c->dec);
-  px_buf_free(&c->out);
-  px_mutex_destroy(&c->lock);
+  px_buf_free(&c->wbuf);
   free(c);
 }
 
@@ -163,12 +148,11 @@ static void accept_one(px_unix_server_t *srv) {
   }
   c->fd = fd;
   c->srv = srv;
-  px_mutex_init(&c->lock);
-  c->dec = px_frame_decoder_new(srv->opts.max_frame);
-  c->sess = c->dec ? px_session_open(srv->svc, &peer, send_cb, c) : NULL;
+  c->pc = px_conn_new(srv->opts.max_frame, &conn_io, srv);
   ev.events = EPOLLIN | EPOLLRDHUP;
   ev.data.ptr = c;
-  if (!c->sess || epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+  if (!c->pc || px_conn_open_session(c->pc, srv->sessions, srv->svc, &peer) != 0 ||
+      epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
     PX_LOG(PX_LOG_ERROR, "cannot set up a connection from pid %lu", peer.pid);
     conn_free(srv, c);
     return;
@@ -180,27 +164,33 @@ static void accept_one(px_unix_server_t *srv) {
          (unsigned)peer.uid);
 }
 
+/* 1 while output is queued or not fully written. */
+static int conn_pending(conn_t *c) {
+  return c->woff < c->wbuf.len || px_conn_output_queued(c->pc);
+}
+
 /* Write what is pending; arm EPOLLOUT if the socket is full. Returns -1
  * when the connection is broken. */
 static int conn_flush(px_unix_server_t *srv, conn_t *c) {
   int rc = 0, want_out;
-  px_mutex_lock(&c->lock);
-  while (c->out_off < c->out.len) {
-    ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off,
-                     MSG_NOSIGNAL | MSG_DONTWAIT);
+  for (;;) {
+    ssize_t n;
+    if (c->woff >= c->wbuf.len) {
+      px_buf_reset(&c->wbuf);
+      c->woff = 0;
+      if (!px_conn_take_output(c->pc, &c->wbuf))
+        break;
+    }
+    n = send(c->fd, c->wbuf.data + c->woff, c->wbuf.len - c->woff,
+             MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0) {
       if (errno != EAGAIN && errno != EINTR)
         rc = -1;
       break;
     }
-    c->out_off += (size_t)n;
+    c->woff += (size_t)n;
   }
-  if (c->out_off == c->out.len) {
-    px_buf_reset(&c->out);
-    c->out_off = 0;
-  }
-  want_out = c->out.len > 0 && rc == 0;
-  px_mutex_unlock(&c->lock);
+  want_out = rc == 0 && c->woff < c->wbuf.len;
   if (want_out != c->epollout) {
     struct epoll_event ev;
     ev.events = EPOLLIN | EPOLLRDHUP | (want_out ? EPOLLOUT : 0u);
@@ -211,48 +201,6 @@ static int conn_flush(px_unix_server_t *srv, conn_t *c) {
   return rc;
 }
 
-static int conn_pending(conn_t *c) {
-  int pending;
-  px_mutex_lock(&c->lock);
-  pending = c->out.len > c->out_off;
-  px_mutex_unlock(&c->lock);
-  return pending;
-}
-
-/* Feed received bytes through the decoder. Returns -1 to close now. */
-static int conn_feed(conn_t *c, const char *data, size_t len) {
-  while (len > 0 && !c->close_after_flush) {
-    size_t used = 0;
-    px_frame_status_t st = px_frame_feed(c->dec, data, len, &used);
-    data += used;
-    len -= used;
-    if (st == PX_FRAME_READY) {
-      size_t plen;
-      const char *p = px_frame_payload(c->dec, &plen);
-      px_session_on_payload(c->sess, p, plen);
-    } else if (st == PX_FRAME_BAD_CRC) {
-      px_session_on_frame_error(c->sess, PX_CODE_BAD_CRC);
-    } else if (st == PX_FRAME_NOMEM) {
-      PX_LOG(PX_LOG_ERROR, "out of memory for a client's frame: dropping it");
-      return -1;
-    } else if (st == PX_FRAME_BAD_MAGIC || st == PX_FRAME_TOO_LARGE) {
-      px_session_on_frame_error(c->sess, st == PX_FRAME_BAD_MAGIC
-                                             ? PX_CODE_BAD_FRAME
-                                             : PX_CODE_FRAME_TOO_LARGE);
-      c->close_after_flush = 1;
-    } else if (used == 0) {
-      break; /* NEED_MORE with nothing consumed: wait for more bytes */
-    }
-  }
-  if (px_frame_in_progress(c->dec)) {
-    if (!c->frame_started_ms)
-      c->frame_started_ms = px_now_ms();
-  } else {
-    c->frame_started_ms = 0;
-  }
-  return 0;
-}
-
 static int conn_read(conn_t *c) {
   char buf[READ_CHUNK];
   for (;;) {
@@ -261,23 +209,23 @@ static int conn_read(conn_t *c) {
       return -1; /* orderly EOF */
     if (n < 0)
       return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
-    if (conn_feed(c, buf, (size_t)n) != 0)
-      return -1; /* fatal without an answer (out of memory) */
-    if (c->close_after_flush)
-      return 0;
+    if (px_conn_feed(c->pc, buf, (size_t)n) == PX_CONN_FLUSH_CLOSE)
+      return 0; /* answered: flushed, then closed by check_stalls */
   }
 }
 
 static void check_stalls(px_unix_server_t *srv) {
-  uint64_t now = px_now_ms(), limit = srv->opts.read_timeout_ms;
+  uint64_t now = px_now_ms(), limit = srv->opts.read_timeout_ms, stalled;
   conn_t *c = srv->conns, *next;
   for (; c; c = next) {
     next = c->next;
-    if (c->frame_started_ms && now - c->frame_started_ms > limit) {
-      PX_LOG(PX_LOG_WARN, "dropping a client stalled mid-frame for %llu ms",
-             (unsigned long long)(now - c->frame_started_ms));
+    stalled = px_conn_stalled_ms(c->pc, now);
+    if (stalled > limit) {
+      PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_DROPPED,
+                   "dropping a client stalled mid-frame for %llu ms",
+                   (unsigned long long)stalled);
       conn_remove(srv, c);
-    } else if (c->close_after_flush && !conn_pending(c)) {
+    } else if (px_conn_closing(c->pc) && !conn_pending(c)) {
       conn_remove(srv, c);
     }
   }
@@ -287,7 +235,7 @@ static void handle_event(px_unix_server_t *srv, struct epoll_event *ev) {
   conn_t *c = ev->data.ptr;
   int broken = 0;
   if (ev->events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-    broken = c->close_after_flush ? 0 : conn_read(c);
+    broken = px_conn_closing(c->pc) ? 0 : conn_read(c);
   if (!broken && (ev->events & EPOLLOUT))
     broken = conn_flush(srv, c);
   if (!broken && (ev->events & (EPOLLHUP | EPOLLERR)))
@@ -398,6 +346,7 @@ int px_unix_server_open(const px_unix_server_opts_t *opts, px_service_t *svc,
     return PX_ENOMEM;
   srv->opts = *opts;
   srv->svc = svc;
+  srv->sessions = opts->sessions ? opts->sessions : &px_session_ops_real;
   srv->lfd = srv->epfd = srv->wakefd = -1;
   if (px_strlcpy(srv->path, opts->path, sizeof srv->path) != 0) {
     PX_LOG(PX_LOG_ERROR, "socket path too long (max %zu bytes)", sizeof srv->path - 1);

@@ -3,6 +3,7 @@
 #define PX_LINUX_SERVER_H
 
 #include "px/px_service.h"
+#include "service/conn.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -17,6 +18,9 @@ typedef struct {
   uint32_t max_frame;       /* max payload bytes */
   uint64_t read_timeout_ms; /* a half-received frame older than this drops
                                the connection */
+  const px_session_ops_t *sessions; /* NULL: the service's own
+                               (px_session_ops_real); the transport tests
+                               pass theirs; borrowed */
 } px_unix_server_opts_t;
 
 /* Bind, listen and start the loop thread. svc is borrowed. */

@@ -6,6 +6,7 @@
 #ifndef PX_WIN_DAEMON_H
 #define PX_WIN_DAEMON_H
 
+#include "service/conn.h"
 #include "px/px_log.h"
 #include "px/px_service.h"
 
@@ -20,19 +21,6 @@ extern "C" {
 
 typedef struct px_pipe_server_s px_pipe_server_t;
 
-/* The session layer the pipe server drives. main.c passes the real one
- * (px_session_* of px_service.h); the transport tests pass their own so
- * that framing and the connection state machine are tested alone. Every
- * function is called on the server's I/O thread. */
-typedef struct {
-  void *(*open)(void *svc, const px_peer_t *peer, px_session_send_fn send,
-                void *ctx);
-  void (*on_payload)(void *sess, const char *payload, size_t len);
-  void (*on_frame_error)(void *sess, px_code_t code);
-  /* No send() for this session after close returns. */
-  void (*close)(void *sess);
-} px_pipe_session_ops_t;
-
 typedef struct {
   const char *name;         /* UTF-8 "\\.\pipe\PhoenixExecutor" */
   size_t max_clients;       /* connected clients at most (>= 1) */
@@ -44,7 +32,8 @@ typedef struct {
                                SYSTEM and Administrators */
   const char *client_group; /* local group (name) granted read/write,
                                created if missing (group.c); NULL: none */
-  const px_pipe_session_ops_t *ops; /* required; borrowed */
+  const px_session_ops_t *ops; /* required (px_session_ops_real, or a
+                               test's own: service/conn.h); borrowed */
   void *svc;                /* passed to ops->open; borrowed */
 } px_pipe_server_opts_t;
 

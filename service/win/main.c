@@ -93,23 +93,6 @@ typedef struct {
 
 static daemon_t g_d;
 
-/* ---- the session layer the pipe drives ---- */
-
-static void *sess_open(void *svc, const px_peer_t *peer, px_session_send_fn send,
-                       void *ctx) {
-  return px_session_open(svc, peer, send, ctx);
-}
-static void sess_payload(void *s, const char *p, size_t n) {
-  px_session_on_payload(s, p, n);
-}
-static void sess_frame_error(void *s, px_code_t code) {
-  px_session_on_frame_error(s, code);
-}
-static void sess_close(void *s) { px_session_close(s); }
-
-static const px_pipe_session_ops_t session_ops = {sess_open, sess_payload,
-                                                  sess_frame_error, sess_close};
-
 /* ---- SCM status ---- */
 
 static void set_status(DWORD state, DWORD exit_code, DWORD hint) {
@@ -274,7 +257,7 @@ static int open_transports(daemon_t *d) {
   po.read_timeout_ms = px_service_read_timeout_ms(d->svc);
   po.client_sid = d->cfg->transports.pipe_client_sid;
   po.client_group = d->cfg->transports.pipe_client_group;
-  po.ops = &session_ops;
+  po.ops = &px_session_ops_real;
   po.svc = d->svc;
   if ((rc = px_pipe_server_open(&po, &d->pipe)) != 0) {
     PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_TRANSPORT_FAILED,

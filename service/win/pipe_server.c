@@ -2,15 +2,16 @@
  *
  * DESIGN: one I/O thread owns a completion port and every pipe instance.
  * An instance is a conn_t; it listens (overlapped ConnectNamedPipe), then
- * carries one client (overlapped ReadFile into a PXF1 frame decoder, whose
- * payloads go to the client's session), then is closed and freed. The
+ * carries one client (overlapped ReadFile into a px_conn_t, the connection
+ * object shared with the Unix-socket server (service/conn.h): its frame
+ * decoder hands payloads to the client's session), then is closed and
+ * freed. The
  * server keeps `listeners` idle instances listening while fewer than
  * max_clients are connected, so a burst of clients finds an instance.
  *
- * Outbound messages come from any thread (engine workers) through
- * send_cb: it frames the JSON into the connection's out buffer under the
- * connection lock and, if no write is in flight or already requested,
- * posts a CK_WRITE packet naming the connection. Only the I/O thread
+ * Outbound messages come from any thread (engine workers): px_conn_t
+ * frames them into its output queue and, once per take, calls
+ * output_ready, which posts a CK_WRITE packet naming the connection. Only the I/O thread
  * issues WriteFile (so an I/O is never tied to a worker thread that might
  * exit) and only it frees connections: a conn is freed once it is closing
  * and has no read, write or posted packet outstanding (`ops` counts them).
@@ -32,7 +33,6 @@
 #include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_os.h"
-#include "px/px_frame.h"
 #include "px/px_util.h"
 #include "px/px_win_error.h"
 
@@ -57,17 +57,13 @@ typedef struct conn_s {
   int state;               /* ST_*; I/O thread only */
   int ops;                 /* I/O and posted packets outstanding (lock) */
   int writing;             /* a WriteFile is in flight (I/O thread) */
-  int close_after_flush;   /* fatal framing error: flush, then close */
-  uint64_t frame_started_ms;
   uint64_t connected_ms;   /* a client silent past the read timeout goes */
-  px_frame_decoder_t *dec; /* owned */
-  void *sess;              /* owned; closed before the conn is freed */
+  px_conn_t *pc;           /* owned once connected: decoder, session,
+                              output queue (service/conn.h) */
   px_buf_t wbuf;           /* the bytes of the write in flight */
   size_t woff;
   px_peer_t peer;
-  px_mutex_t lock;         /* guards out, dead, write_posted, ops */
-  px_buf_t out;
-  int dead;                /* no more sends accepted */
+  px_mutex_t lock;         /* guards write_posted, ops */
   int write_posted;        /* a CK_WRITE packet is queued */
   char rbuf[READ_CHUNK];
 } conn_t;
@@ -90,12 +86,13 @@ static void nudge(px_pipe_server_t *srv) {
   PostQueuedCompletionStatus(srv->port, 0, CK_NUDGE, NULL);
 }
 
-static int send_cb(void *ctx, const char *json, size_t len) {
+/* A session queued output (any thread): post a CK_WRITE naming the conn,
+ * so that the I/O thread takes and writes it. */
+static int output_ready(void *ctx) {
   conn_t *c = ctx;
-  int rc, post = 0;
+  int post = 0;
   px_mutex_lock(&c->lock);
-  rc = c->dead ? PX_ECLOSED : px_frame_encode(&c->out, json, len);
-  if (rc == 0 && !c->write_posted) {
+  if (!c->write_posted) {
     c->write_posted = post = 1;
     c->ops++;
   }
@@ -109,8 +106,10 @@ static int send_cb(void *ctx, const char *json, size_t len) {
     px_mutex_unlock(&c->lock);
     return PX_LOG_WIN32(PX_EIO, GetLastError(), "PostQueuedCompletionStatus");
   }
-  return rc;
+  return 0;
 }
+
+static const px_conn_io_t conn_io = {output_ready};
 
 static void ops_add(conn_t *c, int d) {
   px_mutex_lock(&c->lock);
@@ -139,8 +138,7 @@ static int conn_reap(px_pipe_server_t *srv, conn_t *c) {
     return 0;
   conn_unlink(srv, c);
   CloseHandle(c->pipe);
-  px_frame_decoder_free(c->dec);
-  px_buf_free(&c->out);
+  px_conn_free(c->pc);
   px_buf_free(&c->wbuf);
   px_mutex_destroy(&c->lock);
   free(c);
@@ -160,13 +158,8 @@ static void conn_close(px_pipe_server_t *srv, conn_t *c) {
     srv->clients = srv->nconnected;
   }
   c->state = ST_CLOSING;
-  if (c->sess) {
-    srv->opts.ops->close(c->sess);
-    c->sess = NULL;
-  }
-  px_mutex_lock(&c->lock);
-  c->dead = 1;
-  px_mutex_unlock(&c->lock);
+  if (c->pc)
+    px_conn_close_session(c->pc); /* no send after it returns */
   /* No DisconnectNamedPipe: it would discard what the client has not read
    * yet (the results a stop just flushed). Closing the handle lets the
    * client read to the end, then see ERROR_BROKEN_PIPE. */
@@ -267,21 +260,15 @@ static void start_read(px_pipe_server_t *srv, conn_t *c) {
   }
 }
 
-/* Move the out buffer into the write buffer and write it. */
+/* Take the queued output into the write buffer and write it. */
 static void start_write(px_pipe_server_t *srv, conn_t *c) {
-  px_buf_t tmp;
   DWORD err;
-  if (c->writing || c->state != ST_CONNECTED)
+  if (c->writing || c->state != ST_CONNECTED || !c->pc)
     return;
   if (c->woff >= c->wbuf.len) {
     px_buf_reset(&c->wbuf);
     c->woff = 0;
-    px_mutex_lock(&c->lock);
-    tmp = c->wbuf;
-    c->wbuf = c->out;
-    c->out = tmp;
-    px_mutex_unlock(&c->lock);
-    if (c->wbuf.len == 0)
+    if (!px_conn_take_output(c->pc, &c->wbuf))
       return;
   }
   memset(&c->ov_write, 0, sizeof c->ov_write);
@@ -303,11 +290,8 @@ static void start_write(px_pipe_server_t *srv, conn_t *c) {
 }
 
 static int output_pending(conn_t *c) {
-  int pending;
-  px_mutex_lock(&c->lock);
-  pending = c->out.len > 0;
-  px_mutex_unlock(&c->lock);
-  return pending || c->writing || c->woff < c->wbuf.len;
+  return c->writing || c->woff < c->wbuf.len ||
+         (c->pc && px_conn_output_queued(c->pc));
 }
 
 /* A client connected: read. Who it is is asked once its first bytes are
@@ -331,10 +315,9 @@ static void on_connected(px_pipe_server_t *srv, conn_t *c, BOOL ok) {
 static int open_session(px_pipe_server_t *srv, conn_t *c) {
   if (px__pipe_peer(c->pipe, &c->peer) != 0)
     return -1;
-  c->dec = px_frame_decoder_new(srv->opts.max_frame);
-  c->sess = c->dec ? srv->opts.ops->open(srv->opts.svc, &c->peer, send_cb, c)
-                   : NULL;
-  if (!c->sess) {
+  c->pc = px_conn_new(srv->opts.max_frame, &conn_io, c);
+  if (!c->pc ||
+      px_conn_open_session(c->pc, srv->opts.ops, srv->opts.svc, &c->peer) != 0) {
     PX_LOG(PX_LOG_ERROR, "cannot set up a session for pipe client pid %lu",
            c->peer.pid);
     return -1;
@@ -342,42 +325,6 @@ static int open_session(px_pipe_server_t *srv, conn_t *c) {
   PX_LOG(PX_LOG_DEBUG, "pipe client connected: pid %lu user %s", c->peer.pid,
          c->peer.user_sid);
   return 0;
-}
-
-/* Feed received bytes through the decoder into the session. */
-static void conn_feed(px_pipe_server_t *srv, conn_t *c, const char *data,
-                      size_t len) {
-  while (len > 0 && !c->close_after_flush && c->state == ST_CONNECTED) {
-    size_t used = 0;
-    px_frame_status_t st = px_frame_feed(c->dec, data, len, &used);
-    data += used;
-    len -= used;
-    if (st == PX_FRAME_READY) {
-      size_t plen;
-      const char *p = px_frame_payload(c->dec, &plen);
-      srv->opts.ops->on_payload(c->sess, p, plen);
-    } else if (st == PX_FRAME_BAD_CRC) {
-      srv->opts.ops->on_frame_error(c->sess, PX_CODE_BAD_CRC);
-    } else if (st == PX_FRAME_BAD_MAGIC || st == PX_FRAME_TOO_LARGE ||
-               st == PX_FRAME_NOMEM) {
-      px_code_t code = st == PX_FRAME_BAD_MAGIC   ? PX_CODE_BAD_FRAME
-                       : st == PX_FRAME_TOO_LARGE ? PX_CODE_FRAME_TOO_LARGE
-                                                  : PX_CODE_INTERNAL;
-      PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_DROPPED,
-                   "pipe client pid %lu sent a %s: closing after the error",
-                   c->peer.pid, px_code_name(code));
-      srv->opts.ops->on_frame_error(c->sess, code);
-      c->close_after_flush = 1;
-    } else if (used == 0) {
-      break;
-    }
-  }
-  if (px_frame_in_progress(c->dec)) {
-    if (!c->frame_started_ms)
-      c->frame_started_ms = px_now_ms();
-  } else {
-    c->frame_started_ms = 0;
-  }
 }
 
 static void on_read(px_pipe_server_t *srv, conn_t *c, BOOL ok, DWORD n) {
@@ -390,14 +337,11 @@ static void on_read(px_pipe_server_t *srv, conn_t *c, BOOL ok, DWORD n) {
     conn_close(srv, c);
     return;
   }
-  if (!c->sess && open_session(srv, c) != 0) {
+  if (!c->pc && open_session(srv, c) != 0) {
     conn_close(srv, c);
     return;
   }
-  conn_feed(srv, c, c->rbuf, n);
-  if (c->state != ST_CONNECTED)
-    return;
-  if (c->close_after_flush) {
+  if (px_conn_feed(c->pc, c->rbuf, n) == PX_CONN_FLUSH_CLOSE) {
     start_write(srv, c);
     if (!output_pending(c))
       conn_close(srv, c);
@@ -416,7 +360,7 @@ static void on_written(px_pipe_server_t *srv, conn_t *c, BOOL ok, DWORD n) {
   }
   c->woff += n;
   start_write(srv, c);
-  if (c->close_after_flush && !output_pending(c))
+  if (c->pc && px_conn_closing(c->pc) && !output_pending(c))
     conn_close(srv, c);
 }
 
@@ -459,7 +403,7 @@ static void tick(px_pipe_server_t *srv) {
     if (c->state == ST_LISTENING && srv->stop_accept) {
       conn_close(srv, c);
       conn_reap(srv, c);
-    } else if (c->state == ST_CONNECTED && !c->sess &&
+    } else if (c->state == ST_CONNECTED && !c->pc &&
                now - c->connected_ms > limit) {
       /* Connected, never said a word: it only holds an instance. */
       PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_DROPPED,
@@ -467,11 +411,12 @@ static void tick(px_pipe_server_t *srv) {
                    (unsigned long long)(now - c->connected_ms));
       conn_close(srv, c);
       conn_reap(srv, c);
-    } else if (c->state == ST_CONNECTED && c->frame_started_ms &&
-               now - c->frame_started_ms > limit) {
+    } else if (c->state == ST_CONNECTED && c->pc &&
+               px_conn_stalled_ms(c->pc, now) > limit) {
       PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_DROPPED,
                    "dropping pipe client pid %lu: stalled mid-frame for %llu ms",
-                   c->peer.pid, (unsigned long long)(now - c->frame_started_ms));
+                   c->peer.pid,
+                   (unsigned long long)px_conn_stalled_ms(c->pc, now));
       conn_close(srv, c);
       conn_reap(srv, c);
     }

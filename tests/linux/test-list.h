@@ -17,6 +17,18 @@ PX_TEST_ENTRY(sandbox, sandbox_available_bits, 30)
 PX_TEST_ENTRY(sandbox, sandbox_unprivileged_user_namespace, 30)
 PX_TEST_ENTRY(sandbox, sandbox_stdin_unread, 30)
 #include "tests/linux/list-daemon.h"
+/* service/linux/server.c: tests/linux/test_unix_server.c */
+PX_TEST_ENTRY(transport, unix_echo_identity_and_mode, 30)
+PX_TEST_ENTRY(transport, unix_frames_split_and_batched, 30)
+PX_TEST_ENTRY(transport, unix_many_clients, 60)
+PX_TEST_ENTRY(transport, unix_client_limit, 30)
+PX_TEST_ENTRY(transport, unix_bad_magic_closes, 30)
+PX_TEST_ENTRY(transport, unix_too_large_closes, 30)
+PX_TEST_ENTRY(transport, unix_bad_crc_stays_usable, 30)
+PX_TEST_ENTRY(transport, unix_stall_timeout_drops, 30)
+PX_TEST_ENTRY(transport, unix_disconnect_mid_job, 30)
+PX_TEST_ENTRY(transport, unix_stop_flushes_results, 30)
+PX_TEST_ENTRY(transport, unix_large_output_in_order, 60)
 /* watchdog/linux: tests/linux/test_job_enforce.c */
 PX_TEST_ENTRY(enforce, enforce_memory_bomb, 60)
 PX_TEST_ENTRY(enforce, enforce_memory_bomb_spread, 60)

@@ -100,7 +100,7 @@ static void t_close(void *sess) {
   /* Freed at exit of the test process: a late worker may still hold it. */
 }
 
-static const px_pipe_session_ops_t t_ops = {t_open, t_payload, t_frame_error,
+static const px_session_ops_t t_ops = {t_open, t_payload, t_frame_error,
                                             t_close};
 
 /* ---- helpers ---- */
