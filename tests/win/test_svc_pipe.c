@@ -1,8 +1,11 @@
 /* test_svc_pipe.c - the named-pipe transport (service/win/pipe_server.c)
- * alone: framing, the connection state machine, identity, security
- * descriptor. The server drives a test session layer (echo) instead of
- * the engine; the clients are the real client library (tools/phoenixctl)
- * over the real pipe, in threads of this process.
+ * alone: the shared transport suite (tests/support/transport_suite.c, run
+ * over the Unix socket too: framing, the connection state machine, the
+ * two-phase stop), then what only the pipe does: identity, the security
+ * descriptor, first-instance and squatters, silent clients, the client
+ * group. The server drives a test session layer (echo) instead of the
+ * engine; the clients are the real client library (tools/phoenixctl) over
+ * the real pipe, in threads of this process.
  */
 #include "task.h"
 
@@ -10,6 +13,7 @@
 #include "px/px_os.h"
 #include "px/px_frame.h"
 #include "service/win/daemon.h"
+#include "tests/support/transport_suite.h"
 #include "tools/phoenixctl/client.h"
 
 #include "watchdog/win/internal.h" /* PX__SID_KB_*: the pipe denies them */
@@ -18,97 +22,12 @@
 #include <aclapi.h>
 #include <sddl.h>
 
-/* ---- the test session layer ---- */
-
-typedef struct {
-  px_session_send_fn send;
-  void *ctx;
-  px_mutex_t lock;
-  int closing;
-  px_peer_t peer;
-} tsess_t;
-
-static volatile LONG g_opened, g_closed, g_late_dropped;
-static px_peer_t g_last_peer;
-
-static int tsend(tsess_t *s, const char *json) {
-  int rc = PX_ECLOSED;
-  px_mutex_lock(&s->lock);
-  if (!s->closing)
-    rc = s->send(s->ctx, json, strlen(json));
-  px_mutex_unlock(&s->lock);
-  return rc;
-}
-
-static void *t_open(void *svc, const px_peer_t *peer, px_session_send_fn send,
-                    void *ctx) {
-  tsess_t *s = calloc(1, sizeof *s);
-  (void)svc;
-  s->send = send;
-  s->ctx = ctx;
-  s->peer = *peer;
-  g_last_peer = *peer;
-  px_mutex_init(&s->lock);
-  InterlockedIncrement(&g_opened);
-  return s;
-}
-
-/* A "job": a worker thread answers after a delay (after the client may
- * have gone), like the engine does. */
-typedef struct {
-  tsess_t *s;
-  px_thread_t t;
-} late_t;
-
-static void late_reply(void *arg) {
-  late_t *l = arg;
-  px_sleep_ms(300);
-  if (tsend(l->s, "{\"type\":\"result\",\"id\":\"late\"}") != 0)
-    InterlockedIncrement(&g_late_dropped);
-}
-
-static late_t g_late[8];
-static volatile LONG g_nlate;
-
-static void t_payload(void *sess, const char *p, size_t len) {
-  tsess_t *s = sess;
-  if (len == 5 && memcmp(p, "\"job\"", 5) == 0) {
-    LONG i = InterlockedIncrement(&g_nlate) - 1;
-    g_late[i].s = s;
-    px_thread_create(&g_late[i].t, late_reply, &g_late[i]);
-    return;
-  }
-  {
-    char *copy = px_strndup(p, len);
-    tsend(s, copy); /* echo */
-    free(copy);
-  }
-}
-
-static void t_frame_error(void *sess, px_code_t code) {
-  char buf[128];
-  snprintf(buf, sizeof buf, "{\"type\":\"error\",\"code\":\"%s\"}", px_code_name(code));
-  tsend(sess, buf);
-}
-
-static void t_close(void *sess) {
-  tsess_t *s = sess;
-  px_mutex_lock(&s->lock);
-  s->closing = 1;
-  px_mutex_unlock(&s->lock);
-  InterlockedIncrement(&g_closed);
-  /* Freed at exit of the test process: a late worker may still hold it. */
-}
-
-static const px_session_ops_t t_ops = {t_open, t_payload, t_frame_error,
-                                            t_close};
-
-/* ---- helpers ---- */
+/* ---- the pipe as the shared transport suite drives it ---- */
 
 static char g_name[128];
 
-static px_pipe_server_t *start_server(size_t max_clients, uint32_t max_frame,
-                                      uint64_t timeout_ms) {
+static void *pipe_start(size_t max_clients, uint32_t max_frame,
+                        uint64_t timeout_ms, const px_session_ops_t *sessions) {
   static int n;
   px_pipe_server_opts_t o;
   px_pipe_server_t *srv = NULL;
@@ -120,23 +39,41 @@ static px_pipe_server_t *start_server(size_t max_clients, uint32_t max_frame,
   o.max_frame = max_frame;
   o.read_timeout_ms = timeout_ms;
   o.client_sid = "S-1-5-32-545";
-  o.ops = &t_ops;
+  o.ops = sessions;
   ASSERT_OK(px_pipe_server_open(&o, &srv));
   return srv;
 }
 
-static px_client_t *connect_client(void) {
+static void pipe_stop_accept(void *srv) { px_pipe_server_stop_accept(srv); }
+
+static void pipe_close(void *srv, uint64_t flush_ms) {
+  px_pipe_server_close(srv, flush_ms);
+}
+
+/* The server runs in this process: the client verifies that. */
+static int pipe_connect(px_client_t **out) {
   px_target_t t;
-  px_client_t *c = NULL;
   char err[256];
   memset(&t, 0, sizeof t);
   t.kind = PX_TARGET_LOCAL;
   t.address = g_name;
-  t.server_check = PX_SERVER_PID; /* the server runs in this process */
+  t.server_check = PX_SERVER_PID;
   t.server_pid = GetCurrentProcessId();
-  if (px_client_connect(&t, &c, err, sizeof err) != 0)
-    px__test_fail(__FILE__, __LINE__, "connect: %s", err);
-  return c;
+  return px_client_connect(&t, out, err, sizeof err);
+}
+
+static const px_tt_transport_t pipe_transport = {pipe_start, pipe_stop_accept,
+                                                 pipe_close, pipe_connect};
+
+#define t_ops px_tt_sessions
+
+static px_pipe_server_t *start_server(size_t max_clients, uint32_t max_frame,
+                                      uint64_t timeout_ms) {
+  return pipe_start(max_clients, max_frame, timeout_ms, &px_tt_sessions);
+}
+
+static px_client_t *connect_client(void) {
+  return px_tt_connect(&pipe_transport);
 }
 
 static char *recv_msg(px_client_t *c, int timeout_ms, int *rc) {
@@ -146,217 +83,46 @@ static char *recv_msg(px_client_t *c, int timeout_ms, int *rc) {
   return json;
 }
 
-static void wait_closed(LONG n) {
-  uint64_t end = px_now_ms() + 5000;
-  while (g_closed < n && px_now_ms() < end)
-    px_sleep_ms(10);
-  ASSERT_GE(g_closed, n);
-}
-
-/* ---- tests ---- */
+/* ---- the shared transport suite (tests/support/transport_suite.c) ---- */
 
 TEST_IMPL(pipe_echo_and_identity) {
-  px_pipe_server_t *srv = start_server(8, 1 << 20, 5000);
-  px_client_t *c = connect_client();
-  int rc;
-  char *m;
-  ASSERT_OK(px_client_send(c, "{\"type\":\"ping\"}", 15));
-  m = recv_msg(c, 5000, &rc);
-  ASSERT_OK(rc);
-  ASSERT_STR_EQ(m, "{\"type\":\"ping\"}");
-  free(m);
-  ASSERT_EQ(g_last_peer.kind, PX_PEER_WINDOWS);
-  ASSERT_UINT_EQ(g_last_peer.pid, GetCurrentProcessId());
-  ASSERT_STR_CONTAINS(g_last_peer.user_sid, "S-1-5-");
-  ASSERT_GT(g_last_peer.ngroup_sids, 0);
-  px_client_close(c);
-  wait_closed(1);
-  px_pipe_server_close(srv, 1000);
+  const px_peer_t *p = px_tt_last_peer();
+  px_tt_echo(&pipe_transport);
+  ASSERT_EQ(p->kind, PX_PEER_WINDOWS);
+  ASSERT_UINT_EQ(p->pid, GetCurrentProcessId());
+  ASSERT_STR_CONTAINS(p->user_sid, "S-1-5-");
+  ASSERT_GT(p->ngroup_sids, 0);
   return 0;
 }
 
-typedef struct {
-  int ok;
-  int index;
-} cl_arg_t;
-
-static void client_thread(void *arg) {
-  cl_arg_t *a = arg;
-  px_client_t *c = connect_client();
-  int i, rc;
-  for (i = 0; i < 10; i++) {
-    char buf[64], *m;
-    snprintf(buf, sizeof buf, "{\"c\":%d,\"i\":%d}", a->index, i);
-    if (px_client_send(c, buf, strlen(buf)) != 0)
-      break;
-    m = recv_msg(c, 10000, &rc);
-    if (rc != 0 || strcmp(m, buf) != 0) {
-      free(m);
-      break;
-    }
-    free(m);
-  }
-  a->ok = i == 10;
-  px_client_close(c);
-}
-
-TEST_IMPL(pipe_many_clients) {
-  enum { N = 20 };
-  px_pipe_server_t *srv = start_server(N, 1 << 20, 5000);
-  px_thread_t t[N];
-  cl_arg_t a[N];
-  int i;
-  for (i = 0; i < N; i++) {
-    a[i].ok = 0;
-    a[i].index = i;
-    ASSERT_OK(px_thread_create(&t[i], client_thread, &a[i]));
-  }
-  for (i = 0; i < N; i++) {
-    px_thread_join(t[i]);
-    ASSERT_EQ(a[i].ok, 1);
-  }
-  wait_closed(N);
-  ASSERT_EQ(g_opened, N);
-  px_pipe_server_close(srv, 1000);
-  return 0;
-}
-
+TEST_IMPL(pipe_many_clients) { return px_tt_many_clients(&pipe_transport); }
 TEST_IMPL(pipe_bad_magic_closes) {
-  px_pipe_server_t *srv = start_server(4, 1 << 20, 5000);
-  px_client_t *c = connect_client();
-  int rc;
-  char *m;
-  ASSERT_OK(px_client_send_raw(c, "XXXX\x02\0\0\0\0\0\0\0{}", 14));
-  m = recv_msg(c, 5000, &rc);
-  ASSERT_OK(rc);
-  ASSERT_STR_CONTAINS(m, "\"bad_frame\"");
-  free(m);
-  m = recv_msg(c, 5000, &rc);
-  ASSERT_EQ(rc, PX_ECLOSED);
-  px_client_close(c);
-  wait_closed(1);
-  px_pipe_server_close(srv, 1000);
-  return 0;
+  return px_tt_bad_magic_closes(&pipe_transport);
 }
-
 TEST_IMPL(pipe_too_large_closes) {
-  px_pipe_server_t *srv = start_server(4, 1024, 5000);
-  px_client_t *c = connect_client();
-  unsigned char hdr[12] = {'P', 'X', 'F', '1', 0, 0, 0x10, 0, 0, 0, 0, 0};
-  int rc;
-  char *m;
-  ASSERT_OK(px_client_send_raw(c, hdr, sizeof hdr));
-  m = recv_msg(c, 5000, &rc);
-  ASSERT_OK(rc);
-  ASSERT_STR_CONTAINS(m, "\"frame_too_large\"");
-  free(m);
-  recv_msg(c, 5000, &rc);
-  ASSERT_EQ(rc, PX_ECLOSED);
-  px_client_close(c);
-  px_pipe_server_close(srv, 1000);
-  return 0;
+  return px_tt_too_large_closes(&pipe_transport);
 }
-
 TEST_IMPL(pipe_bad_crc_stays_usable) {
-  px_pipe_server_t *srv = start_server(4, 1 << 20, 5000);
-  px_client_t *c = connect_client();
-  px_buf_t b = {0};
-  int rc;
-  char *m;
-  ASSERT_OK(px_frame_encode(&b, "{\"a\":1}", 7));
-  b.data[8] ^= 0x55; /* corrupt the CRC */
-  ASSERT_OK(px_client_send_raw(c, b.data, b.len));
-  px_buf_free(&b);
-  m = recv_msg(c, 5000, &rc);
-  ASSERT_OK(rc);
-  ASSERT_STR_CONTAINS(m, "\"bad_crc\"");
-  free(m);
-  ASSERT_OK(px_client_send(c, "{\"b\":2}", 7));
-  m = recv_msg(c, 5000, &rc);
-  ASSERT_OK(rc);
-  ASSERT_STR_EQ(m, "{\"b\":2}");
-  free(m);
-  px_client_close(c);
-  px_pipe_server_close(srv, 1000);
-  return 0;
+  return px_tt_bad_crc_stays_usable(&pipe_transport);
 }
-
 TEST_IMPL(pipe_stall_timeout_drops) {
-  px_pipe_server_t *srv = start_server(4, 1 << 20, 300);
-  px_client_t *c = connect_client();
-  px_client_t *c2;
-  int rc;
-  char *m;
-  ASSERT_OK(px_client_send_raw(c, "PXF1\x05", 5)); /* half a header */
-  recv_msg(c, 5000, &rc);
-  ASSERT_EQ(rc, PX_ECLOSED); /* dropped by the server, not by our timeout */
-  wait_closed(1);
-  /* The server still serves others. */
-  c2 = connect_client();
-  ASSERT_OK(px_client_send(c2, "{}", 2));
-  m = recv_msg(c2, 5000, &rc);
-  ASSERT_OK(rc);
-  ASSERT_STR_EQ(m, "{}");
-  free(m);
-  px_client_close(c);
-  px_client_close(c2);
-  px_pipe_server_close(srv, 1000);
-  return 0;
+  return px_tt_stall_timeout_drops(&pipe_transport);
 }
-
 TEST_IMPL(pipe_disconnect_mid_job) {
-  px_pipe_server_t *srv = start_server(4, 1 << 20, 5000);
-  px_client_t *c = connect_client();
-  uint64_t end;
-  ASSERT_OK(px_client_send(c, "\"job\"", 5));
-  px_sleep_ms(50);
-  px_client_close(c); /* gone before its job answers */
-  wait_closed(1);
-  end = px_now_ms() + 5000;
-  while (g_late_dropped < 1 && px_now_ms() < end)
-    px_sleep_ms(10);
-  ASSERT_EQ(g_late_dropped, 1); /* the late result was refused, no crash */
-  px_thread_join(g_late[0].t);
-  c = connect_client(); /* and the server carries on */
-  ASSERT_OK(px_client_send(c, "{}", 2));
-  {
-    int rc;
-    char *m = recv_msg(c, 5000, &rc);
-    ASSERT_OK(rc);
-    free(m);
-  }
-  px_client_close(c);
-  px_pipe_server_close(srv, 1000);
-  return 0;
+  return px_tt_disconnect_mid_job(&pipe_transport);
+}
+TEST_IMPL(pipe_stop_flushes_results) {
+  return px_tt_stop_flushes_results(&pipe_transport);
+}
+TEST_IMPL(pipe_frames_split_and_batched) {
+  return px_tt_frames_split_and_batched(&pipe_transport);
+}
+TEST_IMPL(pipe_large_output_in_order) {
+  return px_tt_large_output_in_order(&pipe_transport);
 }
 
-TEST_IMPL(pipe_stop_flushes_results) {
-  px_pipe_server_t *srv = start_server(4, 1 << 20, 5000);
-  px_client_t *c = connect_client();
-  px_client_t *c2 = NULL;
-  px_target_t t;
-  char err[256];
-  int rc;
-  char *m;
-  ASSERT_OK(px_client_send(c, "\"job\"", 5));
-  px_sleep_ms(50);
-  px_pipe_server_stop_accept(srv);
-  px_sleep_ms(300);
-  memset(&t, 0, sizeof t);
-  t.address = g_name;
-  /* No instance listens any more: a new client is refused. */
-  ASSERT_NE(px_client_connect(&t, &c2, err, sizeof err), 0);
-  px_thread_join(g_late[0].t); /* the "service stop" answered the job */
-  px_pipe_server_close(srv, 3000);
-  m = recv_msg(c, 5000, &rc);
-  ASSERT_OK(rc);
-  ASSERT_STR_CONTAINS(m, "\"late\"");
-  free(m);
-  recv_msg(c, 5000, &rc);
-  ASSERT_EQ(rc, PX_ECLOSED);
-  px_client_close(c);
-  return 0;
-}
+/* ---- what only the pipe does ---- */
+
 
 TEST_IMPL(pipe_first_instance_refuses_squatter) {
   WCHAR w[128];
@@ -490,7 +256,7 @@ TEST_IMPL(pipe_refuses_restricted_client) {
   ASSERT_OK(px_thread_create(&th, restricted_client, &r));
   px_thread_join(th);
   ASSERT_EQ(r.got_answer, 0);
-  ASSERT_EQ(g_opened, 0); /* no session for it */
+  ASSERT_EQ(px_tt_opened(), 0); /* no session for it */
   px_pipe_server_close(srv, 1000);
   CloseHandle(rtok);
   CloseHandle(self);
@@ -506,7 +272,7 @@ TEST_IMPL(pipe_silent_client_dropped) {
   int rc;
   recv_msg(c, 5000, &rc);
   ASSERT_EQ(rc, PX_ECLOSED);
-  ASSERT_EQ(g_opened, 0); /* never identified, no session */
+  ASSERT_EQ(px_tt_opened(), 0); /* never identified, no session */
   px_client_close(c);
   px_pipe_server_close(srv, 1000);
   return 0;
@@ -537,7 +303,7 @@ TEST_IMPL(pipe_client_verifies_server) {
   ASSERT_EQ(px_client_connect(&t, &c, err, sizeof err), PX_EINTEGRITY);
   ASSERT_STR_CONTAINS(err, "not by the expected pid");
   px_sleep_ms(200);
-  ASSERT_EQ(g_opened, 0); /* no byte reached the server */
+  ASSERT_EQ(px_tt_opened(), 0); /* no byte reached the server */
   t.server_pid = GetCurrentProcessId(); /* positive control */
   ASSERT_OK(px_client_connect(&t, &c, err, sizeof err));
   ASSERT_OK(px_client_send(c, "{\"v\":1}", 7));

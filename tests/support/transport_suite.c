@@ -1,0 +1,385 @@
+/* transport_suite.c - the tests every stream transport must pass
+ * (transport_suite.h). */
+#include "tests/support/transport_suite.h"
+
+#include "task.h"
+
+#include "px/px_error.h"
+#include "px/px_frame.h"
+#include "px/px_os.h"
+#include "px/px_util.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the session layer ---- */
+
+typedef struct {
+  px_session_send_fn send;
+  void *ctx;
+  px_mutex_t lock;
+  int closing;
+} tsess_t;
+
+static atomic_int g_opened, g_closed, g_late_dropped, g_nlate;
+static px_peer_t g_last_peer;
+
+typedef struct {
+  tsess_t *s;
+  px_thread_t t;
+} late_t;
+
+static late_t g_late[8];
+
+static int tsend(tsess_t *s, const char *json) {
+  int rc = PX_ECLOSED;
+  px_mutex_lock(&s->lock);
+  if (!s->closing)
+    rc = s->send(s->ctx, json, strlen(json));
+  px_mutex_unlock(&s->lock);
+  return rc;
+}
+
+static void *t_open(void *svc, const px_peer_t *peer, px_session_send_fn send,
+                    void *ctx) {
+  tsess_t *s = calloc(1, sizeof *s);
+  (void)svc;
+  if (!s)
+    return NULL;
+  s->send = send;
+  s->ctx = ctx;
+  g_last_peer = *peer;
+  px_mutex_init(&s->lock);
+  atomic_fetch_add(&g_opened, 1);
+  return s;
+}
+
+static void late_reply(void *arg) {
+  late_t *l = arg;
+  px_sleep_ms(300);
+  if (tsend(l->s, "{\"type\":\"result\",\"id\":\"late\"}") != 0)
+    atomic_fetch_add(&g_late_dropped, 1);
+}
+
+static void t_payload(void *sess, const char *p, size_t len) {
+  tsess_t *s = sess;
+  char *copy;
+  if (len == 5 && memcmp(p, "\"job\"", 5) == 0) {
+    int i = atomic_fetch_add(&g_nlate, 1);
+    if (i < (int)(sizeof g_late / sizeof g_late[0])) {
+      g_late[i].s = s;
+      px_thread_create(&g_late[i].t, late_reply, &g_late[i]);
+    }
+    return;
+  }
+  copy = px_strndup(p, len);
+  if (copy)
+    tsend(s, copy); /* echo */
+  free(copy);
+}
+
+static void t_frame_error(void *sess, px_code_t code) {
+  char buf[128];
+  snprintf(buf, sizeof buf, "{\"type\":\"error\",\"code\":\"%s\"}",
+           px_code_name(code));
+  tsend(sess, buf);
+}
+
+static void t_close(void *sess) {
+  tsess_t *s = sess;
+  px_mutex_lock(&s->lock);
+  s->closing = 1;
+  px_mutex_unlock(&s->lock);
+  atomic_fetch_add(&g_closed, 1);
+  /* Freed at exit of the test process: a late worker may still hold it. */
+}
+
+const px_session_ops_t px_tt_sessions = {t_open, t_payload, t_frame_error,
+                                         t_close};
+
+int px_tt_opened(void) { return atomic_load(&g_opened); }
+int px_tt_closed(void) { return atomic_load(&g_closed); }
+const px_peer_t *px_tt_last_peer(void) { return &g_last_peer; }
+
+/* ---- helpers ---- */
+
+px_client_t *px_tt_connect(const px_tt_transport_t *t) {
+  px_client_t *c = NULL;
+  ASSERT_OK(t->connect(&c));
+  return c;
+}
+
+static char *recv_msg(px_client_t *c, int timeout_ms, int *rc) {
+  char *json = NULL;
+  size_t len = 0;
+  *rc = px_client_recv(c, &json, &len, timeout_ms);
+  return json;
+}
+
+void px_tt_expect_echo(px_client_t *c, const char *json) {
+  int rc;
+  char *m;
+  ASSERT_OK(px_client_send(c, json, strlen(json)));
+  m = recv_msg(c, 5000, &rc);
+  ASSERT_OK(rc);
+  ASSERT_STR_EQ(m, json);
+  free(m);
+}
+
+void px_tt_wait_closed(int n) {
+  uint64_t end = px_now_ms() + 5000;
+  while (px_tt_closed() < n && px_now_ms() < end)
+    px_sleep_ms(10);
+  ASSERT_GE(px_tt_closed(), n);
+}
+
+/* The next message is an error frame naming `code`, then the server
+ * closes the connection. */
+static void expect_error_then_close(px_client_t *c, const char *code) {
+  int rc;
+  char *m = recv_msg(c, 5000, &rc);
+  char want[64];
+  ASSERT_OK(rc);
+  snprintf(want, sizeof want, "\"%s\"", code);
+  ASSERT_STR_CONTAINS(m, want);
+  free(m);
+  recv_msg(c, 5000, &rc);
+  ASSERT_EQ(rc, PX_ECLOSED);
+}
+
+/* ---- the tests ---- */
+
+int px_tt_echo(const px_tt_transport_t *t) {
+  void *srv = t->start(8, 1 << 20, 5000, &px_tt_sessions);
+  px_client_t *c = px_tt_connect(t);
+  px_tt_expect_echo(c, "{\"type\":\"ping\"}");
+  px_client_close(c);
+  px_tt_wait_closed(1);
+  t->close(srv, 1000);
+  return 0;
+}
+
+/* Frames cut at every byte, and several frames in one write, come out
+ * whole and in order. */
+int px_tt_frames_split_and_batched(const px_tt_transport_t *t) {
+  void *srv = t->start(4, 1 << 20, 5000, &px_tt_sessions);
+  px_client_t *c = px_tt_connect(t);
+  px_buf_t b = {0};
+  size_t i;
+  int rc, k;
+  char *m;
+  ASSERT_OK(px_frame_encode(&b, "{\"a\":1}", 7));
+  for (i = 0; i < b.len; i++) { /* one byte at a time */
+    ASSERT_OK(px_client_send_raw(c, b.data + i, 1));
+    px_sleep_ms(1);
+  }
+  m = recv_msg(c, 5000, &rc);
+  ASSERT_OK(rc);
+  ASSERT_STR_EQ(m, "{\"a\":1}");
+  free(m);
+  px_buf_reset(&b);
+  for (k = 1; k <= 3; k++) {
+    char one[16];
+    snprintf(one, sizeof one, "{\"n\":%d}", k);
+    ASSERT_OK(px_frame_encode(&b, one, strlen(one)));
+  }
+  ASSERT_OK(px_client_send_raw(c, b.data, b.len)); /* three in one write */
+  for (k = 1; k <= 3; k++) {
+    char want[16];
+    snprintf(want, sizeof want, "{\"n\":%d}", k);
+    m = recv_msg(c, 5000, &rc);
+    ASSERT_OK(rc);
+    ASSERT_STR_EQ(m, want);
+    free(m);
+  }
+  px_buf_free(&b);
+  px_client_close(c);
+  t->close(srv, 1000);
+  return 0;
+}
+
+typedef struct {
+  const px_tt_transport_t *t;
+  int ok;
+  int index;
+} cl_arg_t;
+
+static void client_thread(void *arg) {
+  cl_arg_t *a = arg;
+  px_client_t *c = NULL;
+  int i, rc;
+  if (a->t->connect(&c) != 0)
+    return;
+  for (i = 0; i < 10; i++) {
+    char buf[64], *m;
+    snprintf(buf, sizeof buf, "{\"c\":%d,\"i\":%d}", a->index, i);
+    if (px_client_send(c, buf, strlen(buf)) != 0)
+      break;
+    m = recv_msg(c, 10000, &rc);
+    if (rc != 0 || strcmp(m, buf) != 0) {
+      free(m);
+      break;
+    }
+    free(m);
+  }
+  a->ok = i == 10;
+  px_client_close(c);
+}
+
+int px_tt_many_clients(const px_tt_transport_t *t) {
+  enum { N = 20 };
+  void *srv = t->start(N, 1 << 20, 5000, &px_tt_sessions);
+  px_thread_t th[N];
+  cl_arg_t a[N];
+  int i;
+  for (i = 0; i < N; i++) {
+    a[i].t = t;
+    a[i].ok = 0;
+    a[i].index = i;
+    ASSERT_OK(px_thread_create(&th[i], client_thread, &a[i]));
+  }
+  for (i = 0; i < N; i++) {
+    px_thread_join(th[i]);
+    ASSERT_EQ(a[i].ok, 1);
+  }
+  px_tt_wait_closed(N);
+  ASSERT_EQ(px_tt_opened(), N);
+  t->close(srv, 1000);
+  return 0;
+}
+
+int px_tt_bad_magic_closes(const px_tt_transport_t *t) {
+  void *srv = t->start(4, 1 << 20, 5000, &px_tt_sessions);
+  px_client_t *c = px_tt_connect(t);
+  ASSERT_OK(px_client_send_raw(c, "XXXX\x02\0\0\0\0\0\0\0{}", 14));
+  expect_error_then_close(c, "bad_frame");
+  px_client_close(c);
+  px_tt_wait_closed(1);
+  t->close(srv, 1000);
+  return 0;
+}
+
+int px_tt_too_large_closes(const px_tt_transport_t *t) {
+  void *srv = t->start(4, 1024, 5000, &px_tt_sessions);
+  px_client_t *c = px_tt_connect(t);
+  unsigned char hdr[12] = {'P', 'X', 'F', '1', 0, 0, 0x10, 0, 0, 0, 0, 0};
+  ASSERT_OK(px_client_send_raw(c, hdr, sizeof hdr));
+  expect_error_then_close(c, "frame_too_large");
+  px_client_close(c);
+  t->close(srv, 1000);
+  return 0;
+}
+
+int px_tt_bad_crc_stays_usable(const px_tt_transport_t *t) {
+  void *srv = t->start(4, 1 << 20, 5000, &px_tt_sessions);
+  px_client_t *c = px_tt_connect(t);
+  px_buf_t b = {0};
+  int rc;
+  char *m;
+  ASSERT_OK(px_frame_encode(&b, "{\"a\":1}", 7));
+  b.data[8] ^= 0x55; /* corrupt the CRC */
+  ASSERT_OK(px_client_send_raw(c, b.data, b.len));
+  px_buf_free(&b);
+  m = recv_msg(c, 5000, &rc);
+  ASSERT_OK(rc);
+  ASSERT_STR_CONTAINS(m, "\"bad_crc\"");
+  free(m);
+  px_tt_expect_echo(c, "{\"b\":2}");
+  px_client_close(c);
+  t->close(srv, 1000);
+  return 0;
+}
+
+int px_tt_stall_timeout_drops(const px_tt_transport_t *t) {
+  void *srv = t->start(4, 1 << 20, 300, &px_tt_sessions);
+  px_client_t *c = px_tt_connect(t), *c2;
+  int rc;
+  ASSERT_OK(px_client_send_raw(c, "PXF1\x05", 5)); /* half a header */
+  recv_msg(c, 5000, &rc);
+  ASSERT_EQ(rc, PX_ECLOSED); /* dropped by the server, not by our timeout */
+  px_tt_wait_closed(1);
+  c2 = px_tt_connect(t); /* the server still serves others */
+  px_tt_expect_echo(c2, "{}");
+  px_client_close(c);
+  px_client_close(c2);
+  t->close(srv, 1000);
+  return 0;
+}
+
+int px_tt_disconnect_mid_job(const px_tt_transport_t *t) {
+  void *srv = t->start(4, 1 << 20, 5000, &px_tt_sessions);
+  px_client_t *c = px_tt_connect(t);
+  uint64_t end;
+  ASSERT_OK(px_client_send(c, "\"job\"", 5));
+  px_sleep_ms(50);
+  px_client_close(c); /* gone before its job answers */
+  px_tt_wait_closed(1);
+  end = px_now_ms() + 5000;
+  while (atomic_load(&g_late_dropped) < 1 && px_now_ms() < end)
+    px_sleep_ms(10);
+  ASSERT_EQ(atomic_load(&g_late_dropped), 1); /* refused, no crash */
+  px_thread_join(g_late[0].t);
+  c = px_tt_connect(t); /* and the server carries on */
+  px_tt_expect_echo(c, "{}");
+  px_client_close(c);
+  t->close(srv, 1000);
+  return 0;
+}
+
+/* stop_accept: no new client; the job still answers into its session,
+ * close flushes it, then the connection ends. */
+int px_tt_stop_flushes_results(const px_tt_transport_t *t) {
+  void *srv = t->start(4, 1 << 20, 5000, &px_tt_sessions);
+  px_client_t *c = px_tt_connect(t), *c2 = NULL;
+  int rc;
+  char *m;
+  ASSERT_OK(px_client_send(c, "\"job\"", 5));
+  px_sleep_ms(50);
+  t->stop_accept(srv);
+  px_sleep_ms(300);
+  ASSERT_NE(t->connect(&c2), 0);
+  px_thread_join(g_late[0].t); /* the "service stop" answered the job */
+  t->close(srv, 3000);
+  m = recv_msg(c, 5000, &rc);
+  ASSERT_OK(rc);
+  ASSERT_STR_CONTAINS(m, "\"late\"");
+  free(m);
+  recv_msg(c, 5000, &rc);
+  ASSERT_EQ(rc, PX_ECLOSED);
+  px_client_close(c);
+  return 0;
+}
+
+/* Output far larger than the transport's buffers, queued while the
+ * client does not read yet: nothing lost or reordered. */
+int px_tt_large_output_in_order(const px_tt_transport_t *t) {
+  void *srv = t->start(4, 8 << 20, 5000, &px_tt_sessions);
+  px_client_t *c = px_tt_connect(t);
+  size_t big = 1 << 20, i;
+  char *msg = malloc(big + 32), *m;
+  int rc, k;
+  ASSERT_NOT_NULL(msg);
+  for (k = 0; k < 4; k++) {
+    int n = snprintf(msg, 32, "{\"k\":%d,\"pad\":\"", k);
+    for (i = (size_t)n; i < big; i++)
+      msg[i] = (char)('a' + (i % 26));
+    memcpy(msg + big, "\"}", 3);
+    ASSERT_OK(px_client_send(c, msg, strlen(msg)));
+  }
+  px_sleep_ms(200); /* the echoes pile up in the server's queue */
+  for (k = 0; k < 4; k++) {
+    char want[32];
+    snprintf(want, sizeof want, "{\"k\":%d,", k);
+    m = recv_msg(c, 10000, &rc);
+    ASSERT_OK(rc);
+    ASSERT_EQ(strncmp(m, want, strlen(want)), 0);
+    ASSERT_UINT_EQ(strlen(m), big + 2);
+    free(m);
+  }
+  free(msg);
+  px_client_close(c);
+  t->close(srv, 1000);
+  return 0;
+}
