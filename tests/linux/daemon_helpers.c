@@ -413,3 +413,23 @@ int px_daemon_job_cgroups(const px_daemon_t *d) {
     fclose(f);
   return n;
 }
+
+char *px_exchange(px_client_t *cl, int timeout_ms, const char *json) {
+  char *msg = NULL;
+  size_t len;
+  ASSERT_OK(px_client_send(cl, json, strlen(json)));
+  ASSERT_OK(px_client_recv(cl, &msg, &len, timeout_ms));
+  return msg;
+}
+
+char *px_run_job(px_client_t *cl, const char *json) {
+  ASSERT_OK(px_client_send(cl, json, strlen(json)));
+  for (;;) {
+    char *msg = NULL;
+    size_t len;
+    ASSERT_OK(px_client_recv(cl, &msg, &len, 30000));
+    if (strstr(msg, "\"type\":\"result\""))
+      return msg;
+    free(msg);
+  }
+}

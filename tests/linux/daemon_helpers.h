@@ -50,6 +50,12 @@ int px_daemon_connect(px_daemon_t *d, int as_user, px_client_t **cl);
 int px_log_contains(const px_daemon_t *d, const char *needle);
 
 int px_ping(px_client_t *cl);
+/* Send one message and return the next one received within timeout_ms
+ * (caller frees); fails the test otherwise. */
+char *px_exchange(px_client_t *cl, int timeout_ms, const char *json);
+/* Send a run and return its result message (caller frees), skipping the
+ * job's other events; each message must come within 30 s. */
+char *px_run_job(px_client_t *cl, const char *json);
 /* Read messages until n `started` arrived (others are ignored). */
 int px_wait_started(px_client_t *cl, int n, int timeout_ms);
 /* Read until `expected` results arrived or the time is up; counts them. */

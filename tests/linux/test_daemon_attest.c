@@ -34,27 +34,6 @@ static const char *const expected[] = {
     "cgroup_memory", "cgroup_pids",      "net_loopback",   "net_egress_control",
     "checks_complete", "time_budget",    NULL};
 
-/* Send one message, return the first answer (caller frees). */
-static char *exchange(px_client_t *cl, const char *json) {
-  char *msg = NULL;
-  size_t len;
-  ASSERT_OK(px_client_send(cl, json, strlen(json)));
-  ASSERT_OK(px_client_recv(cl, &msg, &len, 30000));
-  return msg;
-}
-
-static char *run_job(px_client_t *cl, const char *json) {
-  ASSERT_OK(px_client_send(cl, json, strlen(json)));
-  for (;;) {
-    char *msg = NULL;
-    size_t len;
-    ASSERT_OK(px_client_recv(cl, &msg, &len, 30000));
-    if (strstr(msg, "\"type\":\"result\""))
-      return msg;
-    free(msg);
-  }
-}
-
 /* The result of check name in an attestation object, or NULL. */
 static const char *check_result(const cJSON *att, const char *name) {
   const cJSON *c;
@@ -91,7 +70,7 @@ static int cli_attest(const px_daemon_t *d, char *out, size_t outsz) {
 }
 
 static cJSON *status_attestation(px_client_t *cl, cJSON **root) {
-  char *msg = exchange(cl, "{\"type\":\"status\"}");
+  char *msg = px_exchange(cl, 30000, "{\"type\":\"status\"}");
   *root = cJSON_Parse(msg);
   free(msg);
   ASSERT_NOT_NULL(*root);
@@ -119,7 +98,7 @@ TEST_IMPL(daemon_attest_enforced_at_start) {
   /* The start-up summary is in the log (the journal under systemd). */
   ASSERT(px_log_contains(&d, "sandbox attestation enforced"));
   /* An admin reruns it; a plain user may not. */
-  msg = exchange(cl, "{\"type\":\"attest\"}");
+  msg = px_exchange(cl, 30000, "{\"type\":\"attest\"}");
   again = cJSON_Parse(msg);
   free(msg);
   ASSERT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(again, "type")), "attestation");
@@ -128,7 +107,7 @@ TEST_IMPL(daemon_attest_enforced_at_start) {
   ASSERT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(att, "state")), "enforced");
   cJSON_Delete(again);
   ASSERT_OK(px_daemon_connect(&d, 1, &user));
-  msg = exchange(user, "{\"type\":\"attest\"}");
+  msg = px_exchange(user, 30000, "{\"type\":\"attest\"}");
   ASSERT_STR_CONTAINS(msg, "\"code\":\"forbidden\"");
   free(msg);
   px_client_close(user);
@@ -190,7 +169,7 @@ TEST_IMPL(daemon_attest_broken_layer_refuses_runs) {
   cJSON_Delete(root);
   ASSERT(px_log_contains(&d, "attestation check landlock failed"));
   /* Fail closed: the run is refused, naming the failed check. */
-  msg = run_job(cl, run);
+  msg = px_run_job(cl, run);
   printf("%s\n", msg);
   ASSERT_STR_CONTAINS(msg, "\"status\":\"rejected\"");
   ASSERT_STR_CONTAINS(msg, "\"code\":\"sandbox_unverified\"");
@@ -221,7 +200,7 @@ TEST_IMPL(daemon_attest_allow_degraded_runs_marked) {
   ASSERT_STR_EQ(cJSON_GetStringValue(cJSON_GetObjectItem(att, "state")), "degraded");
   ASSERT_STR_EQ(check_result(att, "landlock"), "fail");
   cJSON_Delete(root);
-  msg = run_job(cl, run);
+  msg = px_run_job(cl, run);
   ASSERT_STR_CONTAINS(msg, "\"status\":\"ok\"");
   ASSERT_STR_CONTAINS(msg, "degraded-ok");
   ASSERT_STR_CONTAINS(msg, "\"degraded\"");

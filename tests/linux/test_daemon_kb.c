@@ -36,29 +36,6 @@ static char *read_file(const char *dir, const char *name) {
   return buf;
 }
 
-/* Send one message and return the first reply that is not about a job
- * event (caller frees). */
-static char *exchange(px_client_t *cl, const char *json) {
-  char *msg = NULL;
-  size_t len;
-  ASSERT_OK(px_client_send(cl, json, strlen(json)));
-  ASSERT_OK(px_client_recv(cl, &msg, &len, 20000));
-  return msg;
-}
-
-/* Run a job and return its result message (caller frees). */
-static char *run_job(px_client_t *cl, const char *json) {
-  ASSERT_OK(px_client_send(cl, json, strlen(json)));
-  for (;;) {
-    char *msg = NULL;
-    size_t len;
-    ASSERT_OK(px_client_recv(cl, &msg, &len, 30000));
-    if (strstr(msg, "\"type\":\"result\""))
-      return msg;
-    free(msg);
-  }
-}
-
 /* The snapshot id named in a result's "kb" object. */
 static void snapshot_of(const char *result, char *id, size_t idsz) {
   const char *p = strstr(result, "\"snapshot\":\"");
@@ -93,7 +70,7 @@ TEST_IMPL(daemon_kb_rollback_and_admin) {
   ASSERT_OK(px_daemon_connect(&d, 0, &cl));
 
   /* 1. Damage, plant a link to a host file, then spin past the CPU limit. */
-  r = run_job(cl,
+  r = px_run_job(cl,
               "{\"type\":\"run\",\"id\":\"vandal\",\"runtime\":\"sh\","
               "\"capabilities\":[\"kb:write\"],\"limits\":{\"cpu_ms\":300},"
               "\"code\":\"cd \\\"$PX_KB_MIND\\\" && echo evil > a.txt && "
@@ -115,7 +92,7 @@ TEST_IMPL(daemon_kb_rollback_and_admin) {
   }
 
   /* 2. A successful writer keeps its change; its snapshot stays. */
-  r = run_job(cl, "{\"type\":\"run\",\"id\":\"writer\",\"runtime\":\"sh\","
+  r = px_run_job(cl, "{\"type\":\"run\",\"id\":\"writer\",\"runtime\":\"sh\","
                   "\"capabilities\":[\"kb:write\"],"
                   "\"code\":\"echo learned > \\\"$PX_KB_MIND/a.txt\\\"\"}");
   ASSERT_STR_CONTAINS(r, "\"status\":\"ok\"");
@@ -125,29 +102,29 @@ TEST_IMPL(daemon_kb_rollback_and_admin) {
   ASSERT_STR_EQ(read_file(mind, "a.txt"), "learned\n");
 
   /* 3. Admin: list, diff since that snapshot, restore it. */
-  r = exchange(cl, "{\"type\":\"kb_list\"}");
+  r = px_exchange(cl, 20000, "{\"type\":\"kb_list\"}");
   ASSERT_STR_CONTAINS(r, "\"type\":\"kb_snapshots\"");
   ASSERT_STR_CONTAINS(r, snap);
   free(r);
   snprintf(json, sizeof json, "{\"type\":\"kb_diff\",\"snapshot\":\"%s\"}", snap);
-  r = exchange(cl, json);
+  r = px_exchange(cl, 20000, json);
   printf("diff: %s\n", r);
   ASSERT_STR_CONTAINS(r, "\"path\":\"mind/a.txt\"");
   ASSERT_STR_CONTAINS(r, "\"action\":\"modified\"");
   free(r);
   snprintf(json, sizeof json, "{\"type\":\"kb_restore\",\"snapshot\":\"%s\"}", snap);
-  r = exchange(cl, json);
+  r = px_exchange(cl, 20000, json);
   ASSERT_STR_CONTAINS(r, "\"type\":\"kb_restored\"");
   ASSERT_STR_CONTAINS(r, "\"verified\":true");
   free(r);
   ASSERT_STR_EQ(read_file(mind, "a.txt"), "alpha\n");
-  r = exchange(cl, "{\"type\":\"kb_diff\",\"snapshot\":\"no-such-snapshot\"}");
+  r = px_exchange(cl, 20000, "{\"type\":\"kb_diff\",\"snapshot\":\"no-such-snapshot\"}");
   ASSERT_STR_CONTAINS(r, "\"code\":\"unknown_snapshot\"");
   free(r);
 
   /* 4. A plain user may not administer the KB. */
   ASSERT_OK(px_daemon_connect(&d, 1, &user));
-  r = exchange(user, "{\"type\":\"kb_list\"}");
+  r = px_exchange(user, 20000, "{\"type\":\"kb_list\"}");
   ASSERT_STR_CONTAINS(r, "\"code\":\"forbidden\"");
   free(r);
   px_client_close(user);
@@ -165,7 +142,7 @@ TEST_IMPL(daemon_kb_unavailable_without_roots) {
     RETURN_SKIP("the daemon's sandbox needs root (CI runs as root)");
   ASSERT_OK(px_daemon_start(&d, NULL, NULL));
   ASSERT_OK(px_daemon_connect(&d, 0, &cl));
-  r = exchange(cl, "{\"type\":\"kb_gc\"}");
+  r = px_exchange(cl, 20000, "{\"type\":\"kb_gc\"}");
   ASSERT_STR_CONTAINS(r, "\"code\":\"kb_unavailable\"");
   free(r);
   px_client_close(cl);
