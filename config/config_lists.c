@@ -812,3 +812,49 @@ int px__cfg_check_lists(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
       }
   return 0;
 }
+
+/* ---- freeing (also used by config.c's release) ---- */
+
+void px__cfg_free_strv(char **v, size_t n) {
+  size_t i;
+  if (!v)
+    return;
+  for (i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+}
+
+void px__cfg_free_runtime(px_runtime_t *rt) {
+  size_t i;
+  free(rt->name);
+  px__cfg_free_strv(rt->command, rt->ncommand);
+  free(rt->extension);
+  free(rt->capability);
+  for (i = 0; i < rt->nenv; i++) {
+    free(rt->env[i].name);
+    free(rt->env[i].value);
+  }
+  free(rt->env);
+  free(rt->audit);
+  free(rt->image);
+  memset(rt, 0, sizeof *rt);
+}
+
+void px__cfg_free_client(px_client_policy_t *c) {
+  free(c->name);
+  free(c->match_str);
+  px__cfg_free_strv(c->runtime_caps, c->nruntime_caps);
+  memset(c, 0, sizeof *c);
+}
+
+void px__cfg_free_ruleset(px_audit_ruleset_t *set) {
+  size_t i;
+  free(set->name);
+  for (i = 0; i < set->nrules; i++) {
+    free(set->rules[i].id);
+    free(set->rules[i].pattern);
+    free(set->rules[i].message);
+  }
+  free(set->rules);
+  memset(set, 0, sizeof *set);
+}
