@@ -176,8 +176,5 @@ int px__kb_diff_locked(px_kb_t *kb, const char *id, const char *suffix,
                        size_t max, px__kb_walk_t *w);
 int px__kb_pin(px_kb_t *kb, const char *id);
 void px__kb_unpin(px_kb_t *kb, const char *id);
-/* Add a change (copies path; action is static). */
-int px__kb_add_change(px_kb_change_t **arr, size_t *n, size_t *cap,
-                      const char *path, const char *action);
 
 #endif /* PX_KB_INTERNAL_H */

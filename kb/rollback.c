@@ -105,10 +105,19 @@ static const char *diff_action(const px__kb_walk_t *w, const char *what) {
   return kept ? "modified_kept" : "modified";
 }
 
+/* Add a change (copies path; action is static) up to max_changes. */
 static int note(px__kb_walk_t *w, const char *path, const char *action) {
   if (w->nchanges >= w->max_changes)
     return 0;
-  return px__kb_add_change(&w->changes, &w->nchanges, &w->cap, path, action);
+  if (px_array_reserve(&w->changes, &w->cap, w->nchanges + 1,
+                       sizeof *w->changes, 16))
+    return PX_ENOMEM;
+  w->changes[w->nchanges].path = px_strdup(path);
+  if (!w->changes[w->nchanges].path)
+    return PX_ENOMEM;
+  w->changes[w->nchanges].action = (char *)action;
+  w->nchanges++;
+  return 0;
 }
 
 /* VERIFY and DIFF: one difference. */
@@ -473,6 +482,15 @@ int px__kb_walk(px_kb_t *kb, const px__kb_manifest_t *m, px__kb_walk_t *w) {
     free(c.deferred.v[--c.deferred.n]);
   free(c.deferred.v);
   return rc ? rc : c.err;
+}
+
+void px_kb_changes_free(px_kb_change_t *c, size_t n) {
+  size_t i;
+  if (!c)
+    return;
+  for (i = 0; i < n; i++)
+    free(c[i].path); /* action is static */
+  free(c);
 }
 
 void px__kb_walk_free(px__kb_walk_t *w) {
