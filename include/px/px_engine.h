@@ -59,13 +59,13 @@
 #ifndef PX_ENGINE_H
 #define PX_ENGINE_H
 
-#include "px_attest.h"
-#include "px_job.h"
-#include "px_kb_hooks.h"
-#include "px_outguard.h"
-#include "px_metrics.h"
-#include "px_result.h"
-#include "px_sandbox.h"
+#include "px/px_attest.h"
+#include "px/px_job.h"
+#include "px/px_kb_hooks.h"
+#include "px/px_outguard.h"
+#include "px/px_metrics.h"
+#include "px/px_result.h"
+#include "px/px_sandbox.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -4,7 +4,7 @@
 #ifndef PX_UTIL_H
 #define PX_UTIL_H
 
-#include "px_attr.h"
+#include "px/px_attr.h"
 
 #include <stddef.h>
 #include <stdint.h>

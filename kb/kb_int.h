@@ -1,7 +1,7 @@
-/* kb_internal.h - what the files of kb/ share: the KB object, manifests,
+/* kb_int.h - what the files of kb/ share: the KB object, manifests,
  * the object store and the converge walk. Not a public header. */
-#ifndef PX_KB_INTERNAL_H
-#define PX_KB_INTERNAL_H
+#ifndef PX_KB_INT_H
+#define PX_KB_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -177,4 +177,4 @@ int px__kb_diff_locked(px_kb_t *kb, const char *id, const char *suffix,
 int px__kb_pin(px_kb_t *kb, const char *id);
 void px__kb_unpin(px_kb_t *kb, const char *id);
 
-#endif /* PX_KB_INTERNAL_H */
+#endif /* PX_KB_INT_H */
