@@ -32,17 +32,6 @@ static int name_ok(const char *s, size_t max, int lower_only) {
   return 1;
 }
 
-static int env_name_ok(const char *s) {
-  size_t i;
-  if (!s[0] || strlen(s) > 255 || (s[0] >= '0' && s[0] <= '9'))
-    return 0;
-  for (i = 0; s[i]; i++)
-    if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
-          (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
-      return 0;
-  return 1;
-}
-
 /* A runtime capability: "<scope>:<name>", lower case, not a fixed one. */
 static int runtime_cap_ok(const char *s) {
   const char *colon = strchr(s, ':');
@@ -113,7 +102,7 @@ static int parse_env(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
     return PX_ENOMEM;
   cJSON_ArrayForEach(e, it) {
     px__cfg_join(child, sizeof child, path, e->string);
-    if (!env_name_ok(e->string))
+    if (!px_env_name_valid(e->string))
       return px__cfg_fail(ctx, child, "invalid variable name");
     if (px__cfg_str(ctx, e, child, 1, &s) != 0)
       return PX_ECONFIG;
