@@ -1,5 +1,7 @@
-/* job.c - names for the job model's enumerations (px_job.h). */
+/* job.c - names for the job model's enumerations, the job spec's release,
+ * and the environment names the service owns (px_job.h). */
 #include "px/px_job.h"
+#include "px/px_util.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,4 +58,64 @@ int px_job_id_valid(const char *s) {
       return 0;
   }
   return i > 0;
+}
+
+/* The one list (docs/config.md, "Environment"; docs/linux-backend.md). */
+static const px_env_reserved_t env_reserved[] = {
+    {"PATH", PX_ENV_RUNTIME_ONLY},
+    {"PATHEXT", PX_ENV_RUNTIME_ONLY},
+    {"SystemRoot", PX_ENV_RUNTIME_ONLY},
+    {"windir", PX_ENV_RUNTIME_ONLY},
+    {"COMSPEC", PX_ENV_RUNTIME_ONLY},
+    {"TEMP", PX_ENV_SET_BY_BACKEND},
+    {"TMP", PX_ENV_SET_BY_BACKEND},
+    {"TMPDIR", PX_ENV_SET_BY_BACKEND},
+    {"HOME", PX_ENV_SET_BY_BACKEND},
+    {"USERPROFILE", PX_ENV_RUNTIME_ONLY},
+    {"LD_PRELOAD", PX_ENV_RUNTIME_ONLY},
+    {"LD_LIBRARY_PATH", PX_ENV_RUNTIME_ONLY},
+    {"LD_AUDIT", PX_ENV_RUNTIME_ONLY},
+    {"PX_", PX_ENV_SET_BY_BACKEND}, /* PX_KB_<NAME> and all to come */
+};
+
+const px_env_reserved_t *px_env_reserved_list(size_t *n) {
+  *n = sizeof env_reserved / sizeof env_reserved[0];
+  return env_reserved;
+}
+
+static int prefix_match(const char *name, const char *prefix) {
+  size_t i;
+  for (i = 0; prefix[i]; i++) {
+    char a = name[i], b = prefix[i];
+    if (a >= 'a' && a <= 'z')
+      a = (char)(a - 'a' + 'A');
+    if (b >= 'a' && b <= 'z')
+      b = (char)(b - 'a' + 'A');
+    if (a != b) /* also stops at the end of name */
+      return 0;
+  }
+  return 1;
+}
+
+unsigned px_env_reserved(const char *name) {
+  size_t i, n = sizeof env_reserved / sizeof env_reserved[0];
+  for (i = 0; name && i < n; i++) {
+    const char *r = env_reserved[i].name;
+    size_t len = strlen(r);
+    if (r[len - 1] == '_' ? prefix_match(name, r)
+                          : px_strcasecmp(name, r) == 0)
+      return env_reserved[i].flags;
+  }
+  return 0;
+}
+
+int px_env_name_valid(const char *s) {
+  size_t i;
+  if (!s || !s[0] || strlen(s) > 255 || (s[0] >= '0' && s[0] <= '9'))
+    return 0;
+  for (i = 0; s[i]; i++)
+    if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+          (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+      return 0;
+  return 1;
 }

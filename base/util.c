@@ -58,6 +58,16 @@ int px_strcasecmp(const char *a, const char *b) {
   }
 }
 
+int px_hexval(int c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
 const char *px_memcasemem(const char *hay, size_t hay_len, const char *needle,
                           size_t needle_len) {
   size_t i, j;

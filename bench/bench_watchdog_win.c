@@ -20,7 +20,7 @@
 #include "px/px_os.h"
 #include "px/px_sandbox.h"
 #include "px/px_util.h"
-#include "watchdog/win/internal.h"
+#include "watchdog/win/win_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

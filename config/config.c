@@ -14,6 +14,7 @@
  * wrong types and out-of-range values stop the parse with the JSON path in
  * the message; cross-field rules (a default above its maximum, a TCP
  * ZeroMQ endpoint without keys) are checked after the whole file is read.
+ * The typed reads both this file and config_lists.c use are config_read.c.
  */
 #include "config/config_int.h"
 
@@ -23,94 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- errors and paths ---- */
-
-int px__cfg_fail(px__cfg_ctx_t *ctx, const char *path, const char *fmt, ...) {
-  char msg[256];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  if (ctx->err && ctx->errsz)
-    snprintf(ctx->err, ctx->errsz, "%s: %s", path && *path ? path : "(root)",
-             msg);
-  return PX_ECONFIG;
-}
-
-/* JSON paths only name things in messages: a path too long for the
- * buffer is shown truncated (px_snprintf always terminates it). */
-void px__cfg_join(char *child, size_t sz, const char *path, const char *key) {
-  if (!path || !*path)
-    (void)px_snprintf(child, sz, "%s", key);
-  else
-    (void)px_snprintf(child, sz, "%s.%s", path, key);
-}
-
-void px__cfg_index(char *child, size_t sz, const char *path, size_t i) {
-  (void)px_snprintf(child, sz, "%s[%zu]", path, i);
-}
-
-/* ---- typed reads ---- */
-
-static int is_integral(double d) {
-  return d >= 0 && d <= (double)PX__JSON_INT_MAX && d == (double)(uint64_t)d;
-}
-
-int px__cfg_u64(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
-                uint64_t min, uint64_t max, uint64_t *out) {
-  const char *what = min >= 1 ? "must be a positive integer"
-                              : "must be a non-negative integer";
-  uint64_t v;
-  if (!cJSON_IsNumber(it) || !is_integral(it->valuedouble))
-    return px__cfg_fail(ctx, path, "%s", what);
-  v = (uint64_t)it->valuedouble;
-  if (v < min)
-    return px__cfg_fail(ctx, path, "%s (at least %llu)", what,
-                        (unsigned long long)min);
-  if (v > max)
-    return px__cfg_fail(ctx, path, "must be at most %llu",
-                        (unsigned long long)max);
-  *out = v;
-  return 0;
-}
-
-int px__cfg_str(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
-                int allow_empty, const char **out) {
-  size_t n;
-  if (!cJSON_IsString(it) || !it->valuestring)
-    return px__cfg_fail(ctx, path, "must be a string");
-  n = strlen(it->valuestring);
-  if (!allow_empty && n == 0)
-    return px__cfg_fail(ctx, path, "must not be empty");
-  if (n > PX__STR_MAX)
-    return px__cfg_fail(ctx, path, "longer than %d bytes", PX__STR_MAX);
-  *out = it->valuestring;
-  return 0;
-}
-
-int px__cfg_expect_object(px__cfg_ctx_t *ctx, const cJSON *it,
-                          const char *path) {
-  if (!cJSON_IsObject(it))
-    return px__cfg_fail(ctx, path, "must be an object");
-  return px__cfg_no_dup_keys(ctx, it, path);
-}
-
-int px__cfg_no_dup_keys(px__cfg_ctx_t *ctx, const cJSON *obj,
-                        const char *path) {
-  const cJSON *a, *b;
-  char child[PX__PATH_MAX];
-  if (cJSON_GetArraySize(obj) > 4096) /* bounds the quadratic scan */
-    return px__cfg_fail(ctx, path, "more than 4096 members");
-  for (a = obj->child; a; a = a->next) {
-    for (b = a->next; b; b = b->next)
-      if (a->string && b->string && strcmp(a->string, b->string) == 0) {
-        px__cfg_join(child, sizeof child, path, a->string);
-        return px__cfg_fail(ctx, child, "duplicate key");
-      }
-  }
-  return 0;
-}
 
 /* ---- the field table ---- */
 
@@ -617,50 +530,6 @@ cleanup:
   return rc;
 }
 
-void px__cfg_free_strv(char **v, size_t n) {
-  size_t i;
-  if (!v)
-    return;
-  for (i = 0; i < n; i++)
-    free(v[i]);
-  free(v);
-}
-
-void px__cfg_free_runtime(px_runtime_t *rt) {
-  size_t i;
-  free(rt->name);
-  px__cfg_free_strv(rt->command, rt->ncommand);
-  free(rt->extension);
-  free(rt->capability);
-  for (i = 0; i < rt->nenv; i++) {
-    free(rt->env[i].name);
-    free(rt->env[i].value);
-  }
-  free(rt->env);
-  free(rt->audit);
-  free(rt->image);
-  memset(rt, 0, sizeof *rt);
-}
-
-void px__cfg_free_client(px_client_policy_t *c) {
-  free(c->name);
-  free(c->match_str);
-  px__cfg_free_strv(c->runtime_caps, c->nruntime_caps);
-  memset(c, 0, sizeof *c);
-}
-
-void px__cfg_free_ruleset(px_audit_ruleset_t *set) {
-  size_t i;
-  free(set->name);
-  for (i = 0; i < set->nrules; i++) {
-    free(set->rules[i].id);
-    free(set->rules[i].pattern);
-    free(set->rules[i].message);
-  }
-  free(set->rules);
-  memset(set, 0, sizeof *set);
-}
-
 void px__config_release(px_config_t *cfg) {
   size_t i;
   px_transport_config_t *t = &cfg->transports;
@@ -703,12 +572,6 @@ void px_config_free(px_config_t *cfg) {
 }
 
 /* ---- print ---- */
-
-cJSON *px__cfg_number(uint64_t v) {
-  char num[24];
-  snprintf(num, sizeof num, "%llu", (unsigned long long)v);
-  return cJSON_CreateRaw(num);
-}
 
 static cJSON *emit_fields(const field_t *fields, const px_config_t *cfg);
 

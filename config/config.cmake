@@ -3,6 +3,7 @@
 target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/config.c
   ${CMAKE_CURRENT_SOURCE_DIR}/config_lists.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/config_read.c
   ${CMAKE_CURRENT_SOURCE_DIR}/defaults.c
   ${CMAKE_CURRENT_SOURCE_DIR}/policy.c
   ${CMAKE_CURRENT_SOURCE_DIR}/audit.c

@@ -1,12 +1,14 @@
 /* config_int.h - internals shared by the files of config/ (not a seam).
  *
- * The parser (config.c, config_lists.c) fills a px_config_t that starts as
- * the built-in defaults (defaults.c); the platform files (linux/, win/)
- * supply default paths and the file checks.
+ * The parser (config.c, config_lists.c, both on the typed reads of
+ * config_read.h) fills a px_config_t that starts as the built-in defaults
+ * (defaults.c); the platform files (linux/, win/) supply default paths and
+ * the file checks.
  */
 #ifndef PX_CONFIG_INT_H
 #define PX_CONFIG_INT_H
 
+#include "config/config_read.h"
 #include "px/px_config.h"
 
 #include <cjson/cJSON.h>
@@ -14,44 +16,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* Largest integer a JSON number carries exactly (2^53). */
-#define PX__JSON_INT_MAX (UINT64_C(1) << 53)
-#define PX__PATH_MAX 160 /* JSON path in messages ("clients[3].match") */
-#define PX__STR_MAX 4096 /* any string value in the file */
-
-/* printf-style checking that matches the C99 printf mingw builds use. */
-#if defined(__MINGW32__)
-#define PX__PRINTF(f, a) __attribute__((format(gnu_printf, f, a)))
-#elif defined(__GNUC__)
-#define PX__PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define PX__PRINTF(f, a)
-#endif
-
-/* A parse in progress: where errors go. */
-typedef struct {
-  char *err;
-  size_t errsz;
-} px__cfg_ctx_t;
-
-/* Write "path: message" into ctx->err; returns PX_ECONFIG. */
-int px__cfg_fail(px__cfg_ctx_t *ctx, const char *path, const char *fmt, ...)
-    PX__PRINTF(3, 4);
-/* child = path + "." + key (or key alone at the root). */
-void px__cfg_join(char *child, size_t sz, const char *path, const char *key);
-/* child = path + "[i]". */
-void px__cfg_index(char *child, size_t sz, const char *path, size_t i);
-
-/* Typed reads: 0 or PX_ECONFIG (message names path). */
-int px__cfg_u64(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
-                uint64_t min, uint64_t max, uint64_t *out);
-int px__cfg_str(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
-                int allow_empty, const char **out);
-/* Fail on a duplicate key among obj's members (cJSON keeps both). */
-int px__cfg_no_dup_keys(px__cfg_ctx_t *ctx, const cJSON *obj, const char *path);
-int px__cfg_expect_object(px__cfg_ctx_t *ctx, const cJSON *it,
-                          const char *path);
 
 /* Collection sections (config_lists.c). Each replaces or merges into the
  * current value in cfg as docs/config.md describes. */
@@ -71,10 +35,8 @@ cJSON *px__cfg_emit_runtimes(const px_config_t *cfg);
 cJSON *px__cfg_emit_clients(const px_config_t *cfg);
 cJSON *px__cfg_emit_audit_rules(const px_config_t *cfg);
 cJSON *px__cfg_emit_kb_roots(const px_config_t *cfg);
-/* A u64 as an exact JSON integer. */
-cJSON *px__cfg_number(uint64_t v);
 
-/* Free helpers (config.c). */
+/* Free helpers (config_lists.c). */
 void px__cfg_free_runtime(px_runtime_t *rt);
 void px__cfg_free_client(px_client_policy_t *c);
 void px__cfg_free_ruleset(px_audit_ruleset_t *set);

@@ -32,17 +32,6 @@ static int name_ok(const char *s, size_t max, int lower_only) {
   return 1;
 }
 
-static int env_name_ok(const char *s) {
-  size_t i;
-  if (!s[0] || strlen(s) > 255 || (s[0] >= '0' && s[0] <= '9'))
-    return 0;
-  for (i = 0; s[i]; i++)
-    if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
-          (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
-      return 0;
-  return 1;
-}
-
 /* A runtime capability: "<scope>:<name>", lower case, not a fixed one. */
 static int runtime_cap_ok(const char *s) {
   const char *colon = strchr(s, ':');
@@ -113,7 +102,7 @@ static int parse_env(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
     return PX_ENOMEM;
   cJSON_ArrayForEach(e, it) {
     px__cfg_join(child, sizeof child, path, e->string);
-    if (!env_name_ok(e->string))
+    if (!px_env_name_valid(e->string))
       return px__cfg_fail(ctx, child, "invalid variable name");
     if (px__cfg_str(ctx, e, child, 1, &s) != 0)
       return PX_ECONFIG;
@@ -811,4 +800,50 @@ int px__cfg_check_lists(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
                             cfg->clients[i].runtime_caps[j]);
       }
   return 0;
+}
+
+/* ---- freeing (also used by config.c's release) ---- */
+
+void px__cfg_free_strv(char **v, size_t n) {
+  size_t i;
+  if (!v)
+    return;
+  for (i = 0; i < n; i++)
+    free(v[i]);
+  free(v);
+}
+
+void px__cfg_free_runtime(px_runtime_t *rt) {
+  size_t i;
+  free(rt->name);
+  px__cfg_free_strv(rt->command, rt->ncommand);
+  free(rt->extension);
+  free(rt->capability);
+  for (i = 0; i < rt->nenv; i++) {
+    free(rt->env[i].name);
+    free(rt->env[i].value);
+  }
+  free(rt->env);
+  free(rt->audit);
+  free(rt->image);
+  memset(rt, 0, sizeof *rt);
+}
+
+void px__cfg_free_client(px_client_policy_t *c) {
+  free(c->name);
+  free(c->match_str);
+  px__cfg_free_strv(c->runtime_caps, c->nruntime_caps);
+  memset(c, 0, sizeof *c);
+}
+
+void px__cfg_free_ruleset(px_audit_ruleset_t *set) {
+  size_t i;
+  free(set->name);
+  for (i = 0; i < set->nrules; i++) {
+    free(set->rules[i].id);
+    free(set->rules[i].pattern);
+    free(set->rules[i].message);
+  }
+  free(set->rules);
+  memset(set, 0, sizeof *set);
 }

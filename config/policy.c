@@ -234,43 +234,14 @@ static int check_limits(const px_config_t *cfg, const px_run_request_t *req,
   return 0;
 }
 
-/* Names the service owns: the program lookup path and what the backend
- * sets itself. Compared case-insensitively (Windows environments are). */
-static int env_reserved(const char *name) {
-  static const char *const reserved[] = {
-      "PATH",    "PATHEXT",     "SystemRoot", "windir",
-      "COMSPEC", "TEMP",        "TMP",        "TMPDIR",
-      "HOME",    "USERPROFILE", "LD_PRELOAD", "LD_LIBRARY_PATH",
-      "LD_AUDIT"};
-  size_t i;
-  if (px_strcasecmp(name, "") == 0 || strncmp(name, "PX_", 3) == 0 ||
-      strncmp(name, "px_", 3) == 0)
-    return 1;
-  for (i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-    if (px_strcasecmp(name, reserved[i]) == 0)
-      return 1;
-  return 0;
-}
-
-static int env_name_valid(const char *s) {
-  size_t i;
-  if (!s || !s[0] || strlen(s) > 255 || (s[0] >= '0' && s[0] <= '9'))
-    return 0;
-  for (i = 0; s[i]; i++)
-    if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
-          (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
-      return 0;
-  return 1;
-}
-
 static int check_env(const px_run_request_t *req, px_result_t *r) {
   size_t i, j;
   for (i = 0; i < req->nenv; i++) {
     const char *n = req->env[i].name;
-    if (!env_name_valid(n))
+    if (!px_env_name_valid(n))
       return reject(r, req, PX_CODE_BAD_REQUEST,
                     "env: invalid variable name (use [A-Za-z_][A-Za-z0-9_]*)");
-    if (env_reserved(n))
+    if (px_env_reserved(n)) /* the one list (px_job.h) */
       return reject(r, req, PX_CODE_BAD_REQUEST,
                     "env.%s: reserved by the service", n);
     if (!req->env[i].value)

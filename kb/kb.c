@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb/kb_internal.h"
+#include "kb/kb_int.h"
 #include "px/px_error.h"
 #include "px/px_events.h"
 #include "px/px_log.h"
@@ -373,15 +373,6 @@ int px_kb_diff(px_kb_t *kb, const char *id, px_kb_change_t **out, size_t *n) {
   return 0;
 }
 
-void px_kb_changes_free(px_kb_change_t *c, size_t n) {
-  size_t i;
-  if (!c)
-    return;
-  for (i = 0; i < n; i++)
-    free(c[i].path); /* action is static */
-  free(c);
-}
-
 int px_kb_gc(px_kb_t *kb, px_kb_gc_stats_t *out) {
   int rc;
   px_mutex_lock(&kb->mu);
@@ -403,18 +394,6 @@ void px_kb_result_free(px_kb_result_t *r) {
   px_kb_changes_free(r->changes, r->nchanges);
   free(r->error);
   memset(r, 0, sizeof *r);
-}
-
-int px__kb_add_change(px_kb_change_t **arr, size_t *n, size_t *cap,
-                      const char *path, const char *action) {
-  if (px_array_reserve(arr, cap, *n + 1, sizeof **arr, 16))
-    return PX_ENOMEM;
-  (*arr)[*n].path = px_strdup(path);
-  if (!(*arr)[*n].path)
-    return PX_ENOMEM;
-  (*arr)[*n].action = (char *)action;
-  (*n)++;
-  return 0;
 }
 
 int px__kb_pin(px_kb_t *kb, const char *id) {

@@ -4,6 +4,7 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/sha256.c
   ${CMAKE_CURRENT_SOURCE_DIR}/manifest.c
   ${CMAKE_CURRENT_SOURCE_DIR}/store.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/dirlist.c
   ${CMAKE_CURRENT_SOURCE_DIR}/snapshot.c
   ${CMAKE_CURRENT_SOURCE_DIR}/rollback.c
   ${CMAKE_CURRENT_SOURCE_DIR}/journal.c

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb/kb_internal.h"
+#include "kb/kb_int.h"
 #include "px/px_error.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
@@ -202,22 +202,13 @@ int px__kb_manifest_write(px_kb_t *kb, const px__kb_manifest_t *m) {
 
 /* --- reading --- */
 
-static int unhex(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  return -1;
-}
-
 /* Decode %XX in place; 0 or PX_EINVAL. */
 static int unescape(char *s) {
   char *o = s;
   for (; *s; s++) {
     if (*s == '%') {
-      int hi = unhex(s[1]), lo = hi < 0 ? -1 : unhex(s[2]);
+      int hi = px_hexval((unsigned char)s[1]);
+      int lo = hi < 0 ? -1 : px_hexval((unsigned char)s[2]);
       if (hi < 0 || lo < 0)
         return PX_EINVAL;
       *o++ = (char)(hi << 4 | lo);

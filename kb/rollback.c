@@ -28,22 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb/kb_internal.h"
+#include "kb/kb_int.h"
 #include "px/px_error.h"
 #include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
-
-typedef struct {
-  char *name;
-  px_kbfs_stat_t st;
-  int gone; /* removed in pass 1 */
-} ent_t;
-
-typedef struct {
-  ent_t *v;
-  size_t n, cap;
-} ents_t;
 
 typedef struct {
   char **v;
@@ -59,38 +48,6 @@ typedef struct {
   int err;              /* first error; the walk goes on past it */
 } ctx_t;
 
-static int collect(void *c, const char *name, const px_kbfs_stat_t *st) {
-  ents_t *d = c;
-  if (px_array_reserve(&d->v, &d->cap, d->n + 1, sizeof *d->v, 32))
-    return PX_ENOMEM;
-  d->v[d->n].name = px_strdup(name);
-  if (!d->v[d->n].name)
-    return PX_ENOMEM;
-  d->v[d->n].st = *st;
-  d->v[d->n].gone = 0;
-  d->n++;
-  return 0;
-}
-
-static int cmp_ent(const void *a, const void *b) {
-  return strcmp(((const ent_t *)a)->name, ((const ent_t *)b)->name);
-}
-
-static void ents_free(ents_t *d) {
-  size_t i;
-  for (i = 0; i < d->n; i++)
-    free(d->v[i].name);
-  free(d->v);
-  memset(d, 0, sizeof *d);
-}
-
-static ent_t *ents_find(ents_t *d, const char *name) {
-  ent_t key, *e;
-  key.name = (char *)name;
-  e = d->n ? bsearch(&key, d->v, d->n, sizeof *d->v, cmp_ent) : NULL;
-  return e && !e->gone ? e : NULL;
-}
-
 /* Actions: the plain word for diffs, "_kept" for a job that kept them. */
 static const char *diff_action(const px__kb_walk_t *w, const char *what) {
   int kept = w->suffix && w->suffix[0];
@@ -105,10 +62,19 @@ static const char *diff_action(const px__kb_walk_t *w, const char *what) {
   return kept ? "modified_kept" : "modified";
 }
 
+/* Add a change (copies path; action is static) up to max_changes. */
 static int note(px__kb_walk_t *w, const char *path, const char *action) {
   if (w->nchanges >= w->max_changes)
     return 0;
-  return px__kb_add_change(&w->changes, &w->nchanges, &w->cap, path, action);
+  if (px_array_reserve(&w->changes, &w->cap, w->nchanges + 1,
+                       sizeof *w->changes, 16))
+    return PX_ENOMEM;
+  w->changes[w->nchanges].path = px_strdup(path);
+  if (!w->changes[w->nchanges].path)
+    return PX_ENOMEM;
+  w->changes[w->nchanges].action = (char *)action;
+  w->nchanges++;
+  return 0;
 }
 
 /* VERIFY and DIFF: one difference. */
@@ -164,7 +130,7 @@ static int hoist(ctx_t *c, px_kbfs_dir_t *dir, const char *name) {
 static int remove_tree(ctx_t *c, px_kbfs_dir_t *dir, const char *name,
                        const px_kbfs_stat_t *st, unsigned depth) {
   px_kbfs_dir_t *sub = NULL;
-  ents_t d = {0};
+  px__kb_dirlist_t d = {0};
   size_t i;
   int rc = 0;
   px__kb_crash_point();
@@ -175,10 +141,10 @@ static int remove_tree(ctx_t *c, px_kbfs_dir_t *dir, const char *name,
     if (rc == PX_ELOOP || rc == PX_EINVAL)
       rc = 0; /* swapped for a link or file meanwhile: remove as itself */
     else if (rc == 0)
-      rc = px_kbfs_list(sub, collect, &d);
+      rc = px__kb_dirlist(sub, 0, &d);
     for (i = 0; rc == 0 && i < d.n; i++)
       rc = remove_tree(c, sub, d.v[i].name, &d.v[i].st, depth + 1);
-    ents_free(&d);
+    px__kb_dirlist_free(&d);
     px_kbfs_close_dir(&sub);
   }
   if (rc == 0)
@@ -228,12 +194,6 @@ static int restore_file(ctx_t *c, px_kbfs_dir_t *dir, const char *name,
   return note(c->w, e->path, "restored");
 }
 
-static int same_stat(const px__kb_entry_t *e, const px_kbfs_stat_t *st) {
-  return st->type == PX_KBFS_FILE && e->size == st->size &&
-         e->mtime_ns == st->mtime_ns && e->ctime_ns == st->ctime_ns &&
-         e->dev == st->dev && e->ino == st->ino && e->perm == st->perm;
-}
-
 /* A file present where the manifest has a file. */
 static int check_file(ctx_t *c, px_kbfs_dir_t *dir, const char *name,
                       const px__kb_entry_t *e, const px_kbfs_stat_t *lst) {
@@ -243,7 +203,7 @@ static int check_file(ctx_t *c, px_kbfs_dir_t *dir, const char *name,
   unsigned char h[PX_SHA256_LEN];
   px_sha256_t s;
   int rc, same;
-  if (same_stat(e, lst) && lst->nlink <= 1)
+  if (px__kb_same_stat(e, lst) && lst->nlink <= 1)
     return 0; /* untouched: stat only */
   rc = px_kbfs_open_read(dir, name, w->mode == PX__KB_FIX, &f, &st);
   if (rc == PX_ELOOP || rc == PX_EINVAL || rc == PX_ENOENT) {
@@ -256,7 +216,7 @@ static int check_file(ctx_t *c, px_kbfs_dir_t *dir, const char *name,
   }
   if (rc)
     return fail(c, e->path, "open", rc);
-  if (st.nlink > 1 && !same_stat(e, &st)) {
+  if (st.nlink > 1 && !px__kb_same_stat(e, &st)) {
     /* Changed and linked from elsewhere: replace, never write through. */
     px_kbfs_close(&f);
     return w->mode == PX__KB_FIX ? restore_file(c, dir, name, e)
@@ -307,12 +267,12 @@ static int process_dir(ctx_t *c, px_kbfs_dir_t *dir, const char *rel,
                        unsigned depth);
 
 /* Pass 1: whatever the manifest does not have (or has as another type). */
-static int prune(ctx_t *c, px_kbfs_dir_t *dir, ents_t *cur, px_buf_t *path,
+static int prune(ctx_t *c, px_kbfs_dir_t *dir, px__kb_dirlist_t *cur, px_buf_t *path,
                  const char *rel, unsigned depth) {
   size_t i;
   int rc = 0;
   for (i = 0; rc == 0 && i < cur->n; i++) {
-    ent_t *x = &cur->v[i];
+    px__kb_dirent_t *x = &cur->v[i];
     long idx;
     px_buf_reset(path);
     if ((rc = px_buf_printf(path, "%s/%s", rel, x->name)) != 0)
@@ -370,7 +330,7 @@ static int child_dir(ctx_t *c, px_kbfs_dir_t *dir, const char *name,
 }
 
 /* Pass 2: every manifest child of `rel`. */
-static int restore_children(ctx_t *c, px_kbfs_dir_t *dir, ents_t *cur,
+static int restore_children(ctx_t *c, px_kbfs_dir_t *dir, px__kb_dirlist_t *cur,
                             const char *rel, unsigned depth) {
   size_t b, end, j, rl = strlen(rel);
   int rc = 0;
@@ -378,10 +338,10 @@ static int restore_children(ctx_t *c, px_kbfs_dir_t *dir, ents_t *cur,
   for (j = b; rc == 0 && j < end; j++) {
     const px__kb_entry_t *e = &c->m->e[j];
     const char *name = e->path + rl + 1;
-    ent_t *x;
+    px__kb_dirent_t *x;
     if (strchr(name, '/'))
       continue; /* deeper: handled by the child directory */
-    x = ents_find(cur, name);
+    x = px__kb_dirlist_find(cur, name);
     if (e->type == PX_KBFS_DIR) {
       rc = child_dir(c, dir, name, e, x != NULL, depth);
     } else if (e->type == PX_KBFS_FILE) {
@@ -406,20 +366,18 @@ static int restore_children(ctx_t *c, px_kbfs_dir_t *dir, ents_t *cur,
 
 static int process_dir(ctx_t *c, px_kbfs_dir_t *dir, const char *rel,
                        unsigned depth) {
-  ents_t cur = {0};
+  px__kb_dirlist_t cur = {0};
   px_buf_t path = {0};
   int rc;
   if (depth > PX_KB_MAX_DEPTH)
     return fail(c, rel, "walk (too deep)", PX_ERANGE);
-  rc = px_kbfs_list(dir, collect, &cur);
-  if (rc == 0 && cur.n)
-    qsort(cur.v, cur.n, sizeof *cur.v, cmp_ent);
+  rc = px__kb_dirlist(dir, 0, &cur); /* temp leftovers are removed */
   if (rc == 0)
     rc = prune(c, dir, &cur, &path, rel, depth);
   if (rc == 0)
     rc = restore_children(c, dir, &cur, rel, depth);
   px_buf_free(&path);
-  ents_free(&cur);
+  px__kb_dirlist_free(&cur);
   return rc;
 }
 
@@ -473,6 +431,15 @@ int px__kb_walk(px_kb_t *kb, const px__kb_manifest_t *m, px__kb_walk_t *w) {
     free(c.deferred.v[--c.deferred.n]);
   free(c.deferred.v);
   return rc ? rc : c.err;
+}
+
+void px_kb_changes_free(px_kb_change_t *c, size_t n) {
+  size_t i;
+  if (!c)
+    return;
+  for (i = 0; i < n; i++)
+    free(c[i].path); /* action is static */
+  free(c);
 }
 
 void px__kb_walk_free(px__kb_walk_t *w) {

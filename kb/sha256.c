@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "px/px_error.h"
+#include "px/px_util.h"
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
@@ -114,11 +115,9 @@ void px_sha256_hex(const unsigned char d[PX_SHA256_LEN],
 }
 
 static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  return -1; /* upper case is not what we write: refuse it */
+  if (c >= 'A' && c <= 'F')
+    return -1; /* upper case is not what we write: refuse it */
+  return px_hexval((unsigned char)c);
 }
 
 int px_sha256_parse(const char *hex, unsigned char d[PX_SHA256_LEN]) {

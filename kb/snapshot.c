@@ -12,53 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb/kb_internal.h"
+#include "kb/kb_int.h"
 #include "px/px_error.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
-
-typedef struct {
-  char *name;
-  px_kbfs_stat_t st;
-} dirent_t;
-
-typedef struct {
-  dirent_t *v;
-  size_t n, cap;
-} dirents_t;
-
-static int collect(void *ctx, const char *name, const px_kbfs_stat_t *st) {
-  dirents_t *d = ctx;
-  if (strncmp(name, ".px-kb-tmp-", 11) == 0 && st->type == PX_KBFS_FILE)
-    return 0; /* our own leftovers are not KB content */
-  if (px_array_reserve(&d->v, &d->cap, d->n + 1, sizeof *d->v, 32))
-    return PX_ENOMEM;
-  d->v[d->n].name = px_strdup(name);
-  if (!d->v[d->n].name)
-    return PX_ENOMEM;
-  d->v[d->n].st = *st;
-  d->n++;
-  return 0;
-}
-
-static int cmp_dirent(const void *a, const void *b) {
-  return strcmp(((const dirent_t *)a)->name, ((const dirent_t *)b)->name);
-}
-
-static void dirents_free(dirents_t *d) {
-  size_t i;
-  for (i = 0; i < d->n; i++)
-    free(d->v[i].name);
-  free(d->v);
-  memset(d, 0, sizeof *d);
-}
-
-static int same_stat(const px__kb_entry_t *e, const px_kbfs_stat_t *st) {
-  return e->type == PX_KBFS_FILE && st->type == PX_KBFS_FILE &&
-         e->size == st->size && e->mtime_ns == st->mtime_ns &&
-         e->ctime_ns == st->ctime_ns && e->dev == st->dev &&
-         e->ino == st->ino && e->perm == st->perm;
-}
 
 static void entry_from(px__kb_entry_t *e, const char *path,
                        const px_kbfs_stat_t *st) {
@@ -76,13 +33,13 @@ static void entry_from(px__kb_entry_t *e, const char *path,
 static int walk_dir(px_kb_t *kb, px_kbfs_dir_t *dir, const char *rel,
                     unsigned depth, px__kb_manifest_t *out);
 
-static int add_file(px_kb_t *kb, px_kbfs_dir_t *dir, const dirent_t *de,
+static int add_file(px_kb_t *kb, px_kbfs_dir_t *dir, const px__kb_dirent_t *de,
                     const char *path, px__kb_manifest_t *out) {
   px__kb_entry_t e;
   px_kbfs_stat_t st = de->st;
   long prev = kb->last ? px__kb_manifest_find(kb->last, path) : -1;
   entry_from(&e, path, &st);
-  if (prev >= 0 && same_stat(&kb->last->e[prev], &st)) {
+  if (prev >= 0 && px__kb_same_stat(&kb->last->e[prev], &st)) {
     memcpy(e.hash, kb->last->e[prev].hash, sizeof e.hash); /* stat only */
   } else {
     int rc = px__kb_store_file(kb, dir, de->name, e.hash, &st);
@@ -113,7 +70,7 @@ static int add_file(px_kb_t *kb, px_kbfs_dir_t *dir, const dirent_t *de,
   return px__kb_manifest_add(out, &e);
 }
 
-static int add_entry(px_kb_t *kb, px_kbfs_dir_t *dir, const dirent_t *de,
+static int add_entry(px_kb_t *kb, px_kbfs_dir_t *dir, const px__kb_dirent_t *de,
                      const char *path, unsigned depth,
                      px__kb_manifest_t *out) {
   px__kb_entry_t e;
@@ -141,15 +98,13 @@ static int add_entry(px_kb_t *kb, px_kbfs_dir_t *dir, const dirent_t *de,
 
 static int walk_dir(px_kb_t *kb, px_kbfs_dir_t *dir, const char *rel,
                     unsigned depth, px__kb_manifest_t *out) {
-  dirents_t d = {0};
+  px__kb_dirlist_t d = {0};
   px_buf_t path = {0};
   size_t i;
   int rc;
   if (depth > PX_KB_MAX_DEPTH)
     return PX_ERANGE;
-  rc = px_kbfs_list(dir, collect, &d);
-  if (rc == 0 && d.n)
-    qsort(d.v, d.n, sizeof *d.v, cmp_dirent);
+  rc = px__kb_dirlist(dir, 1, &d); /* our temp files are not content */
   for (i = 0; rc == 0 && i < d.n; i++) {
     px_buf_reset(&path);
     rc = px_buf_printf(&path, "%s/%s", rel, d.v[i].name);
@@ -157,7 +112,7 @@ static int walk_dir(px_kb_t *kb, px_kbfs_dir_t *dir, const char *rel,
       rc = add_entry(kb, dir, &d.v[i], px_buf_cstr(&path), depth, out);
   }
   px_buf_free(&path);
-  dirents_free(&d);
+  px__kb_dirlist_free(&d);
   return rc;
 }
 

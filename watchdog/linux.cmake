@@ -9,6 +9,7 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/reaper.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/seccomp.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/spawn.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/linux/steps.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/watchdog.c)
 
 target_sources(px_tests_linux PRIVATE

@@ -17,7 +17,7 @@
 #ifndef PX_AUDIT_H
 #define PX_AUDIT_H
 
-#include "px_result.h"
+#include "px/px_result.h"
 
 #include <stddef.h>
 

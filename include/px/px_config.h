@@ -10,13 +10,13 @@
 #ifndef PX_CONFIG_H
 #define PX_CONFIG_H
 
-#include "px_audit.h"
-#include "px_job.h"
-#include "px_kb.h"
-#include "px_outguard.h"
-#include "px_log.h"
-#include "px_request.h"
-#include "px_result.h"
+#include "px/px_audit.h"
+#include "px/px_job.h"
+#include "px/px_kb.h"
+#include "px/px_outguard.h"
+#include "px/px_log.h"
+#include "px/px_request.h"
+#include "px/px_result.h"
 
 #include <stddef.h>
 #include <stdint.h>

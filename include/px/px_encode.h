@@ -5,12 +5,12 @@
 #ifndef PX_ENCODE_H
 #define PX_ENCODE_H
 
-#include "px_attest.h"
-#include "px_engine.h"
-#include "px_job.h"
-#include "px_kb.h"
-#include "px_result.h"
-#include "px_util.h"
+#include "px/px_attest.h"
+#include "px/px_engine.h"
+#include "px/px_job.h"
+#include "px/px_kb.h"
+#include "px/px_result.h"
+#include "px/px_util.h"
 
 #include <stddef.h>
 #include <stdint.h>

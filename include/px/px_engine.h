@@ -17,9 +17,12 @@
  * Verdicts (result.status), first match wins:
  *   scram or stop killed/dequeued it             aborted
  *   cancelled (px_engine_cancel, client close)   cancelled
+ *   prepare failed with PX_ERANGE (the command   rejected (argv_too_long);
+ *   line is too long for the platform)           nothing ran
  *   KB snapshot, prepare or start failed         error (sandbox_failed, or
  *                                                spawn_failed for PX_ESPAWN
- *                                                / PX_ENOENT); not retried
+ *                                                / PX_ENOENT, internal for
+ *                                                PX_ENOMEM); not retried
  *   outcome.error (the backend lost the job)     error (sandbox_failed)
  *   the output guard killed it                   killed, violation output
  *   outcome.violation set                        killed, that violation
@@ -59,13 +62,13 @@
 #ifndef PX_ENGINE_H
 #define PX_ENGINE_H
 
-#include "px_attest.h"
-#include "px_job.h"
-#include "px_kb_hooks.h"
-#include "px_outguard.h"
-#include "px_metrics.h"
-#include "px_result.h"
-#include "px_sandbox.h"
+#include "px/px_attest.h"
+#include "px/px_job.h"
+#include "px/px_kb_hooks.h"
+#include "px/px_outguard.h"
+#include "px/px_metrics.h"
+#include "px/px_result.h"
+#include "px/px_sandbox.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
 /* px_error.h - the one error table of PhoenixExecutor.
  *
  * Every fallible function returns int: 0 on success or a negative PX_E* code.
- * OS errors (errno, Win32) are converted in one place per platform
- * (service/linux/os_error.c, service/win/os_error.c) and the raw OS code is
+ * OS errors are converted in one place each (errno: base/errno_map.c;
+ * Win32: base/win/win_error.c, px_win_error.h) and the raw OS code is
  * kept for the log, never returned to callers.
  */
 #ifndef PX_ERROR_H

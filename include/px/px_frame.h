@@ -10,7 +10,7 @@
 #ifndef PX_FRAME_H
 #define PX_FRAME_H
 
-#include "px_util.h"
+#include "px/px_util.h"
 
 #include <stddef.h>
 #include <stdint.h>

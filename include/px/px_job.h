@@ -222,6 +222,31 @@ typedef enum {
 /* 1 if s is a valid job id: 1-PX_JOB_ID_MAX chars of [A-Za-z0-9._-]. */
 int px_job_id_valid(const char *s);
 
+/* Environment names the service owns (docs/config.md, "Environment"): one
+ * list for the policy, which refuses every one of them in a request
+ * (`bad_request`), and the backends. Names compare ASCII case-insensitively
+ * (Windows environments are); an entry that ends in '_' is a prefix ("PX_"
+ * covers PX_KB_DATA). */
+enum {
+  /* Every job gets the backend's own value (HOME, TMPDIR, TMP, TEMP,
+   * PX_KB_<NAME>): the backend drops a spec entry of this name. */
+  PX_ENV_SET_BY_BACKEND = 1,
+  /* Steers program lookup or the loader (PATH, LD_PRELOAD, SystemRoot...):
+   * the runtime's configured base environment may set it, a request not. */
+  PX_ENV_RUNTIME_ONLY = 2
+};
+typedef struct {
+  const char *name; /* "HOME", or a prefix ending in '_' ("PX_") */
+  unsigned flags;   /* PX_ENV_* */
+} px_env_reserved_t;
+/* The list (static); *n gets its length. */
+const px_env_reserved_t *px_env_reserved_list(size_t *n);
+/* The PX_ENV_* flags of the entry that covers name; 0 if the name is free. */
+unsigned px_env_reserved(const char *name);
+/* 1 if name is a valid environment name: [A-Za-z_][A-Za-z0-9_]*, 1-255
+ * bytes (config runtime env and request env alike). */
+int px_env_name_valid(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "px_kb_hooks.h"
-#include "px_result.h"
+#include "px/px_kb_hooks.h"
+#include "px/px_result.h"
 
 #ifdef __cplusplus
 extern "C" {

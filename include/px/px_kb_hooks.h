@@ -15,8 +15,8 @@
 #ifndef PX_KB_HOOKS_H
 #define PX_KB_HOOKS_H
 
-#include "px_job.h"
-#include "px_result.h"
+#include "px/px_job.h"
+#include "px/px_result.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -8,7 +8,7 @@
 #ifndef PX_LOG_H
 #define PX_LOG_H
 
-#include "px_attr.h"
+#include "px/px_attr.h"
 
 #include <stdarg.h>
 #include <stddef.h>

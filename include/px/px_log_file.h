@@ -5,7 +5,7 @@
 #ifndef PX_LOG_FILE_H
 #define PX_LOG_FILE_H
 
-#include "px_log.h"
+#include "px/px_log.h"
 
 #include <stdint.h>
 

@@ -7,7 +7,7 @@
 #ifndef PX_METRICS_H
 #define PX_METRICS_H
 
-#include "px_result.h"
+#include "px/px_result.h"
 
 #include <stdint.h>
 

@@ -28,9 +28,9 @@
 #ifndef PX_OUTGUARD_H
 #define PX_OUTGUARD_H
 
-#include "px_job.h"
-#include "px_result.h"
-#include "px_sandbox.h"
+#include "px/px_job.h"
+#include "px/px_result.h"
+#include "px/px_sandbox.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -5,9 +5,9 @@
 #ifndef PX_REQUEST_H
 #define PX_REQUEST_H
 
-#include "px_job.h"
-#include "px_result.h"
-#include "px_util.h"
+#include "px/px_job.h"
+#include "px/px_result.h"
+#include "px/px_util.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -6,9 +6,9 @@
 #ifndef PX_RESULT_H
 #define PX_RESULT_H
 
-#include "px_attr.h"
+#include "px/px_attr.h"
 
-#include "px_job.h"
+#include "px/px_job.h"
 
 #ifdef __cplusplus
 extern "C" {

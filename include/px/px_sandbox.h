@@ -21,7 +21,7 @@
 #ifndef PX_SANDBOX_H
 #define PX_SANDBOX_H
 
-#include "px_job.h"
+#include "px/px_job.h"
 
 #ifdef __cplusplus
 extern "C" {

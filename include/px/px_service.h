@@ -17,9 +17,9 @@
 #ifndef PX_SERVICE_H
 #define PX_SERVICE_H
 
-#include "px_attest.h"
-#include "px_job.h"
-#include "px_result.h"
+#include "px/px_attest.h"
+#include "px/px_job.h"
+#include "px/px_result.h"
 
 #include <stddef.h>
 #include <stdint.h>

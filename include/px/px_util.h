@@ -4,7 +4,7 @@
 #ifndef PX_UTIL_H
 #define PX_UTIL_H
 
-#include "px_attr.h"
+#include "px/px_attr.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +30,9 @@ int px_strcasecmp(const char *a, const char *b);
  * NULL if none. */
 const char *px_memcasemem(const char *hay, size_t hay_len, const char *needle,
                           size_t needle_len);
+/* Value of one hex digit ([0-9a-fA-F] -> 0..15), -1 for anything else
+ * (c is a char's value as unsigned char, or EOF). */
+int px_hexval(int c);
 
 /* A growable byte buffer. Zero-initialise ({0}) before use. */
 typedef struct {

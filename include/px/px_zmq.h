@@ -10,7 +10,7 @@
 #ifndef PX_ZMQ_H
 #define PX_ZMQ_H
 
-#include "px_service.h"
+#include "px/px_service.h"
 
 #include <stdint.h>
 

@@ -1,6 +1,6 @@
 /* engine.c - the engine's API: lifecycle, clients, submit, cancel, scram,
  * status, stop, and the worker loop (px_engine.h). One job's run is in
- * engine_run.c.
+ * engine_run.c; the job and client bookkeeping both use is engine_jobs.c.
  *
  * DESIGN
  * One engine lock guards the queue, the list of active jobs (out of the
@@ -34,7 +34,7 @@
 
 #define ADMISSION_POLL_DEFAULT_MS 250
 
-/* ---- options and jobs ---- */
+/* ---- options ---- */
 
 void px_engine_opts_default(px_engine_opts_t *o) {
   memset(o, 0, sizeof *o);
@@ -43,91 +43,6 @@ void px_engine_opts_default(px_engine_opts_t *o) {
   px_outguard_opts_default(&o->output);
   o->backend_opts.tick_ms = 50;
   o->backend_opts.ui_restrictions = 1;
-}
-
-void px_engine_job_clear(px_engine_job_t *job) {
-  size_t i;
-  if (!job)
-    return;
-  px_job_spec_free(&job->spec);
-  for (i = 0; job->audit && i < job->naudit; i++) {
-    free(job->audit[i].rule);
-    free(job->audit[i].message);
-  }
-  free(job->audit);
-  memset(job, 0, sizeof *job);
-}
-
-static void job_free(px__job_t *job) {
-  px_engine_job_clear(&job->j);
-  px_outguard_free(job->guard);
-  free(job);
-}
-
-/* ---- active list, accounting (engine lock) ---- */
-
-static void active_add(px_engine_t *eng, px__job_t *job) {
-  job->prev = NULL;
-  job->next = eng->active;
-  if (eng->active)
-    eng->active->prev = job;
-  eng->active = job;
-}
-
-static void active_del(px_engine_t *eng, px__job_t *job) {
-  if (job->prev)
-    job->prev->next = job->next;
-  else if (eng->active == job)
-    eng->active = job->next;
-  if (job->next)
-    job->next->prev = job->prev;
-  job->prev = job->next = NULL;
-}
-
-static void client_free(px_engine_t *eng, px_engine_client_t *c) {
-  if (c->prev)
-    c->prev->next = c->next;
-  else
-    eng->clients = c->next;
-  if (c->next)
-    c->next->prev = c->prev;
-  px_queue_client_free(eng->q, c->qc);
-  px_mutex_destroy(&c->cb_lock);
-  free(c->name);
-  free(c);
-}
-
-/* Drop one reference (engine lock held); frees the client at zero. */
-static void client_unref_locked(px_engine_t *eng, px_engine_client_t *c) {
-  if (--c->refs == 0)
-    client_free(eng, c);
-}
-
-void px__engine_account_locked_cb(px_engine_t *eng, px__job_t *job,
-                                  const px_result_t *r) {
-  uint64_t wait = job->t_started_ms > job->t_queued_ms
-                      ? job->t_started_ms - job->t_queued_ms : 0;
-  px_mutex_lock(&eng->lock);
-  if ((unsigned)r->status < PX_STATUS_COUNT_)
-    eng->counters[r->status]++;
-  px_metrics_record_result(&eng->metrics, r, job->t_started_ms != 0, wait);
-  active_del(eng, job);
-  if (job->counted_running) {
-    job->counted_running = 0;
-    px_queue_done(eng->q, job->client->qc);
-    eng->running--;
-    px_cond_broadcast(&eng->work_cv); /* a cap slot is free */
-  }
-  px_mutex_unlock(&eng->lock);
-}
-
-void px__engine_job_done(px_engine_t *eng, px__job_t *job) {
-  px_mutex_lock(&eng->lock);
-  client_unref_locked(eng, job->client);
-  eng->pending--;
-  px_cond_broadcast(&eng->idle_cv);
-  px_mutex_unlock(&eng->lock);
-  job_free(job);
 }
 
 /* ---- workers ---- */
@@ -156,7 +71,7 @@ static void worker_main(void *arg) {
       job->state = JOB_RUNNING;
       job->counted_running = 1;
       eng->running++;
-      active_add(eng, job);
+      px__engine_active_add(eng, job);
       px_mutex_unlock(&eng->lock);
       px__engine_run(eng, job);
       px_mutex_lock(&eng->lock);
@@ -307,7 +222,7 @@ static px__job_t *drain_item(px_engine_t *eng, px_queue_item_t *it,
   px__job_t *job = it->data;
   job->state = JOB_DRAINED;
   job->reason = why;
-  active_add(eng, job);
+  px__engine_active_add(eng, job);
   return job;
 }
 
@@ -364,11 +279,11 @@ void px_engine_client_close(px_engine_t *eng, px_engine_client_t *c,
     (void)drain_locked(eng, c, REASON_CANCEL, &jobs, &killed);
   c->refs++; /* keep c alive until the drained results are out */
   c->transport_closed = 1;
-  client_unref_locked(eng, c);
+  px__engine_client_unref_locked(eng, c);
   px_mutex_unlock(&eng->lock);
   finish_drained(eng, jobs);
   px_mutex_lock(&eng->lock);
-  client_unref_locked(eng, c); /* may free c */
+  px__engine_client_unref_locked(eng, c); /* may free c */
   px_mutex_unlock(&eng->lock);
 }
 
@@ -432,7 +347,7 @@ static px_code_t enqueue(px_engine_t *eng, px_engine_client_t *c,
     /* It gets its one result (rejected) from us: count it in flight. */
     c->refs++;
     eng->pending++;
-    active_add(eng, job);
+    px__engine_active_add(eng, job);
   }
   px_mutex_unlock(&eng->lock);
   return code;
@@ -470,7 +385,7 @@ int px_engine_submit_take(px_engine_t *eng, px_engine_client_t *c,
   px_mutex_lock(&c->cb_lock);
   if (c->closed) {
     px_mutex_unlock(&c->cb_lock);
-    job_free(jb);
+    px__engine_job_free(jb);
     return PX_EINVAL;
   }
   code = enqueue(eng, c, jb, &pos);
@@ -496,7 +411,7 @@ int px_engine_submit_take(px_engine_t *eng, px_engine_client_t *c,
                           : "the queue is full");
     return PX_EBUSY;
   }
-  job_free(jb);
+  px__engine_job_free(jb);
   return code == PX_CODE_DUPLICATE_ID ? PX_EEXIST : PX_ENOMEM;
 }
 
@@ -564,12 +479,12 @@ int px_engine_reject(px_engine_t *eng, px_engine_client_t *c, const char *id,
     /* Answering for an id in use would confuse the client about the
      * first job: the caller sends `error` duplicate_id instead. */
     px_mutex_unlock(&eng->lock);
-    job_free(jb);
+    px__engine_job_free(jb);
     return PX_EEXIST;
   }
   c->refs++;
   eng->pending++;
-  active_add(eng, jb);
+  px__engine_active_add(eng, jb);
   px_mutex_unlock(&eng->lock);
   deliver_rejection(eng, jb, code, message ? message : "");
   return 0;
@@ -722,7 +637,7 @@ void px_engine_free(px_engine_t *eng) {
     return;
   px_engine_stop(eng);
   while (eng->clients) /* the transport did not close them */
-    client_free(eng, eng->clients);
+    px__engine_client_free(eng, eng->clients);
   px_queue_free(eng->q);
   if (eng->bstate)
     eng->o.backend->close(eng->bstate);

@@ -1,5 +1,6 @@
-/* engine_int.h - what engine.c (API, clients, queue, workers) and
- * engine_run.c (one job's run, verdict, events) share. Not a seam. */
+/* engine_int.h - what engine.c (API, clients, queue, workers),
+ * engine_run.c (one job's run, verdict, events) and engine_jobs.c (job
+ * and client bookkeeping) share. Not a seam. */
 #ifndef PX_ENGINE_INT_H
 #define PX_ENGINE_INT_H
 
@@ -102,10 +103,20 @@ void px__engine_kill_locked(px_engine_t *eng, px__job_t *job,
 /* Deliver an event to the job's client (takes cb_lock). */
 void px__engine_emit(px__job_t *job, const px_engine_event_t *ev);
 
-/* engine.c */
+/* engine_jobs.c (engine.c and engine_run.c both use it; it uses neither) */
+/* Free a job nobody references any more: its spec, audit and guard. */
+void px__engine_job_free(px__job_t *job);
+/* The active list: jobs out of the queue whose result is not delivered
+ * (engine lock held). */
+void px__engine_active_add(px_engine_t *eng, px__job_t *job);
+void px__engine_active_del(px_engine_t *eng, px__job_t *job);
+/* Unlink a client from the engine and free it (engine lock held). */
+void px__engine_client_free(px_engine_t *eng, px_engine_client_t *c);
+/* Drop one reference (engine lock held); frees the client at zero. */
+void px__engine_client_unref_locked(px_engine_t *eng, px_engine_client_t *c);
 /* Bookkeeping once a job's result is decided (engine lock NOT held, the
- * client's cb_lock held): count it (status counter and metrics), drop it from the active list, free
- * its cap slot. */
+ * client's cb_lock held): count it (status counter and metrics), drop it
+ * from the active list, free its cap slot. */
 void px__engine_account_locked_cb(px_engine_t *eng, px__job_t *job,
                                   const px_result_t *r);
 /* After delivery: release the job's references (engine lock not held). */

@@ -22,6 +22,7 @@
 
 #include "px/px_error.h"
 #include "px/px_request.h"
+#include "px/px_util.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -57,16 +58,6 @@ static void skip_ws(scan_t *s) {
   }
 }
 
-static int hexval(unsigned char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /* Read the 4 hex digits after "\u" at s->pos; -1 if malformed. */
 static long read_u16(scan_t *s) {
   long v = 0;
@@ -74,7 +65,7 @@ static long read_u16(scan_t *s) {
   if (s->len - s->pos < 4)
     return -1;
   for (i = 0; i < 4; i++) {
-    int h = hexval(s->p[s->pos + (size_t)i]);
+    int h = px_hexval(s->p[s->pos + (size_t)i]);
     if (h < 0)
       return -1;
     v = v * 16 + h;

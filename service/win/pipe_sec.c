@@ -8,7 +8,7 @@
  *                               AppContainer (LowBox) job token
  *   (D;;GA;;;S-1-15-2-2)        deny ALL RESTRICTED APPLICATION PACKAGES
  *   (D;;GA;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)     deny the KB reader and writer capability
- *   (D;;GA;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)     SIDs (watchdog/win/internal.h), which the
+ *   (D;;GA;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)     SIDs (watchdog/win/win_int.h), which the
  *                               jobs holding kb:read / kb:write carry
  *   (D;;GA;;;S-1-5-12)          deny RESTRICTED (tokens restricted by the
  *                               system's own policies; the backend's jobs
@@ -61,7 +61,7 @@
 #define CLIENT_ACCESS "0x0012019b"
 #define JOB_SID_PREFIX "S-1-5-117-"
 /* What job tokens carry that a DACL can name (see the top of the file).
- * The KB SIDs mirror PX__SID_KB_* of watchdog/win/internal.h (the pipe
+ * The KB SIDs mirror PX__SID_KB_* of watchdog/win/win_int.h (the pipe
  * test checks that they agree). */
 #define DENY_JOBS                                                            \
   "(D;;GA;;;S-1-15-2-1)(D;;GA;;;S-1-15-2-2)"                                 \

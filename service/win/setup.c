@@ -35,7 +35,7 @@
 #include <string.h>
 
 /* Capability SIDs: the same ones the backend puts in a job's token as
- * restricting SIDs and AppContainer capabilities (watchdog/win/internal.h,
+ * restricting SIDs and AppContainer capabilities (watchdog/win/win_int.h,
  * PX__SID_KB_READER / PX__SID_KB_WRITER). */
 #define SID_KB_READER L"S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1"
 #define SID_KB_WRITER L"S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2"

@@ -11,6 +11,7 @@
 #include "tests/cases/cases.h"
 
 #include "px/px_frame.h"
+#include "px/px_util.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,16 +43,6 @@ static int fail(char *why, size_t whysz, const char *fmt, ...) {
   return -1;
 }
 
-static int hexval(int c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 /* Hex text (blanks allowed between bytes) -> px_buf_t. 0 or -1. */
 static int unhex(const char *s, px_buf_t *out) {
   while (*s) {
@@ -61,8 +52,8 @@ static int unhex(const char *s, px_buf_t *out) {
       s++;
       continue;
     }
-    hi = hexval((unsigned char)s[0]);
-    lo = s[1] ? hexval((unsigned char)s[1]) : -1;
+    hi = px_hexval((unsigned char)s[0]);
+    lo = s[1] ? px_hexval((unsigned char)s[1]) : -1;
     if (hi < 0 || lo < 0)
       return -1;
     byte = (unsigned char)(hi << 4 | lo);

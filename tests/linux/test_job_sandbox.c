@@ -133,6 +133,53 @@ TEST_IMPL(sandbox_env_allow_list) {
   return 0;
 }
 
+/* The backend drops from the spec exactly what the one list (px_job.h)
+ * says it sets itself, and keeps what only the runtime may set: the
+ * policy refuses both kinds in requests (test policy_env_reserved_one_list),
+ * so a runtime's base env is the only way the second kind gets here. */
+TEST_IMPL(sandbox_env_reserved_one_list) {
+  th_backend_t b;
+  th_run_t r = {0};
+  px_job_spec_t s;
+  px_env_var_t env[32];
+  char names[32][64], want[96];
+  const px_env_reserved_t *list;
+  const char *argv[] = {"/usr/bin/env", NULL};
+  size_t n, i, k = 0;
+  TH_REQUIRE_ROOT();
+  list = px_env_reserved_list(&n);
+  ASSERT_UINT_LE(n, 31);
+  for (i = 0; i < n; i++) {
+    size_t len = strlen(list[i].name);
+    if (strncmp(list[i].name, "LD_", 3) == 0)
+      continue; /* they would steer the loader of env itself */
+    snprintf(names[k], sizeof names[k], "%s%s", list[i].name,
+             list[i].name[len - 1] == '_' ? "OTHER" : "");
+    env[k].name = names[k];
+    env[k].value = list[i].flags & PX_ENV_SET_BY_BACKEND ? "from-spec" : "kept";
+    k++;
+  }
+  env[k].name = "tmpdir"; /* any case: the list compares like Windows */
+  env[k++].value = "from-spec";
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, argv);
+  s.env = env;
+  s.envc = k;
+  ASSERT_OK(th_run(&b, &s, &r));
+  ASSERT_EQ(r.o.exit_code, 0);
+  ASSERT_NULL(strstr(px_buf_cstr(&r.out), "from-spec"));
+  ASSERT_NOT_NULL(strstr(px_buf_cstr(&r.out), "HOME=/job\n"));
+  ASSERT_NOT_NULL(strstr(px_buf_cstr(&r.out), "TMPDIR=/job\n"));
+  for (i = 0; i < k; i++)
+    if (strcmp(env[i].value, "kept") == 0) {
+      snprintf(want, sizeof want, "%s=kept\n", env[i].name);
+      ASSERT_NOT_NULL(strstr(px_buf_cstr(&r.out), want));
+    }
+  th_free(&r);
+  th_close(&b);
+  return 0;
+}
+
 TEST_IMPL(sandbox_no_path_without_spec_path) {
   th_backend_t b;
   th_run_t r = {0};

@@ -1,4 +1,4 @@
-/* protocol unit tests (service/protocol.cmake). */
+/* protocol unit tests (wired in tests/CMakeLists.txt). */
 PX_TEST_ENTRY(protocol, crc32_known_vectors, 0)
 PX_TEST_ENTRY(protocol, crc32_table_matches_bitwise, 0)
 PX_TEST_ENTRY(protocol, frame_encode_layout, 0)

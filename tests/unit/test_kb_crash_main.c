@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb/kb_internal.h"
+#include "kb/kb_int.h"
 #include "px/px_error.h"
 
 int main(int argc, char **argv) {

@@ -324,6 +324,69 @@ TEST_IMPL(policy_limits) {
   return 0;
 }
 
+/* The names the policy refuses are the one list the backends use
+ * (px_job.h): every entry, in any case, is refused with bad_request
+ * naming it; what the backend sets itself and what only the runtime may
+ * set are both on it. */
+TEST_IMPL(policy_env_reserved_one_list) {
+  px_config_t *cfg = policy_cfg();
+  const px_client_policy_t *users = client_named(cfg, "users");
+  const px_env_reserved_t *list;
+  size_t n, i, j;
+  px_run_request_t req;
+  px_env_var_t env[1];
+  char name[64], lower[64], want[96];
+  px_job_spec_t spec;
+  px_result_t res;
+  memset(&res, 0, sizeof res);
+  list = px_env_reserved_list(&n);
+  ASSERT_UINT_GE(n, 14);
+  for (i = 0; i < n; i++) {
+    size_t len = strlen(list[i].name);
+    ASSERT_NE(list[i].flags, 0);
+    snprintf(name, sizeof name, "%s%s", list[i].name,
+             list[i].name[len - 1] == '_' ? "KB_DATA" : "");
+    for (j = 0; name[j]; j++)
+      lower[j] = (char)(name[j] >= 'A' && name[j] <= 'Z' ? name[j] - 'A' + 'a'
+                                                         : name[j]);
+    lower[j] = '\0';
+    ASSERT(px_env_name_valid(name));
+    ASSERT_EQ(px_env_reserved(name), (long long)list[i].flags);
+    ASSERT_EQ(px_env_reserved(lower), (long long)list[i].flags);
+    base_req(&req);
+    env[0].name = name;
+    env[0].value = "x";
+    req.env = env;
+    req.nenv = 1;
+    snprintf(want, sizeof want, "env.%s: reserved by the service", name);
+    EXPECT_REJECT(users, &req, PX_CODE_BAD_REQUEST, want);
+    env[0].name = lower;
+    snprintf(want, sizeof want, "env.%s: reserved by the service", lower);
+    EXPECT_REJECT(users, &req, PX_CODE_BAD_REQUEST, want);
+  }
+  /* What the Linux backend replaces (HOME, TMP*, PX_KB_*) and what the
+   * runtime's base env may set (PATH: the backend searches it). */
+  ASSERT(px_env_reserved("HOME") & PX_ENV_SET_BY_BACKEND);
+  ASSERT(px_env_reserved("TMPDIR") & PX_ENV_SET_BY_BACKEND);
+  ASSERT(px_env_reserved("PX_KB_DATA") & PX_ENV_SET_BY_BACKEND);
+  ASSERT(px_env_reserved("px_anything") & PX_ENV_SET_BY_BACKEND);
+  ASSERT_EQ(px_env_reserved("PATH"), PX_ENV_RUNTIME_ONLY);
+  ASSERT_EQ(px_env_reserved("LD_PRELOAD"), PX_ENV_RUNTIME_ONLY);
+  ASSERT_EQ(px_env_reserved("PX"), 0);
+  ASSERT_EQ(px_env_reserved("HOMEDIR"), 0);
+  ASSERT_EQ(px_env_reserved("MY_PATH"), 0);
+  /* Positive control: a free name is admitted. */
+  base_req(&req);
+  env[0].name = "HOMEDIR";
+  env[0].value = "x";
+  req.env = env;
+  req.nenv = 1;
+  ASSERT_OK(px_policy_admit(cfg, users, &req, &spec, &res));
+  px_job_spec_free(&spec);
+  px_config_free(cfg);
+  return 0;
+}
+
 TEST_IMPL(policy_env_and_files) {
   px_config_t *cfg = policy_cfg();
   const px_client_policy_t *users = client_named(cfg, "users");

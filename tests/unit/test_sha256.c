@@ -52,5 +52,7 @@ TEST_IMPL(sha256_million_a_streamed) {
   ASSERT_OK(px_sha256_parse(hex, back));
   ASSERT_MEM_EQ(back, d, sizeof d);
   ASSERT_EQ(px_sha256_parse("zz", back), PX_EINVAL);
+  hex[0] = 'C'; /* we write lower case only; upper case is refused */
+  ASSERT_EQ(px_sha256_parse(hex, back), PX_EINVAL);
   return 0;
 }

@@ -22,6 +22,14 @@ TEST_IMPL(util_strings) {
   ASSERT_NE(px_strcasecmp("a", "b"), 0);
   ASSERT_NOT_NULL(px_memcasemem("import SOCKET", 13, "socket", 6));
   ASSERT_NULL(px_memcasemem("sock", 4, "socket", 6));
+  ASSERT_EQ(px_hexval('0'), 0);
+  ASSERT_EQ(px_hexval('9'), 9);
+  ASSERT_EQ(px_hexval('a'), 10);
+  ASSERT_EQ(px_hexval('F'), 15);
+  ASSERT_EQ(px_hexval('g'), -1);
+  ASSERT_EQ(px_hexval('/'), -1);
+  ASSERT_EQ(px_hexval(0xE9), -1);
+  ASSERT_EQ(px_hexval(-1), -1);
   return 0;
 }
 

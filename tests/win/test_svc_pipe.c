@@ -16,7 +16,7 @@
 #include "tests/support/transport_suite.h"
 #include "tools/phoenixctl/client.h"
 
-#include "watchdog/win/internal.h" /* PX__SID_KB_*: the pipe denies them */
+#include "watchdog/win/win_int.h" /* PX__SID_KB_*: the pipe denies them */
 
 #include <windows.h>
 #include <aclapi.h>

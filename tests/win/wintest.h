@@ -10,7 +10,7 @@
 #include "px/px_os.h"
 #include "px/px_sandbox.h"
 #include "px/px_util.h"
-#include "watchdog/win/internal.h"
+#include "watchdog/win/win_int.h"
 
 typedef struct {
   px_mutex_t lock;

@@ -123,7 +123,7 @@ int px__dk_list_labelled(const char *ep, const char *label, char ***ids,
                          size_t *n);
 void px__dk_ids_free(char **ids, size_t n);
 
-/* ---- cgroup accounting of a container (linux/cgstat.c; Windows: none) - */
+/* ---- cgroup accounting of a container (linux/host.c; Windows: none) -- */
 
 typedef struct {
   uint64_t cpu_ns;        /* user+system CPU of the container */

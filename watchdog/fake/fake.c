@@ -106,16 +106,6 @@ static int parse_u64(const char *s, uint64_t *out) {
   return 0;
 }
 
-static int hexval(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 static int decode_text(const char *s, step_t *st) {
   size_t n = strlen(s), o = 0, i;
   char *t = malloc(n + 1);
@@ -125,9 +115,11 @@ static int decode_text(const char *s, step_t *st) {
     if (s[i] == '\\' && s[i + 1] == '\\') {
       t[o++] = '\\';
       i++;
-    } else if (s[i] == '\\' && s[i + 1] == 'x' && hexval(s[i + 2]) >= 0 &&
-               hexval(s[i + 3]) >= 0) {
-      t[o++] = (char)(hexval(s[i + 2]) * 16 + hexval(s[i + 3]));
+    } else if (s[i] == '\\' && s[i + 1] == 'x' &&
+               px_hexval((unsigned char)s[i + 2]) >= 0 &&
+               px_hexval((unsigned char)s[i + 3]) >= 0) {
+      t[o++] = (char)(px_hexval((unsigned char)s[i + 2]) * 16 +
+                      px_hexval((unsigned char)s[i + 3]));
       i += 3;
     } else {
       t[o++] = s[i];

@@ -37,19 +37,6 @@
 
 volatile int px__lnx_fail_step;
 
-static const char *const step_names[] = {
-    "none",
-#define PX_STEP_NAME_(e, s) s,
-    PX_LNX_STEP_MAP(PX_STEP_NAME_)
-#undef PX_STEP_NAME_
-};
-
-const char *px__lnx_step_name(int step) {
-  if (step < 0 || step >= PX_STEP_COUNT_)
-    return "?";
-  return step_names[step];
-}
-
 int px__lnx_inject_fail(const char *step) {
   int i;
   if (!step) {
@@ -57,7 +44,7 @@ int px__lnx_inject_fail(const char *step) {
     return 0;
   }
   for (i = 1; i < PX_STEP_COUNT_; i++)
-    if (strcmp(step_names[i], step) == 0) {
+    if (strcmp(px__lnx_step_name(i), step) == 0) {
       px__lnx_fail_step = i;
       return 0;
     }

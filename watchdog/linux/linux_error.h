@@ -69,7 +69,7 @@ typedef struct {
   int err;  /* errno of the failed call */
 } px__lnx_child_err_t;
 
-/* Name of a step ("pivot_root"), "?" when out of range. */
+/* Name of a step ("pivot_root"), "?" when out of range (steps.c). */
 const char *px__lnx_step_name(int step);
 
 /* Tests only: make `step` (a name from PX_LNX_STEP_MAP, or NULL for none)

@@ -57,12 +57,6 @@
 
 /* --- plan ---------------------------------------------------------------- */
 
-static int env_reserved(const char *name) {
-  return strcmp(name, "HOME") == 0 || strcmp(name, "TMPDIR") == 0 ||
-         strcmp(name, "TMP") == 0 || strcmp(name, "TEMP") == 0 ||
-         strncmp(name, "PX_KB_", 6) == 0;
-}
-
 static char *env_pair(const char *name, const char *value) {
   px_buf_t b = {0};
   if (px_buf_printf(&b, "%s=%s", name, value) != 0) {
@@ -94,7 +88,9 @@ static int build_env(px__plan_t *p, const px_job_spec_t *spec) {
   p->envp = envp;
   for (i = 0; i < spec->envc; i++) {
     const char *name = spec->env[i].name;
-    if (!name || !*name || strchr(name, '=') || env_reserved(name))
+    /* What the backend sets itself (the one list, px_job.h) is dropped. */
+    if (!name || !*name || strchr(name, '=') ||
+        (px_env_reserved(name) & PX_ENV_SET_BY_BACKEND))
       continue;
     if (strcmp(name, "PATH") == 0 && spec->env[i].value && !p->search_path)
       if (!(p->search_path = px_strdup(spec->env[i].value)))

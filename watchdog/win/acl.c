@@ -18,7 +18,7 @@
  * pathcheck.c), and the job's files relative to its handle, one component
  * at a time: no path is resolved again between the check and the use.
  */
-#include "watchdog/win/internal.h"
+#include "watchdog/win/win_int.h"
 
 #include "px/px_log.h"
 #include "px/px_util.h"

@@ -15,7 +15,7 @@
  * operations hold one each). Any failure before start fails closed: the
  * suspended child dies with its job and prepare/start return the error.
  */
-#include "watchdog/win/internal.h"
+#include "watchdog/win/win_int.h"
 
 #include "px/px_log.h"
 #include "px/px_os.h"
@@ -387,7 +387,7 @@ const px_backend_ops_t px_backend_windows = {
 
 const px_backend_ops_t *px_backend_native(void) { return &px_backend_windows; }
 
-/* ---- test hooks (internal.h) ---------------------------------------- */
+/* ---- test hooks (win_int.h) ---------------------------------------- */
 
 HANDLE px__winbe_test_port(void *state) {
   return state ? ((px__winbe_t *)state)->port : NULL;

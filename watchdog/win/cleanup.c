@@ -20,7 +20,7 @@
  * Runs after every process of the job is gone (or, for recovery, before
  * any job runs).
  */
-#include "watchdog/win/internal.h"
+#include "watchdog/win/win_int.h"
 
 #include "kb/kb_fs.h"
 #include "px/px_log.h"

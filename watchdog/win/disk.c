@@ -28,7 +28,7 @@
  * directory that cannot be listed, is content unknown (PX_EACCES: the
  * watchdog fails closed).
  */
-#include "watchdog/win/internal.h"
+#include "watchdog/win/win_int.h"
 
 #include "px/px_error.h"
 #include "px/px_util.h"

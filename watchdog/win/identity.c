@@ -29,7 +29,7 @@
  * console, over RDP, SMB/WinRM, or as a service.
  */
 #include "watchdog/win/identity.h"
-#include "watchdog/win/internal.h"
+#include "watchdog/win/win_int.h"
 
 #include "px/px_log.h"
 #include "px/px_win_error.h"

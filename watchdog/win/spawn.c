@@ -23,7 +23,7 @@
  * still lets that host start is what enforce_console_one_process checks
  * on real Windows.
  */
-#include "watchdog/win/internal.h"
+#include "watchdog/win/win_int.h"
 
 #include "px/px_log.h"
 #include "px/px_util.h"

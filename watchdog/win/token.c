@@ -32,10 +32,10 @@
  * so there the bits are missing and the job is "degraded".
  *
  * SIDs: per-job S-1-5-117-1-r1-r2-r3 (96 random bits); KB reader and writer
- * are capability SIDs (S-1-15-3-..., internal.h) so that the same SID
+ * are capability SIDs (S-1-15-3-..., win_int.h) so that the same SID
  * serves as a restricting SID and as an AppContainer capability.
  */
-#include "watchdog/win/internal.h"
+#include "watchdog/win/win_int.h"
 
 #include "px/px_log.h"
 #include "px/px_win_error.h"

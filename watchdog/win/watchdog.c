@@ -18,7 +18,7 @@
  * reads zero) and both output pipes reached EOF (cancelled after
  * PX__DRAIN_MS). Verdicts are decided in px__winbe_verdict only.
  */
-#include "watchdog/win/internal.h"
+#include "watchdog/win/win_int.h"
 
 #include "px/px_log.h"
 #include "px/px_result.h"

@@ -1,4 +1,4 @@
-/* adv_linux.c - see adv_util.h. */
+/* adv_util.c - see adv_util.h. */
 #include "tests/adversarial/linux/adv_util.h"
 
 #include "task.h"

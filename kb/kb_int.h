@@ -1,7 +1,7 @@
-/* kb_internal.h - what the files of kb/ share: the KB object, manifests,
+/* kb_int.h - what the files of kb/ share: the KB object, manifests,
  * the object store and the converge walk. Not a public header. */
-#ifndef PX_KB_INTERNAL_H
-#define PX_KB_INTERNAL_H
+#ifndef PX_KB_INT_H
+#define PX_KB_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -115,6 +115,32 @@ int px__kb_read_small(px_kbfs_dir_t *d, const char *name, char **out,
 /* A new snapshot id, larger than kb->last_id. */
 void px__kb_new_id(px_kb_t *kb, char id[PX_KB_ID_MAX], uint64_t *now_ms);
 
+/* --- dirlist.c --- */
+/* One directory entry as listed (no link followed). */
+typedef struct {
+  char *name; /* owned */
+  px_kbfs_stat_t st;
+  int gone; /* the caller's mark: rollback sets it for what it removed */
+} px__kb_dirent_t;
+
+typedef struct {
+  px__kb_dirent_t *v; /* owned, sorted by name (strcmp) */
+  size_t n, cap;
+} px__kb_dirlist_t;
+
+/* List d into *out (replaced), sorted by name. skip_temp leaves out our
+ * own temp files (".px-kb-tmp-*", regular files): not KB content for a
+ * snapshot, leftovers the rollback removes. 0 or PX_E*; on failure *out is
+ * empty. Free with px__kb_dirlist_free. */
+int px__kb_dirlist(px_kbfs_dir_t *d, int skip_temp, px__kb_dirlist_t *out);
+/* The entry named `name` not marked gone, or NULL. */
+px__kb_dirent_t *px__kb_dirlist_find(px__kb_dirlist_t *l, const char *name);
+/* Free the entries; l is left empty (idempotent). */
+void px__kb_dirlist_free(px__kb_dirlist_t *l);
+/* 1 when e is a file and st a file with the same size, mtime, ctime,
+ * identity (dev+ino) and permissions: its hash can be trusted unread. */
+int px__kb_same_stat(const px__kb_entry_t *e, const px_kbfs_stat_t *st);
+
 /* --- snapshot.c --- */
 /* Walk the roots into a new manifest (reusing hashes of kb->last where
  * the stat data match) and store what is new. *out owned by the caller;
@@ -176,8 +202,5 @@ int px__kb_diff_locked(px_kb_t *kb, const char *id, const char *suffix,
                        size_t max, px__kb_walk_t *w);
 int px__kb_pin(px_kb_t *kb, const char *id);
 void px__kb_unpin(px_kb_t *kb, const char *id);
-/* Add a change (copies path; action is static). */
-int px__kb_add_change(px_kb_change_t **arr, size_t *n, size_t *cap,
-                      const char *path, const char *action);
 
-#endif /* PX_KB_INTERNAL_H */
+#endif /* PX_KB_INT_H */

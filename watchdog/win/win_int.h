@@ -1,4 +1,4 @@
-/* internal.h - the Windows backend's private types and the functions its
+/* win_int.h - the Windows backend's private types and the functions its
  * files share (px__winbe_*). Only watchdog/win/ and its tests include it.
  *
  * Locking: one mutex per backend (be->lock) guards the tracker list and
@@ -6,8 +6,8 @@
  * share. OS calls that only read a handle the lock keeps alive run under
  * it; the on_output callback never does.
  */
-#ifndef PX_WIN_INTERNAL_H
-#define PX_WIN_INTERNAL_H
+#ifndef PX_WIN_INT_H
+#define PX_WIN_INT_H
 
 #include "watchdog/win/cleanup.h"
 #include "px/px_job.h"
@@ -346,4 +346,4 @@ ULONG_PTR px__winbe_test_key(px_sandbox_t *sb);
 /* How many job messages number `msg` the tracker received. */
 unsigned px__winbe_test_msgs(px_sandbox_t *sb, unsigned msg);
 
-#endif /* PX_WIN_INTERNAL_H */
+#endif /* PX_WIN_INT_H */
