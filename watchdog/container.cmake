@@ -4,12 +4,14 @@
 if(PX_IS_LINUX)
   target_sources(px_core PRIVATE
     ${CMAKE_CURRENT_SOURCE_DIR}/container/backend.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/container/deliver.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/docker.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/http.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/pool.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/reaper.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/run.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/spec.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/container/tar.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/linux/conn.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/linux/host.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/linux/jobdir.c)

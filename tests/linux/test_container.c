@@ -411,3 +411,68 @@ TEST_IMPL(container_daemon_in_own_mount_ns) {
   adv_stop(&e);
   return 0;
 }
+
+/* The same engine reached as a remote one (tcp://127.0.0.1, as the
+ * Windows build's test under Wine reaches it): no binds, the gate and the
+ * job's files go in through the archive API, nothing is read back from
+ * the kernel (containers.allow_degraded: results say degraded), KB roots
+ * are refused with a clear error. */
+#define TCP_ENDPOINT "tcp://127.0.0.1:23751"
+static const char cfg_tcp[] =
+    "{\"containers\":{\"endpoint\":\"" TCP_ENDPOINT "\",\"gate\":\""
+    PX_CTR_GATE_PATH "\",\"allow_degraded\":true},"
+    "\"runtimes\":{\"bb\":{\"image\":\"" IMAGE "\","
+    "\"command\":[\"sh\",\"{file}\",\"{args}\"],\"extension\":\".sh\"}},"
+    "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"
+    "\"capabilities\":[\"*\"],\"max_priority\":\"critical\","
+    "\"max_concurrent\":0,\"admin\":true}]}";
+
+TEST_IMPL(container_remote_archive) {
+  adv_env_t e;
+  cJSON *r;
+  NEED_ENGINE();
+  if (px__dk_ping(TCP_ENDPOINT) != 0)
+    RETURN_SKIP("the test engine does not listen on " TCP_ENDPOINT
+                " (tests/linux/dockerd.sh start)");
+  ASSERT_OK(adv_start(&e, cfg_tcp));
+  r = run_bb(&e, "rok", "echo out $(id -u) $(pwd); cat \"$0\" | head -c 9; "
+                        "echo; echo err >&2", NULL, NULL);
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_EQ(adv_str(r, "stdout"), "out 65534 /job\necho out \n");
+  ASSERT_STR_EQ(adv_str(r, "stderr"), "err\n");
+  ASSERT(has_enf(r, "container"));
+  ASSERT(has_enf(r, "degraded"));
+  ASSERT(!has_enf(r, "tmpfs_workdir")); /* not read back remotely */
+  cJSON_Delete(r);
+  /* The job dir: root's without fs:write_tmp, the job's with it. */
+  r = run_bb(&e, "rro",
+             "(touch /job/x) 2>/dev/null && echo job:ALLOWED || echo job:DENIED; "
+             "(touch /.px/x) 2>/dev/null && echo gate:ALLOWED || echo gate:DENIED; "
+             "(touch /etc/x) 2>/dev/null && echo root:ALLOWED || echo root:DENIED",
+             NULL, NULL);
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_EQ(adv_str(r, "stdout"), "job:DENIED\ngate:DENIED\nroot:DENIED\n");
+  cJSON_Delete(r);
+  r = run_bb(&e, "rrw", "echo hi > /job/x && cat /job/x; df -k /job | tail -1",
+             NULL, "[\"fs:write_tmp\"]");
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "hi\n");
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "65536"); /* the 64 MiB cap */
+  cJSON_Delete(r);
+  r = run_bb(&e, "rexit", "echo bye; exit 3", NULL, NULL);
+  ADV_EXPECT(r, "nonzero_exit", NULL);
+  ASSERT_EQ(adv_int(r, "exit_code"), 3);
+  cJSON_Delete(r);
+  r = run_bb(&e, "rwall", "sleep 60", "{\"wall_ms\":1500}", NULL);
+  ADV_EXPECT(r, "killed", "wall_time");
+  cJSON_Delete(r);
+  /* KB roots cannot reach a remote engine: refused, never run without. */
+  r = run_bb(&e, "rkb", "echo ran", NULL, "[\"kb:read\"]");
+  ASSERT_STR_EQ(adv_str(r, "status"), "error");
+  ASSERT(px_log_contains(&e.d, "KB roots need an engine"));
+  cJSON_Delete(r);
+  ASSERT_EQ(our_containers(), 0);
+  adv_check_host(&e, NULL);
+  adv_stop(&e);
+  return 0;
+}

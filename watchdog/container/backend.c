@@ -37,6 +37,7 @@ static void be_free(px__ctr_t *be) {
   free(be->gate);
   free(be->user);
   free(be->work_root);
+  px_buf_free(&be->gate_tar);
   free(be);
 }
 
@@ -109,6 +110,9 @@ static int ctr_open(const px_backend_opts_t *opts, void **state) {
   /* The engine's containers run on this kernel when it is reached over a
    * Unix socket (Docker on Linux); over TCP or a pipe it may be a VM. */
   be->host_kernel = strncmp(be->endpoint, "unix://", 7) == 0;
+  /* ... and shares this host's file system; any other engine gets the
+   * gate and the job's files through the archive API (deliver.c). */
+  be->remote = !be->host_kernel;
   if (!be->endpoint || !be->gate || !be->user || !be->work_root) {
     be_free(be);
     return PX_ENOMEM;
@@ -126,6 +130,10 @@ static int ctr_open(const px_backend_opts_t *opts, void **state) {
       be_free(be);
       return rc;
     }
+  }
+  if (be->remote && (rc = px__ctr_deliver_open(be))) {
+    be_free(be);
+    return rc;
   }
   if ((rc = px__dk_ping(be->endpoint)) || (rc = recover(be)) ||
       (rc = check_images(be)) || (rc = px__ctr_reaper_start(be)) ||
@@ -225,9 +233,22 @@ static int ctr_prepare(void *state, const px_job_spec_t *spec,
     sb_free(sb);
     return PX_ENOIMAGE;
   }
+  if (be->remote && spec->nkb) {
+    /* KB roots are host directories a remote engine cannot bind: refuse
+     * the job rather than run it without them. */
+    PX_LOG(PX_LOG_ERROR, "job %s: KB roots need an engine that shares this "
+                         "host's file system (a unix:// endpoint); refused",
+           spec->key);
+    sb_free(sb);
+    return PX_ENOTSUP;
+  }
   if (px__ctr_pool_take(be, sb) == 0) {
     PX_LOG(PX_LOG_DEBUG, "job %s: warm container %.12s", spec->key, sb->id);
-    rc = write_files(sb);
+    rc = be->remote ? 0 : write_files(sb); /* remote: at start */
+  } else if (be->remote) {
+    if ((rc = px__ctr_create_json(sb, &json)) == 0 &&
+        (rc = px__dk_create(be->endpoint, sb->name, json, sb->id)) == 0)
+      rc = px__ctr_deliver_gate(be, sb->id);
   } else if ((rc = px__dk_jobdir_create(be->work_root, spec->key, cap,
                                         (spec->caps & PX_CAP_FS_WRITE_TMP) != 0,
                                         &sb->dir)) == 0 &&
@@ -241,7 +262,8 @@ static int ctr_prepare(void *state, const px_job_spec_t *spec,
     return rc == PX_ENOENT ? PX_ENOIMAGE : rc; /* create: 404 no image */
   }
   free(json);
-  sb->outcome.enforcement |= PX_ENF(PX_ENF_TMPFS_WORKDIR);
+  if (!be->remote) /* the host tmpfs; a remote one is not read back */
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_TMPFS_WORKDIR);
   *out = sb;
   return 0;
 }
@@ -289,6 +311,8 @@ static int ctr_start(px_sandbox_t *sb) {
          sb->spec->key, sb->id);
   if (kill_requested(sb))
     return PX_ECANCELED; /* cancelled while starting: the job never ran */
+  if (sb->be->remote && (rc = px__ctr_deliver_files(sb)))
+    return rc;
   sb->start_ms = px_now_ms();
   if ((rc = feed_gate(sb)))
     return rc;

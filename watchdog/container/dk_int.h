@@ -60,6 +60,12 @@ void px__dk_resp_free(px__dk_resp_t *r);
 int px__dk_http(const char *endpoint, const char *method, const char *path,
                 const char *json, int timeout_ms, px__dk_resp_t *resp);
 
+/* The same with a body of any type (ctype NULL: no body), e.g. an
+ * archive (application/x-tar). */
+int px__dk_http_body(const char *endpoint, const char *method,
+                     const char *path, const char *ctype, const void *body,
+                     size_t blen, int timeout_ms, px__dk_resp_t *resp);
+
 /* A hijacked stream (attach): the connection after the engine's upgrade
  * answer, with the bytes read past its headers kept in front. */
 typedef struct {
@@ -122,6 +128,28 @@ int px__dk_update(const char *ep, const char *id, const char *json);
 int px__dk_list_labelled(const char *ep, const char *label, char ***ids,
                          size_t *n);
 void px__dk_ids_free(char **ids, size_t n);
+/* PUT /containers/ID/archive?path=DIR: extract the tar archive `tar` into
+ * directory `dir` of the container (which must be a writable volume there:
+ * the root file system is read-only). */
+int px__dk_archive_put(const char *ep, const char *id, const char *dir,
+                       const void *tar, size_t len);
+
+/* ---- ustar writer (tar.c): regular files and directories only --------- */
+
+/* Append one entry (a header, then the data padded to 512 bytes). Names
+ * are relative and '/'-separated; PX_EINVAL for an unsafe name, PX_ERANGE
+ * for one longer than ustar holds. */
+int px__tar_dir(px_buf_t *b, const char *name, unsigned mode,
+                unsigned long uid, unsigned long gid);
+int px__tar_file(px_buf_t *b, const char *name, unsigned mode,
+                 unsigned long uid, unsigned long gid, const void *data,
+                 size_t len);
+/* The end of the archive (two zero blocks). */
+int px__tar_end(px_buf_t *b);
+/* A job's files (and their parent directories, mode 0755), owned by
+ * uid:gid, files 0644, then the end. */
+int px__tar_job_files(px_buf_t *b, const px_job_file_t *files, size_t n,
+                      unsigned long uid, unsigned long gid);
 
 /* ---- cgroup accounting of a container (linux/cgstat.c; Windows: none) - */
 

@@ -238,3 +238,30 @@ int px__dk_list_labelled(const char *ep, const char *label, char ***ids,
   }
   return rc;
 }
+
+int px__dk_archive_put(const char *ep, const char *id, const char *dir,
+                       const void *tar, size_t len) {
+  path_t p = {{0}};
+  px_buf_t post = {0};
+  px__dk_resp_t r;
+  const char *path = NULL;
+  int rc = PX_ENOMEM;
+  memset(&r, 0, sizeof r);
+  if (px_buf_append_str(&post, "/archive?path=") == 0 &&
+      px__dk_urlenc(&post, dir) == 0)
+    path = mkpath(&p, "/containers/", id, px_buf_cstr(&post));
+  if (path)
+    rc = px__dk_http_body(ep, "PUT", path, "application/x-tar", tar, len,
+                          T_SLOW, &r);
+  if (rc == 0 && r.status != 200) {
+    char q[200];
+    PX_LOG(PX_LOG_ERROR, "Docker Engine PUT %s: HTTP %d %s", path, r.status,
+           px_log_quote(q, sizeof q, r.body.data ? r.body.data : "",
+                        r.body.len));
+    rc = r.status == 404 ? PX_ENOENT : PX_EPROTO;
+  }
+  px__dk_resp_free(&r);
+  px_buf_free(&post);
+  px_buf_free(&p.b);
+  return rc;
+}
