@@ -366,12 +366,23 @@ TEST_IMPL(container_concurrent_jobs) {
 
 TEST_IMPL(container_image_missing) {
   adv_env_t e;
-  cJSON *r, *req;
+  cJSON *r, *req, *st, *miss;
   NEED_ENGINE();
   ASSERT_OK(adv_start(&e, cfg_ctr));
   /* Logged at start, and each job of that runtime ends with an error
    * that names the image; the other runtimes work. */
   ASSERT(px_log_contains(&e.d, "px-test/not-here:1"));
+  /* status names the runtime whose image is missing, and only it. */
+  st = adv_status(e.cl, 10000);
+  ASSERT_NOT_NULL(st);
+  ASSERT_STR_EQ(adv_str(st, "containers.engine"), "ok");
+  miss = cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(st, "containers"), "images_missing");
+  ASSERT_EQ(cJSON_GetArraySize(miss), 1);
+  ASSERT_STR_EQ(adv_str(cJSON_GetArrayItem(miss, 0), "runtime"), "gone");
+  ASSERT_STR_EQ(adv_str(cJSON_GetArrayItem(miss, 0), "image"),
+                "px-test/not-here:1");
+  cJSON_Delete(st);
   req = adv_req("gone", "gone", "echo never", NULL, NULL);
   r = adv_run(e.cl, req, 30000);
   cJSON_Delete(req);
@@ -473,6 +484,35 @@ TEST_IMPL(container_remote_archive) {
   cJSON_Delete(r);
   ASSERT_EQ(our_containers(), 0);
   adv_check_host(&e, NULL);
+  adv_stop(&e);
+  return 0;
+}
+
+/* An engine that does not answer: the daemon still serves host runtimes,
+ * status says the container engine is unavailable, and an image
+ * runtime's job ends with a typed error. */
+TEST_IMPL(container_status_engine_down) {
+  static const char cfg_down[] =
+      "{\"containers\":{\"endpoint\":\"tcp://127.0.0.1:1\",\"gate\":\""
+      PX_CTR_GATE_PATH "\"},"
+      "\"runtimes\":{\"bb\":{\"image\":\"" IMAGE "\","
+      "\"command\":[\"sh\",\"{file}\"],\"extension\":\".sh\"}},"
+      "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"
+      "\"capabilities\":[\"*\"],\"max_priority\":\"critical\","
+      "\"max_concurrent\":0,\"admin\":true}]}";
+  adv_env_t e;
+  cJSON *st, *r;
+  if (getuid() != 0)
+    RETURN_SKIP("needs root (the daemon)");
+  ASSERT_OK(adv_start(&e, cfg_down));
+  st = adv_status(e.cl, 10000);
+  ASSERT_NOT_NULL(st);
+  ASSERT_STR_EQ(adv_str(st, "containers.engine"), "unavailable");
+  cJSON_Delete(st);
+  r = run_bb(&e, "down", "echo never", NULL, NULL);
+  ASSERT_STR_EQ(adv_str(r, "status"), "error");
+  ASSERT_STR_CONTAINS(adv_str(r, "error.message"), "engine");
+  cJSON_Delete(r);
   adv_stop(&e);
   return 0;
 }

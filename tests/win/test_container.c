@@ -18,8 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The cross build names where it made the Linux gate; elsewhere (the
+ * Visual Studio build) it is looked for beside the tests, and the tests
+ * SKIP when it is not there. */
 #ifndef PX_CTR_GATE_PATH
-#error "PX_CTR_GATE_PATH must name the Linux px-ctr-gate"
+#define PX_CTR_GATE_PATH "px-ctr-gate"
 #endif
 
 #define IMAGE "px-test/busybox:1"

@@ -149,6 +149,10 @@ static int ctr_open(const px_backend_opts_t *opts, void **state) {
 
 static void ctr_close(void *state) { be_free(state); }
 
+int px_container_image_missing(void *state, const char *image) {
+  return state ? px__ctr_image_missing(state, image) : 0;
+}
+
 static uint64_t ctr_enforcement(void *state) {
   px__ctr_t *be = state;
   uint64_t a = PX_ENF(PX_ENF_CONTAINER) | PX_ENF(PX_ENF_WATCHDOG_POLL);

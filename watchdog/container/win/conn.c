@@ -25,6 +25,7 @@
 
 #include "px/px_error.h"
 #include "px/px_log.h"
+#include "px/px_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -93,10 +94,11 @@ static int open_tcp(const char *hostport, px__dk_conn_t *c) {
   char host[64];
   const char *colon = strrchr(hostport, ':');
   size_t hl;
+  long port = colon ? strtol(colon + 1, NULL, 10) : 0;
   int rc;
   BOOL one = TRUE;
   if (!colon || (hl = (size_t)(colon - hostport)) == 0 || hl >= sizeof host ||
-      atoi(colon + 1) <= 0 || atoi(colon + 1) > 65535)
+      port <= 0 || port > 65535)
     return PX_EINVAL;
   memcpy(host, hostport, hl);
   host[hl] = 0;
@@ -104,7 +106,7 @@ static int open_tcp(const char *hostport, px__dk_conn_t *c) {
     memmove(host, host + 1, hl - 2);
     host[hl - 2] = 0;
   } else if (strcmp(host, "localhost") == 0) {
-    strcpy(host, "127.0.0.1"); /* never a resolver's answer */
+    px_strlcpy(host, "127.0.0.1", sizeof host); /* never a resolver's */
   }
   if ((rc = WSAStartup(MAKEWORD(2, 2), &w)) != 0)
     return log_win32(PX_EIO, (DWORD)rc, "WSAStartup");
