@@ -477,6 +477,12 @@ TEST_IMPL(container_remote_archive) {
   r = run_bb(&e, "rwall", "sleep 60", "{\"wall_ms\":1500}", NULL);
   ADV_EXPECT(r, "killed", "wall_time");
   cJSON_Delete(r);
+  /* CPU time from the engine's stats: our watchdog's verdict. */
+  r = run_bb(&e, "rcpu", "while :; do :; done",
+             "{\"cpu_ms\":1000,\"wall_ms\":30000}", NULL);
+  ADV_EXPECT(r, "killed", "cpu_time");
+  ASSERT_GE(adv_int(r, "usage.cpu_ms"), 1000);
+  cJSON_Delete(r);
   /* KB roots cannot reach a remote engine: refused, never run without. */
   r = run_bb(&e, "rkb", "echo ran", NULL, "[\"kb:read\"]");
   ASSERT_STR_EQ(adv_str(r, "status"), "error");

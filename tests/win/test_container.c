@@ -161,6 +161,17 @@ TEST_IMPL(wincontainer_jobs) {
   ASSERT_LT(o.usage.wall_ms, 15000);
   ASSERT_STR_EQ(px_buf_cstr(&c.out), "start\n");
   wt_capture_free(&c);
+  /* CPU time from the engine's stats (a remote engine's cgroups cannot
+   * be read here): our watchdog's verdict. */
+  wt_capture_init(&c);
+  job(&j, IMAGE, "while :; do :; done");
+  j.spec.limits.cpu_ms = 1000;
+  ASSERT_OK(run(&b, &j, &c, &o));
+  ASSERT_EQ(o.killed, 1);
+  ASSERT_EQ(o.violation.limit, PX_LIMIT_CPU);
+  ASSERT_EQ(o.violation.detected_by, PX_DETECT_WATCHDOG);
+  ASSERT_GE(o.usage.cpu_ms, 1000);
+  wt_capture_free(&c);
   /* The job dir is root's without fs:write_tmp, the job's with it. */
   wt_capture_init(&c);
   job(&j, IMAGE, "(touch /job/x) 2>/dev/null && echo ALLOWED || echo DENIED");

@@ -168,6 +168,12 @@ typedef struct {
  * not on this host's kernel (Windows); PX_ENOENT once the process is gone. */
 int px__dk_cgstat(unsigned long pid, px__dk_cgstat_t *out);
 
+/* The engine's own accounting of a container (GET /containers/ID/stats,
+ * one sample): cpu_ns, mem_peak (cgroup v1: the peak; v2: usage now),
+ * pids_current, mem_limit and pids_limit; the rest 0. For an engine whose
+ * cgroups this host cannot read (a remote one). */
+int px__dk_stats(const char *ep, const char *id, px__dk_cgstat_t *out);
+
 /* What the kernel says of process `pid`: seccomp mode (2 = filter),
  * no_new_privs, effective capabilities. PX_ENOTSUP off Linux. */
 typedef struct {

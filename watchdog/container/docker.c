@@ -239,6 +239,45 @@ int px__dk_list_labelled(const char *ep, const char *label, char ***ids,
   return rc;
 }
 
+/* A number at a path of nested objects ("cpu_stats", "cpu_usage", ...). */
+static uint64_t num_at(const cJSON *o, const char *const *path) {
+  for (; *path && o; path++)
+    o = cJSON_GetObjectItemCaseSensitive(o, *path);
+  return cJSON_IsNumber(o) && o->valuedouble > 0 ? (uint64_t)o->valuedouble
+                                                 : 0;
+}
+
+int px__dk_stats(const char *ep, const char *id, px__dk_cgstat_t *out) {
+  static const int ok[] = {200, 0};
+  static const char *const cpu[] = {"cpu_stats", "cpu_usage", "total_usage",
+                                    NULL};
+  static const char *const peak[] = {"memory_stats", "max_usage", NULL};
+  static const char *const usage[] = {"memory_stats", "usage", NULL};
+  static const char *const mlim[] = {"memory_stats", "limit", NULL};
+  static const char *const pids[] = {"pids_stats", "current", NULL};
+  static const char *const plim[] = {"pids_stats", "limit", NULL};
+  px__dk_resp_t r;
+  cJSON *doc;
+  int rc = call(ep, "GET", "/containers/", id,
+                "/stats?stream=false&one-shot=true", NULL, T_CALL, ok, &r);
+  memset(out, 0, sizeof *out);
+  if (rc)
+    return rc;
+  doc = cJSON_Parse(px_buf_cstr(&r.body));
+  if (cJSON_IsObject(doc)) {
+    out->cpu_ns = num_at(doc, cpu);
+    out->mem_peak = num_at(doc, peak) ? num_at(doc, peak) : num_at(doc, usage);
+    out->mem_limit = num_at(doc, mlim) ? num_at(doc, mlim) : UINT64_MAX;
+    out->pids_current = num_at(doc, pids);
+    out->pids_limit = num_at(doc, plim) ? num_at(doc, plim) : UINT64_MAX;
+  } else {
+    rc = PX_EPROTO;
+  }
+  cJSON_Delete(doc);
+  px__dk_resp_free(&r);
+  return rc;
+}
+
 int px__dk_archive_put(const char *ep, const char *id, const char *dir,
                        const void *tar, size_t len) {
   path_t p = {{0}};

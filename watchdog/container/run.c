@@ -22,6 +22,8 @@
 
 #define EXIT_POLL_MS 20
 #define EXIT_WAIT_MS 10000
+/* A remote engine's stats, one HTTP call each: twice a second. */
+#define REMOTE_STATS_MS 500
 
 void px__ctr_violation(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
                        uint64_t observed, px_detector_t by) {
@@ -57,6 +59,7 @@ typedef struct {
   uint64_t peak_mem, peak_pids; /* peak_pids counts the gate */
   uint64_t cpu_ns;
   uint64_t oom_kills;
+  uint64_t next_stats;  /* remote: when to ask the engine's stats next */
   /* The gate's end record, per stream (index stream - 1): the bytes of
    * sb->end_prefix matched so far are held back from on_output; then its
    * status digits. The job is over when both records arrived. */
@@ -158,19 +161,36 @@ static void feed(px_sandbox_t *sb, demux_t *d, const char *p, size_t n) {
   }
 }
 
+/* The container's accounting: its cgroups on this host, or a remote
+ * engine's stats every REMOTE_STATS_MS (and at the final tick). 1 when
+ * *cg was filled. */
+static int accounting(px_sandbox_t *sb, demux_t *d, int final,
+                      px__dk_cgstat_t *cg) {
+  uint64_t now = px_now_ms();
+  if (sb->be->host_kernel)
+    return px__dk_cgstat(sb->pid, cg) == 0;
+  if (!final && now < d->next_stats)
+    return 0;
+  d->next_stats = now + REMOTE_STATS_MS;
+  return px__dk_stats(sb->be->endpoint, sb->id, cg) == 0;
+}
+
 /* One watchdog tick: wall and CPU deadlines, pids refusals, peaks. The
  * final one, after the stream ended, only takes the accounting. */
 static void tick(px_sandbox_t *sb, demux_t *d, int final) {
   const px_limits_t *l = &sb->spec->limits;
   uint64_t now = px_now_ms();
   px__dk_cgstat_t cg;
-  if (sb->be->host_kernel && px__dk_cgstat(sb->pid, &cg) == 0) {
+  if (accounting(sb, d, final, &cg)) {
     if (cg.mem_peak > d->peak_mem)
       d->peak_mem = cg.mem_peak;
     if (cg.pids_current > d->peak_pids)
       d->peak_pids = cg.pids_current;
-    d->cpu_ns = cg.cpu_ns > sb->cpu0_ns ? cg.cpu_ns - sb->cpu0_ns : 0;
-    d->oom_kills = cg.oom_kills;
+    /* Counters only grow; a stopped container's stats read 0. */
+    if (cg.cpu_ns > sb->cpu0_ns && cg.cpu_ns - sb->cpu0_ns > d->cpu_ns)
+      d->cpu_ns = cg.cpu_ns - sb->cpu0_ns;
+    if (cg.oom_kills > d->oom_kills)
+      d->oom_kills = cg.oom_kills;
     if (l->memory_bytes && cg.oom_kills > 0)
       px__ctr_violation(sb, PX_LIMIT_MEMORY, l->memory_bytes,
                         d->peak_mem > l->memory_bytes ? d->peak_mem
