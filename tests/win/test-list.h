@@ -176,3 +176,4 @@ PX_TEST_ENTRY(enforce-svc, enforcesvc_report, 30)
  * (tests/win/test_container.c; labels win integ container) */
 PX_TEST_ENTRY(container, wincontainer_jobs, 300)
 PX_TEST_ENTRY(container, wincontainer_refusals, 300)
+PX_TEST_ENTRY(container, wincontainer_named_pipe, 300)

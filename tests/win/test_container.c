@@ -10,6 +10,9 @@
  * label is left once the backend is closed. SKIP with the reason when the
  * engine or the gate is not there.
  */
+#include <winsock2.h>
+#include <ws2tcpip.h>
+
 #include "wintest.h"
 
 #include "watchdog/container/dk_int.h"
@@ -219,5 +222,184 @@ TEST_IMPL(wincontainer_refusals) {
   wt_capture_free(&c);
   px_backend_container.close(b.state);
   ASSERT_EQ(ours(), 0);
+  return 0;
+}
+
+/* ---- the named-pipe transport, through a relay -------------------------
+ * Wine has no Docker Desktop pipe. To run the backend's pipe client
+ * (win/conn.c: overlapped I/O, the zero-byte message as the end of input)
+ * against a real engine, the test serves a pipe the way Docker Desktop's
+ * engine does (message mode, go-winio) and relays each connection to the
+ * loopback engine: bytes both ways, an empty message as shutdown(SD_SEND),
+ * the engine's end of stream as a disconnect. What this shows is our
+ * client's side of the pipe protocol, not Docker Desktop itself. */
+
+typedef struct {
+  HANDLE pipe;   /* overlapped server end */
+  SOCKET sock;
+  px_thread_t up;
+} relay_conn_t;
+
+typedef struct {
+  WCHAR name[96];
+  char ep[96];   /* npipe:////./pipe/... */
+  volatile LONG stop;
+  px_thread_t th;
+  relay_conn_t conns[512];
+  int nconns;
+} relay_t;
+
+/* One overlapped operation on the server end, waited for. */
+static int srv_io(HANDLE h, int write, void *p, DWORD n, DWORD *got) {
+  OVERLAPPED ov;
+  BOOL ok;
+  DWORD err;
+  memset(&ov, 0, sizeof ov);
+  ov.hEvent = CreateEventW(NULL, TRUE, FALSE, NULL);
+  ok = write ? WriteFile(h, p, n, NULL, &ov) : ReadFile(h, p, n, NULL, &ov);
+  err = ok ? 0 : GetLastError();
+  if (!ok && err == ERROR_IO_PENDING)
+    err = 0;
+  if (err == 0 && !GetOverlappedResult(h, &ov, got, TRUE))
+    err = GetLastError();
+  CloseHandle(ov.hEvent);
+  return err == 0 || err == ERROR_MORE_DATA ? 0 : -1;
+}
+
+/* pipe -> engine: an empty message ends the client's input. */
+static void relay_up(void *arg) {
+  relay_conn_t *c = arg;
+  char buf[65536];
+  for (;;) {
+    DWORD got = 0;
+    if (srv_io(c->pipe, 0, buf, sizeof buf, &got) != 0)
+      break;
+    if (got == 0) {
+      shutdown(c->sock, SD_SEND);
+      continue;
+    }
+    if (send(c->sock, buf, (int)got, 0) != (int)got)
+      break;
+  }
+  shutdown(c->sock, SD_BOTH); /* the client went: so does the engine side */
+}
+
+/* engine -> pipe, on the accepting thread's behalf (one per connection). */
+static void relay_down(void *arg) {
+  relay_conn_t *c = arg;
+  char buf[65536];
+  int n;
+  while ((n = recv(c->sock, buf, sizeof buf, 0)) > 0) {
+    DWORD put = 0;
+    if (srv_io(c->pipe, 1, buf, (DWORD)n, &put) != 0)
+      break;
+  }
+  FlushFileBuffers(c->pipe);
+  DisconnectNamedPipe(c->pipe); /* the client reads the end of stream */
+}
+
+static SOCKET relay_connect(void) {
+  struct sockaddr_in a;
+  const char *port = strrchr(endpoint(), ':') + 1;
+  SOCKET s = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_port = htons((u_short)strtol(port, NULL, 10));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (s != INVALID_SOCKET && connect(s, (struct sockaddr *)&a, sizeof a) != 0) {
+    closesocket(s);
+    s = INVALID_SOCKET;
+  }
+  return s;
+}
+
+static void relay_thread(void *arg) {
+  relay_t *r = arg;
+  while (!r->stop && r->nconns < (int)(sizeof r->conns / sizeof r->conns[0])) {
+    relay_conn_t *c = &r->conns[r->nconns];
+    px_thread_t down;
+    HANDLE h = CreateNamedPipeW(
+        r->name, PIPE_ACCESS_DUPLEX | FILE_FLAG_OVERLAPPED,
+        PIPE_TYPE_MESSAGE | PIPE_READMODE_MESSAGE | PIPE_WAIT,
+        PIPE_UNLIMITED_INSTANCES, 65536, 65536, 0, NULL);
+    OVERLAPPED ov;
+    DWORD got;
+    if (h == INVALID_HANDLE_VALUE)
+      return;
+    memset(&ov, 0, sizeof ov);
+    ov.hEvent = CreateEventW(NULL, TRUE, FALSE, NULL);
+    if (!ConnectNamedPipe(h, &ov) && GetLastError() == ERROR_IO_PENDING)
+      GetOverlappedResult(h, &ov, &got, TRUE);
+    CloseHandle(ov.hEvent);
+    if (r->stop) {
+      CloseHandle(h);
+      return;
+    }
+    c->pipe = h;
+    c->sock = relay_connect();
+    r->nconns++;
+    if (c->sock == INVALID_SOCKET) {
+      DisconnectNamedPipe(h);
+      continue;
+    }
+    px_thread_create(&c->up, relay_up, c);
+    px_thread_create(&down, relay_down, c);
+    /* down ends when the engine closes; up when the client does */
+    (void)down;
+  }
+}
+
+static void relay_start(relay_t *r) {
+  WSADATA w;
+  memset(r, 0, sizeof *r);
+  ASSERT_EQ(WSAStartup(MAKEWORD(2, 2), &w), 0);
+  _snwprintf(r->name, sizeof r->name / sizeof r->name[0],
+             L"\\\\.\\pipe\\px-test-docker-%lu", px_getpid());
+  snprintf(r->ep, sizeof r->ep, "npipe:////./pipe/px-test-docker-%lu",
+           px_getpid());
+  ASSERT_OK(px_thread_create(&r->th, relay_thread, r));
+}
+
+TEST_IMPL(wincontainer_named_pipe) {
+  wt_backend_t b;
+  wt_capture_t c;
+  ctr_job_t j;
+  px_outcome_t o;
+  static relay_t r; /* its threads outlive the test body: process exit */
+  NEED_ENGINE();
+  relay_start(&r);
+  memset(&b, 0, sizeof b);
+  snprintf(b.root, sizeof b.root, "%sroot", px_test_tmpdir());
+  b.opts.work_root = b.root;
+  b.opts.tick_ms = 20;
+  b.opts.container_endpoint = r.ep;
+  b.opts.container_gate = PX_CTR_GATE_PATH;
+  b.opts.container_user = "65534:65534";
+  b.opts.container_allow_degraded = 1;
+  b.opts.container_images = g_images;
+  b.opts.container_pool = 0; /* every job: create, attach, start */
+  ASSERT_OK(px_backend_container.open(&b.opts, &b.state));
+  /* Output both ways through the pipe, and the job's stdin ended by the
+   * empty message: `cat` sees the end of its input. */
+  wt_capture_init(&c);
+  job(&j, IMAGE, "cat; echo via-pipe $(id -u); echo err >&2; exit 5");
+  j.spec.stdin_data = (const unsigned char *)"from stdin\n";
+  j.spec.stdin_len = 11;
+  ASSERT_OK(run(&b, &j, &c, &o));
+  ASSERT_EQ(o.exited, 1);
+  ASSERT_EQ(o.exit_code, 5);
+  ASSERT_STR_EQ(px_buf_cstr(&c.out), "from stdin\nvia-pipe 65534\n");
+  ASSERT_STR_EQ(px_buf_cstr(&c.err), "err\n");
+  wt_capture_free(&c);
+  wt_capture_init(&c);
+  job(&j, IMAGE, "sleep 60");
+  j.spec.limits.wall_ms = 1500;
+  ASSERT_OK(run(&b, &j, &c, &o));
+  ASSERT_EQ(o.violation.limit, PX_LIMIT_WALL);
+  wt_capture_free(&c);
+  px_backend_container.close(b.state);
+  ASSERT_EQ(ours(), 0);
+  ASSERT_GE(r.nconns, 5); /* every call went through the pipe */
+  r.stop = 1;
   return 0;
 }
