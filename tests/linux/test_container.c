@@ -477,6 +477,13 @@ TEST_IMPL(container_remote_archive) {
   r = run_bb(&e, "rwall", "sleep 60", "{\"wall_ms\":1500}", NULL);
   ADV_EXPECT(r, "killed", "wall_time");
   cJSON_Delete(r);
+  /* The memory verdict from the gate's count of the cgroup's OOM kills. */
+  r = run_bb(&e, "rmem",
+             "x=$(head -c 400000000 /dev/zero | tr '\\0' a); echo survived",
+             "{\"memory_bytes\":67108864}", NULL);
+  ADV_EXPECT(r, "killed", "memory");
+  ASSERT_STR_EQ(adv_str(r, "violation.detected_by"), "os");
+  cJSON_Delete(r);
   /* CPU time from the engine's stats: our watchdog's verdict. */
   r = run_bb(&e, "rcpu", "while :; do :; done",
              "{\"cpu_ms\":1000,\"wall_ms\":30000}", NULL);

@@ -164,6 +164,16 @@ TEST_IMPL(wincontainer_jobs) {
   ASSERT_LT(o.usage.wall_ms, 15000);
   ASSERT_STR_EQ(px_buf_cstr(&c.out), "start\n");
   wt_capture_free(&c);
+  /* Memory: the engine's kernel kills, the gate counts the OOM kill in
+   * its cgroup and reports it in its end record. */
+  wt_capture_init(&c);
+  job(&j, IMAGE, "x=$(head -c 400000000 /dev/zero | tr '\\0' a); echo survived");
+  j.spec.limits.memory_bytes = 64ull << 20;
+  ASSERT_OK(run(&b, &j, &c, &o));
+  ASSERT_EQ(o.killed, 1);
+  ASSERT_EQ(o.violation.limit, PX_LIMIT_MEMORY);
+  ASSERT_EQ(o.violation.detected_by, PX_DETECT_OS);
+  wt_capture_free(&c);
   /* CPU time from the engine's stats (a remote engine's cgroups cannot
    * be read here): our watchdog's verdict. */
   wt_capture_init(&c);

@@ -166,6 +166,7 @@ static uint64_t ctr_enforcement(void *state) {
 
 static void sb_free(px_sandbox_t *sb) {
   px__dk_stream_close(&sb->st);
+  px__dk_stream_close(&sb->stats);
   px_cond_destroy(&sb->cv);
   px_mutex_destroy(&sb->lock);
   free(sb);
@@ -315,7 +316,11 @@ static int ctr_start(px_sandbox_t *sb) {
          sb->spec->key, sb->id);
   if (kill_requested(sb))
     return PX_ECANCELED; /* cancelled while starting: the job never ran */
-  if (sb->be->remote && (rc = px__ctr_deliver_files(sb)))
+  /* A remote engine's accounting comes from its stats stream: without it
+   * the CPU-time limit could not be enforced, so no stream, no job. */
+  if (sb->be->remote && ((rc = px__ctr_deliver_files(sb)) ||
+                         (rc = px__dk_stats_open(sb->be->endpoint, sb->id,
+                                                 &sb->stats))))
     return rc;
   sb->start_ms = px_now_ms();
   if ((rc = feed_gate(sb)))

@@ -67,6 +67,8 @@ struct px_sandbox_s {
                                  idmapped view bound into the container),
                                  spec->nkb entries, NULL until made */
   px__dk_stream_t st;         /* the attach stream; the thread's */
+  px__dk_stream_t stats;      /* remote: the engine's stats stream (CPU
+                                 time, memory, pids); the thread's */
   unsigned long pid;          /* the gate (the container's init) */
   int prestarted;             /* a warm slot: its gate is already running */
   uint64_t cpu0_ns;           /* the gate's own CPU before the job */

@@ -79,6 +79,11 @@ typedef struct {
 int px__dk_hijack(const char *endpoint, const char *path, int timeout_ms,
                   px__dk_stream_t *out);
 
+/* GET `path` and return its body as a stream (for the stats stream),
+ * once the engine answered 200. */
+int px__dk_get_stream(const char *endpoint, const char *path, int timeout_ms,
+                      px__dk_stream_t *out);
+
 /* Read from a hijacked stream (the kept bytes first): as conn_read. */
 long px__dk_stream_read(px__dk_stream_t *s, void *p, size_t n, int timeout_ms);
 
@@ -168,11 +173,13 @@ typedef struct {
  * not on this host's kernel (Windows); PX_ENOENT once the process is gone. */
 int px__dk_cgstat(unsigned long pid, px__dk_cgstat_t *out);
 
-/* The engine's own accounting of a container (GET /containers/ID/stats,
- * one sample): cpu_ns, mem_peak (cgroup v1: the peak; v2: usage now),
- * pids_current, mem_limit and pids_limit; the rest 0. For an engine whose
- * cgroups this host cannot read (a remote one). */
-int px__dk_stats(const char *ep, const char *id, px__dk_cgstat_t *out);
+/* The engine's own accounting of a container, for an engine whose cgroups
+ * this host cannot read (a remote one): GET /containers/ID/stats as a
+ * stream (one JSON object a line, about one a second); and one such line
+ * parsed: cpu_ns, mem_peak (cgroup v1: the peak; v2: usage now),
+ * pids_current, mem_limit and pids_limit, the rest 0. */
+int px__dk_stats_open(const char *ep, const char *id, px__dk_stream_t *out);
+int px__dk_stats_parse(const char *json, size_t len, px__dk_cgstat_t *out);
 
 /* What the kernel says of process `pid`: seccomp mode (2 = filter),
  * no_new_privs, effective capabilities. PX_ENOTSUP off Linux. */

@@ -247,8 +247,15 @@ static uint64_t num_at(const cJSON *o, const char *const *path) {
                                                  : 0;
 }
 
-int px__dk_stats(const char *ep, const char *id, px__dk_cgstat_t *out) {
-  static const int ok[] = {200, 0};
+int px__dk_stats_open(const char *ep, const char *id, px__dk_stream_t *out) {
+  path_t p = {{0}};
+  const char *path = mkpath(&p, "/containers/", id, "/stats?stream=true");
+  int rc = path ? px__dk_get_stream(ep, path, T_CALL, out) : PX_ENOMEM;
+  px_buf_free(&p.b);
+  return rc;
+}
+
+int px__dk_stats_parse(const char *json, size_t len, px__dk_cgstat_t *out) {
   static const char *const cpu[] = {"cpu_stats", "cpu_usage", "total_usage",
                                     NULL};
   static const char *const peak[] = {"memory_stats", "max_usage", NULL};
@@ -256,25 +263,17 @@ int px__dk_stats(const char *ep, const char *id, px__dk_cgstat_t *out) {
   static const char *const mlim[] = {"memory_stats", "limit", NULL};
   static const char *const pids[] = {"pids_stats", "current", NULL};
   static const char *const plim[] = {"pids_stats", "limit", NULL};
-  px__dk_resp_t r;
-  cJSON *doc;
-  int rc = call(ep, "GET", "/containers/", id,
-                "/stats?stream=false&one-shot=true", NULL, T_CALL, ok, &r);
+  cJSON *doc = cJSON_ParseWithLength(json, len);
+  int rc = cJSON_IsObject(doc) ? 0 : PX_EPROTO;
   memset(out, 0, sizeof *out);
-  if (rc)
-    return rc;
-  doc = cJSON_Parse(px_buf_cstr(&r.body));
-  if (cJSON_IsObject(doc)) {
+  if (rc == 0) {
     out->cpu_ns = num_at(doc, cpu);
     out->mem_peak = num_at(doc, peak) ? num_at(doc, peak) : num_at(doc, usage);
     out->mem_limit = num_at(doc, mlim) ? num_at(doc, mlim) : UINT64_MAX;
     out->pids_current = num_at(doc, pids);
     out->pids_limit = num_at(doc, plim) ? num_at(doc, plim) : UINT64_MAX;
-  } else {
-    rc = PX_EPROTO;
   }
   cJSON_Delete(doc);
-  px__dk_resp_free(&r);
   return rc;
 }
 

@@ -302,6 +302,35 @@ int px__dk_http(const char *endpoint, const char *method, const char *path,
                           json ? strlen(json) : 0, timeout_ms, resp);
 }
 
+int px__dk_get_stream(const char *endpoint, const char *path, int timeout_ms,
+                      px__dk_stream_t *out) {
+  px_buf_t req = {0}, hdr = {0};
+  uint64_t deadline = px_now_ms() + (uint64_t)timeout_ms;
+  int rc, status;
+  memset(out, 0, sizeof *out);
+  /* HTTP/1.0: the engine sends the body as it comes, unchunked, and ends
+   * it by closing the connection. */
+  if (px_buf_printf(&req, "GET %s HTTP/1.0\r\nHost: docker\r\n"
+                          "User-Agent: phoenix-executor\r\n\r\n",
+                    path))
+    return PX_ENOMEM;
+  if ((rc = px__dk_conn_open(endpoint, &out->conn)) == 0 &&
+      (rc = px__dk_conn_write(out->conn, req.data, req.len)) == 0 &&
+      (rc = read_headers(out, &hdr, deadline)) == 0) {
+    status = parse_status(hdr.data);
+    if (status != 200) {
+      PX_LOG(PX_LOG_ERROR, "Docker Engine GET %s answered HTTP %d", path,
+             status);
+      rc = PX_EPROTO;
+    }
+  }
+  px_buf_free(&req);
+  px_buf_free(&hdr);
+  if (rc)
+    px__dk_stream_close(out);
+  return rc;
+}
+
 int px__dk_hijack(const char *endpoint, const char *path, int timeout_ms,
                   px__dk_stream_t *out) {
   px_buf_t hdr = {0};

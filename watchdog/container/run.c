@@ -22,8 +22,8 @@
 
 #define EXIT_POLL_MS 20
 #define EXIT_WAIT_MS 10000
-/* A remote engine's stats, one HTTP call each: twice a second. */
-#define REMOTE_STATS_MS 500
+/* A remote engine's stats stream: one JSON object a line (a few KiB). */
+#define STATS_LINE_MAX (256u * 1024u)
 
 void px__ctr_violation(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
                        uint64_t observed, px_detector_t by) {
@@ -59,13 +59,18 @@ typedef struct {
   uint64_t peak_mem, peak_pids; /* peak_pids counts the gate */
   uint64_t cpu_ns;
   uint64_t oom_kills;
-  uint64_t next_stats;  /* remote: when to ask the engine's stats next */
+  px_buf_t sline;        /* remote: the stats stream's partial line */
+  px__dk_cgstat_t scg;   /* remote: the latest sample */
+  int have_scg;
   /* The gate's end record, per stream (index stream - 1): the bytes of
    * sb->end_prefix matched so far are held back from on_output; then its
    * status digits. The job is over when both records arrived. */
   size_t m[2];
   int in_status[2], seen[2], ended;
-  long long end_status;
+  int field[2];               /* 0: the status digits; 1: the OOM count */
+  long long end_status[2];
+  uint64_t end_oom[2];        /* the gate's count of OOM kills in the
+                                 container's memory cgroup */
   char out[4096]; /* bytes passed on, batched */
   size_t nout;
 } demux_t;
@@ -107,17 +112,22 @@ static void feed_stream(px_sandbox_t *sb, demux_t *d, px_stream_t st,
   size_t i;
   for (i = 0; i < n && !d->seen[k]; i++) {
     char c = p[i];
-    if (d->in_status[k]) {
-      if (c >= '0' && c <= '9' && d->end_status < 100000)
-        d->end_status = d->end_status * 10 + (c - '0');
-      else
+    if (d->in_status[k]) { /* "<status> <oom kills>\n" */
+      if (c >= '0' && c <= '9') {
+        if (d->field[k] == 0 && d->end_status[k] < 100000)
+          d->end_status[k] = d->end_status[k] * 10 + (c - '0');
+        else if (d->field[k] == 1 && d->end_oom[k] < 1000000)
+          d->end_oom[k] = d->end_oom[k] * 10 + (uint64_t)(c - '0');
+      } else if (c == ' ' && d->field[k] == 0) {
+        d->field[k] = 1;
+      } else {
         d->seen[k] = c == '\n';
+      }
       continue;
     }
     if (c == pre[d->m[k]]) {
       if (++d->m[k] == sizeof sb->end_prefix - 1) {
         d->in_status[k] = 1;
-        d->end_status = 0;
       }
       continue;
     }
@@ -161,18 +171,44 @@ static void feed(px_sandbox_t *sb, demux_t *d, const char *p, size_t n) {
   }
 }
 
-/* The container's accounting: its cgroups on this host, or a remote
- * engine's stats every REMOTE_STATS_MS (and at the final tick). 1 when
- * *cg was filled. */
+/* Whatever the stats stream has delivered, without waiting: each
+ * complete line is a sample; the latest is kept in d->scg. */
+static void drain_stats(px_sandbox_t *sb, demux_t *d) {
+  char buf[16384];
+  for (;;) {
+    const char *nl;
+    long n = sb->stats.conn ? px__dk_stream_read(&sb->stats, buf, sizeof buf, 0)
+                            : 0;
+    if (n == 0 || (n < 0 && n != PX_ETIMEDOUT))
+      px__dk_stream_close(&sb->stats); /* ended: the last sample stays */
+    if (n <= 0)
+      return;
+    if (px_buf_append(&d->sline, buf, (size_t)n) || d->sline.len > STATS_LINE_MAX)
+      px_buf_reset(&d->sline); /* not a stats stream: drop it */
+    while (d->sline.len &&
+           (nl = memchr(d->sline.data, '\n', d->sline.len)) != NULL) {
+      size_t k = (size_t)(nl - d->sline.data) + 1;
+      px__dk_cgstat_t cg;
+      if (px__dk_stats_parse(d->sline.data, k - 1, &cg) == 0) {
+        d->scg = cg;
+        d->have_scg = 1;
+      }
+      memmove(d->sline.data, d->sline.data + k, d->sline.len - k);
+      d->sline.len -= k;
+    }
+  }
+}
+
+/* The container's accounting: its cgroups on this host, or the latest
+ * sample of a remote engine's stats stream. 1 when *cg was filled. */
 static int accounting(px_sandbox_t *sb, demux_t *d, int final,
                       px__dk_cgstat_t *cg) {
-  uint64_t now = px_now_ms();
+  (void)final;
   if (sb->be->host_kernel)
     return px__dk_cgstat(sb->pid, cg) == 0;
-  if (!final && now < d->next_stats)
-    return 0;
-  d->next_stats = now + REMOTE_STATS_MS;
-  return px__dk_stats(sb->be->endpoint, sb->id, cg) == 0;
+  drain_stats(sb, d);
+  *cg = d->scg;
+  return d->have_scg;
 }
 
 /* One watchdog tick: wall and CPU deadlines, pids refusals, peaks. The
@@ -305,12 +341,18 @@ void px__ctr_run(void *arg) {
          d.ended ? "end record" : "stream ended");
   tick(sb, &d, 1); /* the final accounting: the gate keeps the cgroups */
   if (d.ended) { /* the gate's record: the job is over, its status known */
-    st.exit_code = d.end_status;
+    st.exit_code = d.end_status[0];
+    /* The gate read its memory cgroup's OOM kills (gate.c): the memory
+     * verdict where this host cannot read the cgroup (a remote engine). */
+    if (d.end_oom[0] > d.oom_kills)
+      d.oom_kills = d.end_oom[0];
     rc = 0;
   } else {
     rc = final_state(sb, &st);
     PX_LOG(PX_LOG_DEBUG, "job %s: container stopped", sb->spec->key);
   }
+  px__dk_stream_close(&sb->stats);
+  px_buf_free(&d.sline);
   px_mutex_lock(&sb->lock);
   fill(sb, &d, &st, rc);
   sb->done = 1;

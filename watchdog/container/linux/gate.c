@@ -17,8 +17,8 @@
  * container (or sends SIGTERM: then it exits with the job's status, its
  * exit code or 128 + the signal).
  *
- * The end record, "\x1ePXEND <token> <status>\n", written on stdout and on
- * stderr, tells the backend that the job is over and that each stream has
+ * The end record, "\x1ePXEND <token> <status> <oom kills>\n", written on
+ * stdout and on stderr, tells the backend that the job is over and that each stream has
  * delivered all of its bytes (the engine copies the two streams
  * independently, so only a record in each stream orders it; the attach
  * stream itself ends only when the container does: the engine holds its
@@ -171,17 +171,46 @@ static int wait_job(pid_t job) {
   }
 }
 
+/* The OOM kills the kernel counted in this container's memory cgroup,
+ * as the container sees it (cgroup v2: memory.events; v1:
+ * memory.oom_control). The backend reads the cgroup itself when the
+ * engine runs on its own kernel; a remote engine's (Docker Desktop's VM)
+ * it cannot, and this count is then the only source of the memory
+ * verdict. 0 when neither file is readable. */
+static unsigned long oom_kills(void) {
+  static const char *const files[] = {"/sys/fs/cgroup/memory.events",
+                                      "/sys/fs/cgroup/memory/memory.oom_control",
+                                      NULL};
+  const char *const *f;
+  for (f = files; *f; f++) {
+    char buf[4096];
+    const char *p;
+    ssize_t n;
+    FILE *fp = fopen(*f, "re");
+    if (!fp)
+      continue;
+    n = (ssize_t)fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n > 0 ? n : 0] = 0;
+    for (p = buf; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+      if (strncmp(p, "oom_kill ", 9) == 0)
+        return strtoul(p + 9, NULL, 10);
+  }
+  return 0;
+}
+
 /* The end record (see above) on stdout and stderr. */
-static void end_record(const unsigned char *token, int status) {
+static void end_record(const unsigned char *token, int status,
+                       unsigned long ooms) {
   static const char hex[] = "0123456789abcdef";
-  char rec[64];
+  char rec[96];
   int i, n;
   snprintf(rec, sizeof rec, "\x1ePXEND ");
   for (i = 0; i < 16; i++) {
     rec[7 + 2 * i] = hex[token[i] >> 4];
     rec[8 + 2 * i] = hex[token[i] & 15];
   }
-  n = 39 + snprintf(rec + 39, sizeof rec - 39, " %d\n", status);
+  n = 39 + snprintf(rec + 39, sizeof rec - 39, " %d %lu\n", status, ooms);
   (void)!write(1, rec, (size_t)n);
   (void)!write(2, rec, (size_t)n);
 }
@@ -219,7 +248,7 @@ int main(void) {
   while (wait(NULL) > 0 || errno == EINTR)
     ;
   st = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  end_record(token, st);
+  end_record(token, st, oom_kills());
   close(0);
   close(1);
   close(2);

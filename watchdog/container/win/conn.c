@@ -169,7 +169,10 @@ static long pipe_io(px__dk_conn_t *c, int write, void *p, DWORD n,
         c->ev, timeout_ms < 0 ? INFINITE : (DWORD)timeout_ms);
     if (w != WAIT_OBJECT_0) {
       CancelIoEx(c->pipe, &ov);
-      GetOverlappedResult(c->pipe, &ov, &got, TRUE); /* the cancel landed */
+      /* Wait for the cancel to land; the operation may have completed
+       * just before it did, and then its bytes are ours to return. */
+      if (GetOverlappedResult(c->pipe, &ov, &got, TRUE) && got > 0)
+        return (long)got;
       return w == WAIT_TIMEOUT ? PX_ETIMEDOUT : PX_EIO;
     }
     err = 0;
