@@ -85,6 +85,24 @@ static int our_containers_settle(int want) {
   int i, n = -1;
   for (i = 0; i < 100 && (n = our_containers_now()) != want; i++)
     usleep(100000);
+  if (n != want) { /* say which: names and states */
+    px__dk_resp_t r;
+    if (px__dk_http(ENDPOINT, "GET",
+                    PX_DK_API "/containers/json?all=1&filters=%7B%22label%22"
+                              "%3A%5B%22" LABEL "%22%5D%7D",
+                    NULL, 10000, &r) == 0) {
+      cJSON *doc = cJSON_Parse(px_buf_cstr(&r.body)), *it;
+      cJSON_ArrayForEach(it, doc) {
+        printf("  left: %s %s\n",
+               adv_str(cJSON_GetArrayItem(
+                           cJSON_GetObjectItemCaseSensitive(it, "Names"), 0),
+                       ""),
+               adv_str(it, "Status"));
+      }
+      cJSON_Delete(doc);
+      px__dk_resp_free(&r);
+    }
+  }
   return n;
 }
 
@@ -526,6 +544,105 @@ TEST_IMPL(container_status_engine_down) {
   ASSERT_STR_EQ(adv_str(r, "status"), "error");
   ASSERT_STR_CONTAINS(adv_str(r, "error.message"), "engine");
   cJSON_Delete(r);
+  adv_stop(&e);
+  return 0;
+}
+
+/* The adversarial suite's shell payloads (tests/adversarial/payloads; the
+ * test image has busybox, not Python) against image runtimes, through the
+ * engine on its own kernel (unix://) and as a remote one (tcp://): each
+ * verdict, then the host untouched and no container left. */
+static void shell_payloads(adv_env_t *e, int remote) {
+  const char *m_sleep[] = {"300.9201"}, *m_grand[] = {"300.9202"};
+  cJSON *r, *req;
+#define PAYLOAD(id, name, limits, caps, nargs, args)                         \
+  do {                                                                       \
+    req = adv_req(id, "bb", name, limits, caps);                             \
+    if (nargs)                                                               \
+      adv_req_args(req, nargs, args);                                        \
+    r = adv_run(e->cl, req, 60000);                                          \
+    cJSON_Delete(req);                                                       \
+    adv_print(id, r);                                                        \
+  } while (0)
+  PAYLOAD("fork-bomb", "fork_bomb.sh", "{\"processes\":16,\"wall_ms\":5000}",
+          NULL, 0, NULL);
+  /* On its own kernel the pids cgroup's refusals are read every tick; a
+   * remote engine's only by the gate at the job's end: when the bomb's
+   * first shell dies of a refused fork that is the verdict, when it does
+   * not the kernel keeps capping it and the wall limit ends it. */
+  if (remote && strcmp(adv_str(r, "violation.limit"), "wall_time") == 0)
+    ADV_EXPECT(r, "killed", "wall_time");
+  else
+    ADV_EXPECT(r, "killed", "processes");
+  ASSERT_LE(adv_int(r, "usage.processes"), 17);
+  cJSON_Delete(r);
+  adv_check_host(e, "bomb");
+  /* A job that ends by itself after a refused fork: the processes verdict
+   * on both (remote: the gate's count in its end record). */
+  PAYLOAD("forks", "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 5 & done; wait",
+          "{\"processes\":4}", NULL, 0, NULL);
+  ADV_EXPECT(r, "killed", "processes");
+  cJSON_Delete(r);
+  PAYLOAD("busy-user", "busy_user.sh", "{\"cpu_ms\":1000}", NULL, 0, NULL);
+  ADV_EXPECT(r, "killed", "cpu_time");
+  ASSERT_STR_EQ(adv_str(r, "violation.detected_by"), "watchdog");
+  cJSON_Delete(r);
+  PAYLOAD("sleeper", "sleeper.sh", "{\"wall_ms\":1000}", NULL, 1, m_sleep);
+  ADV_EXPECT(r, "killed", "wall_time");
+  cJSON_Delete(r);
+  adv_check_host(e, m_sleep[0]);
+  PAYLOAD("flood", "flood.sh", "{\"output_bytes\":65536}", NULL, 0, NULL);
+  ADV_EXPECT(r, "killed", "output");
+  ASSERT_LE(strlen(adv_str(r, "stdout")), 65536);
+  ASSERT_LE(strlen(adv_str(r, "stderr")), 65536);
+  cJSON_Delete(r);
+  adv_check_host(e, "flood flood");
+  /* The gate kills what the job left when its first process exits. */
+  PAYLOAD("grandchild", "grandchild.sh", "{\"wall_ms\":20000}", NULL, 1,
+          m_grand);
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "parent-exits");
+  ASSERT_LT(adv_int(r, "usage.wall_ms"), 10000);
+  cJSON_Delete(r);
+  adv_check_host(e, m_grand[0]);
+  /* The job directory's size cap (linux.tmpfs_bytes: 16 MiB here). */
+  PAYLOAD("disk-fill", "disk_fill.sh", NULL, "[\"fs:write_tmp\"]", 0, NULL);
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "No space left");
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "16384 ");
+  cJSON_Delete(r);
+#undef PAYLOAD
+  ASSERT_EQ(our_containers(), 0);
+  adv_check_host(e, NULL);
+}
+
+TEST_IMPL(container_adversarial_shell) {
+  static const char cfg_unix[] =
+      "{\"containers\":{\"endpoint\":\"" ENDPOINT "\",\"gate\":\""
+      PX_CTR_GATE_PATH "\"},\"linux\":{\"tmpfs_bytes\":16777216},"
+      "\"runtimes\":{\"bb\":{\"image\":\"" IMAGE "\","
+      "\"command\":[\"sh\",\"{file}\",\"{args}\"],\"extension\":\".sh\"}},"
+      "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"
+      "\"capabilities\":[\"*\"],\"max_priority\":\"critical\","
+      "\"max_concurrent\":0,\"admin\":true}]}";
+  static const char cfg_remote[] =
+      "{\"containers\":{\"endpoint\":\"" TCP_ENDPOINT "\",\"gate\":\""
+      PX_CTR_GATE_PATH "\",\"allow_degraded\":true},"
+      "\"linux\":{\"tmpfs_bytes\":16777216},"
+      "\"runtimes\":{\"bb\":{\"image\":\"" IMAGE "\","
+      "\"command\":[\"sh\",\"{file}\",\"{args}\"],\"extension\":\".sh\"}},"
+      "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"
+      "\"capabilities\":[\"*\"],\"max_priority\":\"critical\","
+      "\"max_concurrent\":0,\"admin\":true}]}";
+  adv_env_t e;
+  NEED_ENGINE();
+  ASSERT_OK(adv_start(&e, cfg_unix));
+  shell_payloads(&e, 0);
+  adv_stop(&e);
+  if (px__dk_ping(TCP_ENDPOINT) != 0)
+    RETURN_SKIP("the engine's own kernel done; no " TCP_ENDPOINT
+                " for the remote half");
+  ASSERT_OK(adv_start(&e, cfg_remote));
+  shell_payloads(&e, 1);
   adv_stop(&e);
   return 0;
 }

@@ -179,6 +179,8 @@ static void ctr_release(px_sandbox_t *sb) {
     return;
   if (sb->thread_started)
     px_thread_join(sb->thread);
+  if (sb->killer_started)
+    px_thread_join(sb->killer);
   if (sb->id[0] && !sb->done) /* never ran to its end: stop it now */
     px__dk_kill(sb->be->endpoint, sb->id);
   px__ctr_reap(sb->be, sb->id, sb->dir, sb->kbdirs,

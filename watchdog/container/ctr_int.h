@@ -85,6 +85,8 @@ struct px_sandbox_s {
                                  sends it: kill() runs under the engine's
                                  lock and must not wait on HTTP */
   int kill_sent;              /* the job's thread only */
+  px_thread_t killer;         /* sends the kill (run.c); joined by release */
+  int killer_started;
   px_outcome_t outcome;       /* violation set once (first wins) */
 };
 

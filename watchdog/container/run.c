@@ -39,15 +39,27 @@ void px__ctr_violation(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
   px_mutex_unlock(&sb->lock);
 }
 
+static void kill_thread(void *arg) {
+  px_sandbox_t *sb = arg;
+  px__dk_kill(sb->be->endpoint, sb->id);
+}
+
 void px__ctr_kill_pending(px_sandbox_t *sb) {
   int req;
   px_mutex_lock(&sb->lock);
   req = sb->kill_req;
   px_mutex_unlock(&sb->lock);
-  if (req && !sb->kill_sent) {
-    sb->kill_sent = 1;
+  if (!req || sb->kill_sent)
+    return;
+  sb->kill_sent = 1;
+  /* POST /kill answers only once the container has stopped (the engine
+   * waits up to 10 s), and it cannot stop while the engine is blocked
+   * writing output nobody reads: the kill goes from a thread of its own
+   * while this one keeps draining the stream. (release joins it.) */
+  if (px_thread_create(&sb->killer, kill_thread, sb) == 0)
+    sb->killer_started = 1;
+  else
     px__dk_kill(sb->be->endpoint, sb->id);
-  }
 }
 
 typedef struct {
@@ -67,10 +79,11 @@ typedef struct {
    * status digits. The job is over when both records arrived. */
   size_t m[2];
   int in_status[2], seen[2], ended;
-  int field[2];               /* 0: the status digits; 1: the OOM count */
+  int field[2];               /* 0: the status digits; 1: OOM kills;
+                                 2: forks refused */
   long long end_status[2];
-  uint64_t end_oom[2];        /* the gate's count of OOM kills in the
-                                 container's memory cgroup */
+  uint64_t end_count[2][2];   /* the gate's counts of OOM kills and of
+                                 forks refused in the container's cgroups */
   char out[4096]; /* bytes passed on, batched */
   size_t nout;
 } demux_t;
@@ -112,14 +125,15 @@ static void feed_stream(px_sandbox_t *sb, demux_t *d, px_stream_t st,
   size_t i;
   for (i = 0; i < n && !d->seen[k]; i++) {
     char c = p[i];
-    if (d->in_status[k]) { /* "<status> <oom kills>\n" */
+    if (d->in_status[k]) { /* "<status> <oom kills> <forks refused>\n" */
       if (c >= '0' && c <= '9') {
-        if (d->field[k] == 0 && d->end_status[k] < 100000)
+        uint64_t *v = d->field[k] ? &d->end_count[k][d->field[k] - 1] : NULL;
+        if (!v && d->end_status[k] < 100000)
           d->end_status[k] = d->end_status[k] * 10 + (c - '0');
-        else if (d->field[k] == 1 && d->end_oom[k] < 1000000)
-          d->end_oom[k] = d->end_oom[k] * 10 + (uint64_t)(c - '0');
-      } else if (c == ' ' && d->field[k] == 0) {
-        d->field[k] = 1;
+        else if (v && *v < 1000000000u)
+          *v = *v * 10 + (uint64_t)(c - '0');
+      } else if (c == ' ' && d->field[k] < 2) {
+        d->field[k]++;
       } else {
         d->seen[k] = c == '\n';
       }
@@ -285,9 +299,11 @@ static int final_state(px_sandbox_t *sb, px__dk_state_t *st) {
   int rc;
   while ((rc = px__dk_inspect(sb->be->endpoint, sb->id, st)) == 0 &&
          st->running) {
-    if (px_now_ms() >= until) {
+    if (px_now_ms() >= until) { /* once more, from here: the stream is
+                                   over, nothing can block the engine */
       px__ctr_violation(sb, PX_LIMIT_NONE, 0, 0, PX_DETECT_WATCHDOG);
-      sb->kill_sent = 0; /* once more */
+      sb->kill_sent = 1;
+      px__dk_kill(sb->be->endpoint, sb->id);
       until = px_now_ms() + EXIT_WAIT_MS;
     }
     px__ctr_kill_pending(sb);
@@ -339,13 +355,20 @@ void px__ctr_run(void *arg) {
   }
   PX_LOG(PX_LOG_DEBUG, "job %s: %s", sb->spec->key,
          d.ended ? "end record" : "stream ended");
-  tick(sb, &d, 1); /* the final accounting: the gate keeps the cgroups */
+  /* The final accounting: the gate keeps the cgroups after its record.
+   * Without the record the container is gone or going, and its pid may
+   * already name another process: this host's cgroups are not read. */
+  if (d.ended || !sb->be->host_kernel)
+    tick(sb, &d, 1);
   if (d.ended) { /* the gate's record: the job is over, its status known */
     st.exit_code = d.end_status[0];
-    /* The gate read its memory cgroup's OOM kills (gate.c): the memory
-     * verdict where this host cannot read the cgroup (a remote engine). */
-    if (d.end_oom[0] > d.oom_kills)
-      d.oom_kills = d.end_oom[0];
+    /* The gate read its cgroups' OOM kills and refused forks (gate.c):
+     * the verdicts where this host cannot read them (a remote engine). */
+    if (d.end_count[0][0] > d.oom_kills)
+      d.oom_kills = d.end_count[0][0];
+    if (d.end_count[0][1] && sb->spec->limits.processes)
+      px__ctr_violation(sb, PX_LIMIT_PROCESSES, sb->spec->limits.processes,
+                        sb->spec->limits.processes, PX_DETECT_OS);
     rc = 0;
   } else {
     rc = final_state(sb, &st);
