@@ -64,6 +64,9 @@ elseif(PX_IS_WINDOWS)
   endif()
 endif()
 
+# The ustar writer, in the portable unit tests (no engine needed).
+target_sources(px_tests PRIVATE ${PROJECT_SOURCE_DIR}/tests/unit/test_ctr_tar.c)
+
 # Tests through the real daemon against a private Docker Engine that a
 # fixture starts (tests/linux/dockerd.sh: its own socket and data root, no
 # network, a test image imported from the host's static busybox).

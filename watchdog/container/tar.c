@@ -45,8 +45,8 @@ static int name_ok(const char *name) {
         (n == 2 && p[0] == '.' && p[1] == '.'))
       return 0;
     p += n;
-    if (*p == '/')
-      p++;
+    if (*p == '/' && !*++p)
+      return 0; /* a trailing '/': an empty last component */
   }
   return 1;
 }
