@@ -44,13 +44,16 @@ static int add_volume(cJSON *mounts, const char *target, const char *tmpfs_o) {
     cJSON_Delete(m);
     return PX_ENOMEM;
   }
+  /* NoCopy: nothing of the image's own files at the target goes into the
+   * volume; it holds only what we deliver (deliver.c). */
   if (!cJSON_AddStringToObject(m, "Type", "volume") ||
-      !cJSON_AddStringToObject(m, "Target", target))
+      !cJSON_AddStringToObject(m, "Target", target) ||
+      !(vo = cJSON_AddObjectToObject(m, "VolumeOptions")) ||
+      !cJSON_AddBoolToObject(vo, "NoCopy", 1))
     return PX_ENOMEM;
   if (!tmpfs_o)
     return 0;
-  if (!(vo = cJSON_AddObjectToObject(m, "VolumeOptions")) ||
-      !(dc = cJSON_AddObjectToObject(vo, "DriverConfig")) ||
+  if (!(dc = cJSON_AddObjectToObject(vo, "DriverConfig")) ||
       !cJSON_AddStringToObject(dc, "Name", "local") ||
       !(o = cJSON_AddObjectToObject(dc, "Options")) ||
       !cJSON_AddStringToObject(o, "type", "tmpfs") ||
