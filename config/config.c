@@ -208,18 +208,43 @@ static const field_t linux_fields[] = {
 
 static const char *const pull_names[] = {"never", "missing", NULL};
 
+/* A decimal port 1-65535 and nothing after it. */
+static int port_ok(const char *p) {
+  size_t n = strspn(p, "0123456789");
+  long v = strtol(p, NULL, 10);
+  return n > 0 && n <= 5 && p[n] == 0 && v >= 1 && v <= 65535;
+}
+
+/* "127.A.B.C:" with each part a decimal 0-255: a literal IPv4 loopback
+ * address (never a name a resolver could answer otherwise). */
+static int loopback4_ok(const char *h) {
+  int part;
+  if (strncmp(h, "127.", 4) != 0)
+    return 0;
+  h += 4;
+  for (part = 0; part < 3; part++) {
+    size_t n = strspn(h, "0123456789");
+    if (n == 0 || n > 3 || strtol(h, NULL, 10) > 255 ||
+        h[n] != (part < 2 ? '.' : ':'))
+      return 0;
+    h += n + 1;
+  }
+  return port_ok(h);
+}
+
 /* unix:///abs, npipe:////./pipe/NAME, or plain TCP to a loopback address
  * (no TLS: for tests against a local engine only). */
 static int endpoint_ok(const char *s) {
-  static const char *const loop[] = {"tcp://127.", "tcp://localhost:",
-                                     "tcp://[::1]:", NULL};
-  size_t i;
   if (strncmp(s, "unix:///", 8) == 0 || strncmp(s, "npipe:////./pipe/", 17) == 0)
     return 1;
-  for (i = 0; loop[i]; i++)
-    if (strncmp(s, loop[i], strlen(loop[i])) == 0)
-      return strchr(s + 6, ':') != NULL;
-  return 0;
+  if (strncmp(s, "tcp://", 6) != 0)
+    return 0;
+  s += 6;
+  if (strncmp(s, "localhost:", 10) == 0)
+    return port_ok(s + 10);
+  if (strncmp(s, "[::1]:", 6) == 0)
+    return port_ok(s + 6);
+  return loopback4_ok(s);
 }
 
 /* "uid:gid", both decimal and non-zero: never root in a container. */

@@ -89,11 +89,14 @@ static int build_images(px_service_t *svc) {
     n += cfg->runtimes[i].image != NULL;
   if (n == 0)
     return 0;
-  if (!(svc->images = calloc(n + 1, sizeof *svc->images)))
+  if (!(svc->images = calloc(n + 1, sizeof *svc->images)) ||
+      !(svc->image_runtimes = calloc(n + 1, sizeof *svc->image_runtimes)))
     return PX_ENOMEM;
   for (i = 0, n = 0; i < cfg->nruntimes; i++)
-    if (cfg->runtimes[i].image)
+    if (cfg->runtimes[i].image) {
+      svc->image_runtimes[n] = cfg->runtimes[i].name;
       svc->images[n++] = cfg->runtimes[i].image;
+    }
   return 0;
 }
 
@@ -109,6 +112,7 @@ static void container_opts(const px_service_t *svc, px_engine_opts_t *o) {
   o->backend_opts.container_user = cfg->containers.user;
   o->backend_opts.container_allow_degraded = cfg->containers.allow_degraded;
   o->backend_opts.container_images = svc->images;
+  o->backend_opts.container_runtimes = svc->image_runtimes;
   o->backend_opts.container_pull = cfg->containers.pull == PX_PULL_MISSING;
   o->backend_opts.container_pool = cfg->containers.pool;
   o->backend_opts.container_slot_limits = cfg->limits.def;
@@ -190,6 +194,7 @@ fail:
   px_kb_close(&svc->kb);
   free(svc->ro_binds);
   free(svc->images);
+  free(svc->image_runtimes);
   px_mutex_destroy(&svc->attest_run);
   px_mutex_destroy(&svc->attest_lock);
   free(svc);
@@ -208,6 +213,7 @@ void px_service_free(px_service_t *svc) {
   px_kb_close(&svc->kb);
   free(svc->ro_binds);
   free(svc->images);
+  free(svc->image_runtimes);
   px_mutex_destroy(&svc->attest_run);
   px_mutex_destroy(&svc->attest_lock);
   free(svc);

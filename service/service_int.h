@@ -14,6 +14,7 @@ struct px_service_s {
   px_kb_t *kb;              /* owned; NULL without KB roots */
   const char **ro_binds;    /* owned array, borrowed strings; NULL-ended */
   const char **images;      /* the same: image runtimes' images, or NULL */
+  const char **image_runtimes; /* the same: the runtime of each image */
   char version[32];
   px_mutex_t attest_lock;   /* guards attest */
   px_mutex_t attest_run;    /* one attestation at a time */

@@ -250,6 +250,15 @@ typedef struct {
   const px_attest_report_t *attestation; /* borrowed; NULL: not encoded */
   int has_pool; /* the backend reports a warm pool (px_pool_info_t) */
   uint64_t pool_size, pool_ready, pool_taken, pool_cold;
+  /* Image runtimes (the container backend): has_containers when any is
+   * configured; container_engine_up when the engine answered at start;
+   * the runtimes whose image the engine does not have (borrowed names,
+   * the first PX_STATUS_MISSING_MAX). */
+  int has_containers, container_engine_up;
+  size_t nmissing;
+#define PX_STATUS_MISSING_MAX 32
+  const char *missing_runtime[PX_STATUS_MISSING_MAX];
+  const char *missing_image[PX_STATUS_MISSING_MAX];
 } px_status_info_t;
 
 /* Fill the `status` fields (version, backend name and enforcement are

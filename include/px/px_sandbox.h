@@ -90,6 +90,10 @@ typedef struct {
                                         (limits.default): a job with these
                                         needs no update */
   unsigned pool_size;      /* Linux: warm sandboxes kept ready (0 = none) */
+  const char *const *container_runtimes; /* the runtime of each
+                                            container_images entry, same
+                                            order (for `status`); may be
+                                            NULL */
 } px_backend_opts_t;
 
 /* A backend is a table of operations plus its own state. */
@@ -120,6 +124,10 @@ extern const px_backend_ops_t px_backend_windows;
 /* Jobs of image runtimes, through the Docker Engine API (Linux builds;
  * watchdog/container/). */
 extern const px_backend_ops_t px_backend_container;
+/* 1 when `image` (a configured one) is not present on the engine of
+ * px_backend_container's open state `state` (its runtime's jobs fail),
+ * for `status`. The list is fixed at open. */
+int px_container_image_missing(void *state, const char *image);
 
 /* The real backend of this platform. */
 const px_backend_ops_t *px_backend_native(void);

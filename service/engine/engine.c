@@ -556,6 +556,30 @@ void px_engine_set_degraded(px_engine_t *eng, int degraded) {
   px_mutex_unlock(&eng->lock);
 }
 
+/* Image runtimes for `status`: is the engine up, which images are missing
+ * (the backend's list is fixed at open: read without a lock). */
+static void container_status(const px_engine_t *eng, px_status_info_t *s) {
+  const px_backend_opts_t *bo = &eng->o.backend_opts;
+  size_t i;
+  if (!eng->o.container || !bo->container_images)
+    return;
+  s->has_containers = 1;
+  s->container_engine_up = eng->cstate != NULL;
+#ifdef PX_HAVE_CONTAINERS
+  if (!eng->cstate || eng->o.container != &px_backend_container)
+    return;
+  for (i = 0; bo->container_images[i] && s->nmissing < PX_STATUS_MISSING_MAX;
+       i++)
+    if (px_container_image_missing(eng->cstate, bo->container_images[i])) {
+      s->missing_image[s->nmissing] = bo->container_images[i];
+      s->missing_runtime[s->nmissing++] =
+          bo->container_runtimes ? bo->container_runtimes[i] : "";
+    }
+#else
+  (void)i;
+#endif
+}
+
 void px_engine_status(px_engine_t *eng, px_status_info_t *s) {
   memset(s, 0, sizeof *s);
   if (!eng)
@@ -587,6 +611,7 @@ void px_engine_status(px_engine_t *eng, px_status_info_t *s) {
     s->pool_taken = p.taken;
     s->pool_cold = p.cold;
   }
+  container_status(eng, s);
 }
 
 void px_engine_metrics(px_engine_t *eng, px_metrics_t *m) {

@@ -328,6 +328,29 @@ static int add_attestation(cJSON *o, const char *name,
   return bad;
 }
 
+/* "containers": {"engine": "ok"|"unavailable", "images_missing":
+ * [{"runtime", "image"}]}: image runtimes whose jobs will fail. */
+static int add_containers(cJSON *o, const px_status_info_t *s) {
+  cJSON *c = add_object(o, "containers"), *arr;
+  size_t i;
+  int bad;
+  if (!c)
+    return 1;
+  bad = add_str(c, "engine", s->container_engine_up ? "ok" : "unavailable");
+  arr = cJSON_AddArrayToObject(c, "images_missing");
+  bad |= !arr;
+  for (i = 0; arr && i < s->nmissing; i++) {
+    cJSON *m = cJSON_CreateObject();
+    if (!m || !cJSON_AddItemToArray(arr, m)) {
+      cJSON_Delete(m);
+      return 1;
+    }
+    bad |= add_str(m, "runtime", s->missing_runtime[i]) |
+           add_str(m, "image", s->missing_image[i]);
+  }
+  return bad;
+}
+
 char *px_encode_status(const px_status_info_t *s) {
   int bad;
   cJSON *o = start("status", 0, NULL, &bad);
@@ -351,6 +374,8 @@ char *px_encode_status(const px_status_info_t *s) {
              add_u64(p, "taken", s->pool_taken) |
              add_u64(p, "cold", s->pool_cold);
   }
+  if (s->has_containers)
+    bad |= add_containers(o, s);
   if (s->attestation)
     bad |= add_attestation(o, "attestation", s->attestation);
   return finish(o, bad);

@@ -4,6 +4,14 @@
 #   tests/linux/dockerd.sh start   start it (if not running) and make the
 #                                  test image; prints the endpoint
 #   tests/linux/dockerd.sh stop    stop it
+#   tests/linux/dockerd.sh tcp     the loopback TCP endpoint it also
+#                                  listens on (tcp://127.0.0.1:PORT)
+#
+# The engine also listens on plain TCP at 127.0.0.1:$PX_TEST_DOCKER_PORT
+# (default 23751) for the Windows build's test under Wine, which cannot
+# reach a Unix socket: no TLS, loopback only, for as long as the tests
+# run. Whoever can reach that port is root on this machine: never start
+# it on a host with untrusted local users (docs/container-backend.md).
 #
 # The engine is Debian's docker.io (tools/setup.sh installs it). It gets a
 # socket, data root and exec root of its own, so it never touches a
@@ -21,6 +29,7 @@ sock=$sock_dir/docker.sock
 data=/var/lib/px-test-docker
 image=px-test/busybox:1
 log=$sock_dir/dockerd.log
+tcp_port=${PX_TEST_DOCKER_PORT:-23751}
 
 unavailable() {
     echo "dockerd.sh: $1" >&2
@@ -29,6 +38,7 @@ unavailable() {
 }
 
 api() { curl -sf --unix-socket "$sock" "http://docker$1"; }
+api_tcp() { curl -sf "http://127.0.0.1:$tcp_port$1"; }
 
 start() {
     command -v dockerd >/dev/null || unavailable "no dockerd (apt-get install docker.io)"
@@ -36,8 +46,13 @@ start() {
     command -v curl >/dev/null || unavailable "no curl"
     [ "$(id -u)" = 0 ] || unavailable "dockerd needs root"
     mkdir -p "$sock_dir"
+    # One started by an older version of this script has no TCP listener.
+    if api /_ping >/dev/null 2>&1 && ! api_tcp /_ping >/dev/null 2>&1; then
+        stop
+    fi
     if ! api /_ping >/dev/null 2>&1; then
-        dockerd --host "unix://$sock" --data-root "$data" \
+        dockerd --host "unix://$sock" --host "tcp://127.0.0.1:$tcp_port" \
+            --data-root "$data" \
             --exec-root "$sock_dir/exec" --pidfile "$sock_dir/dockerd.pid" \
             --bridge=none --iptables=false --ip-forward=false --ip-masq=false \
             >"$log" 2>&1 &
@@ -66,18 +81,20 @@ start() {
 }
 
 stop() {
-    [ -f "$sock_dir/dockerd.pid" ] || exit 0
+    [ -f "$sock_dir/dockerd.pid" ] || return 0
     pid=$(cat "$sock_dir/dockerd.pid")
-    kill "$pid" 2>/dev/null || exit 0
+    kill "$pid" 2>/dev/null || return 0
     for _ in $(seq 1 100); do
-        kill -0 "$pid" 2>/dev/null || exit 0
+        kill -0 "$pid" 2>/dev/null || return 0
         sleep 0.1
     done
     kill -9 "$pid" 2>/dev/null
+    return 0
 }
 
 case "${1:-}" in
     start) start ;;
+    tcp) echo "tcp://127.0.0.1:$tcp_port" ;;
     stop) stop ;;
-    *) echo "usage: $0 start|stop" >&2; exit 2 ;;
+    *) echo "usage: $0 start|stop|tcp" >&2; exit 2 ;;
 esac

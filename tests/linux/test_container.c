@@ -85,6 +85,24 @@ static int our_containers_settle(int want) {
   int i, n = -1;
   for (i = 0; i < 100 && (n = our_containers_now()) != want; i++)
     usleep(100000);
+  if (n != want) { /* say which: names and states */
+    px__dk_resp_t r;
+    if (px__dk_http(ENDPOINT, "GET",
+                    PX_DK_API "/containers/json?all=1&filters=%7B%22label%22"
+                              "%3A%5B%22" LABEL "%22%5D%7D",
+                    NULL, 10000, &r) == 0) {
+      cJSON *doc = cJSON_Parse(px_buf_cstr(&r.body)), *it;
+      cJSON_ArrayForEach(it, doc) {
+        printf("  left: %s %s\n",
+               adv_str(cJSON_GetArrayItem(
+                           cJSON_GetObjectItemCaseSensitive(it, "Names"), 0),
+                       ""),
+               adv_str(it, "Status"));
+      }
+      cJSON_Delete(doc);
+      px__dk_resp_free(&r);
+    }
+  }
   return n;
 }
 
@@ -366,12 +384,23 @@ TEST_IMPL(container_concurrent_jobs) {
 
 TEST_IMPL(container_image_missing) {
   adv_env_t e;
-  cJSON *r, *req;
+  cJSON *r, *req, *st, *miss;
   NEED_ENGINE();
   ASSERT_OK(adv_start(&e, cfg_ctr));
   /* Logged at start, and each job of that runtime ends with an error
    * that names the image; the other runtimes work. */
   ASSERT(px_log_contains(&e.d, "px-test/not-here:1"));
+  /* status names the runtime whose image is missing, and only it. */
+  st = adv_status(e.cl, 10000);
+  ASSERT_NOT_NULL(st);
+  ASSERT_STR_EQ(adv_str(st, "containers.engine"), "ok");
+  miss = cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(st, "containers"), "images_missing");
+  ASSERT_EQ(cJSON_GetArraySize(miss), 1);
+  ASSERT_STR_EQ(adv_str(cJSON_GetArrayItem(miss, 0), "runtime"), "gone");
+  ASSERT_STR_EQ(adv_str(cJSON_GetArrayItem(miss, 0), "image"),
+                "px-test/not-here:1");
+  cJSON_Delete(st);
   req = adv_req("gone", "gone", "echo never", NULL, NULL);
   r = adv_run(e.cl, req, 30000);
   cJSON_Delete(req);
@@ -408,6 +437,212 @@ TEST_IMPL(container_daemon_in_own_mount_ns) {
   cJSON_Delete(r);
   ASSERT_EQ(our_containers(), 0);
   adv_check_host(&e, NULL);
+  adv_stop(&e);
+  return 0;
+}
+
+/* The same engine reached as a remote one (tcp://127.0.0.1, as the
+ * Windows build's test under Wine reaches it): no binds, the gate and the
+ * job's files go in through the archive API, nothing is read back from
+ * the kernel (containers.allow_degraded: results say degraded), KB roots
+ * are refused with a clear error. */
+#define TCP_ENDPOINT "tcp://127.0.0.1:23751"
+static const char cfg_tcp[] =
+    "{\"containers\":{\"endpoint\":\"" TCP_ENDPOINT "\",\"gate\":\""
+    PX_CTR_GATE_PATH "\",\"allow_degraded\":true},"
+    "\"runtimes\":{\"bb\":{\"image\":\"" IMAGE "\","
+    "\"command\":[\"sh\",\"{file}\",\"{args}\"],\"extension\":\".sh\"}},"
+    "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"
+    "\"capabilities\":[\"*\"],\"max_priority\":\"critical\","
+    "\"max_concurrent\":0,\"admin\":true}]}";
+
+TEST_IMPL(container_remote_archive) {
+  adv_env_t e;
+  cJSON *r;
+  NEED_ENGINE();
+  if (px__dk_ping(TCP_ENDPOINT) != 0)
+    RETURN_SKIP("the test engine does not listen on " TCP_ENDPOINT
+                " (tests/linux/dockerd.sh start)");
+  ASSERT_OK(adv_start(&e, cfg_tcp));
+  r = run_bb(&e, "rok", "echo out $(id -u) $(pwd); cat \"$0\" | head -c 9; "
+                        "echo; echo err >&2", NULL, NULL);
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_EQ(adv_str(r, "stdout"), "out 65534 /job\necho out \n");
+  ASSERT_STR_EQ(adv_str(r, "stderr"), "err\n");
+  ASSERT(has_enf(r, "container"));
+  ASSERT(has_enf(r, "degraded"));
+  ASSERT(!has_enf(r, "tmpfs_workdir")); /* not read back remotely */
+  cJSON_Delete(r);
+  /* The job dir: root's without fs:write_tmp, the job's with it. */
+  r = run_bb(&e, "rro",
+             "(touch /job/x) 2>/dev/null && echo job:ALLOWED || echo job:DENIED; "
+             "(touch /.px/x) 2>/dev/null && echo gate:ALLOWED || echo gate:DENIED; "
+             "(touch /etc/x) 2>/dev/null && echo root:ALLOWED || echo root:DENIED",
+             NULL, NULL);
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_EQ(adv_str(r, "stdout"), "job:DENIED\ngate:DENIED\nroot:DENIED\n");
+  cJSON_Delete(r);
+  r = run_bb(&e, "rrw", "echo hi > /job/x && cat /job/x; df -k /job | tail -1",
+             NULL, "[\"fs:write_tmp\"]");
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "hi\n");
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "65536"); /* the 64 MiB cap */
+  cJSON_Delete(r);
+  r = run_bb(&e, "rexit", "echo bye; exit 3", NULL, NULL);
+  ADV_EXPECT(r, "nonzero_exit", NULL);
+  ASSERT_EQ(adv_int(r, "exit_code"), 3);
+  cJSON_Delete(r);
+  r = run_bb(&e, "rwall", "sleep 60", "{\"wall_ms\":1500}", NULL);
+  ADV_EXPECT(r, "killed", "wall_time");
+  cJSON_Delete(r);
+  /* The memory verdict from the gate's count of the cgroup's OOM kills. */
+  r = run_bb(&e, "rmem",
+             "x=$(head -c 400000000 /dev/zero | tr '\\0' a); echo survived",
+             "{\"memory_bytes\":67108864}", NULL);
+  ADV_EXPECT(r, "killed", "memory");
+  ASSERT_STR_EQ(adv_str(r, "violation.detected_by"), "os");
+  cJSON_Delete(r);
+  /* CPU time from the engine's stats: our watchdog's verdict. */
+  r = run_bb(&e, "rcpu", "while :; do :; done",
+             "{\"cpu_ms\":1000,\"wall_ms\":30000}", NULL);
+  ADV_EXPECT(r, "killed", "cpu_time");
+  ASSERT_GE(adv_int(r, "usage.cpu_ms"), 1000);
+  cJSON_Delete(r);
+  /* KB roots cannot reach a remote engine: refused, never run without. */
+  r = run_bb(&e, "rkb", "echo ran", NULL, "[\"kb:read\"]");
+  ASSERT_STR_EQ(adv_str(r, "status"), "error");
+  ASSERT(px_log_contains(&e.d, "KB roots need an engine"));
+  cJSON_Delete(r);
+  ASSERT_EQ(our_containers(), 0);
+  adv_check_host(&e, NULL);
+  adv_stop(&e);
+  return 0;
+}
+
+/* An engine that does not answer: the daemon still serves host runtimes,
+ * status says the container engine is unavailable, and an image
+ * runtime's job ends with a typed error. */
+TEST_IMPL(container_status_engine_down) {
+  static const char cfg_down[] =
+      "{\"containers\":{\"endpoint\":\"tcp://127.0.0.1:1\",\"gate\":\""
+      PX_CTR_GATE_PATH "\"},"
+      "\"runtimes\":{\"bb\":{\"image\":\"" IMAGE "\","
+      "\"command\":[\"sh\",\"{file}\"],\"extension\":\".sh\"}},"
+      "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"
+      "\"capabilities\":[\"*\"],\"max_priority\":\"critical\","
+      "\"max_concurrent\":0,\"admin\":true}]}";
+  adv_env_t e;
+  cJSON *st, *r;
+  if (getuid() != 0)
+    RETURN_SKIP("needs root (the daemon)");
+  ASSERT_OK(adv_start(&e, cfg_down));
+  st = adv_status(e.cl, 10000);
+  ASSERT_NOT_NULL(st);
+  ASSERT_STR_EQ(adv_str(st, "containers.engine"), "unavailable");
+  cJSON_Delete(st);
+  r = run_bb(&e, "down", "echo never", NULL, NULL);
+  ASSERT_STR_EQ(adv_str(r, "status"), "error");
+  ASSERT_STR_CONTAINS(adv_str(r, "error.message"), "engine");
+  cJSON_Delete(r);
+  adv_stop(&e);
+  return 0;
+}
+
+/* The adversarial suite's shell payloads (tests/adversarial/payloads; the
+ * test image has busybox, not Python) against image runtimes, through the
+ * engine on its own kernel (unix://) and as a remote one (tcp://): each
+ * verdict, then the host untouched and no container left. */
+static void shell_payloads(adv_env_t *e, int remote) {
+  const char *m_sleep[] = {"300.9201"}, *m_grand[] = {"300.9202"};
+  cJSON *r, *req;
+#define PAYLOAD(id, name, limits, caps, nargs, args)                         \
+  do {                                                                       \
+    req = adv_req(id, "bb", name, limits, caps);                             \
+    if (nargs)                                                               \
+      adv_req_args(req, nargs, args);                                        \
+    r = adv_run(e->cl, req, 60000);                                          \
+    cJSON_Delete(req);                                                       \
+    adv_print(id, r);                                                        \
+  } while (0)
+  PAYLOAD("fork-bomb", "fork_bomb.sh", "{\"processes\":16,\"wall_ms\":5000}",
+          NULL, 0, NULL);
+  /* On its own kernel the pids cgroup's refusals are read every tick; a
+   * remote engine's only by the gate at the job's end: when the bomb's
+   * first shell dies of a refused fork that is the verdict, when it does
+   * not the kernel keeps capping it and the wall limit ends it. */
+  if (remote && strcmp(adv_str(r, "violation.limit"), "wall_time") == 0)
+    ADV_EXPECT(r, "killed", "wall_time");
+  else
+    ADV_EXPECT(r, "killed", "processes");
+  ASSERT_LE(adv_int(r, "usage.processes"), 17);
+  cJSON_Delete(r);
+  adv_check_host(e, "bomb");
+  /* A job that ends by itself after a refused fork: the processes verdict
+   * on both (remote: the gate's count in its end record). */
+  PAYLOAD("forks", "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 5 & done; wait",
+          "{\"processes\":4}", NULL, 0, NULL);
+  ADV_EXPECT(r, "killed", "processes");
+  cJSON_Delete(r);
+  PAYLOAD("busy-user", "busy_user.sh", "{\"cpu_ms\":1000}", NULL, 0, NULL);
+  ADV_EXPECT(r, "killed", "cpu_time");
+  ASSERT_STR_EQ(adv_str(r, "violation.detected_by"), "watchdog");
+  cJSON_Delete(r);
+  PAYLOAD("sleeper", "sleeper.sh", "{\"wall_ms\":1000}", NULL, 1, m_sleep);
+  ADV_EXPECT(r, "killed", "wall_time");
+  cJSON_Delete(r);
+  adv_check_host(e, m_sleep[0]);
+  PAYLOAD("flood", "flood.sh", "{\"output_bytes\":65536}", NULL, 0, NULL);
+  ADV_EXPECT(r, "killed", "output");
+  ASSERT_LE(strlen(adv_str(r, "stdout")), 65536);
+  ASSERT_LE(strlen(adv_str(r, "stderr")), 65536);
+  cJSON_Delete(r);
+  adv_check_host(e, "flood flood");
+  /* The gate kills what the job left when its first process exits. */
+  PAYLOAD("grandchild", "grandchild.sh", "{\"wall_ms\":20000}", NULL, 1,
+          m_grand);
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "parent-exits");
+  ASSERT_LT(adv_int(r, "usage.wall_ms"), 10000);
+  cJSON_Delete(r);
+  adv_check_host(e, m_grand[0]);
+  /* The job directory's size cap (linux.tmpfs_bytes: 16 MiB here). */
+  PAYLOAD("disk-fill", "disk_fill.sh", NULL, "[\"fs:write_tmp\"]", 0, NULL);
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "No space left");
+  ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "16384 ");
+  cJSON_Delete(r);
+#undef PAYLOAD
+  ASSERT_EQ(our_containers(), 0);
+  adv_check_host(e, NULL);
+}
+
+TEST_IMPL(container_adversarial_shell) {
+  static const char cfg_unix[] =
+      "{\"containers\":{\"endpoint\":\"" ENDPOINT "\",\"gate\":\""
+      PX_CTR_GATE_PATH "\"},\"linux\":{\"tmpfs_bytes\":16777216},"
+      "\"runtimes\":{\"bb\":{\"image\":\"" IMAGE "\","
+      "\"command\":[\"sh\",\"{file}\",\"{args}\"],\"extension\":\".sh\"}},"
+      "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"
+      "\"capabilities\":[\"*\"],\"max_priority\":\"critical\","
+      "\"max_concurrent\":0,\"admin\":true}]}";
+  static const char cfg_remote[] =
+      "{\"containers\":{\"endpoint\":\"" TCP_ENDPOINT "\",\"gate\":\""
+      PX_CTR_GATE_PATH "\",\"allow_degraded\":true},"
+      "\"linux\":{\"tmpfs_bytes\":16777216},"
+      "\"runtimes\":{\"bb\":{\"image\":\"" IMAGE "\","
+      "\"command\":[\"sh\",\"{file}\",\"{args}\"],\"extension\":\".sh\"}},"
+      "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"
+      "\"capabilities\":[\"*\"],\"max_priority\":\"critical\","
+      "\"max_concurrent\":0,\"admin\":true}]}";
+  adv_env_t e;
+  NEED_ENGINE();
+  ASSERT_OK(adv_start(&e, cfg_unix));
+  shell_payloads(&e, 0);
+  adv_stop(&e);
+  if (px__dk_ping(TCP_ENDPOINT) != 0)
+    RETURN_SKIP("the engine's own kernel done; no " TCP_ENDPOINT
+                " for the remote half");
+  ASSERT_OK(adv_start(&e, cfg_remote));
+  shell_payloads(&e, 1);
   adv_stop(&e);
   return 0;
 }

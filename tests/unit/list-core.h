@@ -24,3 +24,6 @@ PX_TEST_ENTRY(core, evt_limit_per_client, 0)
 PX_TEST_ENTRY(core, evt_limit_sweep_reports_quiet_clients, 0)
 PX_TEST_ENTRY(core, evt_limit_table_bounded, 0)
 PX_TEST_ENTRY(core, evt_limit_client_from_message, 0)
+/* watchdog/container/tar.c: tests/unit/test_ctr_tar.c */
+PX_TEST_ENTRY(core, ctr_tar_job_files, 0)
+PX_TEST_ENTRY(core, ctr_tar_names, 0)

@@ -297,6 +297,15 @@ TEST_IMPL(config_container_rules) {
              "containers.endpoint", "LOOPBACK");
   EXPECT_ERR("{\"containers\":{\"endpoint\":\"http://localhost:2375\"}}",
              "containers.endpoint", "unix://");
+  /* A name that merely starts like a loopback address is not one. */
+  EXPECT_ERR("{\"containers\":{\"endpoint\":\"tcp://127.evil.example:2375\"}}",
+             "containers.endpoint", "LOOPBACK");
+  EXPECT_ERR("{\"containers\":{\"endpoint\":\"tcp://127.0.0.1.nip.io:2375\"}}",
+             "containers.endpoint", "LOOPBACK");
+  EXPECT_ERR("{\"containers\":{\"endpoint\":\"tcp://localhost:99999\"}}",
+             "containers.endpoint", "LOOPBACK");
+  EXPECT_ERR("{\"containers\":{\"endpoint\":\"tcp://[::1]:\"}}",
+             "containers.endpoint", "LOOPBACK");
   EXPECT_ERR("{\"containers\":{\"user\":\"0:0\"}}", "containers.user",
              "non-zero");
   EXPECT_ERR("{\"containers\":{\"pool\":65}}", "containers.pool", "64");

@@ -37,6 +37,7 @@ static void be_free(px__ctr_t *be) {
   free(be->gate);
   free(be->user);
   free(be->work_root);
+  px_buf_free(&be->gate_tar);
   free(be);
 }
 
@@ -109,6 +110,9 @@ static int ctr_open(const px_backend_opts_t *opts, void **state) {
   /* The engine's containers run on this kernel when it is reached over a
    * Unix socket (Docker on Linux); over TCP or a pipe it may be a VM. */
   be->host_kernel = strncmp(be->endpoint, "unix://", 7) == 0;
+  /* ... and shares this host's file system; any other engine gets the
+   * gate and the job's files through the archive API (deliver.c). */
+  be->remote = !be->host_kernel;
   if (!be->endpoint || !be->gate || !be->user || !be->work_root) {
     be_free(be);
     return PX_ENOMEM;
@@ -127,6 +131,10 @@ static int ctr_open(const px_backend_opts_t *opts, void **state) {
       return rc;
     }
   }
+  if (be->remote && (rc = px__ctr_deliver_open(be))) {
+    be_free(be);
+    return rc;
+  }
   if ((rc = px__dk_ping(be->endpoint)) || (rc = recover(be)) ||
       (rc = check_images(be)) || (rc = px__ctr_reaper_start(be)) ||
       (rc = px__ctr_pool_start(be))) {
@@ -141,6 +149,10 @@ static int ctr_open(const px_backend_opts_t *opts, void **state) {
 
 static void ctr_close(void *state) { be_free(state); }
 
+int px_container_image_missing(void *state, const char *image) {
+  return state ? px__ctr_image_missing(state, image) : 0;
+}
+
 static uint64_t ctr_enforcement(void *state) {
   px__ctr_t *be = state;
   uint64_t a = PX_ENF(PX_ENF_CONTAINER) | PX_ENF(PX_ENF_WATCHDOG_POLL);
@@ -154,6 +166,7 @@ static uint64_t ctr_enforcement(void *state) {
 
 static void sb_free(px_sandbox_t *sb) {
   px__dk_stream_close(&sb->st);
+  px__dk_stream_close(&sb->stats);
   px_cond_destroy(&sb->cv);
   px_mutex_destroy(&sb->lock);
   free(sb);
@@ -166,6 +179,8 @@ static void ctr_release(px_sandbox_t *sb) {
     return;
   if (sb->thread_started)
     px_thread_join(sb->thread);
+  if (sb->killer_started)
+    px_thread_join(sb->killer);
   if (sb->id[0] && !sb->done) /* never ran to its end: stop it now */
     px__dk_kill(sb->be->endpoint, sb->id);
   px__ctr_reap(sb->be, sb->id, sb->dir, sb->kbdirs,
@@ -225,9 +240,22 @@ static int ctr_prepare(void *state, const px_job_spec_t *spec,
     sb_free(sb);
     return PX_ENOIMAGE;
   }
+  if (be->remote && spec->nkb) {
+    /* KB roots are host directories a remote engine cannot bind: refuse
+     * the job rather than run it without them. */
+    PX_LOG(PX_LOG_ERROR, "job %s: KB roots need an engine that shares this "
+                         "host's file system (a unix:// endpoint); refused",
+           spec->key);
+    sb_free(sb);
+    return PX_ENOTSUP;
+  }
   if (px__ctr_pool_take(be, sb) == 0) {
     PX_LOG(PX_LOG_DEBUG, "job %s: warm container %.12s", spec->key, sb->id);
-    rc = write_files(sb);
+    rc = be->remote ? 0 : write_files(sb); /* remote: at start */
+  } else if (be->remote) {
+    if ((rc = px__ctr_create_json(sb, &json)) == 0 &&
+        (rc = px__dk_create(be->endpoint, sb->name, json, sb->id)) == 0)
+      rc = px__ctr_deliver_gate(be, sb->id);
   } else if ((rc = px__dk_jobdir_create(be->work_root, spec->key, cap,
                                         (spec->caps & PX_CAP_FS_WRITE_TMP) != 0,
                                         &sb->dir)) == 0 &&
@@ -241,7 +269,8 @@ static int ctr_prepare(void *state, const px_job_spec_t *spec,
     return rc == PX_ENOENT ? PX_ENOIMAGE : rc; /* create: 404 no image */
   }
   free(json);
-  sb->outcome.enforcement |= PX_ENF(PX_ENF_TMPFS_WORKDIR);
+  if (!be->remote) /* the host tmpfs; a remote one is not read back */
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_TMPFS_WORKDIR);
   *out = sb;
   return 0;
 }
@@ -289,6 +318,12 @@ static int ctr_start(px_sandbox_t *sb) {
          sb->spec->key, sb->id);
   if (kill_requested(sb))
     return PX_ECANCELED; /* cancelled while starting: the job never ran */
+  /* A remote engine's accounting comes from its stats stream: without it
+   * the CPU-time limit could not be enforced, so no stream, no job. */
+  if (sb->be->remote && ((rc = px__ctr_deliver_files(sb)) ||
+                         (rc = px__dk_stats_open(sb->be->endpoint, sb->id,
+                                                 &sb->stats))))
+    return rc;
   sb->start_ms = px_now_ms();
   if ((rc = feed_gate(sb)))
     return rc;

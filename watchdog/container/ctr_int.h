@@ -16,6 +16,10 @@
 /* Where the job directory and the gate appear inside a container. */
 #define PX_CTR_JOB_DIR "/job"
 #define PX_CTR_GATE "/.px-gate"
+/* A remote engine (deliver.c): the gate is extracted into a volume. */
+#define PX_CTR_GATE_DIR "/.px"
+#define PX_CTR_GATE_NAME "px-ctr-gate"
+#define PX_CTR_GATE_REMOTE PX_CTR_GATE_DIR "/" PX_CTR_GATE_NAME
 
 typedef struct px__ctr_slot_s px__ctr_slot_t; /* pool.c */
 typedef struct px__ctr_task_s px__ctr_task_t; /* reaper.c */
@@ -28,6 +32,10 @@ typedef struct {
   char *work_root; /* owned */
   int host_kernel; /* 1: the engine runs containers on this kernel, so
                       their state can be read back from /proc */
+  int remote;      /* 1: the engine may not share this host's file
+                      system (tcp://, npipe://): files go by the archive
+                      API (deliver.c), no binds, no KB */
+  px_buf_t gate_tar; /* owned: remote: the gate as an archive for /.px */
   int idmap_fd;    /* owned: user namespace for idmapped KB binds, or -1 */
   char **missing;  /* owned: configured images the engine does not have */
   size_t nmissing, cap_missing;
@@ -59,6 +67,8 @@ struct px_sandbox_s {
                                  idmapped view bound into the container),
                                  spec->nkb entries, NULL until made */
   px__dk_stream_t st;         /* the attach stream; the thread's */
+  px__dk_stream_t stats;      /* remote: the engine's stats stream (CPU
+                                 time, memory, pids); the thread's */
   unsigned long pid;          /* the gate (the container's init) */
   int prestarted;             /* a warm slot: its gate is already running */
   uint64_t cpu0_ns;           /* the gate's own CPU before the job */
@@ -75,6 +85,8 @@ struct px_sandbox_s {
                                  sends it: kill() runs under the engine's
                                  lock and must not wait on HTTP */
   int kill_sent;              /* the job's thread only */
+  px_thread_t killer;         /* sends the kill (run.c); joined by release */
+  int killer_started;
   px_outcome_t outcome;       /* violation set once (first wins) */
 };
 
@@ -118,6 +130,17 @@ void px__ctr_reaper_stop(px__ctr_t *be);
 void px__ctr_reap(px__ctr_t *be, const char *id, char *dir, char **kbdirs,
                   size_t nkb);
 void px__ctr_rename_later(px__ctr_t *be, const char *id, const char *name);
+
+/* A remote engine's deliveries (deliver.c): load the gate into
+ * be->gate_tar (at open); extract it into a created container's /.px
+ * (before start); extract the job's files into its /job (after start,
+ * before the job is sent). */
+int px__ctr_deliver_open(px__ctr_t *be);
+int px__ctr_deliver_gate(px__ctr_t *be, const char *id);
+int px__ctr_deliver_files(px_sandbox_t *sb);
+/* The uid and gid of containers.user. */
+void px__ctr_user_ids(const px__ctr_t *be, unsigned long *uid,
+                      unsigned long *gid);
 
 /* Send the kill if one was asked and not sent yet (the job's thread). */
 void px__ctr_kill_pending(px_sandbox_t *sb);

@@ -60,6 +60,12 @@ void px__dk_resp_free(px__dk_resp_t *r);
 int px__dk_http(const char *endpoint, const char *method, const char *path,
                 const char *json, int timeout_ms, px__dk_resp_t *resp);
 
+/* The same with a body of any type (ctype NULL: no body), e.g. an
+ * archive (application/x-tar). */
+int px__dk_http_body(const char *endpoint, const char *method,
+                     const char *path, const char *ctype, const void *body,
+                     size_t blen, int timeout_ms, px__dk_resp_t *resp);
+
 /* A hijacked stream (attach): the connection after the engine's upgrade
  * answer, with the bytes read past its headers kept in front. */
 typedef struct {
@@ -72,6 +78,11 @@ typedef struct {
  * engine answered 101 or 200. */
 int px__dk_hijack(const char *endpoint, const char *path, int timeout_ms,
                   px__dk_stream_t *out);
+
+/* GET `path` and return its body as a stream (for the stats stream),
+ * once the engine answered 200. */
+int px__dk_get_stream(const char *endpoint, const char *path, int timeout_ms,
+                      px__dk_stream_t *out);
 
 /* Read from a hijacked stream (the kept bytes first): as conn_read. */
 long px__dk_stream_read(px__dk_stream_t *s, void *p, size_t n, int timeout_ms);
@@ -122,6 +133,28 @@ int px__dk_update(const char *ep, const char *id, const char *json);
 int px__dk_list_labelled(const char *ep, const char *label, char ***ids,
                          size_t *n);
 void px__dk_ids_free(char **ids, size_t n);
+/* PUT /containers/ID/archive?path=DIR: extract the tar archive `tar` into
+ * directory `dir` of the container (which must be a writable volume there:
+ * the root file system is read-only). */
+int px__dk_archive_put(const char *ep, const char *id, const char *dir,
+                       const void *tar, size_t len);
+
+/* ---- ustar writer (tar.c): regular files and directories only --------- */
+
+/* Append one entry (a header, then the data padded to 512 bytes). Names
+ * are relative and '/'-separated; PX_EINVAL for an unsafe name, PX_ERANGE
+ * for one longer than ustar holds. */
+int px__tar_dir(px_buf_t *b, const char *name, unsigned mode,
+                unsigned long uid, unsigned long gid);
+int px__tar_file(px_buf_t *b, const char *name, unsigned mode,
+                 unsigned long uid, unsigned long gid, const void *data,
+                 size_t len);
+/* The end of the archive (two zero blocks). */
+int px__tar_end(px_buf_t *b);
+/* A job's files (and their parent directories, mode 0755), owned by
+ * uid:gid, files 0644, then the end. */
+int px__tar_job_files(px_buf_t *b, const px_job_file_t *files, size_t n,
+                      unsigned long uid, unsigned long gid);
 
 /* ---- cgroup accounting of a container (linux/host.c; Windows: none) -- */
 
@@ -139,6 +172,14 @@ typedef struct {
  * process, seen from this host) belongs to. PX_ENOTSUP where the engine is
  * not on this host's kernel (Windows); PX_ENOENT once the process is gone. */
 int px__dk_cgstat(unsigned long pid, px__dk_cgstat_t *out);
+
+/* The engine's own accounting of a container, for an engine whose cgroups
+ * this host cannot read (a remote one): GET /containers/ID/stats as a
+ * stream (one JSON object a line, about one a second); and one such line
+ * parsed: cpu_ns, mem_peak (cgroup v1: the peak; v2: usage now),
+ * pids_current, mem_limit and pids_limit, the rest 0. */
+int px__dk_stats_open(const char *ep, const char *id, px__dk_stream_t *out);
+int px__dk_stats_parse(const char *json, size_t len, px__dk_cgstat_t *out);
 
 /* What the kernel says of process `pid`: seccomp mode (2 = filter),
  * no_new_privs, effective capabilities. PX_ENOTSUP off Linux. */

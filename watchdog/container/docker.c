@@ -238,3 +238,68 @@ int px__dk_list_labelled(const char *ep, const char *label, char ***ids,
   }
   return rc;
 }
+
+/* A number at a path of nested objects ("cpu_stats", "cpu_usage", ...). */
+static uint64_t num_at(const cJSON *o, const char *const *path) {
+  for (; *path && o; path++)
+    o = cJSON_GetObjectItemCaseSensitive(o, *path);
+  return cJSON_IsNumber(o) && o->valuedouble > 0 ? (uint64_t)o->valuedouble
+                                                 : 0;
+}
+
+int px__dk_stats_open(const char *ep, const char *id, px__dk_stream_t *out) {
+  path_t p = {{0}};
+  const char *path = mkpath(&p, "/containers/", id, "/stats?stream=true");
+  int rc = path ? px__dk_get_stream(ep, path, T_CALL, out) : PX_ENOMEM;
+  px_buf_free(&p.b);
+  return rc;
+}
+
+int px__dk_stats_parse(const char *json, size_t len, px__dk_cgstat_t *out) {
+  static const char *const cpu[] = {"cpu_stats", "cpu_usage", "total_usage",
+                                    NULL};
+  static const char *const peak[] = {"memory_stats", "max_usage", NULL};
+  static const char *const usage[] = {"memory_stats", "usage", NULL};
+  static const char *const mlim[] = {"memory_stats", "limit", NULL};
+  static const char *const pids[] = {"pids_stats", "current", NULL};
+  static const char *const plim[] = {"pids_stats", "limit", NULL};
+  cJSON *doc = cJSON_ParseWithLength(json, len);
+  int rc = cJSON_IsObject(doc) ? 0 : PX_EPROTO;
+  memset(out, 0, sizeof *out);
+  if (rc == 0) {
+    out->cpu_ns = num_at(doc, cpu);
+    out->mem_peak = num_at(doc, peak) ? num_at(doc, peak) : num_at(doc, usage);
+    out->mem_limit = num_at(doc, mlim) ? num_at(doc, mlim) : UINT64_MAX;
+    out->pids_current = num_at(doc, pids);
+    out->pids_limit = num_at(doc, plim) ? num_at(doc, plim) : UINT64_MAX;
+  }
+  cJSON_Delete(doc);
+  return rc;
+}
+
+int px__dk_archive_put(const char *ep, const char *id, const char *dir,
+                       const void *tar, size_t len) {
+  path_t p = {{0}};
+  px_buf_t post = {0};
+  px__dk_resp_t r;
+  const char *path = NULL;
+  int rc = PX_ENOMEM;
+  memset(&r, 0, sizeof r);
+  if (px_buf_append_str(&post, "/archive?path=") == 0 &&
+      px__dk_urlenc(&post, dir) == 0)
+    path = mkpath(&p, "/containers/", id, px_buf_cstr(&post));
+  if (path)
+    rc = px__dk_http_body(ep, "PUT", path, "application/x-tar", tar, len,
+                          T_SLOW, &r);
+  if (rc == 0 && r.status != 200) {
+    char q[200];
+    PX_LOG(PX_LOG_ERROR, "Docker Engine PUT %s: HTTP %d %s", path, r.status,
+           px_log_quote(q, sizeof q, r.body.data ? r.body.data : "",
+                        r.body.len));
+    rc = r.status == 404 ? PX_ENOENT : PX_EPROTO;
+  }
+  px__dk_resp_free(&r);
+  px_buf_free(&post);
+  px_buf_free(&p.b);
+  return rc;
+}

@@ -70,24 +70,27 @@ void px__dk_stream_close(px__dk_stream_t *s) {
 }
 
 static int send_request(px__dk_conn_t *c, const char *method, const char *path,
-                        const char *json, const char *extra) {
+                        const char *ctype, const void *body, size_t blen,
+                        const char *extra) {
   px_buf_t b = {0};
-  size_t jl = json ? strlen(json) : 0;
   int rc = px_buf_printf(&b,
                          "%s %s HTTP/1.1\r\nHost: docker\r\n"
                          "User-Agent: phoenix-executor\r\n%s",
                          method, path, extra);
-  if (rc == 0 && json)
+  if (rc == 0 && ctype)
     rc = px_buf_printf(&b,
-                       "Content-Type: application/json\r\n"
+                       "Content-Type: %s\r\n"
                        "Content-Length: %zu\r\n",
-                       jl);
+                       ctype, blen);
   if (rc == 0)
     rc = px_buf_append_str(&b, "\r\n");
-  if (rc == 0 && json)
-    rc = px_buf_append(&b, json, jl);
+  /* A small body goes in the same write; a large one (an archive) after. */
+  if (rc == 0 && ctype && blen <= 65536)
+    rc = px_buf_append(&b, body, blen);
   if (rc == 0)
     rc = px__dk_conn_write(c, b.data, b.len);
+  if (rc == 0 && ctype && blen > 65536)
+    rc = px__dk_conn_write(c, body, blen);
   px_buf_free(&b);
   return rc ? (rc == PX_ENOMEM ? rc : PX_EIO) : 0;
 }
@@ -251,25 +254,26 @@ static int read_body(px__dk_stream_t *s, const char *h, px_buf_t *body,
 }
 
 static int open_and_send(const char *endpoint, const char *method,
-                         const char *path, const char *json, const char *extra,
-                         px__dk_stream_t *s) {
+                         const char *path, const char *ctype, const void *body,
+                         size_t blen, const char *extra, px__dk_stream_t *s) {
   int rc;
   memset(s, 0, sizeof *s);
   if ((rc = px__dk_conn_open(endpoint, &s->conn)))
     return rc;
-  if ((rc = send_request(s->conn, method, path, json, extra)))
+  if ((rc = send_request(s->conn, method, path, ctype, body, blen, extra)))
     px__dk_stream_close(s);
   return rc;
 }
 
-int px__dk_http(const char *endpoint, const char *method, const char *path,
-                const char *json, int timeout_ms, px__dk_resp_t *resp) {
+int px__dk_http_body(const char *endpoint, const char *method,
+                     const char *path, const char *ctype, const void *body,
+                     size_t blen, int timeout_ms, px__dk_resp_t *resp) {
   px__dk_stream_t s;
   px_buf_t hdr = {0};
   uint64_t deadline = px_now_ms() + (uint64_t)timeout_ms;
   int rc;
   memset(resp, 0, sizeof *resp);
-  if ((rc = open_and_send(endpoint, method, path, json,
+  if ((rc = open_and_send(endpoint, method, path, ctype, body, blen,
                           "Connection: close\r\n", &s)))
     return rc;
   if ((rc = read_headers(&s, &hdr, deadline)) == 0) {
@@ -291,12 +295,48 @@ int px__dk_http(const char *endpoint, const char *method, const char *path,
   return rc;
 }
 
+int px__dk_http(const char *endpoint, const char *method, const char *path,
+                const char *json, int timeout_ms, px__dk_resp_t *resp) {
+  return px__dk_http_body(endpoint, method, path,
+                          json ? "application/json" : NULL, json,
+                          json ? strlen(json) : 0, timeout_ms, resp);
+}
+
+int px__dk_get_stream(const char *endpoint, const char *path, int timeout_ms,
+                      px__dk_stream_t *out) {
+  px_buf_t req = {0}, hdr = {0};
+  uint64_t deadline = px_now_ms() + (uint64_t)timeout_ms;
+  int rc, status;
+  memset(out, 0, sizeof *out);
+  /* HTTP/1.0: the engine sends the body as it comes, unchunked, and ends
+   * it by closing the connection. */
+  if (px_buf_printf(&req, "GET %s HTTP/1.0\r\nHost: docker\r\n"
+                          "User-Agent: phoenix-executor\r\n\r\n",
+                    path))
+    return PX_ENOMEM;
+  if ((rc = px__dk_conn_open(endpoint, &out->conn)) == 0 &&
+      (rc = px__dk_conn_write(out->conn, req.data, req.len)) == 0 &&
+      (rc = read_headers(out, &hdr, deadline)) == 0) {
+    status = parse_status(hdr.data);
+    if (status != 200) {
+      PX_LOG(PX_LOG_ERROR, "Docker Engine GET %s answered HTTP %d", path,
+             status);
+      rc = PX_EPROTO;
+    }
+  }
+  px_buf_free(&req);
+  px_buf_free(&hdr);
+  if (rc)
+    px__dk_stream_close(out);
+  return rc;
+}
+
 int px__dk_hijack(const char *endpoint, const char *path, int timeout_ms,
                   px__dk_stream_t *out) {
   px_buf_t hdr = {0};
   uint64_t deadline = px_now_ms() + (uint64_t)timeout_ms;
   int rc, status;
-  if ((rc = open_and_send(endpoint, "POST", path, NULL,
+  if ((rc = open_and_send(endpoint, "POST", path, NULL, NULL, 0,
                           "Connection: Upgrade\r\nUpgrade: tcp\r\n", out)))
     return rc;
   rc = read_headers(out, &hdr, deadline);

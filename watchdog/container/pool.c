@@ -69,15 +69,19 @@ static int slot_make(px__ctr_t *be, const char *image, int writable,
   tmp.be = be;
   tmp.spec = &spec;
   snprintf(name, sizeof name, "px%s", s->key);
-  rc = px__dk_jobdir_create(be->work_root, s->key,
-                            be->opts.tmpfs_bytes ? be->opts.tmpfs_bytes
-                                                 : 64u << 20,
-                            writable, &s->dir);
+  rc = be->remote ? 0 /* no host directory: deliver.c */
+                  : px__dk_jobdir_create(be->work_root, s->key,
+                                         be->opts.tmpfs_bytes
+                                             ? be->opts.tmpfs_bytes
+                                             : 64u << 20,
+                                         writable, &s->dir);
   tmp.dir = s->dir;
   if (rc == 0)
     rc = px__ctr_create_json(&tmp, &json);
   if (rc == 0)
     rc = px__dk_create(be->endpoint, name, json, s->id);
+  if (rc == 0 && be->remote)
+    rc = px__ctr_deliver_gate(be, s->id);
   if (rc == 0)
     rc = px__dk_attach(be->endpoint, s->id, &s->st);
   if (rc == 0)

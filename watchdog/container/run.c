@@ -22,6 +22,8 @@
 
 #define EXIT_POLL_MS 20
 #define EXIT_WAIT_MS 10000
+/* A remote engine's stats stream: one JSON object a line (a few KiB). */
+#define STATS_LINE_MAX (256u * 1024u)
 
 void px__ctr_violation(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
                        uint64_t observed, px_detector_t by) {
@@ -37,15 +39,27 @@ void px__ctr_violation(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
   px_mutex_unlock(&sb->lock);
 }
 
+static void kill_thread(void *arg) {
+  px_sandbox_t *sb = arg;
+  px__dk_kill(sb->be->endpoint, sb->id);
+}
+
 void px__ctr_kill_pending(px_sandbox_t *sb) {
   int req;
   px_mutex_lock(&sb->lock);
   req = sb->kill_req;
   px_mutex_unlock(&sb->lock);
-  if (req && !sb->kill_sent) {
-    sb->kill_sent = 1;
+  if (!req || sb->kill_sent)
+    return;
+  sb->kill_sent = 1;
+  /* POST /kill answers only once the container has stopped (the engine
+   * waits up to 10 s), and it cannot stop while the engine is blocked
+   * writing output nobody reads: the kill goes from a thread of its own
+   * while this one keeps draining the stream. (release joins it.) */
+  if (px_thread_create(&sb->killer, kill_thread, sb) == 0)
+    sb->killer_started = 1;
+  else
     px__dk_kill(sb->be->endpoint, sb->id);
-  }
 }
 
 typedef struct {
@@ -57,12 +71,19 @@ typedef struct {
   uint64_t peak_mem, peak_pids; /* peak_pids counts the gate */
   uint64_t cpu_ns;
   uint64_t oom_kills;
+  px_buf_t sline;        /* remote: the stats stream's partial line */
+  px__dk_cgstat_t scg;   /* remote: the latest sample */
+  int have_scg;
   /* The gate's end record, per stream (index stream - 1): the bytes of
    * sb->end_prefix matched so far are held back from on_output; then its
    * status digits. The job is over when both records arrived. */
   size_t m[2];
   int in_status[2], seen[2], ended;
-  long long end_status;
+  int field[2];               /* 0: the status digits; 1: OOM kills;
+                                 2: forks refused */
+  long long end_status[2];
+  uint64_t end_count[2][2];   /* the gate's counts of OOM kills and of
+                                 forks refused in the container's cgroups */
   char out[4096]; /* bytes passed on, batched */
   size_t nout;
 } demux_t;
@@ -104,17 +125,23 @@ static void feed_stream(px_sandbox_t *sb, demux_t *d, px_stream_t st,
   size_t i;
   for (i = 0; i < n && !d->seen[k]; i++) {
     char c = p[i];
-    if (d->in_status[k]) {
-      if (c >= '0' && c <= '9' && d->end_status < 100000)
-        d->end_status = d->end_status * 10 + (c - '0');
-      else
+    if (d->in_status[k]) { /* "<status> <oom kills> <forks refused>\n" */
+      if (c >= '0' && c <= '9') {
+        uint64_t *v = d->field[k] ? &d->end_count[k][d->field[k] - 1] : NULL;
+        if (!v && d->end_status[k] < 100000)
+          d->end_status[k] = d->end_status[k] * 10 + (c - '0');
+        else if (v && *v < 1000000000u)
+          *v = *v * 10 + (uint64_t)(c - '0');
+      } else if (c == ' ' && d->field[k] < 2) {
+        d->field[k]++;
+      } else {
         d->seen[k] = c == '\n';
+      }
       continue;
     }
     if (c == pre[d->m[k]]) {
       if (++d->m[k] == sizeof sb->end_prefix - 1) {
         d->in_status[k] = 1;
-        d->end_status = 0;
       }
       continue;
     }
@@ -158,19 +185,62 @@ static void feed(px_sandbox_t *sb, demux_t *d, const char *p, size_t n) {
   }
 }
 
+/* Whatever the stats stream has delivered, without waiting: each
+ * complete line is a sample; the latest is kept in d->scg. */
+static void drain_stats(px_sandbox_t *sb, demux_t *d) {
+  char buf[16384];
+  for (;;) {
+    const char *nl;
+    long n = sb->stats.conn ? px__dk_stream_read(&sb->stats, buf, sizeof buf, 0)
+                            : 0;
+    if (n == 0 || (n < 0 && n != PX_ETIMEDOUT))
+      px__dk_stream_close(&sb->stats); /* ended: the last sample stays */
+    if (n <= 0)
+      return;
+    if (px_buf_append(&d->sline, buf, (size_t)n) || d->sline.len > STATS_LINE_MAX)
+      px_buf_reset(&d->sline); /* not a stats stream: drop it */
+    while (d->sline.len &&
+           (nl = memchr(d->sline.data, '\n', d->sline.len)) != NULL) {
+      size_t k = (size_t)(nl - d->sline.data) + 1;
+      px__dk_cgstat_t cg;
+      if (px__dk_stats_parse(d->sline.data, k - 1, &cg) == 0) {
+        d->scg = cg;
+        d->have_scg = 1;
+      }
+      memmove(d->sline.data, d->sline.data + k, d->sline.len - k);
+      d->sline.len -= k;
+    }
+  }
+}
+
+/* The container's accounting: its cgroups on this host, or the latest
+ * sample of a remote engine's stats stream. 1 when *cg was filled. */
+static int accounting(px_sandbox_t *sb, demux_t *d, int final,
+                      px__dk_cgstat_t *cg) {
+  (void)final;
+  if (sb->be->host_kernel)
+    return px__dk_cgstat(sb->pid, cg) == 0;
+  drain_stats(sb, d);
+  *cg = d->scg;
+  return d->have_scg;
+}
+
 /* One watchdog tick: wall and CPU deadlines, pids refusals, peaks. The
  * final one, after the stream ended, only takes the accounting. */
 static void tick(px_sandbox_t *sb, demux_t *d, int final) {
   const px_limits_t *l = &sb->spec->limits;
   uint64_t now = px_now_ms();
   px__dk_cgstat_t cg;
-  if (sb->be->host_kernel && px__dk_cgstat(sb->pid, &cg) == 0) {
+  if (accounting(sb, d, final, &cg)) {
     if (cg.mem_peak > d->peak_mem)
       d->peak_mem = cg.mem_peak;
     if (cg.pids_current > d->peak_pids)
       d->peak_pids = cg.pids_current;
-    d->cpu_ns = cg.cpu_ns > sb->cpu0_ns ? cg.cpu_ns - sb->cpu0_ns : 0;
-    d->oom_kills = cg.oom_kills;
+    /* Counters only grow; a stopped container's stats read 0. */
+    if (cg.cpu_ns > sb->cpu0_ns && cg.cpu_ns - sb->cpu0_ns > d->cpu_ns)
+      d->cpu_ns = cg.cpu_ns - sb->cpu0_ns;
+    if (cg.oom_kills > d->oom_kills)
+      d->oom_kills = cg.oom_kills;
     if (l->memory_bytes && cg.oom_kills > 0)
       px__ctr_violation(sb, PX_LIMIT_MEMORY, l->memory_bytes,
                         d->peak_mem > l->memory_bytes ? d->peak_mem
@@ -229,9 +299,11 @@ static int final_state(px_sandbox_t *sb, px__dk_state_t *st) {
   int rc;
   while ((rc = px__dk_inspect(sb->be->endpoint, sb->id, st)) == 0 &&
          st->running) {
-    if (px_now_ms() >= until) {
+    if (px_now_ms() >= until) { /* once more, from here: the stream is
+                                   over, nothing can block the engine */
       px__ctr_violation(sb, PX_LIMIT_NONE, 0, 0, PX_DETECT_WATCHDOG);
-      sb->kill_sent = 0; /* once more */
+      sb->kill_sent = 1;
+      px__dk_kill(sb->be->endpoint, sb->id);
       until = px_now_ms() + EXIT_WAIT_MS;
     }
     px__ctr_kill_pending(sb);
@@ -283,14 +355,27 @@ void px__ctr_run(void *arg) {
   }
   PX_LOG(PX_LOG_DEBUG, "job %s: %s", sb->spec->key,
          d.ended ? "end record" : "stream ended");
-  tick(sb, &d, 1); /* the final accounting: the gate keeps the cgroups */
+  /* The final accounting: the gate keeps the cgroups after its record.
+   * Without the record the container is gone or going, and its pid may
+   * already name another process: this host's cgroups are not read. */
+  if (d.ended || !sb->be->host_kernel)
+    tick(sb, &d, 1);
   if (d.ended) { /* the gate's record: the job is over, its status known */
-    st.exit_code = d.end_status;
+    st.exit_code = d.end_status[0];
+    /* The gate read its cgroups' OOM kills and refused forks (gate.c):
+     * the verdicts where this host cannot read them (a remote engine). */
+    if (d.end_count[0][0] > d.oom_kills)
+      d.oom_kills = d.end_count[0][0];
+    if (d.end_count[0][1] && sb->spec->limits.processes)
+      px__ctr_violation(sb, PX_LIMIT_PROCESSES, sb->spec->limits.processes,
+                        sb->spec->limits.processes, PX_DETECT_OS);
     rc = 0;
   } else {
     rc = final_state(sb, &st);
     PX_LOG(PX_LOG_DEBUG, "job %s: container stopped", sb->spec->key);
   }
+  px__dk_stream_close(&sb->stats);
+  px_buf_free(&d.sline);
   px_mutex_lock(&sb->lock);
   fill(sb, &d, &st, rc);
   sb->done = 1;

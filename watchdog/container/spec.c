@@ -33,6 +33,59 @@ static int add_bind(cJSON *binds, const char *host, const char *inside,
   return s && cJSON_AddItemToArray(binds, s) ? 0 : PX_ENOMEM;
 }
 
+/* A remote engine (deliver.c): no host path binds; /.px (the gate) and
+ * /job (a size-capped tmpfs of the local volume driver) are anonymous
+ * volumes that go with the container. */
+static int add_volume(cJSON *mounts, const char *target, const char *tmpfs_o) {
+  cJSON *m = cJSON_CreateObject(), *vo, *dc, *o;
+  if (!m)
+    return PX_ENOMEM;
+  if (!cJSON_AddItemToArray(mounts, m)) {
+    cJSON_Delete(m);
+    return PX_ENOMEM;
+  }
+  /* NoCopy: nothing of the image's own files at the target goes into the
+   * volume; it holds only what we deliver (deliver.c). */
+  if (!cJSON_AddStringToObject(m, "Type", "volume") ||
+      !cJSON_AddStringToObject(m, "Target", target) ||
+      !(vo = cJSON_AddObjectToObject(m, "VolumeOptions")) ||
+      !cJSON_AddBoolToObject(vo, "NoCopy", 1))
+    return PX_ENOMEM;
+  if (!tmpfs_o)
+    return 0;
+  if (!(dc = cJSON_AddObjectToObject(vo, "DriverConfig")) ||
+      !cJSON_AddStringToObject(dc, "Name", "local") ||
+      !(o = cJSON_AddObjectToObject(dc, "Options")) ||
+      !cJSON_AddStringToObject(o, "type", "tmpfs") ||
+      !cJSON_AddStringToObject(o, "device", "tmpfs") ||
+      !cJSON_AddStringToObject(o, "o", tmpfs_o))
+    return PX_ENOMEM;
+  return 0;
+}
+
+static int remote_mounts(const px_sandbox_t *sb, cJSON *hc) {
+  const px__ctr_t *be = sb->be;
+  cJSON *mounts = cJSON_AddArrayToObject(hc, "Mounts");
+  unsigned long uid = 0, gid = 0;
+  uint64_t cap = be->opts.tmpfs_bytes ? be->opts.tmpfs_bytes : 64u << 20;
+  int writable = (sb->spec->caps & PX_CAP_FS_WRITE_TMP) != 0;
+  char o[160];
+  int rc;
+  if (!mounts)
+    return PX_ENOMEM;
+  if (writable)
+    px__ctr_user_ids(be, &uid, &gid);
+  /* Without fs:write_tmp the tmpfs is root's: the job cannot write. */
+  if (px_snprintf(o, sizeof o, "size=%llu,mode=%s,uid=%lu,gid=%lu,nosuid,nodev",
+                  (unsigned long long)cap, writable ? "0700" : "0755", uid,
+                  gid))
+    return PX_EINVAL;
+  if ((rc = add_volume(mounts, PX_CTR_GATE_DIR, NULL)) ||
+      (rc = add_volume(mounts, PX_CTR_JOB_DIR, o)))
+    return rc;
+  return 0;
+}
+
 static int host_config(const px_sandbox_t *sb, cJSON *hc) {
   const px_job_spec_t *sp = sb->spec;
   int egress = (sp->caps & PX_CAP_NET_EGRESS) != 0;
@@ -45,7 +98,12 @@ static int host_config(const px_sandbox_t *sb, cJSON *hc) {
   int rc;
   if (!binds || !caps || !sec || !log)
     return PX_ENOMEM;
-  if ((rc = add_bind(binds, sb->dir, PX_CTR_JOB_DIR,
+  if (sb->be->remote) {
+    if (sp->nkb) /* refused at prepare already: never run without them */
+      return PX_ENOTSUP;
+    if ((rc = remote_mounts(sb, hc)))
+      return rc;
+  } else if ((rc = add_bind(binds, sb->dir, PX_CTR_JOB_DIR,
                      (sp->caps & PX_CAP_FS_WRITE_TMP) != 0)) ||
       (rc = add_bind(binds, sb->be->gate, PX_CTR_GATE, 0)))
     return rc;
@@ -89,7 +147,9 @@ int px__ctr_create_json(const px_sandbox_t *sb, char **out) {
   labels = cJSON_AddObjectToObject(c, "Labels");
   hc = cJSON_AddObjectToObject(c, "HostConfig");
   if (!ep || !env || !labels || !hc ||
-      !cJSON_AddItemToArray(ep, cJSON_CreateString(PX_CTR_GATE)) ||
+      !cJSON_AddItemToArray(ep, cJSON_CreateString(sb->be->remote
+                                                       ? PX_CTR_GATE_REMOTE
+                                                       : PX_CTR_GATE)) ||
       !cJSON_AddItemToArray(env, cJSON_CreateString("PATH=" DEFAULT_PATH)) ||
       !cJSON_AddStringToObject(c, "Image", sb->spec->image) ||
       !cJSON_AddStringToObject(c, "User", sb->be->user) ||

@@ -17,8 +17,8 @@
  * container (or sends SIGTERM: then it exits with the job's status, its
  * exit code or 128 + the signal).
  *
- * The end record, "\x1ePXEND <token> <status>\n", written on stdout and on
- * stderr, tells the backend that the job is over and that each stream has
+ * The end record, "\x1ePXEND <token> <status> <oom kills> <forks
+ * refused>\n", written on stdout and on stderr, tells the backend that the job is over and that each stream has
  * delivered all of its bytes (the engine copies the two streams
  * independently, so only a record in each stream orders it; the attach
  * stream itself ends only when the container does: the engine holds its
@@ -171,17 +171,59 @@ static int wait_job(pid_t job) {
   }
 }
 
+/* A counter of this container's cgroups as the container sees them: the
+ * line "KEY N" of the first readable file. The backend reads the cgroup
+ * itself when the engine runs on its own kernel; a remote engine's
+ * (Docker Desktop's VM) it cannot, and these counts are then the only
+ * source of the memory and processes verdicts. 0 when none is readable. */
+static unsigned long cg_count(const char *const *files, const char *key) {
+  size_t kl = strlen(key);
+  const char *const *f;
+  for (f = files; *f; f++) {
+    char buf[4096];
+    const char *p;
+    ssize_t n;
+    FILE *fp = fopen(*f, "re");
+    if (!fp)
+      continue;
+    n = (ssize_t)fread(buf, 1, sizeof buf - 1, fp);
+    fclose(fp);
+    buf[n > 0 ? n : 0] = 0;
+    for (p = buf; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+      if (strncmp(p, key, kl) == 0 && p[kl] == ' ')
+        return strtoul(p + kl + 1, NULL, 10);
+  }
+  return 0;
+}
+
+/* OOM kills (cgroup v2: memory.events; v1: memory.oom_control). */
+static unsigned long oom_kills(void) {
+  static const char *const files[] = {"/sys/fs/cgroup/memory.events",
+                                      "/sys/fs/cgroup/memory/memory.oom_control",
+                                      NULL};
+  return cg_count(files, "oom_kill");
+}
+
+/* Forks refused at the pids limit (pids.events "max", v2 and v1). */
+static unsigned long forks_refused(void) {
+  static const char *const files[] = {"/sys/fs/cgroup/pids.events",
+                                      "/sys/fs/cgroup/pids/pids.events", NULL};
+  return cg_count(files, "max");
+}
+
 /* The end record (see above) on stdout and stderr. */
-static void end_record(const unsigned char *token, int status) {
+static void end_record(const unsigned char *token, int status,
+                       unsigned long ooms, unsigned long refused) {
   static const char hex[] = "0123456789abcdef";
-  char rec[64];
+  char rec[128];
   int i, n;
   snprintf(rec, sizeof rec, "\x1ePXEND ");
   for (i = 0; i < 16; i++) {
     rec[7 + 2 * i] = hex[token[i] >> 4];
     rec[8 + 2 * i] = hex[token[i] & 15];
   }
-  n = 39 + snprintf(rec + 39, sizeof rec - 39, " %d\n", status);
+  n = 39 + snprintf(rec + 39, sizeof rec - 39, " %d %lu %lu\n", status, ooms,
+                    refused);
   (void)!write(1, rec, (size_t)n);
   (void)!write(2, rec, (size_t)n);
 }
@@ -219,7 +261,7 @@ int main(void) {
   while (wait(NULL) > 0 || errno == EINTR)
     ;
   st = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  end_record(token, st);
+  end_record(token, st, oom_kills(), forks_refused());
   close(0);
   close(1);
   close(2);
