@@ -25,28 +25,3 @@ if(PX_IS_LINUX)
   set_target_properties(px-ctr-gate PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/service)
 endif()
-
-# Tests through the real daemon against a private Docker Engine that a
-# fixture starts (tests/linux/dockerd.sh: its own socket and data root, no
-# network, a test image imported from the host's static busybox).
-if(PX_IS_LINUX)
-  target_sources(px_tests_linux PRIVATE
-    ${PROJECT_SOURCE_DIR}/tests/linux/test_container.c)
-  set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/linux/test_container.c
-    DIRECTORY ${PROJECT_SOURCE_DIR}/tests APPEND PROPERTY COMPILE_DEFINITIONS
-    "PX_CTR_GATE_PATH=\"$<TARGET_FILE:px-ctr-gate>\"")
-  add_dependencies(px_tests_linux px-ctr-gate)
-  px_add_test_group(px_tests_linux container LABELS linux integ container
-    TIMEOUT 900)
-  add_test(NAME linux.container_engine_start
-    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/linux/dockerd.sh start)
-  add_test(NAME linux.container_engine_stop
-    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/linux/dockerd.sh stop)
-  set_tests_properties(linux.container_engine_start PROPERTIES
-    FIXTURES_SETUP px_dockerd LABELS "linux;integ;container" TIMEOUT 120
-    SKIP_RETURN_CODE 77)
-  set_tests_properties(linux.container_engine_stop PROPERTIES
-    FIXTURES_CLEANUP px_dockerd LABELS "linux;integ;container" TIMEOUT 60)
-  set_tests_properties(linux.container PROPERTIES FIXTURES_REQUIRED px_dockerd
-    RUN_SERIAL TRUE)
-endif()

@@ -19,6 +19,7 @@
 #include "watchdog/linux/linux_int.h"
 
 #include "px/px_error.h"
+#include "px/px_fault.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
 
@@ -35,7 +36,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-volatile int px__lnx_fail_step;
 
 static const char *const step_names[] = {
     "none",
@@ -50,19 +50,28 @@ const char *px__lnx_step_name(int step) {
   return step_names[step];
 }
 
-int px__lnx_inject_fail(const char *step) {
-  int i;
-  if (!step) {
-    px__lnx_fail_step = 0;
-    return 0;
-  }
-  for (i = 1; i < PX_STEP_COUNT_; i++)
-    if (strcmp(step_names[i], step) == 0) {
-      px__lnx_fail_step = i;
-      return 0;
-    }
-  return PX_EINVAL;
+#ifdef PX_TEST_SEAMS
+static const char *const step_sites[] = {
+    "linux.none",
+#define PX_STEP_SITE_(e, s) "linux." s,
+    PX_LNX_STEP_MAP(PX_STEP_SITE_)
+#undef PX_STEP_SITE_
+};
+
+const char *px__lnx_step_site(int step) {
+  if (step < 0 || step >= PX_STEP_COUNT_)
+    return "linux.?";
+  return step_sites[step];
 }
+
+int px__lnx_injected(int step) {
+  int e = px_fault_hit(px__lnx_step_site(step));
+  if (e == 0)
+    return 0;
+  errno = e;
+  return 1;
+}
+#endif
 
 /* --- open / close -------------------------------------------------------- */
 
