@@ -8,7 +8,8 @@
 # errors; win: the mingw-w64 toolchain), builds only the service and
 # phoenixctl, and checks:
 #   - the release service binary has no fake backend (px_backend_fake), no
-#     fault registry (px_fault_*) and no fault site names;
+#     fault registry (px_fault_*), no test hooks (px_kbfs_test_*,
+#     px__winbe_test_*) and no fault site names;
 #   - the same search finds them in the seam build's binary (positive
 #     control: the search can fail);
 #   - the release binary refuses `--backend fake` with a clear error and
@@ -70,7 +71,7 @@ done
 
 # Symbols and strings: none in the release binary, some in the seam one.
 "$nm" "$bin" | grep -q "$real" || fail "release $exe: no $real symbol (stripped? nm proves nothing)"
-release_syms=$("$nm" "$bin" | grep -E 'px_backend_fake|px_fault_(hit|arm|reset)' || true)
+release_syms=$("$nm" "$bin" | grep -E 'px_backend_fake|px_fault_(hit|arm|reset)|px_kbfs_test_|px__winbe_test_' || true)
 [ -z "$release_syms" ] || fail "release $exe has test-seam symbols: $release_syms"
 if grep -aqE "$sites" "$bin"; then
     fail "release $exe names fault sites: $(grep -aoE "$sites" "$bin" | sort -u | tr '\n' ' ')"
