@@ -60,7 +60,7 @@ target_sources(px_tests_linux PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/cases/cases.c)
 target_link_libraries(px_tests_linux PRIVATE px_client)
 set_source_files_properties(${PROJECT_SOURCE_DIR}/tests/linux/test_daemon.c
-  DIRECTORY ${PROJECT_SOURCE_DIR}/tests PROPERTIES COMPILE_DEFINITIONS
+  PROPERTIES COMPILE_DEFINITIONS
   "PX_CASES_DIR=\"${PROJECT_SOURCE_DIR}/tests/cases/\"")
 add_dependencies(px_tests_linux phoenix-executor)
 px_add_test_group(px_tests_linux daemon LABELS integ TIMEOUT 900)
@@ -79,7 +79,7 @@ set_tests_properties(tools.install_linux PROPERTIES LABELS "tools;linux;integ" T
 target_sources(px_tests_linux PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/linux/test_container.c)
 set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/linux/test_container.c
-  DIRECTORY ${PROJECT_SOURCE_DIR}/tests APPEND PROPERTY COMPILE_DEFINITIONS
+  APPEND PROPERTY COMPILE_DEFINITIONS
   "PX_CTR_GATE_PATH=\"$<TARGET_FILE:px-ctr-gate>\"")
 add_dependencies(px_tests_linux px-ctr-gate)
 px_add_test_group(px_tests_linux container LABELS linux integ container

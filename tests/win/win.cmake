@@ -70,7 +70,6 @@ set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/win/test_svc_evt.c
                     ${PROJECT_SOURCE_DIR}/tests/win/test_svc_attest.c
                     ${PROJECT_SOURCE_DIR}/tests/win/test_svc_priv.c
                     ${PROJECT_SOURCE_DIR}/tests/win/test_svc_storm.c
-  DIRECTORY ${PROJECT_SOURCE_DIR}/tests
   APPEND PROPERTY COMPILE_DEFINITIONS
   "PX_SVC_EXE_REL=\"${PX_SVC_EXE_REL}\""
   "PX_CASES_DIR=\"${PROJECT_SOURCE_DIR}/tests/cases/\"")
@@ -88,7 +87,6 @@ file(RELATIVE_PATH PX_CTL_EXE_REL ${PROJECT_BINARY_DIR}/tests
      ${PROJECT_BINARY_DIR}/tools/phoenixctl.exe)
 string(REPLACE "/" "\\\\" PX_CTL_EXE_REL "${PX_CTL_EXE_REL}")
 set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/win/test_svc_pipe.c
-  DIRECTORY ${PROJECT_SOURCE_DIR}/tests
   APPEND PROPERTY COMPILE_DEFINITIONS "PX_CTL_EXE_REL=\"${PX_CTL_EXE_REL}\""
   "PX_SVC_EXE_REL=\"${PX_SVC_EXE_REL}\"")
 
