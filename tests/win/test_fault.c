@@ -203,7 +203,7 @@ TEST_IMPL(winfault_kill) {
   ev = wt_events(&c);
   ASSERT_OK(ops()->prepare(b.state, &j.spec, &ev, &sb));
   ASSERT_OK(ops()->start(sb));
-  px_fault_arm("winapi.TerminateJobObject", 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.TerminateJobObject", 1, ERROR_ACCESS_DENIED));
   ASSERT_OK(ops()->kill(sb));
   px_fault_reset();
   ASSERT_OK(ops()->wait(sb, &o));
@@ -227,7 +227,8 @@ TEST_IMPL(winfault_tolerated) {
   /* UI restrictions (the 3rd SetInformationJobObject). */
   wt_job(&j, "exit", "0", NULL);
   wt_capture_init(&c);
-  px_fault_arm("winapi.SetInformationJobObject", 3, ERROR_INVALID_PARAMETER);
+  ASSERT_OK(px_fault_arm("winapi.SetInformationJobObject", 3,
+                         ERROR_INVALID_PARAMETER));
   ASSERT_OK(wt_run(&b, &j, &c, &o));
   px_fault_reset();
   ASSERT_EQ(o.exited, 1);
@@ -239,7 +240,8 @@ TEST_IMPL(winfault_tolerated) {
   wt_job(&j, "exit", "0", NULL);
   j.spec.limits.processes = 1;
   wt_capture_init(&c);
-  px_fault_arm("winapi.UpdateProcThreadAttribute", 3, ERROR_NOT_SUPPORTED);
+  ASSERT_OK(px_fault_arm("winapi.UpdateProcThreadAttribute", 3,
+                         ERROR_NOT_SUPPORTED));
   ASSERT_OK(wt_run(&b, &j, &c, &o));
   px_fault_reset();
   ASSERT_EQ(o.exited, 1);
@@ -267,7 +269,7 @@ TEST_IMPL(winfault_tolerated) {
 TEST_IMPL(winfault_injector) {
   unsigned long before = px__winapi_calls(PX_WAPI_CreateJobObjectW);
   HANDLE h;
-  px_fault_arm("winapi.CreateJobObjectW", 2, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.CreateJobObjectW", 2, ERROR_ACCESS_DENIED));
   h = PXW(CreateJobObjectW)(NULL, NULL);
   ASSERT_NOT_NULL(h);
   CloseHandle(h);
@@ -372,7 +374,8 @@ TEST_IMPL(winfault_assign_fallback) {
   wt_job(&j, "report", NULL);
   wt_capture_init(&c);
   assigns = px__winapi_calls(PX_WAPI_AssignProcessToJobObject);
-  px_fault_arm("winapi.UpdateProcThreadAttribute", 2, ERROR_NOT_SUPPORTED);
+  ASSERT_OK(px_fault_arm("winapi.UpdateProcThreadAttribute", 2,
+                         ERROR_NOT_SUPPORTED));
   ASSERT_OK(wt_run(&b, &j, &c, &o));
   px_fault_reset();
   ASSERT_EQ(px__winapi_calls(PX_WAPI_AssignProcessToJobObject) - assigns, 1);
@@ -383,8 +386,10 @@ TEST_IMPL(winfault_assign_fallback) {
   wt_job_free(&j);
   /* ... and the assignment refused: fail closed. */
   wt_job(&j, "sleep", "60000", NULL);
-  px_fault_arm("winapi.UpdateProcThreadAttribute", 2, ERROR_NOT_SUPPORTED);
-  px_fault_arm("winapi.AssignProcessToJobObject", 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.UpdateProcThreadAttribute", 2,
+                         ERROR_NOT_SUPPORTED));
+  ASSERT_OK(px_fault_arm("winapi.AssignProcessToJobObject", 1,
+                         ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_backend_native()->prepare(b.state, &j.spec, &ev, &sb), PX_EJOB);
   px_fault_reset();
   ASSERT_NULL(sb);

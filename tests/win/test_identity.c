@@ -119,7 +119,8 @@ TEST_IMPL(winfault_identity_prepare) {
   b.opts.tick_ms = 20;
   b.opts.allow_degraded = 0;
   if (!wine)
-    px_fault_arm("winapi.LsaRegisterLogonProcess", 1, ERROR_ACCESS_DENIED);
+    ASSERT_OK(px_fault_arm("winapi.LsaRegisterLogonProcess", 1,
+                           ERROR_ACCESS_DENIED));
   ASSERT_OK(ops()->open(&b.opts, &b.state)); /* the service still starts */
   ASSERT_UINT_EQ(ops()->enforcement_available(b.state) &
                      PX_ENF(PX_ENF_JOB_ACCOUNT),
@@ -127,7 +128,8 @@ TEST_IMPL(winfault_identity_prepare) {
   wt_job(&j, "exit", "0", NULL);
   snprintf(dir, sizeof dir, "%s\\%s", b.root, j.spec.key);
   if (!wine)
-    px_fault_arm("winapi.LsaRegisterLogonProcess", 1, ERROR_ACCESS_DENIED);
+    ASSERT_OK(px_fault_arm("winapi.LsaRegisterLogonProcess", 1,
+                           ERROR_ACCESS_DENIED));
   ASSERT_EQ(ops()->prepare(b.state, &j.spec, &ev, &sb), PX_ETOKEN);
   px_fault_reset();
   ASSERT_NULL(sb);

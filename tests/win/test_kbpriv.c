@@ -106,11 +106,12 @@ TEST_IMPL(kbpriv_nesting_and_faults) {
   px_kbfs_scope_leave();
   ASSERT_EQ(thread_has_them(), -1);
   /* ImpersonateSelf refused: no scope, no token left behind. */
-  px_fault_arm("winapi.ImpersonateSelf", 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.ImpersonateSelf", 1, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_kbfs_scope_enter(), PX_EACCES);
   ASSERT_EQ(thread_has_them(), -1);
   /* The privileges refused (a token without them): reverted, refused. */
-  px_fault_arm("winapi.AdjustTokenPrivileges", 1, ERROR_NOT_ALL_ASSIGNED);
+  ASSERT_OK(px_fault_arm("winapi.AdjustTokenPrivileges", 1,
+                         ERROR_NOT_ALL_ASSIGNED));
   ASSERT_EQ(px_kbfs_scope_enter(), PX_EACCES);
   ASSERT_EQ(thread_has_them(), -1);
   px_fault_reset();
@@ -144,9 +145,9 @@ TEST_IMPL(kbpriv_kb_fails_closed) {
   ASSERT_OK(px_kb_snapshot(kb, &id));
   free(id);
   id = NULL;
-  px_fault_arm("winapi.ImpersonateSelf", 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.ImpersonateSelf", 1, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_kb_snapshot(kb, &id), PX_EACCES);
-  px_fault_arm("winapi.ImpersonateSelf", 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.ImpersonateSelf", 1, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_kb_restore(kb, NULL, &res), PX_EACCES);
   ASSERT(res.error && strstr(res.error, "privileges") != NULL);
   px_kb_result_free(&res);

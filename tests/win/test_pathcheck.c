@@ -361,19 +361,19 @@ TEST_IMPL(pathcheck_faults) {
   req(&rq, p, "x", 1);
   ASSERT_OK(px__path_open(&rq, &h, why, sizeof why));
   CloseHandle(h);
-  px_fault_arm("winapi.CreateFileW", 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.CreateFileW", 1, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EIO);
   ASSERT(strstr(why, "volume root") != NULL);
-  px_fault_arm("winapi.GetSecurityInfo", 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.GetSecurityInfo", 1, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EACL); /* the volume */
-  px_fault_arm("winapi.GetSecurityInfo", 2, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.GetSecurityInfo", 2, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EACL); /* a component */
   ASSERT(strstr(why, "cannot be read") != NULL);
   ASSERT(h == NULL);
   px_fault_reset();
   /* Without the ACL check (Wine's degraded mode) the read is not made. */
   rq.acl = 0;
-  px_fault_arm("winapi.GetSecurityInfo", 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.GetSecurityInfo", 1, ERROR_ACCESS_DENIED));
   ASSERT_OK(px__path_open(&rq, &h, why, sizeof why));
   CloseHandle(h);
   px_fault_reset();
@@ -438,7 +438,7 @@ TEST_IMPL(pathcheck_open_owned_dir) {
   ASSERT_EQ(rc, PX_EACL);
   ASSERT(strstr(why, "S-1-1-0") != NULL && strstr(why, "may write in") != NULL);
   rq.fix = 1;
-  px_fault_arm("winapi.SetSecurityInfo", 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.SetSecurityInfo", 1, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EACL);
   px_fault_reset();
   printf("%s\n", why);

@@ -61,9 +61,11 @@ TEST_IMPL(scm_harden_readback) {
             SERVICE_SID_TYPE_UNRESTRICTED);
 faults:
   /* Each call failing fails the whole. */
-  px_fault_arm("winapi.ChangeServiceConfig2W", 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.ChangeServiceConfig2W", 1,
+                         ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_scm_harden(svc), PX_EOS);
-  px_fault_arm("winapi.ChangeServiceConfig2W", 2, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.ChangeServiceConfig2W", 2,
+                         ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_scm_harden(svc), PX_EOS);
   px_fault_reset();
   ASSERT(DeleteService(svc));
@@ -84,7 +86,8 @@ TEST_IMPL(scm_install_fails_whole) {
   in.display = NAME;
   in.exe_path = exe;
   px_scm_uninstall(NAME);
-  px_fault_arm("winapi.ChangeServiceConfig2W", 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.ChangeServiceConfig2W", 1,
+                         ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_scm_install(&in), PX_EOS);
   px_fault_reset();
   scm = OpenSCManagerW(NULL, NULL, SC_MANAGER_CONNECT);

@@ -272,7 +272,7 @@ TEST_IMPL(setup_kb_apply_fails_closed) {
     ASSERT_OK(px_win_setup_apply(&s, why, sizeof why)); /* Windows: it sticks */
     set_open_dacl(kb, L"D:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301bf;;;BU)");
   }
-  px_fault_arm("winapi.SetSecurityInfo", 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.SetSecurityInfo", 1, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_win_setup_apply(&s, why, sizeof why), PX_EACL);
   px_fault_reset();
   printf("%s\n", why);
