@@ -64,16 +64,10 @@ char *px__config_default_work_root(void);
  * ("C:\Windows\System32\" / "/usr/bin/"), malloc'd. */
 char *px__config_system_dir(void);
 
-/* Test seam (platform files): make the next file check fail at a step,
- * so tests exercise the fail-closed branches. 0 = off. */
-enum {
-  PX__FILECHECK_FAULT_NONE = 0,
-  PX__FILECHECK_FAULT_OPEN,
-  PX__FILECHECK_FAULT_STAT,     /* fstat / GetFileInformationByHandle */
-  PX__FILECHECK_FAULT_SECURITY, /* owner / DACL query */
-  PX__FILECHECK_FAULT_READ
-};
-void px__config_filecheck_fault(int step);
+/* The platform file checks are fault sites (px/px_fault.h, test-seam
+ * builds): "config.filecheck_open", "config.filecheck_stat" (fstat /
+ * GetFileInformationByHandle), "config.filecheck_security" (owner / DACL
+ * query), "config.filecheck_read". */
 #ifdef _WIN32
 /* Windows test seam: apply the owner/DACL rules to a security descriptor
  * given as SDDL ("O:SYD:(A;;FA;;;SY)..."), as they apply to a file's. */

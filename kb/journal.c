@@ -6,9 +6,10 @@
  *
  * Format: "px-kb-journal 1\nsnapshot <id>\n".
  *
- * Test hook: px__kb_set_crash_after(n) makes the n-th rollback step (one
- * removal, mkdir or file restore) end the process with _Exit(86), as a
- * crash would; only the px_kb_crash test helper calls it.
+ * Test seam: every rollback step (one removal, mkdir or file restore) is
+ * the fault site "kb.rollback_step" (px/px_fault.h, test-seam builds); an
+ * armed fault ends the process there with _Exit(86), as a crash would.
+ * Only the px_kb_crash test helper arms it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #include "kb/kb_int.h"
 #include "px/px_error.h"
+#include "px/px_fault.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
 
@@ -63,15 +65,8 @@ int px__kb_journal_read(px_kb_t *kb, char id[PX_KB_ID_MAX]) {
   return rc;
 }
 
-static unsigned crash_after, crash_steps;
-
-void px__kb_set_crash_after(unsigned n) {
-  crash_after = n;
-  crash_steps = 0;
-}
-
 void px__kb_crash_point(void) {
-  if (crash_after && ++crash_steps >= crash_after) {
+  if (px_fault_hit("kb.rollback_step") != 0) {
     fflush(NULL);
     _Exit(86);
   }

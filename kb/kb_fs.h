@@ -109,8 +109,9 @@ int px_kbfs_move(px_kbfs_dir_t *from, const char *name, px_kbfs_dir_t *to,
  * NTFS journals metadata). */
 int px_kbfs_sync_dir(px_kbfs_dir_t *d);
 
-/* Test helpers: plant links. PX_ENOTSUP where the platform (or Wine)
- * cannot make one. `target` is an absolute host path. */
+#ifdef PX_TEST_SEAMS
+/* Test helpers (test-seam builds only): plant links. PX_ENOTSUP where the
+ * platform (or Wine) cannot make one. `target` is an absolute host path. */
 int px_kbfs_test_symlink(px_kbfs_dir_t *d, const char *name,
                          const char *target, int target_is_dir);
 int px_kbfs_test_hardlink(px_kbfs_dir_t *d, const char *name,
@@ -121,6 +122,7 @@ int px_kbfs_test_junction(px_kbfs_dir_t *d, const char *name,
  * tests only: the KB code never writes through an existing name). */
 int px_kbfs_test_open_write(px_kbfs_dir_t *d, const char *name, int truncate,
                             px_kbfs_file_t **out);
+#endif
 /* Set a file's size (sparse where the filesystem allows), for big tests. */
 int px_kbfs_set_size(px_kbfs_file_t *f, uint64_t size);
 /* Host path separator. */

@@ -180,8 +180,8 @@ int px__kb_journal_write(px_kb_t *kb, const char *id);
 int px__kb_journal_remove(px_kb_t *kb);
 /* 0 and id filled when a journal exists, PX_ENOENT when none. */
 int px__kb_journal_read(px_kb_t *kb, char id[PX_KB_ID_MAX]);
-/* Test hook: _Exit at the n-th step of a rollback (0 = off). */
-void px__kb_set_crash_after(unsigned n);
+/* A rollback step: the fault site "kb.rollback_step" (test-seam builds);
+ * an armed fault ends the process with _Exit(86), as a crash would. */
 void px__kb_crash_point(void);
 
 /* --- gc.c --- */

@@ -65,6 +65,12 @@ PROPS = "installer/vs/PhoenixExecutor.props"
 SLN = "PhoenixExecutor.sln"
 # Definitions CMake sets for mingw's C library only; MSVC's needs none.
 MINGW_ONLY = {"__USE_MINGW_ANSI_STDIO=1"}
+# The test seams (PX_TEST_SEAMS, docs/development.md): the CMake test
+# presets define it through px_test_support; the solution builds the
+# release configuration without it (no fake backend, no fault registry).
+# px_tests_win.vcxproj is mirrored for its source list only: it builds in
+# the mingw seam build, not from the solution.
+SEAM_ONLY = {"PX_TEST_SEAMS=1"}
 
 
 def fail_list(problems):
@@ -116,7 +122,8 @@ def side_configure(root, workdir):
     build = os.path.join(workdir, "build")
     cmd = ["cmake", "-S", root, "-B", build,
            "-DCMAKE_TOOLCHAIN_FILE=" + os.path.join(root, "cmake/toolchain-mingw64.cmake"),
-           "-DPX_DEPS_PREFIX=" + deps, "-DPX_TOOLCHAIN_NO_EMULATOR=ON"]
+           "-DPX_DEPS_PREFIX=" + deps, "-DPX_TOOLCHAIN_NO_EMULATOR=ON",
+           "-DPX_TEST_SEAMS=ON"]  # the solution mirrors px_tests_win too
     if shutil.which("ninja"):
         cmd += ["-G", "Ninja"]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -188,7 +195,7 @@ def check(root, cmake, version):
             if not os.path.isfile(os.path.join(root, f)):
                 problems.append(f"{rel}: {f} does not exist")
         vdefs = project_defines(root, rel)
-        for d in sorted(cmake[target].get("defines", set()) - MINGW_ONLY - vdefs):
+        for d in sorted(cmake[target].get("defines", set()) - MINGW_ONLY - SEAM_ONLY - vdefs):
             problems.append(f"{rel}: lacks the definition {d} (CMake target {target} has it)")
     sln_path = os.path.join(root, SLN)
     if not os.path.isfile(sln_path):

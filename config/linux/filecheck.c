@@ -13,6 +13,7 @@
 #include "config/config_int.h"
 
 #include "px/px_error.h"
+#include "px/px_fault.h"
 #include "px/px_log.h"
 
 #include <errno.h>
@@ -23,16 +24,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static int fault_step;
-
-void px__config_filecheck_fault(int step) {
-  fault_step = step;
-}
-
-static int fault(int step) {
-  if (fault_step != step)
+/* Test seam (px/px_fault.h; 0 in release builds): 1 when a test armed
+ * the site, with errno set to the armed value as the failed call would. */
+static int fault(const char *site) {
+  int e = px_fault_hit(site);
+  if (e == 0)
     return 0;
-  fault_step = 0;
+  errno = e;
   return 1;
 }
 
@@ -90,7 +88,7 @@ static int check_stat(const struct stat *st, unsigned flags, const char *path,
                       char *err, size_t errsz) {
   if (!S_ISREG(st->st_mode))
     return refuse(err, errsz, PX_EACCES, path, "not a regular file");
-  if (fault(PX__FILECHECK_FAULT_SECURITY) ||
+  if (fault("config.filecheck_security") ||
       (st->st_uid != 0 && st->st_uid != geteuid()))
     return refuse(err, errsz, PX_EACCES, path,
                   "owner is neither root nor the service user");
@@ -124,8 +122,8 @@ static int open_checked(const char *path, unsigned flags, int *fd_out,
     close(dfd);
     return rc2;
   }
-  fd = fault(PX__FILECHECK_FAULT_OPEN)
-           ? (errno = EIO, -1)
+  fd = fault("config.filecheck_open")
+           ? -1
            : openat(dfd, base,
                     O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   e = errno;
@@ -139,7 +137,7 @@ static int open_checked(const char *path, unsigned flags, int *fd_out,
     return refuse(err, errsz, e == EACCES ? PX_EACCES : PX_EIO, path,
                   strerror(e));
   }
-  if (fault(PX__FILECHECK_FAULT_STAT) || fstat(fd, &st) != 0)
+  if (fault("config.filecheck_stat") || fstat(fd, &st) != 0)
     rc = refuse(err, errsz, PX_EIO, path, "fstat failed");
   else
     rc = check_stat(&st, flags, path, err, errsz);
@@ -174,8 +172,8 @@ int px_config_read_file(const char *path, unsigned flags, size_t max_bytes,
     goto cleanup;
   }
   for (;;) {
-    n = fault(PX__FILECHECK_FAULT_READ)
-            ? (errno = EIO, -1)
+    n = fault("config.filecheck_read")
+            ? -1
             : read(fd, buf + got, max_bytes + 1 - got);
     if (n < 0 && errno == EINTR)
       continue;

@@ -16,6 +16,7 @@
 #include "config/config_int.h"
 
 #include "px/px_error.h"
+#include "px/px_fault.h"
 #include "px/px_log.h"
 
 #include <windows.h>
@@ -26,17 +27,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fault_step;
-
-void px__config_filecheck_fault(int step) {
-  fault_step = step;
-}
-
-static int fault(int step) {
-  if (fault_step != step)
+/* Test seam (px/px_fault.h; 0 in release builds): 1 when a test armed
+ * the site, with the last error set to the armed value as the failed call
+ * would. */
+static int fault(const char *site) {
+  int e = px_fault_hit(site);
+  if (e == 0)
     return 0;
-  fault_step = 0;
-  SetLastError(ERROR_GEN_FAILURE);
+  SetLastError((DWORD)e);
   return 1;
 }
 
@@ -158,8 +156,8 @@ static int check_security(HANDLE h, unsigned flags, const char *path, char *err,
   PACL dacl = NULL;
   DWORD e;
   int rc;
-  e = fault(PX__FILECHECK_FAULT_SECURITY)
-          ? ERROR_GEN_FAILURE
+  e = fault("config.filecheck_security")
+          ? GetLastError()
           : GetSecurityInfo(h, SE_FILE_OBJECT,
                             OWNER_SECURITY_INFORMATION |
                                 DACL_SECURITY_INFORMATION,
@@ -206,7 +204,7 @@ static int open_checked(const char *path, unsigned flags, HANDLE *out,
     return refuse(err, errsz, PX_EINVAL, path, "not a valid UTF-8 path");
   /* BACKUP_SEMANTICS lets a directory open so it is refused by name;
    * OPEN_REPARSE_POINT opens a link itself, never its target. */
-  h = fault(PX__FILECHECK_FAULT_OPEN)
+  h = fault("config.filecheck_open")
           ? INVALID_HANDLE_VALUE
           : CreateFileW(w, GENERIC_READ | READ_CONTROL, FILE_SHARE_READ, NULL,
                         OPEN_EXISTING,
@@ -222,7 +220,7 @@ static int open_checked(const char *path, unsigned flags, HANDLE *out,
     return refuse(err, errsz, e == ERROR_ACCESS_DENIED ? PX_EACCES : PX_EIO,
                   path, "cannot open");
   }
-  if (fault(PX__FILECHECK_FAULT_STAT) ||
+  if (fault("config.filecheck_stat") ||
       !GetFileInformationByHandle(h, &info)) {
     rc = refuse(err, errsz, PX_EIO, path, "cannot query the file");
   } else if (info.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) {
@@ -270,7 +268,7 @@ int px_config_read_file(const char *path, unsigned flags, size_t max_bytes,
   for (;;) {
     DWORD want =
         (DWORD)(max_bytes + 1 - got > 65536 ? 65536 : max_bytes + 1 - got);
-    if (fault(PX__FILECHECK_FAULT_READ) ||
+    if (fault("config.filecheck_read") ||
         !ReadFile(h, buf + got, want, &n, NULL)) {
       rc = refuse(err, errsz, PX_EIO, path, "read failed");
       goto cleanup;

@@ -117,8 +117,12 @@ typedef struct px_backend_ops_s {
   void (*pool_stats)(void *state, px_pool_info_t *out);
 } px_backend_ops_t;
 
-/* The backends built into this binary (NULL where not built). */
+/* The backends built into this binary (NULL where not built). The fake
+ * one, which runs nothing, exists only in test-seam builds
+ * (tests/support/fake_backend.c): a release binary cannot name it. */
+#ifdef PX_TEST_SEAMS
 extern const px_backend_ops_t px_backend_fake;
+#endif
 extern const px_backend_ops_t px_backend_linux;
 extern const px_backend_ops_t px_backend_windows;
 /* Jobs of image runtimes, through the Docker Engine API (Linux builds;

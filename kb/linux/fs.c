@@ -426,6 +426,7 @@ int px_kbfs_sync_dir(px_kbfs_dir_t *d) {
   return 0;
 }
 
+#ifdef PX_TEST_SEAMS /* the test helpers of kb_fs.h */
 int px_kbfs_test_symlink(px_kbfs_dir_t *d, const char *name,
                          const char *target, int target_is_dir) {
   (void)target_is_dir;
@@ -462,6 +463,7 @@ int px_kbfs_test_open_write(px_kbfs_dir_t *d, const char *name, int truncate,
   (*out)->fd = fd;
   return 0;
 }
+#endif
 
 int px_kbfs_set_size(px_kbfs_file_t *f, uint64_t size) {
   if (ftruncate(f->fd, (off_t)size) != 0)

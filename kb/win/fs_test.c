@@ -1,6 +1,6 @@
 /* fs_test.c (Windows) - the test-only helpers of the KB filesystem layer
  * (kb_fs.h): plant symlinks, hard links and junctions, write in place.
- * Never called by the KB itself. */
+ * Never called by the KB itself; compiled only into test-seam builds. */
 #include "kb/kb_fs.h"
 #include "kb/win/fs_int.h"
 
@@ -12,6 +12,7 @@
 #include "px/px_error.h"
 #include "px/px_util.h"
 
+#ifdef PX_TEST_SEAMS
 static WCHAR *join_wide(const px_kbfs_dir_t *d, const char *name) {
   px_buf_t b = {0};
   WCHAR *w;
@@ -185,4 +186,4 @@ int px_kbfs_test_open_write(px_kbfs_dir_t *d, const char *name, int truncate,
   (*out)->h = h;
   return 0;
 }
-
+#endif /* PX_TEST_SEAMS */

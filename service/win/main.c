@@ -10,7 +10,9 @@
  *                                  print the report (refused while the
  *                                  service answers on its pipe: use
  *                                  `phoenixctl attest` then)
- *   PhoenixExecutor install [--config PATH] [--backend fake]
+ *   PhoenixExecutor install [--config PATH] [--backend native|fake]
+ *                                  (fake, which runs nothing: test-seam
+ *                                  builds only; a release build refuses it)
  *   PhoenixExecutor uninstall
  *   PhoenixExecutor --print-default-config | --check-config [--config P]
  *   PhoenixExecutor --help | --version
@@ -235,11 +237,14 @@ static int open_core(daemon_t *d) {
   memset(&so, 0, sizeof so);
   so.config = d->cfg;
   so.version = PX_VERSION;
+#ifdef PX_TEST_SEAMS
   if (d->a.backend && strcmp(d->a.backend, "fake") == 0) {
     PX_LOG(PX_LOG_WARN, "running with the fake backend (tests only): "
                         "no code is really executed");
     so.backend_ops = &px_backend_fake;
-  } else if (d->a.backend && strcmp(d->a.backend, "native") != 0) {
+  } else
+#endif
+  if (d->a.backend && strcmp(d->a.backend, "native") != 0) {
     PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_START_FAILED, "unknown --backend %s",
                  d->a.backend);
     return PX_EINVAL;
@@ -456,6 +461,22 @@ static int take_value(int argc, wchar_t **argv, int *i, char **dst,
   return *dst ? 0 : -1;
 }
 
+/* --backend: "native" always; "fake" (runs nothing) only in a test-seam
+ * build. A release binary has no way to run a job outside the sandbox. */
+static int check_backend(const char *b) {
+  if (!strcmp(b, "native"))
+    return 0;
+#ifdef PX_TEST_SEAMS
+  if (!strcmp(b, "fake"))
+    return 0;
+#endif
+  fprintf(stderr, "PhoenixExecutor: --backend %s refused: this build runs "
+                  "jobs only in the real sandbox (--backend native)%s\n",
+          b, strcmp(b, "fake") ? "" : "; the fake backend exists in test "
+                                     "builds (PX_TEST_SEAMS) only");
+  return -1;
+}
+
 static int parse_args(int argc, wchar_t **argv, args_t *a) {
   int i, rc = 0;
   for (i = 1; i < argc && rc == 0; i++) {
@@ -478,7 +499,8 @@ static int parse_args(int argc, wchar_t **argv, args_t *a) {
     else if (!wcscmp(o, L"--pipe"))
       rc = take_value(argc, argv, &i, &a->pipe_name, NULL);
     else if (!wcscmp(o, L"--backend"))
-      rc = take_value(argc, argv, &i, &a->backend, &a->wbackend);
+      rc = take_value(argc, argv, &i, &a->backend, &a->wbackend) ||
+           check_backend(a->backend);
     else {
       fprintf(stderr, "PhoenixExecutor: unknown argument %ls\n", o);
       rc = -1;

@@ -1,8 +1,10 @@
 /* job_helpers.c - see job_helpers.h. */
 #include "tests/linux/job_helpers.h"
 
+#include "px/px_fault.h"
 #include "px/px_log.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,4 +164,19 @@ int th_has(const char *text, const char *check, const char *verdict) {
     p += n;
   }
   return 0;
+}
+
+int th_fault_step(const char *step) {
+  char site[64];
+  int i;
+  if (!step) {
+    px_fault_reset();
+    return 0;
+  }
+  for (i = 1; i < PX_STEP_COUNT_; i++)
+    if (strcmp(px__lnx_step_name(i), step) == 0) {
+      snprintf(site, sizeof site, "linux.%s", step);
+      return px_fault_arm(site, PX_FAULT_ALWAYS, EPERM);
+    }
+  return PX_EINVAL;
 }

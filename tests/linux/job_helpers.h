@@ -55,6 +55,12 @@ void th_free(th_run_t *r);
 int th_kill(th_backend_t *b, px_sandbox_t *sb);
 /* 1 when line "<check> ALLOWED|DENIED" is in text. */
 int th_has(const char *text, const char *check, const char *verdict);
+/* Make the backend step `step` (a name of PX_LNX_STEP_MAP, e.g.
+ * "cgroup_place") fail with EPERM from now on: arms the fault site
+ * "linux.<step>" (px/px_fault.h) with PX_FAULT_ALWAYS. NULL clears every
+ * fault. 0, or PX_EINVAL for a name that is no step (a typo in a test must
+ * not arm a site nothing hits). */
+int th_fault_step(const char *step);
 
 #define TH_REQUIRE_ROOT()                                                    \
   do {                                                                       \

@@ -65,9 +65,9 @@ TEST_IMPL(faults_every_step_fails_closed) {
     s.caps = PX_CAP_FS_WRITE_TMP;
     s.kb = &kb;
     s.nkb = 1;
-    ASSERT_OK(px__lnx_inject_fail(name));
+    ASSERT_OK(th_fault_step(name));
     rc = th_begin(&b, &s, &r, &sb);
-    ASSERT_OK(px__lnx_inject_fail(NULL));
+    ASSERT_OK(th_fault_step(NULL));
     if (rc == 0)
       px__test_fail(__FILE__, __LINE__, "step %s: the job started", name);
     if (sb) { /* failed in start: an outcome with the error, no process */
@@ -96,9 +96,11 @@ TEST_IMPL(faults_every_step_fails_closed) {
 }
 
 TEST_IMPL(faults_unknown_step_rejected) {
-  ASSERT_EQ(px__lnx_inject_fail("no_such_step"), PX_EINVAL);
-  ASSERT_OK(px__lnx_inject_fail(NULL));
+  ASSERT_EQ(th_fault_step("no_such_step"), PX_EINVAL);
+  ASSERT_OK(th_fault_step(NULL));
   ASSERT_STR_EQ(px__lnx_step_name(PX_STEP_SECCOMP), "seccomp");
   ASSERT_STR_EQ(px__lnx_step_name(9999), "?");
+  ASSERT_STR_EQ(px__lnx_step_site(PX_STEP_SECCOMP), "linux.seccomp");
+  ASSERT_STR_EQ(px__lnx_step_site(9999), "linux.?");
   return 0;
 }

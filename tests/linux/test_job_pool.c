@@ -158,7 +158,7 @@ TEST_IMPL(pool_faults_make_no_slot) {
   const char *argv[] = {"/bin/true", NULL};
   px__pool_stats_t st;
   TH_REQUIRE_ROOT();
-  ASSERT_OK(px__lnx_inject_fail("cgroup_place"));
+  ASSERT_OK(th_fault_step("cgroup_place"));
   ASSERT_OK(th_open_pool(&b, NULL, 0, 1));
   px_sleep_ms(300);
   st = stats(&b);
@@ -167,7 +167,7 @@ TEST_IMPL(pool_faults_make_no_slot) {
   th_spec(&s, argv);
   ASSERT_NE(th_run(&b, &s, &r), 0); /* cold path, placement refused */
   ASSERT_EQ(r.started, 0);
-  ASSERT_OK(px__lnx_inject_fail(NULL));
+  ASSERT_OK(th_fault_step(NULL));
   ASSERT_OK(th_pool_wait(&b, 1));
   th_spec(&s, argv);
   ASSERT_OK(th_run(&b, &s, &r2));
@@ -177,13 +177,13 @@ TEST_IMPL(pool_faults_make_no_slot) {
   th_free(&r2);
   th_close(&b);
   /* The same for a step the stub runs (its root). */
-  ASSERT_OK(px__lnx_inject_fail("mount_root"));
+  ASSERT_OK(th_fault_step("mount_root"));
   ASSERT_OK(th_open_pool(&b, NULL, 0, 1));
   px_sleep_ms(300);
   st = stats(&b);
   ASSERT_UINT_EQ(st.ready, 0);
   ASSERT_GE(st.failed, 1);
-  ASSERT_OK(px__lnx_inject_fail(NULL));
+  ASSERT_OK(th_fault_step(NULL));
   ASSERT_OK(th_pool_wait(&b, 1));
   th_close(&b);
   return 0;

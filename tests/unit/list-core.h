@@ -27,3 +27,7 @@ PX_TEST_ENTRY(core, evt_limit_client_from_message, 0)
 /* watchdog/container/tar.c: tests/unit/test_ctr_tar.c */
 PX_TEST_ENTRY(core, ctr_tar_job_files, 0)
 PX_TEST_ENTRY(core, ctr_tar_names, 0)
+PX_TEST_ENTRY(core, fault_nth_hit_fails_once, 0)
+PX_TEST_ENTRY(core, fault_always_until_disarmed, 0)
+PX_TEST_ENTRY(core, fault_arm_refuses_bad_input, 0)
+PX_TEST_ENTRY(core, fault_one_winner_across_threads, 0)

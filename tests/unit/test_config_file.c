@@ -8,6 +8,7 @@
 #include "config/config_int.h"
 #include "px/px_config.h"
 #include "px/px_error.h"
+#include "px/px_fault.h"
 
 #ifndef _WIN32
 #include <sys/stat.h> /* checksrc: allow - the test sets file modes */
@@ -59,26 +60,38 @@ TEST_IMPL(config_file_missing_and_dir) {
   return 0;
 }
 
+/* The error the file-check sites are armed with: EIO on Linux,
+ * ERROR_ACCESS_DENIED on Windows (both 5). */
+#define FAULT_ERR 5
+
 TEST_IMPL(config_file_fault_injection) {
   const char *path = scratch("ok.json");
   char err[512], *data = NULL;
   size_t len = 0;
-  int steps[] = {PX__FILECHECK_FAULT_OPEN, PX__FILECHECK_FAULT_STAT,
-                 PX__FILECHECK_FAULT_SECURITY};
+  const char *steps[] = {"config.filecheck_open", "config.filecheck_stat",
+                         "config.filecheck_security"};
   size_t i;
   write_file(path, "{}");
 #ifndef _WIN32
   set_mode(path, 0600);
 #endif
   for (i = 0; i < sizeof steps / sizeof steps[0]; i++) {
-    px__config_filecheck_fault(steps[i]);
+    ASSERT_OK(px_fault_arm(steps[i], 1, FAULT_ERR));
     ASSERT_NE(px_config_check_file(path, 0, err, sizeof err), 0);
+    ASSERT_UINT_EQ(px_fault_fired(steps[i]), 1);
+    px_fault_reset();
   }
-  px__config_filecheck_fault(PX__FILECHECK_FAULT_READ);
+  ASSERT_OK(px_fault_arm("config.filecheck_read", 1, FAULT_ERR));
   ASSERT_NE(px_config_read_file(path, 0, 1024, &data, &len, err, sizeof err),
             0);
   ASSERT_NULL(data);
-  px__config_filecheck_fault(PX__FILECHECK_FAULT_NONE);
+  ASSERT_UINT_EQ(px_fault_fired("config.filecheck_read"), 1);
+  px_fault_reset();
+#ifndef _WIN32
+  /* Positive control: unarmed, the same file passes (Windows: see
+   * config_file_modes, Wine keeps no real descriptor). */
+  ASSERT_OK(px_config_check_file(path, 0, err, sizeof err));
+#endif
   return 0;
 }
 

@@ -1,6 +1,7 @@
 /* test_kb_crash_main.c - px_kb_crash, a test helper: restore the newest
  * snapshot of a KB and die (_Exit(86)) at rollback step N, as a crash
- * would. Used by kb_crash_during_rollback_recovers.
+ * would (the fault site "kb.rollback_step", px/px_fault.h). Used by
+ * kb_crash_during_rollback_recovers.
  *   px_kb_crash STORE N NAME=PATH...
  * Exit: 86 crashed at step N, 0 the rollback finished first, 1 error. */
 #include <stdio.h>
@@ -9,6 +10,7 @@
 
 #include "kb/kb_int.h"
 #include "px/px_error.h"
+#include "px/px_fault.h"
 
 int main(int argc, char **argv) {
   px_kb_root_t roots[8];
@@ -16,6 +18,7 @@ int main(int argc, char **argv) {
   px_kb_t *kb = NULL;
   px_kb_result_t r;
   char names[8][64];
+  unsigned n;
   int i, rc;
   if (argc < 4 || argc - 3 > 8) {
     fprintf(stderr, "usage: px_kb_crash STORE N NAME=PATH...\n");
@@ -39,9 +42,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "px_kb_open: %s\n", px_strerror(rc));
     return 1;
   }
-  px__kb_set_crash_after((unsigned)strtoul(argv[2], NULL, 10));
+  n = (unsigned)strtoul(argv[2], NULL, 10);
+  if (n != 0 && px_fault_arm("kb.rollback_step", n, 86) != 0)
+    return 1;
   rc = px_kb_restore(kb, NULL, &r);
-  px__kb_set_crash_after(0);
+  px_fault_reset();
   px_kb_result_free(&r);
   px_kb_close(&kb);
   if (rc) {

@@ -4,7 +4,7 @@
  * key file (fail closed) and the two-phase stop.
  *
  * The endpoint drives the real px_service_t with the fake backend
- * (watchdog/fake/fake.c: a job's argv is its script). The clients table
+ * (tests/support/fake_backend.c: a job's argv is its script). The clients table
  * matches each client by its CURVE key only, so a job that runs proves the
  * session got the key the ZAP handler vouched for.
  */

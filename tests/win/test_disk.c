@@ -227,9 +227,9 @@ TEST_IMPL(windisk_links_not_followed) {
   ASSERT_UINT_EQ(u.entries, 51);
   ASSERT_UINT_GE(u.bytes, (uint64_t)1 << 40);
   /* The job directory cannot be opened: refused, not "empty". */
-  px__winapi_fault(PX_WAPI_CreateFileW, 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.CreateFileW", 1, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, 1, &u), PX_EACCES);
-  px__winapi_fault_reset();
+  px_fault_reset();
   _snwprintf(p, 2048, L"%ls\\escape", root);
   ASSERT(pc_unplant(p, kind));
   rm_tree(root);

@@ -60,9 +60,9 @@ static void prepare_faults(const fault_t *f, size_t n, int with_file) {
       j.spec.nfiles = 1;
     }
     snprintf(dir, sizeof dir, "%s\\%s", b.root, j.spec.key);
-    px__winapi_fault(f[i].id, f[i].nth, ERROR_ACCESS_DENIED);
+    wt_fault(f[i].id, f[i].nth, ERROR_ACCESS_DENIED);
     rc = ops()->prepare(b.state, &j.spec, &ev, &sb);
-    px__winapi_fault_reset();
+    px_fault_reset();
     printf("fault %s #%u -> %s\n", px__winapi_name(f[i].id), f[i].nth,
            px_err_name(rc));
     if (rc != f[i].want)
@@ -172,9 +172,9 @@ TEST_IMPL(winfault_start) {
     wt_capture_init(&c);
     ev = wt_events(&c);
     ASSERT_OK(ops()->prepare(b.state, &j.spec, &ev, &sb));
-    px__winapi_fault(f[i].id, 1, ERROR_ACCESS_DENIED);
+    wt_fault(f[i].id, 1, ERROR_ACCESS_DENIED);
     ASSERT_EQ(ops()->start(sb), f[i].want);
-    px__winapi_fault_reset();
+    px_fault_reset();
     ASSERT_OK(ops()->wait(sb, &o));
     ASSERT_EQ(o.error, f[i].want);
     ASSERT_EQ(o.exited, 0);
@@ -203,9 +203,9 @@ TEST_IMPL(winfault_kill) {
   ev = wt_events(&c);
   ASSERT_OK(ops()->prepare(b.state, &j.spec, &ev, &sb));
   ASSERT_OK(ops()->start(sb));
-  px__winapi_fault(PX_WAPI_TerminateJobObject, 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.TerminateJobObject", 1, ERROR_ACCESS_DENIED));
   ASSERT_OK(ops()->kill(sb));
-  px__winapi_fault_reset();
+  px_fault_reset();
   ASSERT_OK(ops()->wait(sb, &o));
   ASSERT_EQ(o.killed, 1);
   ASSERT_EQ(o.exited, 0);
@@ -227,9 +227,10 @@ TEST_IMPL(winfault_tolerated) {
   /* UI restrictions (the 3rd SetInformationJobObject). */
   wt_job(&j, "exit", "0", NULL);
   wt_capture_init(&c);
-  px__winapi_fault(PX_WAPI_SetInformationJobObject, 3, ERROR_INVALID_PARAMETER);
+  ASSERT_OK(px_fault_arm("winapi.SetInformationJobObject", 3,
+                         ERROR_INVALID_PARAMETER));
   ASSERT_OK(wt_run(&b, &j, &c, &o));
-  px__winapi_fault_reset();
+  px_fault_reset();
   ASSERT_EQ(o.exited, 1);
   ASSERT(!(o.enforcement & PX_ENF(PX_ENF_UI_RESTRICTIONS)));
   ASSERT(o.enforcement & PX_ENF(PX_ENF_JOB_OBJECT));
@@ -239,9 +240,10 @@ TEST_IMPL(winfault_tolerated) {
   wt_job(&j, "exit", "0", NULL);
   j.spec.limits.processes = 1;
   wt_capture_init(&c);
-  px__winapi_fault(PX_WAPI_UpdateProcThreadAttribute, 3, ERROR_NOT_SUPPORTED);
+  ASSERT_OK(px_fault_arm("winapi.UpdateProcThreadAttribute", 3,
+                         ERROR_NOT_SUPPORTED));
   ASSERT_OK(wt_run(&b, &j, &c, &o));
-  px__winapi_fault_reset();
+  px_fault_reset();
   ASSERT_EQ(o.exited, 1);
   ASSERT(!(o.enforcement & PX_ENF(PX_ENF_CHILD_PROCESS_POLICY)));
   wt_capture_free(&c);
@@ -267,7 +269,7 @@ TEST_IMPL(winfault_tolerated) {
 TEST_IMPL(winfault_injector) {
   unsigned long before = px__winapi_calls(PX_WAPI_CreateJobObjectW);
   HANDLE h;
-  px__winapi_fault(PX_WAPI_CreateJobObjectW, 2, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.CreateJobObjectW", 2, ERROR_ACCESS_DENIED));
   h = PXW(CreateJobObjectW)(NULL, NULL);
   ASSERT_NOT_NULL(h);
   CloseHandle(h);
@@ -278,7 +280,7 @@ TEST_IMPL(winfault_injector) {
   CloseHandle(h);
   ASSERT_EQ(px__winapi_calls(PX_WAPI_CreateJobObjectW) - before, 3);
   ASSERT_STR_EQ(px__winapi_name(PX_WAPI_ResumeThread), "ResumeThread");
-  px__winapi_fault_reset();
+  px_fault_reset();
   return 0;
 }
 
@@ -372,9 +374,10 @@ TEST_IMPL(winfault_assign_fallback) {
   wt_job(&j, "report", NULL);
   wt_capture_init(&c);
   assigns = px__winapi_calls(PX_WAPI_AssignProcessToJobObject);
-  px__winapi_fault(PX_WAPI_UpdateProcThreadAttribute, 2, ERROR_NOT_SUPPORTED);
+  ASSERT_OK(px_fault_arm("winapi.UpdateProcThreadAttribute", 2,
+                         ERROR_NOT_SUPPORTED));
   ASSERT_OK(wt_run(&b, &j, &c, &o));
-  px__winapi_fault_reset();
+  px_fault_reset();
   ASSERT_EQ(px__winapi_calls(PX_WAPI_AssignProcessToJobObject) - assigns, 1);
   ASSERT(wt_has_line(wt_stdout(&c), "IN_JOB 1"));
   ASSERT_EQ(o.exited, 1);
@@ -383,10 +386,12 @@ TEST_IMPL(winfault_assign_fallback) {
   wt_job_free(&j);
   /* ... and the assignment refused: fail closed. */
   wt_job(&j, "sleep", "60000", NULL);
-  px__winapi_fault(PX_WAPI_UpdateProcThreadAttribute, 2, ERROR_NOT_SUPPORTED);
-  px__winapi_fault(PX_WAPI_AssignProcessToJobObject, 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.UpdateProcThreadAttribute", 2,
+                         ERROR_NOT_SUPPORTED));
+  ASSERT_OK(px_fault_arm("winapi.AssignProcessToJobObject", 1,
+                         ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_backend_native()->prepare(b.state, &j.spec, &ev, &sb), PX_EJOB);
-  px__winapi_fault_reset();
+  px_fault_reset();
   ASSERT_NULL(sb);
   assert_no_probe();
   wt_job_free(&j);

@@ -119,7 +119,8 @@ TEST_IMPL(winfault_identity_prepare) {
   b.opts.tick_ms = 20;
   b.opts.allow_degraded = 0;
   if (!wine)
-    px__winapi_fault(PX_WAPI_LsaRegisterLogonProcess, 1, ERROR_ACCESS_DENIED);
+    ASSERT_OK(px_fault_arm("winapi.LsaRegisterLogonProcess", 1,
+                           ERROR_ACCESS_DENIED));
   ASSERT_OK(ops()->open(&b.opts, &b.state)); /* the service still starts */
   ASSERT_UINT_EQ(ops()->enforcement_available(b.state) &
                      PX_ENF(PX_ENF_JOB_ACCOUNT),
@@ -127,9 +128,10 @@ TEST_IMPL(winfault_identity_prepare) {
   wt_job(&j, "exit", "0", NULL);
   snprintf(dir, sizeof dir, "%s\\%s", b.root, j.spec.key);
   if (!wine)
-    px__winapi_fault(PX_WAPI_LsaRegisterLogonProcess, 1, ERROR_ACCESS_DENIED);
+    ASSERT_OK(px_fault_arm("winapi.LsaRegisterLogonProcess", 1,
+                           ERROR_ACCESS_DENIED));
   ASSERT_EQ(ops()->prepare(b.state, &j.spec, &ev, &sb), PX_ETOKEN);
-  px__winapi_fault_reset();
+  px_fault_reset();
   ASSERT_NULL(sb);
   ASSERT_EQ(GetFileAttributesA(dir), INVALID_FILE_ATTRIBUTES);
   wt_job_free(&j);
@@ -153,9 +155,9 @@ static void step_fault(px__winapi_id_t id, int step, PSID sid, int want,
                        px__winapi_id_t next) {
   unsigned long before = px__winapi_calls(next);
   int rc;
-  px__winapi_fault(id, 1, ERROR_ACCESS_DENIED);
+  wt_fault(id, 1, ERROR_ACCESS_DENIED);
   rc = px__winbe_test_identity_step(step, sid);
-  px__winapi_fault_reset();
+  px_fault_reset();
   printf("fault %s -> %s\n", px__winapi_name(id), px_err_name(rc));
   if (rc != want)
     px__test_fail(__FILE__, __LINE__, "%s: step %d returned %s, want %s",

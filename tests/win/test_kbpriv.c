@@ -8,6 +8,7 @@
 
 #include "kb/kb_fs.h"
 #include "px/px_error.h"
+#include "px/px_fault.h"
 #include "px/px_kb.h"
 #include "px/px_os.h"
 #include "watchdog/win/winapi.h"
@@ -105,14 +106,15 @@ TEST_IMPL(kbpriv_nesting_and_faults) {
   px_kbfs_scope_leave();
   ASSERT_EQ(thread_has_them(), -1);
   /* ImpersonateSelf refused: no scope, no token left behind. */
-  px__winapi_fault(PX_WAPI_ImpersonateSelf, 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.ImpersonateSelf", 1, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_kbfs_scope_enter(), PX_EACCES);
   ASSERT_EQ(thread_has_them(), -1);
   /* The privileges refused (a token without them): reverted, refused. */
-  px__winapi_fault(PX_WAPI_AdjustTokenPrivileges, 1, ERROR_NOT_ALL_ASSIGNED);
+  ASSERT_OK(px_fault_arm("winapi.AdjustTokenPrivileges", 1,
+                         ERROR_NOT_ALL_ASSIGNED));
   ASSERT_EQ(px_kbfs_scope_enter(), PX_EACCES);
   ASSERT_EQ(thread_has_them(), -1);
-  px__winapi_fault_reset();
+  px_fault_reset();
   px_kbfs_scope_leave(); /* unbalanced: harmless */
   ASSERT_EQ(thread_has_them(), -1);
   return 0;
@@ -143,13 +145,13 @@ TEST_IMPL(kbpriv_kb_fails_closed) {
   ASSERT_OK(px_kb_snapshot(kb, &id));
   free(id);
   id = NULL;
-  px__winapi_fault(PX_WAPI_ImpersonateSelf, 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.ImpersonateSelf", 1, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_kb_snapshot(kb, &id), PX_EACCES);
-  px__winapi_fault(PX_WAPI_ImpersonateSelf, 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.ImpersonateSelf", 1, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_kb_restore(kb, NULL, &res), PX_EACCES);
   ASSERT(res.error && strstr(res.error, "privileges") != NULL);
   px_kb_result_free(&res);
-  px__winapi_fault_reset();
+  px_fault_reset();
   ASSERT_OK(px_kb_restore(kb, NULL, &res));
   ASSERT(res.verified);
   px_kb_result_free(&res);

@@ -12,6 +12,7 @@
 #include "task.h"
 
 #include "px/px_error.h"
+#include "px/px_fault.h"
 #include "watchdog/win/pathcheck.h"
 #include "watchdog/win/winapi.h"
 
@@ -360,22 +361,22 @@ TEST_IMPL(pathcheck_faults) {
   req(&rq, p, "x", 1);
   ASSERT_OK(px__path_open(&rq, &h, why, sizeof why));
   CloseHandle(h);
-  px__winapi_fault(PX_WAPI_CreateFileW, 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.CreateFileW", 1, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EIO);
   ASSERT(strstr(why, "volume root") != NULL);
-  px__winapi_fault(PX_WAPI_GetSecurityInfo, 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.GetSecurityInfo", 1, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EACL); /* the volume */
-  px__winapi_fault(PX_WAPI_GetSecurityInfo, 2, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.GetSecurityInfo", 2, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EACL); /* a component */
   ASSERT(strstr(why, "cannot be read") != NULL);
   ASSERT(h == NULL);
-  px__winapi_fault_reset();
+  px_fault_reset();
   /* Without the ACL check (Wine's degraded mode) the read is not made. */
   rq.acl = 0;
-  px__winapi_fault(PX_WAPI_GetSecurityInfo, 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.GetSecurityInfo", 1, ERROR_ACCESS_DENIED));
   ASSERT_OK(px__path_open(&rq, &h, why, sizeof why));
   CloseHandle(h);
-  px__winapi_fault_reset();
+  px_fault_reset();
   return 0;
 }
 
@@ -437,9 +438,9 @@ TEST_IMPL(pathcheck_open_owned_dir) {
   ASSERT_EQ(rc, PX_EACL);
   ASSERT(strstr(why, "S-1-1-0") != NULL && strstr(why, "may write in") != NULL);
   rq.fix = 1;
-  px__winapi_fault(PX_WAPI_SetSecurityInfo, 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.SetSecurityInfo", 1, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EACL);
-  px__winapi_fault_reset();
+  px_fault_reset();
   printf("%s\n", why);
   ASSERT(strstr(why, "setting the admin-only DACL failed") != NULL);
   /* Without the fault: the fix is applied through the handle and the

@@ -6,6 +6,7 @@
 #include "task.h"
 
 #include "px/px_error.h"
+#include "px/px_fault.h"
 #include "service/win/daemon.h"
 #include "watchdog/win/winapi.h"
 
@@ -60,11 +61,13 @@ TEST_IMPL(scm_harden_readback) {
             SERVICE_SID_TYPE_UNRESTRICTED);
 faults:
   /* Each call failing fails the whole. */
-  px__winapi_fault(PX_WAPI_ChangeServiceConfig2W, 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.ChangeServiceConfig2W", 1,
+                         ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_scm_harden(svc), PX_EOS);
-  px__winapi_fault(PX_WAPI_ChangeServiceConfig2W, 2, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.ChangeServiceConfig2W", 2,
+                         ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_scm_harden(svc), PX_EOS);
-  px__winapi_fault_reset();
+  px_fault_reset();
   ASSERT(DeleteService(svc));
   CloseServiceHandle(svc);
   CloseServiceHandle(scm);
@@ -83,9 +86,10 @@ TEST_IMPL(scm_install_fails_whole) {
   in.display = NAME;
   in.exe_path = exe;
   px_scm_uninstall(NAME);
-  px__winapi_fault(PX_WAPI_ChangeServiceConfig2W, 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.ChangeServiceConfig2W", 1,
+                         ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_scm_install(&in), PX_EOS);
-  px__winapi_fault_reset();
+  px_fault_reset();
   scm = OpenSCManagerW(NULL, NULL, SC_MANAGER_CONNECT);
   ASSERT(scm != NULL);
   svc = OpenServiceW(scm, NAME, SERVICE_QUERY_STATUS);

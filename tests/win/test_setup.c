@@ -10,6 +10,7 @@
 #include "task.h"
 
 #include "px/px_error.h"
+#include "px/px_fault.h"
 #include "service/win/setup.h"
 #include "watchdog/win/winapi.h"
 
@@ -271,9 +272,9 @@ TEST_IMPL(setup_kb_apply_fails_closed) {
     ASSERT_OK(px_win_setup_apply(&s, why, sizeof why)); /* Windows: it sticks */
     set_open_dacl(kb, L"D:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301bf;;;BU)");
   }
-  px__winapi_fault(PX_WAPI_SetSecurityInfo, 1, ERROR_ACCESS_DENIED);
+  ASSERT_OK(px_fault_arm("winapi.SetSecurityInfo", 1, ERROR_ACCESS_DENIED));
   ASSERT_EQ(px_win_setup_apply(&s, why, sizeof why), PX_EACL);
-  px__winapi_fault_reset();
+  px_fault_reset();
   printf("%s\n", why);
   ASSERT(strstr(why, "KB root") && strstr(why, "cannot give it the KB DACL"));
   if (px_test_under_wine()) { /* the set "succeeds" and does not stick */

@@ -213,3 +213,9 @@ int wt_token_has_group(const char *sid) {
   CloseHandle(t);
   return found;
 }
+
+void wt_fault(px__winapi_id_t id, unsigned nth, DWORD err) {
+  char site[96];
+  snprintf(site, sizeof site, "winapi.%s", px__winapi_name(id));
+  ASSERT_OK(px_fault_arm(site, nth, (int)err));
+}

@@ -7,6 +7,7 @@
 #include "task.h"
 
 #include "px/px_error.h"
+#include "px/px_fault.h"
 #include "px/px_os.h"
 #include "px/px_sandbox.h"
 #include "px/px_util.h"
@@ -70,5 +71,11 @@ int wt_token_has_group(const char *sid);
 
 /* 1 while a process with this pid is alive. */
 int wt_pid_alive(unsigned long pid);
+
+/* Arm the PXW() call `id` in the fault registry (site "winapi.<Name>",
+ * px/px_fault.h): its nth call from now fails with `err` as last-error.
+ * For tables of faults; a single fault reads better as
+ * px_fault_arm("winapi.Name", nth, err). Clear with px_fault_reset(). */
+void wt_fault(px__winapi_id_t id, unsigned nth, DWORD err);
 
 #endif

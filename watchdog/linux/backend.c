@@ -35,22 +35,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-volatile int px__lnx_fail_step;
-
-int px__lnx_inject_fail(const char *step) {
-  int i;
-  if (!step) {
-    px__lnx_fail_step = 0;
-    return 0;
-  }
-  for (i = 1; i < PX_STEP_COUNT_; i++)
-    if (strcmp(px__lnx_step_name(i), step) == 0) {
-      px__lnx_fail_step = i;
-      return 0;
-    }
-  return PX_EINVAL;
-}
-
 /* --- open / close -------------------------------------------------------- */
 
 static int read_cap_last(void) {

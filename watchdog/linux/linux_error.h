@@ -7,9 +7,12 @@
  * the parent turns that into PX_ESANDBOX, an outcome.error and a log line
  * naming the step. Parent-side steps log at their failure site.
  *
- * Fault injection: px__lnx_inject_fail("step") makes that step fail with
- * EPERM (parent or child side) in this process from then on. It is compiled
- * in always; only tests call it. The check is one integer compare.
+ * Fault injection (test-seam builds only, px/px_fault.h): every step is
+ * the fault site "linux.<name>"; a test arms it with
+ * px_fault_arm("linux.cgroup_place", PX_FAULT_ALWAYS, EPERM) and the step
+ * fails with that errno, parent or child side (the child works on its own
+ * copy of the registry after clone). In a release build the checks
+ * compile to 0.
  */
 #ifndef PX_WATCHDOG_LINUX_ERROR_H
 #define PX_WATCHDOG_LINUX_ERROR_H
@@ -72,12 +75,16 @@ typedef struct {
 /* Name of a step ("pivot_root"), "?" when out of range (steps.c). */
 const char *px__lnx_step_name(int step);
 
-/* Tests only: make `step` (a name from PX_LNX_STEP_MAP, or NULL for none)
- * fail from now on in this process. Returns 0 or PX_EINVAL. */
-int px__lnx_inject_fail(const char *step);
-
-/* The armed step (0: none). Read by the backend at each step. */
-extern volatile int px__lnx_fail_step;
-#define PX_LNX_INJECTED(step) (px__lnx_fail_step == (step))
+#ifdef PX_TEST_SEAMS
+/* The fault site of a step ("linux.pivot_root"), "linux.?" out of range. */
+const char *px__lnx_step_site(int step);
+/* 1 when a test armed a fault for `step` (site "linux.<name>"); errno is
+ * then the armed value, as the failed call would leave it. Lock-free and
+ * allocation-free: safe in the child between clone and execve. */
+int px__lnx_injected(int step);
+#define PX_LNX_INJECTED(step) px__lnx_injected(step)
+#else
+#define PX_LNX_INJECTED(step) 0
+#endif
 
 #endif /* PX_WATCHDOG_LINUX_ERROR_H */

@@ -506,7 +506,7 @@ static int run_plan(const px__mnt_plan_t *p, int *step) {
 #define FAIL_STEP(s)                                                         \
   do {                                                                       \
     *step = (s);                                                             \
-    return PX_LNX_INJECTED(s) ? -EPERM : -errno;                             \
+    return -errno; /* the call's, or the injected fault's */                 \
   } while (0)
 
 int px__mnt_stub(const char *stage, const px__mnt_plan_t *skel, int *step) {
@@ -670,7 +670,7 @@ int px__jobdir_create(int root_fd, const char *root_path, const char *key,
                 tmpfs_bytes, (unsigned long)uid, (unsigned long)gid);
     if (PX_LNX_INJECTED(PX_STEP_TMPFS) ||
         mount("px-job", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0) {
-      int e = PX_LNX_INJECTED(PX_STEP_TMPFS) ? EPERM : errno;
+      int e = errno; /* the mount's, or the injected fault's */
       unlinkat(root_fd, key, AT_REMOVEDIR);
       return PX_LOG_ERRNO(PX_ESANDBOX, e, "mount(tmpfs job dir)");
     }

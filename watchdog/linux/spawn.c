@@ -252,7 +252,7 @@ static PX_LNX_NO_ASAN __attribute__((noreturn)) void child_fail(int fd,
 #define CHILD_STEP(p, step, ok)                                              \
   do {                                                                       \
     if (PX_LNX_INJECTED(step))                                               \
-      child_fail((p)->err_wr, (step), EPERM);                                \
+      child_fail((p)->err_wr, (step), errno);                                \
     if (!(ok))                                                               \
       child_fail((p)->err_wr, (step), errno);                                \
   } while (0)

@@ -387,7 +387,8 @@ const px_backend_ops_t px_backend_windows = {
 
 const px_backend_ops_t *px_backend_native(void) { return &px_backend_windows; }
 
-/* ---- test hooks (win_int.h) ---------------------------------------- */
+/* ---- test hooks (win_int.h; test-seam builds only) ------------------ */
+#ifdef PX_TEST_SEAMS
 
 HANDLE px__winbe_test_port(void *state) {
   return state ? ((px__winbe_t *)state)->port : NULL;
@@ -403,3 +404,4 @@ unsigned px__winbe_test_msgs(px_sandbox_t *sb, unsigned msg) {
   px_mutex_unlock(&sb->be->lock);
   return n;
 }
+#endif

@@ -435,7 +435,8 @@ int px__winbe_identity_job(px__winbe_t *be, px_sandbox_t *sb) {
   return 0;
 }
 
-/* ---- tests ------------------------------------------------------------ */
+/* ---- tests (test-seam builds only) ----------------------------------- */
+#ifdef PX_TEST_SEAMS
 
 int px__winbe_test_identity_step(int step, PSID sid) {
   HANDLE tok = NULL;
@@ -458,3 +459,4 @@ int px__winbe_test_identity_step(int step, PSID sid) {
     return PX_EINVAL;
   }
 }
+#endif

@@ -225,9 +225,11 @@ void px__winbe_identity_close(px__winbe_t *be);
  * service's own token, sb->acct_sid NULL, "degraded" set. 0 or
  * PX_ETOKEN/PX_ENOMEM (the job fails closed). */
 int px__winbe_identity_job(px__winbe_t *be, struct px_sandbox_s *sb);
+#ifdef PX_TEST_SEAMS
 /* Tests: run one step of identity.c on its own (0 user_add, 1 account
- * SID lookup, 2 rights_set(sid), 3 s4u_logon). */
+ * SID lookup, 2 rights_set(sid), 3 s4u_logon). Test-seam builds only. */
 int px__winbe_test_identity_step(int step, PSID sid);
+#endif
 
 /* desktop.c (the rights below: desktop.c's file comment) */
 /* What user32 needs of the window station: connect (read its attributes),
@@ -337,7 +339,9 @@ void px__winbe_unref(struct px_sandbox_s *sb);
 
 /* cleanup.c: watchdog/win/cleanup.h */
 
-/* backend.c: hooks for tests (borrowed values; valid until release). */
+#ifdef PX_TEST_SEAMS
+/* backend.c: hooks for tests (borrowed values; valid until release).
+ * Test-seam builds only. */
 HANDLE px__winbe_test_port(void *state);
 const WCHAR *px__winbe_test_dir(px_sandbox_t *sb);
 DWORD px__winbe_test_pid(px_sandbox_t *sb);
@@ -345,5 +349,6 @@ HANDLE px__winbe_test_job(px_sandbox_t *sb);
 ULONG_PTR px__winbe_test_key(px_sandbox_t *sb);
 /* How many job messages number `msg` the tracker received. */
 unsigned px__winbe_test_msgs(px_sandbox_t *sb, unsigned msg);
+#endif
 
 #endif /* PX_WIN_INT_H */

@@ -1,14 +1,12 @@
-/* winapi.c - the security-path function table with fault injection
- * (see winapi.h), Wine detection and string conversions. */
+/* winapi.c - the security-path function table (see winapi.h; in test-seam
+ * builds each call is a fault site of px/px_fault.h), Wine detection and
+ * string conversions. */
 #include "watchdog/win/winapi.h"
+
+#include "px/px_fault.h"
 
 #include <aclapi.h>
 #include <stdlib.h>
-
-static volatile LONG fault_countdown[PX_WAPI_COUNT_];
-static volatile LONG fault_error[PX_WAPI_COUNT_];
-static volatile LONG call_count[PX_WAPI_COUNT_];
-static volatile LONG any_fault;
 
 static const char *const api_names[] = {
 #define PX_WAPI_NAME_(ret, name, fail, params, args) #name,
@@ -16,46 +14,37 @@ static const char *const api_names[] = {
 #undef PX_WAPI_NAME_
 };
 
-/* 1 if this call must fail (and sets the last error). */
-static int fault_hit(px__winapi_id_t id) {
+#ifdef PX_TEST_SEAMS
+static volatile LONG call_count[PX_WAPI_COUNT_];
+
+/* 1 if this call must fail (and sets the last error): the site
+ * "winapi.<Name>" is armed in the fault registry. */
+static int fault_hit(px__winapi_id_t id, const char *site) {
+  int err;
   InterlockedIncrement(&call_count[id]);
-  if (!any_fault)
+  err = px_fault_hit(site);
+  if (err == 0)
     return 0;
-  if (fault_countdown[id] > 0 && InterlockedDecrement(&fault_countdown[id]) == 0) {
-    SetLastError((DWORD)fault_error[id]);
-    return 1;
-  }
-  return 0;
-}
-
-#define PX_WAPI_DEF_(ret, name, fail, params, args)                          \
-  ret px__w_##name params {                                                  \
-    if (fault_hit(PX_WAPI_##name))                                           \
-      return (fail);                                                         \
-    return name args;                                                        \
-  }
-PX_WINAPI_MAP(PX_WAPI_DEF_)
-#undef PX_WAPI_DEF_
-
-void px__winapi_fault(px__winapi_id_t id, unsigned nth, DWORD err) {
-  if ((unsigned)id >= PX_WAPI_COUNT_)
-    return;
-  InterlockedExchange(&fault_error[id], (LONG)err);
-  InterlockedExchange(&fault_countdown[id], (LONG)nth);
-  if (nth)
-    InterlockedExchange(&any_fault, 1);
-}
-
-void px__winapi_fault_reset(void) {
-  int i;
-  for (i = 0; i < PX_WAPI_COUNT_; i++)
-    InterlockedExchange(&fault_countdown[i], 0);
-  InterlockedExchange(&any_fault, 0);
+  SetLastError((DWORD)err);
+  return 1;
 }
 
 unsigned long px__winapi_calls(px__winapi_id_t id) {
   return (unsigned)id < PX_WAPI_COUNT_ ? (unsigned long)call_count[id] : 0;
 }
+
+#define PX_WAPI_DEF_(ret, name, fail, params, args)                          \
+  ret px__w_##name params {                                                  \
+    if (fault_hit(PX_WAPI_##name, "winapi." #name))                          \
+      return (fail);                                                         \
+    return name args;                                                        \
+  }
+#else
+#define PX_WAPI_DEF_(ret, name, fail, params, args)                          \
+  ret px__w_##name params { return name args; }
+#endif
+PX_WINAPI_MAP(PX_WAPI_DEF_)
+#undef PX_WAPI_DEF_
 
 const char *px__winapi_name(px__winapi_id_t id) {
   return (unsigned)id < PX_WAPI_COUNT_ ? api_names[id] : "?";

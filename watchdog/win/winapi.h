@@ -2,11 +2,12 @@
  * of the Windows backend, after SQLite's aSyscall and libuv's winapi.c.
  *
  * Code calls PXW(Name)(args...) instead of Name(args...). Each entry is a
- * thin wrapper that first asks the fault injector whether this call should
- * fail; if so it sets the given last-error and returns the API's failure
+ * thin wrapper. In a test-seam build (PX_TEST_SEAMS) it first asks the
+ * fault registry (px/px_fault.h) about the site "winapi.Name"; an armed
+ * fault sets that error as the last-error and returns the API's failure
  * value without calling the OS. Tests use this to drive every fail-closed
- * branch (px__winapi_fault). Outside tests the injector is a single
- * relaxed load per call.
+ * branch: px_fault_arm("winapi.SetInformationJobObject", nth, err). In a
+ * release build the wrapper only calls the API.
  *
  * Also here: the handle helpers (px_handle_close), Wine detection and the
  * UTF-8 <-> UTF-16 conversions the backend files share.
@@ -162,15 +163,12 @@ PX_WINAPI_MAP(PX_WAPI_DECL_)
 /* Call a security-path Win32 function through the table. */
 #define PXW(name) px__w_##name
 
-/* Make the nth call (1 = the next one) of `id` from now fail with `err`
- * (SetLastError) and its failure value. nth = 0 clears the fault. For tests;
- * thread-safe. */
-void px__winapi_fault(px__winapi_id_t id, unsigned nth, DWORD err);
-/* Clear every injected fault. */
-void px__winapi_fault_reset(void);
-/* How many calls of `id` the table saw (injected failures included). */
+#ifdef PX_TEST_SEAMS
+/* How many calls of `id` the table saw (injected failures included). Test
+ * builds only. */
 unsigned long px__winapi_calls(px__winapi_id_t id);
-/* The entry's name ("SetInformationJobObject"), for test messages. */
+#endif
+/* The entry's name ("SetInformationJobObject"), for messages. */
 const char *px__winapi_name(px__winapi_id_t id);
 
 /* Close *h if it is a handle (NULL and INVALID_HANDLE_VALUE are "none")

@@ -1,4 +1,4 @@
-/* fake.c - px_backend_fake: an in-process backend that runs no program.
+/* fake_backend.c - px_backend_fake: an in-process backend that runs no program.
  *
  * It follows the px_sandbox.h contract faithfully (one thread per started
  * job, kill from any thread at any time between prepare and release,

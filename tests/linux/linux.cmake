@@ -1,0 +1,97 @@
+# tests/linux/linux.cmake - px_tests_linux's suites: the Linux backend
+# (sandbox, enforce, cgroup, faults, pool, their pooled reruns and the
+# compat comparison), the probe that runs inside the sandbox, the daemon
+# over its real socket, the install script and the container backend
+# against a private Docker Engine. Included from tests/CMakeLists.txt for
+# the Linux configuration, after the components define their targets.
+
+# ---- the Linux backend (watchdog/linux/) ----
+target_sources(px_tests_linux PRIVATE
+  ${PROJECT_SOURCE_DIR}/tests/linux/job_helpers.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_job_sandbox.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_job_enforce.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_job_faults.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_job_pool.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_cgroup.c)
+
+# The probe runs inside minimal roots: static, no px_core, beside the tests.
+add_executable(px_probe ${PROJECT_SOURCE_DIR}/tests/linux/probe.c)
+target_compile_options(px_probe PRIVATE ${PX_WARNINGS})
+target_link_options(px_probe PRIVATE -static)
+set_target_properties(px_probe PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY $<TARGET_FILE_DIR:px_tests_linux>)
+target_compile_definitions(px_probe PRIVATE _GNU_SOURCE)
+target_include_directories(px_probe PRIVATE ${PROJECT_SOURCE_DIR})
+add_dependencies(px_tests_linux px_probe)
+
+px_add_test_group(px_tests_linux sandbox LABELS linux sandbox)
+px_add_test_group(px_tests_linux enforce LABELS linux sandbox)
+px_add_test_group(px_tests_linux cgroup LABELS linux sandbox)
+px_add_test_group(px_tests_linux faults LABELS linux sandbox)
+px_add_test_group(px_tests_linux pool LABELS linux sandbox)
+# Real programs inside a job and outside, compared (tests/compat): the fast
+# set here; `tests/compat/compat.py --build <dir> --set full` on demand. The
+# self-test runs one program without the list of intended differences and
+# must fail.
+add_test(NAME linux.compat COMMAND python3
+  ${PROJECT_SOURCE_DIR}/tests/compat/compat.py --build ${CMAKE_BINARY_DIR})
+add_test(NAME linux.compat_selftest COMMAND python3
+  ${PROJECT_SOURCE_DIR}/tests/compat/compat.py --build ${CMAKE_BINARY_DIR}
+  --only sandbox-view --ignore-intended)
+set_tests_properties(linux.compat linux.compat_selftest PROPERTIES
+  LABELS "linux;integ;compat" TIMEOUT 600 SKIP_RETURN_CODE 77)
+set_tests_properties(linux.compat_selftest PROPERTIES
+  PASS_REGULAR_EXPRESSION "DIFFERENT hostname: inside px.*1 with unlisted differences: sandbox-view")
+# The same suites with warm slots (linux.pool): results must not change.
+foreach(group sandbox enforce faults)
+  add_test(NAME linux.${group}_pooled COMMAND px_tests_linux --group ${group})
+  set_tests_properties(linux.${group}_pooled PROPERTIES
+    LABELS "linux;sandbox" TIMEOUT 600 SKIP_RETURN_CODE 77
+    ENVIRONMENT "PX_TEST_POOL=2")
+endforeach()
+
+# ---- the daemon (service/linux/) ----
+# Integration tests: the real daemon over its real socket.
+target_sources(px_tests_linux PRIVATE
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon_kb.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon_attest.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/daemon_helpers.c
+  ${PROJECT_SOURCE_DIR}/tests/cases/cases.c)
+target_link_libraries(px_tests_linux PRIVATE px_client)
+set_source_files_properties(${PROJECT_SOURCE_DIR}/tests/linux/test_daemon.c
+  PROPERTIES COMPILE_DEFINITIONS
+  "PX_CASES_DIR=\"${PROJECT_SOURCE_DIR}/tests/cases/\"")
+add_dependencies(px_tests_linux phoenix-executor)
+px_add_test_group(px_tests_linux daemon LABELS integ TIMEOUT 900)
+# Daemon tests count job cgroups and processes: keep other tests away.
+set_tests_properties(linux.daemon PROPERTIES RUN_SERIAL TRUE)
+
+# The install script (systemd unit, default config) into a scratch root.
+add_test(NAME tools.install_linux
+  COMMAND bash ${PROJECT_SOURCE_DIR}/tests/tools/install_linux_test.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(tools.install_linux PROPERTIES LABELS "tools;linux;integ" TIMEOUT 120)
+
+# ---- the container backend (watchdog/container/) ----
+# Tests through the real daemon against a private Docker Engine that a
+# fixture starts (tests/linux/dockerd.sh: its own socket and data root, no
+# network, a test image imported from the host's static busybox).
+target_sources(px_tests_linux PRIVATE
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_container.c)
+set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/linux/test_container.c
+  APPEND PROPERTY COMPILE_DEFINITIONS
+  "PX_CTR_GATE_PATH=\"$<TARGET_FILE:px-ctr-gate>\"")
+add_dependencies(px_tests_linux px-ctr-gate)
+px_add_test_group(px_tests_linux container LABELS linux integ container
+  TIMEOUT 900)
+add_test(NAME linux.container_engine_start
+  COMMAND bash ${PROJECT_SOURCE_DIR}/tests/linux/dockerd.sh start)
+add_test(NAME linux.container_engine_stop
+  COMMAND bash ${PROJECT_SOURCE_DIR}/tests/linux/dockerd.sh stop)
+set_tests_properties(linux.container_engine_start PROPERTIES
+  FIXTURES_SETUP px_dockerd LABELS "linux;integ;container" TIMEOUT 120
+  SKIP_RETURN_CODE 77)
+set_tests_properties(linux.container_engine_stop PROPERTIES
+  FIXTURES_CLEANUP px_dockerd LABELS "linux;integ;container" TIMEOUT 60)
+set_tests_properties(linux.container PROPERTIES FIXTURES_REQUIRED px_dockerd
+  RUN_SERIAL TRUE)
