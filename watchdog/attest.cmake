@@ -25,7 +25,19 @@ else()
     ${CMAKE_CURRENT_SOURCE_DIR}/attest/linux/net.c)
   target_link_options(px-attest PRIVATE -static)
 endif()
-px_target_defaults(px-attest)
+if(PX_IS_WINDOWS)
+  px_target_defaults(px-attest)
+else()
+  # Static and run inside the sandbox's minimal root: like px_probe and
+  # px-ctr-gate it takes the warnings only, never the sanitizer or fuzzer
+  # runtime of an instrumented build (a static link cannot carry them, and
+  # the probe checks the sandbox, not itself).
+  target_compile_options(px-attest PRIVATE ${PX_WARNINGS})
+  if(PX_WERROR)
+    target_compile_options(px-attest PRIVATE -Werror)
+  endif()
+  target_compile_definitions(px-attest PRIVATE _GNU_SOURCE)
+endif()
 target_include_directories(px-attest PRIVATE ${PROJECT_SOURCE_DIR})
 set_target_properties(px-attest PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/service)
