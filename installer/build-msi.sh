@@ -7,6 +7,7 @@
 #       --ctl phoenixctl.exe --helper px_msi_helper.exe --out FILE.msi
 #       [--work DIR] [--config executor.json] [--emulator PROGRAM]
 #       [--attest px-attest.exe]   (default: beside --service)
+#       [--gate px-ctr-gate]       (default: beside --service)
 #
 # Steps:
 #  1. stage the executables in DIR (wixl finds sources relative to its
@@ -29,7 +30,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 
-version='' service='' ctl='' helper='' out='' work='' config='' emulator='' attest=''
+version='' service='' ctl='' helper='' out='' work='' config='' emulator='' attest='' gate=''
 while [ $# -gt 0 ]; do
     case "$1" in
         --version) version=$2; shift 2 ;;
@@ -41,6 +42,7 @@ while [ $# -gt 0 ]; do
         --config) config=$2; shift 2 ;;
         --emulator) emulator=$2; shift 2 ;;
         --attest) attest=$2; shift 2 ;;
+        --gate) gate=$2; shift 2 ;;
         *) echo "build-msi.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -57,7 +59,11 @@ done
 # The attestation probe ships beside the service (the service runs it at
 # every start and refuses jobs without it).
 attest=${attest:-$(dirname "$service")/px-attest.exe}
-for f in "$service" "$ctl" "$helper" "$attest"; do [ -f "$f" ] || die "missing $f"; done
+# The container backend's gate, a static Linux binary that runs inside each
+# (Linux) container: the service looks for it beside itself
+# (PX_CTR_GATE_DEFAULT; docs/container-backend.md).
+gate=${gate:-$(dirname "$service")/px-ctr-gate}
+for f in "$service" "$ctl" "$helper" "$attest" "$gate"; do [ -f "$f" ] || die "missing $f"; done
 
 out=$(realpath -m "$out")
 work=$(realpath -m "${work:-$out.d}")
@@ -66,6 +72,7 @@ mkdir -p "$work"
 cp "$service" "$work/PhoenixExecutor.exe"
 cp "$ctl" "$work/phoenixctl.exe"
 cp "$attest" "$work/px-attest.exe"
+cp "$gate" "$work/px-ctr-gate"
 cp "$helper" "$work/px_msi_helper.exe"
 
 # ---- 2. the default configuration ----
@@ -175,6 +182,8 @@ check "$(msiinfo export "$work/out.msi" MsiServiceConfigFailureActions | tr -d "
 check "$prop" '^SecureCustomProperties\t.*REMOVE_DATA' "REMOVE_DATA secure"
 check "$(msiinfo export "$work/out.msi" File)" '^PxAttestExe\tAttestExe\tpx-attest\.exe' \
     "px-attest.exe beside the service"
+check "$(msiinfo export "$work/out.msi" File)" '^PxCtrGate\tCtrGate\tpx-ctr-gate\t' \
+    "the container gate (Linux) beside the service"
 check "$(msiinfo export "$work/out.msi" MsiServiceConfig | tr -d "\r")" \
     '^PxRequiredPrivileges\tPhoenixExecutor\t5\t6\tSeChangeNotifyPrivilege\[~\]SeBackupPrivilege' \
     "the service's required privileges"
