@@ -405,8 +405,10 @@ void px_service_attestation(px_service_t *svc, px_attest_report_t *out) {
 int px__service_may_run(px_service_t *svc, char *why, size_t whysz) {
   char failed[160];
   px_attest_state_t st;
+#ifdef PX_TEST_SEAMS
   if (svc->attest_exempt)
     return 0;
+#endif
   px_mutex_lock(&svc->attest_lock);
   st = svc->attest.state;
   px_attest_failed_names(&svc->attest, failed, sizeof failed);

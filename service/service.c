@@ -137,8 +137,11 @@ static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,
   o->output.overflow = cfg->output.overflow;
   o->output.rate_bytes_per_s = cfg->output.rate_bytes_per_s;
   o->output.burst_bytes = cfg->output.burst_bytes;
-  o->backend = so->backend_ops ? (const px_backend_ops_t *)so->backend_ops
-                               : px_backend_native();
+  o->backend = px_backend_native();
+#ifdef PX_TEST_SEAMS
+  if (so->backend_ops)
+    o->backend = (const px_backend_ops_t *)so->backend_ops;
+#endif
   o->backend_opts.work_root = cfg->work_root;
   o->backend_opts.tick_ms = cfg->watchdog_tick_ms;
   o->backend_opts.ui_restrictions = cfg->windows.ui_restrictions;
@@ -167,7 +170,9 @@ int px_service_open(const px_service_opts_t *so, px_service_t **out) {
   svc->cfg = so->config;
   px_mutex_init(&svc->attest_lock);
   px_mutex_init(&svc->attest_run);
+#ifdef PX_TEST_SEAMS
   svc->attest_exempt = so->attest_exempt;
+#endif
   svc->allow_degraded = so->allow_degraded || so->config->windows.allow_degraded ||
                         so->config->linux_.allow_degraded;
   px_strlcpy(svc->version, so->version ? so->version : "0.0.0", sizeof svc->version);

@@ -19,7 +19,9 @@ struct px_service_s {
   px_mutex_t attest_lock;   /* guards attest */
   px_mutex_t attest_run;    /* one attestation at a time */
   px_attest_report_t attest; /* the last verdict (state pending at first) */
+#ifdef PX_TEST_SEAMS
   int attest_exempt;        /* px_service_opts_t.attest_exempt */
+#endif
   int allow_degraded;       /* windows./linux.allow_degraded or opts */
 };
 

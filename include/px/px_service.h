@@ -61,13 +61,16 @@ typedef int (*px_session_send_fn)(void *ctx, const char *json, size_t len);
 typedef struct {
   const px_config_t *config; /* borrowed; must outlive the service */
   const char *version;       /* reported by `status` */
-  /* Engine/backend overrides for tests (NULL: from config / native). */
-  const void *backend_ops;   /* const px_backend_ops_t * */
   int allow_degraded;        /* run where a sandbox control is missing on
                                 this host (reported as "degraded") */
-  int attest_exempt;         /* in-process tests with the fake backend
-                                only: `run` is not gated on an attestation
-                                (no daemon sets it; see px_service_attest) */
+#ifdef PX_TEST_SEAMS
+  /* Test seams (test builds only: a release build runs every job on the
+   * native backend, gated on the attestation). */
+  const void *backend_ops;   /* const px_backend_ops_t *; NULL: native */
+  int attest_exempt;         /* in-process tests with the fake backend:
+                                `run` is not gated on an attestation (see
+                                px_service_attest) */
+#endif
 } px_service_opts_t;
 
 /* Build the service: backend, KB layer, engine and workers. 0 or PX_E*
