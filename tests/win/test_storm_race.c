@@ -19,8 +19,19 @@
  *   once, limit 4 processes, wall 20 s): each ends killed/processes (or,
  *   when a process did not die, with an error saying so) within the wall
  *   limit plus 5 s; after release the job lists no live process.
+ * storm_client_read_race: the client's pipe read with a timeout
+ *   (tools/phoenixctl/win/conn.c), as every storm connection and
+ *   `phoenixctl mcp` use it, against a writer that sends a numbered
+ *   stream in small bursts: reads of 1 ms keep timing out as bytes
+ *   arrive. A read that completes between the wait's timeout and its
+ *   cancel carries bytes; dropping them lost a whole result message in
+ *   the storm (and a streamed line in mcp.sdk_wine). Asserted: every
+ *   number arrives, in order.
  */
 #include "wintest.h"
+
+#include "px/px_error.h"
+#include "tools/phoenixctl/client.h"
 
 #include <windows.h>
 #include <tlhelp32.h>
@@ -265,5 +276,75 @@ TEST_IMPL(storm_backend_spawners) {
   printf("%d spawn trees: slowest answer %llu ms, %d ended with an error (a "
          "process the OS could not end)\n", N, (unsigned long long)worst, errors);
   wt_close(&b);
+  return 0;
+}
+
+/* ---- the client's timed read ---- */
+
+typedef struct {
+  HANDLE pipe;
+  unsigned n;
+} feed_t;
+
+static void feed_main(void *arg) {
+  feed_t *f = arg;
+  unsigned i;
+  for (i = 0; i < f->n; i++) {
+    DWORD put = 0;
+    if (!WriteFile(f->pipe, &i, sizeof i, &put, NULL) || put != sizeof i)
+      break;
+    if (i % 8 == 7)
+      Sleep(1); /* a burst, then a gap the reader's timeouts fall into */
+  }
+}
+
+TEST_IMPL(storm_client_read_race) {
+  enum { N = 40000 };
+  WCHAR name[96];
+  char addr[96], err[256];
+  unsigned char buf[4096];
+  size_t have = 0;
+  unsigned expect = 0, timeouts = 0;
+  uint64_t end = px_now_ms() + 60000;
+  px__conn_t *c = NULL;
+  px_thread_t t;
+  feed_t f;
+  _snwprintf(name, 95, L"\\\\.\\pipe\\px-read-race-%lu", GetCurrentProcessId());
+  name[95] = 0;
+  snprintf(addr, sizeof addr, "%ls", name);
+  f.n = N;
+  f.pipe = CreateNamedPipeW(name, PIPE_ACCESS_DUPLEX,
+                            PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT, 1,
+                            65536, 65536, 0, NULL);
+  ASSERT(f.pipe != INVALID_HANDLE_VALUE);
+  ASSERT_OK(px__stream_connect(addr, &c, err, sizeof err));
+  ASSERT(ConnectNamedPipe(f.pipe, NULL) || GetLastError() == ERROR_PIPE_CONNECTED);
+  ASSERT_OK(px_thread_create(&t, feed_main, &f));
+  while (expect < N && px_now_ms() < end) {
+    long r = px__stream_read(c, buf + have, sizeof buf - have, 1);
+    size_t off = 0;
+    if (r == PX_ETIMEDOUT) {
+      timeouts++;
+      continue;
+    }
+    ASSERT(r > 0);
+    have += (size_t)r;
+    for (; have - off >= sizeof expect; off += sizeof expect) {
+      unsigned got;
+      memcpy(&got, buf + off, sizeof got);
+      if (got != expect)
+        printf("after %u timed-out reads: %u arrived, %u expected (%u lost)\n",
+               timeouts, got, expect, got - expect);
+      ASSERT_EQ(got, expect);
+      expect++;
+    }
+    memmove(buf, buf + off, have - off);
+    have -= off;
+  }
+  printf("%u numbers in order through %u timed-out reads\n", expect, timeouts);
+  ASSERT_EQ(expect, (unsigned)N);
+  px_thread_join(t);
+  px__stream_close(c);
+  CloseHandle(f.pipe);
   return 0;
 }
