@@ -345,6 +345,17 @@ static void from_processes(const DWORD *pids, size_t n, px__job_sample_t *s) {
   }
 }
 
+int px__winbe_job_hosts(HANDLE job, uint64_t *listed, uint64_t *hosts) {
+  DWORD pids[256];
+  size_t n = 0, i;
+  int rc = px__winbe_job_pids(job, pids, 256, &n);
+  *listed = n;
+  *hosts = 0;
+  for (i = 0; rc == 0 && i < n; i++)
+    *hosts += console_host(pids[i]) == 1;
+  return rc;
+}
+
 int px__winbe_job_sample(HANDLE job, px__job_sample_t *s) {
   JOBOBJECT_BASIC_ACCOUNTING_INFORMATION acc;
   JOBOBJECT_EXTENDED_LIMIT_INFORMATION ext;
