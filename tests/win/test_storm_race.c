@@ -27,11 +27,23 @@
  *   cancel carries bytes; dropping them lost a whole result message in
  *   the storm (and a streamed line in mcp.sdk_wine). Asserted: every
  *   number arrives, in order.
+ * storm_drain_held_pipe: a job's stdout held by a process outside the job
+ *   (in the storm: a process Wine terminated while creating it, whose Unix
+ *   process lives on with its handles; here this test, with a duplicate
+ *   of the child's stdout): once the job's last process is gone nobody in
+ *   it can write, and the watchdog ends the job as soon as the read waits
+ *   on an empty pipe - not PX__DRAIN_MS (2 s) later, which every such job
+ *   cost. Asserted: all 3,000 bytes arrive, and wait() returns less than
+ *   PX__DRAIN_MS after the process exited.
  */
 #include "wintest.h"
 
 #include "px/px_error.h"
 #include "tools/phoenixctl/client.h"
+#include "watchdog/win/internal.h"
+
+#include <stddef.h>
+#include <winternl.h>
 
 #include <windows.h>
 #include <tlhelp32.h>
@@ -346,5 +358,75 @@ TEST_IMPL(storm_client_read_race) {
   px_thread_join(t);
   px__stream_close(c);
   CloseHandle(f.pipe);
+  return 0;
+}
+
+/* ---- a pipe held outside the job ---- */
+
+/* The stdout handle of process h, as its process parameters name it. */
+static HANDLE stdout_of(HANDLE h) {
+  typedef LONG(WINAPI * query_t)(HANDLE, PROCESSINFOCLASS, PVOID, ULONG, PULONG);
+  query_t q = (query_t)(void *)GetProcAddress(GetModuleHandleW(L"ntdll.dll"),
+                                              "NtQueryInformationProcess");
+  PROCESS_BASIC_INFORMATION pbi;
+  PVOID params = NULL;
+  HANDLE out = NULL;
+  SIZE_T got = 0;
+  ASSERT_NOT_NULL(q);
+  ASSERT_EQ(q(h, ProcessBasicInformation, &pbi, sizeof pbi, NULL), 0);
+  ASSERT(ReadProcessMemory(h, (char *)pbi.PebBaseAddress + offsetof(PEB, ProcessParameters),
+                           &params, sizeof params, &got));
+  /* RTL_USER_PROCESS_PARAMETERS: ConsoleHandle, ConsoleFlags, StandardInput,
+   * then StandardOutput (winternl.h keeps them in Reserved2) */
+  ASSERT(ReadProcessMemory(h, (char *)params + offsetof(RTL_USER_PROCESS_PARAMETERS, Reserved2) +
+                                  3 * sizeof(PVOID),
+                           &out, sizeof out, &got));
+  return out;
+}
+
+static double sys_ms(void) {
+  FILETIME f;
+  GetSystemTimePreciseAsFileTime(&f);
+  return (double)(((uint64_t)f.dwHighDateTime << 32) | f.dwLowDateTime) / 10000.0;
+}
+
+TEST_IMPL(storm_drain_held_pipe) {
+  const px_backend_ops_t *ops = px_backend_native();
+  wt_backend_t b;
+  wt_job_t j;
+  wt_capture_t c;
+  px_sandbox_events_t ev;
+  px_sandbox_t *sb = NULL;
+  px_outcome_t o;
+  HANDLE proc, held = NULL;
+  FILETIME cr, ex, k, u;
+  double ended, exited;
+  wt_open(&b);
+  wt_capture_init(&c);
+  ev = wt_events(&c);
+  wt_job(&j, "write", "3000", NULL);
+  ASSERT_OK(ops->prepare(b.state, &j.spec, &ev, &sb));
+  proc = OpenProcess(PROCESS_DUP_HANDLE | PROCESS_QUERY_INFORMATION | PROCESS_VM_READ |
+                         SYNCHRONIZE, FALSE, px__winbe_test_pid(sb));
+  ASSERT_NOT_NULL(proc);
+  ASSERT(DuplicateHandle(proc, stdout_of(proc), GetCurrentProcess(), &held, 0, FALSE,
+                         DUPLICATE_SAME_ACCESS));
+  ASSERT_OK(ops->start(sb));
+  ASSERT_OK(ops->wait(sb, &o));
+  ended = sys_ms();
+  ASSERT(GetProcessTimes(proc, &cr, &ex, &k, &u));
+  exited = (double)(((uint64_t)ex.dwHighDateTime << 32) | ex.dwLowDateTime) / 10000.0;
+  ops->release(sb);
+  printf("stdout held outside the job: %u bytes, wait() returned %.0f ms after the "
+         "process exited (drain bound %d ms)\n", (unsigned)strlen(wt_stdout(&c)),
+         ended - exited, PX__DRAIN_MS);
+  ASSERT_EQ(o.exit_code, 0);
+  ASSERT_UINT_EQ(strlen(wt_stdout(&c)), 3000);
+  ASSERT_LT((long long)(ended - exited), PX__DRAIN_MS);
+  CloseHandle(held);
+  CloseHandle(proc);
+  wt_capture_free(&c);
+  wt_job_free(&j);
+  wt_close(&b);
   return 0;
 }
