@@ -19,8 +19,31 @@
  *   once, limit 4 processes, wall 20 s): each ends killed/processes (or,
  *   when a process did not die, with an error saying so) within the wall
  *   limit plus 5 s; after release the job lists no live process.
+ * storm_client_read_race: the client's pipe read with a timeout
+ *   (tools/phoenixctl/win/conn.c), as every storm connection and
+ *   `phoenixctl mcp` use it, against a writer that sends a numbered
+ *   stream in small bursts: reads of 1 ms keep timing out as bytes
+ *   arrive. A read that completes between the wait's timeout and its
+ *   cancel carries bytes; dropping them lost a whole result message in
+ *   the storm (and a streamed line in mcp.sdk_wine). Asserted: every
+ *   number arrives, in order.
+ * storm_drain_held_pipe: a job's stdout held by a process outside the job
+ *   (in the storm: a process Wine terminated while creating it, whose Unix
+ *   process lives on with its handles; here this test, with a duplicate
+ *   of the child's stdout): once the job's last process is gone nobody in
+ *   it can write, and the watchdog ends the job as soon as the read waits
+ *   on an empty pipe - not PX__DRAIN_MS (2 s) later, which every such job
+ *   cost. Asserted: all 3,000 bytes arrive, and wait() returns less than
+ *   PX__DRAIN_MS after the process exited.
  */
 #include "tests/win/wintest.h"
+
+#include "px/px_error.h"
+#include "tools/phoenixctl/client.h"
+#include "watchdog/win/internal.h"
+
+#include <stddef.h>
+#include <winternl.h>
 
 #include <windows.h>
 #include <tlhelp32.h>
@@ -264,6 +287,146 @@ TEST_IMPL(storm_backend_spawners) {
   }
   printf("%d spawn trees: slowest answer %llu ms, %d ended with an error (a "
          "process the OS could not end)\n", N, (unsigned long long)worst, errors);
+  wt_close(&b);
+  return 0;
+}
+
+/* ---- the client's timed read ---- */
+
+typedef struct {
+  HANDLE pipe;
+  unsigned n;
+} feed_t;
+
+static void feed_main(void *arg) {
+  feed_t *f = arg;
+  unsigned i;
+  for (i = 0; i < f->n; i++) {
+    DWORD put = 0;
+    if (!WriteFile(f->pipe, &i, sizeof i, &put, NULL) || put != sizeof i)
+      break;
+    if (i % 8 == 7)
+      Sleep(1); /* a burst, then a gap the reader's timeouts fall into */
+  }
+}
+
+TEST_IMPL(storm_client_read_race) {
+  enum { N = 40000 };
+  WCHAR name[96];
+  char addr[96], err[256];
+  unsigned char buf[4096];
+  size_t have = 0;
+  unsigned expect = 0, timeouts = 0;
+  uint64_t end = px_now_ms() + 60000;
+  px__conn_t *c = NULL;
+  px_thread_t t;
+  feed_t f;
+  _snwprintf(name, 95, L"\\\\.\\pipe\\px-read-race-%lu", GetCurrentProcessId());
+  name[95] = 0;
+  snprintf(addr, sizeof addr, "%ls", name);
+  f.n = N;
+  f.pipe = CreateNamedPipeW(name, PIPE_ACCESS_DUPLEX,
+                            PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT, 1,
+                            65536, 65536, 0, NULL);
+  ASSERT(f.pipe != INVALID_HANDLE_VALUE);
+  ASSERT_OK(px__stream_connect(addr, &c, err, sizeof err));
+  ASSERT(ConnectNamedPipe(f.pipe, NULL) || GetLastError() == ERROR_PIPE_CONNECTED);
+  ASSERT_OK(px_thread_create(&t, feed_main, &f));
+  while (expect < N && px_now_ms() < end) {
+    long r = px__stream_read(c, buf + have, sizeof buf - have, 1);
+    size_t off = 0;
+    if (r == PX_ETIMEDOUT) {
+      timeouts++;
+      continue;
+    }
+    ASSERT(r > 0);
+    have += (size_t)r;
+    for (; have - off >= sizeof expect; off += sizeof expect) {
+      unsigned got;
+      memcpy(&got, buf + off, sizeof got);
+      if (got != expect)
+        printf("after %u timed-out reads: %u arrived, %u expected (%u lost)\n",
+               timeouts, got, expect, got - expect);
+      ASSERT_EQ(got, expect);
+      expect++;
+    }
+    memmove(buf, buf + off, have - off);
+    have -= off;
+  }
+  printf("%u numbers in order through %u timed-out reads\n", expect, timeouts);
+  ASSERT_EQ(expect, (unsigned)N);
+  px_thread_join(t);
+  px__stream_close(c);
+  CloseHandle(f.pipe);
+  return 0;
+}
+
+/* ---- a pipe held outside the job ---- */
+
+/* The stdout handle of process h, as its process parameters name it. */
+static HANDLE stdout_of(HANDLE h) {
+  typedef LONG(WINAPI * query_t)(HANDLE, PROCESSINFOCLASS, PVOID, ULONG, PULONG);
+  query_t q = (query_t)(void *)GetProcAddress(GetModuleHandleW(L"ntdll.dll"),
+                                              "NtQueryInformationProcess");
+  PROCESS_BASIC_INFORMATION pbi;
+  PVOID params = NULL;
+  HANDLE out = NULL;
+  SIZE_T got = 0;
+  ASSERT_NOT_NULL(q);
+  ASSERT_EQ(q(h, ProcessBasicInformation, &pbi, sizeof pbi, NULL), 0);
+  ASSERT(ReadProcessMemory(h, (char *)pbi.PebBaseAddress + offsetof(PEB, ProcessParameters),
+                           &params, sizeof params, &got));
+  /* RTL_USER_PROCESS_PARAMETERS: ConsoleHandle, ConsoleFlags, StandardInput,
+   * then StandardOutput (winternl.h keeps them in Reserved2) */
+  ASSERT(ReadProcessMemory(h, (char *)params + offsetof(RTL_USER_PROCESS_PARAMETERS, Reserved2) +
+                                  3 * sizeof(PVOID),
+                           &out, sizeof out, &got));
+  return out;
+}
+
+static double sys_ms(void) {
+  FILETIME f;
+  GetSystemTimePreciseAsFileTime(&f);
+  return (double)(((uint64_t)f.dwHighDateTime << 32) | f.dwLowDateTime) / 10000.0;
+}
+
+TEST_IMPL(storm_drain_held_pipe) {
+  const px_backend_ops_t *ops = px_backend_native();
+  wt_backend_t b;
+  wt_job_t j;
+  wt_capture_t c;
+  px_sandbox_events_t ev;
+  px_sandbox_t *sb = NULL;
+  px_outcome_t o;
+  HANDLE proc, held = NULL;
+  FILETIME cr, ex, k, u;
+  double ended, exited;
+  wt_open(&b);
+  wt_capture_init(&c);
+  ev = wt_events(&c);
+  wt_job(&j, "write", "3000", NULL);
+  ASSERT_OK(ops->prepare(b.state, &j.spec, &ev, &sb));
+  proc = OpenProcess(PROCESS_DUP_HANDLE | PROCESS_QUERY_INFORMATION | PROCESS_VM_READ |
+                         SYNCHRONIZE, FALSE, px__winbe_test_pid(sb));
+  ASSERT_NOT_NULL(proc);
+  ASSERT(DuplicateHandle(proc, stdout_of(proc), GetCurrentProcess(), &held, 0, FALSE,
+                         DUPLICATE_SAME_ACCESS));
+  ASSERT_OK(ops->start(sb));
+  ASSERT_OK(ops->wait(sb, &o));
+  ended = sys_ms();
+  ASSERT(GetProcessTimes(proc, &cr, &ex, &k, &u));
+  exited = (double)(((uint64_t)ex.dwHighDateTime << 32) | ex.dwLowDateTime) / 10000.0;
+  ops->release(sb);
+  printf("stdout held outside the job: %u bytes, wait() returned %.0f ms after the "
+         "process exited (drain bound %d ms)\n", (unsigned)strlen(wt_stdout(&c)),
+         ended - exited, PX__DRAIN_MS);
+  ASSERT_EQ(o.exit_code, 0);
+  ASSERT_UINT_EQ(strlen(wt_stdout(&c)), 3000);
+  ASSERT_LT((long long)(ended - exited), PX__DRAIN_MS);
+  CloseHandle(held);
+  CloseHandle(proc);
+  wt_capture_free(&c);
+  wt_job_free(&j);
   wt_close(&b);
   return 0;
 }

@@ -64,6 +64,8 @@ static cJSON *recv_json(px_client_t *cl, int timeout_ms, int *rc) {
     return NULL;
   o = cJSON_ParseWithLength(msg, len);
   free(msg);
+  if (!o) /* a message that is not JSON must not vanish unnoticed */
+    *rc = PX_EPROTO;
   return o;
 }
 

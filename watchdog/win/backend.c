@@ -9,8 +9,8 @@
  * (spawn.c) -> overlapped pipe I/O on the port. start() checks the job
  * once more, arms the wall deadline and resumes. wait() sleeps until the watchdog thread
  * (watchdog.c) finishes the job; kill() terminates the job object from any
- * thread; release() kills what is left, waits until no process remains,
- * removes the directory without following links (cleanup.c) and hands the
+ * thread; release() kills what is left, waits until no process remains
+ * (at once when the watchdog saw the job end), removes the directory without following links (cleanup.c) and hands the
  * tracker's memory to whoever drops the last reference (pending overlapped
  * operations hold one each). Any failure before start fails closed: the
  * suspended child dies with its job and prepare/start return the error.
@@ -105,6 +105,7 @@ static void be_free(px__winbe_t *be) {
   px_handle_close(&be->root_h);
   free(be->work_root);
   free(be->work_root_final);
+  px_cond_destroy(&be->sampler_cond);
   px_mutex_destroy(&be->lock);
   free(be);
 }
@@ -119,6 +120,7 @@ static int win_open(const px_backend_opts_t *opts, void **state) {
   if (!be)
     return PX_ENOMEM;
   px_mutex_init(&be->lock);
+  px_cond_init(&be->sampler_cond);
   be->opts = *opts;
   be->opts.work_root = NULL;
   be->opts.ro_binds = NULL;
@@ -300,27 +302,40 @@ static int win_kill(px_sandbox_t *sb) {
 }
 
 /* Wait (bounded) until no process of the job is left, so that nothing
- * holds files in the directory we are about to remove. */
+ * holds files in the directory we are about to remove. Only for a job the
+ * watchdog did not see end (released before its end): for one it did, a
+ * process Wine keeps listed after it exited would cost the full bound. */
 static void wait_empty(px_sandbox_t *sb) {
   uint64_t until = px_now_ms() + 10000;
-  if (sb->gave_up) /* the watchdog waited already: what is left stays */
-    return;
   if (sb->process)
     WaitForSingleObject(sb->process, 10000);
-  while (sb->job && px_now_ms() < until) {
-    DWORD pids[4];
-    size_t n = 0;
-    if (px__winbe_job_pids(sb->job, pids, 4, &n) || n == 0)
-      break;
+  while (sb->job && px_now_ms() < until && !px__winbe_job_over(sb))
     px_sleep_ms(10);
-  }
 }
+
+/* A killed job answered late: where the time went, from the kill (each
+ * step in ms after it; -1 never). The watchdog's latency under load is
+ * read from these (docs/windows-backend.md, the watchdog). */
+#define SLOW_END_MS 2000
+#define AFTER(x) ((x) ? (long long)((x) - sb->kill_ms) : -1LL)
+static void slow_end_log(px_sandbox_t *sb) {
+  if (!sb->kill_requested || !sb->kill_ms ||
+      sb->t.released - sb->kill_ms < SLOW_END_MS)
+    return;
+  PX_LOG(PX_LOG_WARN, "job %s: released %lld ms after its kill (processes "
+         "gone %lld, stdout closed %lld, stderr closed %lld, ended %lld, "
+         "release began %lld, processes waited for %lld)", sb->spec->key,
+         AFTER(sb->t.released), AFTER(sb->zero_ms), AFTER(sb->t.eof_out),
+         AFTER(sb->t.eof_err), AFTER(sb->t.ended), AFTER(sb->t.release),
+         AFTER(sb->t.emptied));
+}
+#undef AFTER
 
 static void teardown(px_sandbox_t *sb) {
   px__winbe_t *be = sb->be;
   px__pipe_t *ps[3] = {&sb->in, &sb->out, &sb->err};
   px_sandbox_t **pp;
-  int i;
+  int i, over;
   px_mutex_lock(&be->lock);
   for (pp = &be->jobs; *pp; pp = &(*pp)->next) /* no more job messages */
     if (*pp == sb) {
@@ -335,8 +350,14 @@ static void teardown(px_sandbox_t *sb) {
   }
   while (sb->in_callback) /* on_output must not outlive release */
     px_cond_wait(&sb->cond, &be->lock);
+  sb->t.release = px_now_ms();
+  /* Off the list, the watchdog no longer changes zero or gave_up; after
+   * give_up what is left stays (release closes the job). */
+  over = sb->zero || sb->gave_up;
   px_mutex_unlock(&be->lock);
-  wait_empty(sb);
+  if (!over)
+    wait_empty(sb);
+  sb->t.emptied = px_now_ms();
   px_mutex_lock(&be->lock);
   for (i = 0; i < 3; i++) { /* pending I/O completes aborted; refs free us */
     ps[i]->closed = 1;
@@ -364,6 +385,8 @@ static void teardown(px_sandbox_t *sb) {
   if (sb->ac_sid)
     FreeSid(sb->ac_sid);
   sb->ac_sid = NULL;
+  sb->t.released = px_now_ms();
+  slow_end_log(sb);
   px_mutex_lock(&be->lock);
   px__winbe_unref(sb); /* the owner's reference */
   px_mutex_unlock(&be->lock);

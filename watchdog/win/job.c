@@ -303,17 +303,17 @@ static void cpu_from_threads(const DWORD *pids, size_t n, px__job_sample_t *s) {
  * process that just started may not report its image: counted next tick).
  * The image lies where no job can write, so the name cannot be borrowed. */
 static int console_host(DWORD pid) {
-  static WCHAR host[MAX_PATH + 16];
+  /* Not cached in a static: the watchdog and the sampler thread both ask
+   * (GetSystemDirectoryW reads a string the process holds: cheap). */
+  WCHAR host[MAX_PATH + 16];
   WCHAR img[MAX_PATH + 16];
   DWORD n = MAX_PATH + 16;
   HANDLE p;
   int yes = -1;
-  if (!host[0]) {
-    UINT k = GetSystemDirectoryW(host, MAX_PATH);
-    if (k == 0 || k >= MAX_PATH)
-      return 0;
-    wcsncat(host, L"\\conhost.exe", 15);
-  }
+  UINT k = GetSystemDirectoryW(host, MAX_PATH);
+  if (k == 0 || k >= MAX_PATH)
+    return 0;
+  wcsncat(host, L"\\conhost.exe", 15);
   p = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
   if (!p)
     return -1;
@@ -343,6 +343,17 @@ static void from_processes(const DWORD *pids, size_t n, px__job_sample_t *s) {
       s->handles += handles;
     CloseHandle(p);
   }
+}
+
+int px__winbe_job_hosts(HANDLE job, uint64_t *listed, uint64_t *hosts) {
+  DWORD pids[256];
+  size_t n = 0, i;
+  int rc = px__winbe_job_pids(job, pids, 256, &n);
+  *listed = n;
+  *hosts = 0;
+  for (i = 0; rc == 0 && i < n; i++)
+    *hosts += console_host(pids[i]) == 1;
+  return rc;
 }
 
 int px__winbe_job_sample(HANDLE job, px__job_sample_t *s) {

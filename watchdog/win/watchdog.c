@@ -1,22 +1,30 @@
-/* watchdog.c - the one thread that owns the completion port.
+/* watchdog.c - the thread that owns the completion port, and the sampler
+ * thread beside it.
  *
  * DESIGN (after Chromium's TargetEventsThread): every job's Job Object is
  * associated with be->port under the key of its tracker (its id), and every
  * service-side pipe end under PX__KEY_IO; PX__KEY_QUIT and PX__KEY_WAKE are
- * commands. The thread handles, in one place:
+ * commands. The watchdog thread handles, in one place:
  *  - job messages: NEW/EXIT/ABNORMAL_EXIT/ACTIVE_PROCESS_ZERO drive
  *    accounting and completion; the limit messages (memory, process count,
  *    job/process time) are verdicts detected by the OS;
  *  - pipe completions: bytes go to events->on_output; its answer continues,
  *    kills, or pauses the stream (the read is re-issued only when the pause
  *    has elapsed, so the pipe fills and the child blocks);
- *  - ticks (opts->tick_ms): messages are hints the OS does not guarantee
- *    (Wine never posts the limit ones), so each running job is re-checked:
- *    wall clock against a monotonic deadline, CPU (user+kernel), memory
- *    (commit) and process count, and violators are killed here.
- * A job ends when no process is left (ACTIVE_PROCESS_ZERO, or a tick that
- * reads zero) and both output pipes reached EOF (cancelled after
- * PX__DRAIN_MS). Verdicts are decided in px__winbe_verdict only.
+ *  - ticks (opts->tick_ms): the wall clock of every running job against
+ *    its monotonic deadline, kills that have not taken yet, drains, ends.
+ *    A tick makes no OS call per process of a running job, so under load
+ *    no deadline, kill or drain waits behind a measurement.
+ * Messages are hints the OS does not guarantee (Wine never posts the limit
+ * ones), so the sampler thread re-measures every running job in turn - CPU
+ * (user+kernel), memory (commit), process count, handles - and its job
+ * directory (disk.c), outside be->lock on a duplicate of the job handle
+ * (a spawn tree's sample costs calls per process: under Wine, seconds for
+ * a few trees), and hands violations to the same verdict. A job ends when
+ * no process is left (ACTIVE_PROCESS_ZERO, or a sample or kill check that
+ * reads an empty list) and both output pipes reached EOF (a read waiting
+ * on an empty pipe then is cancelled; any read after PX__DRAIN_MS).
+ * Verdicts are decided in px__winbe_verdict only.
  */
 #include "watchdog/win/win_int.h"
 
@@ -34,13 +42,15 @@
  * that takes tens of ms, on Windows a few), so ACTIVE_PROCESS_ZERO comes
  * at once. Not a kill of the job: its outcome stays the first process's. */
 static void end_if_only_console_hosts(px_sandbox_t *sb) {
-  px__job_sample_t s;
+  uint64_t listed = 0, hosts = 0;
+  /* The PID list and each image only, not a full sample: this runs under
+   * be->lock for every EXIT_PROCESS, and a bomb sends many. */
   if (sb->zero || !sb->job || sb->kill_requested ||
-      px__winbe_job_sample(sb->job, &s) != 0)
+      px__winbe_job_hosts(sb->job, &listed, &hosts) != 0)
     return;
   /* Only confirmed hosts: a process too new to report its image counts
    * as neither, and keeps the job alive. */
-  if (s.listed > 0 && s.hosts == s.listed)
+  if (listed > 0 && hosts == listed)
     PXW(TerminateJobObject)(sb->job, 0);
 }
 
@@ -193,6 +203,7 @@ static void finish(px_sandbox_t *sb) {
   }
   if (sb->outcome.error) /* start failed: it never ran */
     sb->outcome.exited = 0;
+  sb->t.ended = px_now_ms();
   sb->state = PX__SB_ENDED;
   px_cond_broadcast(&sb->cond);
 }
@@ -207,17 +218,32 @@ static void maybe_finish(px_sandbox_t *sb) {
   finish(sb);
 }
 
+/* 1 when p's read waits on an empty pipe. */
+static int caught_up(px__pipe_t *p) {
+  DWORD avail = 0;
+  return p->pending && p->h &&
+         PeekNamedPipe(p->h, NULL, 0, NULL, &avail, NULL) && avail == 0;
+}
+
 static void drain_check(px_sandbox_t *sb, uint64_t now) {
   px__pipe_t *ps[2] = {&sb->out, &sb->err};
+  uint64_t since;
   int i;
-  if (!sb->zero || now - sb->zero_ms < PX__DRAIN_MS)
+  if (!sb->zero)
+    return;
+  since = now > sb->zero_ms ? now - sb->zero_ms : 0;
+  if (since < PX__DRAIN_QUIET_MS)
     return;
   /* Every process is gone and a pipe is still open: something outside the
-   * job holds its other end. Stop waiting for it. */
+   * job holds its other end (under Wine: a process it terminated while
+   * creating it, whose handles live on). Nobody in the job can write any
+   * more, so a read that waits on an empty pipe has all there was; past
+   * PX__DRAIN_MS stop waiting in any case. */
   for (i = 0; i < 2; i++) {
-    if (ps[i]->pending && ps[i]->h)
+    if (ps[i]->pending && ps[i]->h &&
+        (since >= PX__DRAIN_MS || caught_up(ps[i])))
       CancelIoEx(ps[i]->h, &ps[i]->ov);
-    else if (!ps[i]->pending)
+    else if (!ps[i]->pending && since >= PX__DRAIN_MS)
       ps[i]->eof = 1;
   }
 }
@@ -235,6 +261,7 @@ static void on_io(px__winbe_t *be, px__pipe_t *p, DWORD bytes, DWORD err) {
   }
   if (err) { /* ERROR_BROKEN_PIPE: every writer closed; aborted: cancel */
     p->eof = 1;
+    *(p == &sb->out ? &sb->t.eof_out : &sb->t.eof_err) = px_now_ms();
     goto done;
   }
   if (sb->released || p->closed) {
@@ -289,6 +316,14 @@ static void spawn_check(px_sandbox_t *sb) {
                     PX_DETECT_WATCHDOG);
 }
 
+static int limit_message(DWORD msg) {
+  return msg == JOB_OBJECT_MSG_END_OF_JOB_TIME ||
+         msg == JOB_OBJECT_MSG_END_OF_PROCESS_TIME ||
+         msg == JOB_OBJECT_MSG_ACTIVE_PROCESS_LIMIT ||
+         msg == JOB_OBJECT_MSG_PROCESS_MEMORY_LIMIT ||
+         msg == JOB_OBJECT_MSG_JOB_MEMORY_LIMIT;
+}
+
 static void on_job(px__winbe_t *be, ULONG_PTR key, DWORD msg, DWORD pid) {
   px_sandbox_t *sb;
   const px_limits_t *l;
@@ -303,9 +338,9 @@ static void on_job(px__winbe_t *be, ULONG_PTR key, DWORD msg, DWORD pid) {
   if (msg < 16)
     sb->msgs[msg]++;
   memset(&s, 0, sizeof s);
-  if (msg != JOB_OBJECT_MSG_NEW_PROCESS && msg != JOB_OBJECT_MSG_EXIT_PROCESS &&
-      msg != JOB_OBJECT_MSG_ACTIVE_PROCESS_ZERO && sb->job &&
-      px__winbe_job_sample(sb->job, &s) == 0)
+  /* A limit message's verdict records what was observed: sample then
+   * (rare; never under Wine), not for the per-process messages. */
+  if (limit_message(msg) && sb->job && px__winbe_job_sample(sb->job, &s) == 0)
     usage_update(sb, &s);
   switch (msg) {
   case JOB_OBJECT_MSG_NEW_PROCESS:
@@ -370,15 +405,13 @@ static uint64_t procs_for_limit(const px__job_sample_t *s) {
   return s->active + unknown;
 }
 
-static void check_limits(px_sandbox_t *sb, const px__job_sample_t *s,
-                         uint64_t now) {
+static void check_limits(px_sandbox_t *sb, const px__job_sample_t *s) {
   const px_limits_t *l = &sb->spec->limits;
   uint64_t mem = s->memory_bytes > s->peak_bytes ? s->memory_bytes
                                                   : s->peak_bytes;
-  if (l->wall_ms && now >= sb->deadline_ms)
-    px__winbe_verdict(sb, PX_LIMIT_WALL, l->wall_ms, now - sb->start_ms,
-                      PX_DETECT_WATCHDOG);
-  else if (l->memory_bytes && mem > l->memory_bytes)
+  /* The wall deadline is not here: it is the watchdog thread's
+   * (tick_one), which a slow sample must not delay. */
+  if (l->memory_bytes && mem > l->memory_bytes)
     px__winbe_verdict(sb, PX_LIMIT_MEMORY, l->memory_bytes, mem,
                       PX_DETECT_WATCHDOG);
   else if (l->cpu_ms && s->cpu_ms > l->cpu_ms)
@@ -444,6 +477,14 @@ static int all_exited(px_sandbox_t *sb, const DWORD *pids, size_t n) {
   return 1;
 }
 
+int px__winbe_job_over(px_sandbox_t *sb) {
+  DWORD pids[256];
+  size_t n = 0;
+  if (px__winbe_job_pids(sb->job, pids, 256, &n) != 0)
+    return 1; /* nothing more can be learnt */
+  return n == 0 || all_exited(sb, pids, n);
+}
+
 /* The kill did not empty the job within PX__KILL_GRACE_MS: answer the job
  * anyway, with an error that says what was observed, and stop waiting for
  * its processes and pipes: a process that does not die, or a job whose
@@ -489,8 +530,11 @@ static void kill_progress(px_sandbox_t *sb, uint64_t now) {
   int listed = px__winbe_job_pids(sb->job, pids, 256, &n) == 0;
   /* kill_ms may be later than this tick's `now` (killed in this tick) */
   uint64_t since = now > sb->kill_ms ? now - sb->kill_ms : 0;
-  if (listed && n == 0)
-    return; /* ACTIVE_PROCESS_ZERO or the next tick ends it */
+  if (listed && n == 0) { /* the kill took; its ZERO message may be lost */
+    sb->zero = 1;
+    sb->zero_ms = now;
+    return;
+  }
   if (since < sb->be->tick_ms)
     return; /* the first kill gets a tick */
   if (listed && all_exited(sb, pids, n)) {
@@ -507,9 +551,10 @@ static void kill_progress(px_sandbox_t *sb, uint64_t now) {
   give_up(sb, pids, n, listed, since);
 }
 
+/* The watchdog thread's tick, under be->lock: only what costs no OS call
+ * per process, so that no deadline waits behind a measurement. */
 static void tick_one(px_sandbox_t *sb, uint64_t now) {
   px__pipe_t *ps[2] = {&sb->out, &sb->err};
-  px__job_sample_t s;
   int i;
   for (i = 0; i < 2; i++)
     if (!ps[i]->pending && !ps[i]->eof && ps[i]->resume_at &&
@@ -518,22 +563,12 @@ static void tick_one(px_sandbox_t *sb, uint64_t now) {
       read_issue(sb, ps[i]);
     }
   if (sb->state == PX__SB_RUNNING && !sb->zero && sb->job) {
-    int rc = px__winbe_job_sample(sb->job, &s);
-    if (rc == 0) {
-      usage_update(sb, &s);
-      if (!sb->kill_requested)
-        check_limits(sb, &s, now);
-      if (s.listed == 0 && s.total > 0) { /* the ZERO message was lost */
-        sb->zero = 1;
-        sb->zero_ms = now;
-      }
-    } else if (!sb->kill_requested && sb->spec->limits.wall_ms &&
-               now >= sb->deadline_ms) {
-      /* The job cannot be measured: its deadline holds all the same. */
+    /* The deadline holds whether or not the job can be measured. */
+    if (!sb->kill_requested && sb->spec->limits.wall_ms &&
+        now >= sb->deadline_ms)
       px__winbe_verdict(sb, PX_LIMIT_WALL, sb->spec->limits.wall_ms,
                         now - sb->start_ms, PX_DETECT_WATCHDOG);
-    }
-    if (sb->kill_requested && !sb->zero)
+    if (sb->kill_requested)
       kill_progress(sb, now);
   }
   drain_check(sb, now);
@@ -604,12 +639,89 @@ static void disk_pass(px__winbe_t *be, uint64_t now) {
 
 static void tick(px__winbe_t *be) {
   px_sandbox_t *sb;
-  uint64_t now = px_now_ms();
+  uint64_t now = px_now_ms(), took;
+  unsigned n = 0;
   px_mutex_lock(&be->lock);
-  for (sb = be->jobs; sb; sb = sb->next)
+  for (sb = be->jobs; sb; sb = sb->next, n++)
     tick_one(sb, now);
   px_mutex_unlock(&be->lock);
-  disk_pass(be, now);
+  /* A tick makes no call per process of a running job; if it is slow,
+   * deadlines are late: say so. */
+  took = px_now_ms() - now;
+  if (took > 1000)
+    PX_LOG(PX_LOG_WARN, "watchdog tick over %u jobs took %llu ms", n,
+           (unsigned long long)took);
+}
+
+/* ---- the sampler: accounting outside be->lock --------------------- */
+
+/* One measurement's verdict, under be->lock. */
+static void sample_apply(px_sandbox_t *sb, int rc, const px__job_sample_t *s) {
+  if (sb->released || sb->state != PX__SB_RUNNING || sb->zero || rc != 0)
+    return;
+  usage_update(sb, s);
+  if (!sb->kill_requested)
+    check_limits(sb, s);
+  if (s->listed == 0 && s->total > 0) { /* the ZERO message was lost */
+    sb->zero = 1;
+    sb->zero_ms = px_now_ms();
+  }
+  maybe_finish(sb);
+}
+
+/* Measure every running job once (CPU, memory, processes, handles). A
+ * sample costs calls into the OS per process of the job (under Wine,
+ * each a round trip to the wineserver: seconds for a few spawn trees
+ * under load), so it runs on the sampler thread and outside be->lock,
+ * on a duplicate of the job handle (release may close the job's own
+ * meanwhile), the tracker held by a reference. */
+static void sample_pass(px__winbe_t *be) {
+  enum { BATCH = 64 };
+  px_sandbox_t *due[BATCH], *sb;
+  HANDLE jobs[BATCH];
+  size_t n = 0, i;
+  px_mutex_lock(&be->lock);
+  for (sb = be->jobs; sb && n < BATCH; sb = sb->next) {
+    if (sb->state != PX__SB_RUNNING || sb->zero || sb->kill_requested ||
+        !sb->job ||
+        !DuplicateHandle(GetCurrentProcess(), sb->job, GetCurrentProcess(),
+                         &jobs[n], 0, FALSE, DUPLICATE_SAME_ACCESS))
+      continue;
+    sb->refs++;
+    due[n++] = sb;
+  }
+  px_mutex_unlock(&be->lock);
+  for (i = 0; i < n; i++) {
+    px__job_sample_t s;
+    int rc = px__winbe_job_sample(jobs[i], &s);
+    px_handle_close(&jobs[i]);
+    px_mutex_lock(&be->lock);
+    sample_apply(due[i], rc, &s);
+    px__winbe_unref(due[i]);
+    px_mutex_unlock(&be->lock);
+  }
+}
+
+/* The sampler thread: a sample pass and a disk pass, then tick_ms of
+ * rest, until px__winbe_watchdog_stop. */
+static void sampler_main(void *arg) {
+  px__winbe_t *be = arg;
+  px_mutex_lock(&be->lock);
+  while (!be->sampler_quit) {
+    uint64_t t0 = px_now_ms(), t1;
+    px_mutex_unlock(&be->lock);
+    sample_pass(be);
+    t1 = px_now_ms();
+    disk_pass(be, t1);
+    if (px_now_ms() - t0 > 1000) /* CPU/memory verdicts come this late */
+      PX_LOG(PX_LOG_DEBUG, "sampler pass: jobs %llu ms, directories %llu ms",
+             (unsigned long long)(t1 - t0),
+             (unsigned long long)(px_now_ms() - t1));
+    px_mutex_lock(&be->lock);
+    if (!be->sampler_quit)
+      px_cond_timedwait(&be->sampler_cond, &be->lock, be->tick_ms);
+  }
+  px_mutex_unlock(&be->lock);
 }
 
 static void watchdog_main(void *arg) {
@@ -645,10 +757,21 @@ static void watchdog_main(void *arg) {
 }
 
 int px__winbe_watchdog_start(px__winbe_t *be) {
-  return px_thread_create(&be->thread, watchdog_main, be);
+  int rc;
+  if ((rc = px_thread_create(&be->thread, watchdog_main, be)) != 0)
+    return rc;
+  return px_thread_create(&be->sampler, sampler_main, be);
 }
 
 void px__winbe_watchdog_stop(px__winbe_t *be) {
+  if (be->sampler) {
+    px_mutex_lock(&be->lock);
+    be->sampler_quit = 1;
+    px_cond_broadcast(&be->sampler_cond);
+    px_mutex_unlock(&be->lock);
+    px_thread_join(be->sampler);
+    be->sampler = NULL;
+  }
   if (!be->thread)
     return;
   if (!PXW(PostQueuedCompletionStatus)(be->port, 0, PX__KEY_QUIT, NULL)) {

@@ -2,9 +2,11 @@
  * files share (px__winbe_*). Only watchdog/win/ and its tests include it.
  *
  * Locking: one mutex per backend (be->lock) guards the tracker list and
- * every tracker field that the watchdog thread and the engine threads
- * share. OS calls that only read a handle the lock keeps alive run under
- * it; the on_output callback never does.
+ * every tracker field that the watchdog thread, the sampler thread and the
+ * engine threads share. OS calls that only read a handle the lock keeps
+ * alive run under it, except a job's sample (per process: slow), which
+ * the sampler takes outside it; the on_output callback never runs under
+ * it.
  */
 #ifndef PX_WIN_INT_H
 #define PX_WIN_INT_H
@@ -30,6 +32,9 @@
 /* How long a finished job's pipes may take to reach EOF after the last
  * process is gone before the watchdog cancels the reads (ms). */
 #define PX__DRAIN_MS 2000
+/* From this long after it (ms), a read that waits on an empty pipe is
+ * cancelled at once: no process of the job is left to write to it. */
+#define PX__DRAIN_QUIET_MS 100
 
 /* How long after a kill the job's processes may take to be gone (ms).
  * Until then the watchdog terminates what the job still lists at every
@@ -88,6 +93,9 @@ typedef struct px__winbe_s {
   int wine;
   HANDLE port;              /* owned: the one completion port */
   px_thread_t thread;       /* the watchdog thread (owns the port loop) */
+  px_thread_t sampler;      /* the sampler thread (watchdog.c) */
+  px_cond_t sampler_cond;   /* wakes the sampler to quit */
+  int sampler_quit;         /* under lock */
   px_mutex_t lock;
   struct px_sandbox_s *jobs; /* live trackers (not yet released) */
   ULONG_PTR next_id;
@@ -147,6 +155,11 @@ struct px_sandbox_s {
   DWORD seen[64];             /* last pids of NEW_PROCESS (Wine posts it */
   unsigned nseen;             /* twice for one process): a ring */
   px_outcome_t outcome;       /* filled progressively; final when ENDED */
+  /* When each step of the job's end happened (px_now_ms; 0 not yet):
+   * logged when a killed job was released late (backend.c). */
+  struct {
+    uint64_t eof_out, eof_err, ended, release, emptied, released;
+  } t;
 };
 
 /* A snapshot of a job's accounting (job.c). */
@@ -178,6 +191,10 @@ int px__winbe_job_sample(HANDLE job, px__job_sample_t *s);
 /* The job's distinct process ids (at most cap) into pids; *n their count.
  * 0 or PX_EJOB. */
 int px__winbe_job_pids(HANDLE job, DWORD *pids, size_t cap, size_t *n);
+/* The job's processes in its PID list (*listed) and, of those, the
+ * confirmed console hosts (*hosts): the list and each image only, no
+ * accounting. 0 or PX_EJOB. */
+int px__winbe_job_hosts(HANDLE job, uint64_t *listed, uint64_t *hosts);
 
 /* disk.c */
 typedef struct {
@@ -332,6 +349,11 @@ int px__winbe_io_begin(px__winbe_t *be, struct px_sandbox_s *sb);
 void px__winbe_verdict(struct px_sandbox_s *sb, px_limit_t limit,
                        uint64_t configured, uint64_t observed,
                        px_detector_t by);
+/* 1 when no process of the job is alive: its PID list is empty (or cannot
+ * be read), or every process it lists has exited (Wine 8 keeps a process
+ * it terminated while creating it listed). Reads sb->job, which the
+ * caller keeps open; not under be->lock. */
+int px__winbe_job_over(struct px_sandbox_s *sb);
 /* Terminate every process of the job; idempotent. Under be->lock. */
 void px__winbe_terminate(struct px_sandbox_s *sb);
 /* Drop one reference; frees the tracker at zero. Under be->lock. */

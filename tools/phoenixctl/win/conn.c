@@ -74,7 +74,12 @@ static int wait_io(px__conn_t *s, OVERLAPPED *ov, DWORD *got, int timeout_ms) {
   DWORD w = WaitForSingleObject(s->event, timeout_ms < 0 ? INFINITE : (DWORD)timeout_ms);
   if (w == WAIT_TIMEOUT) {
     CancelIoEx(s->pipe, ov);
-    GetOverlappedResult(s->pipe, ov, got, TRUE);
+    /* The read may have completed between the timeout and the cancel:
+     * then its bytes are in buf and must be returned, not dropped
+     * (tests/win/test_storm_race.c storm_client_read_race). */
+    if (GetOverlappedResult(s->pipe, ov, got, TRUE) && *got > 0)
+      return 0;
+    *got = 0;
     return PX_ETIMEDOUT;
   }
   if (!GetOverlappedResult(s->pipe, ov, got, FALSE))
