@@ -40,7 +40,7 @@
 
 #include "px/px_error.h"
 #include "tools/phoenixctl/client.h"
-#include "watchdog/win/internal.h"
+#include "watchdog/win/win_int.h"
 
 #include <stddef.h>
 #include <winternl.h>
