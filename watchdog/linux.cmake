@@ -10,4 +10,5 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/seccomp.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/spawn.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/steps.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/linux/idmap.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/watchdog.c)

@@ -17,6 +17,7 @@
  * start leaves an outcome with error set for wait().
  */
 #include "watchdog/linux/linux_int.h"
+#include "watchdog/linux/idmap.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"
@@ -113,16 +114,6 @@ static int open_work_root(px__lnx_backend_t *be, const char *root) {
 
 static void lnx_close(void *state);
 
-static int write_text(const char *path, const char *s) {
-  int fd = open(path, O_WRONLY | O_CLOEXEC);
-  ssize_t n;
-  if (fd < 0)
-    return -1;
-  n = write(fd, s, strlen(s));
-  close(fd);
-  return n == (ssize_t)strlen(s) ? 0 : -1;
-}
-
 /* Job dirs left in work_root by a daemon that died: kill what still runs
  * in their cgroups, remove the cgroups, unmount and remove the dirs. Only
  * names found in this backend's own work_root are touched, so backends
@@ -172,41 +163,10 @@ static void recover_leftovers(px__lnx_backend_t *be) {
  * waits while we write its maps; its namespace outlives it through the fd.
  * Without it (old kernel), KB roots are bound plainly. */
 static void make_idmap(px__lnx_backend_t *be) {
-  char path[64], map[64];
-  int sync_p[2], ok;
-  pid_t pid;
-  char c;
-  if (!be->is_root || pipe2(sync_p, O_CLOEXEC) != 0)
+  if (!be->is_root)
     return;
-  pid = fork();
-  if (pid == 0) {
-    c = unshare(CLONE_NEWUSER) == 0 ? 'u' : 'x';
-    if (write(sync_p[1], &c, 1) == 1)
-      pause();
-    _exit(0);
-  }
-  close(sync_p[1]);
-  ok = pid > 0 && read(sync_p[0], &c, 1) == 1 && c == 'u';
-  close(sync_p[0]);
-  if (ok) {
-    px_snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)be->outer_uid,
-                (unsigned long)be->run_uid);
-    px_snprintf(path, sizeof path, "/proc/%ld/uid_map", (long)pid);
-    ok = write_text(path, map) == 0;
-    px_snprintf(path, sizeof path, "/proc/%ld/setgroups", (long)pid);
-    ok = ok && write_text(path, "deny") == 0;
-    px_snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)be->outer_gid,
-                (unsigned long)be->run_gid);
-    px_snprintf(path, sizeof path, "/proc/%ld/gid_map", (long)pid);
-    ok = ok && write_text(path, map) == 0;
-    px_snprintf(path, sizeof path, "/proc/%ld/ns/user", (long)pid);
-    if (ok)
-      be->idmap_fd = open(path, O_RDONLY | O_CLOEXEC);
-  }
-  if (pid > 0) {
-    kill(pid, SIGKILL); /* checksrc: allow - our own helper child */
-    waitpid(pid, NULL, 0);
-  }
+  be->idmap_fd = px__lnx_idmap_userns(be->outer_uid, be->run_uid,
+                                      be->outer_gid, be->run_gid);
   if (be->idmap_fd < 0)
     PX_LOG(PX_LOG_WARN, "no idmap user namespace: KB roots bound plainly");
 }

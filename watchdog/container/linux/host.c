@@ -4,6 +4,7 @@
  * idmapped KB views (jobdir.c mounts them).
  */
 #include "watchdog/container/dk_int.h"
+#include "watchdog/linux/idmap.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"
@@ -211,53 +212,11 @@ int px__dk_procsec(unsigned long pid, px__dk_procsec_t *out) {
 
 /* ---- the idmap user namespace ------------------------------------------ */
 
-static int write_file(const char *path, const char *text) {
-  int fd = open(path, O_WRONLY | O_CLOEXEC), ok;
-  if (fd < 0)
-    return -1;
-  ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
-  close(fd);
-  return ok ? 0 : -1;
-}
-
-/* As the native backend does (watchdog/linux/backend.c make_idmap): a
- * child unshares a user namespace and waits while its maps are written;
- * the namespace outlives it through the fd. */
+/* The native backend's (watchdog/linux/idmap.c): this daemon's uid/gid on
+ * disk is the job's inside. */
 void px__dk_idmap_open(unsigned long job_uid, unsigned long job_gid, int *fd) {
-  char path[64], map[64];
-  int sync_p[2], ok;
-  pid_t pid;
-  char c;
-  *fd = -1;
-  if (pipe2(sync_p, O_CLOEXEC) != 0)
-    return;
-  pid = fork();
-  if (pid == 0) {
-    c = unshare(CLONE_NEWUSER) == 0 ? 'u' : 'x';
-    if (write(sync_p[1], &c, 1) == 1)
-      pause();
-    _exit(0);
-  }
-  close(sync_p[1]);
-  ok = pid > 0 && read(sync_p[0], &c, 1) == 1 && c == 'u';
-  close(sync_p[0]);
-  if (ok) {
-    snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)getuid(), job_uid);
-    snprintf(path, sizeof path, "/proc/%ld/uid_map", (long)pid);
-    ok = write_file(path, map) == 0;
-    snprintf(path, sizeof path, "/proc/%ld/setgroups", (long)pid);
-    ok = ok && write_file(path, "deny") == 0;
-    snprintf(map, sizeof map, "%lu %lu 1\n", (unsigned long)getgid(), job_gid);
-    snprintf(path, sizeof path, "/proc/%ld/gid_map", (long)pid);
-    ok = ok && write_file(path, map) == 0;
-    snprintf(path, sizeof path, "/proc/%ld/ns/user", (long)pid);
-    if (ok)
-      *fd = open(path, O_RDONLY | O_CLOEXEC);
-  }
-  if (pid > 0) {
-    kill(pid, SIGKILL); /* checksrc: allow - our own helper child */
-    waitpid(pid, NULL, 0);
-  }
+  *fd = px__lnx_idmap_userns((unsigned long)getuid(), job_uid,
+                             (unsigned long)getgid(), job_gid);
   if (*fd < 0)
     PX_LOG(PX_LOG_WARN, "container backend: no idmap user namespace, KB "
                         "roots are bound plainly");
