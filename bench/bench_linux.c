@@ -952,6 +952,17 @@ int main(int argc, char **argv) {
     bench_pool(&d, &cold, &o, out);
     daemon_stop(&cold);
   }
+  if (only && strstr(only, "rt8")) { /* profiling: 8 clients only */
+    series_t r8 = {0};
+    double c0[4], c1[4], jps;
+    pool_counters(&d, c0);
+    jps = round_trip_8(&d, o.seconds, &r8);
+    pool_counters(&d, c1);
+    printf("8 clients round trip: %.0f jobs/s, p50 %.2f p99 %.2f ms; "
+           "%.0f in a slot, %.0f cold\n", jps, pct(&r8, .5), pct(&r8, .99),
+           c1[2] - c0[2], c1[3] - c0[3]);
+    free(r8.v);
+  }
   if (SECTION("spawn"))
     bench_spawn(&d, &o, out);
   if (SECTION("throughput"))

@@ -292,6 +292,30 @@ typedef struct {
 
 typedef enum { PX_SB_PREPARED, PX_SB_RUNNING, PX_SB_DONE } px__sb_state_t;
 
+/* Step stamps of one job's path through the backend (CLOCK_MONOTONIC ns),
+ * logged at "trace" level when the job is released: the per-step costs
+ * in bench/README.md come from them. A stamp is one vDSO clock read. */
+typedef enum {
+  PX_T_PREPARE,   /* prepare entered */
+  PX_T_JOBDIR,    /* job dir made (tmpfs on the host, or the slot's) */
+  PX_T_FILES,     /* job files written */
+  PX_T_CGROUPS,   /* slot taken, or (cold) cgroups made and limited */
+  PX_T_PLAN,      /* exec plan built: prepare done */
+  PX_T_START,     /* start entered */
+  PX_T_CLONED,    /* pid known (cold: clone3; slot: stub cloned, reaped) */
+  PX_T_PLACED,    /* limits written (slot) / migrated (cold); released */
+  PX_T_EXECED,    /* the child's setup ended in execve (EOF seen) */
+  PX_T_WATCHED,   /* registered with the watchdog: start returns */
+  PX_T_EXITED,    /* the watchdog saw the end: wait returns */
+  PX_T_RELEASE,   /* release entered */
+  PX_T_RELEASED,  /* release done (cleanup handed to the reaper) */
+  PX_T_COUNT
+} px__stamp_t;
+
+#define PX__STAMP(sb, t) ((sb)->stamp[(t)] = px_now_ns())
+/* Log sb's stamps as one trace line (nothing below the trace level). */
+void px__stamps_log(const struct px_sandbox_s *sb);
+
 typedef struct {
   px_sandbox_t *sb;
   int kind;
@@ -332,6 +356,7 @@ struct px_sandbox_s {
   int reg_failed;             /* some fds not in epoll: the tick polls */
   px_outcome_t outcome;
   struct px_sandbox_s *next;  /* watchdog's running list */
+  uint64_t stamp[PX_T_COUNT]; /* PX__STAMP: step times, 0 = not reached */
 };
 
 /* spawn.c: fill sb->plan from sb->spec (0, PX_EINVAL, PX_ENOMEM); free

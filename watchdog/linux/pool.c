@@ -49,6 +49,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -199,10 +200,12 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
   px__slot_t *s = calloc(1, sizeof *s);
   stub_res_t r;
   pid_t pid;
+  uint64_t t[5];
   int rc;
   *out = NULL;
   if (!s)
     return PX_ENOMEM;
+  t[0] = px_now_ns();
   px__cg_job_init(&s->cg);
   s->stub_pidfd = s->cmd[0] = s->cmd[1] = s->res[0] = s->res[1] = -1;
   s->daemon_pid = getpid();
@@ -213,6 +216,7 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
               (long)s->daemon_pid, (unsigned long long)++p->seq);
   if ((rc = px__cg_job_create(&be->cg, s->name, &s->cg)) != 0)
     goto fail;
+  t[1] = px_now_ns();
   if (pipe2(s->cmd, O_CLOEXEC) != 0 || pipe2(s->res, O_CLOEXEC) != 0 ||
       !(s->stack = malloc(STUB_STACK))) {
     rc = PX_LOG_ERRNO(PX_ESPAWN, errno, "pool: pipe2/malloc");
@@ -224,16 +228,26 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
     goto fail;
   }
   s->stub_pid = pid;
+  t[2] = px_now_ns();
   /* The slow part of a cold spawn, done here: v1 migrations. */
-  if ((rc = px__cg_job_place(&be->cg, &s->cg, pid, 0)) != 0 ||
-      (rc = read_res(s, &r)) != 0)
+  if ((rc = px__cg_job_place(&be->cg, &s->cg, pid, 0)) != 0)
     goto fail;
+  t[3] = px_now_ns();
+  if ((rc = read_res(s, &r)) != 0)
+    goto fail;
+  t[4] = px_now_ns();
   if (r.err != 0) {
     PX_LOG(PX_LOG_ERROR, "pool stub: step %s failed: errno %d",
            px__lnx_step_name(-r.pid), r.err);
     rc = PX_ESANDBOX;
     goto fail;
   }
+  PX_LOG(PX_LOG_TRACE, "slot %s steps (us): cgroups=%llu clone=%llu "
+         "place=%llu ready=%llu", s->name,
+         (unsigned long long)(t[1] - t[0]) / 1000u,
+         (unsigned long long)(t[2] - t[1]) / 1000u,
+         (unsigned long long)(t[3] - t[2]) / 1000u,
+         (unsigned long long)(t[4] - t[3]) / 1000u);
   *out = s;
   return 0;
 fail:
@@ -424,4 +438,29 @@ pid_t px__slot_spawn(px__slot_t *s, px_sandbox_t *sb) {
     return -1;
   }
   return (pid_t)r.pid;
+}
+
+/* --- step stamps ------------------------------------------------------------ */
+
+void px__stamps_log(const px_sandbox_t *sb) {
+  static const char *const name[PX_T_COUNT] = {
+      "prepare", "jobdir", "files", "cgroups", "plan",    "start", "cloned",
+      "placed",  "execed", "watched", "exited", "release", "released"};
+  char line[400];
+  size_t off = 0;
+  int i;
+  if ((int)PX_LOG_TRACE < px_log_threshold || !sb->stamp[PX_T_PREPARE])
+    return;
+  for (i = 1; i < PX_T_COUNT && off < sizeof line; i++) {
+    int n;
+    if (!sb->stamp[i] || !sb->stamp[i - 1])
+      break;
+    n = snprintf(line + off, sizeof line - off, " %s=%llu", name[i],
+                 (unsigned long long)(sb->stamp[i] - sb->stamp[i - 1]) / 1000u);
+    if (n < 0)
+      break;
+    off += (size_t)n;
+  }
+  PX_LOG(PX_LOG_TRACE, "job %s steps (us, each since the previous):%s%s",
+         sb->spec->key, sb->plan.pooled ? " slot" : " cold", line);
 }

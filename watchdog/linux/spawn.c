@@ -710,10 +710,13 @@ static int release_child(px_sandbox_t *sb, int fds[P_COUNT][2]) {
       (sb->plan.userns && (rc = write_id_maps(sb->be, sb->pid)) != 0))
     return rc;
   sb->start_ms = px_now_ms();
+  PX__STAMP(sb, PX_T_PLACED);
   if (write(fds[P_SYNC][1], "g", 1) != 1)
     return PX_LOG_ERRNO(PX_ESPAWN, errno, "write(sync)");
   close_fd(&fds[P_SYNC][1]);
-  return read_setup(sb, fds[P_ERR][0]);
+  rc = read_setup(sb, fds[P_ERR][0]);
+  PX__STAMP(sb, PX_T_EXECED);
+  return rc;
 }
 
 int px__spawn(px_sandbox_t *sb) {
@@ -744,6 +747,7 @@ int px__spawn(px_sandbox_t *sb) {
     goto cleanup;
   }
   sb->pid = pid;
+  PX__STAMP(sb, PX_T_CLONED);
   close_fd(&fds[P_SYNC][0]);
   close_fd(&fds[P_ERR][1]);
   close_fd(&fds[P_IN][0]);
