@@ -193,6 +193,21 @@ int px__mnt_add_detached(px__mnt_plan_t *plan, int step, const char *src,
  * a small tmpfs on /kb for the job's mount points, make the root read-only
  * and pivot into it. 0 or -errno with *step set (async-signal-safe). */
 int px__mnt_stub(const char *stage, const px__mnt_plan_t *skel, int *step);
+/* Pool, once (in a process of its own): a new mount namespace holding
+ * the sandbox root built from the skeleton without the mounts that must
+ * be fresh per sandbox (/dev/shm, /dev/pts, /proc), read-only, pivoted
+ * into. *ns_fd (O_CLOEXEC, owned by the caller; it keeps the namespace
+ * alive) is opened before the pivot. 0 or -errno with *step set
+ * (async-signal-safe). */
+int px__mnt_template(const char *stage, const px__mnt_plan_t *skel,
+                     int *ns_fd, int *step);
+/* Stub side (warm slot): enter the template, unshare a private copy of
+ * it, mount the per-sandbox instances (/dev/shm tmpfs, /dev/pts devpts)
+ * and a small tmpfs on /kb for the job's mount points. The same root as
+ * px__mnt_stub makes, for a copy of a few dozen mounts instead of the
+ * host's whole tree plus every bind. 0 or -errno with *step set. */
+int px__mnt_stub_from(int tmpl_fd, const char *stage,
+                      const px__mnt_plan_t *skel, int *step);
 /* Child side in a warm slot: a fresh /proc, the job's attach operations
  * (paths inside the root), /kb read-only, cwd /job. 0 or -errno. */
 int px__mnt_child_pooled(const px__mnt_plan_t *job, int *step);

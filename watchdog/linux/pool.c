@@ -63,6 +63,7 @@
 
 struct px__slot_s {
   const px__lnx_backend_t *be; /* borrowed */
+  int tmpl_fd;      /* borrowed: the pool's template mount ns, or -1 */
   char name[80];    /* cgroup name: px-slot-<tag>-<pid>-<n> */
   px__cg_job_t cg;  /* owned until taken (then the sandbox's) */
   pid_t stub_pid;
@@ -89,6 +90,7 @@ struct px__pool_s {
   size_t n;
   uint64_t seq;
   char tag[16];
+  int tmpl_fd;                  /* owned: template mount namespace, or -1 */
   px__pool_stats_t st;          /* guarded by mu */
 };
 
@@ -97,17 +99,26 @@ struct px__pool_s {
 /* Every namespace of the job-to-be, and its root built and pivoted into:
  * the job's pid 1 (the stub's first child) only adds /proc and its own
  * mounts. 0 or an errno with *step. */
-static int stub_prepare(const px__lnx_backend_t *be, int *step) {
+static int stub_prepare(const px__lnx_backend_t *be, int tmpl_fd,
+                        int *step) {
   int rc;
   *step = PX_STEP_NETNS;
   if (unshare(CLONE_NEWNET) != 0 || px__lnx_loopback_up() != 0)
     return errno ? errno : EIO;
+  if (tmpl_fd >= 0) { /* a copy of the pool's template root */
+    rc = px__mnt_stub_from(tmpl_fd, be->stage, &be->skel, step);
+    if (rc < 0)
+      return -rc;
+  }
   *step = PX_STEP_CLONE;
-  if (unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID) != 0)
+  if (unshare((tmpl_fd >= 0 ? 0 : CLONE_NEWNS) | CLONE_NEWIPC |
+              CLONE_NEWUTS | CLONE_NEWPID) != 0)
     return errno;
   *step = PX_STEP_HOSTNAME;
   if (sethostname("px", 2) != 0)
     return errno;
+  if (tmpl_fd >= 0)
+    return 0;
   rc = px__mnt_stub(be->stage, &be->skel, step);
   return rc < 0 ? -rc : 0;
 }
@@ -121,7 +132,7 @@ static PX_LNX_NO_ASAN int stub_main(void *arg) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 ||
       getppid() != s->daemon_pid)
     _exit(1);
-  r.err = stub_prepare(s->be, &step);
+  r.err = stub_prepare(s->be, s->tmpl_fd, &step);
   r.pid = r.err ? -step : 0;
   if (write(s->res[1], &r, sizeof r) != (ssize_t)sizeof r || r.err)
     _exit(1);
@@ -210,6 +221,7 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
   s->stub_pidfd = s->cmd[0] = s->cmd[1] = s->res[0] = s->res[1] = -1;
   s->daemon_pid = getpid();
   s->be = be;
+  s->tmpl_fd = p->tmpl_fd;
   /* Unique across restarts: a successor never reuses a crashed run's name
    * while the recovery's removal may still be under way. */
   px_snprintf(s->name, sizeof s->name, "px-slot-%s-%ld-%llu", p->tag,
@@ -255,11 +267,77 @@ fail:
   return rc;
 }
 
+/* --- the template mount namespace ---------------------------------------
+ * Made once, by a process of its own (cloned like a stub: it shares our
+ * memory and descriptor table, so the namespace fd it opens is ours). */
+
+typedef struct {
+  const px__lnx_backend_t *be;
+  pid_t daemon_pid;
+  int ns_fd, step, err;
+  int pidfd;
+  void *stack;
+} tmpl_arg_t;
+
+static PX_LNX_NO_ASAN int tmpl_main(void *arg) {
+  tmpl_arg_t *t = arg;
+  int rc;
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 ||
+      getppid() != t->daemon_pid)
+    _exit(1);
+  rc = px__mnt_template(t->be->stage, &t->be->skel, &t->ns_fd, &t->step);
+  t->err = rc < 0 ? -rc : 0;
+  _exit(0);
+}
+
+static pid_t clone_tmpl(void *arg) {
+  tmpl_arg_t *t = arg;
+  return (pid_t)clone(tmpl_main, (char *)t->stack + STUB_STACK,
+                      CLONE_VM | CLONE_FILES | CLONE_PIDFD | SIGCHLD, t,
+                      &t->pidfd);
+}
+
+/* The pool's template (p->tmpl_fd), or -1 and slots build their root
+ * from scratch (the slower way, same result). */
+static void make_template(px__pool_t *p) {
+  tmpl_arg_t t;
+  siginfo_t si;
+  memset(&t, 0, sizeof t);
+  t.be = p->be;
+  t.daemon_pid = getpid();
+  t.ns_fd = t.pidfd = -1;
+  t.err = EIO;
+  if (!(t.stack = malloc(STUB_STACK)))
+    goto out;
+  if (px__spawner_call(p->be->spawner, clone_tmpl, &t) < 0) {
+    t.err = errno;
+    goto out;
+  }
+  memset(&si, 0, sizeof si);
+  while (waitid((idtype_t)P_PIDFD, (id_t)t.pidfd, &si, WEXITED) != 0 &&
+         errno == EINTR) {
+  }
+  close(t.pidfd);
+  if (si.si_code != CLD_EXITED || si.si_status != 0)
+    t.err = t.err ? t.err : EIO;
+out:
+  free(t.stack);
+  if (t.err == 0 && t.ns_fd >= 0) {
+    p->tmpl_fd = t.ns_fd;
+    return;
+  }
+  if (t.ns_fd >= 0)
+    close(t.ns_fd);
+  PX_LOG(PX_LOG_WARN, "pool: no template mount namespace (step %s, errno "
+         "%d): each slot builds its root", px__lnx_step_name(t.step), t.err);
+}
+
 /* --- the pool thread -------------------------------------------------- */
 
 static void pool_main(void *arg) {
   px__pool_t *p = arg;
   int backoff_ms = 0;
+  make_template(p);
   px_mutex_lock(&p->mu);
   while (!p->stop) {
     px__slot_t *s = NULL;
@@ -358,6 +436,7 @@ int px__pool_open(px__lnx_backend_t *be, size_t size, px__pool_t **out) {
     return PX_ENOMEM;
   p->be = be;
   p->size = size;
+  p->tmpl_fd = -1;
   make_tag(be->work_root, p->tag, sizeof p->tag);
   if (px_mutex_init(&p->mu) != 0 || px_cond_init(&p->cv) != 0) {
     free(p);
@@ -385,6 +464,8 @@ void px__pool_close(px__pool_t *p) {
   }
   for (i = 0; i < p->n; i++)
     px__slot_discard(p->be, p->ready[i]);
+  if (p->tmpl_fd >= 0)
+    close(p->tmpl_fd);
   px_cond_destroy(&p->cv);
   px_mutex_destroy(&p->mu);
   free(p);
