@@ -67,16 +67,20 @@ static double spawn_wait(char *const argv[]) {
 static int have_bwrap(void) { return access("/usr/bin/bwrap", X_OK) == 0; }
 
 #define BASE_MEMBERS                                                          \
-  ", \"queue\": {\"max_depth\": 20000, \"per_client_max\": 0},"              \
+  ", \"queue\": {\"max_depth\": 20000, \"per_client_max\": 0%s},"            \
   " \"runtimes\": {\"true\": {\"command\": [\"/bin/true\", \"{file}\"],"        \
   " \"extension\": \".txt\"}, \"sh\": {\"command\": [\"/bin/sh\", \"{file}\","      \
   " \"{args}\"], \"extension\": \".sh\", \"env\": {\"PATH\": \"/usr/bin:/bin\"}}}"
 
 /* The benchmark daemon's runtimes ("true" runs /bin/true) and queue, then
  * extra members (or NULL). */
+static char workers_member[48]; /* --workers N: ", \"workers\": N" */
+
 static int bench_daemon(daemon_t *d, const char *extra) {
   char members[2048];
-  snprintf(members, sizeof members, "%s%s", BASE_MEMBERS, extra ? extra : "");
+  char base[1024];
+  snprintf(base, sizeof base, BASE_MEMBERS, workers_member);
+  snprintf(members, sizeof members, "%s%s", base, extra ? extra : "");
   return daemon_start(d, members);
 }
 
@@ -920,8 +924,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--quick")) { o.rounds = 50; o.seconds = 2; footprint_jobs = 500; }
     else if (!strcmp(argv[i], "--layers-only")) layers_only = 1;
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--workers") && i + 1 < argc)
+      snprintf(workers_member, sizeof workers_member, ", \"workers\": %d",
+               (int)strtol(argv[++i], NULL, 10));
     else { fprintf(stderr, "usage: %s [--rounds N] [--seconds S] [--json FILE] [--quick] [--layers-only]\n"
-                           "       [--only SECTION[,SECTION...]] (pool spawn throughput kills layers footprint attest)\n",
+                           "       [--only SECTION[,SECTION...]] (pool spawn throughput kills layers footprint attest; rt8)\n"
+                           "       [--workers N] (the daemons' queue.workers; default: theirs)\n",
                            argv[0]); return 2; }
   }
   if (geteuid() != 0) {

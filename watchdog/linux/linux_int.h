@@ -37,6 +37,9 @@
  * workers, and the user's own programs, run before a job does. */
 #define PX_LNX_JOB_NICE 10
 #define PX_LNX_PATH_MAX 4096
+/* Stack of a warm slot's child until its execve (CLONE_VM, spawn.c);
+ * untouched pages cost nothing. */
+#define PX_LNX_CHILD_STACK (256u * 1024u)
 
 /* --- cgroup.c ----------------------------------------------------------- */
 
@@ -301,6 +304,8 @@ typedef struct {
   uint64_t fsize;
   int egress, userns;
   int pooled;                /* runs in a warm slot: no CLONE_NEWNET */
+  void *child_stack;         /* owned: a slot child's stack until execve
+                                (PX_LNX_CHILD_STACK bytes), or NULL */
   /* fds, child ends, set by spawn */
   int sync_rd, err_wr, in_rd, out_wr, errout_wr;
 } px__plan_t;

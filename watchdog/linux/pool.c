@@ -60,6 +60,12 @@
 #define STUB_STACK (256u * 1024u)
 #define STUB_TIMEOUT_MS 5000
 #define POOL_MAX 64
+/* Refill workers: slots are made by up to this many threads at once (never
+ * more than the pool's size). A slot is mostly kernel work (a network
+ * namespace, a copy of the template, cgroups) with waits between (the v1
+ * migration's RCU grace period, the spawner thread): two overlap those
+ * waits; more would only compete with the jobs for a 2-CPU host. */
+#define POOL_REFILL_WORKERS 2
 
 struct px__slot_s {
   const px__lnx_backend_t *be; /* borrowed */
@@ -83,9 +89,10 @@ struct px__pool_s {
   px__lnx_backend_t *be; /* borrowed */
   px_mutex_t mu;
   px_cond_t cv;
-  px_thread_t thr;
-  int running, stop;
+  px_thread_t thr[POOL_REFILL_WORKERS];
+  int nthr, stop;
   size_t size;                  /* slots to keep ready */
+  size_t making;                /* slots being made now (guarded by mu) */
   px__slot_t *ready[POOL_MAX];  /* guarded by mu */
   size_t n;
   uint64_t seq;
@@ -211,7 +218,7 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
   px__slot_t *s = calloc(1, sizeof *s);
   stub_res_t r;
   pid_t pid;
-  uint64_t t[5];
+  uint64_t t[5], seq;
   int rc;
   *out = NULL;
   if (!s)
@@ -224,8 +231,11 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
   s->tmpl_fd = p->tmpl_fd;
   /* Unique across restarts: a successor never reuses a crashed run's name
    * while the recovery's removal may still be under way. */
+  px_mutex_lock(&p->mu);
+  seq = ++p->seq;
+  px_mutex_unlock(&p->mu);
   px_snprintf(s->name, sizeof s->name, "px-slot-%s-%ld-%llu", p->tag,
-              (long)s->daemon_pid, (unsigned long long)++p->seq);
+              (long)s->daemon_pid, (unsigned long long)seq);
   if ((rc = px__cg_job_create(&be->cg, s->name, &s->cg)) != 0)
     goto fail;
   t[1] = px_now_ns();
@@ -334,23 +344,25 @@ out:
 
 /* --- the pool thread -------------------------------------------------- */
 
+/* One refill worker: makes a slot whenever ready + being made < size. */
 static void pool_main(void *arg) {
   px__pool_t *p = arg;
   int backoff_ms = 0;
-  make_template(p);
   px_mutex_lock(&p->mu);
   while (!p->stop) {
     px__slot_t *s = NULL;
     int rc;
-    if (p->n >= p->size) {
+    if (p->n + p->making >= p->size) {
       px_cond_wait(&p->cv, &p->mu);
       continue;
     }
+    p->making++;
     px_mutex_unlock(&p->mu);
     if (backoff_ms)
       px_sleep_ms(backoff_ms);
     rc = slot_make(p, &s);
     px_mutex_lock(&p->mu);
+    p->making--;
     if (rc != 0) {
       p->st.failed++;
       backoff_ms = backoff_ms ? (backoff_ms < 2000 ? backoff_ms * 2 : 2000)
@@ -442,26 +454,29 @@ int px__pool_open(px__lnx_backend_t *be, size_t size, px__pool_t **out) {
     free(p);
     return PX_ENOMEM;
   }
-  if ((rc = px_thread_create(&p->thr, pool_main, p)) != 0) {
-    px__pool_close(p);
-    return rc;
+  make_template(p); /* before any worker: every slot is a copy of it */
+  while (p->nthr < POOL_REFILL_WORKERS && (size_t)p->nthr < size) {
+    if ((rc = px_thread_create(&p->thr[p->nthr], pool_main, p)) != 0) {
+      px__pool_close(p);
+      return rc;
+    }
+    p->nthr++;
   }
-  p->running = 1;
   *out = p;
   return 0;
 }
 
 void px__pool_close(px__pool_t *p) {
   size_t i;
+  int k;
   if (!p)
     return;
-  if (p->running) {
-    px_mutex_lock(&p->mu);
-    p->stop = 1;
-    px_cond_broadcast(&p->cv);
-    px_mutex_unlock(&p->mu);
-    px_thread_join(p->thr);
-  }
+  px_mutex_lock(&p->mu);
+  p->stop = 1;
+  px_cond_broadcast(&p->cv);
+  px_mutex_unlock(&p->mu);
+  for (k = 0; k < p->nthr; k++)
+    px_thread_join(p->thr[k]);
   for (i = 0; i < p->n; i++)
     px__slot_discard(p->be, p->ready[i]);
   if (p->tmpl_fd >= 0)
