@@ -471,7 +471,7 @@ static int lnx_prepare(void *state, const px_job_spec_t *spec,
   sb->spec = spec;
   if (events)
     sb->ev = *events;
-  sb->pidfd = sb->in_fd = sb->wall_tfd = -1;
+  sb->pidfd = sb->in_fd = sb->wall_tfd = sb->slot_mnt_fd = -1;
   sb->out_fd[0] = sb->out_fd[1] = sb->pause_tfd[0] = sb->pause_tfd[1] = -1;
   px__cg_job_init(&sb->cg);
   if (px_mutex_init(&sb->mu) != 0 || px_cond_init(&sb->cv) != 0) {
@@ -578,6 +578,7 @@ static void lnx_release(px_sandbox_t *sb) {
   while (sb->state == PX_SB_RUNNING)
     px_cond_wait(&sb->cv, &sb->mu);
   px_mutex_unlock(&sb->mu);
+  px__reaper_take_fd(be->reaper, &sb->slot_mnt_fd);
   /* Every process is dead now: the rest is bookkeeping the reaper does
    * while the engine delivers the result (inline if it cannot take it). */
   if (px__reaper_take(be->reaper, &sb->cg, sb->job_dir ? sb->spec->key : NULL,

@@ -287,6 +287,10 @@ int px__reaper_open(px__lnx_backend_t *be, px__reaper_t **out);
  * itself (queue full, stopping, out of memory). */
 int px__reaper_take(px__reaper_t *r, px__cg_job_t *cg, const char *key,
                     int mounted);
+/* Hand over *fd to be closed by the reaper (a finished job's slot mount
+ * namespace: its mounts are torn down at the close); closes it inline
+ * when the reaper cannot take it. *fd is -1 afterwards. */
+void px__reaper_take_fd(px__reaper_t *r, int *fd);
 /* Finish every queued cleanup, stop the thread, free. NULL is fine. */
 void px__reaper_close(px__reaper_t *r);
 
@@ -354,6 +358,8 @@ struct px_sandbox_s {
   px__cg_job_t cg;
   px__plan_t plan;
   px__slot_t *slot;           /* owned: the warm slot it runs in, or NULL */
+  int slot_mnt_fd;            /* owned: its slot's mount ns, held until
+                                 release (px__reaper_take_fd), or -1 */
   int placed_v2;              /* born in its v2 cgroup (CLONE_INTO_CGROUP) */
   /* process */
   int pidfd;                  /* owned */

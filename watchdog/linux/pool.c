@@ -75,6 +75,7 @@ struct px__slot_s {
   pid_t stub_pid;
   pid_t daemon_pid;
   int stub_pidfd;   /* owned */
+  int mnt_fd;       /* owned until the job takes it: the stub's mount ns */
   int cmd[2];       /* owned: [0] the stub reads the sandbox address */
   int res[2];       /* owned: [1] the stub writes ready / the job's pid */
   void *stack;      /* owned: the stub's stack (shared memory) */
@@ -190,6 +191,7 @@ void px__slot_discard(const px__lnx_backend_t *be, px__slot_t *s) {
     return;
   reap_stub(s, 1);
   px__cg_job_destroy(&be->cg, &s->cg);
+  close_fd(&s->mnt_fd);
   close_fd(&s->cmd[0]);
   close_fd(&s->cmd[1]);
   close_fd(&s->res[0]);
@@ -213,6 +215,21 @@ static int read_res(px__slot_t *s, stub_res_t *r) {
   return 0;
 }
 
+/* A reference to the stub's mount namespace, taken now (off any job's
+ * path): the job's pid 1 is then not the last holder, so the namespace's
+ * mounts are not torn down in its exit, between the job's end and the
+ * daemon seeing it, but when the reaper drops the reference after the
+ * job (px__reaper_take_fd). The stub is our unreaped child: its pid
+ * names it. */
+static int hold_mnt_ns(px__slot_t *s) {
+  char path[64];
+  px_snprintf(path, sizeof path, "/proc/%ld/ns/mnt", (long)s->stub_pid);
+  s->mnt_fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (s->mnt_fd < 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "pool: open(stub mount ns)");
+  return 0;
+}
+
 static int slot_make(px__pool_t *p, px__slot_t **out) {
   px__lnx_backend_t *be = p->be;
   px__slot_t *s = calloc(1, sizeof *s);
@@ -226,6 +243,7 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
   t[0] = px_now_ns();
   px__cg_job_init(&s->cg);
   s->stub_pidfd = s->cmd[0] = s->cmd[1] = s->res[0] = s->res[1] = -1;
+  s->mnt_fd = -1;
   s->daemon_pid = getpid();
   s->be = be;
   s->tmpl_fd = p->tmpl_fd;
@@ -264,6 +282,8 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
     rc = PX_ESANDBOX;
     goto fail;
   }
+  if ((rc = hold_mnt_ns(s)) != 0)
+    goto fail;
   PX_LOG(PX_LOG_TRACE, "slot %s steps (us): cgroups=%llu clone=%llu "
          "place=%llu ready=%llu", s->name,
          (unsigned long long)(t[1] - t[0]) / 1000u,
@@ -521,6 +541,8 @@ pid_t px__slot_spawn(px__slot_t *s, px_sandbox_t *sb) {
   stub_res_t r;
   uintptr_t addr = (uintptr_t)sb;
   int rc;
+  sb->slot_mnt_fd = s->mnt_fd; /* moved: dropped after the job */
+  s->mnt_fd = -1;
   if (write(s->cmd[1], &addr, sizeof addr) != (ssize_t)sizeof addr)
     return -1;
   rc = read_res(s, &r);
