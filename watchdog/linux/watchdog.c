@@ -135,12 +135,15 @@ void px__job_violation(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
   }
 }
 
-/* Accounting-based checks: every tick, on memory events and at the end. */
-static void check_stats(px_sandbox_t *sb, int final) {
+/* Accounting-based checks: every tick, on memory events and at the end;
+ * the figures read come back in *out when it is not NULL. */
+static void check_stats(px_sandbox_t *sb, int final, px__cg_stat_t *out) {
   const px_limits_t *lim = &sb->spec->limits;
   px__cg_stat_t st;
   uint64_t now = px_now_ms(), cpu_ms;
   px__cg_job_stat(&sb->be->cg, &sb->cg, &st);
+  if (out)
+    *out = st;
   if (st.mem_peak > sb->peak_mem)
     sb->peak_mem = st.mem_peak;
   if (st.pids_peak > sb->peak_pids)
@@ -169,10 +172,11 @@ static void check_stats(px_sandbox_t *sb, int final) {
 
 /* --- finishing ----------------------------------------------------------- */
 
-static void fill_outcome(px_sandbox_t *sb, const struct rusage *ru) {
+/* st: the job's final accounting (read once, by check_stats). */
+static void fill_outcome(px_sandbox_t *sb, const struct rusage *ru,
+                         const px__cg_stat_t *stp) {
   px_outcome_t *o = &sb->outcome;
-  px__cg_stat_t st;
-  px__cg_job_stat(&sb->be->cg, &sb->cg, &st);
+  px__cg_stat_t st = *stp;
   o->exited = sb->wstatus_kind == CLD_EXITED;
   if (sb->wstatus_kind == CLD_EXITED) {
     o->exit_code = sb->wstatus_code;
@@ -202,6 +206,7 @@ static void fill_outcome(px_sandbox_t *sb, const struct rusage *ru) {
 
 static void try_finish(px__wd_t *wd, px_sandbox_t *sb) {
   px_sandbox_t **pp;
+  px__cg_stat_t st;
   if (sb->finishing || !sb->exited_seen || sb->out_fd[0] >= 0 ||
       sb->out_fd[1] >= 0)
     return;
@@ -210,9 +215,9 @@ static void try_finish(px__wd_t *wd, px_sandbox_t *sb) {
     return;
   }
   sb->end_ms = px_now_ms();
-  check_stats(sb, 1);
+  check_stats(sb, 1, &st);
   px_mutex_lock(&sb->mu); /* kill() may set outcome.killed meanwhile */
-  fill_outcome(sb, &sb->ru);
+  fill_outcome(sb, &sb->ru, &st);
   px_mutex_unlock(&sb->mu);
   ep_del_close(wd, &sb->in_fd);
   ep_del_close(wd, &sb->wall_tfd);
@@ -387,7 +392,7 @@ static void on_event(px__wd_t *wd, px__wd_reg_t *reg) {
       if (pread(sb->cg.mem_events_fd, tmp, sizeof tmp, 0) < 0) {
       }
     }
-    check_stats(sb, 0);
+    check_stats(sb, 0, NULL);
     break;
   default:
     break;
@@ -405,7 +410,7 @@ static void on_tick(px__wd_t *wd) {
   for (; sb; sb = next) {
     next = sb->next;
     if (!sb->exited_seen) {
-      check_stats(sb, 0);
+      check_stats(sb, 0, NULL);
       on_pidfd(wd, sb); /* WNOHANG: a hint missed is caught here */
     }
     if (sb->reg_failed) { /* not in the epoll set: poll it */
