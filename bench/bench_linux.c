@@ -766,14 +766,24 @@ static void row(const char *name, series_t *s, double base, cJSON *out,
   cJSON_AddNumberToObject(out, k, pct(s, .99));
 }
 
-/* Slot cgroups (every hierarchy) and their processes, below the cgroup
- * roots: the pool's idle cost. */
-static void slot_cost(int *cgroups, int *procs) {
-  FILE *p = popen("d=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'px-slot-*');"
-                  "for x in $d; do echo C; done;"
-                  "for x in $d; do cat $x/cgroup.procs; done | sort -u | sed 's/^/P /'",
-                  "r");
+/* The pooled daemon's slot cgroups (every hierarchy; only its own work
+ * root's, other daemons may share the machine) and their processes: the
+ * pool's idle cost. */
+static void slot_cost(const daemon_t *d, int *cgroups, int *procs) {
+  px__lnx_backend_t be;
+  char work[PATH_MAX + 16], prefix[64], cmd[512];
+  FILE *p;
   char line[128];
+  memset(&be, 0, sizeof be);
+  snprintf(work, sizeof work, "%s/jobs", d->dir);
+  be.work_root = work;
+  px__pool_prefix(&be, prefix, sizeof prefix);
+  snprintf(cmd, sizeof cmd,
+           "d=$(find /sys/fs/cgroup -maxdepth 8 -type d -name '%s*');"
+           "for x in $d; do echo C; done;"
+           "for x in $d; do cat $x/cgroup.procs; done | sort -u | sed 's/^/P /'",
+           prefix);
+  p = popen(cmd, "r");
   *cgroups = *procs = 0;
   while (p && fgets(line, sizeof line, p))
     *(line[0] == 'C' ? cgroups : procs) += 1;
@@ -885,7 +895,7 @@ static void bench_pool(const daemon_t *pool, const daemon_t *cold,
   pool_counters(pool, c1);
   rss_p = rss_kb(pool->pid);
   rss_c = rss_kb(cold->pid);
-  slot_cost(&cg0, &pr0);
+  slot_cost(pool, &cg0, &pr0);
   printf("\npool: idle cost (pool size %.0f, %.0f ready)\n", c1[0], c1[1]);
   printf("  daemon RSS: %ld KiB with the pool, %ld KiB without\n", rss_p, rss_c);
   printf("  slot cgroups (all hierarchies): %d, stub processes: %d "
