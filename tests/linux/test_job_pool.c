@@ -402,3 +402,46 @@ TEST_IMPL(pool_refill_workers_keep_size) {
   th_close(&b);
   return 0;
 }
+
+/* A job that finds no ready slot while one is being made waits for it
+ * instead of taking the cold path: with a pool of 1, three jobs prepared
+ * one right after the other (each holding its slot) all run in slots.
+ * When making slots fails, a job does not wait: cold path at once. */
+TEST_IMPL(pool_job_waits_for_slot_being_made) {
+  th_backend_t b;
+  px_job_spec_t s[3];
+  px_sandbox_t *sb[3] = {NULL, NULL, NULL};
+  const char *argv[] = {"/bin/true", NULL};
+  px__pool_stats_t st;
+  int i;
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 1));
+  ASSERT_OK(th_pool_wait(&b, 1));
+  for (i = 0; i < 3; i++) {
+    th_spec(&s[i], argv);
+    ASSERT_OK(b.ops->prepare(b.state, &s[i], NULL, &sb[i]));
+    ASSERT_NOT_NULL(sb[i]->slot);
+  }
+  st = stats(&b);
+  ASSERT_UINT_EQ(st.taken, 3);
+  ASSERT_UINT_EQ(st.cold, 0);
+  ASSERT_GE(st.waited, 2);
+  for (i = 0; i < 3; i++)
+    b.ops->release(sb[i]); /* prepared, never started */
+  th_close(&b);
+  /* Making fails: no waiting, the cold path (where the job fails). */
+  ASSERT_OK(px__lnx_inject_fail("cgroup_place"));
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 1));
+  for (i = 0; i < 500 && stats(&b).failed == 0; i++)
+    px_sleep_ms(10);
+  th_spec(&s[0], argv);
+  ASSERT_OK(b.ops->prepare(b.state, &s[0], NULL, &sb[0]));
+  ASSERT_NULL(sb[0]->slot);
+  st = stats(&b);
+  ASSERT_UINT_EQ(st.cold, 1);
+  ASSERT_UINT_EQ(st.waited, 0);
+  b.ops->release(sb[0]);
+  ASSERT_OK(px__lnx_inject_fail(NULL));
+  th_close(&b);
+  return 0;
+}

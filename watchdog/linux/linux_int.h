@@ -251,6 +251,8 @@ typedef struct {
   uint64_t cold;          /* jobs that took the cold path (no slot fits,
                              or none was ready) */
   uint64_t made, failed;  /* slots made, slot makes that failed */
+  uint64_t waited;        /* jobs that found none ready and waited for
+                             one being made (taken or cold after) */
 } px__pool_stats_t;
 
 typedef struct {
@@ -414,7 +416,9 @@ void px__pool_prefix(const px__lnx_backend_t *be, char *out, size_t n);
 /* Remove the slot cgroups a crashed daemon left for this work root. */
 void px__pool_recover(const px__lnx_backend_t *be);
 /* A ready slot for a job, or NULL (cold path; counted). eligible: the job
- * can run in a slot at all (root mode, no net:egress). NULL pool: NULL. */
+ * can run in a slot at all (root mode, no net:egress). With none ready
+ * while one is being made (and making works), waits for it, bounded
+ * (POOL_WAIT_MS, pool.c). NULL pool: NULL. */
 px__slot_t *px__pool_take(px__pool_t *p, int eligible);
 void px__pool_stats(px__pool_t *p, px__pool_stats_t *out);
 /* The slot's cgroups (moved into the sandbox at take). */

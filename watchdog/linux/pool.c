@@ -66,6 +66,13 @@
  * migration's RCU grace period, the spawner thread): two overlap those
  * waits; more would only compete with the jobs for a 2-CPU host. */
 #define POOL_REFILL_WORKERS 2
+/* A job that finds no ready slot while one is being made (and making
+ * slots works) waits for it at most this long instead of taking the cold
+ * path: a slot is ready within a millisecond or so (the v1 migration's
+ * RCU wait, ~15 ms after idle, at worst), while the cold path pays that
+ * same migration plus the whole root on the job's own path and takes the
+ * CPUs from the refill. */
+#define POOL_WAIT_MS 200
 
 struct px__slot_s {
   const px__lnx_backend_t *be; /* borrowed */
@@ -94,6 +101,7 @@ struct px__pool_s {
   int nthr, stop;
   size_t size;                  /* slots to keep ready */
   size_t making;                /* slots being made now (guarded by mu) */
+  int failing;                  /* the last slot make failed (mu) */
   px__slot_t *ready[POOL_MAX];  /* guarded by mu */
   size_t n;
   uint64_t seq;
@@ -383,6 +391,8 @@ static void pool_main(void *arg) {
     rc = slot_make(p, &s);
     px_mutex_lock(&p->mu);
     p->making--;
+    p->failing = rc != 0;
+    px_cond_broadcast(&p->cv); /* a job may wait for this one (take) */
     if (rc != 0) {
       p->st.failed++;
       backoff_ms = backoff_ms ? (backoff_ms < 2000 ? backoff_ms * 2 : 2000)
@@ -506,11 +516,27 @@ void px__pool_close(px__pool_t *p) {
   free(p);
 }
 
+/* With mu held and no slot ready: wait (at most POOL_WAIT_MS) while a
+ * refill worker is making one, or is about to, and making works. */
+static void wait_for_slot(px__pool_t *p) {
+  uint64_t deadline = px_now_ms() + POOL_WAIT_MS, now;
+  int counted = 0;
+  while (p->n == 0 && !p->stop && !p->failing && p->nthr > 0 &&
+         (p->making > 0 || p->n + p->making < p->size) &&
+         (now = px_now_ms()) < deadline) {
+    if (!counted++)
+      p->st.waited++;
+    px_cond_timedwait(&p->cv, &p->mu, deadline - now);
+  }
+}
+
 px__slot_t *px__pool_take(px__pool_t *p, int eligible) {
   px__slot_t *s = NULL;
   if (!p)
     return NULL;
   px_mutex_lock(&p->mu);
+  if (eligible && p->n == 0)
+    wait_for_slot(p);
   if (eligible && p->n > 0) {
     s = p->ready[--p->n];
     p->st.taken++;
