@@ -897,12 +897,16 @@ static void bench_pool(const daemon_t *pool, const daemon_t *cold,
   rss_c = rss_kb(cold->pid);
   slot_cost(pool, &cg0, &pr0);
   printf("\npool: idle cost (pool size %.0f, %.0f ready)\n", c1[0], c1[1]);
-  printf("  daemon RSS: %ld KiB with the pool, %ld KiB without\n", rss_p, rss_c);
+  printf("  daemon RSS: %ld KiB with the pool, %ld KiB without; open "
+         "descriptors: %d with, %d without\n", rss_p, rss_c,
+         fd_count(pool->pid), fd_count(cold->pid));
   printf("  slot cgroups (all hierarchies): %d, stub processes: %d "
          "(each sharing the daemon's memory, one network namespace each)\n",
          cg0, pr0);
   cJSON_AddNumberToObject(out, "pool_rss_kib", (double)rss_p);
   cJSON_AddNumberToObject(out, "nopool_rss_kib", (double)rss_c);
+  cJSON_AddNumberToObject(out, "pool_fds", fd_count(pool->pid));
+  cJSON_AddNumberToObject(out, "nopool_fds", fd_count(cold->pid));
   cJSON_AddNumberToObject(out, "pool_slot_cgroups", cg0);
   cJSON_AddNumberToObject(out, "pool_stub_processes", pr0);
   (void)cg1;
