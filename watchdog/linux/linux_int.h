@@ -382,6 +382,8 @@ struct px_sandbox_s {
   uint64_t enf;
   int finishing;
   int reg_failed;             /* some fds not in epoll: the tick polls */
+  int wd_listed;              /* atomic: registered and in the watchdog's
+                                 list; before it, events are ignored */
   px_outcome_t outcome;
   struct px_sandbox_s *next;  /* watchdog's running list */
   uint64_t stamp[PX_T_COUNT]; /* PX__STAMP: step times, 0 = not reached */

@@ -250,7 +250,7 @@ static void retire(px__wd_t *wd) {
     next = sb->next;
     sb->next = NULL;
     px_mutex_lock(&sb->mu);
-    close_fd(&sb->pidfd);
+    ep_del_close(wd, &sb->pidfd); /* removed by on_pidfd already */
     sb->state = PX_SB_DONE;
     px_cond_broadcast(&sb->cv);
     px_mutex_unlock(&sb->mu);
@@ -354,7 +354,11 @@ static void on_stdin(px__wd_t *wd, px_sandbox_t *sb) {
 
 static void on_event(px__wd_t *wd, px__wd_reg_t *reg) {
   px_sandbox_t *sb = reg->sb;
-  if (sb->finishing)
+  /* Not before px__wd_add registered every fd and listed the job: acting
+   * earlier (the job may end within microseconds) could finish it while
+   * its registration is still under way, leaving an fd registered that
+   * nothing removes. The events are level-triggered: they come again. */
+  if (!__atomic_load_n(&sb->wd_listed, __ATOMIC_ACQUIRE) || sb->finishing)
     return;
   switch (reg->kind) {
   case WD_PIDFD:
@@ -469,7 +473,7 @@ static void init_regs(px_sandbox_t *sb) {
 int px__wd_add(px__wd_t *wd, px_sandbox_t *sb) {
   const px_limits_t *lim = &sb->spec->limits;
   uint64_t el;
-  int i;
+  int i, err;
   init_regs(sb);
   for (i = 0; i < 2; i++)
     if (set_nonblock(sb->out_fd[i]) != 0)
@@ -485,13 +489,13 @@ int px__wd_add(px__wd_t *wd, px_sandbox_t *sb) {
         arm_ms(sb->wall_tfd, lim->wall_ms > el ? lim->wall_ms - el : 1, 0))
       return PX_LOG_ERRNO(PX_EIO, errno, "timerfd(wall)");
   }
-  px_mutex_lock(&wd->mu);
-  sb->next = wd->jobs;
-  wd->jobs = sb;
-  px_mutex_unlock(&wd->mu);
-  /* From here on the watchdog thread may act on the job. After a
-   * registration failure the caller kills the job and the tick polls its
-   * pidfd and pipes until it is finished. */
+  /* Every fd first, then the list: the watchdog thread acts on the job
+   * (tick or event) only once it is listed, so it never finishes a job
+   * whose fds are still being registered (a late ADD would never be
+   * removed: the kernel keeps the registration while any copy of the fd
+   * lives, e.g. in a child cloned meanwhile, and it would fire for freed
+   * memory). After a registration failure the caller kills the job and
+   * the tick polls its pidfd and pipes until it is finished. */
   if (ep_add(wd, sb->pidfd, EPOLLIN, &sb->reg[WD_PIDFD]) ||
       ep_add(wd, sb->out_fd[0], EPOLLIN, &sb->reg[WD_OUT]) ||
       ep_add(wd, sb->out_fd[1], EPOLLIN, &sb->reg[WD_ERR]) ||
@@ -501,10 +505,16 @@ int px__wd_add(px__wd_t *wd, px_sandbox_t *sb) {
       (sb->cg.oom_efd >= 0 &&
        ep_add(wd, sb->cg.oom_efd, EPOLLIN, &sb->reg[WD_MEM])) ||
       (sb->cg.mem_events_fd >= 0 &&
-       ep_add(wd, sb->cg.mem_events_fd, EPOLLPRI, &sb->reg[WD_MEM]))) {
+       ep_add(wd, sb->cg.mem_events_fd, EPOLLPRI, &sb->reg[WD_MEM])))
     sb->reg_failed = 1;
-    return PX_LOG_ERRNO(PX_EIO, errno, "epoll_ctl(ADD)");
-  }
+  err = errno;
+  px_mutex_lock(&wd->mu);
+  sb->next = wd->jobs;
+  wd->jobs = sb;
+  __atomic_store_n(&sb->wd_listed, 1, __ATOMIC_RELEASE);
+  px_mutex_unlock(&wd->mu);
+  if (sb->reg_failed)
+    return PX_LOG_ERRNO(PX_EIO, err, "epoll_ctl(ADD)");
   return 0;
 }
 
