@@ -67,16 +67,20 @@ static double spawn_wait(char *const argv[]) {
 static int have_bwrap(void) { return access("/usr/bin/bwrap", X_OK) == 0; }
 
 #define BASE_MEMBERS                                                          \
-  ", \"queue\": {\"max_depth\": 20000, \"per_client_max\": 0},"              \
+  ", \"queue\": {\"max_depth\": 20000, \"per_client_max\": 0%s},"            \
   " \"runtimes\": {\"true\": {\"command\": [\"/bin/true\", \"{file}\"],"        \
   " \"extension\": \".txt\"}, \"sh\": {\"command\": [\"/bin/sh\", \"{file}\","      \
   " \"{args}\"], \"extension\": \".sh\", \"env\": {\"PATH\": \"/usr/bin:/bin\"}}}"
 
 /* The benchmark daemon's runtimes ("true" runs /bin/true) and queue, then
  * extra members (or NULL). */
+static char workers_member[48]; /* --workers N: ", \"workers\": N" */
+
 static int bench_daemon(daemon_t *d, const char *extra) {
   char members[2048];
-  snprintf(members, sizeof members, "%s%s", BASE_MEMBERS, extra ? extra : "");
+  char base[1024];
+  snprintf(base, sizeof base, BASE_MEMBERS, workers_member);
+  snprintf(members, sizeof members, "%s%s", base, extra ? extra : "");
   return daemon_start(d, members);
 }
 
@@ -762,14 +766,24 @@ static void row(const char *name, series_t *s, double base, cJSON *out,
   cJSON_AddNumberToObject(out, k, pct(s, .99));
 }
 
-/* Slot cgroups (every hierarchy) and their processes, below the cgroup
- * roots: the pool's idle cost. */
-static void slot_cost(int *cgroups, int *procs) {
-  FILE *p = popen("d=$(find /sys/fs/cgroup -maxdepth 8 -type d -name 'px-slot-*');"
-                  "for x in $d; do echo C; done;"
-                  "for x in $d; do cat $x/cgroup.procs; done | sort -u | sed 's/^/P /'",
-                  "r");
+/* The pooled daemon's slot cgroups (every hierarchy; only its own work
+ * root's, other daemons may share the machine) and their processes: the
+ * pool's idle cost. */
+static void slot_cost(const daemon_t *d, int *cgroups, int *procs) {
+  px__lnx_backend_t be;
+  char work[PATH_MAX + 16], prefix[64], cmd[512];
+  FILE *p;
   char line[128];
+  memset(&be, 0, sizeof be);
+  snprintf(work, sizeof work, "%s/jobs", d->dir);
+  be.work_root = work;
+  px__pool_prefix(&be, prefix, sizeof prefix);
+  snprintf(cmd, sizeof cmd,
+           "d=$(find /sys/fs/cgroup -maxdepth 8 -type d -name '%s*');"
+           "for x in $d; do echo C; done;"
+           "for x in $d; do cat $x/cgroup.procs; done | sort -u | sed 's/^/P /'",
+           prefix);
+  p = popen(cmd, "r");
   *cgroups = *procs = 0;
   while (p && fgets(line, sizeof line, p))
     *(line[0] == 'C' ? cgroups : procs) += 1;
@@ -881,14 +895,18 @@ static void bench_pool(const daemon_t *pool, const daemon_t *cold,
   pool_counters(pool, c1);
   rss_p = rss_kb(pool->pid);
   rss_c = rss_kb(cold->pid);
-  slot_cost(&cg0, &pr0);
+  slot_cost(pool, &cg0, &pr0);
   printf("\npool: idle cost (pool size %.0f, %.0f ready)\n", c1[0], c1[1]);
-  printf("  daemon RSS: %ld KiB with the pool, %ld KiB without\n", rss_p, rss_c);
+  printf("  daemon RSS: %ld KiB with the pool, %ld KiB without; open "
+         "descriptors: %d with, %d without\n", rss_p, rss_c,
+         fd_count(pool->pid), fd_count(cold->pid));
   printf("  slot cgroups (all hierarchies): %d, stub processes: %d "
          "(each sharing the daemon's memory, one network namespace each)\n",
          cg0, pr0);
   cJSON_AddNumberToObject(out, "pool_rss_kib", (double)rss_p);
   cJSON_AddNumberToObject(out, "nopool_rss_kib", (double)rss_c);
+  cJSON_AddNumberToObject(out, "pool_fds", fd_count(pool->pid));
+  cJSON_AddNumberToObject(out, "nopool_fds", fd_count(cold->pid));
   cJSON_AddNumberToObject(out, "pool_slot_cgroups", cg0);
   cJSON_AddNumberToObject(out, "pool_stub_processes", pr0);
   (void)cg1;
@@ -920,8 +938,12 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--quick")) { o.rounds = 50; o.seconds = 2; footprint_jobs = 500; }
     else if (!strcmp(argv[i], "--layers-only")) layers_only = 1;
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--workers") && i + 1 < argc)
+      snprintf(workers_member, sizeof workers_member, ", \"workers\": %d",
+               (int)strtol(argv[++i], NULL, 10));
     else { fprintf(stderr, "usage: %s [--rounds N] [--seconds S] [--json FILE] [--quick] [--layers-only]\n"
-                           "       [--only SECTION[,SECTION...]] (pool spawn throughput kills layers footprint attest)\n",
+                           "       [--only SECTION[,SECTION...]] (pool spawn throughput kills layers footprint attest; rt8)\n"
+                           "       [--workers N] (the daemons' queue.workers; default: theirs)\n",
                            argv[0]); return 2; }
   }
   if (geteuid() != 0) {
@@ -951,6 +973,17 @@ int main(int argc, char **argv) {
     }
     bench_pool(&d, &cold, &o, out);
     daemon_stop(&cold);
+  }
+  if (only && strstr(only, "rt8")) { /* profiling: 8 clients only */
+    series_t r8 = {0};
+    double c0[4], c1[4], jps;
+    pool_counters(&d, c0);
+    jps = round_trip_8(&d, o.seconds, &r8);
+    pool_counters(&d, c1);
+    printf("8 clients round trip: %.0f jobs/s, p50 %.2f p99 %.2f ms; "
+           "%.0f in a slot, %.0f cold\n", jps, pct(&r8, .5), pct(&r8, .99),
+           c1[2] - c0[2], c1[3] - c0[3]);
+    free(r8.v);
   }
   if (SECTION("spawn"))
     bench_spawn(&d, &o, out);

@@ -65,10 +65,14 @@ int daemon_start(daemon_t *d, const char *members) {
   mkdir(work, 0755);
   if (!(f = fopen(cfg, "w")))
     return -1;
+  /* PX_BENCH_LOG_LEVEL=trace: the Linux backend's per-job step stamps
+   * (docs/linux-backend.md) on the daemon's stderr, for profiling. */
   fprintf(f,
           "{\"transports\": {\"socket_path\": \"%s\"}, \"work_root\": \"%s\",\n"
-          " \"log_level\": \"warn\"%s}\n",
-          d->sock, work, members ? members : "");
+          " \"log_level\": \"%s\"%s}\n",
+          d->sock, work,
+          getenv("PX_BENCH_LOG_LEVEL") ? getenv("PX_BENCH_LOG_LEVEL") : "warn",
+          members ? members : "");
   fclose(f);
   chmod(cfg, 0644);
   snprintf(bin, sizeof bin, "%s../service/phoenix-executor", self_dir());

@@ -64,6 +64,9 @@ PX_TEST_ENTRY(pool, pool_jobs_use_slots, 60)
 PX_TEST_ENTRY(pool, pool_nothing_leaks_between_jobs, 60)
 PX_TEST_ENTRY(pool, pool_faults_make_no_slot, 60)
 PX_TEST_ENTRY(pool, pool_daemon_sigkill_leaves_nothing, 60)
+PX_TEST_ENTRY(pool, pool_slot_root_matches_cold, 60)
+PX_TEST_ENTRY(pool, pool_refill_workers_keep_size, 60)
+PX_TEST_ENTRY(pool, pool_job_waits_for_slot_being_made, 60)
 #include "tests/linux/list-adversarial.h"
 /* watchdog/container: tests/linux/test_container.c (a private dockerd) */
 PX_TEST_ENTRY(container, container_ok_and_read_back, 120)

@@ -279,3 +279,169 @@ TEST_IMPL(pool_daemon_sigkill_leaves_nothing) {
   ASSERT_EQ(found, 0); /* ... until the next backend on the work root */
   return 0;
 }
+
+/* What a job sees of its mounts: mount point, options and file system
+ * type of each, sorted (the ids and devices differ between jobs). */
+/* Remove the line of the /kb tmpfs a slot adds (the mount points of a
+ * job's KB roots; read-only by the time the job runs): 1 when it was
+ * there read-only. */
+static int drop_kb_line(px_buf_t *b) {
+  char *p = b->data ? strstr(b->data, "\n/kb ro,") : NULL;
+  char *end = p ? strchr(p + 1, '\n') : NULL;
+  if (!end)
+    return 0;
+  memmove(p, end, strlen(end) + 1);
+  b->len = strlen(b->data);
+  return 1;
+}
+
+static int mounts_seen(th_backend_t *b, px_buf_t *out) {
+  const char *argv[] = {
+      "/bin/sh", "-c",
+      "while read id parent dev root mp opts rest; do"
+      "  fs=${rest#*- }; echo \"$mp $opts ${fs%% *}\";"
+      "done < /proc/self/mountinfo | sort",
+      NULL};
+  th_run_t r = {0};
+  px_job_spec_t s;
+  int rc;
+  th_spec(&s, argv);
+  rc = th_run(b, &s, &r);
+  if (rc == 0 && r.o.exit_code == 0)
+    rc = px_buf_append(out, r.out.data, r.out.len);
+  else if (rc == 0)
+    rc = PX_EIO;
+  th_free(&r);
+  return rc;
+}
+
+/* A slot's root is a copy of the pool's template namespace plus its own
+ * /dev/shm, /dev/pts, /kb and the job's /job and /proc: a job sees the
+ * same mounts, with the same options, as on the cold path (which builds
+ * its root from scratch), but for the read-only /kb tmpfs every slot has;
+ * and the slot made without a template (its maker failed: each stub
+ * builds its root) gives the same again. */
+TEST_IMPL(pool_slot_root_matches_cold) {
+  th_backend_t b;
+  px_buf_t cold = {0}, pooled = {0}, fallback = {0};
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 0));
+  ASSERT_OK(mounts_seen(&b, &cold));
+  th_close(&b);
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 1));
+  ASSERT_OK(th_pool_wait(&b, 1));
+  ASSERT_NE(((px__lnx_backend_t *)b.state)->pool, NULL);
+  ASSERT_OK(mounts_seen(&b, &pooled));
+  ASSERT_UINT_EQ(stats(&b).taken, 1);
+  th_close(&b);
+  ASSERT_STR_CONTAINS(px_buf_cstr(&cold), "/dev/shm ");
+  ASSERT_STR_CONTAINS(px_buf_cstr(&cold), "/dev/pts ");
+  ASSERT_EQ(drop_kb_line(&pooled), 1);
+  ASSERT_STR_EQ(px_buf_cstr(&pooled), px_buf_cstr(&cold));
+  /* No template (the pool's maker fails at the root's tmpfs); the fault
+   * is lifted before the slot is made: the stub builds the root. */
+  ASSERT_OK(th_fault_step("mount_root"));
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 1));
+  ASSERT_OK(th_fault_step(NULL));
+  ASSERT_OK(th_pool_wait(&b, 1));
+  ASSERT_OK(mounts_seen(&b, &fallback));
+  ASSERT_UINT_EQ(stats(&b).taken, 1);
+  th_close(&b);
+  ASSERT_EQ(drop_kb_line(&fallback), 1);
+  ASSERT_STR_EQ(px_buf_cstr(&fallback), px_buf_cstr(&cold));
+  px_buf_free(&cold);
+  px_buf_free(&pooled);
+  px_buf_free(&fallback);
+  return 0;
+}
+
+static int fd_count(void) {
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *de;
+  int n = 0;
+  while (d && (de = readdir(d)) != NULL)
+    n += de->d_name[0] != '.';
+  if (d)
+    closedir(d);
+  return n;
+}
+
+/* Several refill workers keep the pool at its size and never beyond it
+ * (every slot made is either taken or ready), and what a pooled job held
+ * (its slot's mount namespace, pipes, pidfds) is released after it: the
+ * backend's descriptors come back to where they were. */
+TEST_IMPL(pool_refill_workers_keep_size) {
+  th_backend_t b;
+  px_job_spec_t s;
+  const char *argv[] = {"/bin/true", NULL};
+  px__pool_stats_t st;
+  int i, fds0, fds1 = -1, tries;
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 4));
+  ASSERT_OK(th_pool_wait(&b, 4));
+  fds0 = fd_count();
+  for (i = 0; i < 12; i++) {
+    th_run_t r = {0};
+    th_spec(&s, argv);
+    ASSERT_OK(th_run(&b, &s, &r));
+    ASSERT_EQ(r.o.exit_code, 0);
+    th_free(&r);
+  }
+  ASSERT_OK(th_pool_wait(&b, 4));
+  st = stats(&b);
+  ASSERT_UINT_EQ(st.ready, 4);
+  ASSERT_UINT_EQ(st.failed, 0);
+  ASSERT_UINT_EQ(st.made, st.taken + st.ready); /* none made past size */
+  ASSERT_UINT_EQ(st.taken + st.cold, 12);
+  ASSERT_GE(st.taken, 1);
+  /* The reaper closes the held namespaces after the jobs: poll for it
+   * (a bound on waiting, not on speed). */
+  for (tries = 0; tries < 500 && (fds1 = fd_count()) != fds0; tries++)
+    px_sleep_ms(10);
+  ASSERT_EQ(fds1, fds0);
+  th_close(&b);
+  return 0;
+}
+
+/* A job that finds no ready slot while one is being made waits for it
+ * instead of taking the cold path: with a pool of 1, three jobs prepared
+ * one right after the other (each holding its slot) all run in slots.
+ * When making slots fails, a job does not wait: cold path at once. */
+TEST_IMPL(pool_job_waits_for_slot_being_made) {
+  th_backend_t b;
+  px_job_spec_t s[3];
+  px_sandbox_t *sb[3] = {NULL, NULL, NULL};
+  const char *argv[] = {"/bin/true", NULL};
+  px__pool_stats_t st;
+  int i;
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 1));
+  ASSERT_OK(th_pool_wait(&b, 1));
+  for (i = 0; i < 3; i++) {
+    th_spec(&s[i], argv);
+    ASSERT_OK(b.ops->prepare(b.state, &s[i], NULL, &sb[i]));
+    ASSERT_NOT_NULL(sb[i]->slot);
+  }
+  st = stats(&b);
+  ASSERT_UINT_EQ(st.taken, 3);
+  ASSERT_UINT_EQ(st.cold, 0);
+  ASSERT_GE(st.waited, 2);
+  for (i = 0; i < 3; i++)
+    b.ops->release(sb[i]); /* prepared, never started */
+  th_close(&b);
+  /* Making fails: no waiting, the cold path (where the job fails). */
+  ASSERT_OK(th_fault_step("cgroup_place"));
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 1));
+  for (i = 0; i < 500 && stats(&b).failed == 0; i++)
+    px_sleep_ms(10);
+  th_spec(&s[0], argv);
+  ASSERT_OK(b.ops->prepare(b.state, &s[0], NULL, &sb[0]));
+  ASSERT_NULL(sb[0]->slot);
+  st = stats(&b);
+  ASSERT_UINT_EQ(st.cold, 1);
+  ASSERT_UINT_EQ(st.waited, 0);
+  b.ops->release(sb[0]);
+  ASSERT_OK(th_fault_step(NULL));
+  th_close(&b);
+  return 0;
+}

@@ -356,15 +356,18 @@ static int prepare_steps(px_sandbox_t *sb) {
   }
   if ((rc = check_degraded(sb)) != 0)
     return rc;
+  PX__STAMP(sb, PX_T_PREPARE);
   if ((rc = px__jobdir_create(be->work_root_fd, be->work_root, spec->key,
                               be->tmpfs_bytes, be->is_root, be->run_uid,
                               be->run_gid, &sb->job_dir)) != 0)
     return rc;
   sb->job_dir_mounted = be->is_root;
+  PX__STAMP(sb, PX_T_JOBDIR);
   if ((rc = px__jobdir_write(sb->job_dir, spec->files, spec->nfiles,
                              spec->first_file_executable,
                              be->run_uid, be->run_gid)) != 0)
     return rc;
+  PX__STAMP(sb, PX_T_FILES);
   /* A warm slot (pool.c) when one fits: its cgroups are made and its stub
    * placed in them; the limits are written at start, once the stub left. */
   sb->slot = px__pool_take(be->pool, be->is_root &&
@@ -378,7 +381,10 @@ static int prepare_steps(px_sandbox_t *sb) {
         (rc = px__cg_job_limits(&be->cg, &sb->cg, &spec->limits)) != 0)
       return rc;
   }
-  return px__plan_build(sb);
+  PX__STAMP(sb, PX_T_CGROUPS);
+  rc = px__plan_build(sb);
+  PX__STAMP(sb, PX_T_PLAN);
+  return rc;
 }
 
 static int lnx_prepare(void *state, const px_job_spec_t *spec,
@@ -396,7 +402,7 @@ static int lnx_prepare(void *state, const px_job_spec_t *spec,
   sb->spec = spec;
   if (events)
     sb->ev = *events;
-  sb->pidfd = sb->in_fd = sb->wall_tfd = -1;
+  sb->pidfd = sb->in_fd = sb->wall_tfd = sb->slot_mnt_fd = -1;
   sb->out_fd[0] = sb->out_fd[1] = sb->pause_tfd[0] = sb->pause_tfd[1] = -1;
   px__cg_job_init(&sb->cg);
   if (px_mutex_init(&sb->mu) != 0 || px_cond_init(&sb->cv) != 0) {
@@ -445,6 +451,7 @@ static int lnx_start(px_sandbox_t *sb) {
   px_mutex_unlock(&sb->mu);
   if (cancelled)
     return PX_ECANCELED;
+  PX__STAMP(sb, PX_T_START);
   if ((rc = px__spawn(sb)) != 0)
     return start_failed(sb, rc);
   sb->enf = job_enforcement(sb);
@@ -459,6 +466,7 @@ static int lnx_start(px_sandbox_t *sb) {
     px__job_kill(sb);
     return rc;
   }
+  PX__STAMP(sb, PX_T_WATCHED);
   if (sb->ev.on_started)
     sb->ev.on_started(sb->ev.ctx);
   px_mutex_lock(&sb->mu);
@@ -479,6 +487,7 @@ static int lnx_wait(px_sandbox_t *sb, px_outcome_t *out) {
     px_cond_wait(&sb->cv, &sb->mu);
   *out = sb->outcome;
   px_mutex_unlock(&sb->mu);
+  PX__STAMP(sb, PX_T_EXITED);
   return 0;
 }
 
@@ -492,6 +501,7 @@ static void lnx_release(px_sandbox_t *sb) {
   if (!sb)
     return;
   be = sb->be;
+  PX__STAMP(sb, PX_T_RELEASE);
   px__slot_discard(be, sb->slot); /* prepared, never started */
   sb->slot = NULL;
   px__job_kill(sb);
@@ -499,6 +509,7 @@ static void lnx_release(px_sandbox_t *sb) {
   while (sb->state == PX_SB_RUNNING)
     px_cond_wait(&sb->cv, &sb->mu);
   px_mutex_unlock(&sb->mu);
+  px__reaper_take_fd(be->reaper, &sb->slot_mnt_fd);
   /* Every process is dead now: the rest is bookkeeping the reaper does
    * while the engine delivers the result (inline if it cannot take it). */
   if (px__reaper_take(be->reaper, &sb->cg, sb->job_dir ? sb->spec->key : NULL,
@@ -508,6 +519,8 @@ static void lnx_release(px_sandbox_t *sb) {
       px__jobdir_remove(be->work_root_fd, be->work_root, sb->spec->key,
                         sb->job_dir_mounted);
   }
+  PX__STAMP(sb, PX_T_RELEASED);
+  px__stamps_log(sb);
   free(sb->job_dir);
   px__plan_free(&sb->plan);
   px_cond_destroy(&sb->cv);

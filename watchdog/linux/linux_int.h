@@ -37,6 +37,9 @@
  * workers, and the user's own programs, run before a job does. */
 #define PX_LNX_JOB_NICE 10
 #define PX_LNX_PATH_MAX 4096
+/* Stack of a warm slot's child until its execve (CLONE_VM, spawn.c);
+ * untouched pages cost nothing. */
+#define PX_LNX_CHILD_STACK (256u * 1024u)
 
 /* --- cgroup.c ----------------------------------------------------------- */
 
@@ -193,6 +196,21 @@ int px__mnt_add_detached(px__mnt_plan_t *plan, int step, const char *src,
  * a small tmpfs on /kb for the job's mount points, make the root read-only
  * and pivot into it. 0 or -errno with *step set (async-signal-safe). */
 int px__mnt_stub(const char *stage, const px__mnt_plan_t *skel, int *step);
+/* Pool, once (in a process of its own): a new mount namespace holding
+ * the sandbox root built from the skeleton without the mounts that must
+ * be fresh per sandbox (/dev/shm, /dev/pts, /proc), read-only, pivoted
+ * into. *ns_fd (O_CLOEXEC, owned by the caller; it keeps the namespace
+ * alive) is opened before the pivot. 0 or -errno with *step set
+ * (async-signal-safe). */
+int px__mnt_template(const char *stage, const px__mnt_plan_t *skel,
+                     int *ns_fd, int *step);
+/* Stub side (warm slot): enter the template, unshare a private copy of
+ * it, mount the per-sandbox instances (/dev/shm tmpfs, /dev/pts devpts)
+ * and a small tmpfs on /kb for the job's mount points. The same root as
+ * px__mnt_stub makes, for a copy of a few dozen mounts instead of the
+ * host's whole tree plus every bind. 0 or -errno with *step set. */
+int px__mnt_stub_from(int tmpl_fd, const char *stage,
+                      const px__mnt_plan_t *skel, int *step);
 /* Child side in a warm slot: a fresh /proc, the job's attach operations
  * (paths inside the root), /kb read-only, cwd /job. 0 or -errno. */
 int px__mnt_child_pooled(const px__mnt_plan_t *job, int *step);
@@ -233,6 +251,8 @@ typedef struct {
   uint64_t cold;          /* jobs that took the cold path (no slot fits,
                              or none was ready) */
   uint64_t made, failed;  /* slots made, slot makes that failed */
+  uint64_t waited;        /* jobs that found none ready and waited for
+                             one being made (taken or cold after) */
 } px__pool_stats_t;
 
 typedef struct {
@@ -269,6 +289,10 @@ int px__reaper_open(px__lnx_backend_t *be, px__reaper_t **out);
  * itself (queue full, stopping, out of memory). */
 int px__reaper_take(px__reaper_t *r, px__cg_job_t *cg, const char *key,
                     int mounted);
+/* Hand over *fd to be closed by the reaper (a finished job's slot mount
+ * namespace: its mounts are torn down at the close); closes it inline
+ * when the reaper cannot take it. *fd is -1 afterwards. */
+void px__reaper_take_fd(px__reaper_t *r, int *fd);
 /* Finish every queued cleanup, stop the thread, free. NULL is fine. */
 void px__reaper_close(px__reaper_t *r);
 
@@ -286,11 +310,37 @@ typedef struct {
   uint64_t fsize;
   int egress, userns;
   int pooled;                /* runs in a warm slot: no CLONE_NEWNET */
+  void *child_stack;         /* owned: a slot child's stack until execve
+                                (PX_LNX_CHILD_STACK bytes), or NULL */
   /* fds, child ends, set by spawn */
   int sync_rd, err_wr, in_rd, out_wr, errout_wr;
 } px__plan_t;
 
 typedef enum { PX_SB_PREPARED, PX_SB_RUNNING, PX_SB_DONE } px__sb_state_t;
+
+/* Step stamps of one job's path through the backend (CLOCK_MONOTONIC ns),
+ * logged at "trace" level when the job is released: the per-step costs
+ * in bench/README.md come from them. A stamp is one vDSO clock read. */
+typedef enum {
+  PX_T_PREPARE,   /* prepare entered */
+  PX_T_JOBDIR,    /* job dir made (tmpfs on the host, or the slot's) */
+  PX_T_FILES,     /* job files written */
+  PX_T_CGROUPS,   /* slot taken, or (cold) cgroups made and limited */
+  PX_T_PLAN,      /* exec plan built: prepare done */
+  PX_T_START,     /* start entered */
+  PX_T_CLONED,    /* pid known (cold: clone3; slot: stub cloned, reaped) */
+  PX_T_PLACED,    /* limits written (slot) / migrated (cold); released */
+  PX_T_EXECED,    /* the child's setup ended in execve (EOF seen) */
+  PX_T_WATCHED,   /* registered with the watchdog: start returns */
+  PX_T_EXITED,    /* the watchdog saw the end: wait returns */
+  PX_T_RELEASE,   /* release entered */
+  PX_T_RELEASED,  /* release done (cleanup handed to the reaper) */
+  PX_T_COUNT
+} px__stamp_t;
+
+#define PX__STAMP(sb, t) ((sb)->stamp[(t)] = px_now_ns())
+/* Log sb's stamps as one trace line (nothing below the trace level). */
+void px__stamps_log(const struct px_sandbox_s *sb);
 
 typedef struct {
   px_sandbox_t *sb;
@@ -310,6 +360,8 @@ struct px_sandbox_s {
   px__cg_job_t cg;
   px__plan_t plan;
   px__slot_t *slot;           /* owned: the warm slot it runs in, or NULL */
+  int slot_mnt_fd;            /* owned: its slot's mount ns, held until
+                                 release (px__reaper_take_fd), or -1 */
   int placed_v2;              /* born in its v2 cgroup (CLONE_INTO_CGROUP) */
   /* process */
   int pidfd;                  /* owned */
@@ -330,8 +382,11 @@ struct px_sandbox_s {
   uint64_t enf;
   int finishing;
   int reg_failed;             /* some fds not in epoll: the tick polls */
+  int wd_listed;              /* atomic: registered and in the watchdog's
+                                 list; before it, events are ignored */
   px_outcome_t outcome;
   struct px_sandbox_s *next;  /* watchdog's running list */
+  uint64_t stamp[PX_T_COUNT]; /* PX__STAMP: step times, 0 = not reached */
 };
 
 /* spawn.c: fill sb->plan from sb->spec (0, PX_EINVAL, PX_ENOMEM); free
@@ -363,7 +418,9 @@ void px__pool_prefix(const px__lnx_backend_t *be, char *out, size_t n);
 /* Remove the slot cgroups a crashed daemon left for this work root. */
 void px__pool_recover(const px__lnx_backend_t *be);
 /* A ready slot for a job, or NULL (cold path; counted). eligible: the job
- * can run in a slot at all (root mode, no net:egress). NULL pool: NULL. */
+ * can run in a slot at all (root mode, no net:egress). With none ready
+ * while one is being made (and making works), waits for it, bounded
+ * (POOL_WAIT_MS, pool.c). NULL pool: NULL. */
 px__slot_t *px__pool_take(px__pool_t *p, int eligible);
 void px__pool_stats(px__pool_t *p, px__pool_stats_t *out);
 /* The slot's cgroups (moved into the sandbox at take). */

@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/mount.h>
@@ -544,6 +545,83 @@ int px__mnt_stub(const char *stage, const px__mnt_plan_t *skel, int *step) {
     FAIL_STEP(PX_STEP_ROOT_RO);
   if (chdir(stage) != 0 || syscall(SYS_pivot_root, ".", ".") != 0 ||
       umount2(".", MNT_DETACH) != 0 || chdir("/") != 0)
+    FAIL_STEP(PX_STEP_PIVOT_ROOT);
+  return 0;
+}
+
+/* Mounts of the skeleton that must be a fresh instance in every sandbox
+ * (a writable tmpfs, a devpts instance, proc): never part of the shared
+ * template. The /dev tmpfs itself is made read-only and may be shared. */
+static int per_instance(const px__mnt_op_t *op, const char *stage) {
+  const char *rel = op->dst + strlen(stage);
+  return op->kind == PX_MNT_PROC || op->kind == PX_MNT_DEVPTS ||
+         (op->kind == PX_MNT_TMPFS && strcmp(rel, "/dev") != 0);
+}
+
+int px__mnt_template(const char *stage, const px__mnt_plan_t *skel,
+                     int *ns_fd, int *step) {
+  size_t i;
+  int rc;
+  if (PX_LNX_INJECTED(PX_STEP_MOUNT_PRIVATE) || unshare(CLONE_NEWNS) != 0)
+    FAIL_STEP(PX_STEP_MOUNT_PRIVATE);
+  /* Before the pivot, while the host's /proc is still reachable. */
+  *ns_fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+  if (*ns_fd < 0)
+    FAIL_STEP(PX_STEP_MOUNT_PRIVATE);
+  /* Private: nothing propagates between the copies made from it. */
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+    FAIL_STEP(PX_STEP_MOUNT_PRIVATE);
+  if (PX_LNX_INJECTED(PX_STEP_MOUNT_ROOT) ||
+      mount("px-root", stage, "tmpfs", MS_NOSUID | MS_NODEV,
+            "size=1m,nr_inodes=1024,mode=0755") != 0)
+    FAIL_STEP(PX_STEP_MOUNT_ROOT);
+  for (i = 0; i < skel->n; i++) {
+    if (per_instance(&skel->ops[i], stage))
+      continue;
+    if ((rc = run_op(&skel->ops[i])) != 0) {
+      *step = skel->ops[i].step;
+      return rc;
+    }
+  }
+  /* Read-only at the superblock: every copy shares this root unchanged. */
+  if (mount(NULL, stage, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV,
+            NULL) != 0)
+    FAIL_STEP(PX_STEP_ROOT_RO);
+  if (chdir(stage) != 0 || syscall(SYS_pivot_root, ".", ".") != 0 ||
+      umount2(".", MNT_DETACH) != 0 || chdir("/") != 0)
+    FAIL_STEP(PX_STEP_PIVOT_ROOT);
+  return 0;
+}
+
+int px__mnt_stub_from(int tmpl_fd, const char *stage,
+                      const px__mnt_plan_t *skel, int *step) {
+  char dst[PX_LNX_PATH_MAX];
+  size_t i, n = strlen(stage);
+  int rc;
+  /* Into the template (root and cwd become its root), then a private
+   * copy of it: a few dozen mounts, none of the host's. */
+  if (PX_LNX_INJECTED(PX_STEP_MOUNT_PRIVATE) ||
+      setns(tmpl_fd, CLONE_NEWNS) != 0 || unshare(CLONE_NEWNS) != 0)
+    FAIL_STEP(PX_STEP_MOUNT_PRIVATE);
+  for (i = 0; i < skel->n; i++) {
+    px__mnt_op_t op = skel->ops[i];
+    if (!per_instance(&op, stage) || op.kind == PX_MNT_PROC)
+      continue; /* proc: the job's own pid namespace, by its pid 1 */
+    if (strlen(op.dst) - n + 1 > sizeof dst) {
+      *step = op.step;
+      return -ENAMETOOLONG;
+    }
+    memcpy(dst, op.dst + n, strlen(op.dst) - n + 1);
+    op.dst = dst;
+    if ((rc = run_op(&op)) != 0) {
+      *step = op.step;
+      return rc;
+    }
+  }
+  if (mount("px-kb", PX_LNX_KB_MNT, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            "size=64k,nr_inodes=64,mode=0755") != 0)
+    FAIL_STEP(PX_STEP_MOUNT_KB);
+  if (chdir("/") != 0)
     FAIL_STEP(PX_STEP_PIVOT_ROOT);
   return 0;
 }

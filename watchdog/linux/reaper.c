@@ -21,6 +21,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define PX__REAP_MAX 256
 
@@ -29,6 +30,7 @@ typedef struct reap_item_s {
   px__cg_job_t cg;  /* owned (moved in) */
   char *key;        /* owned; NULL: no job directory */
   int mounted;
+  int fd;           /* owned: closed here (a slot's mount ns), or -1 */
 } reap_item_t;
 
 struct px__reaper_s {
@@ -42,6 +44,8 @@ struct px__reaper_s {
 };
 
 static void clean(px__lnx_backend_t *be, reap_item_t *it) {
+  if (it->fd >= 0)
+    close(it->fd);
   px__cg_job_destroy(&be->cg, &it->cg);
   if (it->key)
     px__jobdir_remove(be->work_root_fd, be->work_root, it->key, it->mounted);
@@ -85,6 +89,42 @@ int px__reaper_open(px__lnx_backend_t *be, px__reaper_t **out) {
   return 0;
 }
 
+/* Queue it (0), or PX_EBUSY when stopping or full. */
+static int enqueue(px__reaper_t *r, reap_item_t *it) {
+  px_mutex_lock(&r->mu);
+  if (r->stop || r->n >= PX__REAP_MAX) {
+    px_mutex_unlock(&r->mu);
+    return PX_EBUSY;
+  }
+  if (r->tail)
+    r->tail->next = it;
+  else
+    r->head = it;
+  r->tail = it;
+  r->n++;
+  px_cond_signal(&r->cv);
+  px_mutex_unlock(&r->mu);
+  return 0;
+}
+
+void px__reaper_take_fd(px__reaper_t *r, int *fd) {
+  reap_item_t *it;
+  if (*fd < 0)
+    return;
+  it = r ? calloc(1, sizeof *it) : NULL;
+  if (it) {
+    px__cg_job_init(&it->cg);
+    it->fd = *fd;
+    if (enqueue(r, it) == 0) {
+      *fd = -1;
+      return;
+    }
+    free(it);
+  }
+  close(*fd);
+  *fd = -1;
+}
+
 int px__reaper_take(px__reaper_t *r, px__cg_job_t *cg, const char *key,
                     int mounted) {
   reap_item_t *it;
@@ -95,23 +135,14 @@ int px__reaper_take(px__reaper_t *r, px__cg_job_t *cg, const char *key,
     free(it);
     return PX_ENOMEM;
   }
-  px_mutex_lock(&r->mu);
-  if (r->stop || r->n >= PX__REAP_MAX) {
-    px_mutex_unlock(&r->mu);
+  it->cg = *cg; /* ownership moves; the caller's copy is reset below */
+  it->mounted = mounted;
+  it->fd = -1;
+  if (enqueue(r, it) != 0) {
     free(it->key);
     free(it);
     return PX_EBUSY; /* the caller cleans inline */
   }
-  it->cg = *cg; /* ownership moves; the caller's copy is reset below */
-  it->mounted = mounted;
-  if (r->tail)
-    r->tail->next = it;
-  else
-    r->head = it;
-  r->tail = it;
-  r->n++;
-  px_cond_signal(&r->cv);
-  px_mutex_unlock(&r->mu);
   px__cg_job_init(cg);
   return 0;
 }

@@ -208,7 +208,8 @@ int px__plan_build(px_sandbox_t *sb) {
     return PX_EINVAL;
   p->pooled = sb->slot != NULL;
   p->argv = calloc(spec->argc + 1, sizeof *p->argv);
-  if (!p->argv)
+  if (!p->argv ||
+      (p->pooled && !(p->child_stack = malloc(PX_LNX_CHILD_STACK))))
     return PX_ENOMEM;
   for (i = 0; i < spec->argc; i++)
     p->argv[i] = spec->argv[i]; /* borrowed from the spec */
@@ -230,6 +231,8 @@ void px__plan_free(px__plan_t *p) {
       free(p->envp[i]);
   free(p->envp);
   free(p->search_path);
+  free(p->child_stack); /* the child has exec'd or is dead */
+  p->child_stack = NULL;
   px__mnt_plan_free(&p->mnt);
   p->argv = p->envp = NULL;
   p->search_path = NULL;
@@ -394,8 +397,10 @@ child_main(const px__plan_t *p) {
   CHILD_STEP(p, PX_STEP_STDIO,
              dup2(p->in_rd, 0) == 0 && dup2(p->out_wr, 1) == 1 &&
                  dup2(p->errout_wr, 2) == 2);
-  CHILD_STEP(p, PX_STEP_NETNS, p->egress || px__lnx_loopback_up() == 0);
-  CHILD_STEP(p, PX_STEP_HOSTNAME, sethostname("px", 2) == 0);
+  /* A slot's stub brought lo up and named the host already. */
+  CHILD_STEP(p, PX_STEP_NETNS,
+             p->egress || p->pooled || px__lnx_loopback_up() == 0);
+  CHILD_STEP(p, PX_STEP_HOSTNAME, p->pooled || sethostname("px", 2) == 0);
   rc = p->pooled ? px__mnt_child_pooled(&p->mnt, &step)
                  : px__mnt_child(be->stage, &be->skel, &p->mnt, &step);
   if (rc != 0)
@@ -634,15 +639,22 @@ static pid_t clone_job(void *arg) {
   return pid;
 }
 
+static PX_LNX_NO_ASAN int stub_child(void *arg) {
+  child_main(&((px_sandbox_t *)arg)->plan); /* never returns */
+  return 127;
+}
+
 /* In a pool stub: the job's parent becomes the stub's parent (the spawner
  * thread) through CLONE_PARENT; the child is born in the stub's cgroups
- * and network namespace. */
+ * and network namespace. CLONE_VM, as posix_spawn's vfork child: until
+ * its execve the child runs our setup steps (system calls only) on its
+ * own stack in the memory the stub shares with the daemon, instead of
+ * copying the daemon's page tables for an exec that throws them away. */
 PX_LNX_NO_ASAN pid_t px__spawn_from_stub(px_sandbox_t *sb) {
-  pid_t pid = do_clone3(clone_flags(&sb->plan) | CLONE_PARENT, &sb->pidfd,
-                        -1);
-  if (pid == 0)
-    child_main(&sb->plan); /* never returns */
-  return pid;
+  return (pid_t)clone(stub_child,
+                      (char *)sb->plan.child_stack + PX_LNX_CHILD_STACK,
+                      CLONE_VM | CLONE_PARENT | CLONE_PIDFD | SIGCHLD, sb,
+                      &sb->pidfd);
 }
 
 int px__spawner_open(px__spawner_t **out) {
@@ -706,10 +718,13 @@ static int release_child(px_sandbox_t *sb, int fds[P_COUNT][2]) {
       (sb->plan.userns && (rc = write_id_maps(sb->be, sb->pid)) != 0))
     return rc;
   sb->start_ms = px_now_ms();
+  PX__STAMP(sb, PX_T_PLACED);
   if (write(fds[P_SYNC][1], "g", 1) != 1)
     return PX_LOG_ERRNO(PX_ESPAWN, errno, "write(sync)");
   close_fd(&fds[P_SYNC][1]);
-  return read_setup(sb, fds[P_ERR][0]);
+  rc = read_setup(sb, fds[P_ERR][0]);
+  PX__STAMP(sb, PX_T_EXECED);
+  return rc;
 }
 
 int px__spawn(px_sandbox_t *sb) {
@@ -740,6 +755,7 @@ int px__spawn(px_sandbox_t *sb) {
     goto cleanup;
   }
   sb->pid = pid;
+  PX__STAMP(sb, PX_T_CLONED);
   close_fd(&fds[P_SYNC][0]);
   close_fd(&fds[P_ERR][1]);
   close_fd(&fds[P_IN][0]);

@@ -135,12 +135,15 @@ void px__job_violation(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
   }
 }
 
-/* Accounting-based checks: every tick, on memory events and at the end. */
-static void check_stats(px_sandbox_t *sb, int final) {
+/* Accounting-based checks: every tick, on memory events and at the end;
+ * the figures read come back in *out when it is not NULL. */
+static void check_stats(px_sandbox_t *sb, int final, px__cg_stat_t *out) {
   const px_limits_t *lim = &sb->spec->limits;
   px__cg_stat_t st;
   uint64_t now = px_now_ms(), cpu_ms;
   px__cg_job_stat(&sb->be->cg, &sb->cg, &st);
+  if (out)
+    *out = st;
   if (st.mem_peak > sb->peak_mem)
     sb->peak_mem = st.mem_peak;
   if (st.pids_peak > sb->peak_pids)
@@ -169,10 +172,11 @@ static void check_stats(px_sandbox_t *sb, int final) {
 
 /* --- finishing ----------------------------------------------------------- */
 
-static void fill_outcome(px_sandbox_t *sb, const struct rusage *ru) {
+/* st: the job's final accounting (read once, by check_stats). */
+static void fill_outcome(px_sandbox_t *sb, const struct rusage *ru,
+                         const px__cg_stat_t *stp) {
   px_outcome_t *o = &sb->outcome;
-  px__cg_stat_t st;
-  px__cg_job_stat(&sb->be->cg, &sb->cg, &st);
+  px__cg_stat_t st = *stp;
   o->exited = sb->wstatus_kind == CLD_EXITED;
   if (sb->wstatus_kind == CLD_EXITED) {
     o->exit_code = sb->wstatus_code;
@@ -202,6 +206,7 @@ static void fill_outcome(px_sandbox_t *sb, const struct rusage *ru) {
 
 static void try_finish(px__wd_t *wd, px_sandbox_t *sb) {
   px_sandbox_t **pp;
+  px__cg_stat_t st;
   if (sb->finishing || !sb->exited_seen || sb->out_fd[0] >= 0 ||
       sb->out_fd[1] >= 0)
     return;
@@ -210,9 +215,9 @@ static void try_finish(px__wd_t *wd, px_sandbox_t *sb) {
     return;
   }
   sb->end_ms = px_now_ms();
-  check_stats(sb, 1);
+  check_stats(sb, 1, &st);
   px_mutex_lock(&sb->mu); /* kill() may set outcome.killed meanwhile */
-  fill_outcome(sb, &sb->ru);
+  fill_outcome(sb, &sb->ru, &st);
   px_mutex_unlock(&sb->mu);
   ep_del_close(wd, &sb->in_fd);
   ep_del_close(wd, &sb->wall_tfd);
@@ -245,7 +250,7 @@ static void retire(px__wd_t *wd) {
     next = sb->next;
     sb->next = NULL;
     px_mutex_lock(&sb->mu);
-    close_fd(&sb->pidfd);
+    ep_del_close(wd, &sb->pidfd); /* removed by on_pidfd already */
     sb->state = PX_SB_DONE;
     px_cond_broadcast(&sb->cv);
     px_mutex_unlock(&sb->mu);
@@ -349,7 +354,11 @@ static void on_stdin(px__wd_t *wd, px_sandbox_t *sb) {
 
 static void on_event(px__wd_t *wd, px__wd_reg_t *reg) {
   px_sandbox_t *sb = reg->sb;
-  if (sb->finishing)
+  /* Not before px__wd_add registered every fd and listed the job: acting
+   * earlier (the job may end within microseconds) could finish it while
+   * its registration is still under way, leaving an fd registered that
+   * nothing removes. The events are level-triggered: they come again. */
+  if (!__atomic_load_n(&sb->wd_listed, __ATOMIC_ACQUIRE) || sb->finishing)
     return;
   switch (reg->kind) {
   case WD_PIDFD:
@@ -387,7 +396,7 @@ static void on_event(px__wd_t *wd, px__wd_reg_t *reg) {
       if (pread(sb->cg.mem_events_fd, tmp, sizeof tmp, 0) < 0) {
       }
     }
-    check_stats(sb, 0);
+    check_stats(sb, 0, NULL);
     break;
   default:
     break;
@@ -405,7 +414,7 @@ static void on_tick(px__wd_t *wd) {
   for (; sb; sb = next) {
     next = sb->next;
     if (!sb->exited_seen) {
-      check_stats(sb, 0);
+      check_stats(sb, 0, NULL);
       on_pidfd(wd, sb); /* WNOHANG: a hint missed is caught here */
     }
     if (sb->reg_failed) { /* not in the epoll set: poll it */
@@ -464,7 +473,7 @@ static void init_regs(px_sandbox_t *sb) {
 int px__wd_add(px__wd_t *wd, px_sandbox_t *sb) {
   const px_limits_t *lim = &sb->spec->limits;
   uint64_t el;
-  int i;
+  int i, err;
   init_regs(sb);
   for (i = 0; i < 2; i++)
     if (set_nonblock(sb->out_fd[i]) != 0)
@@ -480,13 +489,13 @@ int px__wd_add(px__wd_t *wd, px_sandbox_t *sb) {
         arm_ms(sb->wall_tfd, lim->wall_ms > el ? lim->wall_ms - el : 1, 0))
       return PX_LOG_ERRNO(PX_EIO, errno, "timerfd(wall)");
   }
-  px_mutex_lock(&wd->mu);
-  sb->next = wd->jobs;
-  wd->jobs = sb;
-  px_mutex_unlock(&wd->mu);
-  /* From here on the watchdog thread may act on the job. After a
-   * registration failure the caller kills the job and the tick polls its
-   * pidfd and pipes until it is finished. */
+  /* Every fd first, then the list: the watchdog thread acts on the job
+   * (tick or event) only once it is listed, so it never finishes a job
+   * whose fds are still being registered (a late ADD would never be
+   * removed: the kernel keeps the registration while any copy of the fd
+   * lives, e.g. in a child cloned meanwhile, and it would fire for freed
+   * memory). After a registration failure the caller kills the job and
+   * the tick polls its pidfd and pipes until it is finished. */
   if (ep_add(wd, sb->pidfd, EPOLLIN, &sb->reg[WD_PIDFD]) ||
       ep_add(wd, sb->out_fd[0], EPOLLIN, &sb->reg[WD_OUT]) ||
       ep_add(wd, sb->out_fd[1], EPOLLIN, &sb->reg[WD_ERR]) ||
@@ -496,10 +505,16 @@ int px__wd_add(px__wd_t *wd, px_sandbox_t *sb) {
       (sb->cg.oom_efd >= 0 &&
        ep_add(wd, sb->cg.oom_efd, EPOLLIN, &sb->reg[WD_MEM])) ||
       (sb->cg.mem_events_fd >= 0 &&
-       ep_add(wd, sb->cg.mem_events_fd, EPOLLPRI, &sb->reg[WD_MEM]))) {
+       ep_add(wd, sb->cg.mem_events_fd, EPOLLPRI, &sb->reg[WD_MEM])))
     sb->reg_failed = 1;
-    return PX_LOG_ERRNO(PX_EIO, errno, "epoll_ctl(ADD)");
-  }
+  err = errno;
+  px_mutex_lock(&wd->mu);
+  sb->next = wd->jobs;
+  wd->jobs = sb;
+  __atomic_store_n(&sb->wd_listed, 1, __ATOMIC_RELEASE);
+  px_mutex_unlock(&wd->mu);
+  if (sb->reg_failed)
+    return PX_LOG_ERRNO(PX_EIO, err, "epoll_ctl(ADD)");
   return 0;
 }
 
