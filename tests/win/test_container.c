@@ -250,13 +250,19 @@ typedef struct {
   px_thread_t up;
 } relay_conn_t;
 
+/* RELAY_LISTENERS threads each keep one instance listening, as Docker
+ * Desktop's engine keeps instances ready: a client never finds the name
+ * missing between two connections. */
+#define RELAY_LISTENERS 4
+
 typedef struct {
   WCHAR name[96];
   char ep[96];   /* npipe:////./pipe/... */
   volatile LONG stop;
-  px_thread_t th;
+  px_thread_t th[RELAY_LISTENERS];
+  HANDLE ready;  /* set once the first instance exists */
   relay_conn_t conns[512];
-  int nconns;
+  volatile LONG nconns; /* connections accepted (slots taken) */
 } relay_t;
 
 /* One overlapped operation on the server end, waited for. */
@@ -325,29 +331,32 @@ static SOCKET relay_connect(void) {
 
 static void relay_thread(void *arg) {
   relay_t *r = arg;
-  while (!r->stop && r->nconns < (int)(sizeof r->conns / sizeof r->conns[0])) {
-    relay_conn_t *c = &r->conns[r->nconns];
+  for (;;) {
+    relay_conn_t *c;
     px_thread_t down;
+    LONG slot;
+    OVERLAPPED ov;
+    DWORD got;
     HANDLE h = CreateNamedPipeW(
         r->name, PIPE_ACCESS_DUPLEX | FILE_FLAG_OVERLAPPED,
         PIPE_TYPE_MESSAGE | PIPE_READMODE_MESSAGE | PIPE_WAIT,
         PIPE_UNLIMITED_INSTANCES, 65536, 65536, 0, NULL);
-    OVERLAPPED ov;
-    DWORD got;
     if (h == INVALID_HANDLE_VALUE)
       return;
+    SetEvent(r->ready);
     memset(&ov, 0, sizeof ov);
     ov.hEvent = CreateEventW(NULL, TRUE, FALSE, NULL);
     if (!ConnectNamedPipe(h, &ov) && GetLastError() == ERROR_IO_PENDING)
       GetOverlappedResult(h, &ov, &got, TRUE);
     CloseHandle(ov.hEvent);
-    if (r->stop) {
+    slot = InterlockedIncrement(&r->nconns) - 1;
+    if (r->stop || slot >= (LONG)(sizeof r->conns / sizeof r->conns[0])) {
       CloseHandle(h);
       return;
     }
+    c = &r->conns[slot];
     c->pipe = h;
     c->sock = relay_connect();
-    r->nconns++;
     if (c->sock == INVALID_SOCKET) {
       DisconnectNamedPipe(h);
       continue;
@@ -361,13 +370,19 @@ static void relay_thread(void *arg) {
 
 static void relay_start(relay_t *r) {
   WSADATA w;
+  int i;
   memset(r, 0, sizeof *r);
   ASSERT_EQ(WSAStartup(MAKEWORD(2, 2), &w), 0);
   _snwprintf(r->name, sizeof r->name / sizeof r->name[0],
              L"\\\\.\\pipe\\px-test-docker-%lu", px_getpid());
   snprintf(r->ep, sizeof r->ep, "npipe:////./pipe/px-test-docker-%lu",
            px_getpid());
-  ASSERT_OK(px_thread_create(&r->th, relay_thread, r));
+  r->ready = CreateEventW(NULL, TRUE, FALSE, NULL);
+  ASSERT_NOT_NULL(r->ready);
+  for (i = 0; i < RELAY_LISTENERS; i++)
+    ASSERT_OK(px_thread_create(&r->th[i], relay_thread, r));
+  /* The backend connects at once: the name must exist first. */
+  ASSERT_EQ(WaitForSingleObject(r->ready, 10000), WAIT_OBJECT_0);
 }
 
 TEST_IMPL(wincontainer_named_pipe) {
