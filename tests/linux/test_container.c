@@ -1070,3 +1070,49 @@ TEST_IMPL(container_adversarial_python) {
   adv_stop(&e);
   return 0;
 }
+
+/* The host's accounting of a container reads the cgroups of its first
+ * process by pid. A process that has exited and is not yet reaped (the
+ * gate after its end record, before the engine's shim reaps it) reads as
+ * the root of every hierarchy, as does a host process in the root: that
+ * is never a container's, and must not become a job's usage (the host's
+ * CPU since boot and peak memory showed up as a job's). Positive control:
+ * every job above reads its container's cgroups back (cgroup_memory,
+ * cgroup_pids in container_ok_and_read_back, the usage of each result). */
+TEST_IMPL(container_cgstat_not_root) {
+  px__dk_cgstat_t cg;
+  pid_t child;
+  int status;
+  char path[64], line[256] = "";
+  FILE *f;
+  if (getuid() != 0)
+    RETURN_SKIP("needs root (as the daemon)");
+  child = fork();
+  if (child == 0)
+    _exit(0);
+  ASSERT_GT(child, 0);
+  /* a zombie until we reap it */
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)child);
+  for (status = 0; status < 500; status++) {
+    f = fopen(path, "r");
+    ASSERT_NOT_NULL(f);
+    ASSERT_NOT_NULL(fgets(line, sizeof line, f));
+    fclose(f);
+    if (strstr(line, ") Z "))
+      break;
+    usleep(1000);
+  }
+  ASSERT_STR_CONTAINS(line, ") Z ");
+  ASSERT_EQ(px__dk_cgstat((unsigned long)child, &cg), PX_ENOENT);
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_EQ(px__dk_cgstat((unsigned long)child, &cg), PX_ENOENT); /* gone */
+  /* a live host process in the root cgroups: this test's pid 1 */
+  f = fopen("/proc/1/cgroup", "r");
+  ASSERT_NOT_NULL(f);
+  while (fgets(line, sizeof line, f) && !strstr(line, ":memory:"))
+    ;
+  fclose(f);
+  if (strstr(line, ":memory:/\n"))
+    ASSERT_EQ(px__dk_cgstat(1, &cg), PX_ENOENT);
+  return 0;
+}
