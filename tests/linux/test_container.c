@@ -352,9 +352,11 @@ TEST_IMPL(container_daemon_killed) {
   ASSERT_OK(px_wait_started(e.cl, 2, 30000));
   ASSERT_EQ(our_containers_settle(2), 2);
   ASSERT_OK(px_daemon_stop(&e.d, SIGKILL, &status));
-  /* The crashed daemon left its containers; the next start removes every
-   * container carrying our label before it accepts work. */
-  ASSERT_EQ(our_containers_now(), 2);
+  /* The crashed daemon left its containers (the two jobs', and a warm
+   * slot it was refilling when killed, created but not yet started, if
+   * any); the next start removes every container carrying our label
+   * before it accepts work. */
+  ASSERT_GE(our_containers_now(), 2);
   ASSERT_OK(px_daemon_restart(&e.d));
   ASSERT_EQ(our_containers(), 0);
   px_client_close(e.cl);
