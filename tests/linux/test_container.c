@@ -1032,8 +1032,8 @@ TEST_IMPL(container_adversarial_python) {
   adv_env_t e;
   NEED_ENGINE();
   if (!py_image_present())
-    RETURN_SKIP("no " PY_IMAGE " in the engine (tests/linux/dockerd.sh makes "
-                "it from the host's python3: this host has none)");
+    RETURN_SKIP("no " PY_IMAGE " in the engine (tests/linux/dockerd.sh "
+                "start makes it from the host's python3, when there is one)");
   /* secrets in the daemon's environment (it inherits ours) */
   setenv("PX_ADV_LEAK", "daemon-secret", 1);
   setenv("AWS_SECRET_ACCESS_KEY", "daemon-secret", 1);
