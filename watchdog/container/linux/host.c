@@ -100,6 +100,15 @@ static int cg_paths(unsigned long pid, cg_paths_t *cp) {
   return 0;
 }
 
+/* 1 when path is the root of its hierarchy: /sys/fs/cgroup/<ctl>/ (v1)
+ * or /sys/fs/cgroup/ (v2, ctl NULL). */
+static int is_root(const char *path, const char *ctl) {
+  char root[64];
+  snprintf(root, sizeof root, "/sys/fs/cgroup/%s%s", ctl ? ctl : "",
+           ctl ? "/" : "");
+  return path[0] && strcmp(path, root) == 0;
+}
+
 int px__dk_cgstat(unsigned long pid, px__dk_cgstat_t *out) {
   cg_paths_t cp;
   char f[600];
@@ -108,6 +117,14 @@ int px__dk_cgstat(unsigned long pid, px__dk_cgstat_t *out) {
   memset(out, 0, sizeof *out);
   if (rc)
     return rc;
+  /* A container's cgroups are never the root ones. An exited process
+   * not yet reaped (the gate after its end record, before the engine's
+   * shim reaps it) reads as the root of every hierarchy on this kernel,
+   * as does a reused pid of a host process in the root: the host's totals
+   * (CPU since boot, its peak memory) would become the job's usage. */
+  if (is_root(cp.cpu, "cpuacct") || is_root(cp.mem, "memory") ||
+      is_root(cp.pids, "pids") || (!cp.cpu[0] && is_root(cp.v2, NULL)))
+    return PX_ENOENT;
   if (cp.cpu[0]) { /* cgroup v1 controllers (this host: hybrid) */
     snprintf(f, sizeof f, "%s/cpuacct.usage", cp.cpu);
     if ((rc = read_u64(f, &out->cpu_ns)))
