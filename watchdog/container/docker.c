@@ -243,8 +243,9 @@ int px__dk_list_labelled(const char *ep, const char *label, char ***ids,
 static uint64_t num_at(const cJSON *o, const char *const *path) {
   for (; *path && o; path++)
     o = cJSON_GetObjectItemCaseSensitive(o, *path);
-  return cJSON_IsNumber(o) && o->valuedouble > 0 ? (uint64_t)o->valuedouble
-                                                 : 0;
+  if (!o || !cJSON_IsNumber(o) || !(o->valuedouble > 0))
+    return 0;
+  return (uint64_t)o->valuedouble;
 }
 
 int px__dk_stats_open(const char *ep, const char *id, px__dk_stream_t *out) {
