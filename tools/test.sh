@@ -6,7 +6,7 @@
 #                            static-analysis passes
 #
 # Steps: packages -> source rules -> Linux build + ctest -> Windows cross
-# build + ctest under Wine -> fuzzers (60 s each, ASan/UBSan) -> Linux
+# build + ctest under Wine -> fuzzers (30 s each, ASan/UBSan) -> Linux
 # ASan+UBSan build + ctest -> Valgrind memcheck -> cppcheck + clang-tidy
 # -> MSI build when the installer exists (docs/testing.md). Stops at the
 # first failing step; the last lines are the ctest summaries.
@@ -51,8 +51,8 @@ step "Windows: tests under Wine"
 run_ctest windows build/windows-mingw tools/wine-env.sh run || fail "Windows tests"
 
 if [ "${PX_QUICK:-0}" != 1 ]; then
-    step "Fuzzers (libFuzzer, ASan+UBSan, ${PX_FUZZ_SECONDS:-60} s each)"
-    cmake --preset linux-fuzz -DPX_FUZZ_SECONDS="${PX_FUZZ_SECONDS:-60}" >/dev/null \
+    step "Fuzzers (libFuzzer, ASan+UBSan, ${PX_FUZZ_SECONDS:-30} s each)"
+    cmake --preset linux-fuzz -DPX_FUZZ_SECONDS="${PX_FUZZ_SECONDS:-30}" >/dev/null \
         || fail "fuzz configure"
     cmake --build build/linux-fuzz -j "$jobs" || fail "fuzz build"
     if ctest --test-dir build/linux-fuzz -N -L fuzz | grep -q 'fuzz\.'; then
