@@ -2,19 +2,21 @@
 # containers made through the Docker Engine API (docs/container-backend.md).
 # Built on Linux and on Windows (whose engine is remote: the named pipe of
 # Docker Desktop, or loopback TCP in tests; files go by the archive API).
+# The portable part, on both; then each platform's connection and host.
+target_sources(px_core PRIVATE
+  ${CMAKE_CURRENT_SOURCE_DIR}/container/backend.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/container/deliver.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/container/docker.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/container/http.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/container/pool.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/container/reaper.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/container/run.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/container/spec.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/container/tar.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/container/${PX_PLATFORM}/conn.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/container/${PX_PLATFORM}/host.c)
 if(PX_IS_LINUX)
   target_sources(px_core PRIVATE
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/backend.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/deliver.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/docker.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/http.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/pool.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/reaper.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/run.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/spec.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/tar.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/linux/conn.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/linux/host.c
     ${CMAKE_CURRENT_SOURCE_DIR}/container/linux/jobdir.c)
   target_compile_definitions(px_core PUBLIC PX_HAVE_CONTAINERS=1
     PX_CTR_GATE_DEFAULT="/usr/local/lib/phoenix-executor/px-ctr-gate")
@@ -28,18 +30,6 @@ if(PX_IS_LINUX)
   set_target_properties(px-ctr-gate PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/service)
 elseif(PX_IS_WINDOWS)
-  target_sources(px_core PRIVATE
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/backend.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/deliver.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/docker.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/http.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/pool.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/reaper.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/run.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/spec.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/tar.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/win/conn.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/container/win/host.c)
   target_link_libraries(px_core PUBLIC ws2_32)
   # The gate runs inside the (Linux) container: the Windows package needs
   # the Linux binary. It is installed beside PhoenixExecutor.exe by
