@@ -18,6 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* As the native backend (watchdog/linux): the job directory's tmpfs holds
+ * at most this many inodes, and the job gets these rlimits (core 0,
+ * nofile, fsize = the job directory's size). */
+#define PX_CTR_JOB_INODES 16384
+#define PX_CTR_NOFILE 1024
+
 /* The Engine API version every path is prefixed with. 1.41 is Docker
  * 20.10 (Debian 12's docker.io); newer engines still serve it. */
 #define PX_DK_API "/v1.41"

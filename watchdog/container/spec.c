@@ -76,12 +76,39 @@ static int remote_mounts(const px_sandbox_t *sb, cJSON *hc) {
   if (writable)
     px__ctr_user_ids(be, &uid, &gid);
   /* Without fs:write_tmp the tmpfs is root's: the job cannot write. */
-  if (px_snprintf(o, sizeof o, "size=%llu,mode=%s,uid=%lu,gid=%lu,nosuid,nodev",
-                  (unsigned long long)cap, writable ? "0700" : "0755", uid,
-                  gid))
+  if (px_snprintf(o, sizeof o,
+                  "size=%llu,nr_inodes=%d,mode=%s,uid=%lu,gid=%lu,nosuid,nodev",
+                  (unsigned long long)cap, PX_CTR_JOB_INODES,
+                  writable ? "0700" : "0755", uid, gid))
     return PX_EINVAL;
   if ((rc = add_volume(mounts, PX_CTR_GATE_DIR, NULL)) ||
       (rc = add_volume(mounts, PX_CTR_JOB_DIR, o)))
+    return rc;
+  return 0;
+}
+
+static int add_ulimit(cJSON *arr, const char *name, uint64_t v) {
+  cJSON *u = cJSON_CreateObject();
+  if (!u || !cJSON_AddItemToArray(arr, u) ||
+      !cJSON_AddStringToObject(u, "Name", name) ||
+      !cJSON_AddNumberToObject(u, "Soft", (double)v) ||
+      !cJSON_AddNumberToObject(u, "Hard", (double)v))
+    return PX_ENOMEM;
+  return 0;
+}
+
+/* The native backend's rlimits: no core files, PX_CTR_NOFILE descriptors,
+ * no file larger than the job directory. The gate (the container's init)
+ * runs under them too. */
+static int add_ulimits(const px_sandbox_t *sb, cJSON *hc) {
+  uint64_t cap = sb->be->opts.tmpfs_bytes ? sb->be->opts.tmpfs_bytes : 64u << 20;
+  cJSON *ul = cJSON_AddArrayToObject(hc, "Ulimits");
+  int rc;
+  if (!ul)
+    return PX_ENOMEM;
+  if ((rc = add_ulimit(ul, "core", 0)) ||
+      (rc = add_ulimit(ul, "nofile", PX_CTR_NOFILE)) ||
+      (rc = add_ulimit(ul, "fsize", cap)))
     return rc;
   return 0;
 }
@@ -127,6 +154,8 @@ static int host_config(const px_sandbox_t *sb, cJSON *hc) {
        !cJSON_AddNumberToObject(hc, "MemorySwap",
                                 (double)sp->limits.memory_bytes)))
     return PX_ENOMEM;
+  if ((rc = add_ulimits(sb, hc)))
+    return rc;
   /* The gate is the container's init: one pid more than the job's limit. */
   if (sp->limits.processes &&
       !cJSON_AddNumberToObject(hc, "PidsLimit",

@@ -154,9 +154,10 @@ int px__dk_jobdir_create(const char *work_root, const char *key,
   m.path = b.data;
   /* The container's user owns it only when the job may write there (the
    * bind is read-only otherwise as well: spec.c). */
-  snprintf(m.opts, sizeof m.opts, "size=%" PRIu64 ",mode=%s,uid=%d,gid=%d",
-           max_bytes, writable ? "0700" : "0755", writable ? SANDBOX_UID : 0,
-           writable ? SANDBOX_UID : 0);
+  snprintf(m.opts, sizeof m.opts,
+           "size=%" PRIu64 ",nr_inodes=%d,mode=%s,uid=%d,gid=%d", max_bytes,
+           PX_CTR_JOB_INODES, writable ? "0700" : "0755",
+           writable ? SANDBOX_UID : 0, writable ? SANDBOX_UID : 0);
   if ((rc = host_run(mk_fn, &m))) {
     px_buf_free(&b);
     return rc;
