@@ -82,16 +82,4 @@ set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/linux/test_container.c
   APPEND PROPERTY COMPILE_DEFINITIONS
   "PX_CTR_GATE_PATH=\"$<TARGET_FILE:px-ctr-gate>\"")
 add_dependencies(px_tests_linux px-ctr-gate)
-px_add_test_group(px_tests_linux container LABELS linux integ container
-  TIMEOUT 900)
-add_test(NAME linux.container_engine_start
-  COMMAND bash ${PROJECT_SOURCE_DIR}/tests/linux/dockerd.sh start)
-add_test(NAME linux.container_engine_stop
-  COMMAND bash ${PROJECT_SOURCE_DIR}/tests/linux/dockerd.sh stop)
-set_tests_properties(linux.container_engine_start PROPERTIES
-  FIXTURES_SETUP px_dockerd LABELS "linux;integ;container" TIMEOUT 120
-  SKIP_RETURN_CODE 77)
-set_tests_properties(linux.container_engine_stop PROPERTIES
-  FIXTURES_CLEANUP px_dockerd LABELS "linux;integ;container" TIMEOUT 60)
-set_tests_properties(linux.container PROPERTIES FIXTURES_REQUIRED px_dockerd
-  RUN_SERIAL TRUE)
+px_add_dockerd_fixture(px_dockerd 900)

@@ -767,18 +767,6 @@ static void py_disk(adv_env_t *e) {
   adv_check_host(e, NULL);
 }
 
-/* A host process of the containers' own uid (65534): no job may reach it. */
-static pid_t py_victim(const char *marker) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (setgid(65534) || setuid(65534))
-      _exit(126);
-    execl("/bin/sleep", "sleep", marker, (char *)NULL);
-    _exit(127);
-  }
-  return pid;
-}
-
 /* The one job directory under the work root (not its KB views,
  * <key>.kb<i>, nor hidden entries); 1 when found. */
 static int py_job_dir(const char *work, char *name, size_t namesz) {
@@ -807,7 +795,7 @@ static void py_escape(adv_env_t *e) {
   const char *args[7];
   pid_t victim;
   int i, status;
-  victim = py_victim("300.9203");
+  victim = adv_victim("300.9203");
   ASSERT_GT(victim, 0);
   snprintf(victim_s, sizeof victim_s, "%d", (int)victim);
   snprintf(work, sizeof work, "%s/jobs", e->d.dir);
@@ -877,21 +865,6 @@ static void py_escape(adv_env_t *e) {
   waitpid(victim, &status, 0);
 }
 
-/* A TCP listener of the test on 127.0.0.1 (nonblocking); fd, port. */
-static int py_listener(int *port) {
-  struct sockaddr_in a;
-  socklen_t al = sizeof a;
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 8) ||
-      getsockname(fd, (struct sockaddr *)&a, &al))
-    return -1;
-  *port = ntohs(a.sin_port);
-  return fd;
-}
-
 /* network.py without net:egress (NetworkMode none: the container's own
  * namespace with only lo). The host's loopback ports are not in it: the
  * test's listener stands for the daemon's ZeroMQ port too (this daemon
@@ -909,7 +882,7 @@ static void py_network(adv_env_t *e) {
   char port_s[16];
   const char *args[2];
   int lfd, port, c, n = 0;
-  lfd = py_listener(&port);
+  lfd = adv_listener(&port);
   ASSERT_GE(lfd, 0);
   snprintf(port_s, sizeof port_s, "%d", port);
   args[0] = port_s;
@@ -977,7 +950,7 @@ static void py_environment(adv_env_t *e, int remote) {
                                         "ASKED_FOR",
                                         "PX_KB_MIND",
                                         "PX_KB_STORE"};
-  const char *out, *line;
+  const char *out;
   cJSON *req, *r;
   int lines = 0;
   /* a remote engine refuses KB roots (container_remote_archive) */
@@ -992,16 +965,7 @@ static void py_environment(adv_env_t *e, int remote) {
   ASSERT(strstr(out, "daemon-secret") == NULL);
   ASSERT_STR_CONTAINS(out, "ENV ASKED_FOR=yes");
   ASSERT_STR_CONTAINS(out, "ENV HOME=/job");
-  for (line = out; (line = strstr(line, "ENV ")) != NULL; line += 4) {
-    size_t k, nl = strcspn(line + 4, "=");
-    int ok = 0;
-    for (k = 0; k < sizeof allowed / sizeof allowed[0]; k++)
-      ok |= strlen(allowed[k]) == nl && !strncmp(line + 4, allowed[k], nl);
-    if (!ok)
-      printf("unexpected variable: %.*s\n", (int)nl, line + 4);
-    ASSERT(ok);
-    lines++;
-  }
+  lines = adv_env_only(out, allowed, sizeof allowed / sizeof allowed[0]);
   ASSERT_GE(lines, remote ? 5 : 6);
   cJSON_Delete(r);
   adv_check_host(e, NULL);

@@ -164,16 +164,4 @@ set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/win/test_container.c
 if(TARGET px-ctr-gate)
   add_dependencies(px_tests_win px-ctr-gate)
 endif()
-px_add_test_group(px_tests_win container LABELS win integ container
-  TIMEOUT 600)
-add_test(NAME win.container_engine_start
-  COMMAND bash ${PROJECT_SOURCE_DIR}/tests/linux/dockerd.sh start)
-add_test(NAME win.container_engine_stop
-  COMMAND bash ${PROJECT_SOURCE_DIR}/tests/linux/dockerd.sh stop)
-set_tests_properties(win.container_engine_start PROPERTIES
-  FIXTURES_SETUP px_dockerd_win LABELS "win;integ;container" TIMEOUT 120
-  SKIP_RETURN_CODE 77)
-set_tests_properties(win.container_engine_stop PROPERTIES
-  FIXTURES_CLEANUP px_dockerd_win LABELS "win;integ;container" TIMEOUT 60)
-set_tests_properties(win.container PROPERTIES
-  FIXTURES_REQUIRED px_dockerd_win RUN_SERIAL TRUE)
+px_add_dockerd_fixture(px_dockerd_win 600)

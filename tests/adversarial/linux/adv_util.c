@@ -6,6 +6,11 @@
 #include "px/px_error.h"
 #include "px/px_util.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <string.h>
+#include <stdio.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -429,4 +434,45 @@ void adv_check_host(adv_env_t *e, const char *marker) {
       usleep(10000);
     ASSERT_EQ(px_count_procs(marker), 0);
   }
+}
+
+pid_t adv_victim(const char *marker) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (setgid(65534) || setuid(65534))
+      _exit(126);
+    execl("/bin/sleep", "sleep", marker, (char *)NULL);
+    _exit(127);
+  }
+  return pid;
+}
+
+int adv_listener(int *port) {
+  struct sockaddr_in a;
+  socklen_t al = sizeof a;
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 8) ||
+      getsockname(fd, (struct sockaddr *)&a, &al))
+    return -1;
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+int adv_env_only(const char *out, const char *const *allowed, size_t n) {
+  const char *line;
+  int lines = 0;
+  for (line = out; (line = strstr(line, "ENV ")) != NULL; line += 4) {
+    size_t k, nl = strcspn(line + 4, "=");
+    int ok = 0;
+    for (k = 0; k < n; k++)
+      ok |= strlen(allowed[k]) == nl && !strncmp(line + 4, allowed[k], nl);
+    if (!ok)
+      printf("unexpected variable: %.*s\n", (int)nl, line + 4);
+    ASSERT(ok);
+    lines++;
+  }
+  return lines;
 }

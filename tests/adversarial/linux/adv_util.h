@@ -77,4 +77,17 @@ int adv_job_dirs(const adv_env_t *e, char *first, size_t firstsz);
 
 uint64_t adv_ms(void);
 
+/* A host process of the sandbox's own uid (65534) sleeping with marker as
+ * its argument: a target no job may reach. The caller kills and reaps it. */
+pid_t adv_victim(const char *marker);
+
+/* A TCP listener of the test on 127.0.0.1 (nonblocking); fd (port in
+ * *port), or -1. */
+int adv_listener(int *port);
+
+/* The "ENV NAME=value" lines of env_dump.py's output: every name is one
+ * of allowed[0..n) (fails the test otherwise, naming it); returns how
+ * many lines there were. */
+int adv_env_only(const char *out, const char *const *allowed, size_t n);
+
 #endif

@@ -159,18 +159,6 @@ TEST_IMPL(adv_disk) {
   return 0;
 }
 
-/* A host process of the sandbox's own uid: the job must not reach it. */
-static pid_t start_victim(const char *marker) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (setgid(65534) || setuid(65534))
-      _exit(126);
-    execl("/bin/sleep", "sleep", marker, (char *)NULL);
-    _exit(127);
-  }
-  return pid;
-}
-
 TEST_IMPL(adv_escape) {
   adv_env_t e;
   cJSON *r, *other, *st;
@@ -181,7 +169,7 @@ TEST_IMPL(adv_escape) {
   int i, status;
   NEED_ROOT();
   ASSERT_OK(adv_start(&e, cfg_small));
-  victim = start_victim("300.9103");
+  victim = adv_victim("300.9103");
   ASSERT_GT(victim, 0);
   snprintf(victim_s, sizeof victim_s, "%d", (int)victim);
   snprintf(work, sizeof work, "%s/jobs", e.d.dir);
@@ -245,21 +233,6 @@ TEST_IMPL(adv_escape) {
   return 0;
 }
 
-/* A TCP listener of the test on 127.0.0.1; returns the fd, port in *port. */
-static int listener(int *port) {
-  struct sockaddr_in a;
-  socklen_t al = sizeof a;
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || listen(fd, 8) ||
-      getsockname(fd, (struct sockaddr *)&a, &al))
-    return -1;
-  *port = ntohs(a.sin_port);
-  return fd;
-}
-
 static int accepted_conns(int fd) {
   int n = 0, c;
   while ((c = accept(fd, NULL, NULL)) >= 0) {
@@ -274,7 +247,7 @@ static int accepted_conns(int fd) {
 static int zmq_config(adv_env_t *pre, char *cfg, size_t cfgsz, int *zport) {
   char keydir[600], key[700], cmd[1600], pub[128] = "";
   FILE *p;
-  int fd = listener(zport);
+  int fd = adv_listener(zport);
   if (fd < 0)
     return -1;
   close(fd);
@@ -318,7 +291,7 @@ TEST_IMPL(adv_network) {
     zport = 0;
   }
   ASSERT_OK(adv_start(&e, cfg));
-  lfd = listener(&port);
+  lfd = adv_listener(&port);
   ASSERT_GE(lfd, 0);
   snprintf(port_s, sizeof port_s, "%d", port);
   snprintf(zport_s, sizeof zport_s, "%d", zport);
