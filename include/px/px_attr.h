@@ -13,4 +13,12 @@
 #define PX_PRINTF(fmt, args)
 #endif
 
+/* Thread-local storage. MSVC's C compiler has no _Thread_local (C11 makes
+ * threads optional); __declspec(thread) is its spelling. */
+#if defined(_MSC_VER) && !defined(__clang__)
+#define PX_THREAD_LOCAL __declspec(thread)
+#else
+#define PX_THREAD_LOCAL _Thread_local
+#endif
+
 #endif

@@ -675,11 +675,21 @@ int px_kbfs_set_meta(px_kbfs_file_t *f, int64_t mtime_ns, uint32_t perm) {
                                  : FILE_ATTRIBUTE_READONLY);
 }
 
+/* FILE_RENAME_INFORMATION as ntifs.h documents it (the WDK's type). The
+ * Windows SDK's winternl.h does not declare it (mingw's does), so the one
+ * layout is spelled here for both compilers. */
+typedef struct {
+  BOOLEAN ReplaceIfExists;
+  HANDLE RootDirectory;
+  ULONG FileNameLength;
+  WCHAR FileName[1];
+} kb_rename_info_t;
+
 static NTSTATUS rename_handle2(HANDLE h, HANDLE dir, const char *to,
                                BOOLEAN replace) {
   size_t wlen = 0, sz;
   WCHAR *w = px__kbfs_to_wide(to, &wlen);
-  FILE_RENAME_INFORMATION *ri;
+  kb_rename_info_t *ri;
   IO_STATUS_BLOCK io;
   NTSTATUS s;
   if (!w)

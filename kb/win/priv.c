@@ -24,13 +24,14 @@
 
 #include <windows.h>
 
+#include "px/px_attr.h"
 #include "px/px_error.h"
 #include "px/px_log.h"
 /* The security path's one Win32 table (fault injection in tests). */
 #include "watchdog/win/winapi.h"
 
-static _Thread_local int depth;
-static _Thread_local HANDLE saved; /* the token this thread had, or NULL */
+static PX_THREAD_LOCAL int depth;
+static PX_THREAD_LOCAL HANDLE saved; /* the token this thread had, or NULL */
 
 static int enable(HANDLE tok) {
   BYTE buf[sizeof(TOKEN_PRIVILEGES) + sizeof(LUID_AND_ATTRIBUTES)];

@@ -18,10 +18,19 @@
 #include <windows.h>
 #include <aclapi.h>
 #include <lm.h>
-#include <ntsecapi.h>
 #include <sddl.h>
 #include <winsvc.h>
+/* <winternl.h> before <ntsecapi.h>, with _NTDEF_ between them: without
+ * _NTDEF_, the SDK's ntsecapi.h typedefs UNICODE_STRING and STRING as its
+ * own LSA_* structs, and winternl.h then redefines them (MSVC C2371). With
+ * _NTDEF_ set, ntsecapi.h aliases LSA_UNICODE_STRING to winternl.h's
+ * UNICODE_STRING instead. mingw's headers follow the same rule.
+ * tools/check-msvc.py enforces this order in every Windows source. */
 #include <winternl.h>
+#ifndef _NTDEF_
+#define _NTDEF_
+#endif
+#include <ntsecapi.h>
 #include <stddef.h>
 #include <stdint.h>
 
