@@ -9,7 +9,7 @@
 add_library(px_deps INTERFACE)
 add_library(px::deps ALIAS px_deps)
 
-if(PX_IS_WINDOWS)
+if(PX_IS_WINDOWS AND NOT MSVC)
   if(NOT PX_DEPS_PREFIX)
     execute_process(
       COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cmake/deps-mingw.sh
@@ -25,14 +25,30 @@ if(PX_IS_WINDOWS)
   list(APPEND CMAKE_FIND_ROOT_PATH ${PX_DEPS_PREFIX})
 endif()
 
-find_path(PX_CJSON_INCLUDE cjson/cJSON.h REQUIRED)
-find_library(PX_CJSON_LIB NAMES cjson REQUIRED)
-find_path(PX_ZMQ_INCLUDE zmq.h REQUIRED)
-find_library(PX_ZMQ_LIB NAMES zmq libzmq REQUIRED)
-target_include_directories(px_deps INTERFACE ${PX_CJSON_INCLUDE} ${PX_ZMQ_INCLUDE})
-target_link_libraries(px_deps INTERFACE ${PX_ZMQ_LIB} ${PX_CJSON_LIB})
+if(MSVC)
+  # Visual Studio: vcpkg in manifest mode (vcpkg.json; the windows-msvc
+  # preset sets the toolchain and the x64-windows-static triplet).
+  find_package(cJSON CONFIG REQUIRED)
+  find_package(ZeroMQ CONFIG REQUIRED)
+  if(TARGET libzmq-static)
+    set(_px_zmq libzmq-static)
+  else()
+    set(_px_zmq libzmq)
+  endif()
+  target_link_libraries(px_deps INTERFACE ${_px_zmq} cjson)
+else()
+  find_path(PX_CJSON_INCLUDE cjson/cJSON.h REQUIRED)
+  find_library(PX_CJSON_LIB NAMES cjson REQUIRED)
+  find_path(PX_ZMQ_INCLUDE zmq.h REQUIRED)
+  find_library(PX_ZMQ_LIB NAMES zmq libzmq REQUIRED)
+  target_include_directories(px_deps INTERFACE ${PX_CJSON_INCLUDE} ${PX_ZMQ_INCLUDE})
+  target_link_libraries(px_deps INTERFACE ${PX_ZMQ_LIB} ${PX_CJSON_LIB})
+endif()
 
-if(PX_IS_WINDOWS)
+if(MSVC)
+  target_link_libraries(px_deps INTERFACE ws2_32 iphlpapi bcrypt advapi32
+    userenv psapi)
+elseif(PX_IS_WINDOWS)
   # libzmq is C++: its static archive needs libstdc++ and winsock.
   target_link_libraries(px_deps INTERFACE ws2_32 iphlpapi bcrypt advapi32
     userenv stdc++ psapi)
