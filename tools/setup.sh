@@ -13,6 +13,7 @@ packages=(
     bubblewrap iproute2 procps                         # benchmarks, tests
     docker.io busybox-static curl                      # container backend tests
     libpython3.11-testsuite python3-venv nodejs sqlite3 # tests/compat
+    yamllint                                           # workflow YAML (checksrc)
 )
 
 # Node.js and npm for the MCP tests (tests/mcp: the official MCP SDK client,
