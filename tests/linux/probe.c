@@ -268,6 +268,76 @@ static int try_abstract(const char *name, int mode) {
   return 0;
 }
 
+/* listen() on a socket never bound: the kernel binds an ephemeral port on
+ * every address. Prints "listen_port N" and holds it ~3 s (the test
+ * connects from the host meanwhile). */
+static int try_listen_unbound(void) {
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0)
+    return -errno;
+  if (listen(fd, 4) != 0 || getsockname(fd, (struct sockaddr *)&a, &len)) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  printf("listen_port %u\n", (unsigned)ntohs(a.sin_port));
+  fflush(stdout);
+  sleep(3);
+  close(fd);
+  return 0;
+}
+
+static int try_socket3(int family, int type, int protocol) {
+  int fd = socket(family, type, protocol);
+  if (fd < 0)
+    return -errno;
+  close(fd);
+  return 0;
+}
+
+/* A set-id bit requested through `how` on a file below dir ARG; ALLOWED
+ * only when the file really ended up with it. */
+static int try_setid(const char *how, const char *dir) {
+  char path[512];
+  struct stat st;
+  int fd = -1, rc = 0;
+  snprintf(path, sizeof path, "%s/px-setid-%s", dir, how);
+  unlink(path);
+  rmdir(path);
+  if (strcmp(how, "mkdir") == 0)
+    rc = mkdir(path, 02755);
+  else if (strcmp(how, "open") == 0)
+    rc = (fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 04755)) < 0 ? -1 : 0;
+  else if (strcmp(how, "mknod") == 0)
+    rc = mknod(path, S_IFREG | 04755, 0);
+  else {
+    if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0755)) < 0)
+      return -errno;
+    if (strcmp(how, "chmod") == 0)
+      rc = chmod(path, 04755);
+    else if (strcmp(how, "chmod_plain") == 0) /* the control */
+      rc = chmod(path, 0700);
+    else if (strcmp(how, "fchmod") == 0)
+      rc = fchmod(fd, 02755);
+    else if (strcmp(how, "fchmodat") == 0)
+      rc = (int)syscall(SYS_fchmodat, AT_FDCWD, path, 06755);
+    else /* fchmodat2 (Linux 6.6) */
+      rc = (int)syscall(452, AT_FDCWD, path, 04755, 0);
+  }
+  if (rc != 0)
+    rc = -errno;
+  if (fd >= 0)
+    close(fd);
+  if (rc == 0 && stat(path, &st) != 0)
+    rc = -errno;
+  if (rc == 0 && strcmp(how, "chmod_plain") != 0 &&
+      !(st.st_mode & (S_ISUID | S_ISGID)))
+    rc = -EPERM; /* the kernel dropped the bit itself */
+  return rc;
+}
+
 static int try_ptrace(void) {
   pid_t pid = fork();
   int rc;
@@ -372,6 +442,41 @@ static int run_check(const char *name, const char *arg) {
     return try_reach(arg);
   if (strcmp(name, "route") == 0)
     return try_route(arg);
+  if (strcmp(name, "listen_unbound") == 0)
+    return try_listen_unbound();
+  if (strcmp(name, "mptcp") == 0)
+    return try_socket3(AF_INET, SOCK_STREAM, 262 /* IPPROTO_MPTCP */);
+  if (strcmp(name, "sctp") == 0)
+    return try_socket3(AF_INET, SOCK_STREAM, 132 /* IPPROTO_SCTP */);
+  if (strcmp(name, "dccp") == 0)
+    return try_socket3(AF_INET, 6 /* SOCK_DCCP */, 0);
+  if (strcmp(name, "l2tp") == 0)
+    return try_socket3(AF_INET, SOCK_DGRAM, 115 /* IPPROTO_L2TP */);
+  if (strcmp(name, "udplite") == 0)
+    return try_socket3(AF_INET6, SOCK_DGRAM, 136 /* IPPROTO_UDPLITE */);
+  if (strcmp(name, "seqpacket") == 0)
+    return try_socket3(AF_INET, SOCK_SEQPACKET, 0);
+  if (strcmp(name, "ping") == 0)
+    return try_socket3(AF_INET, SOCK_DGRAM, IPPROTO_ICMP);
+  if (strcmp(name, "pppox") == 0)
+    return try_socket3(24 /* AF_PPPOX */, SOCK_DGRAM, 1 /* PX_PROTO_OL2TP */);
+  if (strcmp(name, "tcp") == 0)
+    return try_socket3(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (strcmp(name, "udp_proto") == 0)
+    return try_socket3(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, IPPROTO_UDP);
+  if (strcmp(name, "modify_ldt") == 0) {
+    static char ldt[16];
+    return raw(syscall(SYS_modify_ldt, 0, ldt, sizeof ldt));
+  }
+  if (strcmp(name, "io_setup") == 0) {
+    unsigned long ctx = 0;
+    long rc = syscall(SYS_io_setup, 1, &ctx);
+    if (rc == 0)
+      syscall(SYS_io_destroy, ctx);
+    return raw(rc);
+  }
+  if (strncmp(name, "setid_", 6) == 0)
+    return try_setid(name + 6, arg);
   if (strcmp(name, "ptrace") == 0)
     return try_ptrace();
   if (strcmp(name, "abstract_connect") == 0)

@@ -2,18 +2,23 @@
  * execve.
  *
  * DESIGN
- * A deny list (default allow) built with libseccomp once per backend open
- * and exported to raw BPF, so a job pays one prctl(). libseccomp adds the
- * architecture check (other ABIs kill the process; x32 numbers on x86_64 are
- * refused too). Denied calls return EPERM (ENOSYS for clone3 so libc falls
- * back to clone, whose flags we can inspect), socket families other than
- * AF_UNIX, AF_INET and AF_INET6 return EAFNOSUPPORT (the job's network is
- * its own namespace with only loopback, or the host's with net:egress);
- * AF_NETLINK/NETLINK_ROUTE is allowed in the private namespace only.
- * The list: mounting and namespaces, ptrace and cross-process memory,
- * kernel extension points (bpf, modules, kexec, perf, io_uring,
- * userfaultfd), keyrings, host administration (reboot, swap, clocks, acct,
- * quotas), handle-based opens, TIOCSTI.
+ * Default allow with a deny list of calls, and allow lists where a call's
+ * arguments choose a kernel surface, built with libseccomp once per backend
+ * open and exported to raw BPF, so a job pays one prctl(). libseccomp adds
+ * the architecture check (other ABIs kill the process; x32 numbers on
+ * x86_64 are refused too). Denied calls return EPERM (ENOSYS for clone3 so
+ * libc falls back to clone, whose flags we can inspect, and for what a
+ * kernel may lack: Linux AIO, openat2).
+ *   - Sockets: families AF_UNIX, AF_INET, AF_INET6 (others EAFNOSUPPORT);
+ *     AF_NETLINK/NETLINK_ROUTE in the private namespace only; for inet,
+ *     types stream/dgram/raw and protocols 0/TCP/UDP only (no SCTP, DCCP,
+ *     L2TP, MPTCP, UDP-Lite, ping). net:egress jobs: no listen().
+ *   - No set-id bits: chmod/fchmod/fchmodat/fchmodat2, mknod(at),
+ *     open(at)/creat with S_ISUID or S_ISGID in the mode.
+ *   - The deny list: mounting and namespaces, ptrace and cross-process
+ *     memory, kernel extension points (bpf, modules, kexec, perf, io_uring,
+ *     userfaultfd, Linux AIO), keyrings, host administration (reboot, swap,
+ *     clocks, acct, quotas), handle-based opens, modify_ldt, TIOCSTI.
  */
 #include "watchdog/linux/linux_int.h"
 
@@ -30,7 +35,9 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef CLONE_NEWTIME
@@ -49,13 +56,57 @@ static const char *const denied[] = {
     "acct", "settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
     "quotactl", "quotactl_fd", "lookup_dcookie", "vhangup", "iopl", "ioperm",
     "syslog", "fanotify_init", "nfsservctl", "uselib", "migrate_pages",
-    "move_pages", "sethostname", "setdomainname", NULL};
+    "move_pages", "sethostname", "setdomainname", "modify_ldt", NULL};
+
+static const char *const denied_nosys[] = {
+    "io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents",
+    "io_pgetevents", NULL};
 
 static const int ns_flags[] = {CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC,
                                CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET,
                                CLONE_NEWCGROUP, CLONE_NEWTIME};
 
-static int add_rules(scmp_filter_ctx ctx, int egress) {
+/* Set-id requests: a file a job creates or chmods must never become
+ * set-user-ID or set-group-ID. Through a KB root's idmapped mount the
+ * job's uid is the daemon's on disk (issue 24): a set-id bit there is a
+ * set-id-root program on the host. Mode is the argument at `arg`; the
+ * masked compare ignores the bits the kernel truncates away (umode_t).
+ * mkdir is not listed: the kernel drops S_ISUID/S_ISGID from its mode
+ * (a directory gets S_ISGID only by inheriting it). openat2 carries its
+ * mode in memory BPF cannot read: ENOSYS, and libc's open is openat. */
+static const struct {
+  const char *name;
+  unsigned arg;
+} setid_calls[] = {{"chmod", 1},  {"fchmod", 1},  {"fchmodat", 2},
+                   {"fchmodat2", 2}, {"mknod", 1}, {"mknodat", 2},
+                   {"open", 2},   {"openat", 3},  {"creat", 1}};
+
+static int add_setid_rules(scmp_filter_ctx ctx) {
+  static const scmp_datum_t bits[] = {S_ISUID, S_ISGID, S_ISUID | S_ISGID};
+  size_t i, k;
+  int rc, nr;
+  for (i = 0; i < sizeof setid_calls / sizeof setid_calls[0]; i++) {
+    nr = seccomp_syscall_resolve_name(setid_calls[i].name);
+    if (nr == __NR_SCMP_ERROR)
+      continue; /* not on this architecture (open, creat on arm64) */
+    for (k = 0; k < 3; k++) {
+      struct scmp_arg_cmp c;
+      c.arg = setid_calls[i].arg;
+      c.op = SCMP_CMP_MASKED_EQ;
+      c.datum_a = S_ISUID | S_ISGID;
+      c.datum_b = bits[k];
+      if ((rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EPERM), nr, 1,
+                                       &c)) < 0)
+        return rc;
+    }
+  }
+  nr = seccomp_syscall_resolve_name("openat2");
+  return nr == __NR_SCMP_ERROR
+             ? 0
+             : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+}
+
+static int add_denied(scmp_filter_ctx ctx) {
   size_t i;
   int rc, nr;
   for (i = 0; denied[i]; i++) {
@@ -66,6 +117,21 @@ static int add_rules(scmp_filter_ctx ctx, int egress) {
     if (rc < 0)
       return rc;
   }
+  /* Linux AIO: a kernel surface nothing a job runs needs (glibc's POSIX
+   * AIO uses threads); ENOSYS, as on a kernel without it. */
+  for (i = 0; denied_nosys[i]; i++) {
+    nr = seccomp_syscall_resolve_name(denied_nosys[i]);
+    if (nr == __NR_SCMP_ERROR)
+      continue;
+    if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0)) < 0)
+      return rc;
+  }
+  return 0;
+}
+
+static int add_process_rules(scmp_filter_ctx ctx) {
+  size_t i;
+  int rc;
   for (i = 0; i < sizeof ns_flags / sizeof ns_flags[0]; i++) {
     rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
                           SCMP_A0(SCMP_CMP_MASKED_EQ, (scmp_datum_t)ns_flags[i],
@@ -82,17 +148,20 @@ static int add_rules(scmp_filter_ctx ctx, int egress) {
                              SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu,
                                      TIOCSTI))) < 0)
     return rc;
-  if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-                             SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu,
-                                     TIOCLINUX))) < 0)
-    return rc;
-  /* Sockets: AF_UNIX, AF_INET and AF_INET6 always (without net:egress the
-   * job's own network namespace holds nothing but loopback, so an inet
-   * socket reaches the job itself only); AF_NETLINK with NETLINK_ROUTE only
-   * in that private namespace (getifaddrs, getaddrinfo's AI_ADDRCONFIG; it
-   * lists lo, changing it needs CAP_NET_ADMIN). One rule per refused family
-   * (BPF compares one value per rule), plus every number past the last
-   * known family. */
+  return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+                          SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
+}
+
+/* Socket families, an allow list: AF_UNIX, AF_INET and AF_INET6 always
+ * (without net:egress the job's own network namespace holds nothing but
+ * loopback, so an inet socket reaches the job itself only); AF_NETLINK
+ * with NETLINK_ROUTE only in that private namespace (getifaddrs,
+ * getaddrinfo's AI_ADDRCONFIG; it lists lo, changing it needs
+ * CAP_NET_ADMIN). BPF compares one value per rule and libseccomp one
+ * comparison per argument: one rule per refused family, plus every number
+ * past the last known one (which also catches high garbage bits). */
+static int add_family_rules(scmp_filter_ctx ctx, int egress) {
+  int rc, nr;
   for (nr = 0; nr < AF_MAX; nr++) {
     if (nr == AF_UNIX || nr == AF_INET || nr == AF_INET6)
       continue;
@@ -118,6 +187,57 @@ static int add_rules(scmp_filter_ctx ctx, int egress) {
   return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
                           SCMP_SYS(socketpair), 1,
                           SCMP_A0(SCMP_CMP_GE, (scmp_datum_t)AF_MAX, 0));
+}
+
+/* AF_INET and AF_INET6, an allow list of types and protocols: SOCK_STREAM,
+ * SOCK_DGRAM and SOCK_RAW (which needs CAP_NET_RAW: the kernel says EPERM)
+ * with protocol 0, IPPROTO_TCP or IPPROTO_UDP. Everything else is a
+ * protocol module jobs never need, several of them autoloadable: SCTP,
+ * DCCP, L2TP/IP, UDP-Lite, MPTCP (not TCP to Landlock), ping sockets
+ * (ICMP: decided against, jobs do not ping). ESOCKTNOSUPPORT and
+ * EPROTONOSUPPORT are what a kernel without them answers. */
+static int add_inet_rules(scmp_filter_ctx ctx) {
+  static const int fam[] = {AF_INET, AF_INET6};
+  size_t f;
+  int rc = 0, v;
+  for (f = 0; f < 2 && rc >= 0; f++) {
+    scmp_datum_t a0 = (scmp_datum_t)fam[f];
+    for (v = 0; v <= 0xf && rc >= 0; v++) /* the type, flags masked off */
+      if (v != SOCK_STREAM && v != SOCK_DGRAM && v != SOCK_RAW)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ESOCKTNOSUPPORT),
+                              SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, a0),
+                              SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf,
+                                      (scmp_datum_t)v));
+    for (v = 1; v <= IPPROTO_UDP && rc >= 0; v++)
+      if (v != IPPROTO_TCP && v != IPPROTO_UDP)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT),
+                              SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, a0),
+                              SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)v));
+    if (rc >= 0) /* MPTCP (262), IPPROTO_RAW, high garbage bits: all > UDP */
+      rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT),
+                            SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, a0),
+                            SCMP_A2(SCMP_CMP_GT, (scmp_datum_t)IPPROTO_UDP));
+  }
+  return rc;
+}
+
+/* net:egress jobs share the host's network namespace: no listening
+ * socket at all (issue 24). Landlock's TCP rule checks bind() only, and
+ * listen() on an unbound socket binds an ephemeral port on every address
+ * unchecked. listen() cannot see the socket's family, so UNIX servers
+ * are refused too (docs/linux-backend.md); socketpair() still works. */
+static int add_egress_rules(scmp_filter_ctx ctx) {
+  return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(listen), 0);
+}
+
+static int add_rules(scmp_filter_ctx ctx, int egress) {
+  int rc;
+  if ((rc = add_denied(ctx)) < 0 || (rc = add_process_rules(ctx)) < 0 ||
+      (rc = add_setid_rules(ctx)) < 0 ||
+      (rc = add_family_rules(ctx, egress)) < 0 ||
+      (rc = add_inet_rules(ctx)) < 0)
+    return rc;
+  return egress ? add_egress_rules(ctx) : 0;
 }
 
 /* libseccomp 2.5 exports BPF only to an fd: a memfd holds it. */

@@ -1,7 +1,8 @@
 # Network and IPC attempts. Arguments: host_tcp_port (a listener of the
 # test on 127.0.0.1), zmq_port (the daemon's ZeroMQ endpoint, or 0).
 # Prints "name: DENIED (why)" / "name: ALLOWED (what)". Without net:egress
-# the job has its own network namespace with only loopback: listening, UDP
+# the job has its own network namespace with only loopback: listening,
+# also without bind(), UDP
 # to loopback and NETLINK_ROUTE work there and reach nothing else (the test
 # checks that the host side saw nothing).
 import errno, socket, sys
@@ -69,6 +70,18 @@ def listen_tcp6():
     s.listen(1)
     return "listening on %d" % s.getsockname()[1]
 
+def listen_unbound():
+    # listen() without bind(): the kernel picks a port on every address
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.listen(1)
+    return "listening on 0.0.0.0:%d" % s.getsockname()[1]
+
+def proto(p, kind=socket.SOCK_STREAM, fam=socket.AF_INET):
+    def fn():
+        socket.socket(fam, kind, p).close()
+        return "protocol %d socket" % p
+    return fn
+
 def zmq():
     if not zport:
         raise OSError(errno.ENOENT, "no zmq endpoint")
@@ -100,6 +113,9 @@ for name, fn in (("tcp4_connect_host", tcp4), ("tcp4_outbound", tcp4_out),
                  ("udp4_send", udp4), ("udp4_outbound", udp4_out),
                  ("tcp6_connect", tcp6), ("udp6_send", udp6), ("udp6_outbound", udp6_out),
                  ("tcp4_listen", listen_tcp), ("tcp6_listen", listen_tcp6),
+                 ("tcp4_listen_unbound", listen_unbound),
+                 ("mptcp_socket", proto(262)), ("sctp_socket", proto(132)),
+                 ("udplite_socket", proto(136, socket.SOCK_DGRAM, socket.AF_INET6)),
                  ("zmq_port", zmq), ("packet_socket", raw), ("netlink_socket", netlink),
                  ("netlink_audit", netlink_audit)):
     attempt(name, fn)

@@ -51,3 +51,28 @@ if su:
     os.system(su + " -c 'id -u' root </dev/null >/tmp/su.out 2>&1")
     out = open("/tmp/su.out").read().strip() if os.path.exists("/tmp/su.out") else ""
     report("setuid_binary", out == "0", "%s mode=%o -> %r" % (su, st.st_mode, out[:60]))
+# set-id bits on a file the job made (through a KB root's idmapped mount it
+# would be a set-id-root program on the host): refused by seccomp
+def setid(how):
+    def fn():
+        path = "/job/setid-" + how
+        if how == "open":
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o4755))
+        else:
+            open(path, "w").close()
+            os.chmod(path, 0o2755 if how == "chmod_sgid" else 0o4755)
+        mode = os.stat(path).st_mode
+        if not mode & 0o6000:
+            raise OSError(errno.EPERM, "bit dropped")
+        return "mode %o" % mode
+    return fn
+for how in ("chmod_suid", "chmod_sgid", "open"):
+    attempt("setid_" + how, setid(how))
+# kernel surfaces no job needs: Linux AIO, the LDT (x86_64 numbers)
+if os.uname().machine == "x86_64":
+    ctx = ctypes.c_ulong(0)
+    rc = libc.syscall(206, 1, ctypes.byref(ctx))  # io_setup
+    report("io_setup", rc == 0, "rc=%d errno=%d" % (rc, ctypes.get_errno()))
+    buf = ctypes.create_string_buffer(16)
+    rc = libc.syscall(154, 0, buf, 16)  # modify_ldt read
+    report("modify_ldt", rc >= 0, "rc=%d errno=%d" % (rc, ctypes.get_errno()))
