@@ -132,7 +132,8 @@ typedef struct {
   X(PX_ENF_SECCOMP_DOCKER, "seccomp:docker-default")                         \
   X(PX_ENF_NETWORK_NONE, "network:none")                                     \
   X(PX_ENF_READONLY_ROOTFS, "readonly_rootfs")                               \
-  X(PX_ENF_JOB_ACCOUNT, "job_account")
+  X(PX_ENF_JOB_ACCOUNT, "job_account")                                       \
+  X(PX_ENF_LANDLOCK_NET, "landlock_net")
 
 enum {
 #define PX_ENF_BIT_(name, str) name##_BIT_,

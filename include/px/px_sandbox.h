@@ -66,6 +66,8 @@ typedef struct {
   const char *const *ro_binds; /* Linux: host paths the runtime needs,
                                   NULL-terminated; NULL = built-in list */
   uint64_t tmpfs_bytes;    /* Linux: job dir size cap (default 64 MiB) */
+  uint32_t sandbox_uid;    /* Linux: uid/gid jobs run as (0: 65534,   */
+  uint32_t sandbox_gid;    /*   nobody/nogroup); linux.sandbox_uid/gid */
   uint64_t job_dir_bytes;  /* Windows: job dir bytes the watchdog allows
                               (default 64 MiB) */
   uint64_t job_dir_files;  /* Windows: job dir entries (default 16384) */

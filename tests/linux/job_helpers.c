@@ -53,6 +53,11 @@ int th_open(th_backend_t *b, const char *const *extra, int degraded) {
 
 int th_open_pool(th_backend_t *b, const char *const *extra, int degraded,
                  unsigned pool) {
+  return th_open_uid(b, extra, pool, 0, 0, degraded);
+}
+
+int th_open_uid(th_backend_t *b, const char *const *extra, unsigned pool,
+                uint32_t uid, uint32_t gid, int degraded) {
   px_backend_opts_t o;
   size_t n = 0, i;
   char *slash;
@@ -75,6 +80,8 @@ int th_open_pool(th_backend_t *b, const char *const *extra, int degraded,
   o.ro_binds = b->binds;
   o.allow_degraded = degraded;
   o.pool_size = pool;
+  o.sandbox_uid = uid;
+  o.sandbox_gid = gid;
   px_log_set_level(PX_LOG_WARN);
   return b->ops->open(&o, &b->state);
 }

@@ -36,6 +36,10 @@ int th_open(th_backend_t *b, const char *const *extra, int degraded);
  * from $PX_TEST_POOL and waits for them). */
 int th_open_pool(th_backend_t *b, const char *const *extra, int degraded,
                  unsigned pool);
+/* The same with the job uid/gid linux.sandbox_uid/gid would give (0: the
+ * backend's default). */
+int th_open_uid(th_backend_t *b, const char *const *extra, unsigned pool,
+                uint32_t uid, uint32_t gid, int degraded);
 void th_close(th_backend_t *b);
 /* Wait (up to 5 s) until the backend's pool has n slots ready. */
 int th_pool_wait(th_backend_t *b, unsigned n);

@@ -184,8 +184,8 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
   be->is_root = geteuid() == 0;
   be->outer_uid = geteuid();
   be->outer_gid = getegid();
-  be->run_uid = PX_LNX_RUN_UID;
-  be->run_gid = PX_LNX_RUN_GID;
+  be->run_uid = opts->sandbox_uid ? (uid_t)opts->sandbox_uid : PX_LNX_RUN_UID;
+  be->run_gid = opts->sandbox_gid ? (gid_t)opts->sandbox_gid : PX_LNX_RUN_GID;
   be->cap_last = read_cap_last();
   be->landlock_abi = px__landlock_abi();
   if ((rc = open_work_root(be, opts->work_root)) != 0 ||
@@ -213,6 +213,10 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
       (be->is_root &&
        (rc = px__pool_open(be, opts->pool_size, &be->pool)) != 0))
     goto fail;
+  if (be->landlock_abi < 4)
+    PX_LOG(PX_LOG_WARN, "landlock ABI %d has no network rules: net:egress "
+           "jobs may bind host ports (results lack \"landlock_net\")",
+           be->landlock_abi);
   PX_LOG(PX_LOG_INFO, "linux backend: %s, landlock ABI %d, work root %s",
          be->is_root ? "root" : "user namespace", be->landlock_abi,
          be->work_root);
@@ -314,6 +318,11 @@ static uint64_t job_enforcement(const px_sandbox_t *sb) {
     e |= PX_ENF(PX_ENF_TMPFS_WORKDIR);
   if (sb->be->landlock_abi > 0)
     e |= PX_ENF(PX_ENF_LANDLOCK);
+  /* net:egress shares the host's network: Landlock's TCP bind rule (ABI
+   * 4) is what keeps its ports; without it the result says so by the
+   * missing bit (listening stays refused by seccomp either way). */
+  if (sb->plan.egress && sb->be->landlock_abi >= 4)
+    e |= PX_ENF(PX_ENF_LANDLOCK_NET);
   return e;
 }
 
