@@ -432,12 +432,21 @@ child_main(const px__plan_t *p) {
    * group is the mapped one. */
   CHILD_STEP(p, PX_STEP_SETGROUPS,
              p->userns || syscall(SYS_setgroups, 0, NULL) == 0);
+  /* Not dumpable, before and after the id change: a warm slot's child
+   * runs until execve in the daemon's memory (CLONE_VM, shared mm), and
+   * once it is the job's uid, only this flag keeps host processes of that
+   * uid from ptrace and /proc/<pid>/mem. The kernel's own reset at the id
+   * change sets fs.suid_dumpable, which a host may have set to 1 or 2.
+   * The flag belongs to the mm: the daemon is non-dumpable too. execve
+   * gives the job a fresh mm (dumpable again, its own memory only). */
   CHILD_STEP(p, PX_STEP_SETGID,
-             syscall(SYS_setresgid, be->run_gid, be->run_gid, be->run_gid) ==
-                 0);
+             prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 &&
+                 syscall(SYS_setresgid, be->run_gid, be->run_gid,
+                         be->run_gid) == 0);
   CHILD_STEP(p, PX_STEP_SETUID,
              syscall(SYS_setresuid, be->run_uid, be->run_uid, be->run_uid) ==
-                 0);
+                     0 &&
+                 prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0);
   CHILD_STEP(p, PX_STEP_CAPS, child_drop_caps() == 0);
   /* After the uid change (which clears it): die with the spawner thread,
    * i.e. with the daemon. If it is already gone, the error pipe has no
