@@ -277,6 +277,8 @@ static void detect_v1(px__cg_host_t *h, const char *root) {
     h->memory = PX_CG_V1;
     h->v1_memsw =
         path_exists(h->v1_base[PX_CG1_MEMORY], "memory.memsw.limit_in_bytes");
+    h->v1_kmem_tcp = path_exists(h->v1_base[PX_CG1_MEMORY],
+                                 "memory.kmem.tcp.limit_in_bytes");
   }
   if (h->pids == PX_CG_NONE && h->v1_base[PX_CG1_PIDS])
     h->pids = PX_CG_V1;
@@ -395,6 +397,14 @@ static int limits_memory(const px__cg_host_t *h, px__cg_job_t *j,
     /* memsw must be >= the memory limit: written after it. */
     if (h->v1_memsw &&
         (rc = cg_write(h->fake, d, "memory.memsw.limit_in_bytes", v)) != 0)
+      return rc;
+    /* v1 charges TCP socket buffers to a memory cgroup only once its
+     * kmem.tcp limit was written (v2 charges them to memory.current):
+     * without it a job holds host-wide tcp_mem, over loopback too (issue
+     * 24). Its own budget here, the size of the memory limit. UNIX socket
+     * buffers are kernel memory v1 charges to the limit anyway. */
+    if (h->v1_kmem_tcp &&
+        (rc = cg_write(h->fake, d, "memory.kmem.tcp.limit_in_bytes", v)) != 0)
       return rc;
   }
   j->enf |= PX_ENF(PX_ENF_CGROUP_MEMORY);

@@ -29,6 +29,7 @@
 /* Where things appear inside the sandbox. */
 #define PX_LNX_JOB_MNT "/job"
 #define PX_LNX_KB_MNT "/kb"
+/* The job uid/gid unless linux.sandbox_uid/gid say otherwise (opts). */
 #define PX_LNX_RUN_UID 65534 /* nobody: owns nothing on the host */
 #define PX_LNX_RUN_GID 65534
 #define PX_LNX_NOFILE 1024
@@ -57,6 +58,7 @@ typedef struct {
   px__cg_mode_t freezer;     /* v1 freezer used for kill without v2 */
   int v2_kill;               /* cgroup.kill exists in v2 child cgroups */
   int v1_memsw;              /* memory.memsw.limit_in_bytes exists */
+  int v1_kmem_tcp;           /* memory.kmem.tcp.limit_in_bytes exists */
   int v2_peak;               /* memory.peak exists (v2) */
   char *v2_base;             /* owned: daemon's v2 cgroup dir, or NULL */
   char *v1_base[PX_CG1_COUNT]; /* owned: daemon's v1 dirs, or NULL */
