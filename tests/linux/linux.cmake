@@ -10,6 +10,7 @@ target_sources(px_tests_linux PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/linux/job_helpers.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_job_sandbox.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_job_enforce.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_job_hostile.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_job_faults.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_job_pool.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_cgroup.c)
