@@ -312,6 +312,10 @@ static int try_setid(const char *how, const char *dir) {
     rc = (fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 04755)) < 0 ? -1 : 0;
   else if (strcmp(how, "mknod") == 0)
     rc = mknod(path, S_IFREG | 04755, 0);
+  else if (strcmp(how, "openat2") == 0) { /* struct open_how, Linux 5.6 */
+    unsigned long long oh[3] = {O_WRONLY | O_CREAT | O_EXCL, 04755, 0};
+    rc = (fd = (int)syscall(437, AT_FDCWD, path, oh, sizeof oh)) < 0 ? -1 : 0;
+  }
   else {
     if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0755)) < 0)
       return -errno;

@@ -136,24 +136,25 @@ static unsigned listen_port(const char *text) {
 }
 
 /* Point 1 (seccomp part): no set-id bit through chmod, fchmod, fchmodat,
- * fchmodat2, open/creat or mknod; mkdir's are dropped by the kernel. */
+ * fchmodat2, open/creat or mknod; openat2 (mode in memory) is ENOSYS;
+ * mkdir's are dropped by the kernel. */
 TEST_IMPL(hostile_setid_modes) {
   static const char *const how[] = {"chmod", "fchmod", "fchmodat",
-                                    "fchmodat2", "open", "mknod"};
+                                    "fchmodat2", "open", "mknod", "openat2"};
   th_backend_t b;
   th_run_t r = {0};
-  char dir[600], outside_args[8][700], inside_args[6][64], out[4096];
+  char dir[600], outside_args[8][700], inside_args[7][64], out[4096];
   const char *args[10], *oargs[10];
   size_t i;
   int st;
   TH_REQUIRE_ROOT();
-  for (i = 0; i < 6; i++) {
+  for (i = 0; i < 7; i++) {
     snprintf(inside_args[i], sizeof inside_args[i], "setid_%s=/job", how[i]);
     args[i] = inside_args[i];
   }
-  args[6] = "setid_mkdir=/job";
-  args[7] = "setid_chmod_plain=/job"; /* the control: plain modes work */
-  args[8] = NULL;
+  args[7] = "setid_mkdir=/job";
+  args[8] = "setid_chmod_plain=/job"; /* the control: plain modes work */
+  args[9] = NULL;
   ASSERT_OK(th_open(&b, NULL, 0));
   ASSERT_OK(run_probe(&b, PX_CAP_FS_WRITE_TMP, args, &r));
   for (i = 0; i < 6; i++) {
@@ -161,6 +162,7 @@ TEST_IMPL(hostile_setid_modes) {
     snprintf(name, sizeof name, "setid_%s", how[i]);
     EXPECT(r.out.data, name, "DENIED EPERM");
   }
+  EXPECT(r.out.data, "setid_openat2", "DENIED ENOSYS"); /* mode unreadable */
   EXPECT(r.out.data, "setid_mkdir", "DENIED");
   EXPECT(r.out.data, "setid_chmod_plain", "ALLOWED");
   th_free(&r);
@@ -170,21 +172,21 @@ TEST_IMPL(hostile_setid_modes) {
   snprintf(dir, sizeof dir, "/tmp/px-setid-XXXXXX");
   ASSERT_NOT_NULL(mkdtemp(dir));
   ASSERT_EQ(chown(dir, 65534, 65534), 0);
-  for (i = 0; i < 6; i++) {
+  for (i = 0; i < 7; i++) {
     snprintf(outside_args[i], sizeof outside_args[i], "setid_%s=%s", how[i],
              dir);
     oargs[i] = outside_args[i];
   }
-  oargs[6] = NULL;
+  oargs[7] = NULL;
   st = outside_probe(oargs, out, sizeof out);
-  for (i = 0; i < 6; i++) {
+  for (i = 0; i < 7; i++) {
     snprintf(outside_args[i], sizeof outside_args[i], "%s/px-setid-%s", dir,
              how[i]);
     unlink(outside_args[i]);
   }
   rmdir(dir);
   ASSERT_EQ(st, 0);
-  for (i = 0; i < 6; i++) {
+  for (i = 0; i < 7; i++) {
     char name[32];
     snprintf(name, sizeof name, "setid_%s", how[i]);
     EXPECT(out, name, "ALLOWED");

@@ -81,12 +81,25 @@ static const struct {
                    {"fchmodat2", 2}, {"mknod", 1}, {"mknodat", 2},
                    {"open", 2},   {"openat", 3},  {"creat", 1}};
 
+/* The number of a call newer than some libseccomp: fchmodat2 (Linux 6.6)
+ * and openat2 (5.6) have one number on every architecture since 5.1's
+ * unified table. A filter that silently lacked them would let a set-id
+ * mode through. */
+static int resolve(const char *name) {
+  int nr = seccomp_syscall_resolve_name(name);
+  if (nr == __NR_SCMP_ERROR && strcmp(name, "fchmodat2") == 0)
+    nr = 452;
+  else if (nr == __NR_SCMP_ERROR && strcmp(name, "openat2") == 0)
+    nr = 437;
+  return nr;
+}
+
 static int add_setid_rules(scmp_filter_ctx ctx) {
   static const scmp_datum_t bits[] = {S_ISUID, S_ISGID, S_ISUID | S_ISGID};
   size_t i, k;
   int rc, nr;
   for (i = 0; i < sizeof setid_calls / sizeof setid_calls[0]; i++) {
-    nr = seccomp_syscall_resolve_name(setid_calls[i].name);
+    nr = resolve(setid_calls[i].name);
     if (nr == __NR_SCMP_ERROR)
       continue; /* not on this architecture (open, creat on arm64) */
     for (k = 0; k < 3; k++) {
@@ -100,10 +113,7 @@ static int add_setid_rules(scmp_filter_ctx ctx) {
         return rc;
     }
   }
-  nr = seccomp_syscall_resolve_name("openat2");
-  return nr == __NR_SCMP_ERROR
-             ? 0
-             : seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+  return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), resolve("openat2"), 0);
 }
 
 static int add_denied(scmp_filter_ctx ctx) {
