@@ -30,7 +30,15 @@
 #error "PX_CTR_GATE_PATH must name the built px-ctr-gate"
 #endif
 
-#define ENDPOINT "unix:///run/px-test-docker/docker.sock"
+/* This build's private engine (tests/CMakeLists.txt keys it by the build
+ * directory); the defaults are dockerd.sh's when run by hand, unkeyed. */
+#ifndef PX_TEST_DOCKER_SOCK
+#define PX_TEST_DOCKER_SOCK "/run/px-test-docker/docker.sock"
+#endif
+#ifndef PX_TEST_DOCKER_PORT
+#define PX_TEST_DOCKER_PORT "23751"
+#endif
+#define ENDPOINT "unix://" PX_TEST_DOCKER_SOCK
 #define IMAGE "px-test/busybox:1"
 #define LABEL "org.phoenix-executor.job"
 
@@ -454,7 +462,7 @@ TEST_IMPL(container_daemon_in_own_mount_ns) {
  * job's files go in through the archive API, nothing is read back from
  * the kernel (containers.allow_degraded: results say degraded), KB roots
  * are refused with a clear error. */
-#define TCP_ENDPOINT "tcp://127.0.0.1:23751"
+#define TCP_ENDPOINT "tcp://127.0.0.1:" PX_TEST_DOCKER_PORT
 static const char cfg_tcp[] =
     "{\"containers\":{\"endpoint\":\"" TCP_ENDPOINT "\",\"gate\":\""
     PX_CTR_GATE_PATH "\",\"allow_degraded\":true},"
