@@ -461,7 +461,8 @@ TEST_IMPL(container_daemon_in_own_mount_ns) {
  * Windows build's test under Wine reaches it): no binds, the gate and the
  * job's files go in through the archive API, nothing is read back from
  * the kernel (containers.allow_degraded: results say degraded), KB roots
- * are refused with a clear error. */
+ * are refused with a clear error. No client may be granted net:egress:
+ * config validation refuses a tcp:// engine otherwise. */
 #define TCP_ENDPOINT "tcp://127.0.0.1:" PX_TEST_DOCKER_PORT
 static const char cfg_tcp[] =
     "{\"containers\":{\"endpoint\":\"" TCP_ENDPOINT "\",\"gate\":\""
@@ -469,7 +470,8 @@ static const char cfg_tcp[] =
     "\"runtimes\":{\"bb\":{\"image\":\"" IMAGE "\","
     "\"command\":[\"sh\",\"{file}\",\"{args}\"],\"extension\":\".sh\"}},"
     "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"
-    "\"capabilities\":[\"*\"],\"max_priority\":\"critical\","
+    "\"capabilities\":[\"runtimes\",\"fs:write_tmp\",\"kb:read\","
+    "\"kb:write\"],\"max_priority\":\"critical\","
     "\"max_concurrent\":0,\"admin\":true}]}";
 
 TEST_IMPL(container_remote_archive) {
