@@ -498,9 +498,36 @@ static int check_zmq(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
   return 0;
 }
 
+/* A Docker Engine on plain TCP answers whoever reaches its port, with no
+ * authentication, and whoever drives the engine is root on its host. Jobs
+ * of host runtimes granted net:egress share the host's network namespace,
+ * loopback included (Linux: no network namespace of their own; Windows: no
+ * network isolation at all), so they could drive it. Keeping them off
+ * loopback alone is not possible with what confines them (Landlock rules
+ * name ports, not addresses; seccomp cannot read a sockaddr), so the
+ * combination is refused: a tcp:// endpoint only while no client may be
+ * granted net:egress (docs/config.md, "containers"). */
+static int check_ctr_endpoint(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
+  const char *ep = cfg->containers.endpoint;
+  size_t i;
+  if (!ep || strncmp(ep, "tcp://", 6) != 0)
+    return 0;
+  for (i = 0; i < cfg->nclients; i++)
+    if (cfg->clients[i].caps & PX_CAP_NET_EGRESS)
+      return px__cfg_fail(ctx, "containers.endpoint",
+                          "a tcp:// engine is reachable from net:egress jobs "
+                          "(they share the host's loopback) and client "
+                          "\"%s\" may be granted net:egress: use a unix:// "
+                          "or npipe:// endpoint, or grant no client "
+                          "net:egress",
+                          cfg->clients[i].name ? cfg->clients[i].name : "?");
+  return 0;
+}
+
 static int check_config(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
   int rc;
-  if ((rc = check_limits(ctx, cfg)) != 0 || (rc = check_zmq(ctx, cfg)) != 0)
+  if ((rc = check_limits(ctx, cfg)) != 0 || (rc = check_zmq(ctx, cfg)) != 0 ||
+      (rc = check_ctr_endpoint(ctx, cfg)) != 0)
     return rc;
   if (cfg->output.burst_bytes < 4096)
     return px__cfg_fail(ctx, "output.burst_bytes", "must be at least 4096");

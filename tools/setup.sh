@@ -21,6 +21,25 @@ packages=(
 # installed at all: a newer Node.js from elsewhere (with its own npm) stays.
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 
+# promtool, for the metrics lint test (linux.metrics_promtool): the one
+# binary from Debian's prometheus package (19 MB download, 48 MB unpacked)
+# into ~/.cache/phoenix-executor/bin, not the package itself, which would
+# also install and start a Prometheus server (and 96 MB with its web deps).
+promtool=${XDG_CACHE_HOME:-$HOME/.cache}/phoenix-executor/bin/promtool
+if ! command -v promtool >/dev/null && [ ! -x "$promtool" ]; then
+    echo "setup: fetching promtool (Debian's prometheus package)"
+    tmp=$(mktemp -d)
+    chmod 755 "$tmp"
+    if (cd "$tmp" && apt-get -o DPkg::Lock::Timeout=600 download prometheus -qq); then
+        mkdir -p "$(dirname "$promtool")"
+        dpkg-deb --fsys-tarfile "$tmp"/prometheus_*.deb | tar -xO ./usr/bin/promtool >"$promtool.tmp" &&
+            chmod 755 "$promtool.tmp" && mv "$promtool.tmp" "$promtool"
+    else
+        echo "setup: promtool not fetched: linux.metrics_promtool will SKIP (fail under CI=true)" >&2
+    fi
+    rm -rf "$tmp" "$promtool.tmp"
+fi
+
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \

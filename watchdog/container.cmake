@@ -7,6 +7,7 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/container/backend.c
   ${CMAKE_CURRENT_SOURCE_DIR}/container/deliver.c
   ${CMAKE_CURRENT_SOURCE_DIR}/container/docker.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/container/gatecheck.c
   ${CMAKE_CURRENT_SOURCE_DIR}/container/http.c
   ${CMAKE_CURRENT_SOURCE_DIR}/container/pool.c
   ${CMAKE_CURRENT_SOURCE_DIR}/container/reaper.c

@@ -259,6 +259,12 @@ typedef struct {
 #define PX_STATUS_MISSING_MAX 32
   const char *missing_runtime[PX_STATUS_MISSING_MAX];
   const char *missing_image[PX_STATUS_MISSING_MAX];
+  /* The gate (containers.gate, borrowed): its path, and why it failed its
+   * check at start (NULL: usable, or not checked because the engine did
+   * not answer: gate_checked 0). */
+  const char *container_gate;
+  const char *container_gate_error;
+  int container_gate_checked;
 } px_status_info_t;
 
 /* Fill the `status` fields (version, backend name and enforcement are

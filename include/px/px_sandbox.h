@@ -134,6 +134,10 @@ extern const px_backend_ops_t px_backend_container;
  * px_backend_container's open state `state` (its runtime's jobs fail),
  * for `status`. The list is fixed at open. */
 int px_container_image_missing(void *state, const char *image);
+/* Why the gate (containers.gate) failed its check at open, or NULL when it
+ * is usable (or state is NULL): image jobs are then refused with
+ * PX_ENOENGINE. Owned by the state; fixed at open. */
+const char *px_container_gate_error(void *state);
 
 /* The real backend of this platform. */
 const px_backend_ops_t *px_backend_native(void);

@@ -565,9 +565,12 @@ static void container_status(const px_engine_t *eng, px_status_info_t *s) {
     return;
   s->has_containers = 1;
   s->container_engine_up = eng->cstate != NULL;
+  s->container_gate = bo->container_gate;
 #ifdef PX_HAVE_CONTAINERS
   if (!eng->cstate || eng->o.container != &px_backend_container)
     return;
+  s->container_gate_checked = 1;
+  s->container_gate_error = px_container_gate_error(eng->cstate);
   for (i = 0; bo->container_images[i] && s->nmissing < PX_STATUS_MISSING_MAX;
        i++)
     if (px_container_image_missing(eng->cstate, bo->container_images[i])) {

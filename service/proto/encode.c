@@ -328,8 +328,24 @@ static int add_attestation(cJSON *o, const char *name,
   return bad;
 }
 
-/* "containers": {"engine": "ok"|"unavailable", "images_missing":
- * [{"runtime", "image"}]}: image runtimes whose jobs will fail. */
+/* "gate": {"path", "state": "ok"|"unusable"|"unchecked", "reason"}: the
+ * gate's check at start ("unchecked": the engine did not answer). */
+static int add_gate(cJSON *c, const px_status_info_t *s) {
+  cJSON *g = add_object(c, "gate");
+  const char *st = !s->container_gate_checked ? "unchecked"
+                   : s->container_gate_error  ? "unusable"
+                                              : "ok";
+  if (!g)
+    return 1;
+  return add_str(g, "path", s->container_gate ? s->container_gate : "") |
+         add_str(g, "state", st) |
+         (s->container_gate_error ? add_str(g, "reason", s->container_gate_error)
+                                  : 0);
+}
+
+/* "containers": {"engine": "ok"|"unavailable", "available": bool, "gate":
+ * {...}, "images_missing": [{"runtime", "image"}]}: image runtimes whose
+ * jobs will fail ("available" false: all of them). */
 static int add_containers(cJSON *o, const px_status_info_t *s) {
   cJSON *c = add_object(o, "containers"), *arr;
   size_t i;
@@ -337,6 +353,9 @@ static int add_containers(cJSON *o, const px_status_info_t *s) {
   if (!c)
     return 1;
   bad = add_str(c, "engine", s->container_engine_up ? "ok" : "unavailable");
+  bad |= add_bool(c, "available",
+                  s->container_engine_up && !s->container_gate_error);
+  bad |= add_gate(c, s);
   arr = cJSON_AddArrayToObject(c, "images_missing");
   bad |= !arr;
   for (i = 0; arr && i < s->nmissing; i++) {

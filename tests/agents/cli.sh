@@ -47,7 +47,10 @@ ctl run --json "$d/hello.py" 2>/dev/null | python3 -c 'import json,sys; r=json.l
 st=$(ctl status)
 grep -q '^queue .*critical 0' <<<"$st" && grep -q '^state .*accepting work' <<<"$st" && ok "status table" \
     || { bad "status table"; echo "$st"; }
-ctl status --json | python3 -c 'import json,sys; assert json.load(sys.stdin)["type"]=="status"' && ok "status --json" || bad "status --json"
+grep -Eq '^attestation  (enforced|degraded|failed): [0-9]+ checks in [0-9]+ ms$' <<<"$st" &&
+    ! grep -q '[{}]' <<<"$st" && ok "status: the attestation in words, no raw JSON" \
+    || { bad "status attestation row"; echo "$st"; }
+ctl status --json | python3 -c 'import json,sys; s=json.load(sys.stdin); assert s["type"]=="status" and len(s["attestation"]["checks"]) > 0' && ok "status --json" || bad "status --json"
 
 ctl metrics > "$d/prom" || bad "metrics exit"
 python3 - "$d/prom" <<'PY' && ok "metrics: valid Prometheus text" || bad "metrics"

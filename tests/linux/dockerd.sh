@@ -30,13 +30,31 @@
 # engine is started with nofile 4096 (a descriptor bomb meets EMFILE, as it
 # meets the native backend's RLIMIT_NOFILE; docs/container-backend.md).
 #
+# One engine per build directory: ctest's fixtures pass PX_TEST_DOCKER_KEY
+# (a key of the build directory, tests/CMakeLists.txt) and
+# PX_TEST_DOCKER_PORT, so the socket (/run/px-test-docker-KEY), data root
+# (/var/lib/px-test-docker-KEY), exec root and TCP port are this build's
+# and two checkouts testing at once never stop each other's engine. Without
+# a key (by hand, the benchmarks): /run/px-test-docker, port 23751.
+# Each data root imports the test images once; the root trees they are
+# made of are cached as archives in /var/cache/px-test-docker (rebuilt when
+# busybox or python3 changes), so another key's first start costs an
+# import, not a rebuild of the tree.
+#
+# `stop` stops the engine with SIGTERM (SIGKILL after 20 s), then ends any
+# process still naming this key's exec root (its containerd and shims):
+# exit status 0 only when none is left.
+#
 # Exit status 0 when the engine answers; 77 (skip) when docker.io or
 # busybox-static is not installed, unless CI=true, where that is an error:
 # CI must not skip these tests silently.
 set -u
-sock_dir=/run/px-test-docker
+key=${PX_TEST_DOCKER_KEY:+-$PX_TEST_DOCKER_KEY}
+case "$key" in *[!a-zA-Z0-9-]*) echo "dockerd.sh: bad PX_TEST_DOCKER_KEY" >&2; exit 2 ;; esac
+sock_dir=/run/px-test-docker$key
 sock=$sock_dir/docker.sock
-data=/var/lib/px-test-docker
+data=/var/lib/px-test-docker$key
+cache=/var/cache/px-test-docker
 image=px-test/busybox:1
 py_image=px-test/python:3
 log=$sock_dir/dockerd.log
@@ -51,14 +69,30 @@ unavailable() {
 api() { curl -sf --unix-socket "$sock" "http://docker$1"; }
 api_tcp() { curl -sf "http://127.0.0.1:$tcp_port$1"; }
 have_image() { api "/v1.41/images/$(printf %s "$1" | sed 's|/|%2F|;s|:|%3A|')/json" >/dev/null; }
-# docker import of the tree $1 as repo $2, tag $3 (removes the tree).
-import_tree() {
-    tar -C "$1" -c . | curl -sf --unix-socket "$sock" -X POST \
-        -H 'Content-Type: application/x-tar' --data-binary @- \
-        "http://docker/v1.41/images/create?fromSrc=-&repo=$2&tag=$3" >/dev/null
-    rc=$?
-    rm -rf "$1"
-    return $rc
+# import_cached NAME REPO TAG BUILDER SOURCE...: docker import of the
+# archive $cache/NAME-V.tar as REPO:TAG; BUILDER fills a tree (its first
+# argument) to make the archive when it is missing or older than a SOURCE.
+# V is a hash of BUILDER's text: a changed recipe makes a new archive. The
+# archive is written aside and renamed: two keys starting at once are safe.
+# BUILDER's status 2: nothing to make on this host (said by BUILDER).
+import_cached() {
+    local name=$1 repo=$2 tag=$3 builder=$4 v tarf src root rc
+    shift 4
+    v=$(declare -f "$builder" | md5sum | cut -c1-8)
+    tarf=$cache/$name-$v.tar
+    for src in "$@"; do [ "$src" -nt "$tarf" ] && rm -f "$tarf"; done
+    if [ ! -s "$tarf" ]; then
+        mkdir -p "$cache"
+        root=$(mktemp -d)
+        "$builder" "$root"
+        rc=$?
+        [ $rc = 0 ] && tar -C "$root" -cf "$tarf.$$" . && mv -f "$tarf.$$" "$tarf"
+        rm -rf "$root" "$tarf.$$"
+        [ $rc = 0 ] || return $rc
+    fi
+    curl -sf --unix-socket "$sock" -X POST -T "$tarf" \
+        -H 'Content-Type: application/x-tar' \
+        "http://docker/v1.41/images/create?fromSrc=-&repo=$repo&tag=$tag" >/dev/null
 }
 
 start() {
@@ -85,20 +119,21 @@ start() {
             api /_ping >/dev/null 2>&1 && break
             sleep 0.1
         done
-        api /_ping >/dev/null 2>&1 || { tail -20 "$log" >&2; unavailable "dockerd did not start"; }
+        api /_ping >/dev/null 2>&1 || { tail -20 "$log" >&2; stop; unavailable "dockerd did not start"; }
     fi
     if ! have_image "$image"; then
-        root=$(mktemp -d)
-        mkdir -p "$root/bin" "$root/etc" "$root/tmp"
-        cp /bin/busybox "$root/bin/busybox"
-        for a in sh echo cat sleep yes head tail dd true false ls id wget \
-                 nc seq printf env tr touch rm mkdir stat wc grep; do
-            ln -s busybox "$root/bin/$a"
-        done
-        echo 'nobody:x:65534:65534:nobody:/job:/bin/sh' >"$root/etc/passwd"
-        import_tree "$root" px-test/busybox 1 || unavailable "docker import failed"
+        import_cached busybox px-test/busybox 1 busybox_tree /bin/busybox ||
+            unavailable "docker import of $image failed"
     fi
-    have_image "$py_image" || python_image
+    if ! have_image "$py_image"; then
+        py=$(host_python)
+        if [ -z "$py" ]; then
+            echo "dockerd.sh: no python3 on this host: $py_image not made" >&2
+        else
+            import_cached python px-test/python 3 python_tree "$py" ||
+                unavailable "docker import of $py_image failed"
+        fi
+    fi
     echo "unix://$sock"
 }
 
@@ -112,18 +147,27 @@ host_python() {
     return 0
 }
 
-# px-test/python:3 from the host's python3, at the host's own paths (so the
-# interpreter finds its prefix as on the host). Not made when the host has
-# none: the tests that need it SKIP, saying so.
-python_image() {
+# px-test/busybox:1 into the tree $1: the host's static busybox.
+busybox_tree() {
+    local root=$1 a
+    mkdir -p "$root/bin" "$root/etc" "$root/tmp"
+    cp /bin/busybox "$root/bin/busybox"
+    for a in sh echo cat sleep yes head tail dd true false ls id wget \
+             nc seq printf env tr touch rm mkdir stat wc grep; do
+        ln -s busybox "$root/bin/$a"
+    done
+    echo 'nobody:x:65534:65534:nobody:/job:/bin/sh' >"$root/etc/passwd"
+}
+
+# px-test/python:3 into the tree $1 from the host's python3, at the host's
+# own paths (so the interpreter finds its prefix as on the host). Not made
+# when the host has none: the tests that need it SKIP, saying so.
+python_tree() {
+    local root=$1 py stdlib dynload a lib
     py=$(host_python)
-    if [ -z "$py" ]; then
-        echo "dockerd.sh: no python3 on this host: $py_image not made" >&2
-        return 0
-    fi
+    [ -n "$py" ] || return 2
     set -- $("$py" -c 'import sysconfig as s; print(s.get_paths()["stdlib"], s.get_config_var("DESTSHARED"))')
     stdlib=$1 dynload=${2:-}
-    root=$(mktemp -d)
     mkdir -p "$root/bin" "$root/etc" "$root/tmp" "$root/usr/bin" "$root$(dirname "$py")"
     cp /bin/busybox "$root/bin/busybox"
     for a in sh echo cat sleep ls id env; do ln -s busybox "$root/bin/$a"; done
@@ -150,18 +194,39 @@ python_image() {
     done
     printf 'root:x:0:0:root:/nonexistent:/bin/sh\nnobody:x:65534:65534:nobody:/job:/bin/sh\n' \
         >"$root/etc/passwd"
-    import_tree "$root" px-test/python 3 || unavailable "docker import of $py_image failed"
+}
+
+# Processes whose command line names this key's exec root or socket
+# directory: the engine, its containerd, the containers' shims.
+ours() {
+    local p c
+    for p in /proc/[0-9]*; do
+        c=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
+        [[ $c == *"$sock_dir/"* ]] && echo "${p#/proc/}"
+    done
 }
 
 stop() {
-    [ -f "$sock_dir/dockerd.pid" ] || return 0
-    pid=$(cat "$sock_dir/dockerd.pid")
-    kill "$pid" 2>/dev/null || return 0
-    for _ in $(seq 1 100); do
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    kill -9 "$pid" 2>/dev/null
+    local pid left
+    pid=$(cat "$sock_dir/dockerd.pid" 2>/dev/null)
+    if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then
+        for _ in $(seq 1 200); do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        kill -9 "$pid" 2>/dev/null
+    fi
+    # What the engine left (killed, or its pid file lost): containerd and
+    # shims of this key. Never anything of another key or of the system's.
+    left=$(ours)
+    [ -n "$left" ] && kill $left 2>/dev/null && sleep 1
+    left=$(ours)
+    [ -n "$left" ] && kill -9 $left 2>/dev/null && sleep 0.5
+    left=$(ours)
+    if [ -n "$left" ]; then
+        echo "dockerd.sh: still running after stop: $left" >&2
+        return 1
+    fi
     return 0
 }
 

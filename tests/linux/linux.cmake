@@ -75,12 +75,17 @@ set_tests_properties(tools.install_linux PROPERTIES LABELS "tools;linux;integ" T
 
 # ---- the container backend (watchdog/container/) ----
 # Tests through the real daemon against a private Docker Engine that a
-# fixture starts (tests/linux/dockerd.sh: its own socket and data root, no
-# network, a test image imported from the host's static busybox).
+# fixture starts (tests/linux/dockerd.sh: its own socket and data root,
+# keyed by this build directory (tests/CMakeLists.txt), no network, a test
+# image imported from the host's static busybox).
 target_sources(px_tests_linux PRIVATE
-  ${PROJECT_SOURCE_DIR}/tests/linux/test_container.c)
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_container.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_container_host.c)
 set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/linux/test_container.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_container_host.c
   APPEND PROPERTY COMPILE_DEFINITIONS
-  "PX_CTR_GATE_PATH=\"$<TARGET_FILE:px-ctr-gate>\"")
+  "PX_CTR_GATE_PATH=\"$<TARGET_FILE:px-ctr-gate>\""
+  "PX_TEST_DOCKER_SOCK=\"${PX_TEST_DOCKER_SOCK}\""
+  "PX_TEST_DOCKER_PORT=\"${PX_TEST_DOCKER_PORT}\"")
 add_dependencies(px_tests_linux px-ctr-gate)
 px_add_dockerd_fixture(px_dockerd 900)

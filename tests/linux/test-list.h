@@ -91,3 +91,8 @@ PX_TEST_ENTRY(container, container_status_engine_down, 60)
 PX_TEST_ENTRY(container, container_adversarial_shell, 300)
 PX_TEST_ENTRY(container, container_adversarial_python, 420)
 PX_TEST_ENTRY(container, container_cgstat_not_root, 30)
+/* tests/linux/test_container_host.c: the gate's check, binds, KB views */
+PX_TEST_ENTRY(container, container_gate_checked, 180)
+PX_TEST_ENTRY(container, container_gate_bind_missing_source, 120)
+PX_TEST_ENTRY(container, container_pool_gives_up, 120)
+PX_TEST_ENTRY(container, container_kb_view_private, 120)

@@ -30,7 +30,15 @@
 #error "PX_CTR_GATE_PATH must name the built px-ctr-gate"
 #endif
 
-#define ENDPOINT "unix:///run/px-test-docker/docker.sock"
+/* This build's private engine (tests/CMakeLists.txt keys it by the build
+ * directory); the defaults are dockerd.sh's when run by hand, unkeyed. */
+#ifndef PX_TEST_DOCKER_SOCK
+#define PX_TEST_DOCKER_SOCK "/run/px-test-docker/docker.sock"
+#endif
+#ifndef PX_TEST_DOCKER_PORT
+#define PX_TEST_DOCKER_PORT "23751"
+#endif
+#define ENDPOINT "unix://" PX_TEST_DOCKER_SOCK
 #define IMAGE "px-test/busybox:1"
 #define LABEL "org.phoenix-executor.job"
 
@@ -453,16 +461,21 @@ TEST_IMPL(container_daemon_in_own_mount_ns) {
  * Windows build's test under Wine reaches it): no binds, the gate and the
  * job's files go in through the archive API, nothing is read back from
  * the kernel (containers.allow_degraded: results say degraded), KB roots
- * are refused with a clear error. */
-#define TCP_ENDPOINT "tcp://127.0.0.1:23751"
+ * are refused with a clear error. No client may be granted net:egress:
+ * config validation refuses a tcp:// engine otherwise. */
+#define TCP_ENDPOINT "tcp://127.0.0.1:" PX_TEST_DOCKER_PORT
+/* root with every capability but net:egress (see above). */
+#define CLIENTS_NO_EGRESS                                                    \
+  "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"                \
+  "\"capabilities\":[\"runtimes\",\"fs:write_tmp\",\"kb:read\",\"kb:write\","   \
+  "\"res:high_cpu\",\"res:large_mem\"],\"max_priority\":\"critical\","          \
+  "\"max_concurrent\":0,\"admin\":true}]"
 static const char cfg_tcp[] =
     "{\"containers\":{\"endpoint\":\"" TCP_ENDPOINT "\",\"gate\":\""
     PX_CTR_GATE_PATH "\",\"allow_degraded\":true},"
     "\"runtimes\":{\"bb\":{\"image\":\"" IMAGE "\","
     "\"command\":[\"sh\",\"{file}\",\"{args}\"],\"extension\":\".sh\"}},"
-    "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"
-    "\"capabilities\":[\"*\"],\"max_priority\":\"critical\","
-    "\"max_concurrent\":0,\"admin\":true}]}";
+    CLIENTS_NO_EGRESS "}";
 
 TEST_IMPL(container_remote_archive) {
   adv_env_t e;
@@ -536,9 +549,7 @@ TEST_IMPL(container_status_engine_down) {
       PX_CTR_GATE_PATH "\"},"
       "\"runtimes\":{\"bb\":{\"image\":\"" IMAGE "\","
       "\"command\":[\"sh\",\"{file}\"],\"extension\":\".sh\"}},"
-      "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"
-      "\"capabilities\":[\"*\"],\"max_priority\":\"critical\","
-      "\"max_concurrent\":0,\"admin\":true}]}";
+      CLIENTS_NO_EGRESS "}";
   adv_env_t e;
   cJSON *st, *r;
   if (getuid() != 0)
@@ -638,9 +649,7 @@ TEST_IMPL(container_adversarial_shell) {
       "\"linux\":{\"tmpfs_bytes\":16777216},"
       "\"runtimes\":{\"bb\":{\"image\":\"" IMAGE "\","
       "\"command\":[\"sh\",\"{file}\",\"{args}\"],\"extension\":\".sh\"}},"
-      "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"
-      "\"capabilities\":[\"*\"],\"max_priority\":\"critical\","
-      "\"max_concurrent\":0,\"admin\":true}]}";
+      CLIENTS_NO_EGRESS "}";
   adv_env_t e;
   NEED_ENGINE();
   ASSERT_OK(adv_start(&e, cfg_unix));
@@ -662,11 +671,13 @@ TEST_IMPL(container_adversarial_shell) {
  * tests/adversarial/linux/test_adversarial*.c. Where a container's correct
  * answer differs from the native backend's, the comment says why. */
 #define PY_IMAGE "px-test/python:3"
-#define PY_RUNTIMES                                                            \
+#define PY_RUNTIME                                                             \
   "\"runtimes\":{\"py\":{\"image\":\"" PY_IMAGE "\","                          \
   "\"command\":[\"python3\",\"{file}\",\"{args}\"],\"extension\":\".py\","     \
   "\"env\":{\"LANG\":\"C.UTF-8\",\"PYTHONDONTWRITEBYTECODE\":\"1\","           \
-  "\"PYTHONUNBUFFERED\":\"1\"}}},"                                             \
+  "\"PYTHONUNBUFFERED\":\"1\"}}},"
+#define PY_RUNTIMES                                                            \
+  PY_RUNTIME                                                                   \
   "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"                \
   "\"capabilities\":[\"*\"],\"max_priority\":\"critical\","                    \
   "\"max_concurrent\":0,\"admin\":true}]"
@@ -979,7 +990,7 @@ TEST_IMPL(container_adversarial_python) {
   static const char cfg_remote[] =
       "{\"containers\":{\"endpoint\":\"" TCP_ENDPOINT
       "\",\"gate\":\"" PX_CTR_GATE_PATH "\",\"allow_degraded\":true},"
-      "\"linux\":{\"tmpfs_bytes\":16777216}," PY_RUNTIMES "}";
+      "\"linux\":{\"tmpfs_bytes\":16777216}," PY_RUNTIME CLIENTS_NO_EGRESS "}";
   adv_env_t e;
   NEED_ENGINE();
   if (!py_image_present())

@@ -69,6 +69,17 @@ static int cli_attest(const px_daemon_t *d, char *out, size_t outsz) {
   return status;
 }
 
+/* `phoenixctl status [--json]` against the daemon: its output. */
+static int ctl_status(const px_daemon_t *d, int json, char *out, size_t outsz) {
+  char bin[1024];
+  const char *argv[] = {bin, "--socket", d->sock, "status",
+                        json ? "--json" : NULL, NULL};
+  int status = -1;
+  snprintf(bin, sizeof bin, "%s../tools/phoenixctl", px_test_self_dir());
+  ASSERT_OK(px_test_spawn(argv, 60, &status, out, outsz));
+  return status;
+}
+
 static cJSON *status_attestation(px_client_t *cl, cJSON **root) {
   char *msg = px_exchange(cl, 30000, "{\"type\":\"status\"}");
   *root = cJSON_Parse(msg);
@@ -168,6 +179,27 @@ TEST_IMPL(daemon_attest_broken_layer_refuses_runs) {
   ASSERT_STR_EQ(check_result(att, "seccomp"), "pass"); /* only one layer broke */
   cJSON_Delete(root);
   ASSERT(px_log_contains(&d, "attestation check landlock failed"));
+  /* `phoenixctl status` in words: the state, the check count and the
+   * duration on its row, the failed check beneath it, no raw JSON (the
+   * passed checks are not listed); --json keeps the whole report. */
+  {
+    static char out[65536];
+    const char *row;
+    ASSERT_EQ(ctl_status(&d, 0, out, sizeof out), 0);
+    printf("%s", out);
+    ASSERT_NOT_NULL(row = strstr(out, "\nattestation  failed: 22 checks in "));
+    ASSERT_NOT_NULL(strstr(row, " ms\n"));
+    ASSERT_NOT_NULL(strstr(row, "\n               fail        landlock: "));
+    ASSERT(strchr(out, '{') == NULL);
+    ASSERT(strstr(out, "Seccomp: 2") == NULL); /* a passed check's observation */
+    ASSERT_EQ(ctl_status(&d, 1, out, sizeof out), 0);
+    root = cJSON_Parse(out);
+    ASSERT_NOT_NULL(root);
+    ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(
+                  cJSON_GetObjectItem(root, "attestation"), "checks")),
+              22);
+    cJSON_Delete(root);
+  }
   /* Fail closed: the run is refused, naming the failed check. */
   msg = px_run_job(cl, run);
   printf("%s\n", msg);

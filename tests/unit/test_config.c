@@ -291,7 +291,10 @@ TEST_IMPL(config_container_rules) {
       "{\"containers\":{\"endpoint\":\"tcp://127.0.0.1:2375\",\"pool\":0,"
       "\"pull\":\"missing\",\"user\":\"1000:1000\"},"
       "\"runtimes\":{\"py\":{\"image\":\"python:3.12-slim\","
-      "\"command\":[\"python\",\"{file}\"],\"extension\":\".py\"}}}";
+      "\"command\":[\"python\",\"{file}\"],\"extension\":\".py\"}},"
+      "\"clients\":[{\"name\":\"root\",\"match\":{\"unix_uid\":0},"
+      "\"capabilities\":[\"runtimes\",\"fs:write_tmp\",\"kb:read\"],"
+      "\"admin\":true}]}";
   /* Plain TCP only to a loopback address: it is for tests. */
   EXPECT_ERR("{\"containers\":{\"endpoint\":\"tcp://10.0.0.5:2375\"}}",
              "containers.endpoint", "LOOPBACK");
@@ -316,6 +319,22 @@ TEST_IMPL(config_container_rules) {
   EXPECT_ERR("{\"runtimes\":{\"x\":{\"image\":\"bad image\","
              "\"command\":[\"python\",\"{file}\"]}}}",
              "runtimes.x.image", "image reference");
+  /* An unauthenticated engine on loopback TCP while net:egress jobs share
+   * the host's loopback: refused, with the default clients (root holds
+   * every capability) and with any client granted net:egress. The same
+   * endpoint without such a client is accepted below (positive control),
+   * as is net:egress with a unix:// endpoint. */
+  EXPECT_ERR("{\"containers\":{\"endpoint\":\"tcp://127.0.0.1:2375\"}}",
+             "containers.endpoint", "net:egress");
+  EXPECT_ERR("{\"containers\":{\"endpoint\":\"tcp://[::1]:2375\"},"
+             "\"clients\":[{\"name\":\"agent\",\"match\":{\"any\":\"local\"},"
+             "\"capabilities\":[\"net:egress\"]}]}",
+             "containers.endpoint", "client \"agent\"");
+  ASSERT_OK(px_config_from_json(
+      "{\"containers\":{\"endpoint\":\"unix:///run/docker.sock\"}}",
+      strlen("{\"containers\":{\"endpoint\":\"unix:///run/docker.sock\"}}"),
+      &cfg, err, sizeof err));
+  px_config_free(cfg);
   ASSERT_OK(px_config_from_json(ok, sizeof ok - 1, &cfg, err, sizeof err));
   ASSERT_STR_EQ(px_config_runtime(cfg, "py")->image, "python:3.12-slim");
   ASSERT_STR_EQ(cfg->containers.endpoint, "tcp://127.0.0.1:2375");

@@ -99,8 +99,7 @@ px_add_test_group(px_tests_win svc LABELS win integ TIMEOUT 1500)
 # services.exe started on demand holds ctest's pipes, and stopped after.
 # Keyed by the build directory, so two checkouts (or worktrees) testing at
 # once never share a prefix and its installed service.
-string(MD5 px_build_key "${PROJECT_BINARY_DIR}")
-string(SUBSTRING "${px_build_key}" 0 8 px_build_key)
+# (px_build_key: tests/CMakeLists.txt)
 set(PX_SVC_PREFIX
   "PX_WINEPREFIX=$ENV{HOME}/.cache/phoenix-executor/wine-svc-tests-${px_build_key}")
 add_test(NAME win.svc_prefix_start

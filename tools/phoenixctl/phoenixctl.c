@@ -219,6 +219,50 @@ static double num(const cJSON *o, const char *name) {
   return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
 
+static const char *strf(const cJSON *o, const char *name, const char *dflt) {
+  const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, name));
+  return v ? v : dflt;
+}
+
+/* The attestation as a row (state, checks, duration) with the checks that
+ * did not pass beneath it, one a line: "fail NAME: observed". (`--json`
+ * has the whole report.) */
+static void print_attestation(const cJSON *att) {
+  const cJSON *checks = cJSON_GetObjectItemCaseSensitive(att, "checks"), *c;
+  if (!att)
+    return;
+  if (!cJSON_IsObject(att)) {
+    printf("%-12s none\n", "attestation");
+    return;
+  }
+  printf("%-12s %s: %d checks in %.0f ms\n", "attestation", strf(att, "state", "?"),
+         cJSON_GetArraySize(checks), num(att, "duration_ms"));
+  cJSON_ArrayForEach(c, checks) {
+    const char *res = strf(c, "result", "?");
+    if (strcmp(res, "pass") != 0)
+      printf("%-12s   %-11s %s: %s\n", "", res, strf(c, "name", "?"),
+             strf(c, "observed", ""));
+  }
+}
+
+/* Image runtimes: the engine, the gate's check, the missing images. */
+static void print_containers(const cJSON *c) {
+  const cJSON *gate = cJSON_GetObjectItemCaseSensitive(c, "gate");
+  const cJSON *miss = cJSON_GetObjectItemCaseSensitive(c, "images_missing"), *it;
+  if (!c)
+    return;
+  printf("%-12s %s: engine %s, gate %s (%s)\n", "containers",
+         cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(c, "available")) ? "UNAVAILABLE"
+                                                                         : "available",
+         strf(c, "engine", "?"), strf(gate, "state", "?"), strf(gate, "path", "?"));
+  if (cJSON_GetObjectItemCaseSensitive(gate, "reason"))
+    printf("%-12s   gate: %s\n", "", strf(gate, "reason", ""));
+  cJSON_ArrayForEach(it, miss) {
+    printf("%-12s   image missing: %s (runtime %s)\n", "", strf(it, "image", "?"),
+           strf(it, "runtime", "?"));
+  }
+}
+
 static void print_status_table(const cJSON *st) {
   const cJSON *q = cJSON_GetObjectItemCaseSensitive(st, "queue");
   const cJSON *cn = cJSON_GetObjectItemCaseSensitive(st, "counters");
@@ -250,11 +294,8 @@ static void print_status_table(const cJSON *st) {
       printf(" %s", it->valuestring);
   }
   printf("\n");
-  if (att) {
-    char *t = cJSON_PrintUnformatted(att);
-    printf("%-12s %s\n", "attestation", t ? t : "?");
-    free(t);
-  }
+  print_containers(cJSON_GetObjectItemCaseSensitive(st, "containers"));
+  print_attestation(att);
 }
 
 static int cmd_status(ctl_args_t *a) {
@@ -346,10 +387,15 @@ static void print_prometheus(const cJSON *m, const cJSON *st) {
   print_gauge("workers", num(m, "workers"), "Jobs that may run at once.");
   print_gauge("paused", cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "paused")),
               "1 after scram until resume.");
-  prom_head("kb_rollbacks_total", "counter", "Knowledge-base rollbacks after jobs.");
-  printf("phoenix_executor_kb_rollbacks_total %.0f\n", num(kb, "rollbacks"));
-  prom_head("kb_rollback_failures_total", "counter", "Rollbacks that reported an error.");
-  printf("phoenix_executor_kb_rollback_failures_total %.0f\n", num(kb, "rollback_failures"));
+  /* "knowledge_base", never "kb": Prometheus (and promtool) read kb as
+   * kilobytes. */
+  prom_head("knowledge_base_rollbacks_total", "counter",
+            "Knowledge-base rollbacks after jobs.");
+  printf("phoenix_executor_knowledge_base_rollbacks_total %.0f\n", num(kb, "rollbacks"));
+  prom_head("knowledge_base_rollback_failures_total", "counter",
+            "Knowledge-base rollbacks that reported an error.");
+  printf("phoenix_executor_knowledge_base_rollback_failures_total %.0f\n",
+         num(kb, "rollback_failures"));
   prom_histogram(cJSON_GetObjectItemCaseSensitive(m, "queue_wait"), "queue_wait_seconds",
                  "Time from accepted to started.");
   prom_histogram(cJSON_GetObjectItemCaseSensitive(m, "run_wall"), "run_seconds",

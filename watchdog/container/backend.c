@@ -37,6 +37,7 @@ static void be_free(px__ctr_t *be) {
   free(be->gate);
   free(be->user);
   free(be->work_root);
+  free(be->gate_error);
   px_buf_free(&be->gate_tar);
   free(be);
 }
@@ -131,13 +132,13 @@ static int ctr_open(const px_backend_opts_t *opts, void **state) {
       return rc;
     }
   }
-  if (be->remote && (rc = px__ctr_deliver_open(be))) {
-    be_free(be);
-    return rc;
-  }
-  if ((rc = px__dk_ping(be->endpoint)) || (rc = recover(be)) ||
-      (rc = check_images(be)) || (rc = px__ctr_reaper_start(be)) ||
-      (rc = px__ctr_pool_start(be))) {
+  /* An unusable gate (gatecheck.c) leaves the backend open but refusing
+   * image jobs, with no warm pool: status says why. */
+  if ((rc = px__dk_ping(be->endpoint)) || (rc = px__ctr_gate_check(be)) ||
+      (be->remote && !be->gate_error && (rc = px__ctr_deliver_open(be))) ||
+      (rc = recover(be)) || (rc = check_images(be)) ||
+      (rc = px__ctr_reaper_start(be)) ||
+      (!be->gate_error && (rc = px__ctr_pool_start(be)))) {
     PX_LOG(PX_LOG_ERROR, "container backend: the Docker Engine at %s does "
                          "not answer: %s", be->endpoint, px_strerror(rc));
     be_free(be);
@@ -151,6 +152,10 @@ static void ctr_close(void *state) { be_free(state); }
 
 int px_container_image_missing(void *state, const char *image) {
   return state ? px__ctr_image_missing(state, image) : 0;
+}
+
+const char *px_container_gate_error(void *state) {
+  return state ? ((px__ctr_t *)state)->gate_error : NULL;
 }
 
 static uint64_t ctr_enforcement(void *state) {
@@ -191,7 +196,11 @@ static void ctr_release(px_sandbox_t *sb) {
 }
 
 /* Each visible KB root through an idmapped view of its own on the host:
- * <work root>/<key>.kb<i>, bound into the container at /kb/<name>. */
+ * <work root>/.ctr-kb/<key>.kb<i>, bound into the container at
+ * /kb/<name>. The view shows the KB's files as the job's uid owns them, so
+ * a host process of that uid (nobody) must never reach it: .ctr-kb is
+ * root's and 0700 (jobdir.c makes and checks it); the engine, root, binds
+ * from it. */
 static int kb_views(px_sandbox_t *sb) {
   const px_job_spec_t *sp = sb->spec;
   size_t i;
@@ -202,7 +211,8 @@ static int kb_views(px_sandbox_t *sb) {
     return PX_ENOMEM;
   for (i = 0; i < sp->nkb; i++) {
     px_buf_t b = {0};
-    if (px_buf_printf(&b, "%s/%s.kb%zu", sb->be->work_root, sp->key, i))
+    if (px_buf_printf(&b, "%s/" PX_CTR_KB_VIEWS "/%s.kb%zu",
+                      sb->be->work_root, sp->key, i))
       return PX_ENOMEM;
     sb->kbdirs[i] = px_buf_take(&b, NULL);
     if ((rc = px__dk_kb_view(sb->be->idmap_fd, sp->kb[i].host_path,
@@ -224,6 +234,10 @@ static int ctr_prepare(void *state, const px_job_spec_t *spec,
   uint64_t cap = be->opts.tmpfs_bytes ? be->opts.tmpfs_bytes : 64u << 20;
   int rc;
   *out = NULL;
+  if (be->gate_error) { /* logged once at open; status says why */
+    free(sb);
+    return PX_ENOENGINE;
+  }
   if (!sb)
     return PX_ENOMEM;
   px_mutex_init(&sb->lock);

@@ -36,6 +36,8 @@ typedef struct {
                       system (tcp://, npipe://): files go by the archive
                       API (deliver.c), no binds, no KB */
   px_buf_t gate_tar; /* owned: remote: the gate as an archive for /.px */
+  char *gate_error; /* owned: why the gate is unusable (gatecheck.c): the
+                       image runtimes are then unavailable; NULL: fine */
   int idmap_fd;    /* owned: user namespace for idmapped KB binds, or -1 */
   char **missing;  /* owned: configured images the engine does not have */
   size_t nmissing, cap_missing;
@@ -89,6 +91,11 @@ struct px_sandbox_s {
   int killer_started;
   px_outcome_t outcome;       /* violation set once (first wins) */
 };
+
+/* Check be->gate at open (gatecheck.c): 0 with be->gate_error NULL when
+ * it is usable, 0 with be->gate_error set (and logged) when not; another
+ * error when the engine could not be asked its architecture. */
+int px__ctr_gate_check(px__ctr_t *be);
 
 /* The body of POST /containers/create for this job (malloc'd JSON). */
 int px__ctr_create_json(const px_sandbox_t *sb, char **out);

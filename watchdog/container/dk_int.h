@@ -112,6 +112,9 @@ typedef struct {
 
 /* GET /_ping: 0 when the engine answers "OK". */
 int px__dk_ping(const char *ep);
+/* GET /version: the engine's architecture as Go names it ("amd64",
+ * "arm64", ...) into arch (cap bytes). */
+int px__dk_engine_arch(const char *ep, char *arch, size_t cap);
 /* 1 present, 0 absent, < 0 error. */
 int px__dk_image_present(const char *ep, const char *image);
 /* POST /images/create (pull): only with containers.pull = "missing". */
@@ -199,6 +202,14 @@ typedef struct {
 } px__dk_procsec_t;
 int px__dk_procsec(unsigned long pid, px__dk_procsec_t *out);
 
+/* The gate file at `path` as the OS sees it (gatecheck.c checks the rest):
+ * opened, checked (Linux: a regular file owned by root, not writable by
+ * group or others; Windows: a regular file), and its first cap bytes read
+ * into hdr (*n of them). PX_ESANDBOX with a short reason in why (whycap
+ * bytes) when it fails a check. */
+int px__dk_gate_header(const char *path, unsigned char *hdr, size_t cap,
+                       size_t *n, char *why, size_t whycap);
+
 /* The job directory and KB views (linux/jobdir.c), made in the mount
  * namespace the engine binds from. px__dk_engine_ns names it (the
  * engine's pid, from px__dk_engine_pid), once, before any job. */
@@ -216,8 +227,12 @@ int px__dk_jobdir_write(const char *dir, const px_job_file_t *files,
                         size_t n);
 /* Unmount (detached) and remove a job dir or KB view; idempotent. */
 void px__dk_jobdir_remove(const char *dir);
+/* The directory of the KB views in the work root: root's, 0700. */
+#define PX_CTR_KB_VIEWS ".ctr-kb"
 /* Make dst (a new directory) a view of KB root src: idmapped through
- * userns_fd (< 0: a plain bind), read-only unless rw. */
+ * userns_fd (< 0: a plain bind), read-only unless rw. dst's parent is
+ * made root's and 0700 first (refused if it is another owner's, or not a
+ * directory): no host user may reach the view. */
 int px__dk_kb_view(int userns_fd, const char *src, const char *dst, int rw);
 
 /* A user namespace whose only mapping is "the daemon's uid/gid on disk =

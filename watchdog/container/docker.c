@@ -72,6 +72,24 @@ int px__dk_ping(const char *ep) {
   return call(ep, "GET", "/_ping", NULL, NULL, NULL, T_CALL, ok, NULL);
 }
 
+int px__dk_engine_arch(const char *ep, char *arch, size_t cap) {
+  static const int ok[] = {200, 0};
+  px__dk_resp_t r;
+  cJSON *doc;
+  const cJSON *a;
+  int rc = call(ep, "GET", "/version", NULL, NULL, NULL, T_CALL, ok, &r);
+  if (rc)
+    return rc;
+  doc = cJSON_Parse(px_buf_cstr(&r.body));
+  a = cJSON_GetObjectItemCaseSensitive(doc, "Arch");
+  rc = cJSON_IsString(a) && px_strlcpy(arch, a->valuestring, cap) == 0
+           ? 0
+           : PX_EPROTO;
+  cJSON_Delete(doc);
+  px__dk_resp_free(&r);
+  return rc;
+}
+
 int px__dk_image_present(const char *ep, const char *image) {
   static const int ok[] = {200, 0};
   int rc = call(ep, "GET", "/images/", image, "/json", NULL, T_CALL, ok, NULL);

@@ -32,6 +32,10 @@
 #include <string.h>
 
 #define REFILL_IDLE_MS 1000
+/* Slots that failed in a row before the refill thread gives up (jobs then
+ * take the cold path, each failing or not on its own): a pool that cannot
+ * make a slot must not retry without end. */
+#define REFILL_MAX_FAILS 5
 
 struct px__ctr_slot_s {
   char id[PX_DK_ID_MAX + 1];
@@ -153,6 +157,7 @@ static int refill_one(px__ctr_t *be) {
 
 static void refill_thread(void *arg) {
   px__ctr_t *be = arg;
+  unsigned fails = 0;
   for (;;) {
     int r;
     px_mutex_lock(&be->plock);
@@ -162,8 +167,15 @@ static void refill_thread(void *arg) {
     }
     px_mutex_unlock(&be->plock);
     r = refill_one(be);
+    fails = r < 0 ? fails + 1 : 0;
     if (r > 0)
       continue;
+    if (fails >= REFILL_MAX_FAILS) {
+      PX_LOG(PX_LOG_ERROR, "container pool: %u slots failed in a row (last: "
+                           "%s); no more are made, jobs take the cold path",
+             fails, px_strerror(r));
+      return;
+    }
     if (r < 0)
       PX_LOG(PX_LOG_WARN, "container pool: a slot could not be made (%s); "
                           "retrying", px_strerror(r));

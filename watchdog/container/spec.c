@@ -3,6 +3,7 @@
  *
  * Every container (docs/container-backend.md has the table):
  *   Entrypoint /.px-gate (bound read-only from the host), no Cmd;
+ *   every host path a Mounts entry of type bind (never Binds: add_bind);
  *   the job directory bound at /job (read-only without fs:write_tmp), the
  *   visible KB roots at /kb/<name> (read-write only with kb:write);
  *   ReadonlyRootfs, NetworkMode none (unless net:egress), CapDrop ALL,
@@ -22,15 +23,26 @@
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-static int add_bind(cJSON *binds, const char *host, const char *inside,
+/* A host path bound into the container: a Mounts entry of type "bind",
+ * which the engine refuses when the source does not exist. (The older
+ * "Binds" strings create a missing source as an empty directory on the
+ * host: a missing gate became a root-owned directory at containers.gate
+ * and every job then failed with "permission denied".) */
+static int add_bind(cJSON *mounts, const char *host, const char *inside,
                     int rw) {
-  px_buf_t b = {0};
-  cJSON *s;
-  if (px_buf_printf(&b, "%s:%s:%s", host, inside, rw ? "rw" : "ro"))
+  cJSON *m = cJSON_CreateObject();
+  if (!m)
     return PX_ENOMEM;
-  s = cJSON_CreateString(b.data);
-  px_buf_free(&b);
-  return s && cJSON_AddItemToArray(binds, s) ? 0 : PX_ENOMEM;
+  if (!cJSON_AddItemToArray(mounts, m)) {
+    cJSON_Delete(m);
+    return PX_ENOMEM;
+  }
+  if (!cJSON_AddStringToObject(m, "Type", "bind") ||
+      !cJSON_AddStringToObject(m, "Source", host) ||
+      !cJSON_AddStringToObject(m, "Target", inside) ||
+      !cJSON_AddBoolToObject(m, "ReadOnly", !rw))
+    return PX_ENOMEM;
+  return 0;
 }
 
 /* A remote engine (deliver.c): no host path binds; /.px (the gate) and
@@ -63,16 +75,13 @@ static int add_volume(cJSON *mounts, const char *target, const char *tmpfs_o) {
   return 0;
 }
 
-static int remote_mounts(const px_sandbox_t *sb, cJSON *hc) {
+static int remote_mounts(const px_sandbox_t *sb, cJSON *mounts) {
   const px__ctr_t *be = sb->be;
-  cJSON *mounts = cJSON_AddArrayToObject(hc, "Mounts");
   unsigned long uid = 0, gid = 0;
   uint64_t cap = be->opts.tmpfs_bytes ? be->opts.tmpfs_bytes : 64u << 20;
   int writable = (sb->spec->caps & PX_CAP_FS_WRITE_TMP) != 0;
   char o[160];
   int rc;
-  if (!mounts)
-    return PX_ENOMEM;
   if (writable)
     px__ctr_user_ids(be, &uid, &gid);
   /* Without fs:write_tmp the tmpfs is root's: the job cannot write. */
@@ -117,28 +126,28 @@ static int host_config(const px_sandbox_t *sb, cJSON *hc) {
   const px_job_spec_t *sp = sb->spec;
   int egress = (sp->caps & PX_CAP_NET_EGRESS) != 0;
   double cpus = sp->caps & PX_CAP_RES_HIGH_CPU ? 2e9 : 1e9;
-  cJSON *binds = cJSON_AddArrayToObject(hc, "Binds");
+  cJSON *mounts = cJSON_AddArrayToObject(hc, "Mounts");
   cJSON *caps = cJSON_AddArrayToObject(hc, "CapDrop");
   cJSON *sec = cJSON_AddArrayToObject(hc, "SecurityOpt");
   cJSON *log = cJSON_AddObjectToObject(hc, "LogConfig");
   size_t i;
   int rc;
-  if (!binds || !caps || !sec || !log)
+  if (!mounts || !caps || !sec || !log)
     return PX_ENOMEM;
   if (sb->be->remote) {
     if (sp->nkb) /* refused at prepare already: never run without them */
       return PX_ENOTSUP;
-    if ((rc = remote_mounts(sb, hc)))
+    if ((rc = remote_mounts(sb, mounts)))
       return rc;
-  } else if ((rc = add_bind(binds, sb->dir, PX_CTR_JOB_DIR,
-                     (sp->caps & PX_CAP_FS_WRITE_TMP) != 0)) ||
-      (rc = add_bind(binds, sb->be->gate, PX_CTR_GATE, 0)))
+  } else if ((rc = add_bind(mounts, sb->dir, PX_CTR_JOB_DIR,
+                            (sp->caps & PX_CAP_FS_WRITE_TMP) != 0)) ||
+             (rc = add_bind(mounts, sb->be->gate, PX_CTR_GATE, 0)))
     return rc;
   for (i = 0; i < sp->nkb; i++) {
     char inside[160];
     if (px_snprintf(inside, sizeof inside, "/kb/%s", sp->kb[i].name))
       return PX_EINVAL;
-    if ((rc = add_bind(binds, sb->kbdirs[i], inside, sp->kb[i].writable)))
+    if ((rc = add_bind(mounts, sb->kbdirs[i], inside, sp->kb[i].writable)))
       return rc;
   }
   if (!cJSON_AddItemToArray(caps, cJSON_CreateString("ALL")) ||

@@ -227,6 +227,39 @@ int px__dk_procsec(unsigned long pid, px__dk_procsec_t *out) {
   return 0;
 }
 
+/* ---- the gate file ---------------------------------------------------- */
+
+int px__dk_gate_header(const char *path, unsigned char *hdr, size_t cap,
+                       size_t *n, char *why, size_t whycap) {
+  struct stat st;
+  ssize_t r = -1;
+  /* O_NONBLOCK: a FIFO planted at the path must not hang the open. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  *n = 0;
+  if (fd < 0) {
+    snprintf(why, whycap, "cannot open it: %s", strerror(errno));
+    return PX_ESANDBOX;
+  }
+  if (fstat(fd, &st) != 0)
+    snprintf(why, whycap, "cannot stat it: %s", strerror(errno));
+  else if (!S_ISREG(st.st_mode))
+    snprintf(why, whycap, "not a regular file (%s)",
+             S_ISDIR(st.st_mode) ? "a directory" : "a special file");
+  else if (st.st_uid != 0)
+    snprintf(why, whycap, "owned by uid %lu, not root",
+             (unsigned long)st.st_uid);
+  else if (st.st_mode & (S_IWGRP | S_IWOTH))
+    snprintf(why, whycap, "writable by its group or others (mode %04o)",
+             (unsigned)(st.st_mode & 07777));
+  else if ((r = read(fd, hdr, cap)) < 0)
+    snprintf(why, whycap, "cannot read it: %s", strerror(errno));
+  close(fd);
+  if (r < 0)
+    return PX_ESANDBOX;
+  *n = (size_t)r;
+  return 0;
+}
+
 /* ---- the idmap user namespace ------------------------------------------ */
 
 /* The native backend's (watchdog/linux/idmap.c): this daemon's uid/gid on

@@ -278,10 +278,37 @@ static int plain_bind(const bind_t *b, host_err_t *e) {
   return 0;
 }
 
+/* dst's parent (the work root's PX_CTR_KB_VIEWS): made 0700, or found as
+ * a directory of ours (never through a symlink) and set to 0700. */
+static int private_parent(const char *dst, host_err_t *e) {
+  char dir[4096];
+  char *slash;
+  struct stat st;
+  if (snprintf(dir, sizeof dir, "%s", dst) >= (int)sizeof dir ||
+      !(slash = strrchr(dir, '/'))) {
+    errno = ENAMETOOLONG;
+    return fail(e, "KB view path");
+  }
+  *slash = 0;
+  if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+    return fail(e, "mkdir(container KB views dir)");
+  if (lstat(dir, &st) != 0)
+    return fail(e, "lstat(container KB views dir)");
+  if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+    errno = EPERM;
+    return fail(e, "container KB views dir: not a directory of ours");
+  }
+  if ((st.st_mode & 07777) != 0700 && chmod(dir, 0700) != 0)
+    return fail(e, "chmod(container KB views dir)");
+  return 0;
+}
+
 static int bind_fn(void *arg, host_err_t *e) {
   bind_t *b = arg;
   struct px_dk_mount_attr attr;
   int t, rc = 0;
+  if (private_parent(b->dst, e))
+    return -1;
   if (mkdir(b->dst, 0700) != 0)
     return fail(e, "mkdir(container KB view)");
   if (b->userns_fd < 0)

@@ -11,6 +11,7 @@
 
 #include "px/px_error.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int px__dk_cgstat(unsigned long pid, px__dk_cgstat_t *out) {
@@ -64,3 +65,23 @@ void px__dk_idmap_open(unsigned long job_uid, unsigned long job_gid, int *fd) {
 }
 
 void px__dk_idmap_close(int fd) { (void)fd; }
+
+/* Windows: the file must open and read as a file (a directory does not);
+ * who may change it is its ACL's business (the installer's directory). */
+int px__dk_gate_header(const char *path, unsigned char *hdr, size_t cap,
+                       size_t *n, char *why, size_t whycap) {
+  FILE *f = fopen(path, "rb");
+  *n = 0;
+  if (!f) {
+    snprintf(why, whycap, "cannot open it as a file");
+    return PX_ESANDBOX;
+  }
+  *n = fread(hdr, 1, cap, f);
+  if (ferror(f)) {
+    fclose(f);
+    snprintf(why, whycap, "cannot read it");
+    return PX_ESANDBOX;
+  }
+  fclose(f);
+  return 0;
+}
