@@ -5,10 +5,14 @@
  *   all, so there is nothing to undo). The snapshot is pinned so retention
  *   cannot drop it while the job runs. A failure is returned: the engine
  *   then does not run the job (we never run a job we could not undo).
- * finish: after every process of the job is gone. rollback=1 restores and
- *   verifies; rollback=0 keeps the job's changes and lists them as
- *   "*_kept" (the snapshot stays for a manual restore). Then unpin and
- *   apply retention.
+ * finish: after every process of the job is gone. A kb:write job's roots
+ *   are swept first (sweep.c: set-id bits cleared, owners fixed, counted);
+ *   a job that added more than kb.job_max_bytes / job_max_files, or whose
+ *   roots cannot be swept, is rolled back whatever was asked (the result
+ *   says why: limit "kb_size" / "kb_files", or error), so nothing beyond
+ *   the caps ever reaches a snapshot. rollback=1 restores and verifies;
+ *   rollback=0 keeps the job's changes and lists them as "*_kept" (the
+ *   snapshot stays for a manual restore). Then unpin and apply retention.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +25,7 @@
 typedef struct {
   char id[PX_KB_ID_MAX];
   int writer; /* the job holds kb:write (and the writer slot) */
+  uint64_t bytes, entries; /* what the snapshot counted */
 } snap_t;
 
 /* kb:write jobs run one at a time: wait for the slot (on the job's worker
@@ -56,6 +61,13 @@ static int hook_snapshot(void *ctx, const px_job_spec_t *spec, void **out) {
   if (s->writer)
     writer_enter(kb);
   rc = px__kb_snapshot_pinned(kb, s->id);
+  if (rc == 0) {
+    px_mutex_lock(&kb->mu);
+    /* The newest manifest is this snapshot (new, or the same state). */
+    s->bytes = kb->last ? kb->last->bytes : 0;
+    s->entries = kb->last ? kb->last->n : 0;
+    px_mutex_unlock(&kb->mu);
+  }
   if (rc) {
     if (s->writer)
       writer_leave(kb);
@@ -83,6 +95,51 @@ static void keep_changes(px_kb_t *kb, const snap_t *s, px_kb_result_t *out) {
   px__kb_walk_free(&w);
 }
 
+static char *growth_error(const char *what, uint64_t before, uint64_t after,
+                          uint64_t cap) {
+  char msg[200];
+  px_snprintf(msg, sizeof msg,
+              "the job grew the knowledge base by %llu %s (from %llu to "
+              "%llu), over kb.job_max_%s %llu: its changes were rolled back",
+              (unsigned long long)(after - before), what,
+              (unsigned long long)before, (unsigned long long)after,
+              what, (unsigned long long)cap);
+  return px_strdup(msg);
+}
+
+/* After a kb:write job, with mu held: sweep its roots and check the caps.
+ * 1 when its changes must be rolled back (out->limit or out->error says
+ * why), else 0. */
+static int check_writer(px_kb_t *kb, const snap_t *s, px_kb_result_t *out) {
+  px__kb_tally_t t;
+  int rc = px__kb_sweep(kb, &t);
+  if (rc) {
+    char msg[160];
+    px_snprintf(msg, sizeof msg, "the knowledge base could not be checked "
+                "after the job (%s): its changes were rolled back",
+                px_strerror(rc));
+    out->error = px_strdup(msg);
+    return 1;
+  }
+  if (t.fixed)
+    PX_LOG(PX_LOG_WARN, "kb: the job left %llu set-id bit(s) or foreign "
+                        "owner(s): cleared", (unsigned long long)t.fixed);
+  if (kb->job_max_bytes && t.bytes > s->bytes &&
+      t.bytes - s->bytes > kb->job_max_bytes) {
+    out->limit = "kb_size";
+    out->error = growth_error("bytes", s->bytes, t.bytes, kb->job_max_bytes);
+    return 1;
+  }
+  if (kb->job_max_files && t.entries > s->entries &&
+      t.entries - s->entries > kb->job_max_files) {
+    out->limit = "kb_files";
+    out->error = growth_error("files", s->entries, t.entries,
+                              kb->job_max_files);
+    return 1;
+  }
+  return 0;
+}
+
 static void hook_finish(void *ctx, void *snap, int rollback,
                         px_kb_result_t *out) {
   px_kb_t *kb = ctx;
@@ -93,6 +150,8 @@ static void hook_finish(void *ctx, void *snap, int rollback,
   px_mutex_lock(&kb->mu);
   out->present = 1;
   out->snapshot = px_strdup(s->id);
+  if (s->writer && check_writer(kb, s, out))
+    rollback = 1;
   /* A job that could not write the KB changed nothing in it: restoring
    * its snapshot could only undo a writer that ran beside it. */
   if (rollback && s->writer)
