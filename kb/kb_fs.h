@@ -140,6 +140,10 @@ int px_kbfs_test_hardlink(px_kbfs_dir_t *d, const char *name,
                           const char *target);
 int px_kbfs_test_junction(px_kbfs_dir_t *d, const char *name,
                           const char *target);
+/* chmod entry `name` of d to mode (07777, set-id bits included: what a
+ * job can do to its own files), without following a link. PX_ENOTSUP on
+ * Windows. */
+int px_kbfs_test_set_mode(px_kbfs_dir_t *d, const char *name, uint32_t mode);
 /* Open an existing regular file for writing in place (what a job does;
  * tests only: the KB code never writes through an existing name). */
 int px_kbfs_test_open_write(px_kbfs_dir_t *d, const char *name, int truncate,

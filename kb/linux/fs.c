@@ -554,6 +554,14 @@ int px_kbfs_test_junction(px_kbfs_dir_t *d, const char *name,
   return PX_ENOTSUP; /* junctions are a Windows thing */
 }
 
+int px_kbfs_test_set_mode(px_kbfs_dir_t *d, const char *name, uint32_t mode) {
+  /* fchmodat cannot refuse a link before fchmodat2: the tests never plant
+   * one where they chmod. */
+  if (fchmodat(d->fd, name, (mode_t)(mode & 07777), 0) != 0)
+    return px_err_from_errno(errno);
+  return 0;
+}
+
 int px_kbfs_test_open_write(px_kbfs_dir_t *d, const char *name, int truncate,
                             px_kbfs_file_t **out) {
   int fd = openat(d->fd, name,
