@@ -5,8 +5,10 @@
  *   all, so there is nothing to undo). The snapshot is pinned so retention
  *   cannot drop it while the job runs. A failure is returned: the engine
  *   then does not run the job (we never run a job we could not undo).
- * finish: after every process of the job is gone. A kb:write job's roots
- *   are swept first (sweep.c: set-id bits cleared, owners fixed, counted);
+ * A kb:write job's roots are swept before its snapshot and again first
+ *   thing in its finish (sweep.c: set-id bits cleared, owners fixed,
+ *   counted).
+ * finish: after every process of the job is gone. After the sweep,
  *   a job that added more than kb.job_max_bytes / job_max_files, or whose
  *   roots cannot be swept, is rolled back whatever was asked (the result
  *   says why: limit "kb_size" / "kb_files", or error), so nothing beyond
@@ -25,7 +27,7 @@
 typedef struct {
   char id[PX_KB_ID_MAX];
   int writer; /* the job holds kb:write (and the writer slot) */
-  uint64_t bytes, entries; /* what the snapshot counted */
+  uint64_t bytes, entries; /* what the sweep before it counted */
 } snap_t;
 
 /* kb:write jobs run one at a time: wait for the slot (on the job's worker
@@ -45,6 +47,21 @@ static void writer_leave(px_kb_t *kb) {
   px_mutex_unlock(&kb->writer_mu);
 }
 
+/* Before a writer's snapshot: entries the host made since the last sweep
+ * (root's, say) are given to the KB owner, so the job can change them
+ * (a foreign owner is unmapped in its view: it could not even remove
+ * them), and the roots are counted for the growth caps. */
+static int sweep_before(px_kb_t *kb, snap_t *s) {
+  px__kb_tally_t t;
+  int rc;
+  px_mutex_lock(&kb->mu);
+  rc = px__kb_sweep(kb, &t);
+  px_mutex_unlock(&kb->mu);
+  s->bytes = t.bytes;
+  s->entries = t.entries;
+  return rc;
+}
+
 static int hook_snapshot(void *ctx, const px_job_spec_t *spec, void **out) {
   px_kb_t *kb = ctx;
   snap_t *s;
@@ -60,14 +77,9 @@ static int hook_snapshot(void *ctx, const px_job_spec_t *spec, void **out) {
   s->writer = (spec->caps & PX_CAP_KB_WRITE) != 0;
   if (s->writer)
     writer_enter(kb);
-  rc = px__kb_snapshot_pinned(kb, s->id);
-  if (rc == 0) {
-    px_mutex_lock(&kb->mu);
-    /* The newest manifest is this snapshot (new, or the same state). */
-    s->bytes = kb->last ? kb->last->bytes : 0;
-    s->entries = kb->last ? kb->last->n : 0;
-    px_mutex_unlock(&kb->mu);
-  }
+  rc = s->writer ? sweep_before(kb, s) : 0;
+  if (rc == 0)
+    rc = px__kb_snapshot_pinned(kb, s->id);
   if (rc) {
     if (s->writer)
       writer_leave(kb);

@@ -229,6 +229,57 @@ TEST_IMPL(daemon_kb_no_setid_or_root_files) {
   ASSERT_OK(px_daemon_start(&d, NULL, extra));
   ASSERT_OK(px_daemon_connect(&d, 0, &cl));
 
+  /* 0. While the job runs (before any sweep): what it wrote is already
+   * the KB owner's on the host, not root's (the idmapped mount). The job
+   * plants, says "ready" and waits for the host's "go". */
+  snprintf(json, sizeof json,
+           "{\"type\":\"run\",\"id\":\"live\",\"runtime\":\"sh\","
+           "\"capabilities\":[\"kb:write\"],\"limits\":{\"wall_ms\":30000},"
+           "\"code\":\"%s; : > ready; while [ ! -e go ]; do sleep 0.1; done; "
+           "rm -rf su sg gd cre md plain.txt ready go\"}", PLANT_CODE);
+  ASSERT_OK(px_client_send(cl, json, strlen(json)));
+  {
+    char p[1024];
+    struct stat st;
+    int tries;
+    snprintf(p, sizeof p, "%s/ready", mind);
+    for (tries = 0; tries < 250 && lstat(p, &st) != 0; tries++)
+      usleep(100 * 1000);
+    ASSERT_OK(lstat(p, &st));
+    for (i = 0; i < sizeof made / sizeof made[0]; i++) {
+      char q[1024];
+      snprintf(q, sizeof q, "%s/%s", mind, made[i]);
+      ASSERT_OK(lstat(q, &st));
+      if (st.st_uid == 0 || st.st_gid == 0)
+        printf("during the job, the host sees %s %o %lu:%lu\n", made[i],
+               (unsigned)st.st_mode, (unsigned long)st.st_uid,
+               (unsigned long)st.st_gid);
+      ASSERT_EQ((unsigned long)st.st_uid, (unsigned long)KB_OWNER);
+      ASSERT_EQ((unsigned long)st.st_gid, (unsigned long)KB_OWNER);
+    }
+    write_file(mind, "go", "");
+    {
+      /* A root-owned entry is foreign inside (unmapped: the job could not
+       * even remove it, EOVERFLOW): give it to the KB owner. */
+      char q[1024];
+      snprintf(q, sizeof q, "%s/go", mind);
+      ASSERT_OK(chown(q, KB_OWNER, KB_OWNER));
+    }
+    for (;;) {
+      char *msg = NULL;
+      size_t len;
+      ASSERT_OK(px_client_recv(cl, &msg, &len, 30000));
+      if (strstr(msg, "\"type\":\"result\"")) {
+        printf("live: %.1500s\n", msg);
+        ASSERT_STR_CONTAINS(msg, "\"status\":\"ok\"");
+        free(msg);
+        break;
+      }
+      free(msg);
+    }
+    ASSERT_NULL(read_file(mind, "su"));
+  }
+
   /* 1. A job that ends normally keeps its files: none set-id, none
    * root's; the ordinary file is there with its content. It also changes
    * a file root made before the start (the migration made it the KB
@@ -267,13 +318,20 @@ TEST_IMPL(daemon_kb_no_setid_or_root_files) {
   expect_owned(mind, "gd/f"); /* restored by the rollback */
   ASSERT_EQ(bad_entries(mind, &n), 0);
 
-  /* 3. The KB is still writable by the next kb:write job. */
+  /* 3. The KB is still writable by the next kb:write job, and so is a
+   * file root made on the host between jobs (given to the KB owner by the
+   * sweep before the writer's snapshot). */
+  write_file(mind, "hostnote", "from the host\n");
   r = px_run_job(cl, "{\"type\":\"run\",\"id\":\"after\",\"runtime\":\"sh\","
                      "\"capabilities\":[\"kb:write\"],\"code\":\"echo again "
-                     ">> \\\"$PX_KB_MIND/gd/f\\\"\"}");
+                     ">> \\\"$PX_KB_MIND/gd/f\\\" && echo more >> "
+                     "\\\"$PX_KB_MIND/hostnote\\\"\"}");
+  printf("after: %.400s\n", r);
   ASSERT_STR_CONTAINS(r, "\"status\":\"ok\"");
   free(r);
   ASSERT_STR_EQ(read_file(mind, "gd/f"), "x\nagain\n");
+  ASSERT_STR_EQ(read_file(mind, "hostnote"), "from the host\nmore\n");
+  ASSERT_EQ(bad_entries(mind, &n), 0);
   px_client_close(cl);
   ASSERT_OK(px_daemon_stop(&d, SIGTERM, NULL));
   px_daemon_cleanup(&d);
