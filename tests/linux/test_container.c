@@ -266,12 +266,12 @@ TEST_IMPL(container_confinement) {
  * from it. The ordinary file is there (the positive control). The files
  * are removed afterwards so the KB is as it started. */
 static void kb_setid_plant(adv_env_t *e) {
-  static const char *const made[] = {"su", "g", "g/f", "plain.txt"};
+  static const char *const made[] = {"uid_sh", "g", "g/f", "plain.txt"};
   char p[900], buf[64];
   struct stat st;
   size_t i;
   cJSON *r = run_bb(e, "kbsetid",
-                    "cd \"$PX_KB_MIND\"; cp /bin/sh su; chmod 4755 su; "
+                    "cd \"$PX_KB_MIND\"; cp /bin/sh uid_sh; chmod 4755 uid_sh; "
                     "mkdir g; chmod 2775 g; echo x > g/f; "
                     "echo ordinary > plain.txt; ls -ln . g",
                     NULL, "[\"kb:write\"]");
@@ -302,7 +302,7 @@ static void kb_setid_plant(adv_env_t *e) {
   ASSERT_OK(unlink(p));
   snprintf(p, sizeof p, "%s/g", e->kb_mind);
   ASSERT_OK(rmdir(p));
-  snprintf(p, sizeof p, "%s/su", e->kb_mind);
+  snprintf(p, sizeof p, "%s/uid_sh", e->kb_mind);
   ASSERT_OK(unlink(p));
 }
 

@@ -200,15 +200,16 @@ static void expect_owned(const char *dir, const char *name) {
  * set-gid directory and what inherits from it, a mkdir with S_ISGID; then
  * an ordinary file (the positive control). */
 #define PLANT_CODE                                                           \
-  "cd \\\"$PX_KB_MIND\\\"; cp /bin/sh su; chmod 04755 su; cp /bin/sh sg; "   \
-  "chmod 02755 sg; mkdir gd; chmod 02775 gd; mkdir gd/sub; echo x > gd/f; "  \
+  "cd \\\"$PX_KB_MIND\\\"; cp /bin/sh uid_sh; chmod 04755 uid_sh; "         \
+  "cp /bin/sh gid_sh; chmod 02755 gid_sh; mkdir gd; chmod 02775 gd; "       \
+  "mkdir gd/sub; echo x > gd/f; "                                             \
   "python3 -c 'import os; os.close(os.open(\\\"cre\\\", "                    \
   "os.O_CREAT|os.O_WRONLY, 0o4755)); os.mkdir(\\\"md\\\", 0o2777)'; "        \
   "ls -ln; echo ordinary > plain.txt"
 
 TEST_IMPL(daemon_kb_no_setid_or_root_files) {
-  static const char *const made[] = {"su", "sg", "gd", "gd/sub", "gd/f",
-                                     "cre", "md", "plain.txt"};
+  static const char *const made[] = {"uid_sh", "gid_sh", "gd", "gd/sub",
+                                     "gd/f", "cre", "md", "plain.txt"};
   px_daemon_t d;
   px_client_t *cl = NULL;
   char mind[512], store[512], extra[1400], json[2048];
@@ -236,7 +237,7 @@ TEST_IMPL(daemon_kb_no_setid_or_root_files) {
            "{\"type\":\"run\",\"id\":\"live\",\"runtime\":\"sh\","
            "\"capabilities\":[\"kb:write\"],\"limits\":{\"wall_ms\":30000},"
            "\"code\":\"%s; : > ready; while [ ! -e go ]; do sleep 0.1; done; "
-           "rm -rf su sg gd cre md plain.txt ready go\"}", PLANT_CODE);
+           "rm -rf uid_sh gid_sh gd cre md plain.txt ready go\"}", PLANT_CODE);
   ASSERT_OK(px_client_send(cl, json, strlen(json)));
   {
     char p[1024];
@@ -277,7 +278,7 @@ TEST_IMPL(daemon_kb_no_setid_or_root_files) {
       }
       free(msg);
     }
-    ASSERT_NULL(read_file(mind, "su"));
+    ASSERT_NULL(read_file(mind, "uid_sh"));
   }
 
   /* 1. A job that ends normally keeps its files: none set-id, none
@@ -305,8 +306,8 @@ TEST_IMPL(daemon_kb_no_setid_or_root_files) {
   snprintf(json, sizeof json,
            "{\"type\":\"run\",\"id\":\"planter2\",\"runtime\":\"sh\","
            "\"capabilities\":[\"kb:write\"],\"limits\":{\"cpu_ms\":300},"
-           "\"code\":\"%s; rm -rf su gd; mv plain.txt x; cp /bin/sh su; "
-           "chmod 06755 su; while :; do :; done\"}", PLANT_CODE);
+           "\"code\":\"%s; rm -rf uid_sh gd; mv plain.txt x; cp /bin/sh "
+           "uid_sh; chmod 06755 uid_sh; while :; do :; done\"}", PLANT_CODE);
   r = px_run_job(cl, json);
   printf("planter2: %.800s\n", r);
   ASSERT_STR_CONTAINS(r, "\"status\":\"killed\"");
