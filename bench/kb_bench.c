@@ -9,6 +9,10 @@
  *   copy        read every file and write it elsewhere (stdio, no fsync)
  *   first       snapshot into an empty store (hash, copy, fsync objects)
  *   unchanged   snapshot of the unchanged KB (stat only)
+ *   reader      a kb:read job's hooks around a job (snapshot, unchanged;
+ *               the diff of its finish)
+ *   writer      a kb:write job's: the same plus the two sweeps (issue 24:
+ *               set-id bits, owners, growth caps) before and after
  *   restore-0   rollback when nothing changed (walk + verify)
  *   restore-1   rollback after 1 file changed
  *   restore-K   rollback after K files changed (K = 1,000 or files/10)
@@ -276,6 +280,8 @@ int main(int argc, char **argv) {
   row_t copy = {"copy (plain, no fsync)", {0}, 0};
   row_t first = {"snapshot, first", {0}, 0};
   row_t unchanged = {"snapshot, unchanged", {0}, 0};
+  row_t reader = {"reader hooks, no change", {0}, 0};
+  row_t writer = {"writer hooks, no change", {0}, 0};
   row_t r0 = {"rollback, 0 changed", {0}, 0};
   row_t r1 = {"rollback, 1 changed", {0}, 0};
   row_t rk = {"rollback, K changed", {0}, 0};
@@ -338,6 +344,24 @@ int main(int argc, char **argv) {
       fprintf(stderr, "kb_bench: unchanged snapshot hashed %llu files\n",
               (unsigned long long)(s1.files_hashed - s0.files_hashed));
   }
+  /* A kb:write job's snapshot + finish around nothing (the sweeps before
+   * and after it, issue 24, are the difference from "unchanged"). */
+  for (i = 0; i < 2 * o.rounds; i++) {
+    px_kb_hooks_t h = px_kb_hooks(kb);
+    px_job_spec_t spec;
+    px_kb_result_t res;
+    row_t *row = i % 2 ? &writer : &reader;
+    void *snap = NULL;
+    uint64_t t0;
+    memset(&spec, 0, sizeof spec);
+    spec.caps = i % 2 ? PX_CAP_KB_WRITE : PX_CAP_KB_READ;
+    t0 = px_now_ns();
+    if (h.snapshot(h.ctx, &spec, &snap) != 0)
+      die("hook snapshot", PX_EIO);
+    h.finish(h.ctx, snap, 0, &res);
+    row->ms[row->n++] = ms_since(t0);
+    px_kb_result_free(&res);
+  }
   /* As the engine does it: snapshot before the "job", the job changes
    * files, then the rollback (timed). */
   for (i = 0; i < o.rounds; i++) {
@@ -359,6 +383,8 @@ int main(int argc, char **argv) {
   print_row(&copy, copy_ms, copy.ms[0]);
   print_row(&first, copy_ms, copy.ms[0]);
   print_row(&unchanged, copy_ms, copy.ms[0]);
+  print_row(&reader, copy_ms, copy.ms[0]);
+  print_row(&writer, copy_ms, copy.ms[0]);
   print_row(&r0, copy_ms, copy.ms[0]);
   print_row(&r1, copy_ms, copy.ms[0]);
   print_row(&rk, copy_ms, copy.ms[0]);

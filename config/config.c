@@ -186,6 +186,10 @@ static const field_t kb_fields[] = {
     ENUM("snapshot", kb.snapshot, snapshot_names),
     U32("keep", kb.keep, 1, 100000),
     U64("max_store_bytes", kb.max_store_bytes, 0, 1024 * TiB),
+    U32("owner_uid", kb.owner_uid, 1, UINT32_MAX - 1),
+    U32("owner_gid", kb.owner_gid, 1, UINT32_MAX - 1),
+    U64("job_max_bytes", kb.job_max_bytes, 1, 1024 * TiB),
+    U64("job_max_files", kb.job_max_files, 1, 1000000000),
     END};
 
 static const field_t windows_fields[] = {
@@ -529,6 +533,13 @@ static int check_config(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
   if ((rc = check_limits(ctx, cfg)) != 0 || (rc = check_zmq(ctx, cfg)) != 0 ||
       (rc = check_ctr_endpoint(ctx, cfg)) != 0)
     return rc;
+  /* The KB owner on disk must not be the jobs' own uid: the idmapped KB
+   * mount would then be the identity, and every process of that uid on the
+   * host (nobody) would own the KB (docs/kb.md). */
+  if (cfg->kb.owner_uid == cfg->linux_.sandbox_uid)
+    return px__cfg_fail(ctx, "kb.owner_uid", "must differ from "
+                        "linux.sandbox_uid (%lu)",
+                        (unsigned long)cfg->linux_.sandbox_uid);
   if (cfg->output.burst_bytes < 4096)
     return px__cfg_fail(ctx, "output.burst_bytes", "must be at least 4096");
   if (cfg->request.max_file_bytes > cfg->request.max_total_bytes ||

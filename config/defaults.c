@@ -239,6 +239,10 @@ static void default_numbers(px_config_t *cfg) {
   cfg->kb.snapshot = PX_KB_SNAPSHOT_ALWAYS;
   cfg->kb.keep = 50;
   cfg->kb.max_store_bytes = 10 * GiB;
+  cfg->kb.owner_uid = 65533; /* unused by Debian: KB files' own owner */
+  cfg->kb.owner_gid = 65533;
+  cfg->kb.job_max_bytes = 1 * GiB;
+  cfg->kb.job_max_files = 100000;
   cfg->windows.ui_restrictions = 1;
   cfg->windows.integrity = PX_INTEGRITY_LOW;
   cfg->windows.job_dir_bytes = 64 * MiB; /* as the Linux job tmpfs */

@@ -98,6 +98,10 @@ static int copy_opts(px_kb_t *kb, const px_kb_opts_t *o) {
   kb->keep = o->keep ? o->keep : 50;
   kb->max_store_bytes = o->max_store_bytes;
   kb->max_changes = o->max_changes ? o->max_changes : 32;
+  kb->owner_uid = o->owner_uid;
+  kb->owner_gid = o->owner_uid ? o->owner_gid : 0;
+  kb->job_max_bytes = o->job_max_bytes;
+  kb->job_max_files = o->job_max_files;
   return 0;
 }
 
@@ -119,6 +123,23 @@ static int load_last(px_kb_t *kb) {
     free(ids[i]);
   free(ids);
   return 0;
+}
+
+/* The migration to a KB owner (docs/kb.md): every entry of the roots is
+ * given to it and cleared of set-id bits, once per start, so that kb:write
+ * jobs (mapped to the owner) can change what root used to own, and no
+ * set-id file a job may have left under an older version survives. */
+static int adopt(px_kb_t *kb) {
+  px__kb_tally_t t;
+  int rc;
+  if (!kb->owner_uid)
+    return 0;
+  rc = px__kb_sweep(kb, &t);
+  if (rc == 0 && t.fixed)
+    PX_LOG(PX_LOG_WARN, "kb: %llu owner / set-id change(s) made to the "
+                        "roots (owner %lu:%lu)", (unsigned long long)t.fixed,
+           (unsigned long)kb->owner_uid, (unsigned long)kb->owner_gid);
+  return rc;
 }
 
 int px_kb_open(const px_kb_opts_t *opts, px_kb_t **out) {
@@ -144,6 +165,8 @@ int px_kb_open(const px_kb_opts_t *opts, px_kb_t **out) {
              kb->roots[i].path, px_strerror(rc));
     px_kbfs_close_dir(&d);
   }
+  if (rc == 0)
+    rc = adopt(kb);
   if (rc == 0)
     rc = px__kb_store_open(kb);
   if (rc == 0)

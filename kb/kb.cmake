@@ -11,6 +11,7 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/gc.c
   ${CMAKE_CURRENT_SOURCE_DIR}/kb.c
   ${CMAKE_CURRENT_SOURCE_DIR}/hooks.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/sweep.c
   ${CMAKE_CURRENT_SOURCE_DIR}/${PX_PLATFORM}/fs.c)
 if(PX_IS_WINDOWS)
   # Test-only helpers (plant links); Linux keeps its few in linux/fs.c.

@@ -39,6 +39,7 @@ typedef struct {
   uint64_t ino;      /* st_ino / file index (FileId) */
   uint32_t nlink;    /* hard links; 0 when the listing cannot tell */
   uint32_t perm;     /* Linux: mode & 07777; Windows: 0444 read-only, else 0666 */
+  uint32_t uid, gid; /* Linux: owner; Windows: 0 */
 } px_kbfs_stat_t;
 
 typedef struct px_kbfs_dir_s px_kbfs_dir_t;
@@ -54,6 +55,13 @@ int px_kbfs_open_dir(px_kbfs_dir_t *parent, const char *name,
 void px_kbfs_close_dir(px_kbfs_dir_t **d);
 /* The host path the directory was opened under (for logs and tests). */
 const char *px_kbfs_dir_path(const px_kbfs_dir_t *d);
+/* The KB owner (Linux, root only): entries this handle and the handles
+ * opened below it create (px_kbfs_create_temp, px_kbfs_mkdir) are given
+ * to uid:gid, so that kb:write jobs (whose uid the idmapped KB mount maps
+ * to it) can change what a rollback restored. uid 0 = leave what we make
+ * as it is created (store handles, a daemon that is not root). Windows:
+ * nothing. */
+void px_kbfs_dir_set_owner(px_kbfs_dir_t *d, uint32_t uid, uint32_t gid);
 /* Identity and times of the open directory itself. */
 int px_kbfs_dir_stat(px_kbfs_dir_t *d, px_kbfs_stat_t *st);
 
@@ -80,7 +88,8 @@ int px_kbfs_create_temp(px_kbfs_dir_t *d, px_kbfs_file_t **out);
 int px_kbfs_read(px_kbfs_file_t *f, void *buf, size_t cap, size_t *got);
 int px_kbfs_write(px_kbfs_file_t *f, const void *buf, size_t len);
 int px_kbfs_fstat(px_kbfs_file_t *f, px_kbfs_stat_t *st);
-/* Set the last-write time (ns since epoch) and permissions (see perm). */
+/* Set the last-write time (ns since epoch) and permissions (see perm).
+ * Linux: the set-uid and set-gid bits are never set (perm & 01777). */
 int px_kbfs_set_meta(px_kbfs_file_t *f, int64_t mtime_ns, uint32_t perm);
 /* Flush the temp file to stable storage and rename it over `name` in the
  * same directory (replacing whatever entry is there as itself: a link is
@@ -105,6 +114,19 @@ int px_kbfs_rename(px_kbfs_dir_t *d, const char *from, const char *to);
  * on one volume; used to hoist too-deep trees a job made up to a root. */
 int px_kbfs_move(px_kbfs_dir_t *from, const char *name, px_kbfs_dir_t *to,
                  const char *newname);
+/* Make a KB entry safe on the host (Linux; Windows: nothing, 0): clear
+ * its set-uid/set-gid bits and give it to the handle's owner
+ * (px_kbfs_dir_set_owner) when it has another owner. `sanitize_at` is for
+ * entry `name` of d as listed in *st (never followed: a file is opened
+ * O_NOFOLLOW and checked to be the listed inode; a link or special entry
+ * only has its owner changed, as itself); `sanitize_dir` for the open
+ * directory d itself. A regular file with more than one link is changed
+ * only if it already has the KB owner (another name of the inode may live
+ * outside the KB: we never chown nor chmod that). *fixed is incremented
+ * when something was changed. 0 or PX_E*. */
+int px_kbfs_sanitize_at(px_kbfs_dir_t *d, const char *name,
+                        const px_kbfs_stat_t *st, uint64_t *fixed);
+int px_kbfs_sanitize_dir(px_kbfs_dir_t *d, uint64_t *fixed);
 /* Make the directory's entries durable (Linux fsync; Windows no-op:
  * NTFS journals metadata). */
 int px_kbfs_sync_dir(px_kbfs_dir_t *d);
@@ -118,6 +140,10 @@ int px_kbfs_test_hardlink(px_kbfs_dir_t *d, const char *name,
                           const char *target);
 int px_kbfs_test_junction(px_kbfs_dir_t *d, const char *name,
                           const char *target);
+/* chmod entry `name` of d to mode (07777, set-id bits included: what a
+ * job can do to its own files), without following a link. PX_ENOTSUP on
+ * Windows. */
+int px_kbfs_test_set_mode(px_kbfs_dir_t *d, const char *name, uint32_t mode);
 /* Open an existing regular file for writing in place (what a job does;
  * tests only: the KB code never writes through an existing name). */
 int px_kbfs_test_open_write(px_kbfs_dir_t *d, const char *name, int truncate,

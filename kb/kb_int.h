@@ -62,6 +62,8 @@ struct px_kb_s {
   unsigned keep;
   uint64_t max_store_bytes;
   size_t max_changes;
+  uint32_t owner_uid, owner_gid; /* KB owner on disk, 0: leave (sweep.c) */
+  uint64_t job_max_bytes, job_max_files; /* per-job growth caps, 0: none */
   px_kbfs_dir_t *store;   /* owned: the store directory */
   px_kbfs_dir_t *objects; /* owned: store/objects */
   px_kbfs_dir_t *snaps;   /* owned: store/snapshots */
@@ -191,6 +193,18 @@ void px__kb_gc_if_needed(px_kb_t *kb);
 int px__kb_is_pinned(px_kb_t *kb, const char *id);
 /* Snapshot ids in the store, sorted; caller frees each and the array. */
 int px__kb_list_ids(px_kb_t *kb, char ***ids, size_t *n);
+
+/* --- sweep.c --- */
+typedef struct {
+  uint64_t bytes;   /* sum of regular file sizes, as a manifest counts */
+  uint64_t entries; /* roots and every entry below them */
+  uint64_t fixed;   /* set-id bits cleared and owners changed */
+} px__kb_tally_t;
+/* Walk every root (no link followed): clear set-id bits, give entries of
+ * another owner to kb->owner_uid:gid (px_kbfs_sanitize_*), and count. 0 or
+ * PX_E* (PX_ERANGE for a tree deeper than PX_KB_MAX_DEPTH: what is below
+ * was not seen). Called with mu held, or before the KB is shared. */
+int px__kb_sweep(px_kb_t *kb, px__kb_tally_t *t);
 
 /* --- kb.c --- */
 /* Snapshot now and pin it for a running job (takes mu). */

@@ -250,7 +250,7 @@ static int parse_entry(char *line, px__kb_entry_t *e) {
              &perm, hex, &off) != 8 ||
       off <= 0)
     return PX_EINVAL;
-  e->perm = perm & 07777;
+  e->perm = perm & 01777; /* a set-id bit (an older manifest) is never restored */
   e->type = t == 'f' ? PX_KBFS_FILE : t == 'd' ? PX_KBFS_DIR
           : t == 'l' ? PX_KBFS_LINK : PX_KBFS_NONE;
   if (e->type == PX_KBFS_NONE)

@@ -418,6 +418,9 @@ int px__kb_walk(px_kb_t *kb, const px__kb_manifest_t *m, px__kb_walk_t *w) {
       rc = keep_going(&c, fail(&c, r->name, "open root", rc));
       continue;
     }
+    /* What the rollback creates belongs to the KB owner, as the job's
+     * own files do: the next kb:write job can change it. */
+    px_kbfs_dir_set_owner(dir, kb->owner_uid, kb->owner_gid);
     c.root = dir;
     rc = keep_going(&c, process_dir(&c, dir, r->name, 0));
     if (rc == 0)

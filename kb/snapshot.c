@@ -27,7 +27,8 @@ static void entry_from(px__kb_entry_t *e, const char *path,
   e->ctime_ns = st->ctime_ns;
   e->dev = st->dev;
   e->ino = st->ino;
-  e->perm = st->perm;
+  /* A set-id bit is never recorded, so never restored (docs/kb.md). */
+  e->perm = st->perm & 01777;
 }
 
 static int walk_dir(px_kb_t *kb, px_kbfs_dir_t *dir, const char *rel,

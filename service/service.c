@@ -45,6 +45,10 @@ static int open_kb(px_service_t *svc) {
   o.snapshot = k->snapshot;
   o.keep = k->keep;
   o.max_store_bytes = k->max_store_bytes;
+  o.owner_uid = k->owner_uid; /* the fs layer uses it only as root, Linux */
+  o.owner_gid = k->owner_gid;
+  o.job_max_bytes = k->job_max_bytes;
+  o.job_max_files = k->job_max_files;
   if ((rc = px_kb_open(&o, &svc->kb)) != 0) {
     PX_LOG(PX_LOG_ERROR, "cannot open the knowledge-base store %s: %s", k->store,
            px_strerror(rc));
@@ -156,6 +160,8 @@ static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,
   o->backend_opts.allow_degraded = so->allow_degraded || cfg->linux_.allow_degraded ||
                                    cfg->windows.allow_degraded;
   o->backend_opts.pool_size = cfg->linux_.pool;
+  o->backend_opts.kb_owner_uid = cfg->kb.owner_uid;
+  o->backend_opts.kb_owner_gid = cfg->kb.owner_gid;
   container_opts(svc, o);
   if (svc->kb)
     o->kb = px_kb_hooks(svc->kb);

@@ -142,6 +142,10 @@ typedef struct {
   px_kb_snapshot_t snapshot;
   uint32_t keep;            /* snapshots retained */
   uint64_t max_store_bytes; /* byte budget of the store; 0 unlimited */
+  uint32_t owner_uid;       /* Linux: unprivileged owner of KB files on disk */
+  uint32_t owner_gid;
+  uint64_t job_max_bytes;   /* what one kb:write job may add: bytes */
+  uint64_t job_max_files;   /* ... and entries */
 } px_kb_config_t;
 
 typedef struct {

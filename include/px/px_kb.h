@@ -45,6 +45,17 @@ typedef struct {
   unsigned keep;            /* snapshots kept; 0 means the default, 50 */
   uint64_t max_store_bytes; /* object bytes budget; 0 = no budget */
   size_t max_changes;       /* changes listed in a result; 0 -> 32 */
+  /* Linux, root daemon: the unprivileged owner of every KB entry on disk
+   * (kb:write jobs' uid is mapped to it by the idmapped KB mount). At open
+   * every entry is given to it and cleared of set-id bits; what a rollback
+   * restores is created as it. 0 = leave owners alone (tests, a daemon
+   * that is not root, Windows). */
+  uint32_t owner_uid, owner_gid;
+  /* What one kb:write job may add to the KB, checked after it ended and
+   * before anything of it can be snapshotted: more and its changes are
+   * rolled back, result.kb.limit "kb_size" / "kb_files". 0 = no cap. */
+  uint64_t job_max_bytes; /* growth of the sum of file sizes, bytes */
+  uint64_t job_max_files; /* growth of the number of entries */
 } px_kb_opts_t;
 
 /* Counters since open (tests and the benchmark read them). */

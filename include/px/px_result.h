@@ -107,6 +107,9 @@ typedef struct {
   px_kb_change_t *changes; /* first N, owned */
   size_t nchanges;
   char *error;        /* owned; set when rollback or verification failed */
+  const char *limit;  /* static: "kb_size" / "kb_files" when the job added
+                         more than kb.job_max_bytes / job_max_files (its
+                         changes were rolled back), else NULL */
 } px_kb_result_t;
 
 typedef struct {

@@ -34,6 +34,10 @@ typedef enum { PX_STREAM_STDOUT = 1, PX_STREAM_STDERR = 2 } px_stream_t;
 /* What the on_output callback tells the backend to do next. */
 #define PX_OUTPUT_CONTINUE 0 /* keep reading */
 #define PX_OUTPUT_KILL (-1)  /* kill the job now (the engine records why) */
+
+/* The KB owner uid/gid on disk when px_backend_opts_t leaves it 0 (the
+ * config's default, kb.owner_uid): unprivileged, unused on Debian. */
+#define PX_KB_OWNER_DEFAULT 65533u
 /* A positive value N: pause reading this stream for N ms (back-pressure:
  * the pipe fills and the child blocks). */
 
@@ -92,6 +96,10 @@ typedef struct {
                                         (limits.default): a job with these
                                         needs no update */
   unsigned pool_size;      /* Linux: warm sandboxes kept ready (0 = none) */
+  uint32_t kb_owner_uid;   /* Linux, root: the on-disk owner a kb:write
+                              job's uid is mapped to by the idmapped KB
+                              mount (kb.owner_uid); 0 = PX_KB_OWNER_DEFAULT */
+  uint32_t kb_owner_gid;
   const char *const *container_runtimes; /* the runtime of each
                                             container_images entry, same
                                             order (for `status`); may be

@@ -27,6 +27,8 @@
 struct px_kbfs_dir_s {
   int fd;     /* owned */
   char *path; /* owned, for logs */
+  uid_t uid;  /* the KB owner for what we create, 0: leave (set_owner) */
+  gid_t gid;
 };
 
 struct px_kbfs_file_s {
@@ -61,7 +63,11 @@ static void fill_stat(const struct stat *s, px_kbfs_stat_t *st) {
   st->ino = (uint64_t)s->st_ino;
   st->nlink = (uint32_t)s->st_nlink;
   st->perm = (uint32_t)(s->st_mode & 07777);
+  st->uid = (uint32_t)s->st_uid;
+  st->gid = (uint32_t)s->st_gid;
 }
+
+#define SETID_BITS ((uint32_t)(S_ISUID | S_ISGID))
 
 static int new_dir(int fd, const char *parent, const char *name,
                    px_kbfs_dir_t **out) {
@@ -99,7 +105,7 @@ int px_kbfs_open_root(const char *path, px_kbfs_dir_t **out) {
 
 int px_kbfs_open_dir(px_kbfs_dir_t *parent, const char *name,
                      px_kbfs_dir_t **out) {
-  int fd;
+  int fd, rc;
   *out = NULL;
   if (!valid_name(name))
     return PX_EINVAL;
@@ -119,7 +125,24 @@ int px_kbfs_open_dir(px_kbfs_dir_t *parent, const char *name,
       return PX_ENOENT;
     return PX_LOG_ERRNO(px_err_from_errno(e), e, "openat(dir)");
   }
-  return new_dir(fd, parent->path, name, out);
+  rc = new_dir(fd, parent->path, name, out);
+  if (rc == 0)
+    px_kbfs_dir_set_owner(*out, (uint32_t)parent->uid, (uint32_t)parent->gid);
+  return rc;
+}
+
+void px_kbfs_dir_set_owner(px_kbfs_dir_t *d, uint32_t uid, uint32_t gid) {
+  /* Only root can give files away; a daemon in user-namespace mode maps
+   * its jobs to its own uid, which owns what it creates anyway. */
+  d->uid = geteuid() == 0 ? (uid_t)uid : 0;
+  d->gid = geteuid() == 0 ? (gid_t)gid : 0;
+}
+
+/* Give what fd is to the KB owner of d (when one is set). */
+static int give_to_owner(const px_kbfs_dir_t *d, int fd, const char *what) {
+  if (d->uid == 0 || fchown(fd, d->uid, d->gid) == 0)
+    return 0;
+  return PX_LOG_ERRNO(px_err_from_errno(errno), errno, what);
 }
 
 void px_kbfs_close_dir(px_kbfs_dir_t **d) {
@@ -260,6 +283,13 @@ int px_kbfs_create_temp(px_kbfs_dir_t *d, px_kbfs_file_t **out) {
     return PX_EEXIST;
   }
   f->dir = d;
+  {
+    int rc = give_to_owner(d, f->fd, "fchown(temp)");
+    if (rc) {
+      px_kbfs_abort(&f);
+      return rc;
+    }
+  }
   *out = f;
   return 0;
 }
@@ -308,7 +338,9 @@ int px_kbfs_set_meta(px_kbfs_file_t *f, int64_t mtime_ns, uint32_t perm) {
     ts[1].tv_nsec += 1000000000;
     ts[1].tv_sec -= 1;
   }
-  if (fchmod(f->fd, (mode_t)(perm & 07777)) != 0)
+  /* Never a set-id bit: a KB file is data, and a set-id file on the
+   * host is a privilege for whoever can run it (issue 24). */
+  if (fchmod(f->fd, (mode_t)(perm & 07777 & ~SETID_BITS)) != 0)
     return PX_LOG_ERRNO(px_err_from_errno(errno), errno, "fchmod");
   if (futimens(f->fd, ts) != 0)
     return PX_LOG_ERRNO(px_err_from_errno(errno), errno, "futimens");
@@ -390,7 +422,81 @@ int px_kbfs_mkdir(px_kbfs_dir_t *d, const char *name) {
       return PX_EEXIST;
     return PX_LOG_ERRNO(px_err_from_errno(errno), errno, "mkdirat");
   }
+  /* The new directory is ours (the job is gone, writers take turns):
+   * AT_SYMLINK_NOFOLLOW all the same. */
+  if (d->uid != 0 &&
+      fchownat(d->fd, name, d->uid, d->gid, AT_SYMLINK_NOFOLLOW) != 0)
+    return PX_LOG_ERRNO(px_err_from_errno(errno), errno, "fchownat(mkdir)");
   return 0;
+}
+
+/* Clear the set-id bits of what fd is (its stat in s) and give it to the
+ * owner of d if it has another one. */
+static int sanitize_fd(const px_kbfs_dir_t *d, int fd, const struct stat *s,
+                       uint64_t *fixed) {
+  int mine = d->uid == 0 || (s->st_uid == d->uid && s->st_gid == d->gid);
+  if (S_ISREG(s->st_mode) && s->st_nlink > 1 && !mine) {
+    PX_LOG(PX_LOG_WARN, "kb: a file of %s has %lu links and another owner: "
+                        "left as it is", d->path, (unsigned long)s->st_nlink);
+    return 0; /* another name may be outside the KB */
+  }
+  if (s->st_mode & (S_ISUID | S_ISGID)) {
+    if (fchmod(fd, s->st_mode & 07777 & ~(mode_t)SETID_BITS) != 0)
+      return PX_LOG_ERRNO(px_err_from_errno(errno), errno, "fchmod(kb)");
+    (*fixed)++;
+  }
+  if (!mine) {
+    /* chown clears set-id bits of files as well; done above regardless. */
+    if (fchown(fd, d->uid, d->gid) != 0)
+      return PX_LOG_ERRNO(px_err_from_errno(errno), errno, "fchown(kb)");
+    (*fixed)++;
+  }
+  return 0;
+}
+
+int px_kbfs_sanitize_dir(px_kbfs_dir_t *d, uint64_t *fixed) {
+  struct stat s;
+  if (fstat(d->fd, &s) != 0)
+    return PX_LOG_ERRNO(px_err_from_errno(errno), errno, "fstat(dir)");
+  return sanitize_fd(d, d->fd, &s, fixed);
+}
+
+int px_kbfs_sanitize_at(px_kbfs_dir_t *d, const char *name,
+                        const px_kbfs_stat_t *st, uint64_t *fixed) {
+  struct stat s;
+  int fd, rc;
+  if (!valid_name(name))
+    return PX_EINVAL;
+  if (st->type != PX_KBFS_FILE) {
+    /* A link or special entry: never opened (a fifo would block, a link
+     * would be followed); only its owner, as itself. Its mode bits do
+     * not matter: nothing runs a fifo or a link. */
+    if (st->type == PX_KBFS_DIR || d->uid == 0 ||
+        (st->uid == (uint32_t)d->uid && st->gid == (uint32_t)d->gid))
+      return 0;
+    if (fchownat(d->fd, name, d->uid, d->gid, AT_SYMLINK_NOFOLLOW) != 0)
+      return errno == ENOENT ? 0
+                             : PX_LOG_ERRNO(px_err_from_errno(errno), errno,
+                                            "fchownat(kb)");
+    (*fixed)++;
+    return 0;
+  }
+  if ((st->perm & SETID_BITS) == 0 &&
+      (d->uid == 0 || (st->uid == (uint32_t)d->uid && st->gid == (uint32_t)d->gid)))
+    return 0; /* the common case: nothing to open */
+  fd = openat(d->fd, name,
+              O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0)
+    return errno == ENOENT ? 0
+                           : PX_LOG_ERRNO(px_err_from_errno(errno), errno,
+                                          "openat(kb sanitize)");
+  if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode) || s.st_ino != st->ino ||
+      s.st_dev != st->dev)
+    rc = PX_EAGAIN; /* swapped since it was listed: the caller fails */
+  else
+    rc = sanitize_fd(d, fd, &s, fixed);
+  close(fd);
+  return rc;
 }
 
 int px_kbfs_rename(px_kbfs_dir_t *d, const char *from, const char *to) {
@@ -446,6 +552,14 @@ int px_kbfs_test_junction(px_kbfs_dir_t *d, const char *name,
                           const char *target) {
   (void)d, (void)name, (void)target;
   return PX_ENOTSUP; /* junctions are a Windows thing */
+}
+
+int px_kbfs_test_set_mode(px_kbfs_dir_t *d, const char *name, uint32_t mode) {
+  /* fchmodat cannot refuse a link before fchmodat2: the tests never plant
+   * one where they chmod. */
+  if (fchmodat(d->fd, name, (mode_t)(mode & 07777), 0) != 0)
+    return px_err_from_errno(errno);
+  return 0;
 }
 
 int px_kbfs_test_open_write(px_kbfs_dir_t *d, const char *name, int truncate,

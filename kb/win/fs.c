@@ -921,6 +921,23 @@ int px_kbfs_set_size(px_kbfs_file_t *f, uint64_t size) {
   return 0;
 }
 
+/* Windows KB files carry the service's ACLs, no owner uid and no set-id
+ * bits: nothing to give away or clear (kb_fs.h). */
+void px_kbfs_dir_set_owner(px_kbfs_dir_t *d, uint32_t uid, uint32_t gid) {
+  (void)d, (void)uid, (void)gid;
+}
+
+int px_kbfs_sanitize_at(px_kbfs_dir_t *d, const char *name,
+                        const px_kbfs_stat_t *st, uint64_t *fixed) {
+  (void)d, (void)name, (void)st, (void)fixed;
+  return 0;
+}
+
+int px_kbfs_sanitize_dir(px_kbfs_dir_t *d, uint64_t *fixed) {
+  (void)d, (void)fixed;
+  return 0;
+}
+
 char px_kbfs_sep(void) {
   return '\\';
 }

@@ -164,6 +164,11 @@ cleanup:
   return rc;
 }
 
+int px_kbfs_test_set_mode(px_kbfs_dir_t *d, const char *name, uint32_t mode) {
+  (void)d, (void)name, (void)mode;
+  return PX_ENOTSUP; /* no set-id bits on Windows */
+}
+
 int px_kbfs_test_open_write(px_kbfs_dir_t *d, const char *name, int truncate,
                             px_kbfs_file_t **out) {
   HANDLE h;

@@ -241,7 +241,8 @@ static int add_kb(cJSON *o, const px_kb_result_t *k) {
          add_u64(kb, "files_removed", k->files_removed) ||
          add_u64(kb, "bytes_restored", k->bytes_restored) ||
          add_bool(kb, "verified", k->verified) || add_kb_changes(kb, k) ||
-         add_str_or_null(kb, "error", k->error);
+         add_str_or_null(kb, "error", k->error) ||
+         add_str_or_null(kb, "limit", k->limit);
 }
 
 static int add_exit_code(cJSON *o, const px_result_t *r) {

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -267,13 +268,60 @@ TEST_IMPL(container_confinement) {
   return 0;
 }
 
+/* Issue 24: what a container job writes to a KB is the KB owner's on the
+ * host (kb.owner_uid, default 65533), never root's, and keeps no set-id
+ * bit: a set-uid copy of a shell, a set-gid directory and what inherits
+ * from it. The ordinary file is there (the positive control). The files
+ * are removed afterwards so the KB is as it started. */
+static void kb_setid_plant(adv_env_t *e) {
+  static const char *const made[] = {"uid_sh", "g", "g/f", "plain.txt"};
+  char p[900], buf[64];
+  struct stat st;
+  size_t i;
+  cJSON *r = run_bb(e, "kbsetid",
+                    "cd \"$PX_KB_MIND\"; cp /bin/sh uid_sh; chmod 4755 uid_sh; "
+                    "mkdir g; chmod 2775 g; echo x > g/f; "
+                    "echo ordinary > plain.txt; ls -ln . g",
+                    NULL, "[\"kb:write\"]");
+  ADV_EXPECT(r, "ok", NULL);
+  ASSERT_STR_EQ(adv_str(r, "kb.rolled_back"), "false");
+  cJSON_Delete(r);
+  for (i = 0; i < sizeof made / sizeof made[0]; i++) {
+    snprintf(p, sizeof p, "%s/%s", e->kb_mind, made[i]);
+    ASSERT_OK(lstat(p, &st));
+    printf("host: %s %o %lu:%lu\n", made[i], (unsigned)st.st_mode,
+           (unsigned long)st.st_uid, (unsigned long)st.st_gid);
+    ASSERT_EQ((unsigned long)st.st_uid, 65533UL);
+    ASSERT_EQ((unsigned long)st.st_gid, 65533UL);
+    ASSERT_EQ((unsigned long)(st.st_mode & 06000), 0UL);
+  }
+  snprintf(p, sizeof p, "%s/plain.txt", e->kb_mind);
+  {
+    FILE *f = fopen(p, "r");
+    size_t n;
+    ASSERT_NOT_NULL(f);
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    ASSERT_STR_EQ(buf, "ordinary\n");
+  }
+  ASSERT_OK(unlink(p));
+  snprintf(p, sizeof p, "%s/g/f", e->kb_mind);
+  ASSERT_OK(unlink(p));
+  snprintf(p, sizeof p, "%s/g", e->kb_mind);
+  ASSERT_OK(rmdir(p));
+  snprintf(p, sizeof p, "%s/uid_sh", e->kb_mind);
+  ASSERT_OK(unlink(p));
+}
+
 TEST_IMPL(container_kb_rollback) {
   adv_env_t e;
   cJSON *r;
   NEED_ENGINE();
   ASSERT_OK(adv_start(&e, cfg_ctr));
   /* kb:write binds the KB read-write; a killed job's writes are rolled
-   * back. Without kb:write it is read-only. */
+   * back. Without kb:write it is read-only. A writer's files are the KB
+   * owner's, never set-id (kb_setid_plant). */
   r = run_bb(&e, "kbw",
              "echo vandal > \"$PX_KB_MIND/facts.md\" && rm -rf "
              "\"$PX_KB_MIND/notes\" && echo vandalised; sleep 60",
@@ -292,6 +340,7 @@ TEST_IMPL(container_kb_rollback) {
   ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "DENIED");
   ASSERT_STR_CONTAINS(adv_str(r, "stdout"), "read");
   cJSON_Delete(r);
+  kb_setid_plant(&e);
   adv_check_host(&e, NULL); /* the KB is byte-identical to the start */
   ASSERT_EQ(our_containers(), 0);
   adv_stop(&e);

@@ -361,12 +361,15 @@ TEST_IMPL(sandbox_kb_mounts) {
   FILE *f;
   TH_REQUIRE_ROOT();
   snprintf(kbdir, sizeof kbdir, "%skb-mind", px_test_tmpdir());
-  ASSERT_EQ(mkdir(kbdir, 0755), 0); /* root's, as the KB component keeps it */
+  ASSERT_EQ(mkdir(kbdir, 0755), 0);
   snprintf(path, sizeof path, "%s/fact.txt", kbdir);
   f = fopen(path, "w");
   ASSERT_NOT_NULL(f);
   fputs("sky is blue\n", f);
   fclose(f);
+  /* The KB owner's, as px_kb_open makes a KB root (docs/kb.md). */
+  ASSERT_EQ(chown(kbdir, PX_KB_OWNER_DEFAULT, PX_KB_OWNER_DEFAULT), 0);
+  ASSERT_EQ(chown(path, PX_KB_OWNER_DEFAULT, PX_KB_OWNER_DEFAULT), 0);
   ASSERT_OK(th_open(&b, NULL, 0));
   th_spec(&s, argv);
   s.kb = &kb;
@@ -381,9 +384,12 @@ TEST_IMPL(sandbox_kb_mounts) {
   ASSERT_STR_EQ(px_buf_cstr(&r2.out), "/kb/mind\nsky is blue\nwrote\n");
   snprintf(path, sizeof path, "%s/new.txt", kbdir);
   {
-    struct stat st; /* written through the idmapped mount: root's on disk */
+    /* Written through the idmapped mount: the KB owner's on disk, never
+     * root's (issue 24: a set-uid copy would have been a root shell). */
+    struct stat st;
     ASSERT_EQ(stat(path, &st), 0);
-    ASSERT_EQ(st.st_uid, 0);
+    ASSERT_EQ((unsigned long)st.st_uid, (unsigned long)PX_KB_OWNER_DEFAULT);
+    ASSERT_EQ((unsigned long)st.st_gid, (unsigned long)PX_KB_OWNER_DEFAULT);
   }
   th_free(&r);
   th_free(&r2);

@@ -134,9 +134,9 @@ TEST_IMPL(encode_result_full) {
                          "\"severity\":\"high\",\"message\":\"net\"}]");
   kb = cJSON_GetObjectItem(o, "kb");
   assert_keys(kb, "snapshot,rolled_back,files_restored,files_removed,"
-                  "bytes_restored,verified,changes,error");
+                  "bytes_restored,verified,changes,error,limit");
   ASSERT_STR_CONTAINS(s, "\"changes\":[{\"path\":\"mind/a.txt\",\"action\":"
-                         "\"restored\"}],\"error\":null}");
+                         "\"restored\"}],\"error\":null,\"limit\":null}");
   ASSERT_STR_CONTAINS(s, "\"enforcement\":[\"job_memory_limit\","
                          "\"seccomp\"],\"error\":null}");
   cJSON_Delete(o);

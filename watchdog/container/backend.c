@@ -122,7 +122,12 @@ static int ctr_open(const px_backend_opts_t *opts, void **state) {
     unsigned long uid = strtoul(be->user, NULL, 10);
     unsigned long gid = strtoul(strchr(be->user, ':') ? strchr(be->user, ':') + 1
                                                       : be->user, NULL, 10);
-    px__dk_idmap_open(uid, gid, &be->idmap_fd);
+    unsigned long kuid = opts->kb_owner_uid ? opts->kb_owner_uid
+                                            : PX_KB_OWNER_DEFAULT;
+    unsigned long kgid = opts->kb_owner_uid && opts->kb_owner_gid
+                             ? opts->kb_owner_gid
+                             : PX_KB_OWNER_DEFAULT;
+    px__dk_idmap_open(kuid, kgid, uid, gid, &be->idmap_fd);
   }
   if (be->host_kernel) {
     unsigned long engine = 0;

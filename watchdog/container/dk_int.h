@@ -235,11 +235,13 @@ void px__dk_jobdir_remove(const char *dir);
  * directory): no host user may reach the view. */
 int px__dk_kb_view(int userns_fd, const char *src, const char *dst, int rw);
 
-/* A user namespace whose only mapping is "the daemon's uid/gid on disk =
- * job_uid/job_gid", for idmapped KB views (linux/host.c); *fd (close it
- * with px__dk_idmap_close) or -1 when the kernel cannot (the KB is then
- * bound plainly and kb:write may be denied). */
-void px__dk_idmap_open(unsigned long job_uid, unsigned long job_gid, int *fd);
+/* A user namespace whose only mapping is "the KB owner's uid/gid on disk
+ * (kb.owner_uid, unprivileged; never the daemon's root) = job_uid/job_gid",
+ * for idmapped KB views (linux/host.c); *fd (close it with
+ * px__dk_idmap_close) or -1 when the kernel cannot (the KB is then bound
+ * plainly and kb:write may be denied). */
+void px__dk_idmap_open(unsigned long owner_uid, unsigned long owner_gid,
+                       unsigned long job_uid, unsigned long job_gid, int *fd);
 void px__dk_idmap_close(int fd);
 
 #endif /* PX_WATCHDOG_CONTAINER_DK_INT_H */

@@ -157,16 +157,23 @@ static void recover_leftovers(px__lnx_backend_t *be) {
            n, be->work_root);
 }
 
-/* A user namespace whose only mapping is "daemon uid/gid on disk = job
+/* A user namespace whose only mapping is "KB owner uid/gid on disk = job
  * uid/gid", for idmapped KB mounts (root mode; in user-namespace mode the
- * job's own mapping does this already). Made by a child that unshares and
+ * job's own mapping does this already). The owner is kb.owner_uid, an
+ * unprivileged uid of its own: never the daemon's uid 0, or every file a
+ * kb:write job wrote would be root's on the host, and a set-uid one a root
+ * shell for whoever runs it (issue 24). Made by a child that unshares and
  * waits while we write its maps; its namespace outlives it through the fd.
  * Without it (old kernel), KB roots are bound plainly. */
-static void make_idmap(px__lnx_backend_t *be) {
+static void make_idmap(px__lnx_backend_t *be, const px_backend_opts_t *opts) {
+  unsigned long uid = opts->kb_owner_uid ? opts->kb_owner_uid
+                                         : PX_KB_OWNER_DEFAULT;
+  unsigned long gid = opts->kb_owner_uid && opts->kb_owner_gid
+                          ? opts->kb_owner_gid
+                          : PX_KB_OWNER_DEFAULT;
   if (!be->is_root)
     return;
-  be->idmap_fd = px__lnx_idmap_userns(be->outer_uid, be->run_uid,
-                                      be->outer_gid, be->run_gid);
+  be->idmap_fd = px__lnx_idmap_userns(uid, be->run_uid, gid, be->run_gid);
   if (be->idmap_fd < 0)
     PX_LOG(PX_LOG_WARN, "no idmap user namespace: KB roots bound plainly");
 }
@@ -198,7 +205,7 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
       (rc = px__seccomp_build(0, &be->bpf[0])) != 0 ||
       (rc = px__seccomp_build(1, &be->bpf[1])) != 0)
     goto fail;
-  make_idmap(be);
+  make_idmap(be, opts);
   /* Orphans of a job's processes would come to us, not to init. */
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
     rc = PX_LOG_ERRNO(PX_EOS, errno, "prctl(PR_SET_CHILD_SUBREAPER)");

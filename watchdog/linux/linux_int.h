@@ -270,7 +270,7 @@ typedef struct {
   gid_t run_gid, outer_gid;
   int cap_last;
   int landlock_abi;
-  int idmap_fd;              /* owned: userns mapping the daemon's uid to
+  int idmap_fd;              /* owned: userns mapping the KB owner uid to
                                 the job uid (KB mounts), or -1 */
   px__cg_host_t cg;
   px__mnt_plan_t skel;

@@ -40,8 +40,9 @@ static int write_file(const char *path, const char *text, mode_t mode) {
 
 static int make_kb(adv_env_t *e) {
   char p[800];
-  /* The daemon owns the KB on disk; a kb:write job sees it as its own
-   * through an idmapped mount (watchdog/linux/mounts.c). */
+  /* Made by root here; the daemon gives it to the KB owner (kb.owner_uid)
+   * at start, and a kb:write job sees that owner's files as its own
+   * through an idmapped mount (watchdog/linux/mounts.c, docs/kb.md). */
   snprintf(e->kb_mind, sizeof e->kb_mind, "%s/kb-mind", e->root);
   snprintf(e->kb_store, sizeof e->kb_store, "%s/kb-store", e->root);
   if (mkdir(e->kb_mind, 0755) || mkdir(e->kb_store, 0700))

@@ -262,11 +262,12 @@ int px__dk_gate_header(const char *path, unsigned char *hdr, size_t cap,
 
 /* ---- the idmap user namespace ------------------------------------------ */
 
-/* The native backend's (watchdog/linux/idmap.c): this daemon's uid/gid on
- * disk is the job's inside. */
-void px__dk_idmap_open(unsigned long job_uid, unsigned long job_gid, int *fd) {
-  *fd = px__lnx_idmap_userns((unsigned long)getuid(), job_uid,
-                             (unsigned long)getgid(), job_gid);
+/* The native backend's (watchdog/linux/idmap.c): the KB owner's uid/gid
+ * on disk is the job's inside, so what a container job writes to a KB is
+ * the KB owner's on the host, never root's (issue 24). */
+void px__dk_idmap_open(unsigned long owner_uid, unsigned long owner_gid,
+                       unsigned long job_uid, unsigned long job_gid, int *fd) {
+  *fd = px__lnx_idmap_userns(owner_uid, job_uid, owner_gid, job_gid);
   if (*fd < 0)
     PX_LOG(PX_LOG_WARN, "container backend: no idmap user namespace, KB "
                         "roots are bound plainly");

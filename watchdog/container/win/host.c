@@ -58,7 +58,10 @@ int px__dk_kb_view(int userns_fd, const char *src, const char *dst, int rw) {
   return PX_ENOTSUP;
 }
 
-void px__dk_idmap_open(unsigned long job_uid, unsigned long job_gid, int *fd) {
+void px__dk_idmap_open(unsigned long owner_uid, unsigned long owner_gid,
+                       unsigned long job_uid, unsigned long job_gid, int *fd) {
+  (void)owner_uid;
+  (void)owner_gid;
   (void)job_uid;
   (void)job_gid;
   *fd = -1;
