@@ -71,7 +71,12 @@ static const px_env_reserved_t env_reserved[] = {
     {"TMP", PX_ENV_SET_BY_BACKEND},
     {"TMPDIR", PX_ENV_SET_BY_BACKEND},
     {"HOME", PX_ENV_SET_BY_BACKEND},
-    {"USERPROFILE", PX_ENV_RUNTIME_ONLY},
+    /* The profile the S4U logon does not load: the job dir (Windows). */
+    {"USERPROFILE", PX_ENV_SET_BY_BACKEND},
+    {"APPDATA", PX_ENV_SET_BY_BACKEND},
+    {"LOCALAPPDATA", PX_ENV_SET_BY_BACKEND},
+    {"HOMEDRIVE", PX_ENV_SET_BY_BACKEND},
+    {"HOMEPATH", PX_ENV_SET_BY_BACKEND},
     {"LD_PRELOAD", PX_ENV_RUNTIME_ONLY},
     {"LD_LIBRARY_PATH", PX_ENV_RUNTIME_ONLY},
     {"LD_AUDIT", PX_ENV_RUNTIME_ONLY},

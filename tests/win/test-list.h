@@ -3,6 +3,8 @@
 PX_TEST_ENTRY(winspawn, winspawn_quoting, 30)
 PX_TEST_ENTRY(winspawn, winspawn_cmdline_limits, 30)
 PX_TEST_ENTRY(winspawn, winspawn_envblock, 30)
+PX_TEST_ENTRY(winspawn, winspawn_envblock_profile, 30)
+PX_TEST_ENTRY(winspawn, winspawn_creation_flags, 30)
 PX_TEST_ENTRY(winspawn, winspawn_path_check, 30)
 PX_TEST_ENTRY(winspawn, winspawn_error_map, 30)
 /* the backend end to end (what Wine really does) */
@@ -22,6 +24,7 @@ PX_TEST_ENTRY(winjob, winjob_kill_before_start, 60)
 PX_TEST_ENTRY(winjob, winjob_concurrent, 60)
 PX_TEST_ENTRY(winjob, winjob_single_process, 60)
 PX_TEST_ENTRY(winjob, winjob_cmd_by_name, 60)
+PX_TEST_ENTRY(winjob, winjob_env_probe, 60)
 /* the Windows service: Event Log, pipe transport, crash recovery
  * (service/win/daemon.cmake) */
 PX_TEST_ENTRY(evt, evt_message_table, 30)

@@ -421,8 +421,9 @@ TEST_IMPL(enforce_appcontainer_every_job) {
   return 0;
 }
 
-/* A job limited to one process still gets its console: the child-process
- * policy must not keep cmd.exe's console host from starting. */
+/* A job limited to one process runs a console program: it is created
+ * DETACHED_PROCESS (no console, no host for the child-process policy to
+ * refuse; spawn.c), with its stdio on our pipes, so cmd.exe still works. */
 TEST_IMPL(enforce_console_one_process) {
   wt_backend_t b;
   wt_job_t j;

@@ -549,8 +549,8 @@ TEST_IMPL(winjob_concurrent) {
   return 0;
 }
 
-/* processes = 1: the console host Windows/Wine start for a console child
- * does not count against the job's own process limit. */
+/* processes = 1: the child is DETACHED_PROCESS (spawn.c), so no console
+ * host exists to count, and the job limit is exactly 1. */
 TEST_IMPL(winjob_single_process) {
   wt_backend_t b;
   wt_job_t j;
@@ -586,6 +586,65 @@ TEST_IMPL(winjob_cmd_by_name) {
   ASSERT_STR_CONTAINS(wt_stdout(&c), "hello");
   ASSERT_EQ(o.exited, 1);
   ASSERT_EQ(o.exit_code, 4);
+  wt_capture_free(&c);
+  wt_job_free(&j);
+  wt_close(&b);
+  return 0;
+}
+
+/* The value of NAME in `set` output ("NAME=value" lines), copied into
+ * out; 0 when there is no such line. */
+static int set_value(const char *text, const char *name, char *out,
+                     size_t n) {
+  size_t nl = strlen(name);
+  const char *p = text;
+  for (; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+    if (_strnicmp(p, name, nl) == 0 && p[nl] == '=') {
+      size_t len = strcspn(p + nl + 1, "\r\n");
+      if (len >= n)
+        return 0;
+      memcpy(out, p + nl + 1, len);
+      out[len] = 0;
+      return 1;
+    }
+  return 0;
+}
+
+/* Issue 23: a probe job prints its environment (cmd's `set`): the
+ * profile variables S4U does not load name the job dir (TEMP's value),
+ * and what PowerShell needs of the system is there. Positive control:
+ * TEMP itself, set by the backend from the start. */
+TEST_IMPL(winjob_env_probe) {
+  static const char *const at_dir[] = {"USERPROFILE", "APPDATA",
+                                       "LOCALAPPDATA"};
+  static const char *const present[] = {"windir", "SystemRoot", "ComSpec",
+                                        "PATHEXT", "ProgramFiles",
+                                        "PSModulePath", "HOMEDRIVE",
+                                        "HOMEPATH"};
+  wt_backend_t b;
+  wt_job_t j;
+  wt_capture_t c;
+  px_outcome_t o;
+  char temp[1024], v[1024];
+  size_t i;
+  wt_open(&b);
+  wt_job(&j, "/c", "set", NULL);
+  free(j.argv[0]);
+  j.argv[0] = px_strdup("cmd");
+  wt_capture_init(&c);
+  ASSERT_OK(wt_run(&b, &j, &c, &o));
+  ASSERT_EQ(o.exit_code, 0);
+  ASSERT(set_value(wt_stdout(&c), "TEMP", temp, sizeof temp));
+  for (i = 0; i < sizeof at_dir / sizeof at_dir[0]; i++) {
+    if (!set_value(wt_stdout(&c), at_dir[i], v, sizeof v))
+      px__test_fail(__FILE__, __LINE__, "%s missing from the job's env",
+                    at_dir[i]);
+    ASSERT_STR_EQ(v, temp);
+  }
+  for (i = 0; i < sizeof present / sizeof present[0]; i++)
+    if (!set_value(wt_stdout(&c), present[i], v, sizeof v) || !v[0])
+      px__test_fail(__FILE__, __LINE__, "%s missing from the job's env",
+                    present[i]);
   wt_capture_free(&c);
   wt_job_free(&j);
   wt_close(&b);

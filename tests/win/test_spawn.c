@@ -115,6 +115,85 @@ TEST_IMPL(winspawn_envblock) {
   return 0;
 }
 
+/* Issue 23: S4U loads no profile, so the block must carry what real
+ * programs (PowerShell, pip, Python's expanduser) look up: the profile
+ * variables at the job dir (never a spec's value), windir, SystemDrive,
+ * the machine folders and a PSModulePath. A runtime's own base env still
+ * wins for the essentials (positive control: ComSpec). */
+TEST_IMPL(winspawn_envblock_profile) {
+  static const WCHAR *const at_dir[] = {L"USERPROFILE", L"APPDATA",
+                                        L"LOCALAPPDATA", L"TEMP", L"TMP",
+                                        L"HOME"};
+  static const WCHAR *const present[] = {
+      L"windir", L"SystemRoot", L"SystemDrive", L"ProgramFiles",
+      L"CommonProgramFiles", L"ProgramData", L"ALLUSERSPROFILE",
+      L"NUMBER_OF_PROCESSORS", L"PROCESSOR_ARCHITECTURE", L"OS"};
+  px_sandbox_t sb;
+  px_job_spec_t spec;
+  px_env_var_t env[2] = {{"APPDATA", "C:\\evil"}, {"COMSPEC", "C:\\rt\\sh.exe"}};
+  WCHAR *blk = NULL, dir[] = L"C:\\PhoenixOrch\\Temp\\job-1", win[MAX_PATH];
+  const WCHAR *v;
+  size_t i;
+  memset(&sb, 0, sizeof sb);
+  memset(&spec, 0, sizeof spec);
+  spec.env = env;
+  spec.envc = 2;
+  sb.spec = &spec;
+  sb.dir = dir;
+  ASSERT(GetSystemWindowsDirectoryW(win, MAX_PATH) > 0);
+  ASSERT_OK(px__winbe_envblock(NULL, &sb, &blk));
+  for (i = 0; i < sizeof at_dir / sizeof at_dir[0]; i++) {
+    v = block_get(blk, at_dir[i]);
+    if (!v || wcscmp(v, dir) != 0)
+      px__test_fail(__FILE__, __LINE__, "%ls = %ls, want %ls", at_dir[i],
+                    v ? v : L"(missing)", dir);
+  }
+  v = block_get(blk, L"HOMEDRIVE");
+  ASSERT(v && wcscmp(v, L"C:") == 0);
+  v = block_get(blk, L"HOMEPATH");
+  ASSERT(v && wcscmp(v, L"\\PhoenixOrch\\Temp\\job-1") == 0);
+  for (i = 0; i < sizeof present / sizeof present[0]; i++)
+    if (!block_get(blk, present[i]) || !block_get(blk, present[i])[0])
+      px__test_fail(__FILE__, __LINE__, "%ls missing", present[i]);
+  ASSERT(_wcsicmp(block_get(blk, L"windir"), win) == 0);
+  v = block_get(blk, L"PSModulePath");
+  ASSERT(v && wcsstr(v, L"WindowsPowerShell\\v1.0\\Modules") != NULL);
+  ASSERT(wcsstr(v, block_get(blk, L"ProgramFiles")) != NULL);
+  ASSERT(wcscmp(block_get(blk, L"ComSpec"), L"C:\\rt\\sh.exe") == 0);
+  free(blk);
+  /* A job dir without a drive letter: no HOMEDRIVE/HOMEPATH to invent. */
+  sb.dir = (WCHAR *)L"\\\\server\\share\\job";
+  ASSERT_OK(px__winbe_envblock(NULL, &sb, &blk));
+  ASSERT_NULL(block_get(blk, L"HOMEDRIVE"));
+  ASSERT(wcscmp(block_get(blk, L"USERPROFILE"), sb.dir) == 0);
+  free(blk);
+  return 0;
+}
+
+/* Issue 23: a one-process job gets no console (DETACHED_PROCESS): the
+ * child-process policy would refuse its console host. Every other job
+ * keeps its hidden console (CREATE_NO_WINDOW); the two flags never mix. */
+TEST_IMPL(winspawn_creation_flags) {
+  px_job_spec_t spec;
+  DWORD f;
+  memset(&spec, 0, sizeof spec);
+  spec.limits.processes = 1;
+  f = px__winbe_creation_flags(&spec);
+  ASSERT(f & DETACHED_PROCESS);
+  ASSERT(!(f & CREATE_NO_WINDOW));
+  ASSERT(f & CREATE_SUSPENDED);
+  ASSERT(!(f & CREATE_BREAKAWAY_FROM_JOB));
+  ASSERT_EQ(px__winbe_console_host(&spec), 0);
+  spec.limits.processes = 2;
+  f = px__winbe_creation_flags(&spec);
+  ASSERT(f & CREATE_NO_WINDOW);
+  ASSERT(!(f & DETACHED_PROCESS));
+  ASSERT_EQ(px__winbe_console_host(&spec), 1);
+  spec.limits.processes = 0; /* unlimited */
+  ASSERT(px__winbe_creation_flags(&spec) & CREATE_NO_WINDOW);
+  return 0;
+}
+
 TEST_IMPL(winspawn_path_check) {
   static const char *good[] = {"main.py", "src/a.c", "a.b.c", "dir/sub/x",
                                "CONFIG", "com10", "lpt", "console/x.txt"};

@@ -98,10 +98,12 @@ static int limits_set(px__winbe_t *be, px_sandbox_t *sb) {
   if (l->processes) {
     /* +1: the console host Windows starts for a console child (we pass
      * CREATE_NO_WINDOW, so it is hidden but exists) joins the job. The
-     * watchdog counts exactly, without it (px__winbe_job_sample). */
+     * watchdog counts exactly, without it (px__winbe_job_sample). A
+     * one-process job is DETACHED_PROCESS (spawn.c): no host, no +1. */
+    DWORD host = px__winbe_console_host(sb->spec) ? 1 : 0;
     flags |= JOB_OBJECT_LIMIT_ACTIVE_PROCESS;
     x.BasicLimitInformation.ActiveProcessLimit =
-        l->processes >= 0xFFFFFFFEu ? 0xFFFFFFFFu : (DWORD)l->processes + 1;
+        l->processes >= 0xFFFFFFFEu ? 0xFFFFFFFFu : (DWORD)l->processes + host;
   }
   if (l->cpu_ms) {
     /* User-mode time only (the OS's rule); the watchdog adds kernel time.

@@ -12,16 +12,23 @@
  * token and mitigations are read back (token.c, mitigations.c): what is
  * reported is what the child really has.
  *
- * Console: the child is created with CREATE_NO_WINDOW, so console programs
- * get a hidden console and its host (conhost.exe) starts in the job, with
- * the job's token, on the job's desktop - console APIs (cmd's `cls`,
- * PowerShell's host, a grandchild that expects to share the console) keep
- * working. DETACHED_PROCESS would leave no console, and every console
- * grandchild would then get a new console of its own (one host each). The
- * watchdog counts the hosts beyond the first against the process limit
- * (job.c). Whether the child-process policy (jobs limited to one process)
- * still lets that host start is what enforce_console_one_process checks
- * on real Windows.
+ * Console (issue 23): a console program needs a console host
+ * (conhost.exe). With CREATE_NO_WINDOW Windows creates a hidden console for
+ * the child and starts its host as a child of the new process: in the job,
+ * with the job's Low, restricted AppContainer token, on the job's desktop.
+ * Console APIs (cmd's `cls`, PowerShell's host, grandchildren that share
+ * the console) keep working, and the watchdog counts the hosts beyond the
+ * first against the process limit (job.c). A job limited to ONE process
+ * cannot rely on that host: PROCESS_CREATION_CHILD_PROCESS_RESTRICTED
+ * refuses the processes the child creates, and no documentation exempts a
+ * console host. So a one-process job is created with DETACHED_PROCESS: no console at
+ * all, stdio are our pipes (STARTF_USESTDHANDLES), and there is no host to
+ * create. This is also what Chromium does for every sandboxed target
+ * (sandbox/win/src/target_process.cc: DETACHED_PROCESS). A pseudoconsole
+ * was rejected: CreatePseudoConsole starts its conhost from the CALLER,
+ * i.e. as LocalSystem, outside the job, parsing the job's output.
+ * px__winbe_creation_flags decides; job.c asks the same question for the
+ * +1 of the job limit.
  */
 #include "watchdog/win/win_int.h"
 
@@ -193,34 +200,129 @@ static int env_cmp(const void *a, const void *b) {
   return r - CSTR_EQUAL;
 }
 
-/* The essentials cmd.exe, PowerShell and most runtimes need to start,
- * each only when the spec does not set it: SystemRoot (Winsock, CryptoAPI
- * and the CRT look it up), ComSpec, PATHEXT and PATH (System32, the
- * Windows dir, WindowsPowerShell). None is copied from the service's own
- * environment: they are derived from GetSystemWindowsDirectoryW. */
-static int env_essentials(envlist_t *e) {
-  WCHAR win[MAX_PATH], buf[4 * MAX_PATH + 128];
-  UINT n = GetSystemWindowsDirectoryW(win, MAX_PATH);
-  int rc;
-  if (n == 0 || n >= MAX_PATH)
-    return PX_LOG_WIN32(PX_ESPAWN, GetLastError(), "GetSystemWindowsDirectoryW");
-  if ((rc = env_put(e, L"SystemRoot", win, 0)))
-    return rc;
-  swprintf(buf, sizeof buf / sizeof buf[0], L"%ls\\System32\\cmd.exe", win);
-  buf[sizeof buf / sizeof buf[0] - 1] = 0;
-  if ((rc = env_put(e, L"ComSpec", buf, 0)) ||
-      (rc = env_put(e, L"PATHEXT", L".COM;.EXE;.BAT;.CMD", 0)))
-    return rc;
-  swprintf(buf, sizeof buf / sizeof buf[0],
-             L"%ls\\System32;%ls;%ls\\System32\\WindowsPowerShell\\v1.0", win,
-             win, win);
-  buf[sizeof buf / sizeof buf[0] - 1] = 0;
-  return env_put(e, L"PATH", buf, 0);
+/* One machine folder: the registry value under HKLM, as Windows keeps it,
+ * else the fallback under the system drive. */
+static int env_folder(envlist_t *e, const WCHAR *name, const WCHAR *key,
+                      const WCHAR *value, const WCHAR *win,
+                      const WCHAR *fallback) {
+  WCHAR v[MAX_PATH];
+  DWORD n = sizeof v;
+  if (RegGetValueW(HKEY_LOCAL_MACHINE, key, value,
+                   RRF_RT_REG_SZ | RRF_RT_REG_EXPAND_SZ, NULL, v, &n) !=
+          ERROR_SUCCESS ||
+      !v[0])
+    swprintf(v, MAX_PATH, L"%.2ls\\%ls", win, fallback);
+  return env_put(e, name, v, 0);
 }
 
-/* The child's environment: spec->env, TEMP/TMP/HOME = the job dir,
- * PX_KB_<name> for each visible KB root, then the essentials. Sorted, as
- * Windows expects; double-NUL terminated; malloc'd. */
+#define CV_KEY L"SOFTWARE\\Microsoft\\Windows\\CurrentVersion"
+#define PL_KEY L"SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\\ProfileList"
+
+/* ProgramFiles, CommonProgramFiles, ProgramData, ALLUSERSPROFILE and the
+ * PSModulePath PowerShell 5.1 would build from them (its own modules in
+ * System32, then Program Files'), each unless the spec set it. */
+static int env_folders(envlist_t *e, const WCHAR *win) {
+  WCHAR buf[3 * MAX_PATH + 96];
+  const WCHAR *pf;
+  int rc, at;
+  if ((rc = env_folder(e, L"ProgramFiles", CV_KEY, L"ProgramFilesDir", win,
+                       L"Program Files")) ||
+      (rc = env_folder(e, L"CommonProgramFiles", CV_KEY, L"CommonFilesDir",
+                       win, L"Program Files\\Common Files")) ||
+      (rc = env_folder(e, L"ProgramData", PL_KEY, L"ProgramData", win,
+                       L"ProgramData")) ||
+      (rc = env_folder(e, L"ALLUSERSPROFILE", PL_KEY, L"ProgramData", win,
+                       L"ProgramData")))
+    return rc;
+  at = env_find(e, L"ProgramFiles", 12);
+  pf = at >= 0 ? e->v[at] + 13 : L"";
+  swprintf(buf, sizeof buf / sizeof buf[0],
+           L"%ls\\System32\\WindowsPowerShell\\v1.0\\Modules;"
+           L"%ls\\WindowsPowerShell\\Modules",
+           win, pf);
+  return env_put(e, L"PSModulePath", buf, 0);
+}
+
+/* The essentials cmd.exe, PowerShell and most runtimes need to start,
+ * each only when the spec (the runtime's base env) does not set it. None
+ * is copied from the service's own environment (LocalSystem's would name
+ * C:\Windows\System32\config\systemprofile): they are derived from
+ * GetSystemWindowsDirectoryW and the registry.
+ *  - SystemRoot and windir: Winsock, CryptoAPI, the CRT and .NET look them
+ *    up; PowerShell expands %windir% and %SystemRoot% in its module paths.
+ *  - SystemDrive, ComSpec, PATHEXT, PATH (System32, the Windows dir,
+ *    WindowsPowerShell), OS, PROCESSOR_ARCHITECTURE, NUMBER_OF_PROCESSORS
+ *    (runtimes' platform probes: Python's platform, Node, MSBuild).
+ *  - ProgramFiles, CommonProgramFiles, ProgramData, ALLUSERSPROFILE and
+ *    PSModulePath: PowerShell 5.1 builds its module path from them; a
+ *    missing ProgramFiles leaves "\WindowsPowerShell\Modules", relative. */
+static int env_essentials(envlist_t *e) {
+  WCHAR win[MAX_PATH], buf[4 * MAX_PATH + 128];
+  const size_t nb = sizeof buf / sizeof buf[0];
+  SYSTEM_INFO si;
+  UINT n = GetSystemWindowsDirectoryW(win, MAX_PATH);
+  int rc;
+  if (n == 0 || n >= MAX_PATH - 32)
+    return PX_LOG_WIN32(PX_ESPAWN, GetLastError(), "GetSystemWindowsDirectoryW");
+  if ((rc = env_put(e, L"SystemRoot", win, 0)) ||
+      (rc = env_put(e, L"windir", win, 0)))
+    return rc;
+  swprintf(buf, nb, L"%.2ls", win); /* "C:" */
+  if ((rc = env_put(e, L"SystemDrive", buf, 0)))
+    return rc;
+  swprintf(buf, nb, L"%ls\\System32\\cmd.exe", win);
+  if ((rc = env_put(e, L"ComSpec", buf, 0)) ||
+      (rc = env_put(e, L"PATHEXT", L".COM;.EXE;.BAT;.CMD", 0)) ||
+      (rc = env_put(e, L"OS", L"Windows_NT", 0)))
+    return rc;
+  swprintf(buf, nb, L"%ls\\System32;%ls;%ls\\System32\\WindowsPowerShell\\v1.0",
+           win, win, win);
+  if ((rc = env_put(e, L"PATH", buf, 0)))
+    return rc;
+  GetNativeSystemInfo(&si);
+  swprintf(buf, nb, L"%lu", (unsigned long)si.dwNumberOfProcessors);
+  if ((rc = env_put(e, L"NUMBER_OF_PROCESSORS", buf, 0)) ||
+      (rc = env_put(e, L"PROCESSOR_ARCHITECTURE",
+                    si.wProcessorArchitecture == PROCESSOR_ARCHITECTURE_ARM64
+                        ? L"ARM64"
+                    : si.wProcessorArchitecture == PROCESSOR_ARCHITECTURE_INTEL
+                        ? L"x86"
+                        : L"AMD64",
+                    0)))
+    return rc;
+  return env_folders(e, win);
+}
+/* The profile variables. S4U loads no profile (LsaLogonUser with
+ * MsV1_0S4ULogon never runs LoadUserProfile), so nothing would name the
+ * user's folders: they all point at the job directory, the one place the
+ * job may write - PowerShell keeps its module analysis cache under
+ * LOCALAPPDATA, pip and npm their caches under LOCALAPPDATA / APPDATA,
+ * and Python's os.path.expanduser reads USERPROFILE, then HOMEDRIVE +
+ * HOMEPATH. The backend's value always wins (PX_ENV_SET_BY_BACKEND). */
+static int env_profile(envlist_t *e, const WCHAR *dir) {
+  static const WCHAR *const names[] = {L"TEMP", L"TMP", L"HOME",
+                                       L"USERPROFILE", L"APPDATA",
+                                       L"LOCALAPPDATA"};
+  WCHAR drive[3] = {0};
+  size_t i;
+  int rc = 0;
+  for (i = 0; i < sizeof names / sizeof names[0] && rc == 0; i++)
+    rc = env_put(e, names[i], dir, 1);
+  /* "C:" and "\\PhoenixOrch\\Temp\\<key>"; a UNC job dir has no drive,
+   * and HOMEDRIVE/HOMEPATH are then left out. */
+  if (rc == 0 && dir[0] && dir[1] == L':' && dir[2] == L'\\') {
+    drive[0] = dir[0];
+    drive[1] = L':';
+    if ((rc = env_put(e, L"HOMEDRIVE", drive, 1)) == 0)
+      rc = env_put(e, L"HOMEPATH", dir + 2, 1);
+  }
+  return rc;
+}
+
+/* The child's environment: spec->env (the runtime's base env, then the
+ * request's), the profile variables = the job dir, PX_KB_<name> for each
+ * visible KB root, then the essentials. Sorted, as Windows expects;
+ * double-NUL terminated; malloc'd. */
 int px__winbe_envblock(px__winbe_t *be, const px_sandbox_t *sb, WCHAR **out) {
   envlist_t e = {0};
   px_buf_t b = {0};
@@ -232,10 +334,7 @@ int px__winbe_envblock(px__winbe_t *be, const px_sandbox_t *sb, WCHAR **out) {
   for (i = 0; i < sb->spec->envc && rc == 0; i++)
     rc = env_put_utf8(&e, sb->spec->env[i].name, sb->spec->env[i].value, 1);
   if (rc == 0 && sb->dir)
-    rc = env_put(&e, L"TEMP", sb->dir, 1) || env_put(&e, L"TMP", sb->dir, 1) ||
-                 env_put(&e, L"HOME", sb->dir, 1)
-             ? PX_ENOMEM
-             : 0;
+    rc = env_profile(&e, sb->dir);
   for (i = 0; i < sb->spec->nkb && rc == 0; i++) {
     char name[96];
     if (px_snprintf(name, sizeof name, "PX_KB_%s", sb->spec->kb[i].name))
@@ -559,17 +658,26 @@ static int attrs_build(px__winbe_t *be, px_sandbox_t *sb, attrs_t *a) {
   return 0;
 }
 
+int px__winbe_console_host(const px_job_spec_t *spec) {
+  return spec->limits.processes != 1;
+}
+
+DWORD px__winbe_creation_flags(const px_job_spec_t *spec) {
+  /* Never CREATE_BREAKAWAY_FROM_JOB; suspended until start() has checked
+   * the job; below normal priority, which the job's PRIORITY_CLASS limit
+   * keeps for every process (the service and the user's programs run first
+   * when the CPUs are contended). The console: the file comment. */
+  DWORD flags = CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT |
+                EXTENDED_STARTUPINFO_PRESENT | BELOW_NORMAL_PRIORITY_CLASS;
+  return flags |
+         (px__winbe_console_host(spec) ? CREATE_NO_WINDOW : DETACHED_PROCESS);
+}
+
 static int create_process(px__winbe_t *be, px_sandbox_t *sb, attrs_t *a,
                           WCHAR *app, WCHAR *cmd, WCHAR *env) {
   STARTUPINFOEXW si;
   PROCESS_INFORMATION pi;
-  /* Never CREATE_BREAKAWAY_FROM_JOB; no console window; suspended until
-   * start() has checked the job; below normal priority, which the job's
-   * PRIORITY_CLASS limit keeps for every process (the service and the
-   * user's programs run first when the CPUs are contended). */
-  DWORD flags = CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT |
-                CREATE_NO_WINDOW | EXTENDED_STARTUPINFO_PRESENT |
-                BELOW_NORMAL_PRIORITY_CLASS;
+  DWORD flags = px__winbe_creation_flags(sb->spec);
   memset(&si, 0, sizeof si);
   memset(&pi, 0, sizeof pi);
   si.StartupInfo.cb = sizeof si;

@@ -334,6 +334,12 @@ int px__winbe_pipe_sd(const struct px_sandbox_s *sb, PSECURITY_DESCRIPTOR *out);
 /* The stdio pipes' protected security descriptor: the service's user and
  * the job SID only (*out: LocalFree). 0 or PX_ESPAWN. */
 int px__winbe_pipe_sd(const struct px_sandbox_s *sb, PSECURITY_DESCRIPTOR *out);
+/* 1 when the job's first process gets a (hidden) console and so a console
+ * host in the job (CREATE_NO_WINDOW); 0 for a one-process job, created
+ * DETACHED_PROCESS (spawn.c's file comment). */
+int px__winbe_console_host(const px_job_spec_t *spec);
+/* The CreateProcessAsUserW creation flags of the job's first process. */
+DWORD px__winbe_creation_flags(const px_job_spec_t *spec);
 /* Create the first process suspended, in the job, with the handle list;
  * sb->process/thread owned by sb. 0 or error (the caller tears down). */
 int px__winbe_spawn(px__winbe_t *be, struct px_sandbox_s *sb);
