@@ -83,7 +83,8 @@ TEST_IMPL(enforce_token) {
    * Everyone, not the logon SID). */
   ASSERT_STR_CONTAINS(t, "RESTRICTED_SID S-1-5-117-1-"); /* per-job SID */
   ASSERT(wt_has_line(t, "RESTRICTED_SID S-1-5-32-545"));
-  ASSERT(wt_has_line(t, "RESTRICTED_COUNT 2"));
+  ASSERT(wt_has_line(t, "RESTRICTED_SID S-1-5-12"));
+  ASSERT(wt_has_line(t, "RESTRICTED_COUNT 3"));
   ASSERT(!wt_has_line(t, "RESTRICTED_SID S-1-1-0"));
   ASSERT(wt_has_line(t, "PRIVILEGE SeChangeNotifyPrivilege"));
   for (p = t; (p = strstr(p, "PRIVILEGE ")); p++)

@@ -8,8 +8,9 @@
  *  - DISABLE_MAX_PRIVILEGE: every privilege but SeChangeNotifyPrivilege;
  *  - every group SID made deny-only except the logon SID, Everyone and
  *    Users; integrity SIDs untouched;
- *  - restricting SIDs {per-job SID, Users} plus the KB capability SIDs
- *    when the job holds kb:read / kb:write (token_create says why each).
+ *  - restricting SIDs {per-job SID, Users, RESTRICTED} plus the KB
+ *    capability SIDs when the job holds kb:read / kb:write
+ *    (px__winbe_restricting_sids says why each, and why not the others).
  * The user SID - the job account, never SYSTEM - stays a normal SID: an
  * access check on a restricted token passes only if BOTH the normal SIDs
  * and the restricting SIDs are granted, and the account (through Users)
@@ -43,8 +44,6 @@
 #include <sddl.h>
 #include <stdlib.h>
 #include <wchar.h>
-
-#define MAX_RESTRICT 8
 
 int px__winbe_sid_from_string(const WCHAR *s, PSID *out) {
   /* LocalFree the result. */
@@ -102,24 +101,59 @@ static int sid_is(PSID sid, WELL_KNOWN_SID_TYPE type) {
   return IsWellKnownSid(sid, type) ? 1 : 0;
 }
 
-typedef struct {
-  PSID users, kb_reader, kb_writer; /* LocalFree */
-} fixed_sids_t;
-
-static void fixed_free(fixed_sids_t *f) {
+void px__winbe_fixed_free(px__winbe_fixed_sids_t *f) {
   LocalFree(f->users);
+  LocalFree(f->restricted);
   LocalFree(f->kb_reader);
   LocalFree(f->kb_writer);
+  memset(f, 0, sizeof *f);
 }
 
-static int fixed_init(fixed_sids_t *f) {
+int px__winbe_fixed_init(px__winbe_fixed_sids_t *f) {
   int rc;
   memset(f, 0, sizeof *f);
   if ((rc = px__winbe_sid_from_string(L"S-1-5-32-545", &f->users)) ||
+      (rc = px__winbe_sid_from_string(L"S-1-5-12", &f->restricted)) ||
       (rc = px__winbe_sid_from_string(PX__SID_KB_READER, &f->kb_reader)) ||
       (rc = px__winbe_sid_from_string(PX__SID_KB_WRITER, &f->kb_writer)))
     return rc;
   return 0;
+}
+
+/* The restricting SIDs (the second access check of a restricted token:
+ * an access passes only if the normal SIDs AND these are granted it).
+ * Each one, and why (docs/windows-backend.md, "Restricting SIDs"):
+ *  - the per-job SID: the only grant that names one job - its directory,
+ *    desktop and window station, stdio pipes, its own objects (default
+ *    DACL).
+ *  - BUILTIN\Users: System32, Program Files and the HKLM keys every
+ *    process reads at start grant Users, not the job.
+ *  - RESTRICTED (S-1-5-12): the SID Windows grants on objects meant for
+ *    restricted code (Chromium's USER_RESTRICTED and USER_LIMITED carry it
+ *    for the same reason); it names no user's data.
+ *  - the KB capability SIDs, when the job holds kb:read / kb:write.
+ * Left out, against Chromium's USER_LIMITED: Everyone (it would re-admit
+ * every object that trusts everybody - third-party folders with
+ * Everyone:F above all), and the logon SID: one S4U logon serves every
+ * job (identity.c), so its logon SID does not tell jobs apart, and the
+ * BaseNamedObjects access Chromium needs it for is not ours - an
+ * AppContainer process creates its named objects in its own
+ * AppContainerNamedObjects directory. res has room for
+ * PX__MAX_RESTRICT entries; *n their count. */
+void px__winbe_restricting_sids(const px_sandbox_t *sb,
+                                const px__winbe_fixed_sids_t *fx,
+                                SID_AND_ATTRIBUTES *res, DWORD *n) {
+  DWORD k = 0, i;
+  res[k++].Sid = sb->job_sid;
+  res[k++].Sid = fx->users;
+  res[k++].Sid = fx->restricted;
+  if (sb->spec->caps & (PX_CAP_KB_READ | PX_CAP_KB_WRITE))
+    res[k++].Sid = fx->kb_reader;
+  if (sb->spec->caps & PX_CAP_KB_WRITE)
+    res[k++].Sid = fx->kb_writer;
+  for (i = 0; i < k; i++)
+    res[i].Attributes = 0;
+  *n = k;
 }
 
 /* Deny-only list: every group but logon/Everyone/Users/integrity, plus
@@ -213,15 +247,15 @@ int px__winbe_token_create(px__winbe_t *be, px_sandbox_t *sb) {
   HANDLE self = NULL;
   TOKEN_GROUPS *groups = NULL;
   TOKEN_USER *user = NULL;
-  SID_AND_ATTRIBUTES *dis = NULL, res[MAX_RESTRICT];
+  SID_AND_ATTRIBUTES *dis = NULL, res[PX__MAX_RESTRICT];
   DWORD ndis = 0, nres = 0;
   DWORD rid = px__winbe_job_rid(be);
   PSID logon = NULL; /* stays a normal group; not a restricting SID */
-  fixed_sids_t fx;
+  px__winbe_fixed_sids_t fx;
   int rc;
 
   memset(&fx, 0, sizeof fx);
-  if ((rc = fixed_init(&fx)))
+  if ((rc = px__winbe_fixed_init(&fx)))
     goto cleanup;
   self = sb->base_token; /* identity.c: the job account's (or fallback) */
   sb->base_token = NULL;
@@ -238,20 +272,7 @@ int px__winbe_token_create(px__winbe_t *be, px_sandbox_t *sb) {
     goto cleanup;
   }
   disable_list(groups, dis, &ndis, &logon);
-  /* The restricting SIDs (the second access check): the job SID (its
-   * directory, desktop and pipes), Users (System32, Program Files and the
-   * HKLM keys every process reads grant Users, not Everyone), and the KB
-   * capability SIDs when held. Not Everyone (it would admit every object
-   * that trusts all authenticated users), not the logon SID (the service's
-   * session objects and window station). */
-  res[nres++].Sid = sb->job_sid;
-  res[nres++].Sid = fx.users;
-  if (sb->spec->caps & (PX_CAP_KB_READ | PX_CAP_KB_WRITE))
-    res[nres++].Sid = fx.kb_reader;
-  if (sb->spec->caps & PX_CAP_KB_WRITE)
-    res[nres++].Sid = fx.kb_writer;
-  for (DWORD i = 0; i < nres; i++)
-    res[i].Attributes = 0;
+  px__winbe_restricting_sids(sb, &fx, res, &nres);
   if (!PXW(CreateRestrictedToken)(self, DISABLE_MAX_PRIVILEGE, ndis, dis, 0,
                                   NULL, nres, res, &sb->token)) {
     sb->token = NULL;
@@ -268,7 +289,7 @@ cleanup:
   free(groups);
   free(user);
   px_handle_close(&self);
-  fixed_free(&fx);
+  px__winbe_fixed_free(&fx);
   return rc;
 }
 

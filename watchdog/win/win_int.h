@@ -212,6 +212,20 @@ int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
 int px__winbe_volume_named_streams(const WCHAR *path);
 
 /* token.c */
+/* The well-known SIDs every job token uses (LocalFree each; fixed_free). */
+typedef struct {
+  PSID users;      /* BUILTIN\Users S-1-5-32-545 */
+  PSID restricted; /* RESTRICTED S-1-5-12 */
+  PSID kb_reader, kb_writer; /* the KB capability SIDs */
+} px__winbe_fixed_sids_t;
+#define PX__MAX_RESTRICT 8
+int px__winbe_fixed_init(px__winbe_fixed_sids_t *f);
+void px__winbe_fixed_free(px__winbe_fixed_sids_t *f);
+/* The job's restricting SIDs into res (room for PX__MAX_RESTRICT; the SIDs
+ * are borrowed from sb and fx), *n their count. token.c says why each. */
+void px__winbe_restricting_sids(const struct px_sandbox_s *sb,
+                                const px__winbe_fixed_sids_t *fx,
+                                SID_AND_ATTRIBUTES *res, DWORD *n);
 /* A fresh per-job SID S-1-5-117-1-r1-r2-r3 (*out: LocalFree). 0 or error. */
 int px__winbe_sid_new_job(PSID *out);
 /* ConvertStringSidToSidW (*out: LocalFree). 0 or PX_ETOKEN. */
