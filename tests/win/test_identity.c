@@ -362,3 +362,87 @@ TEST_IMPL(winjob_identity_dir_dacl) {
   LocalFree(acct);
   return 0;
 }
+
+/* Issue 23: the S4U request names this computer as DomainName ("." is not
+ * documented for MSV1_0_S4U_LOGON), the account as UserPrincipalName, and
+ * both strings lie inside the one buffer the package requires. */
+TEST_IMPL(winidentity_s4u_request) {
+  MSV1_0_S4U_LOGON *s4u = NULL;
+  ULONG len = 0;
+  WCHAR host[MAX_COMPUTERNAME_LENGTH + 1];
+  DWORD hn = MAX_COMPUTERNAME_LENGTH + 1;
+  const BYTE *lo, *hi;
+  ASSERT(GetComputerNameW(host, &hn));
+  ASSERT_OK(px__winbe_s4u_buffer(&s4u, &len));
+  ASSERT_EQ(s4u->MessageType, MsV1_0S4ULogon);
+  ASSERT_UINT_EQ(s4u->DomainName.Length, hn * sizeof(WCHAR));
+  ASSERT(wcsncmp(s4u->DomainName.Buffer, host, hn) == 0);
+  ASSERT(!(s4u->DomainName.Length == sizeof(WCHAR) &&
+           s4u->DomainName.Buffer[0] == L'.'));
+  ASSERT_UINT_EQ(s4u->UserPrincipalName.Length,
+                 wcslen(PX_WIN_JOB_ACCOUNT) * sizeof(WCHAR));
+  ASSERT(wcsncmp(s4u->UserPrincipalName.Buffer, PX_WIN_JOB_ACCOUNT,
+                 wcslen(PX_WIN_JOB_ACCOUNT)) == 0);
+  lo = (const BYTE *)s4u;
+  hi = lo + len;
+  ASSERT((const BYTE *)s4u->DomainName.Buffer >= lo + sizeof *s4u);
+  ASSERT((const BYTE *)s4u->DomainName.Buffer + s4u->DomainName.Length <= hi);
+  ASSERT((const BYTE *)s4u->UserPrincipalName.Buffer >= lo + sizeof *s4u);
+  free(s4u);
+  return 0;
+}
+
+/* Issue 23: a refused batch logon (a domain GPO that defines "Log on as a
+ * batch job" replaces the local grant) is explained in the Event Log with
+ * the right and the policy path; other errors get no invented advice. */
+TEST_IMPL(winidentity_logon_hint) {
+  const char *h = px__winbe_logon_hint(ERROR_LOGON_TYPE_NOT_GRANTED);
+  ASSERT_NOT_NULL(h);
+  ASSERT_STR_CONTAINS(h, "Log on as a batch job");
+  ASSERT_STR_CONTAINS(h, "SeBatchLogonRight");
+  ASSERT_STR_CONTAINS(h, "User Rights Assignment");
+  ASSERT_STR_CONTAINS(h, "Group Policy");
+  ASSERT_NULL(px__winbe_logon_hint(ERROR_NOT_ENOUGH_MEMORY));
+  return 0;
+}
+
+/* Issue 23: on a domain controller NetUserAdd would make a domain account;
+ * account creation is refused, and so is every job, even under Wine with
+ * allow_degraded (the DC answer is forced through the fault registry).
+ * Positive control: this machine is no DC, and the same backend opened
+ * without the fault runs jobs (degraded under Wine). */
+TEST_IMPL(winfault_identity_domain_controller) {
+  wt_backend_t b;
+  wt_job_t j;
+  px_sandbox_t *sb = NULL;
+  px_sandbox_events_t ev = {0};
+  ASSERT_EQ(px_win_domain_controller(), 0);
+  ASSERT_OK(px_fault_arm("identity.domain_controller", PX_FAULT_ALWAYS, 1));
+  ASSERT_EQ(px_win_domain_controller(), 1);
+  ASSERT_EQ(px_win_job_account_create(), PX_EACCES);
+  memset(&b, 0, sizeof b);
+  snprintf(b.root, sizeof b.root, "%sroot", px_test_tmpdir());
+  b.opts.work_root = b.root;
+  b.opts.tick_ms = 20;
+  b.opts.allow_degraded = 1;
+  ASSERT_OK(ops()->open(&b.opts, &b.state));
+  wt_job(&j, "exit", "0", NULL);
+  ASSERT_EQ(ops()->prepare(b.state, &j.spec, &ev, &sb), PX_ETOKEN);
+  ASSERT_NULL(sb);
+  wt_job_free(&j);
+  wt_close(&b);
+  px_fault_reset();
+  { /* positive control */
+    wt_capture_t c;
+    px_outcome_t o;
+    wt_open(&b);
+    wt_job(&j, "exit", "0", NULL);
+    wt_capture_init(&c);
+    ASSERT_OK(wt_run(&b, &j, &c, &o));
+    ASSERT_EQ(o.exited, 1);
+    wt_capture_free(&c);
+    wt_job_free(&j);
+    wt_close(&b);
+  }
+  return 0;
+}

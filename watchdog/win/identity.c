@@ -31,6 +31,7 @@
 #include "watchdog/win/identity.h"
 #include "watchdog/win/win_int.h"
 
+#include "px/px_fault.h"
 #include "px/px_log.h"
 #include "px/px_win_error.h"
 
@@ -192,9 +193,37 @@ static int rights_set(PSID sid) {
   return 0;
 }
 
+/* 1 on a domain controller. There SAM is the domain's: NetUserAdd would
+ * create a DOMAIN account (valid on every machine of the domain) and
+ * "local" rights would be the domain controllers' policy. The job account
+ * must be this machine's alone, so a DC is refused. The documented test:
+ * VerifyVersionInfoW on wProductType == VER_NT_DOMAIN_CONTROLLER. Tests
+ * arm "identity.domain_controller" to take this branch under Wine. */
+int px_win_domain_controller(void) {
+  OSVERSIONINFOEXW v;
+  DWORDLONG mask = VerSetConditionMask(0, VER_PRODUCT_TYPE, VER_EQUAL);
+  if (px_fault_hit("identity.domain_controller"))
+    return 1;
+  memset(&v, 0, sizeof v);
+  v.dwOSVersionInfoSize = sizeof v;
+  v.wProductType = VER_NT_DOMAIN_CONTROLLER;
+  return VerifyVersionInfoW(&v, VER_PRODUCT_TYPE, mask) ? 1 : 0;
+}
+
+static int refuse_dc(void) {
+  PX_LOG(PX_LOG_ERROR, "this machine is a domain controller: the job "
+         "account %ls would be a domain account, valid on every machine of "
+         "the domain; PhoenixExecutor does not run jobs on a domain "
+         "controller (install it on a member server or workstation)",
+         PX_WIN_JOB_ACCOUNT);
+  return PX_EACCES;
+}
+
 int px_win_job_account_create(void) {
   PSID sid = NULL;
   int rc;
+  if (px_win_domain_controller())
+    return refuse_dc();
   if ((rc = user_add()))
     return rc;
   if ((rc = account_sid(&sid))) {
@@ -223,23 +252,32 @@ int px_win_job_account_remove(void) {
   LSA_OBJECT_ATTRIBUTES oa;
   LSA_HANDLE pol = NULL;
   PSID sid = NULL;
-  NET_API_STATUS st;
+  NTSTATUS st;
+  NET_API_STATUS nst;
   int rc = account_sid(&sid);
   if (rc == PX_ENOENT)
     return 0;
   if (rc)
     return rc;
   memset(&oa, 0, sizeof oa);
-  /* The rights live in LSA's policy, not in the account: remove them first
-   * or a later account could not be told apart from a stale entry. */
-  if (LsaOpenPolicy(NULL, &oa, POLICY_LOOKUP_NAMES, &pol) == 0) {
-    LsaRemoveAccountRights(pol, sid, TRUE, NULL, 0);
+  /* The rights live in LSA's policy, keyed by SID, not in the account:
+   * remove them BEFORE the account, while its SID still resolves, or they
+   * stay behind as an orphan SID in "Log on as a batch job" and the
+   * deny-logon rights. A failure stops the uninstall here (the account is
+   * kept, so a second uninstall can retry); "no such account in LSA"
+   * (STATUS_OBJECT_NAME_NOT_FOUND) means there is nothing to remove. */
+  st = PXW(LsaOpenPolicy)(NULL, &oa, POLICY_LOOKUP_NAMES, &pol);
+  if (st == 0) {
+    st = LsaRemoveAccountRights(pol, sid, TRUE, NULL, 0);
     LsaClose(pol);
   }
   LocalFree(sid);
-  st = NetUserDel(NULL, PX_WIN_JOB_ACCOUNT);
-  if (st != NERR_Success && st != NERR_UserNotFound)
-    return PX_LOG_WIN32(PX_EACCES, st, "NetUserDel(job account)");
+  if (st && (DWORD)st != (DWORD)0xC0000034L /* OBJECT_NAME_NOT_FOUND */)
+    return PX_LOG_WIN32(PX_EACCES, LsaNtStatusToWinError(st),
+                        "LsaRemoveAccountRights(job account)");
+  nst = NetUserDel(NULL, PX_WIN_JOB_ACCOUNT);
+  if (nst != NERR_Success && nst != NERR_UserNotFound)
+    return PX_LOG_WIN32(PX_EACCES, nst, "NetUserDel(job account)");
   return 0;
 }
 
@@ -251,19 +289,70 @@ static void lsa_astr(LSA_STRING *s, const char *v) {
   s->MaximumLength = s->Length + 1;
 }
 
+/* The MSV1_0_S4U_LOGON buffer (*out malloc'd, *len its size): the
+ * account's name and, as DomainName, this computer's NetBIOS name - the
+ * local SAM's domain. "." is a LogonUser convention that the S4U
+ * structure does not document. The strings follow the structure in the
+ * same buffer (the package requires it). */
+int px__winbe_s4u_buffer(MSV1_0_S4U_LOGON **out, ULONG *len) {
+  WCHAR host[MAX_COMPUTERNAME_LENGTH + 1];
+  DWORD hn = MAX_COMPUTERNAME_LENGTH + 1;
+  size_t ul = wcslen(PX_WIN_JOB_ACCOUNT) * sizeof(WCHAR), dl;
+  MSV1_0_S4U_LOGON *s4u;
+  *out = NULL;
+  if (!GetComputerNameW(host, &hn))
+    return PX_LOG_WIN32(PX_ETOKEN, GetLastError(), "GetComputerNameW");
+  dl = hn * sizeof(WCHAR);
+  *len = (ULONG)(sizeof *s4u + ul + dl);
+  s4u = calloc(1, *len);
+  if (!s4u)
+    return PX_ENOMEM;
+  s4u->MessageType = MsV1_0S4ULogon;
+  s4u->UserPrincipalName.Buffer = (PWSTR)(s4u + 1);
+  s4u->UserPrincipalName.Length = s4u->UserPrincipalName.MaximumLength =
+      (USHORT)ul;
+  memcpy(s4u->UserPrincipalName.Buffer, PX_WIN_JOB_ACCOUNT, ul);
+  s4u->DomainName.Buffer = (PWSTR)((BYTE *)(s4u + 1) + ul);
+  s4u->DomainName.Length = s4u->DomainName.MaximumLength = (USHORT)dl;
+  memcpy(s4u->DomainName.Buffer, host, dl);
+  *out = s4u;
+  return 0;
+}
+
+const char *px__winbe_logon_hint(DWORD err) {
+  switch (err) {
+  case ERROR_LOGON_TYPE_NOT_GRANTED:
+    return "the job account lacks \"Log on as a batch job\" "
+           "(SeBatchLogonRight). A domain Group Policy that defines Computer "
+           "Configuration > Windows Settings > Security Settings > Local "
+           "Policies > User Rights Assignment > \"Log on as a batch job\" "
+           "replaces the local grant: add PhoenixExecutorJob (this "
+           "computer's account) to that policy, or leave it undefined";
+  case ERROR_ACCOUNT_DISABLED:
+  case ERROR_ACCOUNT_RESTRICTION:
+    return "the job account is disabled or restricted: run "
+           "`PhoenixExecutor install` again to reset it";
+  case ERROR_NO_SUCH_DOMAIN:
+  case ERROR_NO_SUCH_USER:
+    return "the job account was not found in this computer's SAM: run "
+           "`PhoenixExecutor install` again";
+  default:
+    return NULL;
+  }
+}
+
 /* The S4U batch logon of the account: *tok a primary token. */
 static int s4u_logon(HANDLE *tok) {
   LSA_STRING proc, pkg;
   HANDLE lsa = NULL;
   LSA_OPERATIONAL_MODE mode;
-  ULONG pkgid = 0, plen = 0, len;
+  ULONG pkgid = 0, plen = 0, len = 0;
   MSV1_0_S4U_LOGON *s4u = NULL;
   TOKEN_SOURCE src;
   QUOTA_LIMITS quota;
   LUID luid;
   PVOID profile = NULL;
   NTSTATUS st, sub = 0;
-  size_t ul = wcslen(PX_WIN_JOB_ACCOUNT) * sizeof(WCHAR);
   int rc = PX_ETOKEN;
   *tok = NULL;
   lsa_astr(&proc, ORIGIN);
@@ -278,22 +367,9 @@ static int s4u_logon(HANDLE *tok) {
                       "LsaLookupAuthenticationPackage(MSV1_0)");
     goto cleanup;
   }
-  /* The strings follow the structure in the same buffer (the package
-   * requires it); DomainName "." is this machine. */
-  len = (ULONG)(sizeof *s4u + ul + sizeof(WCHAR));
-  s4u = calloc(1, len);
-  if (!s4u) {
-    rc = PX_ENOMEM;
+  if ((rc = px__winbe_s4u_buffer(&s4u, &len)))
     goto cleanup;
-  }
-  s4u->MessageType = MsV1_0S4ULogon;
-  s4u->UserPrincipalName.Buffer = (PWSTR)(s4u + 1);
-  s4u->UserPrincipalName.Length = s4u->UserPrincipalName.MaximumLength =
-      (USHORT)ul;
-  memcpy(s4u->UserPrincipalName.Buffer, PX_WIN_JOB_ACCOUNT, ul);
-  s4u->DomainName.Buffer = (PWSTR)((BYTE *)(s4u + 1) + ul);
-  s4u->DomainName.Length = s4u->DomainName.MaximumLength = sizeof(WCHAR);
-  s4u->DomainName.Buffer[0] = L'.';
+  rc = PX_ETOKEN;
   memset(&src, 0, sizeof src);
   memcpy(src.SourceName, "PxExec", 6);
   if (!AllocateLocallyUniqueId(&src.SourceIdentifier)) {
@@ -303,11 +379,13 @@ static int s4u_logon(HANDLE *tok) {
   st = PXW(LsaLogonUser)(lsa, &proc, Batch, pkgid, s4u, len, NULL, &src,
                          &profile, &plen, &luid, tok, &quota, &sub);
   if (st) {
+    DWORD err = LsaNtStatusToWinError(st);
+    const char *hint = px__winbe_logon_hint(err);
     *tok = NULL;
     PX_LOG(PX_LOG_ERROR, "LsaLogonUser(S4U, %ls): NTSTATUS 0x%08lx, "
-           "substatus 0x%08lx", PX_WIN_JOB_ACCOUNT, (unsigned long)st,
-           (unsigned long)sub);
-    rc = PX_LOG_WIN32(PX_ETOKEN, LsaNtStatusToWinError(st), "LsaLogonUser");
+           "substatus 0x%08lx%s%s", PX_WIN_JOB_ACCOUNT, (unsigned long)st,
+           (unsigned long)sub, hint ? ": " : "", hint ? hint : "");
+    rc = PX_LOG_WIN32(PX_ETOKEN, err, "LsaLogonUser");
     goto cleanup;
   }
   rc = 0;
@@ -363,6 +441,11 @@ static int acquire(px__winbe_t *be) {
 
 void px__winbe_identity_open(px__winbe_t *be) {
   PSID sid = NULL;
+  if (px_win_domain_controller()) {
+    refuse_dc(); /* no token: no job runs (identity_base fails) */
+    be->acct_refused = 1;
+    return;
+  }
   /* An MSI install has not run `install`: the first start creates the
    * account, as it does the pipe's client group (Wine: no SAM). */
   if (!be->wine && account_sid(&sid) == PX_ENOENT)
@@ -400,7 +483,9 @@ static int identity_base(px__winbe_t *be, HANDLE *base, PSID *user,
   *user = NULL;
   *fallback = 0;
   AcquireSRWLockExclusive(&acct_lock);
-  if (!be->acct_token && !be->acct_fallback)
+  if (be->acct_refused)
+    rc = PX_ETOKEN; /* a domain controller: refused at open, logged there */
+  else if (!be->acct_token && !be->acct_fallback)
     rc = acquire(be); /* set once, never replaced: safe to borrow below */
   t = be->acct_token;
   *user = be->acct_sid;

@@ -22,8 +22,15 @@ int px_win_job_account_create(void);
  * start creates it). 0, PX_ENOENT (missing, not created) or an error. */
 int px_win_job_account_sid(int create, void **out);
 
-/* Remove the account's rights and the account. 0 when it is gone (or was
- * never there), else an error. Idempotent. */
+/* 1 when this machine is a domain controller (VER_NT_DOMAIN_CONTROLLER):
+ * the job account would be a domain account there, so account creation
+ * and the backend refuse it with an Event Log error. */
+int px_win_domain_controller(void);
+
+/* Remove the account's rights (first, while its SID resolves) and then
+ * the account. 0 when it is gone (or was never there), else an error
+ * (a failed rights removal keeps the account, so uninstall can retry).
+ * Idempotent. */
 int px_win_job_account_remove(void);
 
 #endif /* PX_WIN_IDENTITY_H */

@@ -110,6 +110,8 @@ typedef struct px__winbe_s {
   PSID acct_sid;                  /* owned (LocalFree): its user SID */
   int acct_fallback;              /* Wine + allow_degraded only: jobs derive
                                    * from the service's token, "degraded" */
+  int acct_refused;               /* a domain controller: no job account,
+                                   * no job (identity.c) */
 } px__winbe_t;
 
 /* The job's tracker: everything the backend knows about one job. */
@@ -256,6 +258,15 @@ void px__winbe_identity_close(px__winbe_t *be);
  * service's own token, sb->acct_sid NULL, "degraded" set. 0 or
  * PX_ETOKEN/PX_ENOMEM (the job fails closed). */
 int px__winbe_identity_job(px__winbe_t *be, struct px_sandbox_s *sb);
+/* The MSV1_0_S4U_LOGON request for the job account (*out malloc'd, *len
+ * its size in bytes): DomainName is this computer's name. 0 or
+ * PX_ETOKEN/PX_ENOMEM. */
+int px__winbe_s4u_buffer(MSV1_0_S4U_LOGON **out, ULONG *len);
+/* What an administrator must do about a failed S4U logon (Win32 error
+ * from LsaLogonUser), for the Event Log; NULL when there is no advice.
+ * ERROR_LOGON_TYPE_NOT_GRANTED names "Log on as a batch job" and the
+ * policy path. Static string. */
+const char *px__winbe_logon_hint(DWORD err);
 #ifdef PX_TEST_SEAMS
 /* Tests: run one step of identity.c on its own (0 user_add, 1 account
  * SID lookup, 2 rights_set(sid), 3 s4u_logon). Test-seam builds only. */
