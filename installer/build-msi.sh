@@ -24,7 +24,8 @@
 #     protected DACL of C:\PhoenixOrch\Temp (MsiLockPermissionsEx), and:
 #     Permanent + NeverOverwrite on the configuration, Permanent on the
 #     logs and KB store folders, REMOVE_DATA in SecureCustomProperties,
-#     and the WaitServiceStopped action as an EXE in the Binary table
+#     and the WaitServiceStopped and RemoveJobAccount actions as EXEs in
+#     the Binary table
 #     (type 2 + continue 0x40 + deferred 0x400 + no-impersonate 0x800);
 #  5. the result is read back (msiinfo) and checked, then moved in place.
 set -euo pipefail
@@ -111,6 +112,7 @@ msibuild "$work/out.msi" \
     -q "UPDATE \`Component\` SET \`Attributes\` = 272 WHERE \`Component\` = 'LogsFolder'" \
     -q "UPDATE \`Component\` SET \`Attributes\` = 272 WHERE \`Component\` = 'KbStoreFolder'" \
     -q "UPDATE \`CustomAction\` SET \`Type\` = 3138, \`Source\` = 'PxMsiHelper' WHERE \`Action\` = 'WaitServiceStopped'" \
+    -q "UPDATE \`CustomAction\` SET \`Type\` = 3138, \`Source\` = 'PxMsiHelper' WHERE \`Action\` = 'RemoveJobAccount'" \
     -q "UPDATE \`Property\` SET \`Value\` = 'WIX_DOWNGRADE_DETECTED;WIX_UPGRADE_DETECTED;REMOVE_DATA' WHERE \`Property\` = 'SecureCustomProperties'" ||
     die "msibuild failed"
 
@@ -176,6 +178,9 @@ check "$prop" "^ProductVersion\t${version//./\\.}\$" "ProductVersion $version"
 check "$prop" '^UpgradeCode\t\{6F1C2E7A-4B3D-4E8F-9A21-5C7D8E9F0A1B\}$' "the fixed UpgradeCode"
 check "$(msiinfo export "$work/out.msi" CustomAction)" \
     '^WaitServiceStopped\t3138\tPxMsiHelper\twaitstop ' "WaitServiceStopped as a Binary EXE action"
+check "$(msiinfo export "$work/out.msi" CustomAction)" \
+    '^RemoveJobAccount\t3138\tPxMsiHelper\trmaccount PhoenixExecutorJob' \
+    "RemoveJobAccount: rights, then the account (px_msi_helper)"
 check "$(msiinfo export "$work/out.msi" MsiServiceConfigFailureActions | tr -d "\r")" \
     '^PxRestartOnFailure\tPhoenixExecutor\t1\t86400\t\t\t1\[~\]1\[~\]1\t5000\[~\]10000\[~\]30000\tServiceExe$' \
     "failure actions restart x3"
