@@ -509,12 +509,36 @@ static int parse_args(int argc, wchar_t **argv, args_t *a) {
   return rc;
 }
 
+/* The service's two folders, if a non-administrator made them before the
+ * install: taken over when empty, else the install stops and says why
+ * (px_win_setup_claim). The work base is the default's parent,
+ * <SystemDrive>\PhoenixOrch. */
+static int install_claim(void) {
+  char dir[MAX_PATH * 3], why[1024] = "%ProgramData% cannot be resolved";
+  WCHAR drive[8];
+  DWORD n = GetEnvironmentVariableW(L"SystemDrive", drive, 8);
+  if (px_os_under_wine())
+    return 0; /* Wine synthesises owners from Unix modes (setup's acl = 0) */
+  if (data_root(dir, sizeof dir) || px_win_setup_claim(dir, why, sizeof why))
+    goto refused;
+  if (n == 0 || n >= 8)
+    wcscpy(drive, L"C:");
+  snprintf(dir, sizeof dir, "%ls\\PhoenixOrch", drive);
+  if (px_win_setup_claim(dir, why, sizeof why) == 0)
+    return 0;
+refused:
+  fprintf(stderr, "PhoenixExecutor: %s\n", why);
+  return PX_EACL;
+}
+
 static int cmd_install(const args_t *a) {
   WCHAR exe[MAX_PATH], cfg[MAX_PATH];
   px_scm_install_t in;
   DWORD n = GetModuleFileNameW(NULL, exe, MAX_PATH);
   int rc;
   if (n == 0 || n >= MAX_PATH)
+    return 1;
+  if (install_claim())
     return 1;
   memset(&in, 0, sizeof in);
   in.name = SERVICE_NAME;

@@ -355,3 +355,166 @@ int px_win_setup_apply(const px_win_setup_t *s, char *why, size_t whysz) {
 int px_win_setup_verify(const px_win_setup_t *s, char *why, size_t whysz) {
   return run(s, 0, why, whysz);
 }
+
+/* ---- install: a service folder created beforehand (issue 23) ----
+ * Separate from the start-up walks above on purpose: this runs only in
+ * `PhoenixExecutor install`, for the two folders the service owns by name
+ * (<ProgramData>\PhoenixOrch and C:\PhoenixOrch). */
+
+/* Enable SeBackupPrivilege, SeRestorePrivilege and SeTakeOwnershipPrivilege
+ * on a thread token of our own (the process token is left alone); undone
+ * by RevertToSelf. 0, or the Win32 error. */
+static DWORD claim_privileges(void) {
+  static const WCHAR *const names[3] = {SE_BACKUP_NAME, SE_RESTORE_NAME,
+                                        SE_TAKE_OWNERSHIP_NAME};
+  BYTE buf[sizeof(TOKEN_PRIVILEGES) + 2 * sizeof(LUID_AND_ATTRIBUTES)];
+  TOKEN_PRIVILEGES *tp = (TOKEN_PRIVILEGES *)(void *)buf;
+  HANDLE t = NULL;
+  DWORD i, err = 0;
+  if (!ImpersonateSelf(SecurityImpersonation))
+    return GetLastError();
+  if (!OpenThreadToken(GetCurrentThread(), TOKEN_ADJUST_PRIVILEGES, TRUE, &t))
+    return GetLastError();
+  tp->PrivilegeCount = 3;
+  for (i = 0; i < 3 && err == 0; i++) {
+    tp->Privileges[i].Attributes = SE_PRIVILEGE_ENABLED;
+    if (!LookupPrivilegeValueW(NULL, names[i], &tp->Privileges[i].Luid))
+      err = GetLastError();
+  }
+  if (err == 0 && !AdjustTokenPrivileges(t, FALSE, tp, 0, NULL, NULL))
+    err = GetLastError();
+  CloseHandle(t);
+  return err; /* ERROR_NOT_ALL_ASSIGNED: not an administrator */
+}
+
+/* 1 when the directory open as h holds nothing but "." and "..". */
+static int dir_empty(HANDLE h) {
+  union {
+    FILE_ID_BOTH_DIR_INFO i;
+    BYTE b[4096];
+  } u;
+  FILE_INFO_BY_HANDLE_CLASS c = FileIdBothDirectoryRestartInfo;
+  while (GetFileInformationByHandleEx(h, c, &u, sizeof u)) {
+    FILE_ID_BOTH_DIR_INFO *e = &u.i;
+    c = FileIdBothDirectoryInfo;
+    for (;;) {
+      DWORD n = e->FileNameLength / sizeof(WCHAR);
+      if (!(n == 1 && e->FileName[0] == L'.') &&
+          !(n == 2 && e->FileName[0] == L'.' && e->FileName[1] == L'.'))
+        return 0;
+      if (!e->NextEntryOffset)
+        break;
+      e = (FILE_ID_BOTH_DIR_INFO *)(void *)((BYTE *)e + e->NextEntryOffset);
+    }
+  }
+  return GetLastError() == ERROR_NO_MORE_FILES;
+}
+
+/* The owner of h as text (why) and whether it is trusted. */
+static int claim_owner(HANDLE h, char *who, size_t whosz, int *trusted) {
+  PSECURITY_DESCRIPTOR sd = NULL;
+  PSID owner = NULL;
+  WCHAR *s = NULL;
+  DWORD st = GetSecurityInfo(h, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION,
+                             &owner, NULL, NULL, NULL, &sd);
+  if (st != ERROR_SUCCESS)
+    return (int)st;
+  *trusted = IsWellKnownSid(owner, WinLocalSystemSid) ||
+             IsWellKnownSid(owner, WinBuiltinAdministratorsSid);
+  snprintf(who, whosz, "?");
+  if (ConvertSidToStringSidW(owner, &s)) {
+    snprintf(who, whosz, "%ls", s);
+    LocalFree(s);
+  }
+  LocalFree(sd);
+  return 0;
+}
+
+/* Owner Administrators and the admin-only protected DACL, on this folder
+ * only: SetKernelObjectSecurity does not propagate to what is inside
+ * (SetSecurityInfo would rewrite every child, hard links included). */
+static DWORD claim_set(HANDLE h) {
+  PSECURITY_DESCRIPTOR sd = NULL;
+  DWORD err = 0;
+  if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(
+          L"O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)", SDDL_REVISION_1, &sd,
+          NULL))
+    return GetLastError();
+  if (!SetKernelObjectSecurity(h, OWNER_SECURITY_INFORMATION |
+                                      DACL_SECURITY_INFORMATION |
+                                      PROTECTED_DACL_SECURITY_INFORMATION,
+                               sd))
+    err = GetLastError();
+  LocalFree(sd);
+  return err;
+}
+
+int px_win_setup_claim(const char *dir, char *why, size_t whysz) {
+  WCHAR *w = px__utf16(dir);
+  HANDLE h = INVALID_HANDLE_VALUE;
+  FILE_ATTRIBUTE_TAG_INFO tag;
+  char who[192];
+  int trusted = 0, rc = PX_EACL;
+  DWORD err;
+  why[0] = 0;
+  if (!w)
+    return PX_ENOMEM;
+  err = claim_privileges();
+  /* Never follow a reparse point; backup semantics open a directory and,
+   * with the privileges, whatever DACL its creator gave it. */
+  h = CreateFileW(w, READ_CONTROL | WRITE_OWNER | WRITE_DAC |
+                         FILE_LIST_DIRECTORY | SYNCHRONIZE,
+                  FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                  OPEN_EXISTING,
+                  FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT,
+                  NULL);
+  if (h == INVALID_HANDLE_VALUE) {
+    err = GetLastError();
+    rc = err == ERROR_FILE_NOT_FOUND || err == ERROR_PATH_NOT_FOUND ? 0 : PX_EACL;
+    if (rc)
+      snprintf(why, whysz, "%s exists but cannot be opened (Win32 error "
+                           "%lu): run the install as an administrator", dir,
+               (unsigned long)err);
+    goto cleanup;
+  }
+  if (!GetFileInformationByHandleEx(h, FileAttributeTagInfo, &tag, sizeof tag) ||
+      (tag.FileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) ||
+      !(tag.FileAttributes & FILE_ATTRIBUTE_DIRECTORY)) {
+    snprintf(why, whysz, "%s is a reparse point or not a directory: remove "
+                         "it (rmdir) and install again", dir);
+    goto cleanup;
+  }
+  if ((err = (DWORD)claim_owner(h, who, sizeof who, &trusted)) != 0) {
+    snprintf(why, whysz, "%s: its owner cannot be read (Win32 error %lu)",
+             dir, (unsigned long)err);
+    goto cleanup;
+  }
+  rc = 0;
+  if (trusted)
+    goto cleanup;
+  rc = PX_EACL;
+  if (!dir_empty(h)) {
+    snprintf(why, whysz, "%s existed before the install, owned by %s (not "
+             "SYSTEM or Administrators), and is not empty: look at what is "
+             "in it, then delete it, or take it over with `takeown /F \"%s\" "
+             "/A /R /D Y` and `icacls \"%s\" /reset /T`, and install again",
+             dir, who, dir, dir);
+    goto cleanup;
+  }
+  if ((err = claim_set(h)) != 0) {
+    snprintf(why, whysz, "%s (owned by %s): taking ownership failed (Win32 "
+             "error %lu)", dir, who, (unsigned long)err);
+    goto cleanup;
+  }
+  PX_LOG(PX_LOG_WARN, "%s existed before the install, owned by %s: empty, so "
+         "it now belongs to Administrators with the admin-only DACL", dir, who);
+  rc = 0;
+cleanup:
+  if (h != INVALID_HANDLE_VALUE)
+    CloseHandle(h);
+  RevertToSelf();
+  free(w);
+  if (rc)
+    PX_LOG(PX_LOG_ERROR, "install refused: %s", why);
+  return rc;
+}

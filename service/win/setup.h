@@ -52,6 +52,16 @@ typedef struct {
 int px_win_setup_apply(const px_win_setup_t *s, char *why, size_t whysz);
 int px_win_setup_verify(const px_win_setup_t *s, char *why, size_t whysz);
 
+/* Install only (issue 23): a service folder that exists before the
+ * install (dir: <ProgramData>\PhoenixOrch or C:\PhoenixOrch) and is owned
+ * by anybody but SYSTEM or Administrators - a non-administrator created
+ * it, and could re-ACL it at will. Empty: it is taken over (owner
+ * Administrators, the admin-only protected DACL, on the folder alone).
+ * Not empty, a reparse point or not a directory: refused, `why` naming
+ * the owner and the takeown/icacls commands. Missing or already trusted:
+ * nothing to do. Needs an administrator (SeBackup/SeRestore/
+ * SeTakeOwnership on a thread token). 0 or PX_EACL/PX_ENOMEM (logged). */
+int px_win_setup_claim(const char *dir, char *why, size_t whysz);
 /* The own-directory rule on a descriptor given as SDDL (tests).
  * self_sid: the service account's SID string (NULL: none). 0 or PX_EACL;
  * why (when not NULL) names the first offending SID. */

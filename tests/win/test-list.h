@@ -152,6 +152,7 @@ PX_TEST_ENTRY(setup, setup_apply_verify, 60)
 PX_TEST_ENTRY(setup, setup_refuses_links, 60)
 PX_TEST_ENTRY(setup, setup_kb_rules, 30)
 PX_TEST_ENTRY(setup, setup_kb_apply_fails_closed, 60)
+PX_TEST_ENTRY(setup, setup_claim_precreated, 60)
 PX_TEST_ENTRY(enforce, setup_enforce_dacls, 60)
 /* kb/win/priv.c: tests/win/test_kbpriv.c */
 PX_TEST_ENTRY(setup, kbpriv_thread_only, 30)

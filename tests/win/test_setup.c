@@ -283,3 +283,85 @@ TEST_IMPL(setup_kb_apply_fails_closed) {
   }
   return 0;
 }
+
+/* The owner of path as an SDDL SID string into out ("" when unreadable). */
+static void owner_of(const WCHAR *path, char *out, size_t n) {
+  PSECURITY_DESCRIPTOR sd = NULL;
+  PSID owner = NULL;
+  WCHAR *s = NULL;
+  out[0] = 0;
+  if (GetNamedSecurityInfoW(path, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION,
+                            &owner, NULL, NULL, NULL, &sd) == ERROR_SUCCESS &&
+      ConvertSidToStringSidW(owner, &s)) {
+    snprintf(out, n, "%ls", s);
+    LocalFree(s);
+  }
+  LocalFree(sd);
+}
+
+/* Issue 23: a service folder a non-administrator made before the install.
+ * Not empty: refused, the owner and the takeown/icacls fix named, nothing
+ * changed. Empty: owner Administrators, protected admin-only DACL.
+ * Controls: a missing folder and an administrator-owned one pass
+ * untouched. Wine stores a descriptor set on a file when its file system
+ * keeps extended attributes; where it does not, the foreign owner does not
+ * stick and the test SKIPs. */
+#define FOREIGN_SID "S-1-5-21-1111-2222-3333-1001"
+TEST_IMPL(setup_claim_precreated) {
+  char dir[MAX_PATH], own[192], why[1024];
+  WCHAR w[MAX_PATH], f[MAX_PATH + 8];
+  PSID foreign = NULL;
+  PSECURITY_DESCRIPTOR sd = NULL;
+  PACL dacl = NULL;
+  BOOL present = FALSE, defaulted = FALSE;
+  SECURITY_DESCRIPTOR_CONTROL ctl = 0;
+  DWORD rev = 0;
+  HANDLE h;
+  snprintf(dir, sizeof dir, "%sPhoenixOrch-claim", px_test_tmpdir());
+  wpath(w, dir);
+  swprintf(f, MAX_PATH + 8, L"%ls\\x.txt", w);
+  DeleteFileW(f);
+  RemoveDirectoryW(w);
+  ASSERT_OK(px_win_setup_claim(dir, why, sizeof why)); /* missing: nothing */
+  ASSERT(CreateDirectoryW(w, NULL));
+  ASSERT(ConvertStringSidToSidW(L"S-1-5-32-544", &foreign));
+  ASSERT_EQ(SetNamedSecurityInfoW(w, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION,
+                                  foreign, NULL, NULL, NULL),
+            ERROR_SUCCESS);
+  LocalFree(foreign);
+  ASSERT_OK(px_win_setup_claim(dir, why, sizeof why)); /* trusted: nothing */
+  ASSERT(ConvertStringSidToSidW(L"" FOREIGN_SID, &foreign));
+  SetNamedSecurityInfoW(w, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION, foreign,
+                        NULL, NULL, NULL);
+  LocalFree(foreign);
+  owner_of(w, own, sizeof own);
+  if (strcmp(own, FOREIGN_SID) != 0) {
+    RemoveDirectoryW(w);
+    RETURN_SKIP("this file system keeps no owner set by Wine (owner reads "
+                "back as another SID): nothing to take over");
+  }
+  h = CreateFileW(f, GENERIC_WRITE, 0, NULL, CREATE_ALWAYS, 0, NULL);
+  ASSERT(h != INVALID_HANDLE_VALUE);
+  CloseHandle(h);
+  ASSERT_EQ(px_win_setup_claim(dir, why, sizeof why), PX_EACL);
+  ASSERT_STR_CONTAINS(why, FOREIGN_SID);
+  ASSERT_STR_CONTAINS(why, "takeown");
+  ASSERT_STR_CONTAINS(why, "icacls");
+  owner_of(w, own, sizeof own);
+  ASSERT_STR_EQ(own, FOREIGN_SID); /* refused: unchanged */
+  ASSERT(DeleteFileW(f));
+  ASSERT_OK(px_win_setup_claim(dir, why, sizeof why));
+  owner_of(w, own, sizeof own);
+  ASSERT_STR_EQ(own, "S-1-5-32-544");
+  ASSERT_EQ(GetNamedSecurityInfoW(w, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION,
+                                  NULL, NULL, &dacl, NULL, &sd),
+            ERROR_SUCCESS);
+  ASSERT(GetSecurityDescriptorControl(sd, &ctl, &rev));
+  ASSERT(ctl & SE_DACL_PROTECTED);
+  ASSERT(GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted) && dacl);
+  ASSERT_UINT_EQ(dacl->AceCount, 2);
+  LocalFree(sd);
+  RemoveDirectoryW(w);
+  (void)present;
+  return 0;
+}
