@@ -522,7 +522,7 @@ static int install_claim(void) {
   if (data_root(dir, sizeof dir) || px_win_setup_claim(dir, why, sizeof why))
     goto refused;
   if (n == 0 || n >= 8)
-    wcscpy(drive, L"C:");
+    _snwprintf(drive, 8, L"C:");
   snprintf(dir, sizeof dir, "%ls\\PhoenixOrch", drive);
   if (px_win_setup_claim(dir, why, sizeof why) == 0)
     return 0;
