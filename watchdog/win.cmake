@@ -13,7 +13,8 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/win/desktop.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/mitigations.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/pathcheck.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/win/identity.c)
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/identity.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/runtimes.c)
 # psapi: K32GetProcessMemoryInfo lives in kernel32 on Windows 7+, but the
 # import library keeps the name in psapi for older SDKs.
 target_link_libraries(px_core PUBLIC psapi)

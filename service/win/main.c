@@ -47,6 +47,7 @@
 #include "px/px_win_error.h"
 #include "px/px_encode.h"
 #include "watchdog/win/identity.h"
+#include "watchdog/win/runtimes.h"
 
 #include <windows.h>
 #include <stdio.h>
@@ -340,6 +341,38 @@ static int machine_setup(daemon_t *d) {
   return rc;
 }
 
+/* Issue 23: each host runtime's interpreter must be one a job can load -
+ * an AppContainer job reads only what grants ALL APPLICATION PACKAGES,
+ * and python.org's per-user install or C:\PythonNNN do not. A runtime
+ * that fails stops the start with an Event Log error naming the icacls
+ * grant (watchdog/win/runtimes.c); the Python installs the py launcher
+ * knows are logged with their verdict. Under Wine, whose file DACLs are
+ * synthesised from Unix modes, nothing can be evaluated: a warning. */
+static int runtimes_check(daemon_t *d) {
+  char why[1024];
+  size_t i;
+  int rc;
+  if (px_os_under_wine()) {
+    PX_LOG(PX_LOG_WARN, "under Wine: runtime interpreters are not checked "
+                        "against the AppContainer rule (degraded: Wine "
+                        "keeps no real ACLs)");
+    return 0;
+  }
+  px_win_interpreters_log();
+  for (i = 0; i < d->cfg->nruntimes; i++) {
+    const px_runtime_t *r = &d->cfg->runtimes[i];
+    const char *exe = r->ncommand ? r->command[0] : NULL;
+    if (r->image || !exe || !(exe[0] && exe[1] == ':'))
+      continue; /* container runtimes; bare names are resolved per job */
+    if ((rc = px_win_runtime_check(exe, why, sizeof why)) != 0) {
+      PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_CONFIG_REFUSED,
+                   "refused to start: runtime \"%s\": %s", r->name, why);
+      return PX_ECONFIG;
+    }
+  }
+  return 0;
+}
+
 /* Everything up to a running service core, no transport. */
 static int start_core(daemon_t *d) {
   int rc;
@@ -356,7 +389,7 @@ static int start_core(daemon_t *d) {
   if (d->ssh && px_scm_harden_named(SERVICE_NAME) != 0)
     PX_LOG(PX_LOG_WARN, "could not register the service's required "
                         "privileges and service SID with the SCM");
-  if ((rc = machine_setup(d)) != 0)
+  if ((rc = machine_setup(d)) != 0 || (rc = runtimes_check(d)) != 0)
     return rc;
   checkpoint();
   /* Before any job can run: what a crashed run left in the work root. */

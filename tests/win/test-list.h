@@ -6,6 +6,8 @@ PX_TEST_ENTRY(winspawn, winspawn_envblock, 30)
 PX_TEST_ENTRY(winspawn, winspawn_envblock_profile, 30)
 PX_TEST_ENTRY(winspawn, winspawn_creation_flags, 30)
 PX_TEST_ENTRY(winspawn, winspawn_restricting_sids, 30)
+PX_TEST_ENTRY(winspawn, winspawn_runtime_rule, 30)
+PX_TEST_ENTRY(winspawn, winspawn_interpreters_scan, 30)
 PX_TEST_ENTRY(winspawn, winspawn_path_check, 30)
 PX_TEST_ENTRY(winspawn, winspawn_error_map, 30)
 /* the backend end to end (what Wine really does) */

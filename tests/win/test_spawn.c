@@ -5,6 +5,7 @@
 #include "tests/win/wintest.h"
 
 #include "px/px_win_error.h"
+#include "watchdog/win/runtimes.h"
 
 #include <sddl.h>
 #include <shellapi.h>
@@ -248,6 +249,105 @@ TEST_IMPL(winspawn_restricting_sids) {
   ASSERT_EQ(has_sid(res, n, PX__SID_KB_WRITER), 1);
   px__winbe_fixed_free(&fx);
   LocalFree(job);
+  return 0;
+}
+
+/* Issue 23: the interpreter rule (watchdog/win/runtimes.c), on the DACLs
+ * Windows really gives: a folder made at C:\ (C:\Python312) or in a user's
+ * profile lacks ALL APPLICATION PACKAGES and is refused with the reason;
+ * Program Files' grants pass (positive control). The walk is AccessCheck's:
+ * deny before a later allow, inherit-only ACEs skipped, generic rights
+ * mapped, no DACL = everybody. */
+TEST_IMPL(winspawn_runtime_rule) {
+  static const struct {
+    const char *sddl;
+    int want;
+    const char *why;
+  } cases[] = {
+      /* C:\PythonNNN: inherited from C:\ */
+      {"D:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301bf;;;AU)"
+       "(A;OICI;0x1200a9;;;BU)",
+       PX_EACCES, "ALL APPLICATION PACKAGES"},
+      /* %LOCALAPPDATA%\Programs\Python: the user, SYSTEM, Administrators */
+      {"D:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)"
+       "(A;OICI;FA;;;S-1-5-21-1111-2222-3333-1001)",
+       PX_EACCES, "ALL APPLICATION PACKAGES"},
+      /* Program Files */
+      {"D:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)"
+       "(A;OICI;0x1200a9;;;S-1-15-2-1)",
+       0, NULL},
+      {"D:(D;;FX;;;S-1-15-2-1)(A;;0x1200a9;;;S-1-15-2-1)(A;;0x1200a9;;;BU)",
+       PX_EACCES, "ALL APPLICATION PACKAGES"},
+      {"D:(A;;FA;;;SY)(A;;0x1200a9;;;S-1-15-2-1)", PX_EACCES, "Users"},
+      {"D:(A;OICIIO;GRGX;;;S-1-15-2-1)(A;;0x1200a9;;;BU)", PX_EACCES,
+       "ALL APPLICATION PACKAGES"},
+      {"D:(A;;GRGX;;;S-1-15-2-1)(A;;GRGX;;;BU)", 0, NULL},
+      {"D:(A;;0x1200a9;;;S-1-15-2-1)(A;;0x1200a9;;;S-1-5-12)", 0, NULL},
+      {"D:", PX_EACCES, "ALL APPLICATION PACKAGES"}};
+  char why[512];
+  size_t i;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int rc = px__win_runtime_check_sddl(cases[i].sddl, why, sizeof why);
+    if (rc != cases[i].want)
+      px__test_fail(__FILE__, __LINE__, "%s: %d (%s), want %d", cases[i].sddl,
+                    rc, why, cases[i].want);
+    if (cases[i].why)
+      ASSERT_STR_CONTAINS(why, cases[i].why);
+  }
+  return 0;
+}
+
+/* Issue 23: the installs the py launcher knows (PEP 514), read from a
+ * root key as the service reads HKLM and each loaded user's hive; the
+ * refusal names the file and the icacls grant. The registry is Wine's
+ * own (HKCU of this process); the DACL verdict is Windows' business
+ * (Wine synthesises file DACLs), so only the message shape is checked. */
+TEST_IMPL(winspawn_interpreters_scan) {
+  static const char key[] = "Software\\PxTest\\Python\\PythonCore";
+  px_win_interp_t it[4];
+  char dir[MAX_PATH], exe[MAX_PATH + 16], why[1024];
+  WCHAR wd[MAX_PATH], we[MAX_PATH + 16];
+  HKEY k = NULL;
+  HANDLE h;
+  size_t n;
+  int rc;
+  snprintf(dir, sizeof dir, "%sPython399", px_test_tmpdir());
+  snprintf(exe, sizeof exe, "%s\\python.exe", dir);
+  MultiByteToWideChar(CP_UTF8, 0, dir, -1, wd, MAX_PATH);
+  MultiByteToWideChar(CP_UTF8, 0, exe, -1, we, MAX_PATH + 16);
+  ASSERT(CreateDirectoryW(wd, NULL) || GetLastError() == ERROR_ALREADY_EXISTS);
+  h = CreateFileW(we, GENERIC_WRITE, 0, NULL, CREATE_ALWAYS, 0, NULL);
+  ASSERT(h != INVALID_HANDLE_VALUE);
+  CloseHandle(h);
+  ASSERT_EQ(RegCreateKeyExW(HKEY_CURRENT_USER,
+                            L"Software\\PxTest\\Python\\PythonCore\\3.99\\"
+                            L"InstallPath",
+                            0, NULL, 0, KEY_WRITE, NULL, &k, NULL),
+            ERROR_SUCCESS);
+  ASSERT_EQ(RegSetValueExW(k, NULL, 0, REG_SZ, (const BYTE *)wd,
+                           (DWORD)((wcslen(wd) + 1) * sizeof(WCHAR))),
+            ERROR_SUCCESS);
+  RegCloseKey(k);
+  n = px_win_interpreters_scan(HKEY_CURRENT_USER, key, it, 4);
+  RegDeleteTreeW(HKEY_CURRENT_USER, L"Software\\PxTest");
+  ASSERT_UINT_EQ(n, 1);
+  ASSERT_STR_EQ(it[0].tag, "3.99");
+  ASSERT_STR_EQ(it[0].dir, dir);
+  ASSERT_STR_EQ(it[0].exe, exe); /* no ExecutablePath: dir\python.exe */
+  rc = px_win_runtime_check(exe, why, sizeof why);
+  ASSERT_EQ(rc == 0, it[0].usable);
+  if (rc == PX_EACCES) {
+    ASSERT_STR_CONTAINS(why, "icacls");
+    ASSERT_STR_CONTAINS(why, "*S-1-15-2-1:(OI)(CI)(RX)");
+    ASSERT_STR_CONTAINS(why, dir);
+  }
+  DeleteFileW(we);
+  RemoveDirectoryW(wd);
+  /* A missing interpreter: PX_ENOENT, named. */
+  ASSERT_EQ(px_win_runtime_check(exe, why, sizeof why), PX_ENOENT);
+  ASSERT_STR_CONTAINS(why, "does not exist");
+  /* Nothing under a key that does not exist. */
+  ASSERT_UINT_EQ(px_win_interpreters_scan(HKEY_CURRENT_USER, key, it, 4), 0);
   return 0;
 }
 

@@ -201,14 +201,16 @@ static int env_cmp(const void *a, const void *b) {
 }
 
 /* One machine folder: the registry value under HKLM, as Windows keeps it,
- * else the fallback under the system drive. */
+ * else the fallback under the system drive. RRF_RT_REG_SZ also takes a
+ * REG_EXPAND_SZ, expanded (RRF_RT_REG_EXPAND_SZ without RRF_NOEXPAND is
+ * ERROR_INVALID_PARAMETER). */
 static int env_folder(envlist_t *e, const WCHAR *name, const WCHAR *key,
                       const WCHAR *value, const WCHAR *win,
                       const WCHAR *fallback) {
   WCHAR v[MAX_PATH];
   DWORD n = sizeof v;
   if (RegGetValueW(HKEY_LOCAL_MACHINE, key, value,
-                   RRF_RT_REG_SZ | RRF_RT_REG_EXPAND_SZ, NULL, v, &n) !=
+                   RRF_RT_REG_SZ, NULL, v, &n) !=
           ERROR_SUCCESS ||
       !v[0])
     swprintf(v, MAX_PATH, L"%.2ls\\%ls", win, fallback);
