@@ -79,8 +79,8 @@ TEST_IMPL(enforce_token) {
   SKIP_UNDER_WINE("token integrity, restricting SIDs or privilege removal");
   t = probe(&o, PX_CAP_FS_WRITE_TMP, 0, 0, "report", NULL);
   ASSERT(wt_has_line(t, "INTEGRITY 4096")); /* Low */
-  /* Restricting SIDs: the per-job SID and Users, nothing else (not
-   * Everyone, not the logon SID). */
+  /* Restricting SIDs: the per-job SID, Users and RESTRICTED, nothing else
+   * (not Everyone, not the logon SID; token.c says why). */
   ASSERT_STR_CONTAINS(t, "RESTRICTED_SID S-1-5-117-1-"); /* per-job SID */
   ASSERT(wt_has_line(t, "RESTRICTED_SID S-1-5-32-545"));
   ASSERT(wt_has_line(t, "RESTRICTED_SID S-1-5-12"));
