@@ -136,6 +136,13 @@ static const field_t transport_fields[] = {
     U32("max_frame_bytes", transports.max_frame_bytes, 1024, 256 * MiB),
     U64("read_timeout_ms", transports.read_timeout_ms, 100, DAY_MS),
     ENUM("on_disconnect", transports.on_disconnect, disconnect_names),
+    U64("max_output_bytes", transports.max_output_bytes, 64 * 1024, 1 * GiB),
+    U64("write_timeout_ms", transports.write_timeout_ms, 100, DAY_MS),
+    U32("socket_max_clients", transports.socket_max_clients, 1, 10000),
+    U32("max_connections_per_identity", transports.max_connections_per_identity,
+        1, 10000),
+    U32("admin_reserve", transports.admin_reserve, 0, 1000),
+    U64("idle_timeout_ms", transports.idle_timeout_ms, 0, DAY_MS),
     END};
 
 #define LIMIT_FIELDS(base)                                                     \
@@ -164,6 +171,8 @@ static const field_t queue_fields[] = {
     U32("workers", queue.workers, 0, 1024),
     U32("per_client_max", queue.per_client_max, 0, 1000000),
     U64("min_free_memory_bytes", queue.min_free_memory_bytes, 0, 64 * TiB),
+    U32("per_identity_max", queue.per_identity_max, 0, 1000000),
+    U32("per_identity_running", queue.per_identity_running, 0, 100000),
     END};
 
 static const field_t output_fields[] = {

@@ -58,6 +58,16 @@ typedef struct {
   uint32_t max_frame_bytes; /* payload limit, checked before allocation */
   uint64_t read_timeout_ms; /* a half-received frame stalls at most this */
   px_on_disconnect_t on_disconnect;
+  uint64_t max_output_bytes; /* output queue cap per connection */
+  uint64_t write_timeout_ms; /* a full output queue not read this long: the
+                                connection is dropped */
+  uint32_t socket_max_clients; /* Unix-socket connections (non-admin) */
+  uint32_t max_connections_per_identity; /* per uid / user SID; admins
+                                            exempt */
+  uint32_t admin_reserve;    /* connections past the client limit for
+                                admins only */
+  uint64_t idle_timeout_ms;  /* silent, nothing queued or running: dropped;
+                                0: never */
 } px_transport_config_t;
 
 typedef struct {
@@ -114,6 +124,11 @@ typedef struct {
   uint32_t workers;               /* 0: number of logical CPUs */
   uint32_t per_client_max;        /* queued jobs per client; 0 unlimited */
   uint64_t min_free_memory_bytes; /* do not start a job below this */
+  uint32_t per_identity_max;      /* queued jobs per identity (all its
+                                     connections); 0 unlimited; admins
+                                     exempt */
+  uint32_t per_identity_running;  /* running jobs per identity; 0
+                                     unlimited; admins exempt */
 } px_queue_config_t;
 
 typedef struct {

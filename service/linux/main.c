@@ -176,9 +176,14 @@ static int open_server(const args_t *a, const px_config_t *cfg,
     }
     o.gid = (uint32_t)g->gr_gid;
   }
-  o.max_clients = 256;
+  o.max_clients = cfg->transports.socket_max_clients;
   o.max_frame = px_service_max_frame(svc);
   o.read_timeout_ms = px_service_read_timeout_ms(svc);
+  o.max_output = (size_t)cfg->transports.max_output_bytes;
+  o.write_timeout_ms = cfg->transports.write_timeout_ms;
+  o.per_identity = cfg->transports.max_connections_per_identity;
+  o.admin_reserve = cfg->transports.admin_reserve;
+  o.idle_timeout_ms = cfg->transports.idle_timeout_ms;
   ensure_socket_dir(o.path);
   return px_unix_server_open(&o, svc, srv);
 }
