@@ -275,9 +275,11 @@ static void check_stalls(px_unix_server_t *srv) {
   const char *why;
   for (; c; c = next) {
     next = c->next;
+    /* Not idle while our own write buffer still holds its answers. */
     why = px_conn_drop_reason(c->pc, now, srv->opts.read_timeout_ms,
                               srv->opts.write_timeout_ms,
-                              srv->opts.idle_timeout_ms, &ms);
+                              conn_pending(c) ? 0 : srv->opts.idle_timeout_ms,
+                              &ms);
     if (why) {
       PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_DROPPED,
                    "dropping client pid %lu: %s (%llu ms)", c->pid, why,

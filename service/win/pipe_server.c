@@ -487,9 +487,9 @@ static void tick(px_pipe_server_t *srv) {
       conn_close(srv, c);
       conn_reap(srv, c);
     } else if (c->state == ST_CONNECTED && c->pc &&
-               (why = px_conn_drop_reason(c->pc, now, limit,
-                                          srv->opts.write_timeout_ms,
-                                          srv->opts.idle_timeout_ms, &ms))) {
+               (why = px_conn_drop_reason(
+                    c->pc, now, limit, srv->opts.write_timeout_ms,
+                    output_pending(c) ? 0 : srv->opts.idle_timeout_ms, &ms))) {
       PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_DROPPED,
                    "dropping pipe client pid %lu: %s (%llu ms)", c->peer.pid,
                    why, (unsigned long long)ms);

@@ -14,3 +14,7 @@ PX_TEST_ENTRY(daemon, daemon_systemd_notify, 60)
 PX_TEST_ENTRY(daemon, daemon_attest_enforced_at_start, 120)
 PX_TEST_ENTRY(daemon, daemon_attest_broken_layer_refuses_runs, 120)
 PX_TEST_ENTRY(daemon, daemon_attest_allow_degraded_runs_marked, 120)
+/* Hostile clients (tests/linux/test_daemon_clients.c). */
+PX_TEST_ENTRY(daemon, daemon_unread_replies_bounded, 120)
+PX_TEST_ENTRY(daemon, daemon_identity_caps_and_admin_reserve, 120)
+PX_TEST_ENTRY(daemon, daemon_idle_connection_dropped, 60)
