@@ -298,6 +298,15 @@ typedef struct {
 
 /* The first `clients` entry matching id, or NULL (the client may do
  * nothing: answer `forbidden`). Borrowed from cfg. */
+/* Why `bind` may not be a linux.ro_binds entry under cfg, or NULL: it
+ * must be absolute and normalised, not "/", and must not be, lie below or
+ * cover /proc, /sys, /dev, /run, /var/run, /boot, /root, the daemon's
+ * directories (/etc, /var/lib, /var/log phoenix-executor), the configured
+ * work root, KB store, KB roots, socket directory or ZeroMQ key file.
+ * Lexical only: the Linux daemon applies it to each bind's resolved path
+ * (symlinks followed) again at start. The message is static. */
+const char *px_config_bind_refusal(const px_config_t *cfg, const char *bind);
+
 const px_client_policy_t *px_config_match_client(const px_config_t *cfg,
                                                  const px_client_id_t *id);
 
