@@ -4,7 +4,8 @@
  * many connections and flooding the queue while an admin and another
  * identity are served, and idle connections. Clients of other uids connect
  * with the effective uid switched for connect() only (SO_PEERCRED records
- * it there), or from a forked child that drops to that uid. Needs root.
+ * it there), or from a forked child that drops to that uid. And a
+ * linux.ro_binds entry that is a symlink to /proc. Needs root.
  */
 #include "task.h"
 #include "tests/linux/daemon_helpers.h"
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -300,5 +302,50 @@ TEST_IMPL(daemon_idle_connection_dropped) {
   px_client_close(busy);
   ASSERT_OK(px_daemon_stop(&d, SIGTERM, NULL));
   px_daemon_cleanup(&d);
+  return 0;
+}
+
+/* Run `phoenix-executor --check-config` on a config whose extra bind is
+ * `bind`; its exit status, stderr in out. */
+static int check_config_with_bind(const char *bind, char *out, size_t outsz) {
+  char cfg[512], cmd[2048];
+  FILE *f, *p;
+  size_t n;
+  int st;
+  snprintf(cfg, sizeof cfg, "%sbinds.json", px_test_tmpdir());
+  f = fopen(cfg, "w");
+  ASSERT_NOT_NULL(f);
+  fprintf(f, "{\"linux\":{\"ro_binds\":[\"/usr\",\"%s\"]}}\n", bind);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "'%s../service/phoenix-executor' --config '%s' "
+           "--check-config 2>&1", px_test_self_dir(), cfg);
+  p = popen(cmd, "r");
+  ASSERT_NOT_NULL(p);
+  n = fread(out, 1, outsz - 1, p);
+  out[n] = '\0';
+  st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Issue 24 point 12: the config check of linux.ro_binds is lexical; a
+ * bind that is a symlink to /proc passes it, and the daemon refuses it
+ * at its resolved path. Positive control: a symlink to an ordinary
+ * directory is accepted. Before, any absolute path without ".." was. */
+TEST_IMPL(daemon_ro_bind_symlink_refused) {
+  char link1[512], link2[512], dir[512], out[2048];
+  snprintf(link1, sizeof link1, "%sproc-link", px_test_tmpdir());
+  snprintf(link2, sizeof link2, "%sok-link", px_test_tmpdir());
+  snprintf(dir, sizeof dir, "%sok-dir", px_test_tmpdir());
+  unlink(link1);
+  unlink(link2);
+  mkdir(dir, 0755);
+  ASSERT_OK(symlink("/proc", link1));
+  ASSERT_OK(symlink(dir, link2));
+  ASSERT_NE(check_config_with_bind(link1, out, sizeof out), 0);
+  printf("%s", out);
+  ASSERT_STR_CONTAINS(out, "resolves to /proc");
+  ASSERT_EQ(check_config_with_bind(link2, out, sizeof out), 0);
+  ASSERT_STR_CONTAINS(out, "configuration ok");
+  ASSERT_NE(check_config_with_bind("/proc/self", out, sizeof out), 0);
   return 0;
 }
