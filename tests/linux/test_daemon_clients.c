@@ -349,3 +349,45 @@ TEST_IMPL(daemon_ro_bind_symlink_refused) {
   ASSERT_NE(check_config_with_bind("/proc/self", out, sizeof out), 0);
   return 0;
 }
+
+/* A streaming job whose client never reads: its output events fill the
+ * connection's queue (64 KiB here); the connection is dropped with the
+ * reason logged, and the job is handled as on a disconnect
+ * (on_disconnect cancel): it ends `cancelled` (its one result, logged)
+ * and its processes are gone long before its sleep would end. Before,
+ * the events queued without bound and the job ran on. */
+TEST_IMPL(daemon_stream_unread_drops_and_cancels) {
+  px_daemon_t d;
+  px_client_t *cl = NULL;
+  uint64_t end;
+  const char *marker = "61.4343";
+  char run[512];
+
+  if (geteuid() != 0)
+    RETURN_SKIP("the daemon's sandbox needs root (CI runs as root)");
+  ASSERT_OK(px_daemon_start(&d, NULL,
+                            "{\"transports\":{\"max_output_bytes\":65536,"
+                            "\"write_timeout_ms\":1000,\"on_disconnect\":\"cancel\"},"
+                            "\"output\":{\"rate_bytes_per_s\":104857600,"
+                            "\"burst_bytes\":1048576},"
+                            "\"limits\":{\"default\":{\"output_bytes\":16777216}}}"));
+  ASSERT_OK(connect_as(&d, 2001, &cl));
+  snprintf(run, sizeof run,
+           "{\"type\":\"run\",\"id\":\"f1\",\"runtime\":\"sh\",\"stream\":true,"
+           "\"code\":\"head -c 8000000 /dev/zero | tr '\\\\000' a; "
+           "exec sleep %s\"}", marker);
+  ASSERT_OK(px_client_send(cl, run, strlen(run)));
+  end = now_ms() + 20000;
+  while (now_ms() < end && !px_log_contains(&d, "ended: cancelled"))
+    usleep(100000);
+  ASSERT(px_log_contains(&d, "dropping client"));
+  ASSERT(px_log_contains(&d, "ended: cancelled"));
+  end = now_ms() + 10000;
+  while (now_ms() < end && px_count_procs(marker) > 0)
+    usleep(100000);
+  ASSERT_EQ(px_count_procs(marker), 0);
+  px_client_close(cl);
+  ASSERT_OK(px_daemon_stop(&d, SIGTERM, NULL));
+  px_daemon_cleanup(&d);
+  return 0;
+}
