@@ -274,16 +274,24 @@ TEST_IMPL(config_ro_binds_validated) {
       "/dev",        "/run",           "/run/phoenix-executor",
       "/var/run",    "/var",           "/etc/phoenix-executor/executor.json",
       "/etc",        "/var/lib",       "/var/lib/phoenix-executor/kb-store",
+      "/root",       "/boot",
+#ifndef _WIN32 /* the configured Unix directories (Windows: its own paths) */
       "/srv/work",   "/srv/work/jobs", "/srv/kb",        "/srv/kb/mind/x",
-      "/srv/store",  "/root",          "/boot",          NULL};
+      "/srv/store",
+#endif
+      NULL};
+#ifdef _WIN32
+  const char *dirs = "";
+#else
+  const char *dirs = "\"work_root\":\"/srv/work/jobs\",\"kb\":{\"store\":"
+                     "\"/srv/store\",\"roots\":{\"mind\":\"/srv/kb/mind\"}},";
+#endif
   char json[512], err[512];
   px_config_t *cfg = NULL;
   size_t i;
   for (i = 0; bad[i]; i++) {
-    snprintf(json, sizeof json,
-             "{\"work_root\":\"/srv/work/jobs\",\"kb\":{\"store\":"
-             "\"/srv/store\",\"roots\":{\"mind\":\"/srv/kb/mind\"}},"
-             "\"linux\":{\"ro_binds\":[\"/usr\",\"%s\"]}}", bad[i]);
+    snprintf(json, sizeof json, "{%s\"linux\":{\"ro_binds\":[\"/usr\",\"%s\"]}}",
+             dirs, bad[i]);
     err[0] = '\0';
     if (px_config_from_json(json, strlen(json), &cfg, err, sizeof err) == 0) {
       fprintf(stderr, "accepted: %s\n", bad[i]);
@@ -292,8 +300,8 @@ TEST_IMPL(config_ro_binds_validated) {
     ASSERT_STR_CONTAINS(err, "linux.ro_binds[1]");
   }
   snprintf(json, sizeof json,
-           "{\"work_root\":\"/srv/work/jobs\",\"linux\":{\"ro_binds\":"
-           "[\"/usr\",\"/opt/tools\",\"/etc/ssl/certs\",\"/srv/workshop\"]}}");
+           "{%s\"linux\":{\"ro_binds\":[\"/usr\",\"/opt/tools\","
+           "\"/etc/ssl/certs\",\"/srv/workshop\"]}}", dirs);
   ASSERT_OK(px_config_from_json(json, strlen(json), &cfg, err, sizeof err));
   px_config_free(cfg);
   ASSERT_OK(px_config_load_default(&cfg, err, sizeof err)); /* the defaults */
