@@ -32,6 +32,7 @@ PX_TEST_ENTRY(transport, unix_stop_flushes_results, 30)
 PX_TEST_ENTRY(transport, unix_large_output_in_order, 60)
 PX_TEST_ENTRY(transport, unix_unread_output_bounded, 60)
 PX_TEST_ENTRY(transport, unix_backpressure_keeps_order, 120)
+PX_TEST_ENTRY(transport, unix_identity_cap_and_admin_reserve, 60)
 PX_TEST_ENTRY(transport, unix_client_checks_server_uid, 30)
 /* watchdog/linux: tests/linux/test_job_enforce.c */
 PX_TEST_ENTRY(enforce, enforce_memory_bomb, 60)

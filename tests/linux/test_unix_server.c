@@ -39,6 +39,8 @@ static void *unix_start(size_t max_clients, uint32_t max_frame,
   o.read_timeout_ms = read_timeout_ms;
   o.max_output = px_tt_limits.max_output;
   o.write_timeout_ms = px_tt_limits.write_timeout_ms;
+  o.per_identity = px_tt_limits.per_identity;
+  o.admin_reserve = px_tt_limits.admin_reserve;
   o.sessions = sessions;
   ASSERT_OK(px_unix_server_open(&o, NULL, &srv));
   return srv;
@@ -132,6 +134,9 @@ TEST_IMPL(unix_unread_output_bounded) {
 }
 TEST_IMPL(unix_backpressure_keeps_order) {
   return px_tt_backpressure_keeps_order(&unix_transport);
+}
+TEST_IMPL(unix_identity_cap_and_admin_reserve) {
+  return px_tt_identity_cap_and_admin_reserve(&unix_transport);
 }
 
 /* A socket served by an ordinary user (uid 2001, a forked "squatter"

@@ -21,7 +21,10 @@ typedef struct {
   void *ctx;
   px_mutex_t lock;
   int closing;
+  int admin; /* px_tt_admin_next when it opened */
 } tsess_t;
+
+int px_tt_admin_next;
 
 static atomic_int g_opened, g_closed, g_late_dropped, g_nlate, g_payloads;
 static px_peer_t g_last_peer;
@@ -57,6 +60,7 @@ static void *t_open(void *svc, const px_peer_t *peer, px_session_send_fn send,
   s = &g_sess[i];
   s->send = send;
   s->ctx = ctx;
+  s->admin = px_tt_admin_next;
   g_last_peer = *peer;
   px_mutex_init(&s->lock);
   atomic_fetch_add(&g_opened, 1);
@@ -103,8 +107,10 @@ static void t_close(void *sess) {
   atomic_fetch_add(&g_closed, 1);
 }
 
+static int t_is_admin(void *sess) { return ((tsess_t *)sess)->admin; }
+
 const px_session_ops_t px_tt_sessions = {t_open, t_payload, t_frame_error,
-                                         t_close, NULL, NULL};
+                                         t_close, t_is_admin, NULL};
 
 px_tt_limits_t px_tt_limits;
 
@@ -494,6 +500,59 @@ int px_tt_backpressure_keeps_order(const px_tt_transport_t *t) {
   }
   ASSERT_EQ(atomic_load(&g_payloads), BP_COUNT);
   px_client_close(c);
+  t->close(srv, 1000);
+  return 0;
+}
+
+/* ---- connection limits after identification ---- */
+
+/* 1 when the server serves c (an echo comes back), 0 when it closed it. */
+static int tt_served(px_client_t *c) {
+  char *m;
+  int rc;
+  if (px_client_send(c, "{}", 2) != 0)
+    return 0;
+  m = recv_msg(c, 5000, &rc);
+  free(m);
+  ASSERT(rc == 0 || rc == PX_ECLOSED);
+  return rc == 0;
+}
+
+/* Counted once the client is identified: one identity (all the clients
+ * here are this process's user) gets max_connections_per_identity (2) of
+ * the 3 client slots and its next connection is refused; an admin (the
+ * suite's sessions say so when px_tt_admin_next is set) is not under the
+ * identity cap and has admin_reserve (1) connections past the client
+ * limit; past that even an admin is refused. Before, the pipe and the
+ * socket counted connections only, before anyone was identified. */
+int px_tt_identity_cap_and_admin_reserve(const px_tt_transport_t *t) {
+  px_client_t *c[6];
+  void *srv;
+  int i;
+  px_tt_limits.per_identity = 2;
+  px_tt_limits.admin_reserve = 1;
+  px_tt_admin_next = 0;
+  srv = t->start(3, 1 << 20, 5000, &px_tt_sessions);
+  for (i = 0; i < 3; i++)
+    ASSERT_OK(t->connect(&c[i]));
+  ASSERT_EQ(tt_served(c[0]), 1);
+  ASSERT_EQ(tt_served(c[1]), 1);
+  ASSERT_EQ(tt_served(c[2]), 0); /* the identity's third */
+  px_tt_admin_next = 1;
+  ASSERT_OK(t->connect(&c[3]));
+  ASSERT_EQ(tt_served(c[3]), 1); /* admin: the third client slot */
+  ASSERT_OK(t->connect(&c[4]));
+  ASSERT_EQ(tt_served(c[4]), 1); /* admin: the reserve */
+  /* The limit and the reserve are used: refused (the pipe has no
+   * instance left to connect to; the socket accepts, then closes). */
+  c[5] = NULL;
+  if (t->connect(&c[5]) == 0)
+    ASSERT_EQ(tt_served(c[5]), 0);
+  ASSERT_EQ(tt_served(c[0]), 1); /* the others are still served */
+  for (i = 0; i < 6; i++)
+    if (c[i])
+      px_client_close(c[i]);
+  px_tt_admin_next = 0;
   t->close(srv, 1000);
   return 0;
 }
