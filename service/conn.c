@@ -175,6 +175,12 @@ static void hold(px_conn_t *c, const char *data, size_t len) {
 
 px_conn_next_t px_conn_feed(px_conn_t *c, const char *data, size_t len) {
   c->last_input_ms = px_now_ms();
+  if (c->paused && !c->closing) {
+    /* Read while paused (an event already in flight): behind what is
+     * held, so that order is kept; px_conn_resume feeds it all. */
+    hold(c, data, len);
+    return c->closing ? PX_CONN_FLUSH_CLOSE : PX_CONN_PAUSE;
+  }
   while (len > 0 && !c->closing) {
     size_t used = 0, plen;
     const char *p;

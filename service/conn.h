@@ -102,7 +102,8 @@ int px_conn_has_session(const px_conn_t *c);
 void px_conn_limit_output(px_conn_t *c, size_t max_output);
 size_t px_conn_max_output(const px_conn_t *c);
 
-/* Feed received bytes: every complete payload goes to the session, a bad
+/* Feed received bytes (while paused they are only kept, behind what is
+ * held): every complete payload goes to the session, a bad
  * CRC is answered and the stream goes on, a bad magic, an oversized frame
  * or no memory for a frame is answered and ends the stream
  * (PX_CONN_FLUSH_CLOSE; bytes after it are ignored). Starts or clears the
