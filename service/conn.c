@@ -71,7 +71,7 @@ const px_session_ops_t px_session_ops_real = {
  * once per take. Any thread. */
 static int conn_send(void *ctx, const char *json, size_t len) {
   px_conn_t *c = ctx;
-  int rc, tell = 0;
+  int rc, told, tell = 0;
   px_mutex_lock(&c->lock);
   if (!c->dead && c->max_output && c->out.len >= c->max_output) {
     /* The client does not take its replies (or its job's output) as fast
@@ -91,12 +91,14 @@ static int conn_send(void *ctx, const char *json, size_t len) {
     }
   }
   px_mutex_unlock(&c->lock);
-  if (tell && (rc = c->io->output_ready(c->io_ctx)) != 0) {
+  if (tell && (told = c->io->output_ready(c->io_ctx)) != 0) {
     px_mutex_lock(&c->lock);
     c->told = 0;
     px_mutex_unlock(&c->lock);
+    if (rc == 0)
+      rc = told;
   }
-  return rc;
+  return rc; /* PX_ECLOSED on overflow, whatever the transport said */
 }
 
 px_conn_t *px_conn_new(uint32_t max_frame, const px_conn_io_t *io,
