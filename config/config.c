@@ -136,6 +136,13 @@ static const field_t transport_fields[] = {
     U32("max_frame_bytes", transports.max_frame_bytes, 1024, 256 * MiB),
     U64("read_timeout_ms", transports.read_timeout_ms, 100, DAY_MS),
     ENUM("on_disconnect", transports.on_disconnect, disconnect_names),
+    U64("max_output_bytes", transports.max_output_bytes, 64 * 1024, 1 * GiB),
+    U64("write_timeout_ms", transports.write_timeout_ms, 100, DAY_MS),
+    U32("socket_max_clients", transports.socket_max_clients, 1, 10000),
+    U32("max_connections_per_identity", transports.max_connections_per_identity,
+        1, 10000),
+    U32("admin_reserve", transports.admin_reserve, 0, 1000),
+    U64("idle_timeout_ms", transports.idle_timeout_ms, 0, DAY_MS),
     END};
 
 #define LIMIT_FIELDS(base)                                                     \
@@ -164,6 +171,8 @@ static const field_t queue_fields[] = {
     U32("workers", queue.workers, 0, 1024),
     U32("per_client_max", queue.per_client_max, 0, 1000000),
     U64("min_free_memory_bytes", queue.min_free_memory_bytes, 0, 64 * TiB),
+    U32("per_identity_max", queue.per_identity_max, 0, 1000000),
+    U32("per_identity_running", queue.per_identity_running, 0, 100000),
     END};
 
 static const field_t output_fields[] = {
@@ -528,8 +537,99 @@ static int check_ctr_endpoint(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
   return 0;
 }
 
+/* ---- linux.ro_binds ---- */
+
+/* Host paths a job must never see through a read-only bind: kernel and
+ * runtime interfaces, and the daemon's own configuration and state. The
+ * configured work root, KB store and roots, socket and key file are
+ * checked as well (bind_refusal). */
+static const char *const sensitive[] = {
+    "/proc", "/sys", "/dev", "/run", "/var/run", "/boot", "/root",
+    "/etc/phoenix-executor", "/var/lib/phoenix-executor",
+    "/var/log/phoenix-executor", NULL};
+
+/* Absolute, normalised: '/' then components separated by single '/', none
+ * empty, "." or "..", no trailing '/'; not "/" itself. */
+static int normalised(const char *p) {
+  const char *c = p;
+  if (p[0] != '/' || p[1] == '\0')
+    return 0;
+  while (*c == '/') {
+    const char *e = c + 1;
+    size_t n;
+    while (*e && *e != '/')
+      e++;
+    n = (size_t)(e - c - 1);
+    if (n == 0 || (n == 1 && c[1] == '.') || (n == 2 && c[1] == '.' && c[2] == '.'))
+      return 0;
+    c = e;
+  }
+  return *c == '\0';
+}
+
+/* 1 when a is b, below b, or covers b (b below a): component-wise. */
+static int overlaps(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b), n = la < lb ? la : lb;
+  if (strncmp(a, b, n) != 0)
+    return 0;
+  if (la == lb)
+    return 1;
+  return (la > lb ? a[n] : b[n]) == '/';
+}
+
+/* A configured directory (or a file's directory when is_file). */
+static int hits(const char *bind, const char *path, int is_file) {
+  char dir[1024];
+  const char *slash;
+  if (!path || path[0] != '/')
+    return 0;
+  if (!is_file)
+    return overlaps(bind, path);
+  slash = strrchr(path, '/');
+  if (!slash || slash == path || (size_t)(slash - path) >= sizeof dir)
+    return overlaps(bind, path);
+  memcpy(dir, path, (size_t)(slash - path));
+  dir[slash - path] = '\0';
+  return overlaps(bind, dir);
+}
+
+const char *px_config_bind_refusal(const px_config_t *cfg, const char *bind) {
+  size_t i;
+  if (!normalised(bind))
+    return "must be an absolute, normalised path other than / (no //, . or "
+           ".. components, no trailing /)";
+  for (i = 0; sensitive[i]; i++)
+    if (overlaps(bind, sensitive[i]))
+      return "must not be, lie below or cover /proc, /sys, /dev, /run, "
+             "/var/run, /boot, /root or the daemon's own directories";
+  if (hits(bind, cfg->work_root, 0) || hits(bind, cfg->kb.store, 0) ||
+      hits(bind, cfg->transports.socket_path, 1) ||
+      hits(bind, cfg->transports.zmq.secret_key_file, 1))
+    return "must not be, lie below or cover the work root, the KB store, "
+           "the socket's directory or the ZeroMQ key file";
+  for (i = 0; i < cfg->kb.nroots; i++)
+    if (hits(bind, cfg->kb.roots[i].path, 0))
+      return "must not be, lie below or cover a KB root (jobs reach KB "
+             "roots only through their capability)";
+  return NULL;
+}
+
+static int check_binds(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
+  char p[PX__PATH_MAX];
+  const char *why;
+  size_t i;
+  for (i = 0; i < cfg->linux_.nro_binds; i++)
+    if ((why = px_config_bind_refusal(cfg, cfg->linux_.ro_binds[i])) != NULL) {
+      snprintf(p, sizeof p, "linux.ro_binds[%zu]", i);
+      return px__cfg_fail(ctx, p, "%s", why);
+    }
+  return 0;
+}
+
 static int check_config(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
   int rc;
+  if ((rc = check_binds(ctx, cfg)) != 0)
+    return rc;
   if ((rc = check_limits(ctx, cfg)) != 0 || (rc = check_zmq(ctx, cfg)) != 0 ||
       (rc = check_ctr_endpoint(ctx, cfg)) != 0)
     return rc;

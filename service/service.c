@@ -136,6 +136,8 @@ static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,
   o->queue_max = cfg->queue.max_depth;
   o->aging_ms = cfg->queue.aging_ms;
   o->client_max_queued = cfg->queue.per_client_max;
+  o->identity_max_queued = cfg->queue.per_identity_max;
+  o->identity_max_running = cfg->queue.per_identity_running;
   o->min_free_memory_bytes = cfg->queue.min_free_memory_bytes;
   o->output.limit_bytes = cfg->limits.def.output_bytes;
   o->output.overflow = cfg->output.overflow;

@@ -364,7 +364,7 @@ px_session_t *px_session_open(px_service_t *svc, const px_peer_t *peer,
   const char *groups[PX_PEER_MAX_GROUPS];
   px_engine_client_opts_t eo;
   px_client_id_t id;
-  char name[96];
+  char name[96], ident[256];
 
   if (!s)
     return NULL;
@@ -376,11 +376,14 @@ px_session_t *px_session_open(px_service_t *svc, const px_peer_t *peer,
   peer_to_client_id(peer, &id, groups);
   s->policy = px_config_match_client(svc->cfg, &id);
   client_name(peer, name, sizeof name);
+  px_peer_identity(peer, ident, sizeof ident);
   memset(&eo, 0, sizeof eo);
   eo.on_event = px__session_on_event;
   eo.ctx = s;
   eo.max_concurrent = s->policy ? s->policy->max_concurrent : 0;
   eo.name = name;
+  eo.identity = ident;
+  eo.exempt = is_admin(s); /* admins are not under the identity caps */
   if (px_engine_client_open(svc->eng, &eo, &s->ec) != 0) {
     px_mutex_destroy(&s->lock);
     free(s);
@@ -389,6 +392,21 @@ px_session_t *px_session_open(px_service_t *svc, const px_peer_t *peer,
   PX_LOG(PX_LOG_DEBUG, "session opened: %s, policy %s", name,
          s->policy ? s->policy->name : "(none)");
   return s;
+}
+
+int px_session_is_admin(const px_session_t *s) { return is_admin(s); }
+
+unsigned px_session_jobs(px_session_t *s) {
+  return px_engine_client_jobs(s->svc->eng, s->ec);
+}
+
+void px_peer_identity(const px_peer_t *p, char *out, size_t outsz) {
+  if (p->kind == PX_PEER_UNIX)
+    px_snprintf(out, outsz, "uid:%u", (unsigned)p->uid);
+  else if (p->kind == PX_PEER_WINDOWS)
+    px_snprintf(out, outsz, "sid:%s", p->user_sid);
+  else
+    px_snprintf(out, outsz, "zmq:%s", p->zmq_key);
 }
 
 void px_session_close(px_session_t *s) {

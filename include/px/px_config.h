@@ -58,6 +58,16 @@ typedef struct {
   uint32_t max_frame_bytes; /* payload limit, checked before allocation */
   uint64_t read_timeout_ms; /* a half-received frame stalls at most this */
   px_on_disconnect_t on_disconnect;
+  uint64_t max_output_bytes; /* output queue cap per connection */
+  uint64_t write_timeout_ms; /* a full output queue not read this long: the
+                                connection is dropped */
+  uint32_t socket_max_clients; /* Unix-socket connections (non-admin) */
+  uint32_t max_connections_per_identity; /* per uid / user SID; admins
+                                            exempt */
+  uint32_t admin_reserve;    /* connections past the client limit for
+                                admins only */
+  uint64_t idle_timeout_ms;  /* silent, nothing queued or running: dropped;
+                                0: never */
 } px_transport_config_t;
 
 typedef struct {
@@ -114,6 +124,11 @@ typedef struct {
   uint32_t workers;               /* 0: number of logical CPUs */
   uint32_t per_client_max;        /* queued jobs per client; 0 unlimited */
   uint64_t min_free_memory_bytes; /* do not start a job below this */
+  uint32_t per_identity_max;      /* queued jobs per identity (all its
+                                     connections); 0 unlimited; admins
+                                     exempt */
+  uint32_t per_identity_running;  /* running jobs per identity; 0
+                                     unlimited; admins exempt */
 } px_queue_config_t;
 
 typedef struct {
@@ -283,6 +298,15 @@ typedef struct {
 
 /* The first `clients` entry matching id, or NULL (the client may do
  * nothing: answer `forbidden`). Borrowed from cfg. */
+/* Why `bind` may not be a linux.ro_binds entry under cfg, or NULL: it
+ * must be absolute and normalised, not "/", and must not be, lie below or
+ * cover /proc, /sys, /dev, /run, /var/run, /boot, /root, the daemon's
+ * directories (/etc, /var/lib, /var/log phoenix-executor), the configured
+ * work root, KB store, KB roots, socket directory or ZeroMQ key file.
+ * Lexical only: the Linux daemon applies it to each bind's resolved path
+ * (symlinks followed) again at start. The message is static. */
+const char *px_config_bind_refusal(const px_config_t *cfg, const char *bind);
+
 const px_client_policy_t *px_config_match_client(const px_config_t *cfg,
                                                  const px_client_id_t *id);
 

@@ -89,6 +89,12 @@ typedef struct {
   size_t client_max_queued;    /* queued jobs per client (config
                                   queue.per_client_max); past it a run gets
                                   queue_full. 0: no cap */
+  /* Caps over all the clients of one identity (px_engine_client_opts_t
+   * identity; exempt clients are not counted): queued jobs (config
+   * queue.per_identity_max; past it: queue_full) and running jobs (config
+   * queue.per_identity_running; more wait queued). 0: no cap. */
+  size_t identity_max_queued;
+  unsigned identity_max_running;
   /* Admission control: a job is not started while free memory is below
    * this floor; it stays queued and the check is repeated every
    * admission_poll_ms (default 250). 0 disables. A free-memory answer of 0
@@ -155,12 +161,21 @@ typedef struct {
   unsigned max_concurrent;  /* running jobs at once; 0: the engine default */
   size_t max_queued;        /* queued jobs at once; 0: the engine default */
   const char *name;         /* for logs ("uid 1000", "pipe#3"); copied */
+  const char *identity;     /* who the client is ("uid:1000", a SID):
+                               the identity caps of px_engine_opts_t count
+                               every client with the same one; NULL: none;
+                               copied */
+  int exempt;               /* 1: not under the identity caps (admins) */
 } px_engine_client_opts_t;
 
 /* Register a client (a connection). 0, PX_EINVAL, PX_ENOMEM. The handle
  * stays valid until px_engine_client_close. */
 int px_engine_client_open(px_engine_t *eng, const px_engine_client_opts_t *o,
                           px_engine_client_t **out);
+
+/* Jobs of client c in flight (accepted or refused, result not yet
+ * delivered). */
+unsigned px_engine_client_jobs(px_engine_t *eng, px_engine_client_t *c);
 
 /* The client went away. cancel_jobs = 1: its queued and running jobs are
  * cancelled; 0: they run to the end. Either way their events are dropped

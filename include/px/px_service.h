@@ -112,6 +112,14 @@ void px_session_on_payload(px_session_t *s, const char *payload, size_t len);
  * bad_crc): sends the `error` message. The transport closes the
  * connection itself for the fatal ones. */
 void px_session_on_frame_error(px_session_t *s, px_code_t code);
+/* 1 when the session's client policy is an admin one. */
+int px_session_is_admin(const px_session_t *s);
+/* Its jobs in flight (accepted, result not yet delivered). */
+unsigned px_session_jobs(px_session_t *s);
+/* The identity caps count by: "uid:N" (Unix), "sid:S-1-..." (Windows
+ * user SID), "zmq:KEY". */
+void px_peer_identity(const px_peer_t *p, char *out, size_t outsz);
+
 /* The client went away (or the transport drops it). Its running jobs are
  * cancelled or left to finish per config `on_disconnect`; their results
  * are logged. After this returns the send callback is never called again

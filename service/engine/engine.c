@@ -198,6 +198,14 @@ int px_engine_client_open(px_engine_t *eng, const px_engine_client_opts_t *o,
   cap = o->max_concurrent ? o->max_concurrent : eng->o.client_max_concurrent;
   px_mutex_lock(&eng->lock);
   rc = px_queue_client_new(eng->q, cap, &c->qc);
+  if (rc == 0 && o->identity && !o->exempt) {
+    if ((c->ident = px__engine_ident_ref(eng, o->identity)) != NULL) {
+      px_queue_client_set_group(c->qc, &c->ident->group);
+    } else {
+      px_queue_client_free(eng->q, c->qc);
+      rc = PX_ENOMEM;
+    }
+  }
   if (rc == 0) {
     c->next = eng->clients;
     if (eng->clients)
@@ -265,6 +273,14 @@ static size_t drain_locked(px_engine_t *eng, px_engine_client_t *c,
   return n;
 }
 
+unsigned px_engine_client_jobs(px_engine_t *eng, px_engine_client_t *c) {
+  unsigned n;
+  px_mutex_lock(&eng->lock);
+  n = c->refs > 0 ? c->refs - 1 : 0; /* one for the transport */
+  px_mutex_unlock(&eng->lock);
+  return n;
+}
+
 void px_engine_client_close(px_engine_t *eng, px_engine_client_t *c,
                             int cancel_jobs) {
   px__job_t *jobs = NULL;
@@ -324,6 +340,10 @@ static px_code_t enqueue(px_engine_t *eng, px_engine_client_t *c,
   } else if (c->max_queued &&
              px_queue_client_queued(c->qc) >= c->max_queued) {
     code = PX_CODE_QUEUE_FULL; /* this client's share of the queue */
+  } else if (c->ident && eng->o.identity_max_queued &&
+             px__engine_ident_queued(eng, c->ident) >= eng->o.identity_max_queued) {
+    code = PX_CODE_QUEUE_FULL; /* its identity's share, over all its
+                                  connections */
   } else {
     rc = px_queue_push(eng->q, c->qc, &job->qi, job->j.spec.id,
                        job->j.spec.priority, px_now_ms(), pos);

@@ -46,6 +46,14 @@ struct px__job_s {
   px_outguard_t *guard;         /* owned */
 };
 
+/* One identity's share (engine lock): its clients' running-jobs group. */
+typedef struct px__ident_s {
+  struct px__ident_s *next;     /* eng->idents */
+  char *key;                    /* owned */
+  unsigned refs;                /* clients pointing at it */
+  px_queue_group_t group;       /* the running cap of all its clients */
+} px__ident_t;
+
 struct px_engine_client_s {
   px_engine_t *eng;
   char *name;                   /* owned */
@@ -56,6 +64,7 @@ struct px_engine_client_s {
   /* --- under eng->lock --- */
   px_queue_client_t *qc;        /* owned by the queue */
   size_t max_queued;            /* 0: no cap */
+  px__ident_t *ident;           /* NULL: none, or exempt */
   unsigned refs;                /* 1 for the transport + one per job */
   int transport_closed;
   px_engine_client_t *prev, *next; /* eng->clients */
@@ -72,6 +81,7 @@ struct px_engine_s {
   px_queue_t *q;                /* owned */
   px__job_t *active;            /* out of the queue, result not delivered */
   px_engine_client_t *clients;
+  px__ident_t *idents;          /* identities with an open client */
   px_thread_t *threads;         /* owned; nthreads */
   unsigned nthreads;
   int paused, stopping, stopped;
@@ -112,6 +122,13 @@ void px__engine_active_add(px_engine_t *eng, px__job_t *job);
 void px__engine_active_del(px_engine_t *eng, px__job_t *job);
 /* Unlink a client from the engine and free it (engine lock held). */
 void px__engine_client_free(px_engine_t *eng, px_engine_client_t *c);
+/* The identity `key`, created or shared, one reference more (engine lock
+ * held). NULL on OOM. */
+px__ident_t *px__engine_ident_ref(px_engine_t *eng, const char *key);
+/* Drop one reference (engine lock held; NULL: no-op); frees it at zero. */
+void px__engine_ident_unref(px_engine_t *eng, px__ident_t *id);
+/* Jobs queued by every client of identity id (engine lock held). */
+size_t px__engine_ident_queued(px_engine_t *eng, const px__ident_t *id);
 /* Drop one reference (engine lock held); frees the client at zero. */
 void px__engine_client_unref_locked(px_engine_t *eng, px_engine_client_t *c);
 /* Bookkeeping once a job's result is decided (engine lock NOT held, the

@@ -58,9 +58,50 @@ void px__engine_client_free(px_engine_t *eng, px_engine_client_t *c) {
   if (c->next)
     c->next->prev = c->prev;
   px_queue_client_free(eng->q, c->qc);
+  px__engine_ident_unref(eng, c->ident);
   px_mutex_destroy(&c->cb_lock);
   free(c->name);
   free(c);
+}
+
+px__ident_t *px__engine_ident_ref(px_engine_t *eng, const char *key) {
+  px__ident_t *id;
+  for (id = eng->idents; id; id = id->next)
+    if (strcmp(id->key, key) == 0)
+      break;
+  if (!id) {
+    if (!(id = calloc(1, sizeof *id)) || !(id->key = px_strdup(key))) {
+      free(id);
+      return NULL;
+    }
+    id->group.cap = eng->o.identity_max_running;
+    id->next = eng->idents;
+    eng->idents = id;
+  }
+  id->refs++;
+  return id;
+}
+
+void px__engine_ident_unref(px_engine_t *eng, px__ident_t *id) {
+  px__ident_t **pp;
+  if (!id || --id->refs > 0)
+    return;
+  for (pp = &eng->idents; *pp; pp = &(*pp)->next)
+    if (*pp == id) {
+      *pp = id->next;
+      break;
+    }
+  free(id->key);
+  free(id);
+}
+
+size_t px__engine_ident_queued(px_engine_t *eng, const px__ident_t *id) {
+  const px_engine_client_t *c;
+  size_t n = 0;
+  for (c = eng->clients; c; c = c->next)
+    if (c->ident == id)
+      n += px_queue_client_queued(c->qc);
+  return n;
 }
 
 void px__engine_client_unref_locked(px_engine_t *eng, px_engine_client_t *c) {

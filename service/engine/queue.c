@@ -38,6 +38,7 @@ struct px_queue_client_s {
   unsigned cap;     /* 0: unlimited */
   unsigned running; /* popped and not yet done */
   size_t queued;
+  px_queue_group_t *group; /* borrowed; NULL: none */
 };
 
 typedef struct {
@@ -229,6 +230,10 @@ void px_queue_client_free(px_queue_t *q, px_queue_client_t *c) {
   free(c);
 }
 
+void px_queue_client_set_group(px_queue_client_t *c, px_queue_group_t *g) {
+  c->group = g;
+}
+
 size_t px_queue_client_queued(const px_queue_client_t *c) { return c->queued; }
 unsigned px_queue_client_running(const px_queue_client_t *c) {
   return c->running;
@@ -312,7 +317,9 @@ static void take(px_queue_t *q, px_queue_item_t *it) {
 }
 
 static int eligible(const px_queue_client_t *c) {
-  return c->cap == 0 || c->running < c->cap;
+  const px_queue_group_t *g = c->group;
+  return (c->cap == 0 || c->running < c->cap) &&
+         (!g || g->cap == 0 || g->running < g->cap);
 }
 
 px_queue_item_t *px_queue_pop(px_queue_t *q, uint64_t now_ms) {
@@ -335,6 +342,8 @@ px_queue_item_t *px_queue_pop(px_queue_t *q, uint64_t now_ms) {
         else
           lv->cursor = ln->n > 0 ? ln : NULL;
         it->client->running++;
+        if (it->client->group)
+          it->client->group->running++;
         return it;
       }
       ln = ring_next(lv, ln);
@@ -376,6 +385,8 @@ void px_queue_done(px_queue_t *q, px_queue_client_t *c) {
   assert(c->running > 0);
   if (c->running > 0)
     c->running--;
+  if (c->group && c->group->running > 0)
+    c->group->running--;
 }
 
 px_queue_item_t *px_queue_find(px_queue_t *q, const px_queue_client_t *c,

@@ -15,7 +15,8 @@
  *     appears in a level joins at the end of the current round);
  *   - within a client and level, FIFO;
  *   - a client that already has `cap` popped items not yet px_queue_done is
- *     skipped; it does not block other clients or levels.
+ *     skipped, and so is a client whose group (px_queue_group_t) has; it
+ *     does not block other clients or levels.
  * Aging (aging_ms > 0): an item moves up one level for every aging_ms it
  * has waited, repeatedly, until it reaches PX_PRIO_CRITICAL (so nothing
  * starves): pushed at p with priority o, it is at level
@@ -65,6 +66,14 @@ typedef struct px_queue_item_s {
   struct px_queue_item_s *hnext; /* hash chain */
 } px_queue_item_t;
 
+/* A concurrency cap shared by several clients (the connections of one
+ * identity). The caller owns it and keeps it alive while a client points
+ * at it; `running` belongs to the queue. */
+typedef struct {
+  unsigned cap;     /* 0: unlimited */
+  unsigned running; /* popped items of its clients not yet done */
+} px_queue_group_t;
+
 typedef struct {
   size_t max_depth;     /* 0: PX_QUEUE_DEFAULT_MAX_DEPTH */
   uint64_t aging_ms;    /* 0: no aging */
@@ -83,6 +92,9 @@ void px_queue_free(px_queue_t *q);
 int px_queue_client_new(px_queue_t *q, unsigned max_concurrent,
                         px_queue_client_t **out);
 void px_queue_client_free(px_queue_t *q, px_queue_client_t *c);
+/* Put client c under group g's cap too (NULL: none), before its first
+ * push: px_queue_pop skips it while either cap is reached. */
+void px_queue_client_set_group(px_queue_client_t *c, px_queue_group_t *g);
 /* Items the client has queued / popped and not yet done. */
 size_t px_queue_client_queued(const px_queue_client_t *c);
 unsigned px_queue_client_running(const px_queue_client_t *c);

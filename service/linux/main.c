@@ -32,6 +32,7 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,13 +115,43 @@ static int parse_args(int argc, char **argv, args_t *a) {
   return 0;
 }
 
+/* linux.ro_binds once more, resolved: the config check is lexical, so a
+ * bind that is or passes through a symlink (/bin -> usr/bin on merged-/usr
+ * systems) is checked again at its target; a link cannot bring /proc or
+ * the daemon's state into jobs. Missing paths are skipped, as the backend
+ * skips them. Only root can change these links in the system directories
+ * the binds name; the mount follows the link as it is at each job. */
+static int check_resolved_binds(const px_config_t *cfg) {
+  char real[PATH_MAX];
+  const char *why;
+  size_t i;
+  for (i = 0; i < cfg->linux_.nro_binds; i++) {
+    const char *b = cfg->linux_.ro_binds[i];
+    if (!realpath(b, real) || strcmp(real, b) == 0)
+      continue;
+    if ((why = px_config_bind_refusal(cfg, real)) != NULL) {
+      fprintf(stderr, "phoenix-executor: configuration refused: "
+                      "linux.ro_binds[%zu]: %s resolves to %s, which %s\n",
+              i, b, real, why);
+      return PX_ECONFIG;
+    }
+  }
+  return 0;
+}
+
 static int load_config(const args_t *a, px_config_t **cfg) {
   char err[512] = "";
   int rc = a->config_path ? px_config_load(a->config_path, cfg, err, sizeof err)
                           : px_config_load_default(cfg, err, sizeof err);
-  if (rc != 0)
+  if (rc != 0) {
     fprintf(stderr, "phoenix-executor: configuration refused: %s\n",
             err[0] ? err : px_strerror(rc));
+    return rc;
+  }
+  if ((rc = check_resolved_binds(*cfg)) != 0) {
+    px_config_free(*cfg);
+    *cfg = NULL;
+  }
   return rc;
 }
 
@@ -176,9 +207,14 @@ static int open_server(const args_t *a, const px_config_t *cfg,
     }
     o.gid = (uint32_t)g->gr_gid;
   }
-  o.max_clients = 256;
+  o.max_clients = cfg->transports.socket_max_clients;
   o.max_frame = px_service_max_frame(svc);
   o.read_timeout_ms = px_service_read_timeout_ms(svc);
+  o.max_output = (size_t)cfg->transports.max_output_bytes;
+  o.write_timeout_ms = cfg->transports.write_timeout_ms;
+  o.per_identity = cfg->transports.max_connections_per_identity;
+  o.admin_reserve = cfg->transports.admin_reserve;
+  o.idle_timeout_ms = cfg->transports.idle_timeout_ms;
   ensure_socket_dir(o.path);
   return px_unix_server_open(&o, svc, srv);
 }

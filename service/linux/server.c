@@ -8,6 +8,10 @@
  * and poke the eventfd; the loop thread takes the output and does all
  * socket writes. A connection that stalls in the middle of a frame for
  * longer than the read timeout is dropped without affecting others.
+ * Backpressure (service/conn.h): while a connection's output queue is
+ * over its pause mark the loop stops reading it (EPOLLIN off) and resumes
+ * after a take; a connection whose queue overflows, or stays full past the
+ * write timeout, is dropped with the reason logged.
  *
  * Shutdown is two-phase so that nothing is lost: px_unix_server_stop_accept
  * closes the listener (the service then answers every job, results land in
@@ -41,8 +45,9 @@ typedef struct conn_s {
   int fd;                   /* owned */
   px_conn_t *pc;            /* owned: decoder, session, output queue */
   px_buf_t wbuf;            /* taken output being written (loop thread) */
+  unsigned long pid;        /* the peer's, for the log */
   size_t woff;
-  int epollout;             /* EPOLLOUT currently armed */
+  uint32_t events;          /* the epoll mask currently armed */
   px_unix_server_t *srv;    /* borrowed */
 } conn_t;
 
@@ -125,21 +130,41 @@ static void conn_remove(px_unix_server_t *srv, conn_t *c) {
   conn_free(srv, c);
 }
 
+/* Why the new connection c (session open) may not stay, or NULL: the
+ * client limit (admins have admin_reserve more), or its identity's
+ * connection cap (admins exempt). Counted after the peer is identified,
+ * so one identity cannot use up what the others, and the admins, need. */
+static const char *refusal(px_unix_server_t *srv, const conn_t *c) {
+  const char *id = px_conn_identity(c->pc);
+  size_t total = 0, same = 0;
+  const conn_t *o;
+  if (px_conn_is_admin(c->pc))
+    return srv->nconns >= srv->opts.max_clients + srv->opts.admin_reserve
+               ? "client limit and admin reserve reached" : NULL;
+  for (o = srv->conns; o; o = o->next) {
+    if (px_conn_is_admin(o->pc))
+      continue;
+    total++;
+    same += strcmp(px_conn_identity(o->pc), id) == 0;
+  }
+  if (total >= srv->opts.max_clients)
+    return "client limit reached (transports.socket_max_clients)";
+  if (srv->opts.per_identity && same >= srv->opts.per_identity)
+    return "connections per identity reached "
+           "(transports.max_connections_per_identity)";
+  return NULL;
+}
+
 static void accept_one(px_unix_server_t *srv) {
   struct epoll_event ev;
   px_peer_t peer;
   conn_t *c;
+  const char *why;
   int fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
   if (fd < 0) {
     if (errno != EAGAIN && errno != EINTR)
       (void)PX_LOG_ERRNO(PX_EIO, errno, "accept4");
-    return;
-  }
-  if (srv->nconns >= srv->opts.max_clients) {
-    PX_LOG(PX_LOG_WARN, "client limit (%zu) reached: refusing a connection",
-           srv->opts.max_clients);
-    close(fd);
     return;
   }
   if (peer_identity(fd, &peer) != 0 || !(c = calloc(1, sizeof *c))) {
@@ -148,12 +173,26 @@ static void accept_one(px_unix_server_t *srv) {
   }
   c->fd = fd;
   c->srv = srv;
+  c->pid = peer.pid;
   c->pc = px_conn_new(srv->opts.max_frame, &conn_io, srv);
-  ev.events = EPOLLIN | EPOLLRDHUP;
+  if (c->pc)
+    px_conn_limit_output(c->pc, srv->opts.max_output);
+  ev.events = c->events = EPOLLIN | EPOLLRDHUP;
   ev.data.ptr = c;
-  if (!c->pc || px_conn_open_session(c->pc, srv->sessions, srv->svc, &peer) != 0 ||
-      epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+  if (!c->pc || px_conn_open_session(c->pc, srv->sessions, srv->svc, &peer) != 0) {
     PX_LOG(PX_LOG_ERROR, "cannot set up a connection from pid %lu", peer.pid);
+    conn_free(srv, c);
+    return;
+  }
+  if ((why = refusal(srv, c)) != NULL) {
+    PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_DROPPED,
+                 "refusing a connection from pid %lu uid %u: %s", peer.pid,
+                 (unsigned)peer.uid, why);
+    conn_free(srv, c);
+    return;
+  }
+  if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    PX_LOG(PX_LOG_ERROR, "cannot watch a connection from pid %lu", peer.pid);
     conn_free(srv, c);
     return;
   }
@@ -169,10 +208,24 @@ static int conn_pending(conn_t *c) {
   return c->woff < c->wbuf.len || px_conn_output_queued(c->pc);
 }
 
-/* Write what is pending; arm EPOLLOUT if the socket is full. Returns -1
- * when the connection is broken. */
+/* Arm what the connection waits for: input unless paused, output while
+ * a write is incomplete. */
+static void conn_arm(px_unix_server_t *srv, conn_t *c) {
+  struct epoll_event ev;
+  uint32_t want = (px_conn_paused(c->pc) ? 0u : EPOLLIN | EPOLLRDHUP) |
+                  (c->woff < c->wbuf.len ? EPOLLOUT : 0u);
+  if (want == c->events)
+    return;
+  ev.events = want;
+  ev.data.ptr = c;
+  epoll_ctl(srv->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+  c->events = want;
+}
+
+/* Write what is pending, resume reading a paused connection whose queue
+ * was taken, re-arm. Returns -1 when the connection is broken. */
 static int conn_flush(px_unix_server_t *srv, conn_t *c) {
-  int rc = 0, want_out;
+  int rc = 0;
   for (;;) {
     ssize_t n;
     if (c->woff >= c->wbuf.len) {
@@ -190,14 +243,10 @@ static int conn_flush(px_unix_server_t *srv, conn_t *c) {
     }
     c->woff += (size_t)n;
   }
-  want_out = rc == 0 && c->woff < c->wbuf.len;
-  if (want_out != c->epollout) {
-    struct epoll_event ev;
-    ev.events = EPOLLIN | EPOLLRDHUP | (want_out ? EPOLLOUT : 0u);
-    ev.data.ptr = c;
-    epoll_ctl(srv->epfd, EPOLL_CTL_MOD, c->fd, &ev);
-    c->epollout = want_out;
-  }
+  if (rc == 0 && px_conn_paused(c->pc))
+    (void)px_conn_resume(c->pc); /* closing is seen by check_stalls */
+  if (rc == 0)
+    conn_arm(srv, c);
   return rc;
 }
 
@@ -209,21 +258,32 @@ static int conn_read(conn_t *c) {
       return -1; /* orderly EOF */
     if (n < 0)
       return (errno == EAGAIN || errno == EINTR) ? 0 : -1;
-    if (px_conn_feed(c->pc, buf, (size_t)n) == PX_CONN_FLUSH_CLOSE)
+    switch (px_conn_feed(c->pc, buf, (size_t)n)) {
+    case PX_CONN_FLUSH_CLOSE:
       return 0; /* answered: flushed, then closed by check_stalls */
+    case PX_CONN_PAUSE:
+      return 0; /* the output queue is full: conn_flush re-arms */
+    default:
+      break;
+    }
   }
 }
 
 static void check_stalls(px_unix_server_t *srv) {
-  uint64_t now = px_now_ms(), limit = srv->opts.read_timeout_ms, stalled;
+  uint64_t now = px_now_ms(), ms;
   conn_t *c = srv->conns, *next;
+  const char *why;
   for (; c; c = next) {
     next = c->next;
-    stalled = px_conn_stalled_ms(c->pc, now);
-    if (stalled > limit) {
+    /* Not idle while our own write buffer still holds its answers. */
+    why = px_conn_drop_reason(c->pc, now, srv->opts.read_timeout_ms,
+                              srv->opts.write_timeout_ms,
+                              conn_pending(c) ? 0 : srv->opts.idle_timeout_ms,
+                              &ms);
+    if (why) {
       PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_DROPPED,
-                   "dropping a client stalled mid-frame for %llu ms",
-                   (unsigned long long)stalled);
+                   "dropping client pid %lu: %s (%llu ms)", c->pid, why,
+                   (unsigned long long)ms);
       conn_remove(srv, c);
     } else if (px_conn_closing(c->pc) && !conn_pending(c)) {
       conn_remove(srv, c);
@@ -283,7 +343,7 @@ static void loop_thread(void *arg) {
     }
     for (c = srv->conns; c; c = next) {
       next = c->next;
-      if (conn_pending(c) && conn_flush(srv, c) != 0)
+      if ((conn_pending(c) || px_conn_paused(c->pc)) && conn_flush(srv, c) != 0)
         conn_remove(srv, c);
     }
     check_stalls(srv);

@@ -14,10 +14,18 @@ typedef struct {
   const char *path;         /* socket path (< 108 bytes) */
   unsigned mode;            /* e.g. 0660 */
   uint32_t gid;             /* group owning the socket, (uint32_t)-1 = keep */
-  size_t max_clients;       /* connections beyond are refused */
+  size_t max_clients;       /* non-admin connections beyond are refused */
+  size_t admin_reserve;     /* admins may have this many more */
+  size_t per_identity;      /* non-admin connections per uid; 0: no cap */
+  uint64_t idle_timeout_ms; /* no bytes, nothing queued, no job in flight
+                               this long: dropped; 0: never */
   uint32_t max_frame;       /* max payload bytes */
   uint64_t read_timeout_ms; /* a half-received frame older than this drops
                                the connection */
+  size_t max_output;        /* output queue cap per connection, bytes; 0:
+                               none (service/conn.h) */
+  uint64_t write_timeout_ms; /* a queue over its pause mark and not taken
+                               this long drops the connection; 0: never */
   const px_session_ops_t *sessions; /* NULL: the service's own
                                (px_session_ops_real); the transport tests
                                pass theirs; borrowed */

@@ -23,11 +23,19 @@ typedef struct px_pipe_server_s px_pipe_server_t;
 
 typedef struct {
   const char *name;         /* UTF-8 "\\.\pipe\PhoenixExecutor" */
-  size_t max_clients;       /* connected clients at most (>= 1) */
+  size_t max_clients;       /* connected non-admin clients at most (>= 1) */
   size_t listeners;         /* idle instances kept listening; 0: 4 */
   uint32_t max_frame;       /* max payload bytes */
   uint64_t read_timeout_ms; /* a half-received frame older than this
                                drops the client */
+  size_t max_output;        /* output queue cap per connection, bytes; 0:
+                               none (service/conn.h) */
+  uint64_t write_timeout_ms; /* a queue over its pause mark and not taken
+                               this long drops the client; 0: never */
+  size_t admin_reserve;     /* instances past max_clients for admins */
+  size_t per_identity;      /* non-admin clients per user SID; 0: no cap */
+  uint64_t idle_timeout_ms; /* no bytes, nothing queued, no job in flight
+                               this long: dropped; 0: never */
   const char *client_sid;   /* SID string granted read/write; NULL: only
                                SYSTEM and Administrators */
   const char *client_group; /* local group (name) granted read/write,

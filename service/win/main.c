@@ -261,6 +261,11 @@ static int open_transports(daemon_t *d) {
   po.max_clients = d->cfg->transports.pipe_max_clients;
   po.max_frame = px_service_max_frame(d->svc);
   po.read_timeout_ms = px_service_read_timeout_ms(d->svc);
+  po.max_output = (size_t)d->cfg->transports.max_output_bytes;
+  po.write_timeout_ms = d->cfg->transports.write_timeout_ms;
+  po.per_identity = d->cfg->transports.max_connections_per_identity;
+  po.admin_reserve = d->cfg->transports.admin_reserve;
+  po.idle_timeout_ms = d->cfg->transports.idle_timeout_ms;
   po.client_sid = d->cfg->transports.pipe_client_sid;
   po.client_group = d->cfg->transports.pipe_client_group;
   po.ops = &px_session_ops_real;

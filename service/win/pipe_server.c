@@ -20,7 +20,15 @@
  * which operation), CK_WRITE (a conn wants its out buffer written),
  * CK_NUDGE (stop_accept/close changed a flag). The thread also ticks
  * every TICK_MS to drop clients stalled mid-frame for longer than
- * read_timeout_ms.
+ * read_timeout_ms, idle past idle_timeout_ms, or whose output queue
+ * overflowed or stayed full past write_timeout_ms (service/conn.h).
+ * Backpressure: while a client's output queue is over its pause mark no
+ * read is issued; the next take resumes reading.
+ *
+ * Limits are counted once the client is identified (its first bytes):
+ * max_clients non-admin clients, per_identity of them per user SID;
+ * admin_reserve more instances exist so that an admin can always
+ * connect.
  *
  * Shutdown is two-phase, like the Linux transport: stop_accept closes the
  * idle instances; after px_service_stop has answered every job into the
@@ -57,6 +65,7 @@ typedef struct conn_s {
   int state;               /* ST_*; I/O thread only */
   int ops;                 /* I/O and posted packets outstanding (lock) */
   int writing;             /* a WriteFile is in flight (I/O thread) */
+  int read_paused;         /* no read issued: output queue full */
   uint64_t connected_ms;   /* a client silent past the read timeout goes */
   px_conn_t *pc;           /* owned once connected: decoder, session,
                               output queue (service/conn.h) */
@@ -166,6 +175,11 @@ static void conn_close(px_pipe_server_t *srv, conn_t *c) {
   CancelIoEx(c->pipe, NULL);
 }
 
+/* Clients at once, admins' reserve included. */
+static size_t total_instances(const px_pipe_server_t *srv) {
+  return srv->opts.max_clients + srv->opts.admin_reserve;
+}
+
 static int create_instance(px_pipe_server_t *srv, int first) {
   SECURITY_ATTRIBUTES sa;
   DWORD open_mode, pipe_mode, instances, err;
@@ -185,9 +199,9 @@ static int create_instance(px_pipe_server_t *srv, int first) {
    * pipe itself, before any ACL is consulted. */
   pipe_mode = PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT |
               PIPE_REJECT_REMOTE_CLIENTS;
-  instances = srv->opts.max_clients + srv->opts.listeners >= PIPE_UNLIMITED_INSTANCES
+  instances = total_instances(srv) + srv->opts.listeners >= PIPE_UNLIMITED_INSTANCES
                   ? PIPE_UNLIMITED_INSTANCES
-                  : (DWORD)(srv->opts.max_clients + srv->opts.listeners);
+                  : (DWORD)(total_instances(srv) + srv->opts.listeners);
   c->pipe = CreateNamedPipeW(srv->name, open_mode, pipe_mode, instances,
                              PIPE_BUF_SIZE, PIPE_BUF_SIZE, 0, &sa);
   if (c->pipe == INVALID_HANDLE_VALUE) {
@@ -240,7 +254,7 @@ static int create_instance(px_pipe_server_t *srv, int first) {
 /* Keep `listeners` idle instances while there is room for clients. */
 static void refill_listeners(px_pipe_server_t *srv) {
   while (!srv->stop_accept && srv->nlistening < srv->opts.listeners &&
-         srv->nconnected + srv->nlistening < srv->opts.max_clients)
+         srv->nconnected + srv->nlistening < total_instances(srv))
     if (create_instance(srv, 0) != 0)
       break; /* retried on the next tick */
 }
@@ -260,6 +274,24 @@ static void start_read(px_pipe_server_t *srv, conn_t *c) {
   }
 }
 
+/* The output was taken: a client paused for backpressure is read again
+ * (what it sent meanwhile first). */
+static void resume_read(px_pipe_server_t *srv, conn_t *c) {
+  if (!c->read_paused)
+    return;
+  switch (px_conn_resume(c->pc)) {
+  case PX_CONN_READ_ON:
+    c->read_paused = 0;
+    start_read(srv, c);
+    break;
+  case PX_CONN_FLUSH_CLOSE:
+    c->read_paused = 0; /* answered; on_written closes once flushed */
+    break;
+  default:
+    break; /* still full: the next take tries again */
+  }
+}
+
 /* Take the queued output into the write buffer and write it. */
 static void start_write(px_pipe_server_t *srv, conn_t *c) {
   DWORD err;
@@ -269,6 +301,9 @@ static void start_write(px_pipe_server_t *srv, conn_t *c) {
     px_buf_reset(&c->wbuf);
     c->woff = 0;
     if (!px_conn_take_output(c->pc, &c->wbuf))
+      return;
+    resume_read(srv, c);
+    if (c->state != ST_CONNECTED)
       return;
   }
   memset(&c->ov_write, 0, sizeof c->ov_write);
@@ -310,16 +345,49 @@ static void on_connected(px_pipe_server_t *srv, conn_t *c, BOOL ok) {
   refill_listeners(srv);
 }
 
+/* Why the client just identified (session open) may not stay, or NULL:
+ * the client limit (admins have the reserve), its SID's connection cap
+ * (admins exempt). */
+static const char *refusal(px_pipe_server_t *srv, const conn_t *c) {
+  const char *id = px_conn_identity(c->pc);
+  size_t total = 0, same = 0;
+  const conn_t *o;
+  if (px_conn_is_admin(c->pc))
+    return NULL; /* the instances past max_clients are theirs */
+  for (o = srv->conns; o; o = o->next) {
+    if (o == c || o->state != ST_CONNECTED || !o->pc || px_conn_is_admin(o->pc))
+      continue;
+    total++;
+    same += strcmp(px_conn_identity(o->pc), id) == 0;
+  }
+  if (total >= srv->opts.max_clients)
+    return "client limit reached (transports.pipe_max_clients)";
+  if (srv->opts.per_identity && same >= srv->opts.per_identity)
+    return "connections per identity reached "
+           "(transports.max_connections_per_identity)";
+  return NULL;
+}
+
 /* Identify the client and open its session. 0, or -1 when it is refused
- * (a sandboxed or unidentifiable client: logged) or cannot be served. */
+ * (a sandboxed or unidentifiable client, or one over a limit: logged) or
+ * cannot be served. */
 static int open_session(px_pipe_server_t *srv, conn_t *c) {
+  const char *why;
   if (px__pipe_peer(c->pipe, &c->peer) != 0)
     return -1;
   c->pc = px_conn_new(srv->opts.max_frame, &conn_io, c);
+  if (c->pc)
+    px_conn_limit_output(c->pc, srv->opts.max_output);
   if (!c->pc ||
       px_conn_open_session(c->pc, srv->opts.ops, srv->opts.svc, &c->peer) != 0) {
     PX_LOG(PX_LOG_ERROR, "cannot set up a session for pipe client pid %lu",
            c->peer.pid);
+    return -1;
+  }
+  if ((why = refusal(srv, c)) != NULL) {
+    PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_DROPPED,
+                 "refusing pipe client pid %lu (%s): %s", c->peer.pid,
+                 c->peer.user_sid, why);
     return -1;
   }
   PX_LOG(PX_LOG_DEBUG, "pipe client connected: pid %lu user %s", c->peer.pid,
@@ -341,13 +409,19 @@ static void on_read(px_pipe_server_t *srv, conn_t *c, BOOL ok, DWORD n) {
     conn_close(srv, c);
     return;
   }
-  if (px_conn_feed(c->pc, c->rbuf, n) == PX_CONN_FLUSH_CLOSE) {
+  switch (px_conn_feed(c->pc, c->rbuf, n)) {
+  case PX_CONN_FLUSH_CLOSE:
     start_write(srv, c);
     if (!output_pending(c))
       conn_close(srv, c);
     return;
+  case PX_CONN_PAUSE:
+    c->read_paused = 1; /* no read until a take (resume_read) */
+    start_write(srv, c);
+    return;
+  default:
+    start_read(srv, c);
   }
-  start_read(srv, c);
 }
 
 static void on_written(px_pipe_server_t *srv, conn_t *c, BOOL ok, DWORD n) {
@@ -396,7 +470,8 @@ static void handle_packet(px_pipe_server_t *srv, ULONG_PTR key,
 }
 
 static void tick(px_pipe_server_t *srv) {
-  uint64_t now = px_now_ms(), limit = srv->opts.read_timeout_ms;
+  uint64_t now = px_now_ms(), limit = srv->opts.read_timeout_ms, ms;
+  const char *why;
   conn_t *c, *next;
   for (c = srv->conns; c; c = next) {
     next = c->next;
@@ -412,11 +487,12 @@ static void tick(px_pipe_server_t *srv) {
       conn_close(srv, c);
       conn_reap(srv, c);
     } else if (c->state == ST_CONNECTED && c->pc &&
-               px_conn_stalled_ms(c->pc, now) > limit) {
+               (why = px_conn_drop_reason(
+                    c->pc, now, limit, srv->opts.write_timeout_ms,
+                    output_pending(c) ? 0 : srv->opts.idle_timeout_ms, &ms))) {
       PX_LOG_EVENT(PX_LOG_WARN, PX_EVENT_CLIENT_DROPPED,
-                   "dropping pipe client pid %lu: stalled mid-frame for %llu ms",
-                   c->peer.pid,
-                   (unsigned long long)px_conn_stalled_ms(c->pc, now));
+                   "dropping pipe client pid %lu: %s (%llu ms)", c->peer.pid,
+                   why, (unsigned long long)ms);
       conn_close(srv, c);
       conn_reap(srv, c);
     }

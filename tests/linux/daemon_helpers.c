@@ -216,6 +216,7 @@ int px_daemon_connect(px_daemon_t *d, int as_user, px_client_t **cl) {
   memset(&t, 0, sizeof t);
   t.kind = PX_TARGET_LOCAL;
   t.address = d->sock;
+  t.server_uid = d->uid; /* a daemon started as another user is trusted */
   /* SO_PEERCRED records the effective ids at connect(): switch them for
    * the call only (this test process is single-threaded). */
   if (as_user && euid == 0 && (setegid(65534) != 0 || seteuid(65534) != 0))

@@ -14,7 +14,10 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char g_path[108];
@@ -34,6 +37,10 @@ static void *unix_start(size_t max_clients, uint32_t max_frame,
   o.max_clients = max_clients;
   o.max_frame = max_frame;
   o.read_timeout_ms = read_timeout_ms;
+  o.max_output = px_tt_limits.max_output;
+  o.write_timeout_ms = px_tt_limits.write_timeout_ms;
+  o.per_identity = px_tt_limits.per_identity;
+  o.admin_reserve = px_tt_limits.admin_reserve;
   o.sessions = sessions;
   ASSERT_OK(px_unix_server_open(&o, NULL, &srv));
   return srv;
@@ -76,7 +83,8 @@ TEST_IMPL(unix_echo_identity_and_mode) {
   return 0;
 }
 
-/* Past max_clients a connection is closed at once, unanswered; the others
+/* Past max_clients a connection is closed at once, unanswered (its
+ * session is opened to learn who it is, then closed at once); the others
  * are served. */
 TEST_IMPL(unix_client_limit) {
   void *srv = unix_start(1, 1 << 20, 5000, &px_tt_sessions);
@@ -89,7 +97,7 @@ TEST_IMPL(unix_client_limit) {
     ASSERT_EQ(px_client_recv(c2, &m, &len, 5000), PX_ECLOSED);
     px_client_close(c2);
   }
-  ASSERT_EQ(px_tt_opened(), 1);
+  ASSERT_EQ(px_tt_opened() - px_tt_closed(), 1);
   px_tt_expect_echo(c, "{\"still\":1}");
   px_client_close(c);
   px_unix_server_close(srv, 1000);
@@ -120,4 +128,90 @@ TEST_IMPL(unix_stop_flushes_results) {
 }
 TEST_IMPL(unix_large_output_in_order) {
   return px_tt_large_output_in_order(&unix_transport);
+}
+TEST_IMPL(unix_unread_output_bounded) {
+  return px_tt_unread_output_bounded(&unix_transport);
+}
+TEST_IMPL(unix_backpressure_keeps_order) {
+  return px_tt_backpressure_keeps_order(&unix_transport);
+}
+TEST_IMPL(unix_identity_cap_and_admin_reserve) {
+  return px_tt_identity_cap_and_admin_reserve(&unix_transport);
+}
+
+/* A socket served by an ordinary user (uid 2001, a forked "squatter"
+ * that counts what it receives): the client library (phoenixctl and its
+ * MCP server connect through it) refuses it by SO_PEERCRED before
+ * sending anything, unless that uid is named as the service's
+ * (server_uid). Positive control: the root server of this process passes
+ * the same default check. Before, the default check on Linux was none. */
+TEST_IMPL(unix_client_checks_server_uid) {
+  struct sockaddr_un sa;
+  px_target_t t;
+  px_client_t *c = NULL;
+  char err[256], path[108];
+  int fd, p[2], status, rc;
+  long got = -1;
+  pid_t kid;
+  void *srv;
+
+  if (geteuid() != 0)
+    RETURN_SKIP("needs root to serve a socket as another uid");
+  snprintf(path, sizeof path, "/tmp/px-squat-%ld.sock", (long)getpid());
+  unlink(path);
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  ASSERT_OK(pipe(p));
+  kid = fork();
+  ASSERT_GE(kid, 0);
+  if (kid == 0) { /* the squatter: two connections, counts their bytes */
+    long total = 0;
+    int i;
+    char buf[4096];
+    ssize_t n;
+    if (setgid(65534) != 0 || setuid(2001) != 0)
+      _exit(2);
+    fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        chmod(path, 0666) != 0 || listen(fd, 4) != 0)
+      _exit(2);
+    if (write(p[1], "r", 1) != 1)
+      _exit(2);
+    for (i = 0; i < 2; i++) {
+      int cfd = accept(fd, NULL, NULL);
+      while (cfd >= 0 && (n = read(cfd, buf, sizeof buf)) > 0)
+        total += n;
+      if (cfd >= 0)
+        close(cfd);
+      if (i == 0 && write(p[1], &total, sizeof total) != (ssize_t)sizeof total)
+        _exit(2);
+    }
+    _exit(0);
+  }
+  ASSERT_EQ(read(p[0], err, 1), 1); /* listening */
+  memset(&t, 0, sizeof t);
+  t.kind = PX_TARGET_LOCAL;
+  t.address = path;
+  rc = px_client_connect(&t, &c, err, sizeof err);
+  printf("squatter: %s (%s)\n", px_strerror(rc), err);
+  ASSERT_EQ(rc, PX_EINTEGRITY);
+  ASSERT_STR_CONTAINS(err, "uid 2001");
+  ASSERT_EQ(read(p[0], &got, sizeof got), (ssize_t)sizeof got);
+  ASSERT_EQ(got, 0); /* not a byte was sent */
+  t.server_uid = 2001; /* named as the service's uid: trusted */
+  ASSERT_OK(px_client_connect(&t, &c, err, sizeof err));
+  px_client_close(c);
+  waitpid(kid, &status, 0);
+  unlink(path);
+  /* Positive control: this process's root server, the default check. */
+  srv = unix_start(2, 1 << 20, 5000, &px_tt_sessions);
+  memset(&t, 0, sizeof t);
+  t.kind = PX_TARGET_LOCAL;
+  t.address = g_path;
+  ASSERT_OK(px_client_connect(&t, &c, err, sizeof err));
+  px_tt_expect_echo(c, "{}");
+  px_client_close(c);
+  px_unix_server_close(srv, 1000);
+  return 0;
 }

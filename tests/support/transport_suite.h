@@ -36,6 +36,18 @@ typedef struct {
 
 extern const px_session_ops_t px_tt_sessions;
 
+/* What the next start() passes to the server besides its arguments (zero:
+ * the transport's defaults, no cap). */
+typedef struct {
+  size_t max_output;         /* output queue cap per connection */
+  uint64_t write_timeout_ms; /* a full queue not taken this long: dropped */
+  size_t per_identity;       /* connections per identity (0: no cap) */
+  size_t admin_reserve;      /* connections for admins past max_clients */
+} px_tt_limits_t;
+extern px_tt_limits_t px_tt_limits;
+/* Sessions opened while this is set say they are an admin's. */
+extern int px_tt_admin_next;
+
 /* What the session layer saw: sessions opened and closed, late answers
  * refused (the client was gone), the last peer. */
 int px_tt_opened(void);
@@ -58,5 +70,8 @@ int px_tt_stall_timeout_drops(const px_tt_transport_t *t);
 int px_tt_disconnect_mid_job(const px_tt_transport_t *t);
 int px_tt_stop_flushes_results(const px_tt_transport_t *t);
 int px_tt_large_output_in_order(const px_tt_transport_t *t);
+int px_tt_unread_output_bounded(const px_tt_transport_t *t);
+int px_tt_backpressure_keeps_order(const px_tt_transport_t *t);
+int px_tt_identity_cap_and_admin_reserve(const px_tt_transport_t *t);
 
 #endif /* PX_TESTS_TRANSPORT_SUITE_H */

@@ -262,6 +262,55 @@ TEST_IMPL(config_range_messages) {
   return 0;
 }
 
+/* linux.ro_binds: absolute and normalised, not "/", nothing that is, lies
+ * below or covers /proc, /sys, /dev, /run, the daemon's own directories,
+ * the configured work root, KB store and roots (issue 24 point 12; before,
+ * only "usr" and ".." were refused). Positive control: the default binds
+ * and an ordinary extra one are accepted. */
+TEST_IMPL(config_ro_binds_validated) {
+  static const char *const bad[] = {
+      "/",           "/usr/",          "/usr//lib",      "/usr/./lib",
+      "/opt/..",     "/proc",          "/proc/self",     "/sys/fs",
+      "/dev",        "/run",           "/run/phoenix-executor",
+      "/var/run",    "/var",           "/etc/phoenix-executor/executor.json",
+      "/etc",        "/var/lib",       "/var/lib/phoenix-executor/kb-store",
+      "/root",       "/boot",
+#ifndef _WIN32 /* the configured Unix directories (Windows: its own paths) */
+      "/srv/work",   "/srv/work/jobs", "/srv/kb",        "/srv/kb/mind/x",
+      "/srv/store",
+#endif
+      NULL};
+#ifdef _WIN32
+  const char *dirs = "";
+#else
+  const char *dirs = "\"work_root\":\"/srv/work/jobs\",\"kb\":{\"store\":"
+                     "\"/srv/store\",\"roots\":{\"mind\":\"/srv/kb/mind\"}},";
+#endif
+  char json[512], err[512];
+  px_config_t *cfg = NULL;
+  size_t i;
+  for (i = 0; bad[i]; i++) {
+    snprintf(json, sizeof json, "{%s\"linux\":{\"ro_binds\":[\"/usr\",\"%s\"]}}",
+             dirs, bad[i]);
+    err[0] = '\0';
+    if (px_config_from_json(json, strlen(json), &cfg, err, sizeof err) == 0) {
+      fprintf(stderr, "accepted: %s\n", bad[i]);
+      ASSERT(0);
+    }
+    ASSERT_STR_CONTAINS(err, "linux.ro_binds[1]");
+  }
+  snprintf(json, sizeof json,
+           "{%s\"linux\":{\"ro_binds\":[\"/usr\",\"/opt/tools\","
+           "\"/etc/ssl/certs\",\"/srv/workshop\"]}}", dirs);
+  ASSERT_OK(px_config_from_json(json, strlen(json), &cfg, err, sizeof err));
+  px_config_free(cfg);
+  ASSERT_OK(px_config_load_default(&cfg, err, sizeof err)); /* the defaults */
+  for (i = 0; i < cfg->linux_.nro_binds; i++)
+    ASSERT_NULL(px_config_bind_refusal(cfg, cfg->linux_.ro_binds[i]));
+  px_config_free(cfg);
+  return 0;
+}
+
 TEST_IMPL(config_syntax_errors) {
   EXPECT_ERR("", "(root)", "invalid JSON");
   EXPECT_ERR("{", "(root)", "invalid JSON");

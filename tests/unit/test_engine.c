@@ -522,3 +522,66 @@ TEST_IMPL(engine_kb_hooks_and_rollback) {
   eh_col_free(col);
   return 0;
 }
+
+static px_engine_client_t *ident_client(px_engine_t *eng, ctx_t *cx, col_t *col,
+                                        int tag, const char *identity) {
+  px_engine_client_opts_t co;
+  px_engine_client_t *c = NULL;
+  cx->col = col;
+  cx->tag = tag;
+  memset(&co, 0, sizeof co);
+  co.on_event = eh_on_event;
+  co.ctx = cx;
+  co.name = identity;
+  co.identity = identity;
+  ASSERT_OK(px_engine_client_open(eng, &co, &c));
+  return c;
+}
+
+/* Caps over all the clients (connections) of one identity: uid:1 on two
+ * connections runs one job at a time (identity_max_running 1, with idle
+ * workers) and queues at most 2 (identity_max_queued), while uid:2 runs
+ * and queues freely. With per-connection caps only, the second
+ * connection's job started at once and its third job was queued. */
+TEST_IMPL(engine_identity_caps) {
+  col_t *col = eh_col_new();
+  ctx_t c1, c2, c3;
+  px_engine_opts_t o;
+  px_engine_t *eng;
+  px_engine_client_t *a1, *a2, *b;
+  px_engine_job_t j;
+  px_code_t why = PX_CODE_NONE;
+  px_status_info_t st;
+  px_engine_opts_default(&o);
+  o.identity_max_queued = 2;
+  o.identity_max_running = 1;
+  eng = eh_engine(4, &o);
+  a1 = ident_client(eng, &c1, col, 0, "uid:1");
+  a2 = ident_client(eng, &c2, col, 1, "uid:1");
+  b = ident_client(eng, &c3, col, 2, "uid:2");
+  ASSERT_OK(eh_submit(eng, a1, eh_job("r1", PX_PRIO_NORMAL, "hang", NULL)));
+  eh_wait_started(col, 1);
+  ASSERT_OK(eh_submit(eng, a2, eh_job("r2", PX_PRIO_NORMAL, "exit 0", NULL)));
+  ASSERT_OK(eh_submit(eng, b, eh_job("b1", PX_PRIO_NORMAL, "exit 0", NULL)));
+  eh_wait_results(col, 1);
+  ASSERT_EQ(eh_find(col, 2, "b1")->status, PX_STATUS_OK);
+  px_engine_status(eng, &st);
+  ASSERT_UINT_EQ(st.running, 1); /* r2 waits for uid:1's slot */
+  ASSERT_UINT_EQ(st.queue[PX_PRIO_NORMAL], 1);
+  ASSERT_OK(eh_submit(eng, a1, eh_job("q2", PX_PRIO_NORMAL, "exit 0", NULL)));
+  j = eh_job("q3", PX_PRIO_NORMAL, NULL);
+  ASSERT_EQ(px_engine_submit_take(eng, a2, &j, NULL, &why), PX_EBUSY);
+  ASSERT_EQ(why, PX_CODE_QUEUE_FULL); /* uid:1 has 2 queued */
+  ASSERT_OK(eh_submit(eng, b, eh_job("b2", PX_PRIO_NORMAL, "exit 0", NULL)));
+  ASSERT_OK(px_engine_cancel(eng, a1, "r1"));
+  eh_wait_results(col, 6); /* b1 q3 b2 r1 r2 q2 */
+  ASSERT_EQ(eh_find(col, 1, "r2")->status, PX_STATUS_OK);
+  ASSERT_EQ(eh_find(col, 0, "q2")->status, PX_STATUS_OK);
+  eh_check_all(col);
+  px_engine_client_close(eng, a1, 0);
+  px_engine_client_close(eng, a2, 0);
+  px_engine_client_close(eng, b, 0);
+  px_engine_free(eng);
+  eh_col_free(col);
+  return 0;
+}

@@ -234,6 +234,40 @@ TEST_IMPL(queue_client_cap_skips_not_blocks) {
   return 0;
 }
 
+/* Two clients (connections) of one identity share a group cap of 1
+ * (queue.per_identity_running): while one of them runs a job, the other's
+ * waits, and a third client outside the group is not held up. Without
+ * the group each connection had its own cap and both ran. */
+TEST_IMPL(queue_group_cap_spans_clients) {
+  static pool_t p;
+  px_queue_t *q;
+  px_queue_client_t *a, *b, *c;
+  px_queue_group_t g = {1, 0};
+  ASSERT_OK(px_queue_new(NULL, &q));
+  ASSERT_OK(px_queue_client_new(q, 4, &a));
+  ASSERT_OK(px_queue_client_new(q, 4, &b));
+  ASSERT_OK(px_queue_client_new(q, 0, &c));
+  px_queue_client_set_group(a, &g);
+  px_queue_client_set_group(b, &g);
+  push(q, a, &p, "a1", PX_PRIO_HIGH, 0, NULL);
+  push(q, b, &p, "b1", PX_PRIO_HIGH, 0, NULL);
+  push(q, c, &p, "c1", PX_PRIO_LOW, 0, NULL);
+  ASSERT_STR_EQ(pop_id(q, 0), "a1");
+  ASSERT_UINT_EQ(g.running, 1);
+  ASSERT_STR_EQ(pop_id(q, 0), "c1"); /* b1 waits: its identity is at 1 */
+  ASSERT_NULL(px_queue_pop(q, 0));
+  px_queue_done(q, a);
+  ASSERT_UINT_EQ(g.running, 0);
+  ASSERT_STR_EQ(pop_id(q, 0), "b1");
+  px_queue_done(q, b);
+  px_queue_done(q, c);
+  px_queue_client_free(q, a);
+  px_queue_client_free(q, b);
+  px_queue_client_free(q, c);
+  px_queue_free(q);
+  return 0;
+}
+
 TEST_IMPL(queue_find_remove_position) {
   static pool_t p;
   px_queue_t *q;

@@ -38,6 +38,10 @@ static void *pipe_start(size_t max_clients, uint32_t max_frame,
   o.max_clients = max_clients;
   o.max_frame = max_frame;
   o.read_timeout_ms = timeout_ms;
+  o.max_output = px_tt_limits.max_output;
+  o.write_timeout_ms = px_tt_limits.write_timeout_ms;
+  o.per_identity = px_tt_limits.per_identity;
+  o.admin_reserve = px_tt_limits.admin_reserve;
   o.client_sid = "S-1-5-32-545";
   o.ops = sessions;
   ASSERT_OK(px_pipe_server_open(&o, &srv));
@@ -119,6 +123,15 @@ TEST_IMPL(pipe_frames_split_and_batched) {
 }
 TEST_IMPL(pipe_large_output_in_order) {
   return px_tt_large_output_in_order(&pipe_transport);
+}
+TEST_IMPL(pipe_unread_output_bounded) {
+  return px_tt_unread_output_bounded(&pipe_transport);
+}
+TEST_IMPL(pipe_backpressure_keeps_order) {
+  return px_tt_backpressure_keeps_order(&pipe_transport);
+}
+TEST_IMPL(pipe_identity_cap_and_admin_reserve) {
+  return px_tt_identity_cap_and_admin_reserve(&pipe_transport);
 }
 
 /* ---- what only the pipe does ---- */

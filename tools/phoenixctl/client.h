@@ -23,7 +23,9 @@ typedef enum {
   /* The installed service (the default). Windows: the pipe's server
    * process (GetNamedPipeServerProcessId) is the one the SCM reports for
    * the PhoenixExecutor service, or the pipe's owner is SYSTEM. Linux:
-   * no check beyond the socket's root-owned directory. */
+   * the socket's peer (SO_PEERCRED, as the kernel recorded it at listen)
+   * runs as root, or as server_uid when that is set (a daemon run as a
+   * service user). */
   PX_SERVER_SERVICE = 0,
   /* The server is process server_pid: a console-mode service the caller
    * started (tests, development). Windows: GetNamedPipeServerProcessId;
@@ -39,6 +41,9 @@ typedef struct {
   const char *zmq_key_file;    /* file with "public secret" Z85 keys */
   px_server_check_t server_check; /* local transport only */
   unsigned long server_pid;       /* PX_SERVER_PID */
+  uint32_t server_uid;            /* PX_SERVER_SERVICE, Linux: a server of
+                                     this uid is accepted besides root (0:
+                                     root only) */
 } px_target_t;
 
 /* The platform default local address. */

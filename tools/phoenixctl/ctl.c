@@ -91,6 +91,7 @@ static int run_option(ctl_args_t *a, const char *o, const char *v) {
   else if (!strcmp(o, "--env")) rc = add_list(a->env, &a->nenv, v, o);
   else if (!strcmp(o, "--socket") || !strcmp(o, "--pipe")) a->local = v;
   else if (!strcmp(o, "--server-pid")) rc = ctl_parse_size(v, &a->server_pid);
+  else if (!strcmp(o, "--server-uid")) rc = ctl_parse_size(v, &a->server_uid);
   else if (!strcmp(o, "--zmq")) a->zmq = v;
   else if (!strcmp(o, "--zmq-server-key")) a->zmq_server_key = v;
   else if (!strcmp(o, "--zmq-key-file")) a->zmq_key_file = v;
@@ -98,6 +99,14 @@ static int run_option(ctl_args_t *a, const char *o, const char *v) {
   if (rc)
     fprintf(stderr, "phoenixctl: bad value for %s: %s\n", o, v);
   return rc ? -1 : 0;
+}
+
+void ctl_target_checks(const ctl_args_t *a, px_target_t *t) {
+  if (a->server_pid) {
+    t->server_check = PX_SERVER_PID;
+    t->server_pid = (unsigned long)a->server_pid;
+  }
+  t->server_uid = (uint32_t)a->server_uid;
 }
 
 int ctl_parse_args(int argc, char **argv, ctl_args_t *a) {

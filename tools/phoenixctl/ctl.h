@@ -25,6 +25,8 @@ typedef struct {
   int nenv;
   int stream, json, high_trust;
   uint64_t server_pid; /* --server-pid: a console-mode server; 0: the service */
+  uint64_t server_uid; /* --server-uid: Linux, a daemon run as this uid is
+                          trusted besides root; 0: root only */
   int help, version; /* --help / --version anywhere */
 } ctl_args_t;
 
@@ -32,6 +34,10 @@ typedef struct {
 int ctl_parse_size(const char *s, uint64_t *out);
 /* "2s", "500ms", "1m", "1500" (ms) -> ms; 0 or PX_EINVAL. */
 int ctl_parse_duration(const char *s, uint64_t *out);
+/* The server checks of the local transport from --server-pid and
+ * --server-uid into t (phoenixctl and its MCP server alike). */
+void ctl_target_checks(const ctl_args_t *a, px_target_t *t);
+
 /* 0, or PX_EINVAL on a usage error (message printed). */
 int ctl_parse_args(int argc, char **argv, ctl_args_t *a);
 /* The `run` message for a (reads the code file or stdin). *json malloc'd. */

@@ -136,6 +136,7 @@ static int ensure_exec(mcp_server_t *s, char *err, size_t errsz) {
   t.address = s->args->zmq ? s->args->zmq : s->args->local;
   t.zmq_server_key = s->args->zmq_server_key;
   t.zmq_key_file = s->args->zmq_key_file;
+  ctl_target_checks(s->args, &t); /* the same server checks as phoenixctl */
   err[0] = '\0';
   rc = px_client_connect(&t, &s->exec, err, errsz);
   if (rc != 0 && !err[0])

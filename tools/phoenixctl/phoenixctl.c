@@ -22,6 +22,8 @@
  * pipe's owner must be SYSTEM (tools/phoenixctl/win/conn.c). A
  * console-mode service (`PhoenixExecutor --console --pipe NAME`) is named
  * by its pid instead: --server-pid PID (printed in its start-up line).
+ * On Linux the socket's peer must run as root (SO_PEERCRED), or as the
+ * uid given with --server-uid.
  */
 #include "tools/phoenixctl/client.h"
 #include "tools/phoenixctl/ctl.h"
@@ -67,10 +69,7 @@ static int connect_target(const ctl_args_t *a, px_client_t **c) {
   t.address = a->zmq ? a->zmq : a->local;
   t.zmq_server_key = a->zmq_server_key;
   t.zmq_key_file = a->zmq_key_file;
-  if (a->server_pid) {
-    t.server_check = PX_SERVER_PID;
-    t.server_pid = (unsigned long)a->server_pid;
-  }
+  ctl_target_checks(a, &t);
   rc = px_client_connect(&t, c, err, sizeof err);
   if (rc != 0)
     fprintf(stderr, "phoenixctl: %s\n", err[0] ? err : px_strerror(rc));
@@ -559,9 +558,11 @@ static void print_usage(FILE *f, const command_t *only) {
           "  --socket PATH      Unix socket (Linux; default /run/phoenix-executor/executor.sock)\n"
           "  --pipe NAME        named pipe (Windows; default \\\\.\\pipe\\PhoenixExecutor)\n"
           "  --zmq ENDPOINT [--zmq-server-key KEY --zmq-key-file FILE]   ZeroMQ\n"
-          "  --server-pid PID   the pipe's server is this console-mode process\n"
-          "                     (default: it must be the PhoenixExecutor service;\n"
-          "                     exit 3 when it is not, nothing sent)\n"
+          "  --server-pid PID   the server is this console-mode process\n"
+          "                     (default: it must be the PhoenixExecutor service,\n"
+          "                     on Linux a root daemon; exit 3 when it is not,\n"
+          "                     nothing sent)\n"
+          "  --server-uid UID   Linux: a daemon run as this uid is trusted too\n"
           "commands:\n", f);
   for (i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!only || only == &commands[i])

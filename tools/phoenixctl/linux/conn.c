@@ -92,25 +92,35 @@ void px__stream_close(px__conn_t *s) {
   free(s);
 }
 
-/* PX_SERVER_SERVICE: the daemon's socket lives in a root-owned directory
- * (/run/phoenix-executor), where nobody else can create the name.
- * PX_SERVER_PID: the peer's pid, as the kernel recorded it at connect. */
+/* PX_SERVER_SERVICE: the peer runs as root (or t->server_uid): a socket
+ * planted by an ordinary user (a stale path, a writable directory, a
+ * --socket typo) gets nothing. PX_SERVER_PID: the peer's pid. Both as the
+ * kernel recorded them (SO_PEERCRED), before a byte is sent. */
 int px__stream_verify(px__conn_t *s, const px_target_t *t, char *err,
                       size_t errsz) {
   struct ucred cred;
   socklen_t len = sizeof cred;
-  if (t->server_check != PX_SERVER_PID)
-    return 0;
   if (getsockopt(s->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
     snprintf(err, errsz, "cannot identify the server (SO_PEERCRED: %s)",
              strerror(errno));
     return PX_EIO;
   }
-  if ((unsigned long)cred.pid != t->server_pid) {
+  if (t->server_check == PX_SERVER_PID) {
+    if ((unsigned long)cred.pid != t->server_pid) {
+      snprintf(err, errsz,
+               "the socket is served by pid %ld, not by the expected pid %lu: "
+               "refusing to send anything",
+               (long)cred.pid, t->server_pid);
+      return PX_EINTEGRITY;
+    }
+    return 0;
+  }
+  if (cred.uid != 0 && !(t->server_uid && cred.uid == t->server_uid)) {
     snprintf(err, errsz,
-             "the socket is served by pid %ld, not by the expected pid %lu: "
+             "the socket is served by uid %u (pid %ld), not by root%s: "
              "refusing to send anything",
-             (long)cred.pid, t->server_pid);
+             (unsigned)cred.uid, (long)cred.pid,
+             t->server_uid ? " or the configured service uid" : "");
     return PX_EINTEGRITY;
   }
   return 0;
