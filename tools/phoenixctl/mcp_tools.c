@@ -567,7 +567,7 @@ static int exact_positive(const cJSON *v, char *out, size_t outsz) {
 /* limits (and timeout, seconds, as wall_ms when limits has none). */
 static const char *add_limits(cJSON *run, const cJSON *lim, const cJSON *timeout) {
   static const char *const names[] = {"cpu_ms", "wall_ms", "memory_bytes", "processes",
-                                      "output_bytes", NULL};
+                                      "output_bytes", "disk_bytes", NULL};
   cJSON *out = cJSON_CreateObject();
   const cJSON *it;
   char num[32];

@@ -33,6 +33,7 @@
 #define PX_LNX_RUN_UID 65534 /* nobody: owns nothing on the host */
 #define PX_LNX_RUN_GID 65534
 #define PX_LNX_NOFILE 1024
+#define PX_LNX_TMPFS_INODES 16384 /* files of a tmpfs job dir */
 /* Jobs run at this nice value and cannot lower it (RLIMIT_NICE 0, no
  * CAP_SYS_NICE): when the CPUs are contended, the daemon's watchdog and
  * workers, and the user's own programs, run before a job does. */
@@ -239,6 +240,24 @@ void px__jobdir_remove(int root_fd, const char *root_path, const char *key,
 /* 1 when `path` is a safe relative file name (no "..", not absolute). */
 int px__relpath_ok(const char *path);
 
+/* --- disk.c ------------------------------------------------------------- */
+
+typedef struct px__lnx_backend_s px__lnx_backend_t;
+
+/* At open: find mke2fs, check /dev/loop-control, make <work_root>/.px-img.
+ * Sets be->mkfs (NULL when unusable: every disk-backed job then fails,
+ * logged). 0 or PX_E*. */
+int px__disk_probe(px__lnx_backend_t *be);
+/* Remove job images a crashed daemon left in <work_root>/.px-img. */
+void px__disk_recover(const px__lnx_backend_t *be);
+/* Mount a fresh ext4 of `bytes` with `inodes` files, root owned by
+ * uid:gid, mode 0700, on the existing empty directory `path` (the job dir
+ * of `key`). Fail closed: 0, or PX_ESANDBOX (logged) with nothing left
+ * mounted, attached or on disk. Unmounting `path` frees everything. */
+int px__disk_mount(const px__lnx_backend_t *be, const char *key,
+                   const char *path, uint64_t bytes, uint64_t inodes,
+                   uid_t uid, gid_t gid);
+
 /* --- the backend --------------------------------------------------------- */
 
 typedef struct px__wd_s px__wd_t;
@@ -257,13 +276,17 @@ typedef struct {
                              one being made (taken or cold after) */
 } px__pool_stats_t;
 
-typedef struct {
+struct px__lnx_backend_s {
   char *work_root;           /* owned */
   int work_root_fd;          /* owned */
   char *stage;               /* owned: <work_root>/.px-root */
   char *etc_dir;             /* owned: <work_root>/.px-etc (generated /etc
                                 files, bound read-only into every job) */
   uint64_t tick_ms, tmpfs_bytes;
+  int job_dir_disk;          /* disk-backed job dirs (disk.c), root only */
+  uint64_t job_dir_inodes;   /* their file cap */
+  const char *mkfs;          /* mke2fs found at open (static string), or
+                                NULL: disk-backed job dirs unavailable */
   int allow_degraded;
   int is_root;               /* euid 0: no user namespace */
   uid_t run_uid, outer_uid;
@@ -280,7 +303,7 @@ typedef struct {
   px__spawner_t *spawner;    /* owned: the thread every job is cloned from */
   px__pool_t *pool;          /* owned: warm slots (pool.c), or NULL */
   struct px__reaper_s *reaper; /* owned: cleans finished jobs (reaper.c) */
-} px__lnx_backend_t;
+};
 
 /* reaper.c: finished jobs' cgroups and directories, removed off the job's
  * critical path (processes are already dead when they get here). */
@@ -359,6 +382,9 @@ struct px_sandbox_s {
   int kill_sent, kill_requested, output_killed;
   char *job_dir;              /* owned: host path */
   int job_dir_mounted;
+  int job_dir_disk;           /* an ext4 image, not a tmpfs */
+  uint64_t dir_bytes, dir_inodes; /* the job dir's caps (0: none) */
+  uint64_t dir_full_ms;       /* watchdog: when it was first seen full */
   px__cg_job_t cg;
   px__plan_t plan;
   px__slot_t *slot;           /* owned: the warm slot it runs in, or NULL */

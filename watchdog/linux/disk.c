@@ -1,0 +1,257 @@
+/* disk.c - disk-backed job directories: a fresh ext4 file system per job,
+ * on a loop device over an image file in the work root.
+ *
+ * DESIGN
+ * A tmpfs job directory keeps its files in memory charged to the job, so
+ * its size must stay small (linux.tmpfs_bytes); `python -m venv` plus a
+ * `pip install` does not fit. Here the job's files live on the host's disk:
+ *
+ *   image   <work_root>/.px-img/<key>.img, O_EXCL, fallocate'd to the cap
+ *           (the host's space is reserved up front: a full host disk fails
+ *           the job here, never as I/O errors of a loop device later);
+ *   mkfs    mke2fs: ext4 without a journal (nothing in it outlives the job),
+ *           -N inodes = the file-count cap, -m 0, root owned by the job uid,
+ *           inode tables left to be zeroed lazily (noinit_itable: never);
+ *   loop    LOOP_CONFIGURE with LO_FLAGS_AUTOCLEAR and LO_FLAGS_DIRECT_IO:
+ *           the loop device detaches itself at the last unmount (or when
+ *           the daemon dies holding it unmounted), and its reads and
+ *           writes bypass the host's page cache, so the job's file data
+ *           is cached once, in the job's own memory cgroup, where it is
+ *           reclaimable page cache (unlike tmpfs pages);
+ *   mount   ext4 on the job directory, nosuid, nodev; the image file is
+ *           unlinked at once: the loop device holds the only reference.
+ *
+ * So nothing the job wrote outlives its directory's unmount (release, or
+ * crash recovery, which unmounts every job directory it finds), and no
+ * image or loop device outlives the daemon: an image left between create
+ * and unlink by a crash is removed by px__disk_recover at the next open.
+ *
+ * The size cap is the file system's size (the kernel answers ENOSPC, and
+ * EDQUOT never arises), the file cap its inode count (ENOSPC too). Fail
+ * closed: when any step fails the job does not start (PX_ESANDBOX, logged
+ * with the call that failed); nothing falls back to an unlimited directory.
+ * The project-quota alternative needs CONFIG_QUOTA, which this kernel
+ * lacks (bench/README.md has the measurements).
+ */
+#include "watchdog/linux/linux_int.h"
+
+#include "px/px_error.h"
+#include "px/px_log.h"
+#include "px/px_util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/loop.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define IMG_DIR ".px-img"
+
+static const char *const mkfs_paths[] = {"/usr/sbin/mke2fs", "/sbin/mke2fs",
+                                         NULL};
+
+int px__disk_probe(px__lnx_backend_t *be) {
+  size_t i;
+  int fd;
+  be->mkfs = NULL;
+  for (i = 0; mkfs_paths[i]; i++)
+    if (access(mkfs_paths[i], X_OK) == 0) {
+      be->mkfs = mkfs_paths[i];
+      break;
+    }
+  if (!be->mkfs) {
+    PX_LOG(PX_LOG_ERROR, "disk-backed job directories: no mke2fs "
+           "(e2fsprogs) found; jobs will fail (linux.job_dir \"tmpfs\" "
+           "selects a tmpfs)");
+    return PX_ENOTSUP;
+  }
+  fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    PX_LOG(PX_LOG_ERROR, "disk-backed job directories need loop devices: "
+           "open(/dev/loop-control): errno %d; jobs will fail (linux.job_dir "
+           "\"tmpfs\" selects a tmpfs)", e);
+    be->mkfs = NULL;
+    return PX_ENOTSUP;
+  }
+  close(fd);
+  if (mkdirat(be->work_root_fd, IMG_DIR, 0700) != 0 && errno != EEXIST)
+    return PX_LOG_ERRNO(PX_EIO, errno, "mkdir(" IMG_DIR ")");
+  return 0;
+}
+
+/* Images left by a daemon that died between creating and unlinking one.
+ * Their loop devices, if any, detached themselves when its fds closed
+ * (LO_FLAGS_AUTOCLEAR). */
+void px__disk_recover(const px__lnx_backend_t *be) {
+  int fd = openat(be->work_root_fd, IMG_DIR,
+                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), n = 0;
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  struct dirent *de;
+  if (!d) {
+    if (fd >= 0)
+      close(fd);
+    return;
+  }
+  while ((de = readdir(d)) != NULL)
+    if (de->d_name[0] != '.' && unlinkat(dirfd(d), de->d_name, 0) == 0)
+      n++;
+  closedir(d);
+  if (n)
+    PX_LOG(PX_LOG_WARN, "removed %d leftover job image(s) of a previous run",
+           n);
+}
+
+/* mke2fs on the image; its output goes nowhere (it logs on failure). */
+static int run_mkfs(const px__lnx_backend_t *be, const char *img,
+                    uint64_t bytes, uint64_t inodes, uid_t uid, gid_t gid) {
+  char n[32], e[96], sz[32];
+  char *argv[] = {(char *)be->mkfs, "-q", "-F", "-t", "ext4", "-b", "4096",
+                  "-m", "0", "-N", n, "-O", "^has_journal,^resize_inode",
+                  "-E", e, "-L", "px-job", (char *)img, sz, NULL};
+  char *envp[] = {NULL};
+  posix_spawn_file_actions_t fa;
+  pid_t pid;
+  int rc, st;
+  px_snprintf(n, sizeof n, "%" PRIu64, inodes);
+  px_snprintf(e, sizeof e,
+              "lazy_itable_init=1,nodiscard,root_owner=%lu:%lu",
+              (unsigned long)uid, (unsigned long)gid);
+  px_snprintf(sz, sizeof sz, "%" PRIu64 "k", bytes / 1024u);
+  if (posix_spawn_file_actions_init(&fa) != 0)
+    return PX_ENOMEM;
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  rc = posix_spawn(&pid, be->mkfs, &fa, NULL, argv, envp);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, rc, "posix_spawn(mke2fs)");
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR)
+      return PX_LOG_ERRNO(PX_ESANDBOX, errno, "waitpid(mke2fs)");
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    PX_LOG(PX_LOG_ERROR, "mke2fs failed (status 0x%x) on %s", st, img);
+    return PX_ESANDBOX;
+  }
+  return 0;
+}
+
+/* Bind the image to a free loop device: its fd (O_CLOEXEC), or PX_E*. A
+ * device another process claims between GET_FREE and CONFIGURE answers
+ * EBUSY: take the next one. */
+static int loop_attach(int img_fd, char *dev, size_t devsz) {
+  struct loop_config cfg;
+  int ctl, lfd = -1, tries, num;
+  ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+  if (ctl < 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "open(/dev/loop-control)");
+  for (tries = 0; tries < 16; tries++) {
+    if ((num = ioctl(ctl, LOOP_CTL_GET_FREE)) < 0) {
+      close(ctl);
+      return PX_LOG_ERRNO(PX_ESANDBOX, errno, "ioctl(LOOP_CTL_GET_FREE)");
+    }
+    px_snprintf(dev, devsz, "/dev/loop%d", num);
+    if ((lfd = open(dev, O_RDWR | O_CLOEXEC)) < 0) {
+      close(ctl);
+      return PX_LOG_ERRNO(PX_ESANDBOX, errno, "open(loop device)");
+    }
+    memset(&cfg, 0, sizeof cfg);
+    cfg.fd = (uint32_t)img_fd;
+    cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
+    if (ioctl(lfd, LOOP_CONFIGURE, &cfg) == 0)
+      break;
+    num = errno;
+    close(lfd);
+    lfd = -1;
+    if (num != EBUSY) {
+      close(ctl);
+      return PX_LOG_ERRNO(PX_ESANDBOX, num, "ioctl(LOOP_CONFIGURE)");
+    }
+  }
+  close(ctl);
+  if (lfd < 0)
+    PX_LOG(PX_LOG_ERROR, "no free loop device after 16 tries");
+  return lfd >= 0 ? lfd : PX_ESANDBOX;
+}
+
+/* The image file: created fresh, its space reserved. */
+static int make_image(const px__lnx_backend_t *be, const char *name,
+                      uint64_t bytes) {
+  int fd, dfd = openat(be->work_root_fd, IMG_DIR,
+                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "open(" IMG_DIR ")");
+  unlinkat(dfd, name, 0); /* a leftover of the same key */
+  fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+              0600);
+  if (fd < 0) {
+    fd = PX_LOG_ERRNO(PX_ESANDBOX, errno, "openat(job image)");
+  } else if ((errno = posix_fallocate(fd, 0, (off_t)bytes)) != 0) {
+    PX_LOG(PX_LOG_ERROR, "the host has no room for a %" PRIu64
+           "-byte job directory", bytes);
+    (void)PX_LOG_ERRNO(PX_ESANDBOX, errno, "posix_fallocate(job image)");
+    close(fd);
+    unlinkat(dfd, name, 0);
+    fd = PX_ESANDBOX;
+  }
+  close(dfd);
+  return fd;
+}
+
+int px__disk_mount(const px__lnx_backend_t *be, const char *key,
+                   const char *path, uint64_t bytes, uint64_t inodes,
+                   uid_t uid, gid_t gid) {
+  char name[128], img[PX_LNX_PATH_MAX], dev[32], lf[PX_LNX_PATH_MAX];
+  int img_fd = -1, lfd = -1, rc;
+  if (!be->mkfs) {
+    PX_LOG(PX_LOG_ERROR, "job %s: disk-backed job directories are "
+           "unavailable on this host (see the log at start)", key);
+    return PX_ESANDBOX;
+  }
+  if (PX_LNX_INJECTED(PX_STEP_DISK))
+    return PX_LOG_ERRNO(PX_ESANDBOX, EIO, "job image [injected]");
+  bytes &= ~(uint64_t)4095;
+
+  if (px_snprintf(name, sizeof name, "%s.img", key) != 0 ||
+      px_snprintf(img, sizeof img, "%s/" IMG_DIR "/%s", be->work_root,
+                  name) != 0 ||
+      px_snprintf(lf, sizeof lf, "%s/lost+found", path) != 0)
+    return PX_ERANGE;
+  if ((img_fd = make_image(be, name, bytes)) < 0)
+    return img_fd;
+  if ((rc = run_mkfs(be, img, bytes, inodes, uid, gid)) != 0)
+    goto cleanup;
+  if ((lfd = loop_attach(img_fd, dev, sizeof dev)) < 0) {
+    rc = lfd;
+    goto cleanup;
+  }
+  /* noinit_itable: mkfs left the inode tables unzeroed (lazy_itable_init)
+   * and nobody needs them zeroed for a file system that lives one job. */
+  if (mount(dev, path, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME,
+            "noinit_itable") != 0) {
+    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "mount(ext4 job dir)");
+    goto cleanup;
+  }
+  rmdir(lf); /* mke2fs's; the job starts in an empty directory */
+  if (chmod(path, 0700) != 0)
+    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "chmod(job dir)");
+cleanup:
+  if (lfd >= 0)
+    close(lfd); /* mounted: the mount holds the device; else detaches */
+  if (img_fd >= 0)
+    close(img_fd);
+  unlinkat(be->work_root_fd, img + strlen(be->work_root) + 1, 0);
+  if (rc != 0 && lfd >= 0)
+    umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW);
+  return rc;
+}
