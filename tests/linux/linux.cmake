@@ -59,6 +59,7 @@ target_sources(px_tests_linux PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon_kb.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon_attest.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon_disk.c
   ${PROJECT_SOURCE_DIR}/tests/linux/daemon_helpers.c
   ${PROJECT_SOURCE_DIR}/tests/cases/cases.c)
 target_link_libraries(px_tests_linux PRIVATE px_client)
