@@ -79,6 +79,9 @@ typedef struct {
                               tmpfs (the default of direct users) */
   uint64_t job_dir_inodes; /* Linux: files of a disk-backed job dir
                               (default 65536) */
+  uint64_t job_dir_default_bytes; /* Linux: limits.default.disk_bytes: the
+                                     warm pool (pool_size) makes disk-backed
+                                     job dirs of this size ahead (0: none) */
   uint64_t job_dir_bytes;  /* Windows: job dir bytes the watchdog allows:
                               the ceiling of a job's limits.disk_bytes, the
                               cap when it has none (default 64 MiB) */

@@ -250,3 +250,52 @@ TEST_IMPL(disk_dir_crash_recovery) {
   th_close(&b);
   return 0;
 }
+
+/* The warm pool makes job dirs of the default size ahead: a job of that
+ * size takes one (and the pool makes the next), a job of another size
+ * makes its own; both are fresh, empty and capped. Closing the backend
+ * releases the ready ones (detached mounts: no path, no image). */
+TEST_IMPL(disk_dir_made_ahead) {
+  th_backend_t b;
+  th_run_t r = {0}, r2 = {0};
+  px_job_spec_t s;
+  px__lnx_backend_t *be;
+  const char *argv[] = {"/bin/sh", "-c",
+                        "ls -A /job | wc -l; echo x > /job/a && "
+                        "df -k /job | tail -n 1", NULL};
+  uint64_t taken;
+  int i;
+  NEED_LOOP();
+  ASSERT_OK(th_open_disk_pool(&b, 1024, 2, 32 * MiB));
+  be = b.state;
+  for (i = 0; i < 500 && px__dpool_ready(be->dpool, NULL) < 2; i++)
+    usleep(20000);
+  ASSERT_EQ(px__dpool_ready(be->dpool, NULL), 2);
+  ASSERT_EQ(loops_below(b.work_root), 2); /* attached, on no path */
+  ASSERT_EQ(mounts_below(b.work_root), 0);
+  th_spec(&s, argv);
+  s.caps = PX_CAP_FS_WRITE_TMP;
+  s.limits.disk_bytes = 32 * MiB;
+  ASSERT_OK(th_run(&b, &s, &r));
+  printf("made ahead: %.*s\n", (int)r.out.len, (const char *)r.out.data);
+  ASSERT_EQ(r.o.exit_code, 0);
+  ASSERT(r.o.enforcement & PX_ENF(PX_ENF_DISK_WORKDIR));
+  ASSERT(r.out.len > 2 && memcmp(r.out.data, "0\n", 2) == 0);
+  px__dpool_ready(be->dpool, &taken);
+  ASSERT_UINT_EQ(taken, 1);
+  th_spec(&s, argv);
+  s.caps = PX_CAP_FS_WRITE_TMP;
+  s.limits.disk_bytes = 16 * MiB;
+  ASSERT_OK(th_run(&b, &s, &r2));
+  printf("made now: %.*s\n", (int)r2.out.len, (const char *)r2.out.data);
+  ASSERT_EQ(r2.o.exit_code, 0);
+  ASSERT(r2.out.len > 2 && memcmp(r2.out.data, "0\n", 2) == 0);
+  px__dpool_ready(be->dpool, &taken);
+  ASSERT_UINT_EQ(taken, 1); /* another size: made for the job */
+  th_free(&r);
+  th_free(&r2);
+  th_close(&b);
+  ASSERT_EQ(loops_below(b.work_root), 0);
+  ASSERT_EQ(mounts_below(b.work_root), 0);
+  return 0;
+}

@@ -226,7 +226,11 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
       (rc = px__spawner_open(&be->spawner)) != 0 ||
       (rc = px__reaper_open(be, &be->reaper)) != 0 ||
       (be->is_root &&
-       (rc = px__pool_open(be, opts->pool_size, &be->pool)) != 0))
+       (rc = px__pool_open(be, opts->pool_size, &be->pool)) != 0) ||
+      (rc = px__dpool_open(be, opts->pool_size, opts->job_dir_default_bytes,
+                           px__disk_inodes(opts->job_dir_default_bytes,
+                                           be->job_dir_inodes),
+                           &be->dpool)) != 0)
     goto fail;
   if (be->landlock_abi < 4)
     PX_LOG(PX_LOG_WARN, "landlock ABI %d has no network rules: net:egress "
@@ -247,6 +251,7 @@ static void lnx_close(void *state) {
   if (!be)
     return;
   px__pool_close(be->pool); /* before the spawner: stubs are its children */
+  px__dpool_close(be->dpool);
   px__spawner_close(be->spawner);
   px__wd_close(be->wd);
   px__reaper_close(be->reaper); /* drains: uses cg and work_root below */
@@ -356,11 +361,7 @@ static void job_dir_caps(px_sandbox_t *sb) {
   sb->job_dir_disk = be->job_dir_disk;
   if (sb->job_dir_disk) {
     sb->dir_bytes = d ? d : be->tmpfs_bytes;
-    /* ext4's inode tables take 256 bytes an inode from the size: at most
-     * one inode per 8 KiB keeps them within 1/32 of it. */
-    sb->dir_inodes = be->job_dir_inodes < sb->dir_bytes / 8192u
-                         ? be->job_dir_inodes
-                         : sb->dir_bytes / 8192u;
+    sb->dir_inodes = px__disk_inodes(sb->dir_bytes, be->job_dir_inodes);
   } else {
     sb->dir_bytes = d && d < be->tmpfs_bytes ? d : be->tmpfs_bytes;
     sb->dir_inodes = PX_LNX_TMPFS_INODES;

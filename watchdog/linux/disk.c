@@ -48,8 +48,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/mount.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -208,24 +210,49 @@ static int make_image(const px__lnx_backend_t *be, const char *name,
   return fd;
 }
 
-int px__disk_mount(const px__lnx_backend_t *be, const char *key,
-                   const char *path, uint64_t bytes, uint64_t inodes,
-                   uid_t uid, gid_t gid) {
-  char name[128], img[PX_LNX_PATH_MAX], dev[32], lf[PX_LNX_PATH_MAX];
-  int img_fd = -1, lfd = -1, rc;
-  if (!be->mkfs) {
-    PX_LOG(PX_LOG_ERROR, "job %s: disk-backed job directories are "
-           "unavailable on this host (see the log at start)", key);
-    return PX_ESANDBOX;
-  }
-  if (PX_LNX_INJECTED(PX_STEP_DISK))
-    return PX_LOG_ERRNO(PX_ESANDBOX, EIO, "job image [injected]");
-  bytes &= ~(uint64_t)4095;
+/* A detached mount of the ext4 on dev (new mount API): attached to the
+ * job dir at take, unmounted by its close when nobody attached it. */
+static int fs_mount_fd(const char *dev) {
+  int fs, m = -1;
+  fs = (int)syscall(SYS_fsopen, "ext4", FSOPEN_CLOEXEC);
+  if (fs < 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "fsopen(ext4)");
+  /* noinit_itable: mkfs left the inode tables unzeroed (lazy_itable_init)
+   * and nobody needs them zeroed for a file system that lives one job. */
+  if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "source", dev, 0) != 0 ||
+      syscall(SYS_fsconfig, fs, FSCONFIG_SET_FLAG, "noinit_itable", NULL,
+              0) != 0 ||
+      syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
+    m = PX_LOG_ERRNO(PX_ESANDBOX, errno, "fsconfig(ext4 job dir)");
+  else if ((m = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+                             MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                 MOUNT_ATTR_NOATIME)) < 0)
+    m = PX_LOG_ERRNO(PX_ESANDBOX, errno, "fsmount(ext4 job dir)");
+  close(fs);
+  return m;
+}
 
-  if (px_snprintf(name, sizeof name, "%s.img", key) != 0 ||
-      px_snprintf(img, sizeof img, "%s/" IMG_DIR "/%s", be->work_root,
-                  name) != 0 ||
-      px_snprintf(lf, sizeof lf, "%s/lost+found", path) != 0)
+/* The new file system's root as the job starts with it: empty (mke2fs's
+ * lost+found removed), mode 0700. */
+static int fs_root_ready(int m) {
+  int dfd = openat(m, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+  if (dfd < 0)
+    return PX_LOG_ERRNO(PX_ESANDBOX, errno, "open(ext4 root)");
+  unlinkat(dfd, "lost+found", AT_REMOVEDIR);
+  if (fchmod(dfd, 0700) != 0)
+    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "fchmod(job dir)");
+  close(dfd);
+  return rc;
+}
+
+/* image + mkfs + loop + detached mount: its fd (O_CLOEXEC), or PX_E*.
+ * The image is unlinked before it returns, in every case. */
+static int make_fs(const px__lnx_backend_t *be, const char *name,
+                   uint64_t bytes, uint64_t inodes, uid_t uid, gid_t gid) {
+  char img[PX_LNX_PATH_MAX], dev[32];
+  int img_fd = -1, lfd = -1, m = -1, rc;
+  if (px_snprintf(img, sizeof img, "%s/" IMG_DIR "/%s", be->work_root,
+                  name) != 0)
     return PX_ERANGE;
   if ((img_fd = make_image(be, name, bytes)) < 0)
     return img_fd;
@@ -235,23 +262,162 @@ int px__disk_mount(const px__lnx_backend_t *be, const char *key,
     rc = lfd;
     goto cleanup;
   }
-  /* noinit_itable: mkfs left the inode tables unzeroed (lazy_itable_init)
-   * and nobody needs them zeroed for a file system that lives one job. */
-  if (mount(dev, path, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME,
-            "noinit_itable") != 0) {
-    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "mount(ext4 job dir)");
+  if ((m = fs_mount_fd(dev)) < 0) {
+    rc = m;
     goto cleanup;
   }
-  rmdir(lf); /* mke2fs's; the job starts in an empty directory */
-  if (chmod(path, 0700) != 0)
-    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "chmod(job dir)");
+  rc = fs_root_ready(m);
 cleanup:
+  if (m >= 0 && rc != 0)
+    close(m);
   if (lfd >= 0)
     close(lfd); /* mounted: the mount holds the device; else detaches */
   if (img_fd >= 0)
     close(img_fd);
   unlinkat(be->work_root_fd, img + strlen(be->work_root) + 1, 0);
-  if (rc != 0 && lfd >= 0)
-    umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW);
+  return rc != 0 ? rc : m;
+}
+
+/* --- made ahead ---------------------------------------------------------- */
+
+#define DPOOL_MAX 8
+
+struct px__dpool_s {
+  const px__lnx_backend_t *be; /* borrowed */
+  uint64_t bytes, inodes;      /* what every ready one is */
+  px_mutex_t mu;
+  px_cond_t cv;
+  int ready[DPOOL_MAX];        /* owned: detached mounts, guarded by mu */
+  size_t n, want;
+  uint64_t seq, taken;
+  int stop;
+  px_thread_t thread;
+};
+
+static void dpool_main(void *arg) {
+  px__dpool_t *p = arg;
+  char name[64];
+  int m;
+  for (;;) {
+    px_mutex_lock(&p->mu);
+    while (!p->stop && p->n >= p->want)
+      px_cond_wait(&p->cv, &p->mu);
+    if (p->stop) {
+      px_mutex_unlock(&p->mu);
+      return;
+    }
+    /* '@' is in no job key: the names never meet a job's image */
+    px_snprintf(name, sizeof name, "pool@%" PRIu64 ".img", p->seq++);
+    px_mutex_unlock(&p->mu);
+    m = make_fs(p->be, name, p->bytes, p->inodes, p->be->run_uid,
+                p->be->run_gid);
+    px_mutex_lock(&p->mu);
+    if (m >= 0 && !p->stop)
+      p->ready[p->n++] = m;
+    else if (m >= 0)
+      close(m);
+    else /* logged; try again later, jobs make their own meanwhile */
+      px_cond_timedwait(&p->cv, &p->mu, 1000);
+    px_mutex_unlock(&p->mu);
+  }
+}
+
+uint64_t px__disk_inodes(uint64_t bytes, uint64_t want) {
+  return want < bytes / 8192u ? want : bytes / 8192u;
+}
+
+int px__dpool_open(const px__lnx_backend_t *be, size_t want, uint64_t bytes,
+                   uint64_t inodes, px__dpool_t **out) {
+  px__dpool_t *p;
+  int rc;
+  *out = NULL;
+  if (want == 0 || bytes == 0 || !be->mkfs)
+    return 0;
+  if (!(p = calloc(1, sizeof *p)))
+    return PX_ENOMEM;
+  p->be = be;
+  p->want = want < DPOOL_MAX ? want : DPOOL_MAX;
+  p->bytes = bytes & ~(uint64_t)4095;
+  p->inodes = inodes;
+  if ((rc = px_mutex_init(&p->mu)) != 0 || (rc = px_cond_init(&p->cv)) != 0 ||
+      (rc = px_thread_create(&p->thread, dpool_main, p)) != 0) {
+    free(p);
+    return rc;
+  }
+  *out = p;
+  return 0;
+}
+
+void px__dpool_close(px__dpool_t *p) {
+  size_t i;
+  if (!p)
+    return;
+  px_mutex_lock(&p->mu);
+  p->stop = 1;
+  px_cond_broadcast(&p->cv);
+  px_mutex_unlock(&p->mu);
+  px_thread_join(p->thread);
+  for (i = 0; i < p->n; i++)
+    close(p->ready[i]); /* unmounted: the loop device detaches */
+  px_cond_destroy(&p->cv);
+  px_mutex_destroy(&p->mu);
+  free(p);
+}
+
+size_t px__dpool_ready(px__dpool_t *p, uint64_t *taken) {
+  size_t n;
+  if (taken)
+    *taken = 0;
+  if (!p)
+    return 0;
+  px_mutex_lock(&p->mu);
+  n = p->n;
+  if (taken)
+    *taken = p->taken;
+  px_mutex_unlock(&p->mu);
+  return n;
+}
+
+/* A ready file system of this size, or -1. */
+static int dpool_take(px__dpool_t *p, uint64_t bytes, uint64_t inodes) {
+  int m = -1;
+  if (!p || bytes != p->bytes || inodes != p->inodes)
+    return -1;
+  px_mutex_lock(&p->mu);
+  if (p->n > 0) {
+    m = p->ready[--p->n];
+    p->taken++;
+    px_cond_signal(&p->cv);
+  }
+  px_mutex_unlock(&p->mu);
+  return m;
+}
+
+int px__disk_mount(const px__lnx_backend_t *be, const char *key,
+                   const char *path, uint64_t bytes, uint64_t inodes,
+                   uid_t uid, gid_t gid) {
+  char name[128];
+  int m, rc = 0;
+  if (!be->mkfs) {
+    PX_LOG(PX_LOG_ERROR, "job %s: disk-backed job directories are "
+           "unavailable on this host (see the log at start)", key);
+    return PX_ESANDBOX;
+  }
+  if (PX_LNX_INJECTED(PX_STEP_DISK))
+    return PX_LOG_ERRNO(PX_ESANDBOX, EIO, "job image [injected]");
+  bytes &= ~(uint64_t)4095;
+  m = uid == be->run_uid && gid == be->run_gid
+          ? dpool_take(be->dpool, bytes, inodes)
+          : -1;
+  if (m < 0) {
+    if (px_snprintf(name, sizeof name, "%s.img", key) != 0)
+      return PX_ERANGE;
+    if ((m = make_fs(be, name, bytes, inodes, uid, gid)) < 0)
+      return m;
+  }
+  if (syscall(SYS_move_mount, m, "", AT_FDCWD, path,
+              MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "move_mount(ext4 job dir)");
+  close(m); /* attached: the mount lives on; else unmounted and freed */
   return rc;
 }

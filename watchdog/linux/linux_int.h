@@ -252,11 +252,26 @@ int px__disk_probe(px__lnx_backend_t *be);
 void px__disk_recover(const px__lnx_backend_t *be);
 /* Mount a fresh ext4 of `bytes` with `inodes` files, root owned by
  * uid:gid, mode 0700, on the existing empty directory `path` (the job dir
- * of `key`). Fail closed: 0, or PX_ESANDBOX (logged) with nothing left
- * mounted, attached or on disk. Unmounting `path` frees everything. */
+ * of `key`): one made ahead (be->dpool) when it fits, else made now.
+ * Fail closed: 0, or PX_ESANDBOX (logged) with nothing left mounted,
+ * attached or on disk. Unmounting `path` frees everything. */
 int px__disk_mount(const px__lnx_backend_t *be, const char *key,
                    const char *path, uint64_t bytes, uint64_t inodes,
                    uid_t uid, gid_t gid);
+/* Files of a disk-backed job dir of `bytes`: want, at most one per 8 KiB
+ * (ext4's inode tables take 256 bytes an inode from the size). */
+uint64_t px__disk_inodes(uint64_t bytes, uint64_t want);
+/* The warm pool's part: a thread keeping `want` file systems of `bytes`
+ * and `inodes` made ahead (detached mounts: nothing on any path, nothing
+ * left by a crash). want 0, bytes 0 or no mkfs: none (*out NULL). */
+typedef struct px__dpool_s px__dpool_t;
+int px__dpool_open(const px__lnx_backend_t *be, size_t want, uint64_t bytes,
+                   uint64_t inodes, px__dpool_t **out);
+/* Stop the thread, release the ready ones, free. NULL is fine. */
+void px__dpool_close(px__dpool_t *p);
+/* How many are ready now, and (taken, when not NULL) how many jobs took
+ * one so far (0 for NULL). */
+size_t px__dpool_ready(px__dpool_t *p, uint64_t *taken);
 
 /* --- the backend --------------------------------------------------------- */
 
@@ -287,6 +302,7 @@ struct px__lnx_backend_s {
   uint64_t job_dir_inodes;   /* their file cap */
   const char *mkfs;          /* mke2fs found at open (static string), or
                                 NULL: disk-backed job dirs unavailable */
+  struct px__dpool_s *dpool; /* owned: job dirs made ahead, or NULL */
   int allow_degraded;
   int is_root;               /* euid 0: no user namespace */
   uid_t run_uid, outer_uid;
