@@ -82,6 +82,7 @@ PX_TEST_ENTRY(disk, disk_dir_not_memory, 60)
 PX_TEST_ENTRY(disk, disk_dir_fails_closed, 60)
 PX_TEST_ENTRY(disk, disk_dir_crash_recovery, 60)
 PX_TEST_ENTRY(disk, disk_dir_made_ahead, 60)
+PX_TEST_ENTRY(disk, disk_dir_template_fresh, 60)
 #include "tests/linux/list-adversarial.h"
 /* watchdog/container: tests/linux/test_container.c (a private dockerd) */
 PX_TEST_ENTRY(container, container_ok_and_read_back, 120)

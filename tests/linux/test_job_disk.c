@@ -299,3 +299,34 @@ TEST_IMPL(disk_dir_made_ahead) {
   ASSERT_EQ(mounts_below(b.work_root), 0);
   return 0;
 }
+
+/* Job dirs of the default size are clones of one mke2fs'd template (pool
+ * or not): each is fresh, nothing one job wrote is in the next one's. */
+TEST_IMPL(disk_dir_template_fresh) {
+  th_backend_t b;
+  th_run_t r = {0}, r2 = {0};
+  px_job_spec_t s;
+  const char *w[] = {"/bin/sh", "-c", "echo secret > /job/s && ls -A /job",
+                     NULL};
+  const char *l[] = {"/bin/sh", "-c", "ls -A /job | wc -l", NULL};
+  NEED_LOOP();
+  ASSERT_OK(th_open_disk_pool(&b, 1024, 0, 32 * MiB));
+  ASSERT_NOT_NULL(((px__lnx_backend_t *)b.state)->dtmpl);
+  th_spec(&s, w);
+  s.caps = PX_CAP_FS_WRITE_TMP;
+  s.limits.disk_bytes = 32 * MiB;
+  ASSERT_OK(th_run(&b, &s, &r));
+  ASSERT_EQ(r.o.exit_code, 0);
+  ASSERT(r.o.enforcement & PX_ENF(PX_ENF_DISK_WORKDIR));
+  th_spec(&s, l);
+  s.caps = PX_CAP_FS_WRITE_TMP;
+  s.limits.disk_bytes = 32 * MiB;
+  ASSERT_OK(th_run(&b, &s, &r2));
+  ASSERT_EQ(r2.o.exit_code, 0);
+  ASSERT(r2.out.len >= 2 && memcmp(r2.out.data, "0\n", 2) == 0);
+  th_free(&r);
+  th_free(&r2);
+  assert_nothing_left(&b);
+  th_close(&b);
+  return 0;
+}

@@ -212,8 +212,14 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
   make_idmap(be, opts);
   /* Unusable disk-backed job dirs do not stop the daemon: every job that
    * needs one fails (fail closed), and the log says why. */
-  if (be->is_root && be->job_dir_disk && px__disk_probe(be) == 0)
+  if (be->is_root && be->job_dir_disk && px__disk_probe(be) == 0) {
     px__disk_recover(be);
+    if ((rc = px__disk_template(
+             be, opts->job_dir_default_bytes,
+             px__disk_inodes(opts->job_dir_default_bytes,
+                             be->job_dir_inodes))) != 0)
+      goto fail;
+  }
   /* Orphans of a job's processes would come to us, not to init. */
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
     rc = PX_LOG_ERRNO(PX_EOS, errno, "prctl(PR_SET_CHILD_SUBREAPER)");
@@ -252,6 +258,7 @@ static void lnx_close(void *state) {
     return;
   px__pool_close(be->pool); /* before the spawner: stubs are its children */
   px__dpool_close(be->dpool);
+  px__disk_template_free(be);
   px__spawner_close(be->spawner);
   px__wd_close(be->wd);
   px__reaper_close(be->reaper); /* drains: uses cg and work_root below */

@@ -244,6 +244,17 @@ int px__relpath_ok(const char *path);
 
 typedef struct px__lnx_backend_s px__lnx_backend_t;
 
+/* A file system made once by mke2fs and cloned into every job image of
+ * its size (its allocated extents copied). */
+typedef struct {
+  int fd;                    /* owned: the image, unlinked */
+  uint64_t bytes, inodes;
+  struct {
+    uint64_t off, len;
+  } ext[64];
+  size_t n;
+} px__disk_tmpl_t;
+
 /* At open: find mke2fs, check /dev/loop-control, make <work_root>/.px-img.
  * Sets be->mkfs (NULL when unusable: every disk-backed job then fails,
  * logged). 0 or PX_E*. */
@@ -258,6 +269,11 @@ void px__disk_recover(const px__lnx_backend_t *be);
 int px__disk_mount(const px__lnx_backend_t *be, const char *key,
                    const char *path, uint64_t bytes, uint64_t inodes,
                    uid_t uid, gid_t gid);
+/* Make the template for job dirs of `bytes` and `inodes` (the default
+ * size), after px__disk_probe. Its absence is no error (logged): job
+ * dirs then run mke2fs each. 0 or PX_ENOMEM. */
+int px__disk_template(px__lnx_backend_t *be, uint64_t bytes, uint64_t inodes);
+void px__disk_template_free(px__lnx_backend_t *be);
 /* Files of a disk-backed job dir of `bytes`: want, at most one per 8 KiB
  * (ext4's inode tables take 256 bytes an inode from the size). */
 uint64_t px__disk_inodes(uint64_t bytes, uint64_t want);
@@ -303,6 +319,8 @@ struct px__lnx_backend_s {
   const char *mkfs;          /* mke2fs found at open (static string), or
                                 NULL: disk-backed job dirs unavailable */
   struct px__dpool_s *dpool; /* owned: job dirs made ahead, or NULL */
+  px__disk_tmpl_t *dtmpl;    /* owned: the default size's template, or
+                                NULL */
   int allow_degraded;
   int is_root;               /* euid 0: no user namespace */
   uid_t run_uid, outer_uid;

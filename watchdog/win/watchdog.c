@@ -665,14 +665,6 @@ static void tick(px__winbe_t *be) {
 
 /* ---- the sampler: accounting outside be->lock --------------------- */
 
-/* The job's byte cap: its limits.disk_bytes (the request's, or the
- * policy default), at most windows.job_dir_bytes; that alone when the job
- * has none (a direct backend user). */
-static uint64_t dir_cap(const px__winbe_t *be, const px_sandbox_t *sb) {
-  uint64_t d = sb->spec->limits.disk_bytes;
-  return d && d < be->dir_bytes ? d : be->dir_bytes;
-}
-
 /* One measurement's verdict, under be->lock. */
 static void sample_apply(px_sandbox_t *sb, int rc, const px__job_sample_t *s) {
   if (sb->released || sb->state != PX__SB_RUNNING || sb->zero || rc != 0)
