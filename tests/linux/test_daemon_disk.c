@@ -7,6 +7,8 @@
 #include "task.h"
 #include "tests/linux/daemon_helpers.h"
 
+#include "px/px_error.h"
+
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -55,15 +57,18 @@ static cJSON *run(px_client_t *cl, cJSON *req, int timeout_ms) {
   char *text = cJSON_PrintUnformatted(req), *msg = NULL;
   size_t len;
   cJSON *res = NULL;
+  int rc = 0;
   cJSON_Delete(req);
   ASSERT_NOT_NULL(text);
   ASSERT_OK(px_client_send(cl, text, strlen(text)));
   free(text);
-  while (!res && px_client_recv(cl, &msg, &len, timeout_ms) == 0) {
+  while (!res && (rc = px_client_recv(cl, &msg, &len, timeout_ms)) == 0) {
     if (strstr(msg, "\"type\":\"result\""))
       res = cJSON_Parse(msg);
     free(msg);
   }
+  if (!res)
+    printf("no result: %s\n", px_strerror(rc));
   ASSERT_NOT_NULL(res);
   return res;
 }
