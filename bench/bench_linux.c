@@ -18,6 +18,8 @@
  *   attest    the sandbox attestation the daemon runs at every start: an
  *             admin's `attest` (two probe jobs) vs a trivial job in the
  *             same rounds, and the attestation's own duration at start
+ *   disk      job directory kinds: tmpfs vs disk-backed made ahead by the
+ *             pool vs made per job; a trivial job and a 32 MiB write
  * Prints a table and writes JSON. Needs root (the sandbox does).
  */
 #include "tools/phoenixctl/client.h"
@@ -919,6 +921,85 @@ static void bench_pool(const daemon_t *pool, const daemon_t *cold,
   free(r8c.v);
 }
 
+/* ---- disk-backed job directories ---- */
+
+/* One job on daemon d: its end-to-end ms (the result must be ok). */
+static double timed_job(px_client_t *c, const char *id, const char *runtime,
+                        const char *code) {
+  double t0 = now_ms();
+  cJSON *r;
+  send_run(c, id, runtime, code, ",\"capabilities\":[\"fs:write_tmp\"]");
+  r = recv_type(c, "result");
+  t0 = now_ms() - t0;
+  if (strcmp(status_of(r), "ok") != 0) {
+    fprintf(stderr, "bench: disk job %s ended %s\n", id, status_of(r));
+    exit(1);
+  }
+  cJSON_Delete(r);
+  return t0;
+}
+
+/* The job directory's kinds side by side, rounds interleaved: a tmpfs
+ * (linux.job_dir "tmpfs", the baseline), disk-backed with the warm pool
+ * making them ahead (the default), disk-backed made per job (pool 0); a
+ * trivial job and a job writing 32 MiB into /job. Paced by the rounds
+ * themselves (one job of each kind in turn): the made-ahead figure is
+ * for a job every few tens of ms, not a burst (`throughput` has that). */
+static void bench_disk(const opts_t *o, cJSON *out) {
+  static const char *names[3] = {"tmpfs (baseline)",
+                                 "disk, made ahead (pool)",
+                                 "disk, made per job"};
+  static const char *keys[3] = {"tmpfs", "disk_pool", "disk_cold"};
+  static const char *cfgs[3] = {
+      ", \"linux\": {\"job_dir\": \"tmpfs\"}", NULL,
+      ", \"linux\": {\"pool\": 0}"};
+  const char *write32 = "dd if=/dev/zero of=/job/f bs=1M count=32 2>/dev/null";
+  series_t triv[3] = {{0}}, wr[3] = {{0}};
+  daemon_t d[3];
+  px_client_t *c[3];
+  int i, k, n = o->rounds < 100 ? o->rounds : 100;
+  char id[32], key[64];
+  for (k = 0; k < 3; k++) {
+    if (bench_daemon(&d[k], cfgs[k]) != 0) {
+      fprintf(stderr, "bench: cannot start the %s daemon\n", keys[k]);
+      exit(1);
+    }
+    c[k] = connect_daemon(&d[k]);
+  }
+  usleep(1000000); /* the pool's first job dirs */
+  for (i = 0; i < n + 5; i++)
+    for (k = 0; k < 3; k++) {
+      double t;
+      snprintf(id, sizeof id, "d%d", i);
+      t = timed_job(c[k], id, "true", "");
+      if (i >= 5) /* warm-up */
+        push(&triv[k], t);
+      snprintf(id, sizeof id, "w%d", i);
+      t = timed_job(c[k], id, "sh", write32);
+      if (i >= 5)
+        push(&wr[k], t);
+    }
+  printf("\ndisk: job directory kinds, %d rounds interleaved, ms\n", n);
+  printf("  %-28s %9s %9s %7s %12s %9s %7s\n", "", "trivial", "p99", "ratio",
+         "write 32MiB", "p99", "ratio");
+  for (k = 0; k < 3; k++) {
+    printf("  %-28s %9.3f %9.3f %6.2fx %12.3f %9.3f %6.2fx\n", names[k],
+           pct(&triv[k], .5), pct(&triv[k], .99),
+           pct(&triv[k], .5) / pct(&triv[0], .5), pct(&wr[k], .5),
+           pct(&wr[k], .99), pct(&wr[k], .5) / pct(&wr[0], .5));
+    snprintf(key, sizeof key, "disk_%s_trivial_p50_ms", keys[k]);
+    cJSON_AddNumberToObject(out, key, pct(&triv[k], .5));
+    snprintf(key, sizeof key, "disk_%s_write32_p50_ms", keys[k]);
+    cJSON_AddNumberToObject(out, key, pct(&wr[k], .5));
+  }
+  for (k = 0; k < 3; k++) {
+    px_client_close(c[k]);
+    daemon_stop(&d[k]);
+    free(triv[k].v);
+    free(wr[k].v);
+  }
+}
+
 int main(int argc, char **argv) {
   opts_t o = {300, 10.0, "bench-linux.json"};
   int footprint_jobs = 10000, i, layers_only = 0;
@@ -942,7 +1023,7 @@ int main(int argc, char **argv) {
       snprintf(workers_member, sizeof workers_member, ", \"workers\": %d",
                (int)strtol(argv[++i], NULL, 10));
     else { fprintf(stderr, "usage: %s [--rounds N] [--seconds S] [--json FILE] [--quick] [--layers-only]\n"
-                           "       [--only SECTION[,SECTION...]] (pool spawn throughput kills layers footprint attest; rt8)\n"
+                           "       [--only SECTION[,SECTION...]] (pool spawn throughput kills layers footprint attest disk; rt8)\n"
                            "       [--workers N] (the daemons' queue.workers; default: theirs)\n",
                            argv[0]); return 2; }
   }
@@ -999,6 +1080,8 @@ int main(int argc, char **argv) {
     bench_footprint(&d, footprint_jobs, out);
   if (SECTION("attest"))
     bench_attest(&d, &o, out);
+  if (SECTION("disk"))
+    bench_disk(&o, out);
   daemon_stop(&d);
   if (SECTION("layers"))
     bench_layer_costs(&o, out); /* last: cgroup detection may move us */

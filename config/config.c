@@ -93,6 +93,7 @@ static const char *const log_names[] = {"trace", "debug",    "info", "warn",
                                         "error", "critical", "off",  NULL};
 static const char *const disconnect_names[] = {"cancel", "finish", NULL};
 static const char *const overflow_names[] = {"kill", "truncate", NULL};
+static const char *const job_dir_names[] = {"disk", "tmpfs", NULL};
 static const char *const snapshot_names[] = {"always", "writers", NULL};
 static const char *const integrity_names[] = {"low", "untrusted", NULL};
 static const char *const mode_names[] = {"advisory", "high_trust", NULL};
@@ -150,7 +151,8 @@ static const field_t transport_fields[] = {
       U64("wall_ms", base.wall_ms, 1, 30 * DAY_MS),                            \
       U64("memory_bytes", base.memory_bytes, 1, 64 * TiB),                     \
       U64("processes", base.processes, 1, 1000000),                            \
-      U64("output_bytes", base.output_bytes, 1, 64 * GiB), END
+      U64("output_bytes", base.output_bytes, 1, 64 * GiB),                     \
+      U64("disk_bytes", base.disk_bytes, 1 * MiB, 64 * TiB), END
 
 static const field_t limit_def_fields[] = {LIMIT_FIELDS(limits.def)};
 static const field_t limit_max_fields[] = {LIMIT_FIELDS(limits.max)};
@@ -213,6 +215,8 @@ static const field_t linux_fields[] = {
     LIST("ro_binds", linux_.ro_binds, linux_.nro_binds, unix_abs_ok,
          "must be an absolute path"),
     U64("tmpfs_bytes", linux_.tmpfs_bytes, 1 * MiB, 64 * GiB),
+    ENUM("job_dir", linux_.job_dir, job_dir_names),
+    U64("job_dir_files", linux_.job_dir_files, 64, 100000000),
     U32("sandbox_uid", linux_.sandbox_uid, 1, UINT32_MAX - 1),
     U32("sandbox_gid", linux_.sandbox_gid, 1, UINT32_MAX - 1),
     BOOL("allow_degraded", linux_.allow_degraded),
@@ -459,16 +463,19 @@ static int parse_fields(px__cfg_ctx_t *ctx, const cJSON *obj, const char *path,
 /* ---- cross-field rules ---- */
 
 static int check_limits(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
-  static const char *const names[] = {"cpu_ms", "wall_ms", "memory_bytes",
-                                      "processes", "output_bytes"};
+  static const char *const names[] = {"cpu_ms",       "wall_ms",
+                                      "memory_bytes", "processes",
+                                      "output_bytes", "disk_bytes"};
   const px_limits_config_t *l = &cfg->limits;
-  const uint64_t d[5] = {l->def.cpu_ms, l->def.wall_ms, l->def.memory_bytes,
-                         l->def.processes, l->def.output_bytes};
-  const uint64_t m[5] = {l->max.cpu_ms, l->max.wall_ms, l->max.memory_bytes,
-                         l->max.processes, l->max.output_bytes};
+  const uint64_t d[6] = {l->def.cpu_ms,       l->def.wall_ms,
+                         l->def.memory_bytes, l->def.processes,
+                         l->def.output_bytes, l->def.disk_bytes};
+  const uint64_t m[6] = {l->max.cpu_ms,       l->max.wall_ms,
+                         l->max.memory_bytes, l->max.processes,
+                         l->max.output_bytes, l->max.disk_bytes};
   char p[PX__PATH_MAX];
   int i;
-  for (i = 0; i < 5; i++)
+  for (i = 0; i < 6; i++)
     if (d[i] > m[i]) {
       snprintf(p, sizeof p, "limits.default.%s", names[i]);
       return px__cfg_fail(ctx, p, "%llu exceeds limits.max.%s (%llu)",

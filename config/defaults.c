@@ -234,8 +234,11 @@ static void default_numbers(px_config_t *cfg) {
   cfg->transports.max_connections_per_identity = 32;
   cfg->transports.admin_reserve = 8;
   cfg->transports.idle_timeout_ms = 600000;
-  l->def = (px_limits_t){10000, 30000, 256 * MiB, 16, 1 * MiB};
-  l->max = (px_limits_t){60000, 300000, 1 * GiB, 64, 16 * MiB};
+  /* disk_bytes: the job directory (Linux: a disk-backed file system of
+   * that size; Windows: the watchdog's byte cap, at most
+   * windows.job_dir_bytes). 1 GiB holds a venv with sizeable packages. */
+  l->def = (px_limits_t){10000, 30000, 256 * MiB, 16, 1 * MiB, 1 * GiB};
+  l->max = (px_limits_t){60000, 300000, 1 * GiB, 64, 16 * MiB, 16 * GiB};
   l->large_mem_bytes = 8 * GiB;
   l->high_cpu_ms = 600000;
   l->high_cpu_wall_ms = 1800000;
@@ -251,10 +254,14 @@ static void default_numbers(px_config_t *cfg) {
   cfg->kb.job_max_files = 100000;
   cfg->windows.ui_restrictions = 1;
   cfg->windows.integrity = PX_INTEGRITY_LOW;
-  cfg->windows.job_dir_bytes = 64 * MiB; /* as the Linux job tmpfs */
+  /* The ceiling of a job's limits.disk_bytes (which sets the cap): as
+   * limits.max.disk_bytes, so a request's value is what applies. */
+  cfg->windows.job_dir_bytes = 16 * GiB;
   cfg->windows.job_dir_files = 16384;    /* as its nr_inodes */
   cfg->windows.job_handles = 20000;
   cfg->linux_.tmpfs_bytes = 64 * MiB;
+  cfg->linux_.job_dir = PX_JOB_DIR_DISK;
+  cfg->linux_.job_dir_files = 65536;
   cfg->linux_.sandbox_uid = 65534; /* nobody */
   cfg->linux_.pool = 2;
   cfg->linux_.sandbox_gid = 65534; /* nogroup */

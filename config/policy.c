@@ -200,7 +200,7 @@ static int check_limits(const px_config_t *cfg, const px_run_request_t *req,
     const char *name;
     unsigned set;
     uint64_t req, def, max;
-  } t[5] = {{"cpu_ms", PX_LIMSET_CPU, req->limits.cpu_ms, l->def.cpu_ms,
+  } t[6] = {{"cpu_ms", PX_LIMSET_CPU, req->limits.cpu_ms, l->def.cpu_ms,
              hc ? l->high_cpu_ms : l->max.cpu_ms},
             {"wall_ms", PX_LIMSET_WALL, req->limits.wall_ms, l->def.wall_ms,
              hc ? l->high_cpu_wall_ms : l->max.wall_ms},
@@ -210,10 +210,12 @@ static int check_limits(const px_config_t *cfg, const px_run_request_t *req,
             {"processes", PX_LIMSET_PROCESSES, req->limits.processes,
              l->def.processes, l->max.processes},
             {"output_bytes", PX_LIMSET_OUTPUT, req->limits.output_bytes,
-             l->def.output_bytes, l->max.output_bytes}};
-  uint64_t v[5];
+             l->def.output_bytes, l->max.output_bytes},
+            {"disk_bytes", PX_LIMSET_DISK, req->limits.disk_bytes,
+             l->def.disk_bytes, l->max.disk_bytes}};
+  uint64_t v[6];
   int i;
-  for (i = 0; i < 5; i++) {
+  for (i = 0; i < 6; i++) {
     v[i] = (req->limits_set & t[i].set) ? t[i].req : t[i].def;
     if (v[i] == 0)
       return reject(r, req, PX_CODE_BAD_REQUEST,
@@ -231,6 +233,7 @@ static int check_limits(const px_config_t *cfg, const px_run_request_t *req,
   out->memory_bytes = v[2];
   out->processes = v[3];
   out->output_bytes = v[4];
+  out->disk_bytes = v[5];
   return 0;
 }
 

@@ -79,7 +79,8 @@ static int add_limits(cJSON *o, const char *name, const px_limits_t *l) {
   return add_u64(lo, "cpu_ms", l->cpu_ms) || add_u64(lo, "wall_ms", l->wall_ms) ||
          add_u64(lo, "memory_bytes", l->memory_bytes) ||
          add_u64(lo, "processes", l->processes) ||
-         add_u64(lo, "output_bytes", l->output_bytes);
+         add_u64(lo, "output_bytes", l->output_bytes) ||
+         add_u64(lo, "disk_bytes", l->disk_bytes);
 }
 
 /* limits: {default, max, max_large_mem, max_high_cpu} as in the config. */

@@ -156,6 +156,9 @@ static void engine_opts(const px_service_t *svc, const px_service_opts_t *so,
   o->backend_opts.tmpfs_bytes = cfg->linux_.tmpfs_bytes;
   o->backend_opts.sandbox_uid = cfg->linux_.sandbox_uid;
   o->backend_opts.sandbox_gid = cfg->linux_.sandbox_gid;
+  o->backend_opts.job_dir_disk = cfg->linux_.job_dir == PX_JOB_DIR_DISK;
+  o->backend_opts.job_dir_inodes = cfg->linux_.job_dir_files;
+  o->backend_opts.job_dir_default_bytes = cfg->limits.def.disk_bytes;
   o->backend_opts.job_dir_bytes = cfg->windows.job_dir_bytes;
   o->backend_opts.job_dir_files = cfg->windows.job_dir_files;
   o->backend_opts.job_handles = cfg->windows.job_handles;

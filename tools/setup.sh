@@ -11,6 +11,7 @@ packages=(
     wine wine64 wixl msitools dpkg-dev                 # Wine tests, MSI, deps
     clang libclang-rt-14-dev valgrind cppcheck clang-tidy  # fuzz, sanitizers
     bubblewrap iproute2 procps                         # benchmarks, tests
+    e2fsprogs                                          # disk-backed job dirs (mke2fs)
     docker.io busybox-static curl                      # container backend tests
     libpython3.11-testsuite python3-venv nodejs sqlite3 # tests/compat
     yamllint                                           # workflow YAML (checksrc)

@@ -7,6 +7,7 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/mounts.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/pool.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/reaper.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/linux/disk.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/seccomp.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/spawn.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/steps.c

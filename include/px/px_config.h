@@ -173,10 +173,16 @@ typedef struct {
                                failed a check ("degraded"); default false */
 } px_windows_config_t;
 
+/* linux.job_dir: what backs a job's directory. */
+typedef enum { PX_JOB_DIR_DISK = 0, PX_JOB_DIR_TMPFS = 1 } px_job_dir_kind_t;
+
 typedef struct {
   char **ro_binds; /* host paths bind-mounted read-only */
   size_t nro_binds;
-  uint64_t tmpfs_bytes; /* size of the job directory tmpfs */
+  uint64_t tmpfs_bytes; /* size of the job directory tmpfs (job_dir tmpfs;
+                           its ceiling) and of /dev/shm */
+  px_job_dir_kind_t job_dir; /* "disk" (default) or "tmpfs" */
+  uint64_t job_dir_files;    /* inodes of a disk-backed job directory */
   uint32_t sandbox_uid;
   uint32_t sandbox_gid;
   int allow_degraded; /* run when a control (cgroups...) is missing,

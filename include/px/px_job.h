@@ -42,6 +42,8 @@ typedef struct {
   uint64_t memory_bytes; /* committed memory of the whole job */
   uint64_t processes;    /* processes alive at once, the first included */
   uint64_t output_bytes; /* captured bytes per stream */
+  uint64_t disk_bytes;   /* size of the job directory; 0: the backend's
+                            own default (px_backend_opts_t) */
 } px_limits_t;
 
 typedef enum {
@@ -52,8 +54,8 @@ typedef enum {
   PX_LIMIT_PROCESSES,
   PX_LIMIT_OUTPUT,
   PX_LIMIT_SANDBOX,
-  PX_LIMIT_DISK,  /* bytes in the job directory (Windows watchdog) */
-  PX_LIMIT_FILES, /* entries in the job directory (Windows watchdog) */
+  PX_LIMIT_DISK,  /* bytes in the job directory (full, or past its cap) */
+  PX_LIMIT_FILES, /* entries in the job directory (full, or past its cap) */
   PX_LIMIT_HANDLES /* open handles of the job's processes (Windows) */
 } px_limit_t;
 
@@ -133,7 +135,8 @@ typedef struct {
   X(PX_ENF_NETWORK_NONE, "network:none")                                     \
   X(PX_ENF_READONLY_ROOTFS, "readonly_rootfs")                               \
   X(PX_ENF_JOB_ACCOUNT, "job_account")                                       \
-  X(PX_ENF_LANDLOCK_NET, "landlock_net")
+  X(PX_ENF_LANDLOCK_NET, "landlock_net")                                     \
+  X(PX_ENF_DISK_WORKDIR, "disk_workdir")
 
 enum {
 #define PX_ENF_BIT_(name, str) name##_BIT_,

@@ -43,7 +43,8 @@ enum {
   PX_LIMSET_WALL = 1u << 1,
   PX_LIMSET_MEMORY = 1u << 2,
   PX_LIMSET_PROCESSES = 1u << 3,
-  PX_LIMSET_OUTPUT = 1u << 4
+  PX_LIMSET_OUTPUT = 1u << 4,
+  PX_LIMSET_DISK = 1u << 5
 };
 
 /* A parsed, shape-checked `run` (policy not yet applied). Owns all its

@@ -69,11 +69,22 @@ typedef struct {
   int kill_grace_ms;       /* unused by kills (always hard); reserved */
   const char *const *ro_binds; /* Linux: host paths the runtime needs,
                                   NULL-terminated; NULL = built-in list */
-  uint64_t tmpfs_bytes;    /* Linux: job dir size cap (default 64 MiB) */
+  uint64_t tmpfs_bytes;    /* Linux: job dir size cap when the job has no
+                              limits.disk_bytes, and the ceiling of a
+                              tmpfs job dir (default 64 MiB) */
   uint32_t sandbox_uid;    /* Linux: uid/gid jobs run as (0: 65534,   */
   uint32_t sandbox_gid;    /*   nobody/nogroup); linux.sandbox_uid/gid */
-  uint64_t job_dir_bytes;  /* Windows: job dir bytes the watchdog allows
-                              (default 64 MiB) */
+  int job_dir_disk;        /* Linux: 1 = a disk-backed job dir (an ext4
+                              image on a loop device, disk.c), 0 = a
+                              tmpfs (the default of direct users) */
+  uint64_t job_dir_inodes; /* Linux: files of a disk-backed job dir
+                              (default 65536) */
+  uint64_t job_dir_default_bytes; /* Linux: limits.default.disk_bytes: the
+                                     warm pool (pool_size) makes disk-backed
+                                     job dirs of this size ahead (0: none) */
+  uint64_t job_dir_bytes;  /* Windows: job dir bytes the watchdog allows:
+                              the ceiling of a job's limits.disk_bytes, the
+                              cap when it has none (default 64 MiB) */
   uint64_t job_dir_files;  /* Windows: job dir entries (default 16384) */
   uint64_t job_handles;    /* Windows: open handles of a job's processes
                               together (default 20000) */

@@ -373,11 +373,12 @@ static int parse_limit(ctx_t *c, const cJSON *it, uint64_t *out) {
 
 static int parse_limits(ctx_t *c, px_run_request_t *r) {
   static const char *const keys[] = {
-      "cpu_ms", "wall_ms", "memory_bytes", "processes", "output_bytes", NULL};
-  static const unsigned bits[] = {PX_LIMSET_CPU, PX_LIMSET_WALL,
-                                  PX_LIMSET_MEMORY, PX_LIMSET_PROCESSES,
-                                  PX_LIMSET_OUTPUT};
-  uint64_t *fields[5];
+      "cpu_ms",       "wall_ms",    "memory_bytes", "processes",
+      "output_bytes", "disk_bytes", NULL};
+  static const unsigned bits[] = {PX_LIMSET_CPU,       PX_LIMSET_WALL,
+                                  PX_LIMSET_MEMORY,    PX_LIMSET_PROCESSES,
+                                  PX_LIMSET_OUTPUT,    PX_LIMSET_DISK};
+  uint64_t *fields[6];
   const cJSON *obj = cJSON_GetObjectItemCaseSensitive(c->root, "limits");
   const cJSON *it;
   int rc;
@@ -386,6 +387,7 @@ static int parse_limits(ctx_t *c, px_run_request_t *r) {
   fields[2] = &r->limits.memory_bytes;
   fields[3] = &r->limits.processes;
   fields[4] = &r->limits.output_bytes;
+  fields[5] = &r->limits.disk_bytes;
   if (!obj)
     return 0;
   if (!cJSON_IsObject(obj))

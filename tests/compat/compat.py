@@ -53,7 +53,8 @@ CPY_FULL = CPY_FAST + [
     "test_multiprocessing_forkserver", "test_concurrent_futures",
     "test_logging", "test_tarfile", "test_time", "test_locale",
     "test_socketserver", "test_httpservers", "test_urllib2_localnet",
-    "test_ssl", "test_getpath", "test_sysconfig", "test_venv"]
+    "test_ssl", "test_getpath", "test_sysconfig", "test_venv",
+    "test_io", "test_import", "test_compileall"]
 
 
 def cpython(module):
@@ -338,7 +339,7 @@ def intended(rules, prog, key):
 # --- the daemon and its protocol ---------------------------------------------
 
 class Daemon:
-    def __init__(self, build, verbose):
+    def __init__(self, build, verbose, job_dir="disk"):
         self.dir = tempfile.mkdtemp(prefix="px-compat-")
         os.chmod(self.dir, 0o755)
         self.sock = os.path.join(self.dir, "s.sock")
@@ -346,17 +347,19 @@ class Daemon:
             "work_root": os.path.join(self.dir, "jobs"),
             "transports": {"socket_path": self.sock, "socket_group": "nogroup",
                            "max_frame_bytes": 64 << 20},
-            "linux": {"tmpfs_bytes": 1 << 30},
+            # job dirs of 4 GiB (disk-backed; RLIMIT_FSIZE is their size:
+            # test_io's large-file test seeks past 2 GiB), /dev/shm 1 GiB
+            "linux": {"tmpfs_bytes": 1 << 30, "job_dir": job_dir},
             "queue": {"workers": 2},
             "output": {"overflow": "truncate", "rate_bytes_per_s": 64 << 20,
                        "burst_bytes": 64 << 20},
             "limits": {
                 "default": {"cpu_ms": WALL_S * 1000, "wall_ms": WALL_S * 1000,
                             "memory_bytes": 2 << 30, "processes": 512,
-                            "output_bytes": 16 << 20},
+                            "output_bytes": 16 << 20, "disk_bytes": 4 << 30},
                 "max": {"cpu_ms": WALL_S * 1000, "wall_ms": WALL_S * 1000,
                         "memory_bytes": 2 << 30, "processes": 512,
-                        "output_bytes": 16 << 20},
+                        "output_bytes": 16 << 20, "disk_bytes": 4 << 30},
                 "max_high_cpu": {"cpu_ms": WALL_S * 1000, "wall_ms": WALL_S * 1000},
                 "max_large_mem": {"memory_bytes": 2 << 30}},
         }
@@ -490,6 +493,8 @@ def main():
     ap.add_argument("--set", choices=("fast", "full"), default="fast")
     ap.add_argument("--only", action="append", default=[])
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--job-dir", choices=("disk", "tmpfs"), default="disk",
+                    help="linux.job_dir of the daemon (tmpfs: 1 GiB of memory)")
     ap.add_argument("--ignore-intended", action="store_true",
                     help="treat every difference as unlisted (the self-test)")
     args = ap.parse_args()
@@ -504,7 +509,7 @@ def main():
     if args.only:
         progs = {k: v for k, v in programs("full").items()
                  if any(fnmatch.fnmatchcase(k, o) for o in args.only)}
-    d = Daemon(os.path.abspath(args.build), args.verbose)
+    d = Daemon(os.path.abspath(args.build), args.verbose, args.job_dir)
     failed, ran, rows = [], 0, []
     try:
         for name, prog in progs.items():

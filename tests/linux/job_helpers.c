@@ -51,13 +51,9 @@ int th_open(th_backend_t *b, const char *const *extra, int degraded) {
   return rc;
 }
 
-int th_open_pool(th_backend_t *b, const char *const *extra, int degraded,
-                 unsigned pool) {
-  return th_open_uid(b, extra, pool, 0, 0, degraded);
-}
-
-int th_open_uid(th_backend_t *b, const char *const *extra, unsigned pool,
-                uint32_t uid, uint32_t gid, int degraded) {
+static int open_with(th_backend_t *b, const char *const *extra, int degraded,
+                     unsigned pool, uint32_t uid, uint32_t gid,
+                     uint64_t disk_inodes, uint64_t disk_default) {
   px_backend_opts_t o;
   size_t n = 0, i;
   char *slash;
@@ -82,8 +78,30 @@ int th_open_uid(th_backend_t *b, const char *const *extra, unsigned pool,
   o.pool_size = pool;
   o.sandbox_uid = uid;
   o.sandbox_gid = gid;
+  o.job_dir_disk = disk_inodes != 0;
+  o.job_dir_inodes = disk_inodes;
+  o.job_dir_default_bytes = disk_default;
   px_log_set_level(PX_LOG_WARN);
   return b->ops->open(&o, &b->state);
+}
+
+int th_open_pool(th_backend_t *b, const char *const *extra, int degraded,
+                 unsigned pool) {
+  return open_with(b, extra, degraded, pool, 0, 0, 0, 0);
+}
+
+int th_open_uid(th_backend_t *b, const char *const *extra, unsigned pool,
+                uint32_t uid, uint32_t gid, int degraded) {
+  return open_with(b, extra, degraded, pool, uid, gid, 0, 0);
+}
+
+int th_open_disk(th_backend_t *b, uint64_t inodes) {
+  return open_with(b, NULL, 0, 0, 0, 0, inodes, 0);
+}
+
+int th_open_disk_pool(th_backend_t *b, uint64_t inodes, unsigned pool,
+                      uint64_t bytes) {
+  return open_with(b, NULL, 0, pool, 0, 0, inodes, bytes);
 }
 
 int th_pool_wait(th_backend_t *b, unsigned n) {

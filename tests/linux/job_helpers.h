@@ -40,6 +40,13 @@ int th_open_pool(th_backend_t *b, const char *const *extra, int degraded,
  * backend's default). */
 int th_open_uid(th_backend_t *b, const char *const *extra, unsigned pool,
                 uint32_t uid, uint32_t gid, int degraded);
+/* th_open without a pool and with disk-backed job dirs (an ext4 image
+ * of the job's limits.disk_bytes with `inodes` files, disk.c). */
+int th_open_disk(th_backend_t *b, uint64_t inodes);
+/* The same with `pool` warm slots and as many job dirs of `bytes` made
+ * ahead (not waited for). */
+int th_open_disk_pool(th_backend_t *b, uint64_t inodes, unsigned pool,
+                      uint64_t bytes);
 void th_close(th_backend_t *b);
 /* Wait (up to 5 s) until the backend's pool has n slots ready. */
 int th_pool_wait(th_backend_t *b, unsigned n);

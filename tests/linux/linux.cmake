@@ -13,6 +13,7 @@ target_sources(px_tests_linux PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/linux/test_job_hostile.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_job_faults.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_job_pool.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_job_disk.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_cgroup.c)
 
 # The probe runs inside minimal roots: static, no px_core, beside the tests.
@@ -30,6 +31,7 @@ px_add_test_group(px_tests_linux enforce LABELS linux sandbox)
 px_add_test_group(px_tests_linux cgroup LABELS linux sandbox)
 px_add_test_group(px_tests_linux faults LABELS linux sandbox)
 px_add_test_group(px_tests_linux pool LABELS linux sandbox)
+px_add_test_group(px_tests_linux disk LABELS linux sandbox)
 # Real programs inside a job and outside, compared (tests/compat): the fast
 # set here; `tests/compat/compat.py --build <dir> --set full` on demand. The
 # self-test runs one program without the list of intended differences and
@@ -58,6 +60,7 @@ target_sources(px_tests_linux PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon_kb.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon_attest.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon_clients.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon_disk.c
   ${PROJECT_SOURCE_DIR}/tests/linux/daemon_helpers.c
   ${PROJECT_SOURCE_DIR}/tests/cases/cases.c)
 target_link_libraries(px_tests_linux PRIVATE px_client)

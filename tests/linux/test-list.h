@@ -79,6 +79,14 @@ PX_TEST_ENTRY(pool, pool_daemon_sigkill_leaves_nothing, 60)
 PX_TEST_ENTRY(pool, pool_slot_root_matches_cold, 60)
 PX_TEST_ENTRY(pool, pool_refill_workers_keep_size, 60)
 PX_TEST_ENTRY(pool, pool_job_waits_for_slot_being_made, 60)
+/* watchdog/linux/disk.c: tests/linux/test_job_disk.c */
+PX_TEST_ENTRY(disk, disk_dir_fill_enospc, 60)
+PX_TEST_ENTRY(disk, disk_dir_files_cap, 60)
+PX_TEST_ENTRY(disk, disk_dir_not_memory, 60)
+PX_TEST_ENTRY(disk, disk_dir_fails_closed, 60)
+PX_TEST_ENTRY(disk, disk_dir_crash_recovery, 60)
+PX_TEST_ENTRY(disk, disk_dir_made_ahead, 60)
+PX_TEST_ENTRY(disk, disk_dir_template_fresh, 60)
 #include "tests/linux/list-adversarial.h"
 /* watchdog/container: tests/linux/test_container.c (a private dockerd) */
 PX_TEST_ENTRY(container, container_ok_and_read_back, 120)

@@ -86,7 +86,7 @@ TEST_IMPL(cgroup_fake_v2) {
   px__cg_host_t h;
   px__cg_job_t j;
   px__cg_stat_t st;
-  px_limits_t lim = {1000, 0, 64u << 20, 10, 0};
+  px_limits_t lim = {1000, 0, 64u << 20, 10, 0, 0};
   char root[300], base[1200], path[512];
   snprintf(root, sizeof root, "%scg2", px_test_tmpdir());
   own("", path, sizeof path);
@@ -168,7 +168,7 @@ TEST_IMPL(cgroup_fake_v2_enables_controllers) {
 TEST_IMPL(cgroup_fake_hybrid) {
   px__cg_host_t h;
   px__cg_job_t j;
-  px_limits_t lim = {1000, 0, 32u << 20, 5, 0};
+  px_limits_t lim = {1000, 0, 32u << 20, 5, 0, 0};
   char root[300], mem[900], pids[900], cpu[900], fz[900], uni[1200];
   char path[512];
   snprintf(root, sizeof root, "%scgh", px_test_tmpdir());
@@ -223,7 +223,7 @@ TEST_IMPL(cgroup_fake_v1_only) {
   px__cg_host_t h;
   px__cg_job_t j;
   px__cg_stat_t st;
-  px_limits_t lim = {1000, 0, 32u << 20, 5, 0};
+  px_limits_t lim = {1000, 0, 32u << 20, 5, 0, 0};
   char root[600], mem[900], pids[900], cpu[900], fz[900];
   snprintf(root, sizeof root, "%scg1", px_test_tmpdir());
   put(fake_v1(root, "memory", mem, sizeof mem), "memory.limit_in_bytes", "");

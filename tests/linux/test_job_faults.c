@@ -36,7 +36,9 @@ static int step_applies(const px__lnx_backend_t *be, const char *name) {
   if (strcmp(name, "cgroup_create") == 0 || strcmp(name, "cgroup_place") == 0)
     return be->cg.v2_base || be->cg.memory == PX_CG_V1;
   if (strcmp(name, "tmpfs") == 0)
-    return be->is_root;
+    return be->is_root && !be->job_dir_disk;
+  if (strcmp(name, "disk") == 0) /* test disk_dir_fails_closed */
+    return be->is_root && be->job_dir_disk;
   return 1;
 }
 

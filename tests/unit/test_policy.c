@@ -27,9 +27,10 @@ static const char policy_json[] =
     "\"LANG\":\"C\",\"PATH\":\"/bin\"}},"
     "\"u\":{\"command\":[\"" PROG "\",\"{file}\"],\"capability\":\"dev:u\"}},"
     "\"limits\":{\"default\":{\"cpu_ms\":1000,\"wall_ms\":2000,"
-    "\"memory_bytes\":1000000,\"processes\":4,\"output_bytes\":1000},"
+    "\"memory_bytes\":1000000,\"processes\":4,\"output_bytes\":1000,"
+    "\"disk_bytes\":2097152},"
     "\"max\":{\"cpu_ms\":5000,\"wall_ms\":6000,\"memory_bytes\":8000000,"
-    "\"processes\":8,\"output_bytes\":9000},"
+    "\"processes\":8,\"output_bytes\":9000,\"disk_bytes\":8388608},"
     "\"max_large_mem\":{\"memory_bytes\":64000000},"
     "\"max_high_cpu\":{\"cpu_ms\":50000,\"wall_ms\":60000}},"
     "\"kb\":{\"roots\":{\"mind\":\"" ROOT "mind\",\"soul\":\"" ROOT "soul\"}},"
@@ -166,6 +167,7 @@ TEST_IMPL(policy_admit_builds_spec) {
   ASSERT_UINT_EQ(spec.limits.wall_ms, 2000);
   ASSERT_UINT_EQ(spec.limits.processes, 4);
   ASSERT_UINT_EQ(spec.limits.output_bytes, 1000);
+  ASSERT_UINT_EQ(spec.limits.disk_bytes, 2097152);
   ASSERT_UINT_EQ(spec.caps, PX_CAP_KB_WRITE | PX_CAP_FS_WRITE_TMP);
   /* kb:write: every root, writable. */
   ASSERT_UINT_EQ(spec.nkb, 2);
@@ -267,12 +269,13 @@ TEST_IMPL(policy_limits) {
   memset(&res, 0, sizeof res);
   base_req(&req);
   /* Exactly at every maximum: admitted unchanged. */
-  req.limits = (px_limits_t){5000, 6000, 8000000, 8, 9000};
-  req.limits_set = 0x1f;
+  req.limits = (px_limits_t){5000, 6000, 8000000, 8, 9000, 8388608};
+  req.limits_set = 0x3f;
   ASSERT_OK(px_policy_admit(cfg, users, &req, &spec, &res));
   ASSERT_UINT_EQ(spec.limits.cpu_ms, 5000);
   ASSERT_UINT_EQ(spec.limits.memory_bytes, 8000000);
   ASSERT_UINT_EQ(spec.limits.output_bytes, 9000);
+  ASSERT_UINT_EQ(spec.limits.disk_bytes, 8388608);
   px_job_spec_free(&spec);
   /* One above each: rejected naming the limit, never clamped. */
   req.limits.cpu_ms = 5001;
@@ -292,6 +295,9 @@ TEST_IMPL(policy_limits) {
   req.limits.output_bytes = UINT64_MAX;
   EXPECT_REJECT(users, &req, PX_CODE_LIMIT_EXCEEDS_POLICY, "output_bytes");
   req.limits.output_bytes = 9000;
+  req.limits.disk_bytes = 8388609;
+  EXPECT_REJECT(users, &req, PX_CODE_LIMIT_EXCEEDS_POLICY, "disk_bytes");
+  req.limits.disk_bytes = 8388608;
   /* A limit flagged as set but zero is a bad request. */
   req.limits.processes = 0;
   EXPECT_REJECT(users, &req, PX_CODE_BAD_REQUEST, "processes");

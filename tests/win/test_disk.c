@@ -129,15 +129,17 @@ TEST_IMPL(windisk_usage) {
 
 /* Through the backend: each attack is killed by the watchdog with its
  * verdict, observed past the configured cap. */
-static void run_capped(const char *mode, const char *arg, px_limit_t want,
-                       uint64_t cap) {
+static void run_capped_at(const char *mode, const char *arg, px_limit_t want,
+                          uint64_t cap, uint64_t dir_bytes,
+                          uint64_t disk_bytes) {
   wt_backend_t b;
   wt_capture_t c;
   wt_job_t j;
   px_outcome_t o;
   wt_job(&j, mode, arg, NULL);
   j.spec.limits.wall_ms = 60000;
-  wt_open_with(&b, 4u << 20, 200);
+  j.spec.limits.disk_bytes = disk_bytes;
+  wt_open_with(&b, dir_bytes, 200);
   wt_capture_init(&c);
   ASSERT_OK(wt_run(&b, &j, &c, &o));
   printf("%s %s: violation %d configured %llu observed %llu; stdout %s\n",
@@ -155,8 +157,24 @@ static void run_capped(const char *mode, const char *arg, px_limit_t want,
   wt_close(&b);
 }
 
+static void run_capped(const char *mode, const char *arg, px_limit_t want,
+                       uint64_t cap) {
+  run_capped_at(mode, arg, want, cap, 4u << 20, 0);
+}
+
 TEST_IMPL(windisk_fill) {
   run_capped("fill-disk", "64", PX_LIMIT_DISK, 4u << 20);
+  return 0;
+}
+
+/* The job's limits.disk_bytes (the request's, or the policy default) is
+ * its cap, at most windows.job_dir_bytes: 4 MiB under a 64 MiB ceiling;
+ * 64 MiB asked under a 4 MiB ceiling stays 4 MiB. */
+TEST_IMPL(windisk_request_cap) {
+  run_capped_at("fill-disk", "64", PX_LIMIT_DISK, 4u << 20, 64u << 20,
+                4u << 20);
+  run_capped_at("fill-disk", "64", PX_LIMIT_DISK, 4u << 20, 4u << 20,
+                64u << 20);
   return 0;
 }
 

@@ -54,7 +54,8 @@ static const char run_in_schema[] =
     "\"limits\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
     "\"cpu_ms\":{\"type\":\"integer\",\"minimum\":1},\"wall_ms\":{\"type\":\"integer\",\"minimum\":1},"
     "\"memory_bytes\":{\"type\":\"integer\",\"minimum\":1},\"processes\":{\"type\":\"integer\",\"minimum\":1},"
-    "\"output_bytes\":{\"type\":\"integer\",\"minimum\":1}}},"
+    "\"output_bytes\":{\"type\":\"integer\",\"minimum\":1},"
+    "\"disk_bytes\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Size of the job directory\"}}},"
     "\"capabilities\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
     "\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"Wall-clock limit in seconds (limits.wall_ms wins)\"},"
     "\"job_id\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9._-]{1,64}$\",\"description\":\"Optional id, for cancel_job\"}},"
@@ -568,7 +569,7 @@ static int exact_positive(const cJSON *v, char *out, size_t outsz) {
 /* limits (and timeout, seconds, as wall_ms when limits has none). */
 static const char *add_limits(cJSON *run, const cJSON *lim, const cJSON *timeout) {
   static const char *const names[] = {"cpu_ms", "wall_ms", "memory_bytes", "processes",
-                                      "output_bytes", NULL};
+                                      "output_bytes", "disk_bytes", NULL};
   cJSON *out = cJSON_CreateObject();
   const cJSON *it;
   char num[32];
@@ -580,7 +581,7 @@ static const char *add_limits(cJSON *run, const cJSON *lim, const cJSON *timeout
       ;
     if (!names[i] || !exact_positive(it, num, sizeof num))
       return cJSON_Delete(out), "limits: each of cpu_ms, wall_ms, memory_bytes, processes, "
-                                "output_bytes must be a positive integer";
+                                "output_bytes, disk_bytes must be a positive integer";
     cJSON_AddRawToObject(out, it->string, num);
   }
   if (timeout) {

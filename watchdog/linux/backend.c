@@ -58,6 +58,8 @@ static uint64_t host_available(const px__lnx_backend_t *be) {
                PX_ENF(PX_ENF_RLIMITS) | PX_ENF(PX_ENF_WATCHDOG_POLL);
   if (be->is_root)
     a |= PX_ENF(PX_ENF_TMPFS_WORKDIR);
+  if (be->is_root && be->job_dir_disk && be->mkfs)
+    a |= PX_ENF(PX_ENF_DISK_WORKDIR);
   else
     a |= PX_ENF(PX_ENF_USER_NAMESPACE);
   if (be->landlock_abi > 0)
@@ -188,6 +190,8 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
   be->tick_ms = opts->tick_ms ? opts->tick_ms : 50;
   be->tmpfs_bytes = opts->tmpfs_bytes ? opts->tmpfs_bytes : 64u << 20;
   be->allow_degraded = opts->allow_degraded;
+  be->job_dir_disk = opts->job_dir_disk;
+  be->job_dir_inodes = opts->job_dir_inodes ? opts->job_dir_inodes : 65536;
   be->is_root = geteuid() == 0;
   be->outer_uid = geteuid();
   be->outer_gid = getegid();
@@ -206,6 +210,16 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
       (rc = px__seccomp_build(1, &be->bpf[1])) != 0)
     goto fail;
   make_idmap(be, opts);
+  /* Unusable disk-backed job dirs do not stop the daemon: every job that
+   * needs one fails (fail closed), and the log says why. */
+  if (be->is_root && be->job_dir_disk && px__disk_probe(be) == 0) {
+    px__disk_recover(be);
+    if ((rc = px__disk_template(
+             be, opts->job_dir_default_bytes,
+             px__disk_inodes(opts->job_dir_default_bytes,
+                             be->job_dir_inodes))) != 0)
+      goto fail;
+  }
   /* Orphans of a job's processes would come to us, not to init. */
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
     rc = PX_LOG_ERRNO(PX_EOS, errno, "prctl(PR_SET_CHILD_SUBREAPER)");
@@ -218,7 +232,11 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
       (rc = px__spawner_open(&be->spawner)) != 0 ||
       (rc = px__reaper_open(be, &be->reaper)) != 0 ||
       (be->is_root &&
-       (rc = px__pool_open(be, opts->pool_size, &be->pool)) != 0))
+       (rc = px__pool_open(be, opts->pool_size, &be->pool)) != 0) ||
+      (rc = px__dpool_open(be, opts->pool_size, opts->job_dir_default_bytes,
+                           px__disk_inodes(opts->job_dir_default_bytes,
+                                           be->job_dir_inodes),
+                           &be->dpool)) != 0)
     goto fail;
   if (be->landlock_abi < 4)
     PX_LOG(PX_LOG_WARN, "landlock ABI %d has no network rules: net:egress "
@@ -239,6 +257,8 @@ static void lnx_close(void *state) {
   if (!be)
     return;
   px__pool_close(be->pool); /* before the spawner: stubs are its children */
+  px__dpool_close(be->dpool);
+  px__disk_template_free(be);
   px__spawner_close(be->spawner);
   px__wd_close(be->wd);
   px__reaper_close(be->reaper); /* drains: uses cg and work_root below */
@@ -322,7 +342,8 @@ static uint64_t job_enforcement(const px_sandbox_t *sb) {
   if (sb->plan.userns)
     e |= PX_ENF(PX_ENF_USER_NAMESPACE);
   if (sb->job_dir_mounted)
-    e |= PX_ENF(PX_ENF_TMPFS_WORKDIR);
+    e |= sb->job_dir_disk ? PX_ENF(PX_ENF_DISK_WORKDIR)
+                          : PX_ENF(PX_ENF_TMPFS_WORKDIR);
   if (sb->be->landlock_abi > 0)
     e |= PX_ENF(PX_ENF_LANDLOCK);
   /* net:egress shares the host's network: Landlock's TCP bind rule (ABI
@@ -334,6 +355,25 @@ static uint64_t job_enforcement(const px_sandbox_t *sb) {
 }
 
 static void lnx_release(px_sandbox_t *sb);
+
+/* The job dir's kind and caps. Root mode: a disk-backed file system of
+ * limits.disk_bytes (linux.tmpfs_bytes when the job has none), or a tmpfs
+ * of that size at most linux.tmpfs_bytes (its pages are the job's memory).
+ * User-namespace mode: a plain directory, no cap of its own. */
+static void job_dir_caps(px_sandbox_t *sb) {
+  const px__lnx_backend_t *be = sb->be;
+  uint64_t d = sb->spec->limits.disk_bytes;
+  if (!be->is_root)
+    return;
+  sb->job_dir_disk = be->job_dir_disk;
+  if (sb->job_dir_disk) {
+    sb->dir_bytes = d ? d : be->tmpfs_bytes;
+    sb->dir_inodes = px__disk_inodes(sb->dir_bytes, be->job_dir_inodes);
+  } else {
+    sb->dir_bytes = d && d < be->tmpfs_bytes ? d : be->tmpfs_bytes;
+    sb->dir_inodes = PX_LNX_TMPFS_INODES;
+  }
+}
 
 /* execve's limits (fs/exec.c): one string at most MAX_ARG_STRLEN (32
  * pages), argv and envp together within ARG_MAX. Checked up front so the
@@ -373,9 +413,14 @@ static int prepare_steps(px_sandbox_t *sb) {
   if ((rc = check_degraded(sb)) != 0)
     return rc;
   PX__STAMP(sb, PX_T_PREPARE);
+  job_dir_caps(sb);
   if ((rc = px__jobdir_create(be->work_root_fd, be->work_root, spec->key,
-                              be->tmpfs_bytes, be->is_root, be->run_uid,
-                              be->run_gid, &sb->job_dir)) != 0)
+                              sb->dir_bytes, be->is_root && !sb->job_dir_disk,
+                              be->run_uid, be->run_gid, &sb->job_dir)) != 0)
+    return rc;
+  if (sb->job_dir_disk &&
+      (rc = px__disk_mount(be, spec->key, sb->job_dir, sb->dir_bytes,
+                           sb->dir_inodes, be->run_uid, be->run_gid)) != 0)
     return rc;
   sb->job_dir_mounted = be->is_root;
   PX__STAMP(sb, PX_T_JOBDIR);

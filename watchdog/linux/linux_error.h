@@ -21,6 +21,7 @@
 #define PX_LNX_STEP_MAP(X)                                                   \
   X(PX_STEP_JOB_DIR, "job_dir")                                              \
   X(PX_STEP_TMPFS, "tmpfs")                                                  \
+  X(PX_STEP_DISK, "disk")                                                    \
   X(PX_STEP_FILES, "files")                                                  \
   X(PX_STEP_CGROUP_CREATE, "cgroup_create")                                  \
   X(PX_STEP_CGROUP_MEMORY, "cgroup_memory")                                  \

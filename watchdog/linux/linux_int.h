@@ -33,6 +33,7 @@
 #define PX_LNX_RUN_UID 65534 /* nobody: owns nothing on the host */
 #define PX_LNX_RUN_GID 65534
 #define PX_LNX_NOFILE 1024
+#define PX_LNX_TMPFS_INODES 16384 /* files of a tmpfs job dir */
 /* Jobs run at this nice value and cannot lower it (RLIMIT_NICE 0, no
  * CAP_SYS_NICE): when the CPUs are contended, the daemon's watchdog and
  * workers, and the user's own programs, run before a job does. */
@@ -239,6 +240,55 @@ void px__jobdir_remove(int root_fd, const char *root_path, const char *key,
 /* 1 when `path` is a safe relative file name (no "..", not absolute). */
 int px__relpath_ok(const char *path);
 
+/* --- disk.c ------------------------------------------------------------- */
+
+typedef struct px__lnx_backend_s px__lnx_backend_t;
+
+/* A file system made once by mke2fs and cloned into every job image of
+ * its size (its allocated extents copied). */
+typedef struct {
+  int fd;                    /* owned: the image, unlinked */
+  uint64_t bytes, inodes;
+  struct {
+    uint64_t off, len;
+  } ext[64];
+  size_t n;
+} px__disk_tmpl_t;
+
+/* At open: find mke2fs, check /dev/loop-control, make <work_root>/.px-img.
+ * Sets be->mkfs (NULL when unusable: every disk-backed job then fails,
+ * logged). 0 or PX_E*. */
+int px__disk_probe(px__lnx_backend_t *be);
+/* Remove job images a crashed daemon left in <work_root>/.px-img. */
+void px__disk_recover(const px__lnx_backend_t *be);
+/* Mount a fresh ext4 of `bytes` with `inodes` files, root owned by
+ * uid:gid, mode 0700, on the existing empty directory `path` (the job dir
+ * of `key`): one made ahead (be->dpool) when it fits, else made now.
+ * Fail closed: 0, or PX_ESANDBOX (logged) with nothing left mounted,
+ * attached or on disk. Unmounting `path` frees everything. */
+int px__disk_mount(const px__lnx_backend_t *be, const char *key,
+                   const char *path, uint64_t bytes, uint64_t inodes,
+                   uid_t uid, gid_t gid);
+/* Make the template for job dirs of `bytes` and `inodes` (the default
+ * size), after px__disk_probe. Its absence is no error (logged): job
+ * dirs then run mke2fs each. 0 or PX_ENOMEM. */
+int px__disk_template(px__lnx_backend_t *be, uint64_t bytes, uint64_t inodes);
+void px__disk_template_free(px__lnx_backend_t *be);
+/* Files of a disk-backed job dir of `bytes`: want, at most one per 8 KiB
+ * (ext4's inode tables take 256 bytes an inode from the size). */
+uint64_t px__disk_inodes(uint64_t bytes, uint64_t want);
+/* The warm pool's part: a thread keeping `want` file systems of `bytes`
+ * and `inodes` made ahead (detached mounts: nothing on any path, nothing
+ * left by a crash). want 0, bytes 0 or no mkfs: none (*out NULL). */
+typedef struct px__dpool_s px__dpool_t;
+int px__dpool_open(const px__lnx_backend_t *be, size_t want, uint64_t bytes,
+                   uint64_t inodes, px__dpool_t **out);
+/* Stop the thread, release the ready ones, free. NULL is fine. */
+void px__dpool_close(px__dpool_t *p);
+/* How many are ready now, and (taken, when not NULL) how many jobs took
+ * one so far (0 for NULL). */
+size_t px__dpool_ready(px__dpool_t *p, uint64_t *taken);
+
 /* --- the backend --------------------------------------------------------- */
 
 typedef struct px__wd_s px__wd_t;
@@ -257,13 +307,20 @@ typedef struct {
                              one being made (taken or cold after) */
 } px__pool_stats_t;
 
-typedef struct {
+struct px__lnx_backend_s {
   char *work_root;           /* owned */
   int work_root_fd;          /* owned */
   char *stage;               /* owned: <work_root>/.px-root */
   char *etc_dir;             /* owned: <work_root>/.px-etc (generated /etc
                                 files, bound read-only into every job) */
   uint64_t tick_ms, tmpfs_bytes;
+  int job_dir_disk;          /* disk-backed job dirs (disk.c), root only */
+  uint64_t job_dir_inodes;   /* their file cap */
+  const char *mkfs;          /* mke2fs found at open (static string), or
+                                NULL: disk-backed job dirs unavailable */
+  struct px__dpool_s *dpool; /* owned: job dirs made ahead, or NULL */
+  px__disk_tmpl_t *dtmpl;    /* owned: the default size's template, or
+                                NULL */
   int allow_degraded;
   int is_root;               /* euid 0: no user namespace */
   uid_t run_uid, outer_uid;
@@ -280,7 +337,7 @@ typedef struct {
   px__spawner_t *spawner;    /* owned: the thread every job is cloned from */
   px__pool_t *pool;          /* owned: warm slots (pool.c), or NULL */
   struct px__reaper_s *reaper; /* owned: cleans finished jobs (reaper.c) */
-} px__lnx_backend_t;
+};
 
 /* reaper.c: finished jobs' cgroups and directories, removed off the job's
  * critical path (processes are already dead when they get here). */
@@ -359,6 +416,9 @@ struct px_sandbox_s {
   int kill_sent, kill_requested, output_killed;
   char *job_dir;              /* owned: host path */
   int job_dir_mounted;
+  int job_dir_disk;           /* an ext4 image, not a tmpfs */
+  uint64_t dir_bytes, dir_inodes; /* the job dir's caps (0: none) */
+  uint64_t dir_full_ms;       /* watchdog: when it was first seen full */
   px__cg_job_t cg;
   px__plan_t plan;
   px__slot_t *slot;           /* owned: the warm slot it runs in, or NULL */

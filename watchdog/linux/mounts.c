@@ -744,8 +744,8 @@ int px__jobdir_create(int root_fd, const char *root_path, const char *key,
   }
   if (use_tmpfs) {
     px_snprintf(opts, sizeof opts,
-                "size=%" PRIu64 ",nr_inodes=16384,mode=0700,uid=%lu,gid=%lu",
-                tmpfs_bytes, (unsigned long)uid, (unsigned long)gid);
+                "size=%" PRIu64 ",nr_inodes=%u,mode=0700,uid=%lu,gid=%lu",
+                tmpfs_bytes, PX_LNX_TMPFS_INODES, (unsigned long)uid, (unsigned long)gid);
     if (PX_LNX_INJECTED(PX_STEP_TMPFS) ||
         mount("px-job", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0) {
       int e = errno; /* the mount's, or the injected fault's */

@@ -218,7 +218,9 @@ int px__plan_build(px_sandbox_t *sb) {
     return rc;
   p->cpu_rlimit_s =
       spec->limits.cpu_ms ? (spec->limits.cpu_ms + 999) / 1000 + 1 : 0;
-  p->fsize = sb->be->tmpfs_bytes;
+  /* The backstop for files written outside the job dir's own cap; a
+   * disk-backed job dir lifts it to its size. */
+  p->fsize = sb->dir_bytes ? sb->dir_bytes : sb->be->tmpfs_bytes;
   p->egress = (spec->caps & PX_CAP_NET_EGRESS) != 0;
   p->userns = !sb->be->is_root;
   return 0;

@@ -577,6 +577,14 @@ static void tick_one(px_sandbox_t *sb, uint64_t now) {
 
 /* ---- job directory caps (disk.c) ------------------------------------- */
 
+/* The job's byte cap: its limits.disk_bytes (the request's, or the
+ * policy default), at most windows.job_dir_bytes; that alone when the job
+ * has none (a direct backend user). */
+static uint64_t dir_cap(const px__winbe_t *be, const px_sandbox_t *sb) {
+  uint64_t d = sb->spec->limits.disk_bytes;
+  return d && d < be->dir_bytes ? d : be->dir_bytes;
+}
+
 /* One measurement's verdict, under be->lock. A directory that could not
  * be listed twice in a row fails closed (once may be a directory the job
  * is deleting). */
@@ -591,10 +599,10 @@ static void disk_verdict(px__winbe_t *be, px_sandbox_t *sb, int rc,
   if (rc == PX_EACCES) {
     PX_LOG(PX_LOG_ERROR, "job %s: a directory in the job directory cannot "
            "be listed; its size is unknown", sb->spec->key);
-    px__winbe_verdict(sb, PX_LIMIT_DISK, be->dir_bytes, u->bytes,
+    px__winbe_verdict(sb, PX_LIMIT_DISK, dir_cap(be, sb), u->bytes,
                       PX_DETECT_WATCHDOG);
-  } else if (rc == 0 && u->bytes > be->dir_bytes) {
-    px__winbe_verdict(sb, PX_LIMIT_DISK, be->dir_bytes, u->bytes,
+  } else if (rc == 0 && u->bytes > dir_cap(be, sb)) {
+    px__winbe_verdict(sb, PX_LIMIT_DISK, dir_cap(be, sb), u->bytes,
                       PX_DETECT_WATCHDOG);
   } else if (rc == 0 && u->entries > be->dir_files) {
     px__winbe_verdict(sb, PX_LIMIT_FILES, be->dir_files, u->entries,
@@ -610,6 +618,7 @@ static void disk_pass(px__winbe_t *be, uint64_t now) {
   enum { BATCH = 16 };
   px_sandbox_t *due[BATCH], *sb;
   WCHAR *dirs[BATCH];
+  uint64_t caps[BATCH];
   size_t n = 0, i;
   px_mutex_lock(&be->lock);
   for (sb = be->jobs; sb && n < BATCH; sb = sb->next) {
@@ -620,13 +629,14 @@ static void disk_pass(px__winbe_t *be, uint64_t now) {
     if (!dirs[n])
       break;
     sb->disk_next_ms = now + PX__DISK_EVERY_MS;
+    caps[n] = dir_cap(be, sb);
     sb->refs++;
     due[n++] = sb;
   }
   px_mutex_unlock(&be->lock);
   for (i = 0; i < n; i++) {
     px__dir_usage_t u;
-    int rc = px__winbe_dir_usage(dirs[i], be->dir_bytes, be->dir_files,
+    int rc = px__winbe_dir_usage(dirs[i], caps[i], be->dir_files,
                                  be->named_streams, &u);
     free(dirs[i]);
     px_mutex_lock(&be->lock);

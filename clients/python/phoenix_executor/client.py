@@ -24,7 +24,8 @@ from .types import Accepted, Description, Output, Result, Started
 
 Event = Union[Accepted, Started, Output, Result]
 
-_LIMIT_KEYS = ("cpu_ms", "wall_ms", "memory_bytes", "processes", "output_bytes")
+_LIMIT_KEYS = ("cpu_ms", "wall_ms", "memory_bytes", "processes", "output_bytes",
+               "disk_bytes")
 _ids = itertools.count(1)
 
 
@@ -118,7 +119,7 @@ class Executor:
                high_trust: bool = False, _stream_output: bool = True) -> Iterator[Event]:
         """Run code and yield its events as they arrive: Accepted, Started,
         Output chunks, and the Result last. limits: any of cpu_ms, wall_ms,
-        memory_bytes, processes, output_bytes (ints). files: dicts with path,
+        memory_bytes, processes, output_bytes, disk_bytes (ints). files: dicts with path,
         content and optionally encoding ("utf-8" or "base64")."""
         jid = job_id or f"py-{os.getpid()}-{next(_ids)}"
         msg: Dict[str, Any] = {"type": "run", "id": jid, "runtime": runtime, "code": code}
