@@ -974,12 +974,16 @@ static void py_network(adv_env_t *e) {
 }
 
 /* privileges.py (adv_privileges): non-root, no capabilities,
- * no_new_privs, seccomp; every attempt denied. */
+ * no_new_privs, seccomp; every attempt denied but two: Docker's default
+ * seccomp profile (the engine's, not ours) allows Linux AIO (io_setup)
+ * and reading the LDT (modify_ldt func 0), which the native filter
+ * refuses (docs/container-backend.md, "What differs"). */
 static void py_privileges(adv_env_t *e) {
+  static const char *const engine_allows[] = {"io_setup", "modify_ldt", NULL};
   cJSON *r = py_run(e, "privileges", "privileges.py", NULL,
                     "[\"fs:write_tmp\"]", 0, NULL);
   ADV_EXPECT(r, "ok", NULL);
-  ASSERT_GE(adv_all_denied(r), 18);
+  ASSERT_GE(adv_denied_except(r, engine_allows), 18);
   cJSON_Delete(r);
   adv_check_host(e, NULL);
 }
