@@ -76,8 +76,14 @@ static void wpath(WCHAR *w, const char *p) {
 static void setup_paths(px_win_setup_t *s, char *data, char *work, char *store,
                         char *kb, char *cfg, const char **roots) {
   WCHAR w[MAX_PATH];
+  WCHAR wd[MAX_PATH];
   snprintf(data, MAX_PATH, "%sPhoenixOrch", px_test_tmpdir());
-  snprintf(work, MAX_PATH, "%sPhoenixOrchW\\Temp", px_test_tmpdir());
+  /* "Own" begins at a folder named PhoenixOrch (px__setup_owned_depth):
+   * tmp\w stands for C:\, which the service only checks. */
+  snprintf(work, MAX_PATH, "%sw", px_test_tmpdir());
+  wpath(wd, work);
+  CreateDirectoryW(wd, NULL);
+  snprintf(work, MAX_PATH, "%sw\\PhoenixOrch\\Temp", px_test_tmpdir());
   snprintf(store, MAX_PATH, "%s\\kb-store", data);
   snprintf(kb, MAX_PATH, "%skb-root", px_test_tmpdir());
   snprintf(cfg, MAX_PATH, "%s\\executor.json", data);
@@ -363,5 +369,122 @@ TEST_IMPL(setup_claim_precreated) {
   LocalFree(sd);
   RemoveDirectoryW(w);
   (void)present;
+
+/* Issue 23 1.1: "own" begins at the PhoenixOrch folder. On the old rule
+ * (the directory and its parent) C:\ProgramData was the service's own,
+ * and its Users create rights made the start re-ACL it for the whole
+ * machine. */
+TEST_IMPL(setup_owned_depth) {
+  int fix = -1;
+  ASSERT_EQ(px__setup_owned_depth(L"C:\\ProgramData\\PhoenixOrch", &fix), 1);
+  ASSERT_EQ(fix, 1);
+  ASSERT_EQ(px__setup_owned_depth(L"C:\\ProgramData\\PhoenixOrch\\kb-store", &fix), 2);
+  ASSERT_EQ(px__setup_owned_depth(L"C:\\ProgramData\\phoenixorch\\executor.json", &fix), 2);
+  ASSERT_EQ(px__setup_owned_depth(L"C:\\PhoenixOrch\\Temp", &fix), 2);
+  ASSERT_EQ(px__setup_owned_depth(L"C:\\PhoenixOrch\\Temp\\", &fix), 2);
+  ASSERT_EQ(fix, 1);
+  /* PhoenixOrchW is not the product folder. */
+  ASSERT_EQ(px__setup_owned_depth(L"C:\\PhoenixOrchW\\Temp", &fix), 1);
+  ASSERT_EQ(fix, 0);
+  /* An administrator's own folder: only the last component, never fixed. */
+  ASSERT_EQ(px__setup_owned_depth(L"D:\\jobs\\work", &fix), 1);
+  ASSERT_EQ(fix, 0);
+  ASSERT_EQ(px__setup_owned_depth(L"C:\\", &fix), 0);
+  return 0;
+}
+
+/* The descriptor of path (owner, group, DACL) as self-relative bytes,
+ * read by handle the way the service reads it. */
+static DWORD sd_bytes(const WCHAR *path, BYTE *out, DWORD outsz) {
+  PSECURITY_DESCRIPTOR sd = NULL;
+  DWORD n = 0;
+  if (GetNamedSecurityInfoW(path, SE_FILE_OBJECT,
+                            OWNER_SECURITY_INFORMATION |
+                                GROUP_SECURITY_INFORMATION |
+                                DACL_SECURITY_INFORMATION,
+                            NULL, NULL, NULL, NULL, &sd) != ERROR_SUCCESS)
+    return 0;
+  n = GetSecurityDescriptorLength(sd);
+  if (n > outsz)
+    n = 0;
+  else
+    memcpy(out, sd, n);
+  LocalFree(sd);
+  return n;
+}
+
+/* Issue 23 1.1 on the real folders: C:\ProgramData made to grant others
+ * write-type rights (Windows' default DACL gives Users create-files and
+ * create-folders; under Wine the nearest is Everyone via the Unix mode),
+ * then the set-up with the data directory Windows gives a LocalSystem
+ * service (C:\ProgramData\PhoenixOrch). Its descriptor and an unrelated
+ * sibling's are byte-identical afterwards, and SetSecurityInfo is never
+ * called (every call fails through the seam: a call would show as
+ * "setting the admin-only DACL failed"). On the old rule the start
+ * rewrote C:\ProgramData's DACL. */
+TEST_IMPL(setup_never_reacls_programdata) {
+  static const WCHAR *const pd = L"C:\\ProgramData";
+  static const WCHAR *const sib = L"C:\\ProgramData\\px-sibling-app";
+  static BYTE before[4096], after[4096], sbefore[4096], safter[4096];
+  PSECURITY_DESCRIPTOR orig = NULL, open = NULL;
+  PACL odacl = NULL, dacl = NULL;
+  BOOL present = FALSE, defaulted = FALSE;
+  DWORD n1, n2, s1, s2;
+  unsigned long calls;
+  char why[640] = "", work[MAX_PATH];
+  const char *data = "C:\\ProgramData\\PhoenixOrch";
+  px_win_setup_t s;
+  int rc;
+  CreateDirectoryW(sib, NULL);
+  ASSERT_EQ(GetNamedSecurityInfoW(pd, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION,
+                                  NULL, NULL, &odacl, NULL, &orig),
+            ERROR_SUCCESS);
+  ASSERT(ConvertStringSecurityDescriptorToSecurityDescriptorW(
+      L"D:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)"
+      L"(A;CI;0x116;;;BU)(A;CI;0x116;;;WD)",
+      SDDL_REVISION_1, &open, NULL));
+  ASSERT(GetSecurityDescriptorDacl(open, &present, &dacl, &defaulted) && dacl);
+  ASSERT_EQ(SetNamedSecurityInfoW((WCHAR *)pd, SE_FILE_OBJECT,
+                                  DACL_SECURITY_INFORMATION, NULL, NULL, dacl,
+                                  NULL),
+            ERROR_SUCCESS);
+  n1 = sd_bytes(pd, before, sizeof before);
+  s1 = sd_bytes(sib, sbefore, sizeof sbefore);
+  ASSERT(n1 > 0 && s1 > 0);
+  memset(&s, 0, sizeof s);
+  snprintf(work, sizeof work, "%sw\\PhoenixOrch\\Temp", px_test_tmpdir());
+  s.data_dir = data;
+  s.work_root = work;
+  s.acl = 1;
+  {
+    WCHAR wd[MAX_PATH];
+    snprintf(work, sizeof work, "%sw", px_test_tmpdir());
+    wpath(wd, work);
+    CreateDirectoryW(wd, NULL);
+    snprintf(work, sizeof work, "%sw\\PhoenixOrch\\Temp", px_test_tmpdir());
+  }
+  /* First run: may create C:\ProgramData\PhoenixOrch (admin-only). */
+  rc = px_win_setup_apply(&s, why, sizeof why);
+  printf("apply: %d %s\n", rc, why);
+  calls = px__winapi_calls(PX_WAPI_SetSecurityInfo);
+  ASSERT_OK(px_fault_arm("winapi.SetSecurityInfo", 1, ERROR_ACCESS_DENIED));
+  rc = px_win_setup_apply(&s, why, sizeof why);
+  px_fault_reset();
+  printf("apply again: %d %s; SetSecurityInfo calls %lu\n", rc, why,
+         px__winapi_calls(PX_WAPI_SetSecurityInfo) - calls);
+  n2 = sd_bytes(pd, after, sizeof after);
+  s2 = sd_bytes(sib, safter, sizeof safter);
+  /* Put C:\ProgramData back as the prefix had it. */
+  SetNamedSecurityInfoW((WCHAR *)pd, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION,
+                        NULL, NULL, odacl, NULL);
+  LocalFree(orig);
+  LocalFree(open);
+  ASSERT_EQ(px__winapi_calls(PX_WAPI_SetSecurityInfo) - calls, 0);
+  ASSERT(strstr(why, "setting the admin-only DACL") == NULL);
+  /* A finding on C:\ProgramData (an ancestor) stops the start, named;
+   * otherwise the start goes on. Nothing is "fixed" either way. */
+  ASSERT(rc == 0 || strstr(why, "ProgramData") != NULL);
+  ASSERT(n1 == n2 && memcmp(before, after, n1) == 0);
+  ASSERT(s1 == s2 && memcmp(sbefore, safter, s1) == 0);
   return 0;
 }
