@@ -68,6 +68,7 @@ TEST_IMPL(setup_sddl_rules) {
 /* test_pathcheck.c: a junction (Windows) or a Unix symlink (Wine). */
 int pc_plant(const WCHAR *link, const WCHAR *target, const char **kind);
 int pc_unplant(const WCHAR *link, const char *kind);
+int pc_chmod(const WCHAR *path, const char *mode);
 
 static void wpath(WCHAR *w, const char *p) {
   MultiByteToWideChar(CP_UTF8, 0, p, -1, w, MAX_PATH);
@@ -413,57 +414,62 @@ static DWORD sd_bytes(const WCHAR *path, BYTE *out, DWORD outsz) {
   return n;
 }
 
-/* Issue 23 1.1 on the real folders: C:\ProgramData made to grant others
- * write-type rights (Windows' default DACL gives Users create-files and
- * create-folders; under Wine the nearest is Everyone via the Unix mode),
- * then the set-up with the data directory Windows gives a LocalSystem
- * service (C:\ProgramData\PhoenixOrch). Its descriptor and an unrelated
- * sibling's are byte-identical afterwards, and SetSecurityInfo is never
- * called (every call fails through the seam: a call would show as
- * "setting the admin-only DACL failed"). On the old rule the start
- * rewrote C:\ProgramData's DACL. */
+/* Read path's descriptor until it differs from old (n bytes), for at
+ * most 5 s; the last reading is left in the file-static buffer and its
+ * length returned. */
+static BYTE g_sd_now[4096];
+static DWORD wait_sd_change(const WCHAR *path, const BYTE *old, DWORD n) {
+  DWORD k = 0;
+  int i;
+  for (i = 0; i < 100; i++) {
+    k = sd_bytes(path, g_sd_now, sizeof g_sd_now);
+    if (k != n || memcmp(g_sd_now, old, n) != 0)
+      break;
+    Sleep(50);
+  }
+  return k;
+}
+
+/* Issue 23 1.1 on the real folders, with the data directory Windows
+ * gives a LocalSystem service (C:\\ProgramData\\PhoenixOrch). On Windows
+ * C:\\ProgramData keeps its own DACL, which gives Users create-files and
+ * create-folders; under Wine (which synthesises DACLs from Unix modes and
+ * stores none) it is made open the nearest way, `chmod o+w`, and put back
+ * with `o-w`. The set-up must not change it: its descriptor and an
+ * unrelated sibling's are byte-identical afterwards, and SetSecurityInfo
+ * is never called (every call fails through the seam: one would show as
+ * "setting the admin-only DACL failed"). On the old rule ("the directory
+ * and its parent") the start rewrote C:\\ProgramData's DACL. */
 TEST_IMPL(setup_never_reacls_programdata) {
   static const WCHAR *const pd = L"C:\\ProgramData";
   static const WCHAR *const sib = L"C:\\ProgramData\\px-sibling-app";
   static BYTE before[4096], after[4096], sbefore[4096], safter[4096];
-  PSECURITY_DESCRIPTOR orig = NULL, open = NULL;
-  PACL odacl = NULL, dacl = NULL;
-  BOOL present = FALSE, defaulted = FALSE;
   DWORD n1, n2, s1, s2;
   unsigned long calls;
   char why[640] = "", work[MAX_PATH];
-  const char *data = "C:\\ProgramData\\PhoenixOrch";
+  WCHAR wd[MAX_PATH];
   px_win_setup_t s;
-  int rc;
+  int rc, wine = px_test_under_wine();
   CreateDirectoryW(sib, NULL);
-  ASSERT_EQ(GetNamedSecurityInfoW(pd, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION,
-                                  NULL, NULL, &odacl, NULL, &orig),
-            ERROR_SUCCESS);
-  ASSERT(ConvertStringSecurityDescriptorToSecurityDescriptorW(
-      L"D:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;BU)"
-      L"(A;CI;0x116;;;BU)(A;CI;0x116;;;WD)",
-      SDDL_REVISION_1, &open, NULL));
-  ASSERT(GetSecurityDescriptorDacl(open, &present, &dacl, &defaulted) && dacl);
-  ASSERT_EQ(SetNamedSecurityInfoW((WCHAR *)pd, SE_FILE_OBJECT,
-                                  DACL_SECURITY_INFORMATION, NULL, NULL, dacl,
-                                  NULL),
-            ERROR_SUCCESS);
-  n1 = sd_bytes(pd, before, sizeof before);
-  s1 = sd_bytes(sib, sbefore, sizeof sbefore);
-  ASSERT(n1 > 0 && s1 > 0);
-  memset(&s, 0, sizeof s);
+  snprintf(work, sizeof work, "%sw", px_test_tmpdir());
+  wpath(wd, work);
+  CreateDirectoryW(wd, NULL);
   snprintf(work, sizeof work, "%sw\\PhoenixOrch\\Temp", px_test_tmpdir());
-  s.data_dir = data;
+  memset(&s, 0, sizeof s);
+  s.data_dir = "C:\\ProgramData\\PhoenixOrch";
   s.work_root = work;
   s.acl = 1;
-  {
-    WCHAR wd[MAX_PATH];
-    snprintf(work, sizeof work, "%sw", px_test_tmpdir());
-    wpath(wd, work);
-    CreateDirectoryW(wd, NULL);
-    snprintf(work, sizeof work, "%sw\\PhoenixOrch\\Temp", px_test_tmpdir());
+  n1 = sd_bytes(pd, before, sizeof before);
+  if (wine) {
+    /* Wine starts the Unix chmod and may report it done before it ran:
+     * wait until the descriptor it synthesises shows the change. */
+    ASSERT(pc_chmod(pd, "o+w"));
+    n2 = wait_sd_change(pd, before, n1);
+    ASSERT(n2 != n1 || memcmp(before, g_sd_now, n1) != 0);
+    n1 = sd_bytes(pd, before, sizeof before);
   }
-  /* First run: may create C:\ProgramData\PhoenixOrch (admin-only). */
+  s1 = sd_bytes(sib, sbefore, sizeof sbefore);
+  /* First run: may create C:\\ProgramData\\PhoenixOrch (admin-only). */
   rc = px_win_setup_apply(&s, why, sizeof why);
   printf("apply: %d %s\n", rc, why);
   calls = px__winapi_calls(PX_WAPI_SetSecurityInfo);
@@ -474,14 +480,14 @@ TEST_IMPL(setup_never_reacls_programdata) {
          px__winapi_calls(PX_WAPI_SetSecurityInfo) - calls);
   n2 = sd_bytes(pd, after, sizeof after);
   s2 = sd_bytes(sib, safter, sizeof safter);
-  /* Put C:\ProgramData back as the prefix had it. */
-  SetNamedSecurityInfoW((WCHAR *)pd, SE_FILE_OBJECT, DACL_SECURITY_INFORMATION,
-                        NULL, NULL, odacl, NULL);
-  LocalFree(orig);
-  LocalFree(open);
+  if (wine) {
+    pc_chmod(pd, "o-w");
+    wait_sd_change(pd, after, n2);
+  }
+  ASSERT(n1 > 0 && s1 > 0);
   ASSERT_EQ(px__winapi_calls(PX_WAPI_SetSecurityInfo) - calls, 0);
   ASSERT(strstr(why, "setting the admin-only DACL") == NULL);
-  /* A finding on C:\ProgramData (an ancestor) stops the start, named;
+  /* A finding on C:\\ProgramData (an ancestor) stops the start, named;
    * otherwise the start goes on. Nothing is "fixed" either way. */
   ASSERT(rc == 0 || strstr(why, "ProgramData") != NULL);
   ASSERT(n1 == n2 && memcmp(before, after, n1) == 0);
