@@ -287,45 +287,6 @@ static int kb_root(const px_win_setup_t *s, const char *path, int apply, PSID se
 
 /* ---- the walks ---- */
 
-/* How many trailing components of path are the service's own. "Own"
- * begins at the product folder: the first component named PhoenixOrch
- * (%ProgramData%\PhoenixOrch, C:\PhoenixOrch) and everything below it.
- * Everything above it (C:\ProgramData, C:\Program Files, a volume root)
- * belongs to Windows or to the administrator: it is only checked, never
- * changed (its DACL grants Users create rights by design, and
- * SetSecurityInfo with a protected DACL there would re-ACL every other
- * program's folder below it). A configured path outside a PhoenixOrch
- * folder owns only its last component, and *fixable is 0: the service
- * may create it admin-only but never re-ACLs one it finds. */
-unsigned px__setup_owned_depth(const WCHAR *p, int *fixable) {
-  static const WCHAR product[] = L"PhoenixOrch";
-  const size_t plen = sizeof product / sizeof product[0] - 1;
-  unsigned n = 0, from = 0;
-  int found = 0;
-  size_t i = 3, s;
-  while (p[0] && p[1] == L':' && p[2] && p[i]) {
-    s = i;
-    while (p[i] && p[i] != L'\\' && p[i] != L'/')
-      i++;
-    if (i > s) {
-      n++;
-      if (!found && i - s == plen &&
-          CompareStringOrdinal(p + s, (int)plen, product, (int)plen, TRUE) ==
-              CSTR_EQUAL) {
-        found = 1;
-        from = n;
-      }
-    }
-    if (p[i])
-      i++;
-  }
-  if (fixable)
-    *fixable = found;
-  if (found)
-    return n - from + 1;
-  return n ? 1 : 0;
-}
-
 static int walk(const px_win_setup_t *s, const char *path, int file, int apply,
                 char *why, size_t whysz) {
   px__path_req_t rq;
@@ -336,7 +297,7 @@ static int walk(const px_win_setup_t *s, const char *path, int file, int apply,
     return PX_ENOMEM;
   memset(&rq, 0, sizeof rq);
   rq.path = w;
-  rq.owned = px__setup_owned_depth(w, &fixable);
+  rq.owned = px__path_owned_depth(w, &fixable);
   rq.create = apply && !file;
   rq.fix = apply && !file && fixable;
   rq.file = file;

@@ -13,7 +13,6 @@
 #define PX_WIN_SETUP_H
 
 #include <stddef.h>
-#include <wchar.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,7 +36,7 @@ typedef struct {
  * TrustedInstaller or the service with no non-administrator allowed to
  * delete, rename or re-ACL it. The service's own directories - the
  * components of data_dir, work_root, kb_store and config_path from the
- * PhoenixOrch folder down (px__setup_owned_depth; never C:\ProgramData or
+ * PhoenixOrch folder down (px__path_owned_depth, watchdog/win/pathcheck.h; never C:\ProgramData or
  * any other folder above it, which are only checked) - also grant no
  * write-type right to anybody else.
  * Apply, idempotently: creates the missing own directories with a
@@ -69,11 +68,6 @@ int px_win_setup_claim(const char *dir, char *why, size_t whysz);
  * why (when not NULL) names the first offending SID. */
 int px__setup_check_sddl(const char *sddl, const char *self_sid, char *why,
                          size_t whysz);
-/* How many trailing components of the absolute path p are the service's
- * own: from the first component named PhoenixOrch down (an ancestor
- * above it is only checked, never changed); without one, only the last
- * component, and *fixable (may be NULL) is 0: never re-ACL'd. */
-unsigned px__setup_owned_depth(const wchar_t *p, int *fixable);
 /* The KB root rule on a descriptor given as SDDL (tests). 0 or PX_EACL. */
 int px__setup_kb_check_sddl(const char *sddl, char *why, size_t whysz);
 

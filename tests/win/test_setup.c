@@ -12,6 +12,7 @@
 #include "px/px_error.h"
 #include "px/px_fault.h"
 #include "service/win/setup.h"
+#include "watchdog/win/pathcheck.h"
 #include "watchdog/win/winapi.h"
 
 #include <windows.h>
@@ -79,7 +80,7 @@ static void setup_paths(px_win_setup_t *s, char *data, char *work, char *store,
   WCHAR w[MAX_PATH];
   WCHAR wd[MAX_PATH];
   snprintf(data, MAX_PATH, "%sPhoenixOrch", px_test_tmpdir());
-  /* "Own" begins at a folder named PhoenixOrch (px__setup_owned_depth):
+  /* "Own" begins at a folder named PhoenixOrch (px__path_owned_depth):
    * tmp\w stands for C:\, which the service only checks. */
   snprintf(work, MAX_PATH, "%sw", px_test_tmpdir());
   wpath(wd, work);
@@ -377,20 +378,20 @@ TEST_IMPL(setup_claim_precreated) {
  * machine. */
 TEST_IMPL(setup_owned_depth) {
   int fix = -1;
-  ASSERT_EQ(px__setup_owned_depth(L"C:\\ProgramData\\PhoenixOrch", &fix), 1);
+  ASSERT_EQ(px__path_owned_depth(L"C:\\ProgramData\\PhoenixOrch", &fix), 1);
   ASSERT_EQ(fix, 1);
-  ASSERT_EQ(px__setup_owned_depth(L"C:\\ProgramData\\PhoenixOrch\\kb-store", &fix), 2);
-  ASSERT_EQ(px__setup_owned_depth(L"C:\\ProgramData\\phoenixorch\\executor.json", &fix), 2);
-  ASSERT_EQ(px__setup_owned_depth(L"C:\\PhoenixOrch\\Temp", &fix), 2);
-  ASSERT_EQ(px__setup_owned_depth(L"C:\\PhoenixOrch\\Temp\\", &fix), 2);
+  ASSERT_EQ(px__path_owned_depth(L"C:\\ProgramData\\PhoenixOrch\\kb-store", &fix), 2);
+  ASSERT_EQ(px__path_owned_depth(L"C:\\ProgramData\\phoenixorch\\executor.json", &fix), 2);
+  ASSERT_EQ(px__path_owned_depth(L"C:\\PhoenixOrch\\Temp", &fix), 2);
+  ASSERT_EQ(px__path_owned_depth(L"C:\\PhoenixOrch\\Temp\\", &fix), 2);
   ASSERT_EQ(fix, 1);
   /* PhoenixOrchW is not the product folder. */
-  ASSERT_EQ(px__setup_owned_depth(L"C:\\PhoenixOrchW\\Temp", &fix), 1);
+  ASSERT_EQ(px__path_owned_depth(L"C:\\PhoenixOrchW\\Temp", &fix), 1);
   ASSERT_EQ(fix, 0);
   /* An administrator's own folder: only the last component, never fixed. */
-  ASSERT_EQ(px__setup_owned_depth(L"D:\\jobs\\work", &fix), 1);
+  ASSERT_EQ(px__path_owned_depth(L"D:\\jobs\\work", &fix), 1);
   ASSERT_EQ(fix, 0);
-  ASSERT_EQ(px__setup_owned_depth(L"C:\\", &fix), 0);
+  ASSERT_EQ(px__path_owned_depth(L"C:\\", &fix), 0);
   return 0;
 }
 
