@@ -385,11 +385,13 @@ TEST_IMPL(setup_owned_depth) {
   ASSERT_EQ(px__path_owned_depth(L"C:\\PhoenixOrch\\Temp", &fix), 2);
   ASSERT_EQ(px__path_owned_depth(L"C:\\PhoenixOrch\\Temp\\", &fix), 2);
   ASSERT_EQ(fix, 1);
-  /* PhoenixOrchW is not the product folder. */
-  ASSERT_EQ(px__path_owned_depth(L"C:\\PhoenixOrchW\\Temp", &fix), 1);
+  /* PhoenixOrchW is not the product folder: the directory and its
+   * parent are checked as own (created when missing), never fixed. */
+  ASSERT_EQ(px__path_owned_depth(L"C:\\PhoenixOrchW\\Temp", &fix), 2);
   ASSERT_EQ(fix, 0);
-  /* An administrator's own folder: only the last component, never fixed. */
-  ASSERT_EQ(px__path_owned_depth(L"D:\\jobs\\work", &fix), 1);
+  ASSERT_EQ(px__path_owned_depth(L"D:\\jobs\\work", &fix), 2);
+  ASSERT_EQ(fix, 0);
+  ASSERT_EQ(px__path_owned_depth(L"D:\\jobs", &fix), 1);
   ASSERT_EQ(fix, 0);
   ASSERT_EQ(px__path_owned_depth(L"C:\\", &fix), 0);
   return 0;

@@ -476,8 +476,10 @@ out:
  * changed (its DACL grants Users create rights by design, and
  * SetSecurityInfo with a protected DACL there would re-ACL every other
  * program's folder below it). A configured path outside a PhoenixOrch
- * folder owns only its last component, and *fixable is 0: the service
- * may create it admin-only but never re-ACLs one it finds. */
+ * folder keeps the older reach (the directory and its parent, one when
+ * the parent is the volume root: created admin-only when missing, held to
+ * the own rule), but *fixable is 0: a component found open is refused,
+ * never re-ACL'd. */
 unsigned px__path_owned_depth(const WCHAR *p, int *fixable) {
   static const WCHAR product[] = L"PhoenixOrch";
   const size_t plen = sizeof product / sizeof product[0] - 1;
@@ -504,7 +506,7 @@ unsigned px__path_owned_depth(const WCHAR *p, int *fixable) {
     *fixable = found;
   if (found)
     return n - from + 1;
-  return n ? 1 : 0;
+  return n < 2 ? n : 2;
 }
 
 int px__path_open(const px__path_req_t *rq, HANDLE *out, char *why, size_t whysz) {

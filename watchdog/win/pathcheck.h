@@ -62,9 +62,10 @@ int px__path_open(const px__path_req_t *rq, HANDLE *out, char *why,
  * product folder the MSI and the service create (C:\PhoenixOrch,
  * %ProgramData%\PhoenixOrch). An ancestor above it (C:\ProgramData, a
  * volume root) is never the service's: only checked, never re-ACL'd.
- * Without a PhoenixOrch component only the last component is own, and
- * *fixable (may be NULL) is 0: it may be created admin-only, never
- * re-ACL'd when found (rq->fix must stay 0). */
+ * Without a PhoenixOrch component: the directory and its parent (one
+ * when the parent is the volume root), created admin-only when missing and
+ * held to the own rule, but *fixable (may be NULL) is 0: never re-ACL'd
+ * when found (rq->fix must stay 0), a finding refuses the path. */
 unsigned px__path_owned_depth(const WCHAR *p, int *fixable);
 
 /* The rule on a security descriptor (self: the service's own user SID,
