@@ -371,6 +371,8 @@ TEST_IMPL(setup_claim_precreated) {
   LocalFree(sd);
   RemoveDirectoryW(w);
   (void)present;
+  return 0;
+}
 
 /* Issue 23 1.1: "own" begins at the PhoenixOrch folder. On the old rule
  * (the directory and its parent) C:\ProgramData was the service's own,
