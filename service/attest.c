@@ -38,8 +38,6 @@
 #define PROBE_FILE "px-attest"
 #define PROBE_MAX_BYTES (16u << 20)
 
-/* The checks a probe must report, per platform (attest_os.c). */
-extern const char *const px__attest_expected[];
 
 typedef struct {
   px_mutex_t lock;
@@ -262,6 +260,21 @@ static void add_complete(px_attest_report_t *r) {
                 nmissing ? missing : "every expected check was reported");
 }
 
+/* An "unsupported" check proves nothing: only those the platform lists
+ * (attest_os.c) may be; any other fails unsupported_allowed. */
+static void add_unsupported(px_attest_report_t *r) {
+  char names[PX_ATTEST_OBSERVED_MAX - 40], obs[PX_ATTEST_OBSERVED_MAX];
+  size_t n = px_attest_unsupported_refused(r, px__attest_may_be_unsupported,
+                                           names, sizeof names);
+  if (n)
+    px_snprintf(obs, sizeof obs, "unsupported here, must pass: %s", names);
+  else
+    px_snprintf(obs, sizeof obs, "only checks this platform allows were "
+                                 "unsupported");
+  px_attest_add(r, "unsupported_allowed", n ? PX_ATTEST_FAIL : PX_ATTEST_PASS,
+                obs);
+}
+
 /* ---- verdict ---- */
 
 static void log_report(const px_attest_report_t *r) {
@@ -319,6 +332,11 @@ static void attest_into(px_service_t *svc, px_attest_report_t *r) {
     parse_output(r, w.out[0]);
     parse_output(r, w.out[1]);
     add_complete(r);
+    add_unsupported(r);
+    if (os.listener_check)
+      px_attest_add(r, "net_listener_control",
+                    os.listener_check == 1 ? PX_ATTEST_PASS : PX_ATTEST_FAIL,
+                    os.listener_obs);
   }
   r->duration_ms = px_now_ms() - t0;
   {

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#define PX_ATTEST_OS_MAX_ARGS 8
+#define PX_ATTEST_OS_MAX_ARGS 16
 
 typedef struct {
   char *args[PX_ATTEST_OS_MAX_ARGS]; /* owned; appended to the probe argv */
@@ -19,7 +19,21 @@ typedef struct {
   char *scratch;                     /* owned: a path removed at close */
   int copy_probe;                    /* 1: the probe is placed in the job
                                         directory and run from there */
+  void *handle;                      /* owned: a platform object the probe
+                                        must not open (Windows: a pipe with
+                                        the service's pipe descriptor) */
+  int listener_check;                /* 0: none; 1 pass, 2 fail: the
+                                        service reached its own listener
+                                        from outside the sandbox
+                                        (net_listener_control) */
+  char listener_obs[96];
 } px__attest_os_t;
+
+/* The checks a probe must report, per platform (attest_os.c), and those
+ * of them that may be "unsupported" there (NULL-terminated): any other
+ * unsupported check fails unsupported_allowed. */
+extern const char *const px__attest_expected[];
+extern const char *const px__attest_may_be_unsupported[];
 
 /* The probe beside the running executable (px-attest / px-attest.exe),
  * into out. 0, PX_ENOENT (not there), PX_ERANGE. */

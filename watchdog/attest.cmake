@@ -11,7 +11,8 @@ if(PX_IS_WINDOWS)
     ${CMAKE_CURRENT_SOURCE_DIR}/attest/win/fs.c
     ${CMAKE_CURRENT_SOURCE_DIR}/attest/win/job.c
     ${CMAKE_CURRENT_SOURCE_DIR}/attest/win/process.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/attest/win/net.c)
+    ${CMAKE_CURRENT_SOURCE_DIR}/attest/win/net.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/attest/win/protected.c)
   target_link_options(px-attest PRIVATE ${PX_LINK_UNICODE} ${PX_LINK_STATIC})
   target_link_libraries(px-attest PRIVATE ws2_32 advapi32)
 else()

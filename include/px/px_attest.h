@@ -12,7 +12,9 @@
  * result is "pass", "fail" or "unsupported" (the check cannot be made or
  * does not apply here, e.g. no KB root configured). The service parses the
  * lines (px_attest_parse_line), adds its own checks (probe_ran,
- * time_budget, checks_complete) and decides (px_attest_decide):
+ * time_budget, checks_complete; unsupported_allowed: a check reported
+ * "unsupported" that the platform does not list as allowed to be fails
+ * it) and decides (px_attest_decide):
  *
  *   any fail, allow_degraded off    failed    every `run` is refused with
  *                                             sandbox_unverified
@@ -89,6 +91,15 @@ int px_attest_parse_line(px_attest_report_t *r, const char *line, size_t len,
  * forbids "enforced": without a fail the state is then "degraded". */
 px_attest_state_t px_attest_decide(const px_attest_report_t *r,
                                    int allow_degraded, int under_wine);
+
+/* The checks reported "unsupported" whose names are not in allowed
+ * (NULL-terminated), space-separated into out (truncated to fit; "" when
+ * none). Returns how many. An unsupported check proves nothing, so only a
+ * platform's own list may be unsupported (service/attest.c adds the
+ * check unsupported_allowed from this). */
+size_t px_attest_unsupported_refused(const px_attest_report_t *r,
+                                     const char *const *allowed, char *out,
+                                     size_t outsz);
 
 /* The names of the failed checks, comma-separated, into out (truncated
  * to fit; "" when none). */

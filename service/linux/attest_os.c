@@ -26,6 +26,12 @@ const char *const px__attest_expected[] = {
     "write_inside",  "kb_write",       "cgroup_memory", "cgroup_pids",
     "net_loopback",  "net_egress_control", NULL};
 
+/* What may be "unsupported" on Linux: kb_write without a KB root; a
+ * namespace check when the daemon's own id cannot be read (ns.c). */
+const char *const px__attest_may_be_unsupported[] = {
+    "kb_write", "ns_pid", "ns_mnt", "ns_net", "ns_ipc", "ns_uts", "ns_user",
+    NULL};
+
 int px__attest_probe_path(char *out, size_t outsz) {
   char exe[1024], *slash;
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);

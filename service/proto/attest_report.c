@@ -138,6 +138,32 @@ px_attest_state_t px_attest_decide(const px_attest_report_t *r,
   return under_wine ? PX_ATTEST_DEGRADED : PX_ATTEST_ENFORCED;
 }
 
+size_t px_attest_unsupported_refused(const px_attest_report_t *r,
+                                     const char *const *allowed, char *out,
+                                     size_t outsz) {
+  size_t i, k, n = 0, used = 0;
+  if (outsz)
+    out[0] = '\0';
+  for (i = 0; i < r->nchecks; i++) {
+    const char *name = r->checks[i].name;
+    int ok = 0;
+    if (r->checks[i].result != PX_ATTEST_UNSUPPORTED)
+      continue;
+    for (k = 0; allowed && allowed[k] && !ok; k++)
+      ok = strcmp(allowed[k], name) == 0;
+    if (ok)
+      continue;
+    n++;
+    if (outsz && used + strlen(name) + 2 <= outsz) {
+      if (used)
+        out[used++] = ' ';
+      memcpy(out + used, name, strlen(name) + 1);
+      used += strlen(name);
+    }
+  }
+  return n;
+}
+
 void px_attest_failed_names(const px_attest_report_t *r, char *out,
                             size_t outsz) {
   size_t i, used = 0;

@@ -1,8 +1,11 @@
 /* attest_os.c - the Windows side of the attestation (service/attest_os.h):
- * px-attest.exe beside PhoenixExecutor.exe, a loopback TCP listener, and
- * a sibling directory in the work root standing for another job's: it
- * inherits the work root's administrators-only DACL (service/win/setup.c),
- * which no job token may open.
+ * px-attest.exe beside PhoenixExecutor.exe, a loopback TCP listener (and
+ * the service's own connect to it: net_listener_control), a sibling
+ * directory in the work root standing for another job's (it inherits the
+ * work root's administrators-only DACL, service/win/setup.c), a pipe with
+ * the service's real pipe descriptor (service/win/pipe_sec.c), and the
+ * probe's arguments naming the job account, the configuration file and
+ * the KB store it must not read.
  */
 #include "service/attest_os.h"
 
@@ -12,9 +15,11 @@
 #include "px/px_util.h"
 #include "service/win/daemon.h"
 #include "px/px_win_error.h"
+#include "watchdog/win/identity.h"
 
 #include <winsock2.h>
 #include <windows.h>
+#include <sddl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +31,23 @@ const char *const px__attest_expected[] = {
     "write_inside",     "kb_write",          "sibling_dir",
     "open_service_process", "job_memory_limit", "job_process_limit",
     "breakaway",        "user32",            "net_loopback",
-    "net_egress_control", NULL};
+    "desktop",          "net_caps",          "net_egress_control",
+    "net_egress_loopback", "read_config",    "read_kb_store",
+    "registry_write",   "pipe_open",         NULL};
+
+/* What may be "unsupported" on Windows: the reads of files the service
+ * runs without (no configuration file, no KB). Never the AppContainer,
+ * the user, the integrity level, the restricted token, the job limits or
+ * the per-job desktop: each must pass outside Wine (issue 23). */
+const char *const px__attest_may_be_unsupported[] = {
+    "kb_write", "read_config", "read_kb_store", NULL};
+
+static char *g_config_path; /* owned: the service's --config (or NULL) */
+
+void px__attest_config_path(const char *path) {
+  free(g_config_path);
+  g_config_path = path ? px_strdup(path) : NULL;
+}
 
 int px__attest_probe_path(char *out, size_t outsz) {
   WCHAR exe[MAX_PATH + 32], *slash;
@@ -46,6 +67,23 @@ int px__attest_probe_path(char *out, size_t outsz) {
   rc = px_strlcpy(out, u, outsz);
   free(u);
   return rc;
+}
+
+/* The positive control of the probe's loopback refusals: the service,
+ * outside any sandbox, connects to the same listener (the connection
+ * waits in the backlog; nobody accepts it). */
+static void listener_control(px__attest_os_t *os, struct sockaddr_in a) {
+  SOCKET c = WSASocketW(AF_INET, SOCK_STREAM, IPPROTO_TCP, NULL, 0,
+                        WSA_FLAG_NO_HANDLE_INHERIT);
+  int e = 0;
+  if (c == INVALID_SOCKET || connect(c, (struct sockaddr *)&a, sizeof a) != 0)
+    e = WSAGetLastError();
+  if (c != INVALID_SOCKET)
+    closesocket(c);
+  os->listener_check = e ? 2 : 1;
+  px_snprintf(os->listener_obs, sizeof os->listener_obs,
+              "the service's own connect to 127.0.0.1:%u: %s", os->port,
+              e ? "failed" : "connected");
 }
 
 static int listen_loopback(px__attest_os_t *os) {
@@ -69,6 +107,7 @@ static int listen_loopback(px__attest_os_t *os) {
       getsockname(s, (struct sockaddr *)&a, &len) != 0)
     return PX_LOG_WIN32(PX_EIO, WSAGetLastError(), "bind/listen(attest listener)");
   os->port = ntohs(a.sin_port);
+  listener_control(os, a);
   return 0;
 }
 
@@ -91,11 +130,78 @@ static int make_sibling(const px_config_t *cfg, px__attest_os_t *os) {
   return 0;
 }
 
+static int push2(px__attest_os_t *os, const char *opt, const char *val) {
+  if (os->nargs + 2 > PX_ATTEST_OS_MAX_ARGS)
+    return PX_ERANGE;
+  if (!(os->args[os->nargs++] = px_strdup(opt)) ||
+      !(os->args[os->nargs++] = px_strdup(val)))
+    return PX_ENOMEM;
+  return 0;
+}
+
+/* A pipe instance with the service's pipe descriptor, under a name of its
+ * own (the real pipe may not be listening yet): the probe must not open
+ * it (pipe_open). */
+static int make_pipe(const px_config_t *cfg, px__attest_os_t *os) {
+  char name[128];
+  WCHAR *w;
+  void *sd = NULL;
+  SECURITY_ATTRIBUTES sa;
+  HANDLE h;
+  int rc;
+  if ((rc = px__pipe_security(cfg->transports.pipe_client_group,
+                              cfg->transports.pipe_client_sid, &sd)) != 0)
+    return rc;
+  px_snprintf(name, sizeof name, "\\\\.\\pipe\\PhoenixExecutor-attest-%lu",
+              px_getpid());
+  if (!(w = px__utf16(name))) {
+    LocalFree(sd);
+    return PX_ENOMEM;
+  }
+  memset(&sa, 0, sizeof sa);
+  sa.nLength = sizeof sa;
+  sa.lpSecurityDescriptor = sd;
+  h = CreateNamedPipeW(w, PIPE_ACCESS_DUPLEX | FILE_FLAG_FIRST_PIPE_INSTANCE,
+                       PIPE_TYPE_BYTE | PIPE_WAIT | PIPE_REJECT_REMOTE_CLIENTS, 1,
+                       4096, 4096, 0, &sa);
+  free(w);
+  LocalFree(sd);
+  if (h == INVALID_HANDLE_VALUE)
+    return PX_LOG_WIN32(PX_EIO, GetLastError(), "CreateNamedPipeW(attest pipe)");
+  os->handle = h;
+  return push2(os, "--pipe", name);
+}
+
+/* The job account's SID (watchdog/win/identity.c), the configuration file
+ * and the KB store: what the probe compares with or must not read. Under
+ * Wine there is no job account: --job-user is left out and user_sid
+ * fails (degraded). */
+static int name_protected(const px_config_t *cfg, px__attest_os_t *os) {
+  void *sid = NULL;
+  LPWSTR ws = NULL;
+  char *u = NULL;
+  int rc = 0;
+  if (px_win_job_account_sid(0, &sid) == 0 && sid &&
+      ConvertSidToStringSidW((PSID)sid, &ws) && (u = px__utf8(ws)))
+    rc = push2(os, "--job-user", u);
+  free(u);
+  if (ws)
+    LocalFree(ws);
+  if (sid)
+    LocalFree(sid);
+  if (rc == 0 && g_config_path)
+    rc = push2(os, "--config", g_config_path);
+  if (rc == 0 && cfg->kb.nroots && cfg->kb.store)
+    rc = push2(os, "--kb-store", cfg->kb.store);
+  return rc;
+}
+
 int px__attest_os_open(const px_config_t *cfg, px__attest_os_t *os) {
   int rc;
   memset(os, 0, sizeof *os);
   os->sock = -1;
-  if ((rc = listen_loopback(os)) != 0 || (rc = make_sibling(cfg, os)) != 0)
+  if ((rc = listen_loopback(os)) != 0 || (rc = make_sibling(cfg, os)) != 0 ||
+      (rc = make_pipe(cfg, os)) != 0 || (rc = name_protected(cfg, os)) != 0)
     return rc;
   return 0;
 }
@@ -107,6 +213,9 @@ void px__attest_os_close(px__attest_os_t *os) {
     WSACleanup();
   }
   os->sock = -1;
+  if (os->handle)
+    CloseHandle((HANDLE)os->handle);
+  os->handle = NULL;
   for (i = 0; i < os->nargs; i++)
     free(os->args[i]);
   os->nargs = 0;

@@ -75,6 +75,10 @@ int px__pipe_sddl(const char *group_sid, const char *client_sid,
 int px__pipe_security(const char *client_group, const char *client_sid,
                       void **sd);
 
+/* The configuration file the service was started with (NULL: built-in
+ * defaults), for the attestation's read_config probe (attest_os.c). */
+void px__attest_config_path(const char *path);
+
 /* ---- the pipe's client group (group.c) ---- */
 
 #define PX_CLIENTS_GROUP_DEFAULT "PhoenixExecutor Users"

@@ -35,17 +35,17 @@ static HANDLE open_root(const WCHAR *root) {
   px__path_req_t rq;
   HANDLE h = NULL;
   char why[512];
-  size_t i, n = wcslen(root), seps = 0;
+  size_t n = wcslen(root);
   if (n < 4 || root[1] != L':') {
     PX_LOG(PX_LOG_ERROR, "recovery: work_root must be an absolute path below "
                          "a drive root");
     return NULL;
   }
-  for (i = 3; i + 1 < n; i++)
-    seps += root[i] == L'\\' || root[i] == L'/';
   memset(&rq, 0, sizeof rq);
   rq.path = root;
-  rq.owned = seps ? 2 : 1; /* the root and its parent (not the volume) */
+  /* Own from the PhoenixOrch folder down (C:\\PhoenixOrch\\Temp: both);
+   * never an ancestor such as C:\\ProgramData. */
+  rq.owned = px__path_owned_depth(root, NULL);
   rq.create = 1;
   rq.acl = 1;
   if (px__path_open(&rq, &h, why, sizeof why) != 0) {

@@ -287,31 +287,19 @@ static int kb_root(const px_win_setup_t *s, const char *path, int apply, PSID se
 
 /* ---- the walks ---- */
 
-/* How many trailing components of path are the service's own: the
- * directory and its parent, unless the parent is the volume root. */
-static unsigned owned_depth(const WCHAR *p) {
-  unsigned n = 0;
-  size_t i;
-  for (i = 3; p[i]; i++)
-    if ((p[i] == L'\\' || p[i] == L'/') && p[i + 1])
-      n++;
-  n += p[3] ? 1 : 0;
-  return n < 2 ? n : 2;
-}
-
 static int walk(const px_win_setup_t *s, const char *path, int file, int apply,
                 char *why, size_t whysz) {
   px__path_req_t rq;
   WCHAR *w = px__utf16(path);
   HANDLE h = NULL;
-  int rc;
+  int rc, fixable = 0;
   if (!w)
     return PX_ENOMEM;
   memset(&rq, 0, sizeof rq);
   rq.path = w;
-  rq.owned = owned_depth(w);
+  rq.owned = px__path_owned_depth(w, &fixable);
   rq.create = apply && !file;
-  rq.fix = apply && !file;
+  rq.fix = apply && !file && fixable;
   rq.file = file;
   rq.acl = s->acl;
   rc = px__path_open(&rq, &h, why, whysz);

@@ -34,10 +34,11 @@ typedef struct {
  * (watchdog/win/pathcheck.h): no reparse point at any level, the final
  * path the configured one, every ancestor owned by SYSTEM, Administrators,
  * TrustedInstaller or the service with no non-administrator allowed to
- * delete, rename or re-ACL it. The service's own directories - the last
- * two components of data_dir, work_root and kb_store (one when the parent
- * is the volume root), and of config_path - also grant no write-type right
- * to anybody else.
+ * delete, rename or re-ACL it. The service's own directories - the
+ * components of data_dir, work_root, kb_store and config_path from the
+ * PhoenixOrch folder down (px__path_owned_depth, watchdog/win/pathcheck.h; never C:\ProgramData or
+ * any other folder above it, which are only checked) - also grant no
+ * write-type right to anybody else.
  * Apply, idempotently: creates the missing own directories with a
  * protected DACL (SYSTEM and Administrators full control, inherited
  * inside; owner Administrators); gives an own directory whose owner is

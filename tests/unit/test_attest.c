@@ -94,3 +94,24 @@ TEST_IMPL(attest_json_and_truncation) {
   free(json);
   return 0;
 }
+
+/* Issue 23 1.4: "unsupported" proves nothing; only a platform's own list
+ * may be unsupported (service/attest.c: unsupported_allowed). */
+TEST_IMPL(attest_unsupported_refused) {
+  static const char *const allowed[] = {"kb_write", "read_config", NULL};
+  px_attest_report_t r;
+  char names[64];
+  memset(&r, 0, sizeof r);
+  px_attest_add(&r, "kb_write", PX_ATTEST_UNSUPPORTED, "");
+  px_attest_add(&r, "integrity", PX_ATTEST_PASS, "");
+  ASSERT_EQ(px_attest_unsupported_refused(&r, allowed, names, sizeof names), 0);
+  ASSERT_STR_EQ(names, "");
+  px_attest_add(&r, "appcontainer", PX_ATTEST_UNSUPPORTED, "");
+  px_attest_add(&r, "desktop", PX_ATTEST_UNSUPPORTED, "");
+  ASSERT_EQ(px_attest_unsupported_refused(&r, allowed, names, sizeof names), 2);
+  ASSERT_STR_EQ(names, "appcontainer desktop");
+  ASSERT_EQ(px_attest_unsupported_refused(&r, NULL, names, sizeof names), 3);
+  ASSERT_EQ(px_attest_unsupported_refused(&r, allowed, names, 14), 2);
+  ASSERT_STR_EQ(names, "appcontainer");
+  return 0;
+}

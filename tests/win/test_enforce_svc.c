@@ -10,9 +10,10 @@
  * sandbox/win/tests/validation_tests and notes/threats.md; each prints its
  * rows and adds them to the report enforcesvc_report prints.
  *
- * Expected values follow the hardened design of issue 13 (every job in an
- * AppContainer with its user SID deny-only, narrowed restricting SIDs, its
- * own window station and desktop, Low integrity). Values marked `*` in the
+ * Expected values follow the job-account design (issue 23: every job runs
+ * as the PhoenixExecutorJob account, logged on by S4U, its user SID a
+ * normal SID, in an AppContainer with narrowed restricting SIDs, its own
+ * window station and desktop, Low integrity). Values marked `*` in the
  * report (ENF_UNVERIFIED here) come from the Windows documentation and have
  * not yet been observed on real Windows: a FAIL on one of them may be the
  * expectation's error, which docs/windows-verification.md says how to tell.
@@ -25,6 +26,7 @@
 #include "tests/win/enfsuite.h"
 
 #include "px/px_os.h"
+#include "watchdog/win/identity.h"
 
 #include <sddl.h>
 #include <tlhelp32.h>
@@ -77,6 +79,23 @@ static int is_std_handle(const char *report, const char *h) {
   return 0;
 }
 
+/* The job's user is the job account (watchdog/win/identity.c), a normal
+ * SID (attributes 0: not deny-only), never SYSTEM. v: "SID 0xATTRS" as the
+ * probe prints it. */
+static void job_user_row(enf_t *e, const char *ctl, const char *v) {
+  void *sid = NULL;
+  LPWSTR ws = NULL;
+  char want[200] = "the job account (none found)";
+  if (px_win_job_account_sid(0, &sid) == 0 && sid && ConvertSidToStringSidW(sid, &ws))
+    snprintf(want, sizeof want, "%ls 0x0", ws);
+  if (ws)
+    LocalFree(ws);
+  if (sid)
+    LocalFree(sid);
+  row_text(e, "user = job account", want, ctl, v,
+           strncmp(want, "S-1-", 4) == 0 && strcmp(v, want) == 0);
+}
+
 static void identity_rows(enf_t *e, const char *ctl, const char *job) {
   char v[256] = "none", c[256] = "none", x[300];
   unsigned long flags;
@@ -93,7 +112,7 @@ static void identity_rows(enf_t *e, const char *ctl, const char *job) {
     sscanf(p + 5, "%255[^\r\n]", v);
   p = strstr(ctl, "USER ");
   sscanf(p + 5, "%255[^\r\n]", c);
-  row_text(e, "user SID deny-only", "S-1-5-18 0x10", c, v, !strcmp(v, "S-1-5-18 0x10"));
+  job_user_row(e, c, v);
   v[0] = 0;
   p = strstr(job, "APPCONTAINER ");
   snprintf(x, sizeof x, "%.20s", p ? p + 13 : "none");

@@ -381,8 +381,9 @@ TEST_IMPL(pathcheck_faults) {
 }
 
 /* Under Wine: chmod the Unix directory behind `path` (Wine derives the
- * DACL it reports from the mode). */
-static int pc_chmod(const WCHAR *path, const char *mode) {
+ * DACL it reports from the mode). Also used by test_setup.c. */
+int pc_chmod(const WCHAR *path, const char *mode);
+int pc_chmod(const WCHAR *path, const char *mode) {
   HMODULE k32 = GetModuleHandleW(L"kernel32.dll");
   unix_name_fn to_unix =
       k32 ? (unix_name_fn)(void (*)(void))GetProcAddress(k32, "wine_get_unix_file_name")

@@ -12,6 +12,7 @@
 #include "px/px_error.h"
 #include "px/px_fault.h"
 #include "service/win/setup.h"
+#include "watchdog/win/pathcheck.h"
 #include "watchdog/win/winapi.h"
 
 #include <windows.h>
@@ -68,6 +69,7 @@ TEST_IMPL(setup_sddl_rules) {
 /* test_pathcheck.c: a junction (Windows) or a Unix symlink (Wine). */
 int pc_plant(const WCHAR *link, const WCHAR *target, const char **kind);
 int pc_unplant(const WCHAR *link, const char *kind);
+int pc_chmod(const WCHAR *path, const char *mode);
 
 static void wpath(WCHAR *w, const char *p) {
   MultiByteToWideChar(CP_UTF8, 0, p, -1, w, MAX_PATH);
@@ -76,8 +78,14 @@ static void wpath(WCHAR *w, const char *p) {
 static void setup_paths(px_win_setup_t *s, char *data, char *work, char *store,
                         char *kb, char *cfg, const char **roots) {
   WCHAR w[MAX_PATH];
+  WCHAR wd[MAX_PATH];
   snprintf(data, MAX_PATH, "%sPhoenixOrch", px_test_tmpdir());
-  snprintf(work, MAX_PATH, "%sPhoenixOrchW\\Temp", px_test_tmpdir());
+  /* "Own" begins at a folder named PhoenixOrch (px__path_owned_depth):
+   * tmp\w stands for C:\, which the service only checks. */
+  snprintf(work, MAX_PATH, "%sw", px_test_tmpdir());
+  wpath(wd, work);
+  CreateDirectoryW(wd, NULL);
+  snprintf(work, MAX_PATH, "%sw\\PhoenixOrch\\Temp", px_test_tmpdir());
   snprintf(store, MAX_PATH, "%s\\kb-store", data);
   snprintf(kb, MAX_PATH, "%skb-root", px_test_tmpdir());
   snprintf(cfg, MAX_PATH, "%s\\executor.json", data);
@@ -363,5 +371,131 @@ TEST_IMPL(setup_claim_precreated) {
   LocalFree(sd);
   RemoveDirectoryW(w);
   (void)present;
+  return 0;
+}
+
+/* Issue 23 1.1: "own" begins at the PhoenixOrch folder. On the old rule
+ * (the directory and its parent) C:\ProgramData was the service's own,
+ * and its Users create rights made the start re-ACL it for the whole
+ * machine. */
+TEST_IMPL(setup_owned_depth) {
+  int fix = -1;
+  ASSERT_EQ(px__path_owned_depth(L"C:\\ProgramData\\PhoenixOrch", &fix), 1);
+  ASSERT_EQ(fix, 1);
+  ASSERT_EQ(px__path_owned_depth(L"C:\\ProgramData\\PhoenixOrch\\kb-store", &fix), 2);
+  ASSERT_EQ(px__path_owned_depth(L"C:\\ProgramData\\phoenixorch\\executor.json", &fix), 2);
+  ASSERT_EQ(px__path_owned_depth(L"C:\\PhoenixOrch\\Temp", &fix), 2);
+  ASSERT_EQ(px__path_owned_depth(L"C:\\PhoenixOrch\\Temp\\", &fix), 2);
+  ASSERT_EQ(fix, 1);
+  /* PhoenixOrchW is not the product folder: the directory and its
+   * parent are checked as own (created when missing), never fixed. */
+  ASSERT_EQ(px__path_owned_depth(L"C:\\PhoenixOrchW\\Temp", &fix), 2);
+  ASSERT_EQ(fix, 0);
+  ASSERT_EQ(px__path_owned_depth(L"D:\\jobs\\work", &fix), 2);
+  ASSERT_EQ(fix, 0);
+  ASSERT_EQ(px__path_owned_depth(L"D:\\jobs", &fix), 1);
+  ASSERT_EQ(fix, 0);
+  ASSERT_EQ(px__path_owned_depth(L"C:\\", &fix), 0);
+  return 0;
+}
+
+/* The descriptor of path (owner, group, DACL) as self-relative bytes,
+ * read by handle the way the service reads it. */
+static DWORD sd_bytes(const WCHAR *path, BYTE *out, DWORD outsz) {
+  PSECURITY_DESCRIPTOR sd = NULL;
+  DWORD n = 0;
+  if (GetNamedSecurityInfoW(path, SE_FILE_OBJECT,
+                            OWNER_SECURITY_INFORMATION |
+                                GROUP_SECURITY_INFORMATION |
+                                DACL_SECURITY_INFORMATION,
+                            NULL, NULL, NULL, NULL, &sd) != ERROR_SUCCESS)
+    return 0;
+  n = GetSecurityDescriptorLength(sd);
+  if (n > outsz)
+    n = 0;
+  else
+    memcpy(out, sd, n);
+  LocalFree(sd);
+  return n;
+}
+
+/* Read path's descriptor until it differs from old (n bytes), for at
+ * most 5 s; the last reading is left in the file-static buffer and its
+ * length returned. */
+static BYTE g_sd_now[4096];
+static DWORD wait_sd_change(const WCHAR *path, const BYTE *old, DWORD n) {
+  DWORD k = 0;
+  int i;
+  for (i = 0; i < 100; i++) {
+    k = sd_bytes(path, g_sd_now, sizeof g_sd_now);
+    if (k != n || memcmp(g_sd_now, old, n) != 0)
+      break;
+    Sleep(50);
+  }
+  return k;
+}
+
+/* Issue 23 1.1 on the real folders, with the data directory Windows
+ * gives a LocalSystem service (C:\\ProgramData\\PhoenixOrch). On Windows
+ * C:\\ProgramData keeps its own DACL, which gives Users create-files and
+ * create-folders; under Wine (which synthesises DACLs from Unix modes and
+ * stores none) it is made open the nearest way, `chmod o+w`, and put back
+ * with `o-w`. The set-up must not change it: its descriptor and an
+ * unrelated sibling's are byte-identical afterwards, and SetSecurityInfo
+ * is never called (every call fails through the seam: one would show as
+ * "setting the admin-only DACL failed"). On the old rule ("the directory
+ * and its parent") the start rewrote C:\\ProgramData's DACL. */
+TEST_IMPL(setup_never_reacls_programdata) {
+  static const WCHAR *const pd = L"C:\\ProgramData";
+  static const WCHAR *const sib = L"C:\\ProgramData\\px-sibling-app";
+  static BYTE before[4096], after[4096], sbefore[4096], safter[4096];
+  DWORD n1, n2, s1, s2;
+  unsigned long calls;
+  char why[640] = "", work[MAX_PATH];
+  WCHAR wd[MAX_PATH];
+  px_win_setup_t s;
+  int rc, wine = px_test_under_wine();
+  CreateDirectoryW(sib, NULL);
+  snprintf(work, sizeof work, "%sw", px_test_tmpdir());
+  wpath(wd, work);
+  CreateDirectoryW(wd, NULL);
+  snprintf(work, sizeof work, "%sw\\PhoenixOrch\\Temp", px_test_tmpdir());
+  memset(&s, 0, sizeof s);
+  s.data_dir = "C:\\ProgramData\\PhoenixOrch";
+  s.work_root = work;
+  s.acl = 1;
+  n1 = sd_bytes(pd, before, sizeof before);
+  if (wine) {
+    /* Wine starts the Unix chmod and may report it done before it ran:
+     * wait until the descriptor it synthesises shows the change. */
+    ASSERT(pc_chmod(pd, "o+w"));
+    n2 = wait_sd_change(pd, before, n1);
+    ASSERT(n2 != n1 || memcmp(before, g_sd_now, n1) != 0);
+    n1 = sd_bytes(pd, before, sizeof before);
+  }
+  s1 = sd_bytes(sib, sbefore, sizeof sbefore);
+  /* First run: may create C:\\ProgramData\\PhoenixOrch (admin-only). */
+  rc = px_win_setup_apply(&s, why, sizeof why);
+  printf("apply: %d %s\n", rc, why);
+  calls = px__winapi_calls(PX_WAPI_SetSecurityInfo);
+  ASSERT_OK(px_fault_arm("winapi.SetSecurityInfo", 1, ERROR_ACCESS_DENIED));
+  rc = px_win_setup_apply(&s, why, sizeof why);
+  px_fault_reset();
+  printf("apply again: %d %s; SetSecurityInfo calls %lu\n", rc, why,
+         px__winapi_calls(PX_WAPI_SetSecurityInfo) - calls);
+  n2 = sd_bytes(pd, after, sizeof after);
+  s2 = sd_bytes(sib, safter, sizeof safter);
+  if (wine) {
+    pc_chmod(pd, "o-w");
+    wait_sd_change(pd, after, n2);
+  }
+  ASSERT(n1 > 0 && s1 > 0);
+  ASSERT_EQ(px__winapi_calls(PX_WAPI_SetSecurityInfo) - calls, 0);
+  ASSERT(strstr(why, "setting the admin-only DACL") == NULL);
+  /* A finding on C:\\ProgramData (an ancestor) stops the start, named;
+   * otherwise the start goes on. Nothing is "fixed" either way. */
+  ASSERT(rc == 0 || strstr(why, "ProgramData") != NULL);
+  ASSERT(n1 == n2 && memcmp(before, after, n1) == 0);
+  ASSERT(s1 == s2 && memcmp(sbefore, safter, s1) == 0);
   return 0;
 }

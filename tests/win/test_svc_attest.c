@@ -27,7 +27,10 @@ static const char *const expected[] = {
     "appcontainer",     "write_outside",     "write_inside",
     "kb_write",         "sibling_dir",       "open_service_process",
     "job_memory_limit", "job_process_limit", "breakaway",
-    "user32",           "net_loopback",      "net_egress_control",
+    "user32",           "desktop",           "net_caps",
+    "net_loopback",     "net_egress_control", "net_egress_loopback",
+    "read_config",      "read_kb_store",     "registry_write",
+    "pipe_open",        "net_listener_control", "unsupported_allowed",
     "checks_complete",  "time_budget",       NULL};
 
 typedef struct {
@@ -213,13 +216,24 @@ TEST_IMPL(svc_attest_wine_degraded) {
   assert_complete(att);
   ASSERT_STR_EQ(check_result(att, "probe_ran"), "pass");
   ASSERT_STR_EQ(check_result(att, "write_inside"), "pass"); /* the control */
-  ASSERT_STR_EQ(check_result(att, "net_egress_control"), "pass");
+  /* The loopback refusals' control: the service reaches its listener. */
+  ASSERT_STR_EQ(check_result(att, "net_listener_control"), "pass");
+  /* A configuration file was given: its read is a real check. */
+  ASSERT(strcmp(check_result(att, "read_config"), "unsupported") != 0);
   if (px_test_under_wine()) {
-    /* Wine enforces none of it: never "enforced". */
+    /* Wine enforces none of it: never "enforced". No AppContainer, no job
+     * account: those checks fail, never "unsupported" (issue 23 1.4). */
     ASSERT_STR_EQ(state_of(att), "degraded");
     ASSERT_STR_EQ(check_result(att, "net_loopback"), "fail");
+    ASSERT_STR_EQ(check_result(att, "net_egress_loopback"), "fail");
     ASSERT_STR_EQ(check_result(att, "write_outside"), "fail");
+    ASSERT_STR_EQ(check_result(att, "appcontainer"), "fail");
+    ASSERT_STR_EQ(check_result(att, "user_sid"), "fail");
+    ASSERT_STR_EQ(check_result(att, "net_egress_control"), "fail");
   } else {
+    /* Issue 23 1.3: the positive control passes on a correct host (no
+     * loopback: an AppContainer cannot reach it whatever its capabilities). */
+    ASSERT_STR_EQ(check_result(att, "net_egress_control"), "pass");
     ASSERT(strcmp(state_of(att), "failed") != 0);
   }
   /* Runs go ahead, marked degraded when the attestation was. */

@@ -612,3 +612,86 @@ TEST_IMPL(pipe_service_refuses_squatted_name) {
   wait_exit(&sq, 5000);
   return 0;
 }
+
+/* Issue 23 1.2: a member of the client group, and only of it, opens the
+ * pipe with the access each client asks for. AccessCheck (implemented by
+ * wineserver as by the Windows kernel) on the service's real pipe
+ * descriptor (px__pipe_sddl), the file generic mapping applied the way
+ * the I/O manager applies it at CreateFile. The token: this process's,
+ * with Administrators made deny-only (Wine honours deny-only groups), so
+ * only the client ACE can grant; the group is its user SID. On the old
+ * clients (GENERIC_READ | GENERIC_WRITE: phoenixctl, and the Python
+ * client's open(name, "r+b")) the check is denied: GENERIC_WRITE maps to
+ * FILE_GENERIC_WRITE, whose FILE_APPEND_DATA is FILE_CREATE_PIPE_INSTANCE,
+ * which the ACE (0x0012019b) leaves out. */
+static DWORD access_for(HANDLE imp, PSECURITY_DESCRIPTOR sd, DWORD want,
+                        DWORD *granted) {
+  GENERIC_MAPPING map = {FILE_GENERIC_READ, FILE_GENERIC_WRITE,
+                         FILE_GENERIC_EXECUTE, FILE_ALL_ACCESS};
+  BYTE ps[256];
+  DWORD psn = sizeof ps;
+  BOOL ok = FALSE;
+  *granted = 0;
+  MapGenericMask(&want, &map);
+  if (!AccessCheck(sd, imp, want, &map, (PPRIVILEGE_SET)ps, &psn, granted, &ok))
+    return GetLastError();
+  return ok ? 0 : ERROR_ACCESS_DENIED;
+}
+
+TEST_IMPL(pipe_client_access_check) {
+  /* The Python client's (clients/python/phoenix_executor/transport.py,
+   * PIPE_ACCESS) and the issue's list. */
+  const DWORD py = FILE_READ_DATA | FILE_WRITE_DATA | FILE_READ_ATTRIBUTES |
+                   FILE_WRITE_ATTRIBUTES | SYNCHRONIZE;
+  HANDLE tok = NULL, restricted = NULL, imp = NULL, full = NULL;
+  BYTE ub[sizeof(TOKEN_USER) + SECURITY_MAX_SID_SIZE];
+  BYTE admins[SECURITY_MAX_SID_SIZE];
+  DWORD n = sizeof admins, granted = 0;
+  SID_AND_ATTRIBUTES disable;
+  LPWSTR us = NULL;
+  char user[192], sddl[1024];
+  WCHAR wsddl[1024];
+  PSECURITY_DESCRIPTOR sd = NULL;
+  ASSERT(OpenProcessToken(GetCurrentProcess(),
+                          TOKEN_QUERY | TOKEN_DUPLICATE | TOKEN_ASSIGN_PRIMARY, &tok));
+  ASSERT(GetTokenInformation(tok, TokenUser, ub, sizeof ub, &n));
+  ASSERT(ConvertSidToStringSidW(((TOKEN_USER *)(void *)ub)->User.Sid, &us));
+  snprintf(user, sizeof user, "%ls", us);
+  LocalFree(us);
+  n = sizeof admins;
+  ASSERT(CreateWellKnownSid(WinBuiltinAdministratorsSid, NULL, admins, &n));
+  disable.Sid = admins;
+  disable.Attributes = 0;
+  ASSERT(CreateRestrictedToken(tok, 0, 1, &disable, 0, NULL, 0, NULL, &restricted));
+  ASSERT(DuplicateToken(restricted, SecurityImpersonation, &imp));
+  ASSERT(DuplicateToken(tok, SecurityImpersonation, &full));
+  /* The service's descriptor with this user as the client group, owned
+   * by SYSTEM as the LocalSystem service makes it; AccessCheck wants a
+   * primary group too (the kernel fills it in from the creator's token). */
+  ASSERT_OK(px__pipe_sddl(user, NULL, 1, sddl, sizeof sddl));
+  ASSERT(strncmp(sddl, "O:SY", 4) == 0);
+  swprintf(wsddl, 1024, L"O:SYG:SY%hs", sddl + 4);
+  ASSERT(ConvertStringSecurityDescriptorToSecurityDescriptorW(wsddl, SDDL_REVISION_1,
+                                                              &sd, NULL));
+  /* Positive control: the unrestricted token (an administrator here). */
+  ASSERT_EQ(access_for(full, sd, GENERIC_READ | GENERIC_WRITE, &granted), 0);
+  /* The client group member: what the old clients asked for is denied... */
+  ASSERT_EQ(access_for(imp, sd, GENERIC_READ | GENERIC_WRITE, &granted),
+            ERROR_ACCESS_DENIED);
+  ASSERT_EQ(access_for(imp, sd, FILE_CREATE_PIPE_INSTANCE, &granted),
+            ERROR_ACCESS_DENIED);
+  /* ... and what the clients ask for now is granted, exactly. */
+  printf("phoenixctl asks 0x%08lx, the Python client 0x%08lx\n",
+         px__stream_pipe_access(), (unsigned long)py);
+  ASSERT_EQ(access_for(imp, sd, (DWORD)px__stream_pipe_access(), &granted), 0);
+  ASSERT_EQ(granted, (DWORD)px__stream_pipe_access());
+  ASSERT_EQ(access_for(imp, sd, py, &granted), 0);
+  ASSERT_EQ(granted, py);
+  ASSERT_EQ(px__stream_pipe_access() & (FILE_APPEND_DATA | GENERIC_WRITE), 0);
+  LocalFree(sd);
+  CloseHandle(full);
+  CloseHandle(imp);
+  CloseHandle(restricted);
+  CloseHandle(tok);
+  return 0;
+}

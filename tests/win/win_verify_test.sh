@@ -12,7 +12,8 @@
 # attack class's controls run; the confinement checks SKIP: Wine enforces
 # nothing), the report and the summary are written, the Event Log export
 # is attempted (Wine's wevtutil is a stub: noted, not failed), the MSI is
-# uninstalled and the service is gone. Exit 0, 1 on a failed check, 77
+# uninstalled and the service is gone; a group whose tests all SKIPped
+# (exit 77) fails the script. Exit 0, 1 on a failed check, 77
 # when Wine or msitools are missing.
 set -uo pipefail
 src=${1:?source dir}
@@ -55,13 +56,22 @@ cat "$build/verify-nomsi.txt"
 [ $rc -eq 2 ] && ok "exit 2 without an MSI" || bad "exit $rc without an MSI (want 2)"
 has "$build/verify-nomsi.txt" "no MSI" && ok "says why" || bad "no reason given"
 
+echo "--- the group verdicts: an all-skipped group (exit 77) is a failure"
+for st in 0 77 1; do
+    timeout 60 wine cmd /c "$wkit" --verdict-selftest $st </dev/null >"$build/verify-verdict.txt" 2>&1
+    rc=$?
+    want=1; [ $st -eq 0 ] && want=0
+    [ $rc -eq $want ] && ok "a group exiting $st: script exit $rc" ||
+        bad "a group exiting $st: script exit $rc (want $want): $(tr -d '\r' <"$build/verify-verdict.txt")"
+done
+
 echo "--- the whole verification"
 timeout 1500 wine cmd /c "$wkit" "$wmsi" "$wtests" "$out" </dev/null >"$build/verify-run.txt" 2>&1
 rc=$?
 tr -d '\r' <"$build/verify-run.txt"
 [ $rc -eq 0 ] && ok "exit 0" || bad "exit $rc (want 0: under Wine everything SKIPs or passes)"
-for f in msi-install.log service-after-install.txt enforce-svc.txt enforce.txt \
-         adversarial-enforce.txt report.txt report-screen.txt summary.txt msi-uninstall.log \
+for f in msi-install.log service-after-install.txt enforce-svc.txt \
+         report.txt report-screen.txt summary.txt msi-uninstall.log \
          service-after-uninstall.txt system.txt; do
     [ -f "$uout/$f" ] && ok "collected $f" || bad "missing $f"
 done
@@ -78,6 +88,10 @@ done
 grep -q "^FAIL" "$uout/report.txt" && bad "FAIL rows in the report" || ok "no FAIL rows"
 has "$uout/summary.txt" "enforce-svc: passed" && ok "summary: enforce-svc passed" ||
     bad "summary lacks enforce-svc passed"
+# Only the installed service runs jobs: no in-process backend group from
+# the elevated prompt (an Administrators token cannot do the S4U logon).
+[ -f "$uout/enforce.txt" ] || [ -f "$uout/adversarial-enforce.txt" ] &&
+    bad "the kit ran an in-process backend group" || ok "the kit drove the installed service only"
 has "$uout/service-after-uninstall.txt" "1060" && ok "the service is gone after /x" ||
     { has "$uout/service-after-uninstall.txt" RUNNING && bad "the service is still there"; } ||
     ok "the service is gone after /x (sc query failed)"

@@ -81,5 +81,14 @@ void px__stream_close(px__conn_t *s);
 int px__stream_verify(px__conn_t *s, const px_target_t *t, char *err,
                       size_t errsz);
 const char *px__stream_default_address(void);
+#ifdef _WIN32
+/* The access a Windows client asks for on the service's pipe
+ * (tools/phoenixctl/win/conn.c): FILE_READ_DATA | FILE_WRITE_DATA |
+ * FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES | SYNCHRONIZE, plus
+ * READ_CONTROL for the owner check. Never GENERIC_WRITE: for a pipe that
+ * includes FILE_APPEND_DATA = FILE_CREATE_PIPE_INSTANCE, which the client
+ * group's ACE leaves out (service/win/pipe_sec.c). */
+unsigned long px__stream_pipe_access(void);
+#endif
 
 #endif

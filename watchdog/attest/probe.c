@@ -64,13 +64,22 @@ int pxa_parse_args(int argc, char **argv, pxa_args_t *a) {
       a->host_ns = val;
     else if (!strcmp(o, "--sibling"))
       a->sibling = val;
+    else if (!strcmp(o, "--job-user"))
+      a->job_user = val;
+    else if (!strcmp(o, "--config"))
+      a->config = val;
+    else if (!strcmp(o, "--kb-store"))
+      a->kb_store = val;
+    else if (!strcmp(o, "--pipe"))
+      a->pipe = val;
     else
       break;
   }
   if (i != argc) {
     fprintf(stderr, "usage: px-attest --mode base|egress --port N "
                     "--service-pid N --memory BYTES --processes N "
-                    "[--host-ns LIST] [--sibling DIR]\n");
+                    "[--host-ns LIST] [--sibling DIR] [--job-user SID] [--config FILE] "
+                    "[--kb-store DIR] [--pipe NAME]\n");
     return -1;
   }
   return 0;

@@ -25,6 +25,11 @@ typedef struct {
   uint64_t processes;        /* --processes */
   const char *host_ns;       /* --host-ns (Linux): "pid:N,mnt:N,..." */
   const char *sibling;       /* --sibling (Windows): a dir it must not open */
+  const char *job_user;      /* --job-user (Windows): the job account's SID */
+  const char *config;        /* --config (Windows): a file it must not read */
+  const char *kb_store;      /* --kb-store (Windows): a dir it must not list */
+  const char *pipe;          /* --pipe (Windows): a pipe with the service's
+                                DACL it must not open */
 } pxa_args_t;
 
 typedef enum { PXA_PASS, PXA_FAIL, PXA_UNSUPPORTED } pxa_result_t;

@@ -38,7 +38,7 @@ static int work_root_init(px__winbe_t *be, const char *root) {
   px__path_req_t rq;
   char why[512];
   WCHAR *buf = NULL;
-  size_t n, i, seps = 0;
+  size_t n;
   DWORD len;
   int rc;
   if (!root || !*root)
@@ -49,11 +49,9 @@ static int work_root_init(px__winbe_t *be, const char *root) {
   n = wcslen(be->work_root);
   while (n > 3 && (be->work_root[n - 1] == L'\\' || be->work_root[n - 1] == L'/'))
     be->work_root[--n] = 0;
-  for (i = 3; i + 1 < n; i++)
-    seps += be->work_root[i] == L'\\' || be->work_root[i] == L'/';
   memset(&rq, 0, sizeof rq);
   rq.path = be->work_root;
-  rq.owned = seps ? 2 : 1;
+  rq.owned = px__path_owned_depth(be->work_root, NULL); /* pathcheck.h */
   rq.create = 1;
   rq.acl = 1;
   if ((rc = px__path_open(&rq, &be->root_h, why, sizeof why)) != 0) {

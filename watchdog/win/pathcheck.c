@@ -468,6 +468,47 @@ out:
   return rc;
 }
 
+/* How many trailing components of path are the service's own. "Own"
+ * begins at the product folder: the first component named PhoenixOrch
+ * (%ProgramData%\PhoenixOrch, C:\PhoenixOrch) and everything below it.
+ * Everything above it (C:\ProgramData, C:\Program Files, a volume root)
+ * belongs to Windows or to the administrator: it is only checked, never
+ * changed (its DACL grants Users create rights by design, and
+ * SetSecurityInfo with a protected DACL there would re-ACL every other
+ * program's folder below it). A configured path outside a PhoenixOrch
+ * folder keeps the older reach (the directory and its parent, one when
+ * the parent is the volume root: created admin-only when missing, held to
+ * the own rule), but *fixable is 0: a component found open is refused,
+ * never re-ACL'd. */
+unsigned px__path_owned_depth(const WCHAR *p, int *fixable) {
+  static const WCHAR product[] = L"PhoenixOrch";
+  const size_t plen = sizeof product / sizeof product[0] - 1;
+  unsigned n = 0, from = 0;
+  int found = 0;
+  size_t i = 3, s;
+  while (p[0] && p[1] == L':' && p[2] && p[i]) {
+    s = i;
+    while (p[i] && p[i] != L'\\' && p[i] != L'/')
+      i++;
+    if (i > s) {
+      n++;
+      if (!found && i - s == plen &&
+          CompareStringOrdinal(p + s, (int)plen, product, (int)plen, TRUE) ==
+              CSTR_EQUAL) {
+        found = 1;
+        from = n;
+      }
+    }
+    if (p[i])
+      i++;
+  }
+  if (fixable)
+    *fixable = found;
+  if (found)
+    return n - from + 1;
+  return n < 2 ? n : 2;
+}
+
 int px__path_open(const px__path_req_t *rq, HANDLE *out, char *why, size_t whysz) {
   walk_t w;
   char dummy[8];

@@ -57,6 +57,17 @@ typedef struct {
 int px__path_open(const px__path_req_t *rq, HANDLE *out, char *why,
                   size_t whysz);
 
+/* How many trailing components of the absolute path p are the service's
+ * own (rq->owned): from the first component named PhoenixOrch down, the
+ * product folder the MSI and the service create (C:\PhoenixOrch,
+ * %ProgramData%\PhoenixOrch). An ancestor above it (C:\ProgramData, a
+ * volume root) is never the service's: only checked, never re-ACL'd.
+ * Without a PhoenixOrch component: the directory and its parent (one
+ * when the parent is the volume root), created admin-only when missing and
+ * held to the own rule, but *fixable (may be NULL) is 0: never re-ACL'd
+ * when found (rq->fix must stay 0), a finding refuses the path. */
+unsigned px__path_owned_depth(const WCHAR *p, int *fixable);
+
 /* The rule on a security descriptor (self: the service's own user SID,
  * NULL: none). 0 or PX_EACL with `why` naming the offending SID. */
 int px__path_check_sd(PSECURITY_DESCRIPTOR sd, px__path_rule_t rule,

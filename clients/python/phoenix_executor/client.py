@@ -36,11 +36,15 @@ class Executor:
     default: $PHOENIX_EXECUTOR_ADDRESS or the platform default.
     timeout: seconds to wait for the service on connect and for answers to
     status/describe/ping (None: forever). Runs wait as long as the job.
+    server_pid: Windows only: the pid that must serve the named pipe
+    (default: the PhoenixExecutor service's, from the SCM); nothing is sent
+    to any other server.
     """
 
-    def __init__(self, address: Optional[str] = None, *, timeout: Optional[float] = 30.0):
+    def __init__(self, address: Optional[str] = None, *, timeout: Optional[float] = 30.0,
+                 server_pid: Optional[int] = None):
         self._timeout = timeout
-        self._t = open_transport(address, timeout)
+        self._t = open_transport(address, timeout, server_pid)
         self._send_lock = threading.Lock()
         self._closed = False
 

@@ -78,6 +78,80 @@ def _read_exact(s, n):
 
 
 @unittest.skipUnless(SOCK, "PX_SOCKET is not set: no daemon to talk to")
+class _FakeWin32:
+    """The Win32 calls of NamedPipeTransport, recorded (the named-pipe
+    client cannot run here: no Windows Python under Wine)."""
+
+    def __init__(self, server, service):
+        self.server, self.service = server, service
+        self.calls = []
+
+    def last_error(self):
+        return 5
+
+    def create_file(self, name, access, flags):
+        self.calls.append(("create", name, access, flags))
+        return 42
+
+    def wait_named_pipe(self, name, ms):
+        pass
+
+    def server_pid(self, h):
+        self.calls.append(("server_pid", h))
+        return self.server
+
+    def service_pid(self, name):
+        self.calls.append(("service_pid", name))
+        return self.service
+
+    def write(self, h, data):
+        self.calls.append(("write", bytes(data)))
+        return len(data)
+
+    def read(self, h, cap):
+        return b""
+
+    def close(self, h):
+        self.calls.append(("close", h))
+
+
+class NamedPipeClientTest(unittest.TestCase):
+    """Issue 23 1.2: what the Python client asks of Windows."""
+
+    def test_access_and_sqos(self):
+        from phoenix_executor import transport as t
+        api = _FakeWin32(server=700, service=700)
+        p = t.NamedPipeTransport(r"\\.\pipe\PhoenixExecutor", 1.0, _api=api)
+        _, _, access, flags = api.calls[0]
+        # FILE_READ_DATA | FILE_WRITE_DATA | FILE_READ_ATTRIBUTES |
+        # FILE_WRITE_ATTRIBUTES | SYNCHRONIZE, exactly; no FILE_APPEND_DATA
+        # (= FILE_CREATE_PIPE_INSTANCE), no GENERIC_* bit.
+        self.assertEqual(access, 0x00100183)
+        self.assertEqual(access & 0x4, 0)
+        self.assertEqual(access & 0xF0000000, 0)
+        # SECURITY_SQOS_PRESENT | SECURITY_IDENTIFICATION
+        self.assertEqual(flags & 0x001F0000, 0x00110000)
+        p.send(b"PXF1")
+        self.assertEqual(api.calls[-1], ("write", b"PXF1"))
+
+    def test_squatter_refused_before_any_write(self):
+        from phoenix_executor import transport as t
+        api = _FakeWin32(server=666, service=700)
+        with self.assertRaises(px.TransportError) as e:
+            t.NamedPipeTransport(r"\\.\pipe\PhoenixExecutor", 1.0, _api=api)
+        self.assertIn("pid 666", str(e.exception))
+        self.assertFalse([c for c in api.calls if c[0] == "write"])
+        self.assertEqual(api.calls[-1], ("close", 42))
+        # The service not running: refused as well.
+        api = _FakeWin32(server=666, service=None)
+        with self.assertRaises(px.TransportError):
+            t.NamedPipeTransport(r"\\.\pipe\PhoenixExecutor", 1.0, _api=api)
+        # A console-mode server named by its pid.
+        api = _FakeWin32(server=666, service=None)
+        t.NamedPipeTransport(r"\\.\pipe\x", 1.0, server_pid=666, _api=api)
+        self.assertFalse([c for c in api.calls if c[0] == "service_pid"])
+
+
 class DaemonTest(unittest.TestCase):
     def setUp(self):
         self.ex = px.Executor(SOCK, timeout=30)

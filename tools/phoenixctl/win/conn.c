@@ -31,6 +31,18 @@ struct px__conn_s {
 
 const char *px__stream_default_address(void) { return "\\\\.\\pipe\\PhoenixExecutor"; }
 
+/* Exactly the rights the client group's ACE grants that a client uses
+ * ("Named Pipe Security and Access Rights": GENERIC_WRITE maps to
+ * FILE_GENERIC_WRITE, whose FILE_APPEND_DATA is FILE_CREATE_PIPE_INSTANCE
+ * on a pipe, so asking for it is ERROR_ACCESS_DENIED for a client the
+ * ACE leaves it out for). READ_CONTROL: the owner check in
+ * px__stream_verify reads the pipe's owner. */
+#define PIPE_CLIENT_ACCESS                                                   \
+  (FILE_READ_DATA | FILE_WRITE_DATA | FILE_READ_ATTRIBUTES |                 \
+   FILE_WRITE_ATTRIBUTES | SYNCHRONIZE | READ_CONTROL)
+
+unsigned long px__stream_pipe_access(void) { return PIPE_CLIENT_ACCESS; }
+
 int px__stream_connect(const char *address, px__conn_t **out, char *err,
                        size_t errsz) {
   WCHAR name[512];
@@ -44,7 +56,7 @@ int px__stream_connect(const char *address, px__conn_t **out, char *err,
   }
   for (tries = 0; tries < 50; tries++) {
     /* SECURITY_IDENTIFICATION: the service may identify us, not act as us. */
-    h = CreateFileW(name, GENERIC_READ | GENERIC_WRITE, 0, NULL, OPEN_EXISTING,
+    h = CreateFileW(name, PIPE_CLIENT_ACCESS, 0, NULL, OPEN_EXISTING,
                     FILE_FLAG_OVERLAPPED | SECURITY_SQOS_PRESENT |
                         SECURITY_IDENTIFICATION,
                     NULL);
@@ -167,7 +179,8 @@ static int owner_is_system(HANDLE pipe, char *out, size_t outsz) {
   LPWSTR str = NULL;
   int sys = 0;
   snprintf(out, outsz, "?");
-  /* READ_CONTROL comes with GENERIC_READ, which the client holds. */
+  /* READ_CONTROL: asked for at open (PIPE_CLIENT_ACCESS), granted by the
+   * client group's ACE. */
   if (GetSecurityInfo(pipe, SE_KERNEL_OBJECT, OWNER_SECURITY_INFORMATION, &owner,
                       NULL, NULL, NULL, &sd) != ERROR_SUCCESS)
     return 0;

@@ -6,12 +6,15 @@
 
 #include <windows.h>
 
-void pxa_check_token(void);                 /* token.c */
+void pxa_check_token(const pxa_args_t *a);  /* token.c */
 void pxa_check_fs(const pxa_args_t *a);     /* fs.c */
 void pxa_check_job(const pxa_args_t *a);    /* job.c: limits, breakaway */
 void pxa_check_process(const pxa_args_t *a); /* process.c: service process,
                                                 user32 and the desktop */
 void pxa_check_net(const pxa_args_t *a);    /* net.c */
+void pxa_check_protected(const pxa_args_t *a); /* protected.c: reads of
+                                                  what only the service may
+                                                  read or change */
 
 /* "5 (access denied)" for a Win32 error (static buffer). */
 const char *pxa_win32_str(DWORD e);

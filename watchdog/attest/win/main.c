@@ -44,12 +44,13 @@ const char *pxa_env_prefixed(const char *prefix) {
 }
 
 void pxa_run_checks(const pxa_args_t *a) {
-  if (a->egress) { /* the positive control of net_loopback */
+  if (a->egress) { /* the net:egress job: its positive control */
     pxa_check_net(a);
     return;
   }
-  pxa_check_token();
+  pxa_check_token(a);
   pxa_check_fs(a);
+  pxa_check_protected(a);
   pxa_check_process(a);
   pxa_check_job(a);
   pxa_check_net(a);

@@ -5,6 +5,7 @@
 #include "watchdog/attest/win/checks.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static void service_process(const pxa_args_t *a) {
   HANDLE h;
@@ -48,6 +49,13 @@ static void desktop(void) {
   object_name(GetThreadDesktop(GetCurrentThreadId()), dt, sizeof dt);
   pxa_report("user32", ws[0] != '?' && dt[0] != '?' ? PXA_PASS : PXA_FAIL,
              "user32 loaded; window station %s, desktop %s", ws, dt);
+  /* The per-job desktop (watchdog/win/desktop.c): window station
+   * px-<pid>-<n>-<random>, desktop "job"; never WinSta0 or the service's
+   * Service-0x0-3e7$ station, whose desktops other processes share. */
+  pxa_report("desktop",
+             strncmp(ws, "px-", 3) == 0 && strcmp(dt, "job") == 0 ? PXA_PASS
+                                                                  : PXA_FAIL,
+             "window station %s, desktop %s (want px-...\\job)", ws, dt);
 }
 
 void pxa_check_process(const pxa_args_t *a) {

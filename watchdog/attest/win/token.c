@@ -70,29 +70,26 @@ static DWORD restricting(HANDLE t) {
   return n;
 }
 
-/* The user SID grants nothing alone when it is deny-only, or when the
- * token is restricted (every access check also needs a restricting SID).
- * And it is never SYSTEM's: jobs run as the job account
- * (watchdog/win/identity.c), since a server comparing TokenUser with
- * SYSTEM would trust them whatever their restrictions. */
-static void user_sid(HANDLE t, DWORD nrestrict) {
+/* The user is the job account (watchdog/win/identity.c: PhoenixExecutorJob,
+ * logged on by S4U), named by the service (--job-user): never SYSTEM, never
+ * the service's own account, never whatever user the token happens to
+ * carry. A deny-only SYSTEM user or "any non-SYSTEM user" proves nothing. */
+static void user_sid(HANDLE t, const pxa_args_t *a) {
   TOKEN_USER *u = tinfo(t, TokenUser);
   char s[192];
-  DWORD attrs;
+  int ok;
   if (!u) {
     pxa_report("user_sid", PXA_FAIL, "TokenUser: %s", pxa_win32_str(GetLastError()));
     return;
   }
   sid_str(u->User.Sid, s, sizeof s);
-  attrs = u->User.Attributes;
-  pxa_report("user_sid",
-             ((attrs & SE_GROUP_USE_FOR_DENY_ONLY) || nrestrict > 0) &&
-                     !IsWellKnownSid(u->User.Sid, WinLocalSystemSid)
-                 ? PXA_PASS
-                 : PXA_FAIL,
-             "%s attributes 0x%lx%s; restricted token: %s%s", s, (unsigned long)attrs,
-             attrs & SE_GROUP_USE_FOR_DENY_ONLY ? " (deny-only)" : "",
-             nrestrict ? "yes" : "no",
+  ok = a->job_user && a->job_user[0] && strcmp(s, a->job_user) == 0 &&
+       !IsWellKnownSid(u->User.Sid, WinLocalSystemSid) &&
+       !(u->User.Attributes & SE_GROUP_USE_FOR_DENY_ONLY);
+  pxa_report("user_sid", ok ? PXA_PASS : PXA_FAIL,
+             "%s attributes 0x%lx; the job account: %s%s", s,
+             (unsigned long)u->User.Attributes,
+             a->job_user && a->job_user[0] ? a->job_user : "not named (--job-user)",
              IsWellKnownSid(u->User.Sid, WinLocalSystemSid) ? "; SYSTEM" : "");
   free(u);
 }
@@ -131,30 +128,30 @@ static void groups(HANDLE t) {
   free(g);
 }
 
+/* Every job runs in an AppContainer (watchdog/win/token.c): not being in
+ * one is a failure. TokenIsAppContainer unknown (before Windows 8) is
+ * "unsupported", which the service accepts on no Windows host
+ * (service/win/attest_os.c, px__attest_may_be_unsupported). */
 static void appcontainer(HANDLE t) {
   DWORD ac = 0, n = 0;
   if (!GetTokenInformation(t, TokenIsAppContainer, &ac, sizeof ac, &n))
     pxa_report("appcontainer", PXA_UNSUPPORTED, "TokenIsAppContainer: %s",
                pxa_win32_str(GetLastError()));
   else
-    /* The backend confines by restricted token; an AppContainer is an
-     * extra layer it may add. Not being in one is not a failure. */
-    pxa_report("appcontainer", ac ? PXA_PASS : PXA_UNSUPPORTED,
-               ac ? "AppContainer token" : "not an AppContainer token "
-                                           "(restricted-token confinement)");
+    pxa_report("appcontainer", ac ? PXA_PASS : PXA_FAIL,
+               ac ? "AppContainer token" : "not an AppContainer token");
 }
 
-void pxa_check_token(void) {
+void pxa_check_token(const pxa_args_t *a) {
   HANDLE t;
-  DWORD n;
   if (!OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &t)) {
     pxa_report("integrity", PXA_FAIL, "OpenProcessToken: %s",
                pxa_win32_str(GetLastError()));
     return; /* checks_complete names the rest as missing */
   }
   integrity(t);
-  n = restricting(t);
-  user_sid(t, n);
+  restricting(t);
+  user_sid(t, a);
   groups(t);
   appcontainer(t);
   CloseHandle(t);
