@@ -124,7 +124,17 @@ const pngJob = [
 
 await run("collect_image", async () => {
   if (win) {
-    console.log("skip collect_image: the Windows backend's collection is checked by win.collect");
+    // cmd cannot draw a PNG: a table comes back as an embedded resource
+    // (the walk itself: px_tests_win's wincollect_* tests).
+    const r = await client.callTool({
+      name: "run_code",
+      arguments: { runtime: "cmd", code: "@echo x,y> table.csv\r\n", capabilities: ["fs:write_tmp"],
+                   collect: ["*.csv"] },
+    });
+    check(!r.isError, `isError set: ${JSON.stringify(r).slice(0, 400)}`);
+    const res = r.content.find((c) => c.type === "resource");
+    check(res && res.resource.mimeType === "text/csv", `no csv resource: ${JSON.stringify(r.content)}`);
+    check(Buffer.from(res.resource.blob, "base64").toString() === "x,y\r\n", "csv content");
     return;
   }
   const r = await client.callTool({

@@ -81,6 +81,8 @@ PX_TEST_ENTRY(winwatchdog, windisk_many_files, 60)
 PX_TEST_ENTRY(winwatchdog, windisk_sparse, 60)
 PX_TEST_ENTRY(winwatchdog, windisk_under_cap, 60)
 PX_TEST_ENTRY(winwatchdog, windisk_links_not_followed, 60)
+PX_TEST_ENTRY(winwatchdog, wincollect_walk, 60)
+PX_TEST_ENTRY(winwatchdog, wincollect_job, 60)
 /* the installed service under the SCM (own Wine prefix: installs a service) */
 PX_TEST_ENTRY(svc, svc_install_cases_stop, 400)
 PX_TEST_ENTRY(svc, svc_stop_during_jobs, 240)
