@@ -7,13 +7,18 @@
  * are refused. */
 #include "task.h"
 #include "tests/linux/daemon_helpers.h"
+#include "watchdog/linux/linux_int.h"
 
 #include "px/px_encode.h"
 #include "px/px_os.h"
 #include "px/px_sha256.h"
 
 #include <cjson/cJSON.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -256,5 +261,60 @@ TEST_IMPL(daemon_collect_killed_job_and_refusals) {
   px_client_close(cl);
   px_daemon_stop(&d, 15, NULL);
   px_daemon_cleanup(&d);
+  return 0;
+}
+
+/* A file that grows while it is collected (nothing of a job runs then, so
+ * this is a writer of the test's own): the walk reads what the file held
+ * when it was looked at, and ends. */
+static atomic_int grow_stop;
+
+static void *grower(void *arg) {
+  static char chunk[65536];
+  int fd = *(int *)arg;
+  while (!atomic_load(&grow_stop))
+    if (write(fd, chunk, sizeof chunk) < 0)
+      break;
+  return NULL;
+}
+
+TEST_IMPL(collect_growing_file) {
+  char dir[512], path[600];
+  char *pats[] = {"*.log"};
+  px_collect_spec_t spec = {pats, 1, 4, 64u << 20};
+  struct px_sandbox_s sb;
+  px_collector_t *c;
+  px_result_t r;
+  pthread_t t;
+  int fd;
+  uint64_t t0;
+  snprintf(dir, sizeof dir, "%sgrow", px_test_tmpdir());
+  ASSERT_OK(mkdir(dir, 0700));
+  snprintf(path, sizeof path, "%s/out.log", dir);
+  ASSERT((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600)) >= 0);
+  ASSERT(write(fd, "start\n", 6) == 6);
+  atomic_store(&grow_stop, 0);
+  ASSERT_OK(pthread_create(&t, NULL, grower, &fd));
+  usleep(20000);
+  memset(&sb, 0, sizeof sb);
+  sb.job_dir = dir;
+  memset(&r, 0, sizeof r);
+  ASSERT_OK(px_collector_new(&spec, &c));
+  t0 = px_now_ms();
+  ASSERT_OK(px__lnx_collect(&sb, c));
+  atomic_store(&grow_stop, 1);
+  pthread_join(t, NULL);
+  close(fd);
+  px_collector_finish(c, &r);
+  px_collector_free(c);
+  printf("collected %llu bytes of a growing file in %llu ms\n",
+         (unsigned long long)(r.nfiles ? r.files[0].bytes : 0),
+         (unsigned long long)(px_now_ms() - t0));
+  ASSERT_UINT_EQ(r.nfiles, 1);
+  ASSERT_NULL(r.files[0].skipped);
+  ASSERT_UINT_GE(r.files[0].len, 6);
+  ASSERT_MEM_EQ(r.files[0].data, "start\n", 6);
+  ASSERT_UINT_LE(r.files[0].len, 64u << 20);
+  px_result_free(&r);
   return 0;
 }
