@@ -10,7 +10,9 @@
 #include "task.h"
 #include "tests/adversarial/linux/adv_util.h"
 
+#include "px/px_encode.h"
 #include "px/px_error.h"
+#include "px/px_sha256.h"
 #include "watchdog/container/dk_int.h"
 
 #include <arpa/inet.h>
@@ -1136,5 +1138,202 @@ TEST_IMPL(container_cgstat_not_root) {
   fclose(f);
   if (strstr(line, ":memory:/\n"))
     ASSERT_EQ(px__dk_cgstat(1, &cg), PX_ENOENT);
+  return 0;
+}
+
+/* ---- collected files (px_collect.h) through the archive API ---------- */
+
+static const cJSON *ctr_file(const cJSON *res, const char *path) {
+  const cJSON *f;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(res, "files")) {
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(f, "path");
+    if (cJSON_IsString(p) && strcmp(p->valuestring, path) == 0)
+      return f;
+  }
+  return NULL;
+}
+
+/* The list as the result has it, without the contents. */
+static void ctr_print_files(const cJSON *r) {
+  const cJSON *f;
+  printf("  collect: stopped=%s visited=%lld unlisted=%lld\n",
+         adv_str(r, "collect.stopped"), adv_int(r, "collect.visited"),
+         adv_int(r, "collect.unlisted"));
+  cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(r, "files")) {
+    printf("  file %s bytes=%lld %s%s\n", adv_str(f, "path"),
+           adv_int(f, "bytes"), adv_str(f, "media_type"),
+           adv_str(f, "skipped"));
+  }
+}
+
+static cJSON *py_collect(adv_env_t *e, const char *id, const char *code,
+                         const char *collect, const char *limits) {
+  cJSON *req = adv_req(id, "py", code, limits, "[\"fs:write_tmp\"]"), *r;
+  cJSON_AddItemToObject(req, "collect", cJSON_Parse(collect));
+  r = adv_run(e->cl, req, 90000);
+  cJSON_Delete(req);
+  adv_print(id, r);
+  return r;
+}
+
+/* The job's own line "NAME SIZE SHA256" must match the entry, and the
+ * content must hash to it. */
+static void ctr_check_file(const cJSON *r, const char *name,
+                           const char *media) {
+  const cJSON *f = ctr_file(r, name);
+  unsigned char *data = NULL, digest[PX_SHA256_LEN];
+  char want[160], hex[PX_SHA256_HEX];
+  size_t len = 0;
+  ASSERT_NOT_NULL(f);
+  snprintf(want, sizeof want, "%s %lld %s", name, adv_int(f, "bytes"),
+           adv_str(f, "sha256"));
+  if (!strstr(adv_str(r, "stdout"), want))
+    printf("job said:\n%s\nresult entry: %s\n", adv_str(r, "stdout"), want);
+  ASSERT_NOT_NULL(strstr(adv_str(r, "stdout"), want));
+  ASSERT_STR_EQ(adv_str(f, "media_type"), media);
+  ASSERT_OK(px_base64_decode(adv_str(f, "content"), strlen(adv_str(f, "content")),
+                             (size_t)-1, &data, &len));
+  ASSERT_EQ((long long)len, adv_int(f, "bytes"));
+  px_sha256(data ? (const void *)data : "", len, digest);
+  px_sha256_hex(digest, hex);
+  ASSERT_STR_EQ(hex, adv_str(f, "sha256"));
+  free(data);
+}
+
+static const char ctr_chart_job[] =
+    "import zlib, struct, hashlib, os\n"
+    "def chunk(t, d):\n"
+    "    return struct.pack('>I', len(d)) + t + d + "
+    "struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)\n"
+    "rows = b''.join(b'\\x00' + b''.join(bytes((x * 8 % 256, y * 8 % 256, 99))"
+    " for x in range(32)) for y in range(32))\n"
+    "png = b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', "
+    "32, 32, 8, 2, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(rows)) + "
+    "chunk(b'IEND', b'')\n"
+    "csv = ''.join('%d,%d\\n' % (i, i * i) for i in range(100)).encode()\n"
+    "big = bytes(range(256)) * 4000\n" /* past one read buffer, not asked */
+    "long = 'd' * 60 + '/' + 'e' * 60 + '/' + 'f' * 90 + '.csv'\n"
+    "for name, data in (('chart.png', png), ('out/table.csv', csv),\n"
+    "                   ('big.bin', big), (long, csv)):\n"
+    "    os.makedirs(os.path.dirname(name) or '.', exist_ok=True)\n"
+    "    open(name, 'wb').write(data)\n"
+    "    print(name, len(data), hashlib.sha256(data).hexdigest())\n";
+
+/* Every hostile entry beside a plain one that must be collected. */
+static const char ctr_hostile_job[] =
+    "import os\n"
+    "open('control.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\nplain')\n"
+    "os.symlink('/etc/shadow', 'shadow.png')\n"
+    "open('inside.bin', 'wb').write(b'two names')\n"
+    "os.link('inside.bin', 'hard.png')\n"
+    "open('zz.bin', 'wb').write(b'two names too')\n"
+    "os.link('zz.bin', 'zz2.png')\n"
+    "os.mkfifo('fifo.png')\n"
+    "os.mkdir('loop'); os.symlink('..', 'loop/up')\n"
+    "open(b'bad\\xff.png', 'wb').write(b'x')\n"
+    "print('planted')\n";
+
+static void ctr_collect_all(adv_env_t *e, int remote) {
+  cJSON *r;
+  const cJSON *f;
+  char longname[256];
+  /* A chart and a table, with the sizes and hashes the job computed. */
+  r = py_collect(e, "cchart", ctr_chart_job,
+                 "[\"*.png\", \"out/**\", \"d*/**\"]", NULL);
+  ASSERT_NOT_NULL(r);
+  ASSERT_STR_EQ(adv_str(r, "status"), "ok");
+  ctr_print_files(r);
+  ASSERT(!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(r, "collect"), "stopped")));
+  ctr_check_file(r, "chart.png", "image/png");
+  ctr_check_file(r, "out/table.csv", "text/csv");
+  /* a name longer than ustar's 100 bytes: a pax or GNU long name */
+  memset(longname, 0, sizeof longname);
+  memset(longname, 'd', 60);
+  longname[60] = '/';
+  memset(longname + 61, 'e', 60);
+  longname[121] = '/';
+  memset(longname + 122, 'f', 90);
+  strcat(longname, ".csv");
+  ctr_check_file(r, longname, "text/csv");
+  ASSERT_NULL(ctr_file(r, "big.bin")); /* not asked for */
+  ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "files")), 3);
+  cJSON_Delete(r);
+  /* Links, hard links, a FIFO, a loop, a non-UTF-8 name: listed as
+   * skipped beside the control, never followed or read. */
+  ASSERT_OK(access("/etc/shadow", R_OK)); /* the link's target exists */
+  r = py_collect(e, "chostile", ctr_hostile_job,
+                 "[\"*.png\", \"loop/**\"]", NULL);
+  ASSERT_NOT_NULL(r);
+  ASSERT_STR_EQ(adv_str(r, "status"), "ok");
+  ctr_print_files(r);
+  ASSERT_NOT_NULL(f = ctr_file(r, "control.png"));
+  ASSERT_STR_EQ(adv_str(f, "media_type"), "image/png");
+  ASSERT_STR_EQ(adv_str(f, "content"), "iVBORw0KGgpwbGFpbg==");
+  ASSERT_NOT_NULL(f = ctr_file(r, "shadow.png"));
+  ASSERT_STR_EQ(adv_str(f, "content"), "");
+  ASSERT_STR_CONTAINS(adv_str(f, "skipped"), "link");
+  /* hard.png comes first in the archive (as a plain file), inside.bin
+   * names it as a link; zz2.png is the second name itself: both listed */
+  ASSERT_NOT_NULL(f = ctr_file(r, "hard.png"));
+  ASSERT_STR_EQ(adv_str(f, "content"), "");
+  ASSERT_STR_CONTAINS(adv_str(f, "skipped"), "hard link");
+  ASSERT_NOT_NULL(f = ctr_file(r, "zz2.png"));
+  ASSERT_STR_EQ(adv_str(f, "content"), "");
+  ASSERT_STR_CONTAINS(adv_str(f, "skipped"), "hard link");
+  ASSERT_NOT_NULL(f = ctr_file(r, "fifo.png"));
+  ASSERT_STR_CONTAINS(adv_str(f, "skipped"), "not a regular file");
+  ASSERT_NOT_NULL(f = ctr_file(r, "loop/up"));
+  ASSERT_STR_CONTAINS(adv_str(f, "skipped"), "link");
+  ASSERT_NOT_NULL(f = ctr_file(r, "bad\xef\xbf\xbd.png"));
+  ASSERT_STR_CONTAINS(adv_str(f, "skipped"), "UTF-8");
+  cJSON_Delete(r);
+  /* A killed job: its partial output comes back from the local engine's
+   * host tmpfs; a remote engine's tmpfs volume went with the container,
+   * and the result says so. */
+  r = py_collect(e, "cpartial",
+                 "import time\n"
+                 "open('partial.csv', 'w').write('step,1\\n')\n"
+                 "print('written', flush=True)\n"
+                 "time.sleep(30)\n",
+                 "[\"*.csv\"]", "{\"wall_ms\": 3000}");
+  ASSERT_NOT_NULL(r);
+  ASSERT_STR_EQ(adv_str(r, "status"), "killed");
+  ASSERT_STR_EQ(adv_str(r, "stdout"), "written\n");
+  ctr_print_files(r);
+  if (remote) {
+    ASSERT_NULL(ctr_file(r, "partial.csv"));
+    ASSERT_STR_CONTAINS(adv_str(r, "collect.stopped"), "unavailable");
+  } else {
+    ASSERT_NOT_NULL(f = ctr_file(r, "partial.csv"));
+    ASSERT_STR_EQ(adv_str(f, "content"), "c3RlcCwxCg==");
+  }
+  cJSON_Delete(r);
+}
+
+TEST_IMPL(container_collect) {
+  static const char cfg_py[] =
+      "{\"containers\":{\"endpoint\":\"" ENDPOINT
+      "\",\"gate\":\"" PX_CTR_GATE_PATH "\"}," PY_RUNTIMES "}";
+  static const char cfg_remote[] =
+      "{\"containers\":{\"endpoint\":\"" TCP_ENDPOINT
+      "\",\"gate\":\"" PX_CTR_GATE_PATH "\",\"allow_degraded\":true},"
+      PY_RUNTIMES "}";
+  adv_env_t e;
+  NEED_ENGINE();
+  if (!py_image_present())
+    RETURN_SKIP("no " PY_IMAGE " in the engine (tests/linux/dockerd.sh "
+                "start makes it from the host's python3, when there is one)");
+  ASSERT_OK(adv_start(&e, cfg_py));
+  ctr_collect_all(&e, 0);
+  ASSERT_EQ(our_containers(), 0);
+  adv_stop(&e);
+  if (px__dk_ping(TCP_ENDPOINT) != 0)
+    RETURN_SKIP("the local engine done; no " TCP_ENDPOINT
+                " for the remote half");
+  ASSERT_OK(adv_start(&e, cfg_remote));
+  ctr_collect_all(&e, 1);
+  ASSERT_EQ(our_containers(), 0);
+  adv_stop(&e);
   return 0;
 }

@@ -148,6 +148,13 @@ void px__dk_ids_free(char **ids, size_t n);
 int px__dk_archive_put(const char *ep, const char *id, const char *dir,
                        const void *tar, size_t len);
 
+/* GET /containers/ID/archive?path=DIR: the tar stream of directory `dir`
+ * of the container (its entries named "<last component of dir>/..."),
+ * once the engine answered 200; read it with px__dk_stream_read until it
+ * ends, close it with px__dk_stream_close (early is fine). */
+int px__dk_archive_get(const char *ep, const char *id, const char *dir,
+                       px__dk_stream_t *out);
+
 /* ---- ustar writer (tar.c): regular files and directories only --------- */
 
 /* Append one entry (a header, then the data padded to 512 bytes). Names
