@@ -12,6 +12,7 @@
 
 #include "px/px_encode.h"
 #include "px/px_error.h"
+#include "px/px_os.h"
 #include "px/px_sha256.h"
 #include "watchdog/container/dk_int.h"
 
@@ -25,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1254,7 +1256,7 @@ static void ctr_collect_all(adv_env_t *e, int remote) {
   memset(longname + 61, 'e', 60);
   longname[121] = '/';
   memset(longname + 122, 'f', 90);
-  strcat(longname, ".csv");
+  memcpy(longname + 212, ".csv", 5);
   ctr_check_file(r, longname, "text/csv");
   ASSERT_NULL(ctr_file(r, "big.bin")); /* not asked for */
   ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "files")), 3);
@@ -1335,5 +1337,258 @@ TEST_IMPL(container_collect) {
   ctr_collect_all(&e, 1);
   ASSERT_EQ(our_containers(), 0);
   adv_stop(&e);
+  return 0;
+}
+
+/* ---- the archive reader against a fake engine (no Docker, no root) --- */
+
+/* A ustar header written by hand (names the writer would refuse). */
+static void raw_hdr(px_buf_t *b, const char *name, size_t nlen, char type,
+                    uint64_t size, const char *link) {
+  unsigned char h[512];
+  unsigned sum = 0;
+  size_t i;
+  memset(h, 0, sizeof h);
+  memcpy(h, name, nlen < 100 ? nlen : 100);
+  snprintf((char *)h + 100, 8, "%07o", 0644);
+  snprintf((char *)h + 108, 8, "%07o", 0);
+  snprintf((char *)h + 116, 8, "%07o", 0);
+  snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
+  snprintf((char *)h + 136, 12, "%011o", 0);
+  h[156] = (unsigned char)type;
+  if (link)
+    memcpy(h + 157, link, strlen(link));
+  memcpy(h + 257, "ustar", 6);
+  memcpy(h + 263, "00", 2);
+  memset(h + 148, ' ', 8);
+  for (i = 0; i < sizeof h; i++)
+    sum += h[i];
+  snprintf((char *)h + 148, 8, "%06o", sum);
+  px_buf_append(b, h, sizeof h);
+}
+
+static void raw_data(px_buf_t *b, const void *d, size_t n) {
+  static const unsigned char zero[512];
+  px_buf_append(b, d, n);
+  px_buf_append(b, zero, (512 - n % 512) % 512);
+}
+
+/* A pax 'x' header with one record "key=value" (value may hold a NUL). */
+static void pax_rec(px_buf_t *b, const char *key, const char *val,
+                    size_t vlen) {
+  char rec[600];
+  size_t body = strlen(key) + vlen + 3, len = body + 1, k;
+  while (snprintf(NULL, 0, "%zu", len) + body != len)
+    len++;
+  k = (size_t)snprintf(rec, sizeof rec, "%zu %s=", len, key);
+  memcpy(rec + k, val, vlen);
+  rec[k + vlen] = '\n';
+  raw_hdr(b, "PaxHeader", 9, 'x', len, NULL);
+  raw_data(b, rec, len);
+}
+
+/* Serve one connection on `sock` with `body` after a 200 (HTTP/1.0, the
+ * body ends with the connection), then stall `stall_s` seconds. */
+static pid_t fake_engine(const char *sock, const px_buf_t *body, int stall_s) {
+  struct sockaddr_un sa;
+  int ls = socket(AF_UNIX, SOCK_STREAM, 0);
+  pid_t pid;
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+  unlink(sock);
+  if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+      listen(ls, 1) != 0)
+    return -1;
+  pid = fork();
+  if (pid == 0) {
+    static const char ok[] = "HTTP/1.0 200 OK\r\n"
+                             "Content-Type: application/x-tar\r\n\r\n";
+    char req[4096];
+    size_t have = 0;
+    int c = accept(ls, NULL, NULL);
+    while (c >= 0 && have < sizeof req - 1 &&
+           !memmem(req, have, "\r\n\r\n", 4)) {
+      ssize_t n = read(c, req + have, sizeof req - 1 - have);
+      if (n <= 0)
+        break;
+      have += (size_t)n;
+    }
+    (void)!write(c, ok, sizeof ok - 1);
+    if (body->len)
+      (void)!write(c, body->data, body->len);
+    sleep((unsigned)stall_s);
+    _exit(0);
+  }
+  close(ls);
+  return pid;
+}
+
+typedef struct {
+  px_result_t r;
+  uint64_t ms;
+} fake_out_t;
+
+/* The archive `tar` through the reader into a collector for "**". */
+static void fake_collect(const px_buf_t *tar, int stall_s, uint64_t cap,
+                         int timeout_ms, fake_out_t *out) {
+  char *pat = "**", *pats[1];
+  char dir[] = "/tmp/px-ctr-fake-XXXXXX", sock[64], ep[80];
+  px_collect_spec_t spec;
+  px_collector_t *c = NULL;
+  uint64_t t0;
+  pid_t pid;
+  int st;
+  pats[0] = pat;
+  spec.patterns = pats;
+  spec.npatterns = 1;
+  spec.max_files = 16;
+  spec.max_bytes = 1u << 20;
+  ASSERT_NOT_NULL(mkdtemp(dir));
+  snprintf(sock, sizeof sock, "%s/e.sock", dir);
+  snprintf(ep, sizeof ep, "unix://%s", sock);
+  ASSERT_GT(pid = fake_engine(sock, tar, stall_s), 0);
+  ASSERT_OK(px_collector_new(&spec, &c));
+  t0 = px_now_ms();
+  ASSERT_OK(px__ctr_collect_archive(ep, "0123abcd", &spec, cap, timeout_ms, c));
+  out->ms = px_now_ms() - t0;
+  memset(&out->r, 0, sizeof out->r);
+  px_collector_finish(c, &out->r);
+  px_collector_free(c);
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  unlink(sock);
+  rmdir(dir);
+}
+
+static const px_out_file_t *fake_file(const px_result_t *r, const char *p) {
+  size_t i;
+  for (i = 0; i < r->nfiles; i++)
+    if (strcmp(r->files[i].path, p) == 0)
+      return &r->files[i];
+  return NULL;
+}
+
+static void fake_print(const char *what, const fake_out_t *o) {
+  size_t i;
+  printf("%s: stopped=%s visited=%llu in %llu ms\n", what,
+         o->r.collect.stopped ? o->r.collect.stopped : "-",
+         (unsigned long long)o->r.collect.visited,
+         (unsigned long long)o->ms);
+  for (i = 0; i < o->r.nfiles; i++)
+    printf("  %s: %zu bytes %s\n", o->r.files[i].path, o->r.files[i].len,
+           o->r.files[i].skipped ? o->r.files[i].skipped : "collected");
+}
+
+TEST_IMPL(container_collect_archive_reader) {
+  static const char png[] = "\x89PNG\r\n\x1a\nplain";
+  char longname[300];
+  px_buf_t t = {0};
+  fake_out_t o;
+  const px_out_file_t *f;
+  /* One archive of hostile entries, each beside collected controls. */
+  px__tar_dir(&t, "job", 0755, 0, 0);
+  px__tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
+  raw_hdr(&t, "/etc/abs.png", 12, '0', 3, NULL);
+  raw_data(&t, "abs", 3);
+  raw_hdr(&t, "job/../up.png", 13, '0', 2, NULL);
+  raw_data(&t, "up", 2);
+  raw_hdr(&t, "other/x.png", 11, '0', 1, NULL);
+  raw_data(&t, "x", 1);
+  pax_rec(&t, "path", "job/nul\0.png", 12);
+  raw_hdr(&t, "job/nul", 7, '0', 1, NULL);
+  raw_data(&t, "n", 1);
+  memset(longname, 'l', sizeof longname);
+  memcpy(longname, "job/", 4);
+  memcpy(longname + 250, ".csv", 5); /* a GNU long name: collected */
+  raw_hdr(&t, "././@LongLink", 13, 'L', 255, NULL);
+  raw_data(&t, longname, 255);
+  raw_hdr(&t, "job/lll", 7, '0', 4, NULL);
+  raw_data(&t, "long", 4);
+  raw_hdr(&t, "job/s.png", 9, '2', 0, "/etc/shadow");
+  raw_hdr(&t, "job/p.png", 9, '6', 0, NULL);
+  px__tar_file(&t, "job/h1.png", 0644, 0, 0, "two", 3);
+  raw_hdr(&t, "job/h2.png", 10, '1', 0, "job/h1.png");
+  px__tar_file(&t, "job/last.png", 0644, 0, 0, png, sizeof png - 1);
+  px__tar_end(&t);
+  fake_collect(&t, 0, 1u << 20, 5000, &o);
+  fake_print("hostile", &o);
+  ASSERT_NULL(o.r.collect.stopped);
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "ok.png"));
+  ASSERT_NULL(f->skipped);
+  ASSERT_EQ(f->len, sizeof png - 1);
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "last.png"));
+  ASSERT_NULL(f->skipped);
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "/etc/abs.png"));
+  ASSERT_STR_CONTAINS(f->skipped, "absolute");
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "../up.png"));
+  ASSERT_STR_CONTAINS(f->skipped, "'..'");
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "other/x.png"));
+  ASSERT_STR_CONTAINS(f->skipped, "outside the job directory");
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "nul"));
+  ASSERT_STR_CONTAINS(f->skipped, "NUL");
+  ASSERT_NOT_NULL(f = fake_file(&o.r, longname + 4));
+  ASSERT_NULL(f->skipped);
+  ASSERT_EQ(f->len, 4);
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "s.png"));
+  ASSERT_STR_CONTAINS(f->skipped, "link");
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "p.png"));
+  ASSERT_STR_CONTAINS(f->skipped, "not a regular file");
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "h1.png"));
+  ASSERT_STR_CONTAINS(f->skipped, "hard link");
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "h2.png"));
+  ASSERT_STR_CONTAINS(f->skipped, "hard link");
+  px_result_free(&o.r);
+  /* A bad checksum: what came before it stays, the walk says why. */
+  px_buf_reset(&t);
+  px__tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
+  px__tar_file(&t, "job/bad.png", 0644, 0, 0, png, sizeof png - 1);
+  t.data[1024 + 148] ^= 1; /* the second header's checksum */
+  px__tar_end(&t);
+  fake_collect(&t, 0, 1u << 20, 5000, &o);
+  fake_print("checksum", &o);
+  ASSERT_STR_CONTAINS(o.r.collect.stopped, "malformed header");
+  ASSERT_NOT_NULL(fake_file(&o.r, "ok.png"));
+  ASSERT_NULL(fake_file(&o.r, "bad.png"));
+  px_result_free(&o.r);
+  /* Cut short: no end-of-archive blocks, then the engine closes. */
+  px_buf_reset(&t);
+  px__tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
+  raw_hdr(&t, "job/cut.png", 11, '0', 5000, NULL);
+  fake_collect(&t, 0, 1u << 20, 5000, &o);
+  fake_print("cut", &o);
+  ASSERT_STR_CONTAINS(o.r.collect.stopped, "ended before");
+  ASSERT_NOT_NULL(fake_file(&o.r, "ok.png"));
+  px_result_free(&o.r);
+  /* A pax header past 64 KiB is not read into memory. */
+  px_buf_reset(&t);
+  raw_hdr(&t, "PaxHeader", 9, 'x', 1u << 20, NULL);
+  fake_collect(&t, 0, 4u << 20, 5000, &o);
+  fake_print("pax", &o);
+  ASSERT_STR_CONTAINS(o.r.collect.stopped, "64 KiB");
+  px_result_free(&o.r);
+  /* More stream than the job directory can hold: read no further. */
+  px_buf_reset(&t);
+  raw_hdr(&t, "job/huge.bin", 12, '0', 3u << 20, NULL);
+  { /* the data itself, zeros */
+    static const unsigned char z[65536];
+    int i;
+    for (i = 0; i < 48; i++)
+      px_buf_append(&t, z, sizeof z);
+  }
+  fake_collect(&t, 0, 1u << 20, 5000, &o);
+  fake_print("huge", &o);
+  ASSERT_STR_CONTAINS(o.r.collect.stopped, "larger than the job directory");
+  px_result_free(&o.r);
+  /* An engine that stalls mid-archive: the deadline ends it, promptly. */
+  px_buf_reset(&t);
+  px__tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
+  fake_collect(&t, 20, 1u << 20, 800, &o);
+  fake_print("stall", &o);
+  ASSERT_STR_CONTAINS(o.r.collect.stopped, "did not arrive in time");
+  ASSERT_NOT_NULL(fake_file(&o.r, "ok.png"));
+  ASSERT_LT(o.ms, 5000);
+  px_result_free(&o.r);
+  px_buf_free(&t);
   return 0;
 }

@@ -80,14 +80,14 @@ static int get(ar_t *a, void *dst, uint64_t n) {
       uint64_t now = px_now_ms();
       long r;
       if (now >= a->deadline) {
-        a->why = "archive: the engine's archive did not arrive within 30 s";
+        a->why = "archive: the engine's archive did not arrive in time";
         return -1;
       }
       r = px__dk_stream_read(&a->s, a->buf, sizeof a->buf,
                              (int)(a->deadline - now));
       if (r <= 0) {
         a->why = r == PX_ETIMEDOUT
-                     ? "archive: the engine's archive did not arrive within 30 s"
+                     ? "archive: the engine's archive did not arrive in time"
                      : "archive: the stream ended before the end of the archive";
         return -1;
       }
@@ -536,11 +536,41 @@ static void ar_free(ar_t *a) {
   px__dk_stream_close(&a->s);
 }
 
+int px__ctr_collect_archive(const char *ep, const char *id,
+                            const px_collect_spec_t *spec, uint64_t max_stream,
+                            int timeout_ms, px_collector_t *c) {
+  ar_t *a;
+  int rc;
+  if (!(a = calloc(1, sizeof *a))) {
+    px_collector_stopped(c, "walk: out of memory");
+    return PX_ENOMEM;
+  }
+  a->spec = spec;
+  a->cap = max_stream;
+  a->deadline = px_now_ms() + (uint64_t)timeout_ms;
+  rc = px__dk_archive_get(ep, id, PX_CTR_JOB_DIR, &a->s);
+  if (rc) {
+    px_collector_stopped(c, "walk: the engine's archive of the job directory "
+                            "could not be read");
+    ar_free(a);
+    free(a);
+    return rc;
+  }
+  if (read_archive(a)) {
+    px_collector_stopped(c, a->why);
+    PX_LOG(PX_LOG_WARN, "container %.12s: collect: %s", id, a->why);
+  }
+  px__dk_stream_close(&a->s); /* before the replay: the engine is done */
+  replay(a, c);
+  ar_free(a);
+  free(a);
+  return 0;
+}
+
 int px__ctr_collect(px_sandbox_t *sb, px_collector_t *c) {
   const px__ctr_t *be = sb->be;
   uint64_t dir_bytes = be->opts.tmpfs_bytes ? be->opts.tmpfs_bytes : 64u << 20;
-  ar_t *a;
-  int rc, gate_ended;
+  int gate_ended;
   px_mutex_lock(&sb->lock);
   gate_ended = sb->gate_ended;
   px_mutex_unlock(&sb->lock);
@@ -554,28 +584,7 @@ int px__ctr_collect(px_sandbox_t *sb, px_collector_t *c) {
                             "ended with the killed container");
     return 0;
   }
-  if (!(a = calloc(1, sizeof *a))) {
-    px_collector_stopped(c, "walk: out of memory");
-    return PX_ENOMEM;
-  }
-  a->spec = &sb->spec->collect;
-  a->cap = dir_bytes + (uint64_t)PX_CTR_JOB_INODES * ENTRY_OVERHEAD;
-  a->deadline = px_now_ms() + DEADLINE_MS;
-  rc = px__dk_archive_get(be->endpoint, sb->id, PX_CTR_JOB_DIR, &a->s);
-  if (rc) {
-    px_collector_stopped(c, "walk: the engine's archive of the job directory "
-                            "could not be read");
-    ar_free(a);
-    free(a);
-    return rc;
-  }
-  if (read_archive(a)) {
-    px_collector_stopped(c, a->why);
-    PX_LOG(PX_LOG_WARN, "job %s: collect: %s", sb->spec->key, a->why);
-  }
-  px__dk_stream_close(&a->s); /* before the replay: the engine is done */
-  replay(a, c);
-  ar_free(a);
-  free(a);
-  return 0;
+  return px__ctr_collect_archive(
+      be->endpoint, sb->id, &sb->spec->collect,
+      dir_bytes + (uint64_t)PX_CTR_JOB_INODES * ENTRY_OVERHEAD, DEADLINE_MS, c);
 }
