@@ -195,5 +195,6 @@ PX_TEST_ENTRY(enforce-svc, enforcesvc_report, 30)
 /* watchdog/container under Wine: a Linux dockerd on loopback TCP
  * (tests/win/test_container.c; labels win integ container) */
 PX_TEST_ENTRY(container, wincontainer_jobs, 300)
+PX_TEST_ENTRY(container, wincontainer_collect, 120)
 PX_TEST_ENTRY(container, wincontainer_refusals, 300)
 PX_TEST_ENTRY(container, wincontainer_named_pipe, 300)
