@@ -1320,7 +1320,7 @@ TEST_IMPL(container_collect) {
   static const char cfg_remote[] =
       "{\"containers\":{\"endpoint\":\"" TCP_ENDPOINT
       "\",\"gate\":\"" PX_CTR_GATE_PATH "\",\"allow_degraded\":true},"
-      PY_RUNTIMES "}";
+      PY_RUNTIME CLIENTS_NO_EGRESS "}";
   adv_env_t e;
   NEED_ENGINE();
   if (!py_image_present())

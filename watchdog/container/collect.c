@@ -424,7 +424,15 @@ static int entry(ar_t *a, const unsigned char *h, uint64_t size) {
   a->pax_link = a->long_link = NULL;
   if (e->kind == PX_ENTRY_DIR)
     return get(a, NULL, padded(size));
-  rc = data(a, e, size);
+  if ((rc = data(a, e, size)) != 0) { /* its data never came: not listed */
+    a->n--;
+    if (e->have) {
+      a->kept_files--;
+      a->kept_bytes -= e->len;
+    }
+    free(e->rel);
+    free(e->data);
+  }
   return rc;
 }
 
