@@ -44,6 +44,9 @@ void px_job_spec_free(px_job_spec_t *spec) {
   }
   free(spec->kb);
   free(spec->image);
+  for (i = 0; i < spec->collect.npatterns; i++)
+    free(spec->collect.patterns[i]);
+  free(spec->collect.patterns);
   memset(spec, 0, sizeof *spec);
 }
 

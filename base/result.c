@@ -100,6 +100,13 @@ void px_result_free(px_result_t *r) {
   kb_free(&r->kb);
   free(r->error_message);
   r->error_message = NULL;
+  for (i = 0; r->files && i < r->nfiles; i++) {
+    free(r->files[i].path);
+    free(r->files[i].data);
+  }
+  free(r->files);
+  r->files = NULL;
+  r->nfiles = 0;
 }
 
 int px_result_add_finding(px_result_t *r, const char *rule, unsigned line,

@@ -133,6 +133,80 @@ static const char *status_of(cJSON *r) {
   return cJSON_IsString(s) ? s->valuestring : "?";
 }
 
+/* ---- collect ---- */
+
+/* Output files: a job writes 100 files of 100 KB; the same job with and
+ * without `collect` of all of them, round trips interleaved; the
+ * difference is what collection adds end to end (the walk, reading,
+ * SHA-256, base64, the 13 MB result frame, the client's parse). */
+static double collect_round(const daemon_t *d, const char *id, int collect) {
+  static const char code[] =
+      "i=0; while [ $i -lt 100 ]; do head -c 102400 /dev/urandom > f$i.bin; "
+      "i=$((i+1)); done";
+  px_client_t *c = connect_daemon(d);
+  cJSON *o = cJSON_CreateObject(), *r, *caps, *col, *pats, *files;
+  char *json;
+  double t0, ms;
+  cJSON_AddStringToObject(o, "type", "run");
+  cJSON_AddStringToObject(o, "id", id);
+  cJSON_AddStringToObject(o, "runtime", "sh");
+  cJSON_AddStringToObject(o, "code", code);
+  caps = cJSON_AddArrayToObject(o, "capabilities");
+  cJSON_AddItemToArray(caps, cJSON_CreateString("fs:write_tmp"));
+  if (collect) {
+    col = cJSON_AddObjectToObject(o, "collect");
+    pats = cJSON_AddArrayToObject(col, "patterns");
+    cJSON_AddItemToArray(pats, cJSON_CreateString("*.bin"));
+    cJSON_AddNumberToObject(col, "max_files", 100);
+    cJSON_AddNumberToObject(col, "max_bytes", 16 << 20);
+  }
+  json = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  t0 = now_ms();
+  if (!json || px_client_send(c, json, strlen(json)) != 0) {
+    fprintf(stderr, "bench: send failed\n");
+    exit(1);
+  }
+  free(json);
+  r = recv_type(c, "result");
+  ms = now_ms() - t0;
+  files = cJSON_GetObjectItemCaseSensitive(r, "files");
+  if (strcmp(status_of(r), "ok") != 0 ||
+      (collect && cJSON_GetArraySize(files) != 100)) {
+    fprintf(stderr, "bench: collect job: %s, %d files\n", status_of(r),
+            cJSON_GetArraySize(files));
+    exit(1);
+  }
+  cJSON_Delete(r);
+  px_client_close(c);
+  return ms;
+}
+
+static void bench_collect(const daemon_t *d, int rounds, cJSON *out) {
+  series_t plain = {0}, coll = {0};
+  int i, n = rounds < 30 ? rounds : 30;
+  char id[32];
+  cJSON *j;
+  for (i = 0; i < n; i++) {
+    snprintf(id, sizeof id, "cp-%d", i);
+    push(&plain, collect_round(d, id, 0));
+    snprintf(id, sizeof id, "cc-%d", i);
+    push(&coll, collect_round(d, id, 1));
+  }
+  printf("\ncollect: a job writing 100 files of 100 KB, %d rounds each\n", n);
+  printf("  without collect  p50 %7.1f ms  p90 %7.1f ms\n", pct(&plain, .5),
+         pct(&plain, .9));
+  printf("  collect all 100  p50 %7.1f ms  p90 %7.1f ms  (+%.1f ms p50, "
+         "%.2fx)\n", pct(&coll, .5), pct(&coll, .9),
+         pct(&coll, .5) - pct(&plain, .5), pct(&coll, .5) / pct(&plain, .5));
+  j = cJSON_AddObjectToObject(out, "collect");
+  cJSON_AddNumberToObject(j, "plain_p50_ms", pct(&plain, .5));
+  cJSON_AddNumberToObject(j, "collect_p50_ms", pct(&coll, .5));
+  cJSON_AddNumberToObject(j, "added_p50_ms", pct(&coll, .5) - pct(&plain, .5));
+  free(plain.v);
+  free(coll.v);
+}
+
 /* ---- footprint ---- */
 
 /* The process's resident KiB and open fds (px_proc_footprint); -1 when
@@ -1023,7 +1097,7 @@ int main(int argc, char **argv) {
       snprintf(workers_member, sizeof workers_member, ", \"workers\": %d",
                (int)strtol(argv[++i], NULL, 10));
     else { fprintf(stderr, "usage: %s [--rounds N] [--seconds S] [--json FILE] [--quick] [--layers-only]\n"
-                           "       [--only SECTION[,SECTION...]] (pool spawn throughput kills layers footprint attest disk; rt8)\n"
+                           "       [--only SECTION[,SECTION...]] (pool spawn throughput kills layers footprint attest disk collect; rt8)\n"
                            "       [--workers N] (the daemons' queue.workers; default: theirs)\n",
                            argv[0]); return 2; }
   }
@@ -1082,6 +1156,15 @@ int main(int argc, char **argv) {
     bench_attest(&d, &o, out);
   if (SECTION("disk"))
     bench_disk(&o, out);
+  if (SECTION("collect")) {
+    daemon_t cd;
+    if (bench_daemon(&cd, ", \"collect\": {\"max_files\": 128}") != 0) {
+      fprintf(stderr, "px_bench_linux: cannot start the collect daemon\n");
+      return 1;
+    }
+    bench_collect(&cd, o.rounds, out);
+    daemon_stop(&cd);
+  }
   daemon_stop(&d);
   if (SECTION("layers"))
     bench_layer_costs(&o, out); /* last: cgroup detection may move us */

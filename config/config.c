@@ -182,6 +182,12 @@ static const field_t output_fields[] = {
     U64("rate_bytes_per_s", output.rate_bytes_per_s, 1, 64 * GiB),
     U64("burst_bytes", output.burst_bytes, 1, 64 * GiB), END};
 
+static const field_t collect_fields[] = {
+    U64("default_files", collect.default_files, 1, 10000),
+    U64("default_bytes", collect.default_bytes, 1, 64 * MiB),
+    U64("max_files", collect.max_files, 1, 10000),
+    U64("max_bytes", collect.max_bytes, 1, 64 * MiB), END};
+
 static const field_t watchdog_fields[] = {
     U64("tick_ms", watchdog_tick_ms, 5, 10000), END};
 
@@ -307,6 +313,7 @@ static const field_t root_fields[] = {
     CUSTOM("clients", px__cfg_parse_clients, px__cfg_emit_clients),
     OBJ("queue", queue_fields),
     OBJ("output", output_fields),
+    OBJ("collect", collect_fields),
     OBJ("watchdog", watchdog_fields),
     OBJ("audit", audit_fields),
     OBJ("kb", kb_fields),
@@ -633,6 +640,16 @@ static int check_binds(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
   return 0;
 }
 
+static int check_collect(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
+  if (cfg->collect.default_files > cfg->collect.max_files)
+    return px__cfg_fail(ctx, "collect.default_files",
+                        "exceeds collect.max_files");
+  if (cfg->collect.default_bytes > cfg->collect.max_bytes)
+    return px__cfg_fail(ctx, "collect.default_bytes",
+                        "exceeds collect.max_bytes");
+  return 0;
+}
+
 static int check_config(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
   int rc;
   if ((rc = check_binds(ctx, cfg)) != 0)
@@ -647,6 +664,8 @@ static int check_config(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
     return px__cfg_fail(ctx, "kb.owner_uid", "must differ from "
                         "linux.sandbox_uid (%lu)",
                         (unsigned long)cfg->linux_.sandbox_uid);
+  if ((rc = check_collect(ctx, cfg)) != 0)
+    return rc;
   if (cfg->output.burst_bytes < 4096)
     return px__cfg_fail(ctx, "output.burst_bytes", "must be at least 4096");
   if (cfg->request.max_file_bytes > cfg->request.max_total_bytes ||

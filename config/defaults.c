@@ -244,6 +244,7 @@ static void default_numbers(px_config_t *cfg) {
   l->high_cpu_wall_ms = 1800000;
   cfg->queue = (px_queue_config_t){1000, 30000, 0, 100, 256 * MiB, 250, 0};
   cfg->output = (px_output_config_t){PX_OVERFLOW_KILL, 1 * MiB, 256 * 1024};
+  cfg->collect = (px_collect_config_t){16, 8 * MiB, 64, 16 * MiB};
   cfg->watchdog_tick_ms = 50;
   cfg->kb.snapshot = PX_KB_SNAPSHOT_ALWAYS;
   cfg->kb.keep = 50;

@@ -392,6 +392,43 @@ static int build_kb(px_job_spec_t *spec, const px_config_t *cfg) {
   return 0;
 }
 
+/* The run's collect caps against the policy's (px_collect_config_t). */
+static int check_collect(const px_config_t *cfg, const px_run_request_t *req,
+                         px_collect_spec_t *out, px_result_t *r) {
+  const px_collect_config_t *p = &cfg->collect;
+  const px_collect_spec_t *c = &req->collect;
+  memset(out, 0, sizeof *out);
+  if (c->npatterns == 0)
+    return 0;
+  out->max_files = c->max_files ? c->max_files : p->default_files;
+  out->max_bytes = c->max_bytes ? c->max_bytes : p->default_bytes;
+  if (out->max_files > p->max_files)
+    return reject(r, req, PX_CODE_LIMIT_EXCEEDS_POLICY,
+                  "collect.max_files: %llu exceeds the maximum %llu",
+                  (unsigned long long)out->max_files,
+                  (unsigned long long)p->max_files);
+  if (out->max_bytes > p->max_bytes)
+    return reject(r, req, PX_CODE_LIMIT_EXCEEDS_POLICY,
+                  "collect.max_bytes: %llu exceeds the maximum %llu",
+                  (unsigned long long)out->max_bytes,
+                  (unsigned long long)p->max_bytes);
+  return 0;
+}
+
+static int build_collect(px_job_spec_t *spec, const px_run_request_t *req) {
+  size_t i, n = req->collect.npatterns;
+  if (n == 0)
+    return 0;
+  if (!(spec->collect.patterns = calloc(n, sizeof *spec->collect.patterns)))
+    return PX_ENOMEM;
+  for (i = 0; i < n; i++) {
+    if (!(spec->collect.patterns[i] = px_strdup(req->collect.patterns[i])))
+      return PX_ENOMEM;
+    spec->collect.npatterns = i + 1;
+  }
+  return 0;
+}
+
 static int build_spec(const px_config_t *cfg, const px_runtime_t *rt,
                       const px_run_request_t *req, const char *entry,
                       px_job_spec_t *spec) {
@@ -411,6 +448,8 @@ static int build_spec(const px_config_t *cfg, const px_runtime_t *rt,
     return rc;
   if (rt->image && !(spec->image = px_strdup(rt->image)))
     return PX_ENOMEM;
+  if ((rc = build_collect(spec, req)) != 0)
+    return rc;
   return build_kb(spec, cfg);
 }
 
@@ -455,6 +494,7 @@ int px_policy_admit(const px_config_t *cfg, const px_client_policy_t *client,
   char entry[64];
   uint32_t caps = 0;
   px_limits_t limits;
+  px_collect_spec_t collect;
   int rc;
   memset(spec, 0, sizeof *spec);
   if (!cfg || !req)
@@ -475,7 +515,8 @@ int px_policy_admit(const px_config_t *cfg, const px_client_policy_t *client,
                   "priority: %s is above this client's maximum %s",
                   px_policy_priority_name(req->priority),
                   px_policy_priority_name(client->max_priority));
-  if ((rc = check_limits(cfg, req, caps, &limits, reject_out)) != 0)
+  if ((rc = check_limits(cfg, req, caps, &limits, reject_out)) != 0 ||
+      (rc = check_collect(cfg, req, &collect, reject_out)) != 0)
     return rc;
   snprintf(entry, sizeof entry, "main%s", rt->extension);
   if ((rc = check_env(req, reject_out)) != 0 ||
@@ -484,6 +525,8 @@ int px_policy_admit(const px_config_t *cfg, const px_client_policy_t *client,
     return rc;
   spec->caps = caps;
   spec->limits = limits;
+  spec->collect.max_files = collect.max_files;
+  spec->collect.max_bytes = collect.max_bytes;
   if ((rc = build_spec(cfg, rt, req, entry, spec)) != 0)
     px_job_spec_free(spec);
   return rc;

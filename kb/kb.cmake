@@ -1,7 +1,6 @@
 # kb/kb.cmake - knowledge-base snapshots and verified rollback (portable,
 # with a small filesystem layer per platform).
 target_sources(px_core PRIVATE
-  ${CMAKE_CURRENT_SOURCE_DIR}/sha256.c
   ${CMAKE_CURRENT_SOURCE_DIR}/manifest.c
   ${CMAKE_CURRENT_SOURCE_DIR}/store.c
   ${CMAKE_CURRENT_SOURCE_DIR}/dirlist.c

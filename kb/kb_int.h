@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "kb/kb_fs.h"
-#include "kb/sha256.h"
+#include "px/px_sha256.h"
 #include "px/px_kb.h"
 #include "px/px_os.h"
 

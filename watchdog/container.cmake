@@ -5,6 +5,7 @@
 # The portable part, on both; then each platform's connection and host.
 target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/container/backend.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/container/collect.c
   ${CMAKE_CURRENT_SOURCE_DIR}/container/deliver.c
   ${CMAKE_CURRENT_SOURCE_DIR}/container/docker.c
   ${CMAKE_CURRENT_SOURCE_DIR}/container/gatecheck.c

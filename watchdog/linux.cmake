@@ -4,6 +4,7 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/backend.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/cgroup.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/landlock.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/linux/collect.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/mounts.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/pool.c
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/reaper.c

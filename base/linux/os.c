@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -168,6 +169,35 @@ int px_proc_footprint(unsigned long pid, px_proc_footprint_t *out) {
 }
 
 int px_os_under_wine(void) { return 0; }
+
+int px_os_mkdir(const char *path) {
+  if (mkdir(path, 0777) == 0)
+    return 0;
+  return errno == EEXIST ? PX_EEXIST : PX_EIO;
+}
+
+int px_os_write_file(const char *path, const void *data, size_t len,
+                     int overwrite) {
+  int fd = open(path,
+                O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC |
+                    (overwrite ? O_TRUNC : O_EXCL),
+                0666);
+  const char *p = data;
+  if (fd < 0)
+    return errno == EEXIST || errno == ELOOP ? PX_EEXIST : PX_EIO;
+  while (len > 0) {
+    ssize_t n = write(fd, p, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      close(fd);
+      return PX_EIO;
+    }
+    p += n;
+    len -= (size_t)n;
+  }
+  return close(fd) == 0 ? 0 : PX_EIO;
+}
 
 int px_random_bytes(void *buf, size_t len) {
   unsigned char *p = buf;

@@ -139,6 +139,66 @@ int px_proc_footprint(unsigned long pid, px_proc_footprint_t *out) {
   return rc;
 }
 
+/* UTF-8 to a malloc'd UTF-16 string, or NULL (invalid UTF-8, OOM). */
+static WCHAR *utf16(const char *s) {
+  int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, NULL, 0);
+  WCHAR *w = n > 0 ? malloc((size_t)n * sizeof *w) : NULL;
+  if (w && MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, w, n) != n) {
+    free(w);
+    w = NULL;
+  }
+  return w;
+}
+
+int px_os_mkdir(const char *path) {
+  WCHAR *w = utf16(path);
+  int rc = PX_EIO;
+  if (w && CreateDirectoryW(w, NULL))
+    rc = 0;
+  else if (w && GetLastError() == ERROR_ALREADY_EXISTS)
+    rc = PX_EEXIST;
+  free(w);
+  return rc;
+}
+
+int px_os_write_file(const char *path, const void *data, size_t len,
+                     int overwrite) {
+  WCHAR *w = utf16(path);
+  HANDLE h;
+  DWORD n, err;
+  const char *p = data;
+  if (!w)
+    return PX_EIO;
+  /* FILE_FLAG_OPEN_REPARSE_POINT: a link at the last component is opened
+   * itself (then refused below), never followed. */
+  h = CreateFileW(w, GENERIC_WRITE, 0, NULL,
+                  overwrite ? OPEN_ALWAYS : CREATE_NEW,
+                  FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT, NULL);
+  err = GetLastError();
+  free(w);
+  if (h == INVALID_HANDLE_VALUE)
+    return err == ERROR_FILE_EXISTS ? PX_EEXIST : PX_EIO;
+  {
+    BY_HANDLE_FILE_INFORMATION fi;
+    if (!GetFileInformationByHandle(h, &fi) ||
+        (fi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) ||
+        !SetEndOfFile(h)) {
+      CloseHandle(h);
+      return PX_EEXIST;
+    }
+  }
+  while (len > 0) {
+    DWORD chunk = len > 0x40000000u ? 0x40000000u : (DWORD)len;
+    if (!WriteFile(h, p, chunk, &n, NULL) || n == 0) {
+      CloseHandle(h);
+      return PX_EIO;
+    }
+    p += n;
+    len -= n;
+  }
+  return CloseHandle(h) ? 0 : PX_EIO;
+}
+
 int px_os_under_wine(void) {
   HMODULE ntdll = GetModuleHandleW(L"ntdll.dll");
   return ntdll && GetProcAddress(ntdll, "wine_get_version") != NULL;

@@ -137,6 +137,17 @@ typedef struct {
   uint64_t burst_bytes;      /* token bucket size */
 } px_output_config_t;
 
+/* "collect": the output files a run may ask back (px_collect.h). A run
+ * that names no caps gets the defaults; one above a maximum is rejected
+ * with limit_exceeds_policy. */
+typedef struct {
+  uint64_t default_files; /* [16] files */
+  uint64_t default_bytes; /* [8 MiB] bytes of all files together */
+  uint64_t max_files;     /* [64] */
+  uint64_t max_bytes;     /* [16 MiB]; at most 64 MiB: the result carries
+                             them (base64) in one frame */
+} px_collect_config_t;
+
 typedef struct {
   px_audit_mode_t mode;
   px_severity_t reject_severity; /* high trust: rejects at or above */
@@ -216,6 +227,7 @@ struct px_config_s {
   size_t nclients;
   px_queue_config_t queue;
   px_output_config_t output;
+  px_collect_config_t collect;
   uint64_t watchdog_tick_ms;
   px_audit_config_t audit;
   px_kb_config_t kb;

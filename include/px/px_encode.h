@@ -63,6 +63,17 @@ char *px_encode_kb_gc(uint64_t snapshots_removed, uint64_t objects_removed,
  * control characters and NUL are escaped. 0 or PX_ENOMEM. */
 int px_json_quote(px_buf_t *b, const char *s, size_t len, int *lossy);
 
+/* base64, the wire form of binary file contents (request `files`, result
+ * `files`). Strict base64 (RFC 4648, padded, canonical, no whitespace). Decodes
+ * into a malloc'd buffer (*out, caller frees; never NULL on success).
+ * 0, PX_EINVAL (malformed), PX_ERANGE (decoded size > max) or PX_ENOMEM. */
+int px_base64_decode(const char *s, size_t len, size_t max,
+                      unsigned char **out, size_t *out_len);
+
+/* Padded base64 of data[0..len) as a malloc'd NUL-terminated string
+ * (caller frees), or NULL on OOM or a size that would overflow. */
+char *px_base64_encode(const unsigned char *data, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

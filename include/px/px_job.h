@@ -149,6 +149,15 @@ enum {
 /* Name of enforcement bit number `bit` ("job_memory_limit"), or NULL. */
 const char *px_enforcement_name(unsigned bit);
 
+/* The output files a run asks back (the request's `collect`; px_collect.h
+ * has the syntax and the walk). npatterns == 0: nothing is collected. */
+typedef struct {
+  char **patterns; /* owned: relative glob patterns, validated */
+  size_t npatterns;
+  uint64_t max_files; /* files read at most */
+  uint64_t max_bytes; /* bytes read at most, all files together */
+} px_collect_spec_t;
+
 /* A file placed in the job directory before start. */
 typedef struct {
   char *path;          /* relative, validated: no "..", no absolute, '/' sep */
@@ -195,6 +204,7 @@ typedef struct {
                                 request can set it) */
   char *image; /* an image runtime's image: the job runs in a container
                   (px_backend_container); NULL for host runtimes */
+  px_collect_spec_t collect; /* files returned in the result */
 } px_job_spec_t;
 
 /* Release everything a spec owns (every pointer in it is malloc'd: argv

@@ -72,6 +72,16 @@ int px_os_under_wine(void);
 /* Fill buf with cryptographically random bytes. */
 int px_random_bytes(void *buf, size_t len);
 
+/* Client-side files (phoenixctl's --out): UTF-8 paths on both platforms.
+ * px_os_mkdir: 0, PX_EEXIST (something exists there), PX_EIO.
+ * px_os_write_file: create `path` with len bytes of data; an existing file
+ * is PX_EEXIST unless overwrite (then replaced). Never follows a link at
+ * the last component (Linux: O_NOFOLLOW; Windows: a reparse point there
+ * is refused, PX_EEXIST). 0, PX_EEXIST, PX_EIO. */
+int px_os_mkdir(const char *path);
+int px_os_write_file(const char *path, const void *data, size_t len,
+                     int overwrite);
+
 #ifdef __cplusplus
 }
 #endif

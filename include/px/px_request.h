@@ -70,6 +70,9 @@ typedef struct {
   int stream;
   int high_trust;
   px_kb_rollback_t kb_rollback;
+  /* `collect` (px_collect.h): patterns validated; max_files/max_bytes 0
+   * when the request left them to the policy's defaults. */
+  px_collect_spec_t collect;
 } px_run_request_t;
 
 typedef struct {

@@ -112,6 +112,26 @@ typedef struct {
                          changes were rolled back), else NULL */
 } px_kb_result_t;
 
+/* One entry of result.files (px_collect.h): collected (data set,
+ * skipped NULL) or listed as skipped with the reason. */
+typedef struct {
+  char *path;             /* owned; relative, '/', valid UTF-8 */
+  uint64_t bytes;         /* collected bytes, or the size seen when skipped */
+  char sha256[65];        /* hex; "" when skipped */
+  const char *media_type; /* static; NULL when skipped */
+  unsigned char *data;    /* owned; the content (NULL if empty or skipped) */
+  size_t len;
+  const char *skipped;    /* static reason, or NULL */
+} px_out_file_t;
+
+/* result.collect: how the walk went (present when the run asked). */
+typedef struct {
+  int asked;          /* 1: the run had a collect */
+  uint64_t visited;   /* entries the walk looked at */
+  uint64_t unlisted;  /* skipped entries past PX_COLLECT_LIST_MAX */
+  const char *stopped; /* static: why the walk ended early, or NULL */
+} px_collect_info_t;
+
 typedef struct {
   char id[PX_JOB_ID_MAX + 1];
   px_status_t status;
@@ -128,6 +148,9 @@ typedef struct {
   uint64_t enforcement; /* PX_ENF bits */
   px_code_t error_code; /* PX_CODE_NONE unless rejected/error */
   char *error_message;  /* owned */
+  px_out_file_t *files; /* owned: collected and skipped output files */
+  size_t nfiles;
+  px_collect_info_t collect;
 } px_result_t;
 
 /* Release everything the result owns (not the struct itself) and clear

@@ -11,6 +11,8 @@
  *                                      checked, then resumed
  *     wait(sb, &outcome)               blocks until every process of the job
  *                                      is gone and its output drained
+ *     collect(sb, collector)           (when the run asked for files) walks
+ *                                      the job dir, nothing running in it
  *     release(sb)                      kills anything left, removes the dir
  *
  * The kill operation may be called from any thread at any time between prepare and
@@ -21,6 +23,7 @@
 #ifndef PX_SANDBOX_H
 #define PX_SANDBOX_H
 
+#include "px/px_collect.h"
 #include "px/px_job.h"
 
 #ifdef __cplusplus
@@ -136,6 +139,13 @@ typedef struct px_backend_ops_s {
   void (*release)(px_sandbox_t *sb);
   /* Warm-pool counters for `status` (Linux); NULL: the backend has none. */
   void (*pool_stats)(void *state, px_pool_info_t *out);
+  /* The run's output files (px_collect.h): walk the job directory and
+   * feed the collector. Called after wait returned 0, before release, so
+   * no process of the job runs; never follows a link out of the job
+   * directory. Returns 0, or an error after telling the collector why
+   * (px_collector_stopped); the result then lists what was gathered.
+   * NULL: this backend cannot collect (the result says so). */
+  int (*collect)(px_sandbox_t *sb, px_collector_t *c);
 } px_backend_ops_t;
 
 /* The backends built into this binary (NULL where not built). The fake

@@ -175,6 +175,7 @@ typedef struct {
   const char *stage; /* where it failed */
   int ran;           /* wait filled oc */
   px_outcome_t oc;
+  px_collector_t *files; /* owned; when the run asked for files */
 } run_t;
 
 static job_reason_t reason_of(px_engine_t *eng, px__job_t *job) {
@@ -197,6 +198,20 @@ static int guard_new(px_engine_t *eng, px__job_t *job) {
 const px_backend_ops_t *px__engine_backend(const px_engine_t *eng,
                                            const px__job_t *job) {
   return job->j.spec.image ? eng->o.container : eng->o.backend;
+}
+
+/* The job's output files, before release removes its directory. */
+static void collect_files(const px_backend_ops_t *ops, px_sandbox_t *sb,
+                          px_collector_t *c) {
+  int rc;
+  if (!ops->collect) {
+    px_collector_stopped(c, "unsupported: this backend cannot collect files");
+    return;
+  }
+  if ((rc = ops->collect(sb, c)) != 0) {
+    px_collector_stopped(c, "walk failed: see the service log");
+    PX_LOG(PX_LOG_WARN, "collect: %s", px_strerror(rc));
+  }
 }
 
 /* prepare, start, wait, release; the kill op may run while job->sb is set. */
@@ -230,6 +245,9 @@ static void run_sandbox(px_engine_t *eng, px__job_t *job, run_t *rn) {
       rn->ran = rn->err == 0;
     }
   }
+  if (rn->ran && rn->files) /* whatever the verdict: a killed job's files
+                               often explain the kill */
+    collect_files(ops, sb, rn->files);
   px_mutex_lock(&eng->lock);
   job->state = JOB_FINISHING;
   job->sb = NULL; /* no kill op from now on */
@@ -305,6 +323,10 @@ void px__engine_run(px_engine_t *eng, px__job_t *job) {
   result_init(&r, job);
   rn.stage = "output guard";
   rn.err = guard_new(eng, job);
+  if (rn.err == 0 && job->j.spec.collect.npatterns) {
+    rn.stage = "collect";
+    rn.err = px_collector_new(&job->j.spec.collect, &rn.files);
+  }
   if (rn.err == 0 && kb->snapshot && reason_of(eng, job) == REASON_NONE) {
     rn.stage = "kb snapshot";
     rn.err = kb->snapshot(kb->ctx, &job->j.spec, &snap);
@@ -325,6 +347,12 @@ void px__engine_run(px_engine_t *eng, px__job_t *job) {
     }
   }
   decide(job, job->reason, &rn, &r);
+  if (rn.files) {
+    if (!rn.ran)
+      px_collector_stopped(rn.files, "the job did not run");
+    px_collector_finish(rn.files, &r);
+    px_collector_free(rn.files);
+  }
   if (have_snap && kb->finish)
     kb->finish(kb->ctx, snap, want_rollback(job->j.kb_rollback, r.status),
                &r.kb);

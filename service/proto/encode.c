@@ -273,6 +273,47 @@ static int add_output(cJSON *o, const px_result_t *r) {
          add_bool(o, "output_lossy", lossy);
 }
 
+/* One entry of "files": content (base64) or the reason it was skipped. */
+static int add_file(cJSON *arr, const px_out_file_t *f) {
+  cJSON *fo = cJSON_CreateObject();
+  char *b64 = NULL;
+  int bad;
+  if (!fo || !cJSON_AddItemToArray(arr, fo)) {
+    cJSON_Delete(fo);
+    return 1;
+  }
+  bad = add_str(fo, "path", f->path);
+  bad |= add_u64(fo, "bytes", f->bytes);
+  if (f->skipped)
+    return bad | add_str(fo, "skipped", f->skipped);
+  bad |= add_str(fo, "sha256", f->sha256);
+  bad |= add_str(fo, "media_type", f->media_type);
+  if (!(b64 = px_base64_encode(f->data, f->len)))
+    return 1;
+  bad |= add_str(fo, "content", b64);
+  free(b64);
+  return bad;
+}
+
+/* "files" and "collect", only for a run that asked (px_collect.h). */
+static int add_files(cJSON *o, const px_result_t *r) {
+  cJSON *arr, *co;
+  size_t i;
+  int bad = 0;
+  if (!r->collect.asked)
+    return 0;
+  if (!(arr = cJSON_AddArrayToObject(o, "files")))
+    return 1;
+  for (i = 0; i < r->nfiles && !bad; i++)
+    bad |= add_file(arr, &r->files[i]);
+  if (!(co = add_object(o, "collect")))
+    return 1;
+  bad |= add_u64(co, "visited", r->collect.visited);
+  bad |= add_u64(co, "unlisted", r->collect.unlisted);
+  bad |= add_str_or_null(co, "stopped", r->collect.stopped);
+  return bad;
+}
+
 char *px_encode_result(const px_result_t *r) {
   int bad;
   cJSON *o = start("result", 1, r->id, &bad);
@@ -287,6 +328,7 @@ char *px_encode_result(const px_result_t *r) {
   bad |= add_kb(o, &r->kb);
   bad |= add_enforcement(o, "enforcement", r->enforcement);
   bad |= add_error(o, r);
+  bad |= add_files(o, r);
   return finish(o, bad);
 }
 

@@ -37,14 +37,10 @@ int px__env_name_valid(const char *name, size_t max_len);
 int px__file_path_check(const char *path, size_t max_len, char *why,
                         size_t whysz);
 
-/* Strict base64 (RFC 4648, padded, canonical, no whitespace). Decodes
- * into a malloc'd buffer (*out, caller frees; never NULL on success).
- * 0, PX_EINVAL (malformed), PX_ERANGE (decoded size > max) or PX_ENOMEM. */
-int px__base64_decode(const char *s, size_t len, size_t max,
-                      unsigned char **out, size_t *out_len);
-
 /* The decoded size of a well-formed base64 text (no decoding). */
 size_t px__base64_decoded_len(const char *s, size_t len);
+
+
 
 
 #endif /* PX_PROTO_INT_H */

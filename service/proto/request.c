@@ -15,6 +15,8 @@
 
 #include "px/px_error.h"
 #include "px/px_request.h"
+#include "px/px_collect.h"
+#include "px/px_encode.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -274,7 +276,7 @@ static int parse_content(ctx_t *c, const cJSON *content, int base64, size_t i,
   size_t max = c->lim->max_file_bytes;
   int rc;
   if (base64) {
-    rc = px__base64_decode(content->valuestring, len, max, &f->data, &f->len);
+    rc = px_base64_decode(content->valuestring, len, max, &f->data, &f->len);
     if (rc == PX_EINVAL)
       return BAD(c, "files[%zu].content: not valid base64", i);
     if (rc == PX_ERANGE)
@@ -405,6 +407,69 @@ static int parse_limits(ctx_t *c, px_run_request_t *r) {
   return 0;
 }
 
+/* "collect": a list of patterns, or {"patterns": [...], "max_files": N,
+ * "max_bytes": N}; the caps against the policy come later (policy.c). */
+static int parse_collect_cap(ctx_t *c, const cJSON *obj, const char *name,
+                             uint64_t *out) {
+  const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, name);
+  const char *text;
+  size_t ord, tlen;
+  if (!it)
+    return 0;
+  if (!cJSON_IsNumber(it) ||
+      px__json_number_ordinal(c->root, it, &ord) != 0 ||
+      px__json_number_text(c->payload, c->len, ord, &text, &tlen) != 0 ||
+      px__parse_pos_int(text, tlen, out) != 0)
+    return BAD(c, "collect.%s: must be a positive integer", name);
+  return 0;
+}
+
+static int parse_collect_patterns(ctx_t *c, const cJSON *arr,
+                                  px_collect_spec_t *cs) {
+  const cJSON *it;
+  size_t count, i = 0;
+  const char *why;
+  if (!cJSON_IsArray(arr))
+    return BAD(c, "collect.patterns: must be an array of strings");
+  count = (size_t)cJSON_GetArraySize(arr);
+  if (count == 0 || count > PX_COLLECT_MAX_PATTERNS)
+    return BAD(c, "collect.patterns: 1-%d patterns", PX_COLLECT_MAX_PATTERNS);
+  if (!(cs->patterns = calloc(count, sizeof *cs->patterns)))
+    return PX_ENOMEM;
+  cs->npatterns = count;
+  for (it = arr->child; it; it = it->next, i++) {
+    if (!cJSON_IsString(it))
+      return BAD(c, "collect.patterns[%zu]: must be a string", i);
+    if (px_collect_pattern_check(it->valuestring, &why) != 0)
+      return BAD(c, "collect.patterns[%zu]: %s", i, why);
+    if (!(cs->patterns[i] = px_strdup(it->valuestring)))
+      return PX_ENOMEM;
+  }
+  return 0;
+}
+
+static int parse_collect(ctx_t *c, px_run_request_t *r) {
+  static const char *const keys[] = {"patterns", "max_files", "max_bytes",
+                                     NULL};
+  const cJSON *obj = cJSON_GetObjectItemCaseSensitive(c->root, "collect");
+  const cJSON *pats;
+  int rc;
+  if (!obj)
+    return 0;
+  if (cJSON_IsArray(obj)) /* shorthand: the policy's default caps */
+    return parse_collect_patterns(c, obj, &r->collect);
+  if (!cJSON_IsObject(obj))
+    return BAD(c, "collect: must be an array of patterns or an object");
+  if ((rc = check_keys(c, obj, keys, "collect.")) != 0)
+    return rc;
+  if (!(pats = cJSON_GetObjectItemCaseSensitive(obj, "patterns")))
+    return BAD(c, "collect.patterns: missing");
+  if ((rc = parse_collect_patterns(c, pats, &r->collect)) != 0 ||
+      (rc = parse_collect_cap(c, obj, "max_files", &r->collect.max_files)) != 0)
+    return rc;
+  return parse_collect_cap(c, obj, "max_bytes", &r->collect.max_bytes);
+}
+
 static int parse_options(ctx_t *c, px_run_request_t *r) {
   static const char *const prios[] = {"critical", "high", "normal", "low",
                                       NULL};
@@ -448,7 +513,7 @@ static int parse_run(ctx_t *c, px_run_request_t *r) {
       (rc = parse_limits(c, r)) != 0 ||
       (rc = get_strings(c, "capabilities", MAX_CAPABILITIES, MAX_CAPABILITY_LEN,
                         &r->capabilities, &r->ncapabilities)) != 0 ||
-      (rc = parse_options(c, r)) != 0)
+      (rc = parse_options(c, r)) != 0 || (rc = parse_collect(c, r)) != 0)
     return rc;
   return check_total(c, r);
 }
@@ -515,7 +580,7 @@ static int parse_root(ctx_t *c, px_request_t *req) {
   static const char *const run_keys[] = {
       "type",     "id",     "runtime",    "code",        "args",
       "stdin",    "env",    "files",      "limits",      "capabilities",
-      "priority", "stream", "high_trust", "kb_rollback", NULL};
+      "priority", "stream", "high_trust", "kb_rollback", "collect", NULL};
   static const char *const id_keys[] = {"type", "id", NULL};
   static const char *const bare_keys[] = {"type", NULL};
   static const char *const snap_keys[] = {"type", "snapshot", NULL};
@@ -613,5 +678,6 @@ void px_request_free(px_request_t *req) {
     free(r->files[i].data);
   }
   free(r->files);
+  free_strings(r->collect.patterns, r->collect.npatterns);
   memset(req, 0, sizeof *req);
 }

@@ -13,8 +13,10 @@
  */
 #include "service/proto/proto_int.h"
 
+#include "px/px_encode.h"
 #include "px/px_error.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +144,34 @@ static int b64val(unsigned char c) {
   return -1;
 }
 
+char *px_base64_encode(const unsigned char *d, size_t len) {
+  static const char a[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t i, o = 0, n;
+  char *s;
+  if (len > (SIZE_MAX - 1) / 4 * 3 - 3)
+    return NULL;
+  n = (len + 2) / 3 * 4;
+  if (!(s = malloc(n + 1)))
+    return NULL;
+  for (i = 0; i + 2 < len; i += 3) {
+    unsigned v = (unsigned)d[i] << 16 | (unsigned)d[i + 1] << 8 | d[i + 2];
+    s[o++] = a[v >> 18];
+    s[o++] = a[(v >> 12) & 63];
+    s[o++] = a[(v >> 6) & 63];
+    s[o++] = a[v & 63];
+  }
+  if (i < len) {
+    unsigned v = (unsigned)d[i] << 16 | (i + 1 < len ? (unsigned)d[i + 1] << 8 : 0);
+    s[o++] = a[v >> 18];
+    s[o++] = a[(v >> 12) & 63];
+    s[o++] = i + 1 < len ? a[(v >> 6) & 63] : '=';
+    s[o++] = '=';
+  }
+  s[o] = '\0';
+  return s;
+}
+
 size_t px__base64_decoded_len(const char *s, size_t len) {
   size_t pad = 0;
   if (len >= 1 && s[len - 1] == '=')
@@ -174,7 +204,7 @@ static int b64_group(const unsigned char *g, int is_last, unsigned char *o,
   return 0;
 }
 
-int px__base64_decode(const char *s, size_t len, size_t max,
+int px_base64_decode(const char *s, size_t len, size_t max,
                       unsigned char **out, size_t *out_len) {
   const unsigned char *p = (const unsigned char *)s;
   unsigned char *buf;

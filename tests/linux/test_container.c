@@ -10,7 +10,10 @@
 #include "task.h"
 #include "tests/adversarial/linux/adv_util.h"
 
+#include "px/px_encode.h"
 #include "px/px_error.h"
+#include "px/px_os.h"
+#include "px/px_sha256.h"
 #include "watchdog/container/dk_int.h"
 
 #include <arpa/inet.h>
@@ -23,6 +26,7 @@
 #include <sys/socket.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1136,5 +1140,455 @@ TEST_IMPL(container_cgstat_not_root) {
   fclose(f);
   if (strstr(line, ":memory:/\n"))
     ASSERT_EQ(px__dk_cgstat(1, &cg), PX_ENOENT);
+  return 0;
+}
+
+/* ---- collected files (px_collect.h) through the archive API ---------- */
+
+static const cJSON *ctr_file(const cJSON *res, const char *path) {
+  const cJSON *f;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(res, "files")) {
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(f, "path");
+    if (cJSON_IsString(p) && strcmp(p->valuestring, path) == 0)
+      return f;
+  }
+  return NULL;
+}
+
+/* The list as the result has it, without the contents. */
+static void ctr_print_files(const cJSON *r) {
+  const cJSON *f;
+  printf("  collect: stopped=%s visited=%lld unlisted=%lld\n",
+         adv_str(r, "collect.stopped"), adv_int(r, "collect.visited"),
+         adv_int(r, "collect.unlisted"));
+  cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(r, "files")) {
+    printf("  file %s bytes=%lld %s%s\n", adv_str(f, "path"),
+           adv_int(f, "bytes"), adv_str(f, "media_type"),
+           adv_str(f, "skipped"));
+  }
+}
+
+static cJSON *py_collect(adv_env_t *e, const char *id, const char *code,
+                         const char *collect, const char *limits) {
+  cJSON *req = adv_req(id, "py", code, limits, "[\"fs:write_tmp\"]"), *r;
+  cJSON_AddItemToObject(req, "collect", cJSON_Parse(collect));
+  r = adv_run(e->cl, req, 90000);
+  cJSON_Delete(req);
+  adv_print(id, r);
+  return r;
+}
+
+/* The job's own line "NAME SIZE SHA256" must match the entry, and the
+ * content must hash to it. */
+static void ctr_check_file(const cJSON *r, const char *name,
+                           const char *media) {
+  const cJSON *f = ctr_file(r, name);
+  unsigned char *data = NULL, digest[PX_SHA256_LEN];
+  char want[160], hex[PX_SHA256_HEX];
+  size_t len = 0;
+  ASSERT_NOT_NULL(f);
+  snprintf(want, sizeof want, "%s %lld %s", name, adv_int(f, "bytes"),
+           adv_str(f, "sha256"));
+  if (!strstr(adv_str(r, "stdout"), want))
+    printf("job said:\n%s\nresult entry: %s\n", adv_str(r, "stdout"), want);
+  ASSERT_NOT_NULL(strstr(adv_str(r, "stdout"), want));
+  ASSERT_STR_EQ(adv_str(f, "media_type"), media);
+  ASSERT_OK(px_base64_decode(adv_str(f, "content"), strlen(adv_str(f, "content")),
+                             (size_t)-1, &data, &len));
+  ASSERT_EQ((long long)len, adv_int(f, "bytes"));
+  px_sha256(data ? (const void *)data : "", len, digest);
+  px_sha256_hex(digest, hex);
+  ASSERT_STR_EQ(hex, adv_str(f, "sha256"));
+  free(data);
+}
+
+static const char ctr_chart_job[] =
+    "import zlib, struct, hashlib, os\n"
+    "def chunk(t, d):\n"
+    "    return struct.pack('>I', len(d)) + t + d + "
+    "struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)\n"
+    "rows = b''.join(b'\\x00' + b''.join(bytes((x * 8 % 256, y * 8 % 256, 99))"
+    " for x in range(32)) for y in range(32))\n"
+    "png = b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', "
+    "32, 32, 8, 2, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(rows)) + "
+    "chunk(b'IEND', b'')\n"
+    "csv = ''.join('%d,%d\\n' % (i, i * i) for i in range(100)).encode()\n"
+    "big = bytes(range(256)) * 4000\n" /* past one read buffer, not asked */
+    "long = 'd' * 60 + '/' + 'e' * 60 + '/' + 'f' * 90 + '.csv'\n"
+    "for name, data in (('chart.png', png), ('out/table.csv', csv),\n"
+    "                   ('big.bin', big), (long, csv)):\n"
+    "    os.makedirs(os.path.dirname(name) or '.', exist_ok=True)\n"
+    "    open(name, 'wb').write(data)\n"
+    "    print(name, len(data), hashlib.sha256(data).hexdigest())\n";
+
+/* Every hostile entry beside a plain one that must be collected. */
+static const char ctr_hostile_job[] =
+    "import os\n"
+    "open('control.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\nplain')\n"
+    "os.symlink('/etc/shadow', 'shadow.png')\n"
+    "open('inside.bin', 'wb').write(b'two names')\n"
+    "os.link('inside.bin', 'hard.png')\n"
+    "open('zz.bin', 'wb').write(b'two names too')\n"
+    "os.link('zz.bin', 'zz2.png')\n"
+    "os.mkfifo('fifo.png')\n"
+    "os.mkdir('loop'); os.symlink('..', 'loop/up')\n"
+    "open(b'bad\\xff.png', 'wb').write(b'x')\n"
+    "print('planted')\n";
+
+static void ctr_collect_all(adv_env_t *e, int remote) {
+  cJSON *r;
+  const cJSON *f;
+  char longname[256];
+  /* A chart and a table, with the sizes and hashes the job computed. */
+  r = py_collect(e, "cchart", ctr_chart_job,
+                 "[\"*.png\", \"out/**\", \"d*/**\"]", NULL);
+  ASSERT_NOT_NULL(r);
+  ASSERT_STR_EQ(adv_str(r, "status"), "ok");
+  ctr_print_files(r);
+  ASSERT(!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(r, "collect"), "stopped")));
+  ctr_check_file(r, "chart.png", "image/png");
+  ctr_check_file(r, "out/table.csv", "text/csv");
+  /* a name longer than ustar's 100 bytes: a pax or GNU long name */
+  memset(longname, 0, sizeof longname);
+  memset(longname, 'd', 60);
+  longname[60] = '/';
+  memset(longname + 61, 'e', 60);
+  longname[121] = '/';
+  memset(longname + 122, 'f', 90);
+  memcpy(longname + 212, ".csv", 5);
+  ctr_check_file(r, longname, "text/csv");
+  ASSERT_NULL(ctr_file(r, "big.bin")); /* not asked for */
+  ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(r, "files")), 3);
+  cJSON_Delete(r);
+  /* Links, hard links, a FIFO, a loop, a non-UTF-8 name: listed as
+   * skipped beside the control, never followed or read. */
+  ASSERT_OK(access("/etc/shadow", R_OK)); /* the link's target exists */
+  r = py_collect(e, "chostile", ctr_hostile_job,
+                 "[\"*.png\", \"loop/**\"]", NULL);
+  ASSERT_NOT_NULL(r);
+  ASSERT_STR_EQ(adv_str(r, "status"), "ok");
+  ctr_print_files(r);
+  ASSERT_NOT_NULL(f = ctr_file(r, "control.png"));
+  ASSERT_STR_EQ(adv_str(f, "media_type"), "image/png");
+  ASSERT_STR_EQ(adv_str(f, "content"), "iVBORw0KGgpwbGFpbg==");
+  ASSERT_NOT_NULL(f = ctr_file(r, "shadow.png"));
+  ASSERT_STR_EQ(adv_str(f, "content"), "");
+  ASSERT_STR_CONTAINS(adv_str(f, "skipped"), "link");
+  /* hard.png comes first in the archive (as a plain file), inside.bin
+   * names it as a link; zz2.png is the second name itself: both listed */
+  ASSERT_NOT_NULL(f = ctr_file(r, "hard.png"));
+  ASSERT_STR_EQ(adv_str(f, "content"), "");
+  ASSERT_STR_CONTAINS(adv_str(f, "skipped"), "hard link");
+  ASSERT_NOT_NULL(f = ctr_file(r, "zz2.png"));
+  ASSERT_STR_EQ(adv_str(f, "content"), "");
+  ASSERT_STR_CONTAINS(adv_str(f, "skipped"), "hard link");
+  ASSERT_NOT_NULL(f = ctr_file(r, "fifo.png"));
+  ASSERT_STR_CONTAINS(adv_str(f, "skipped"), "not a regular file");
+  ASSERT_NOT_NULL(f = ctr_file(r, "loop/up"));
+  ASSERT_STR_CONTAINS(adv_str(f, "skipped"), "link");
+  ASSERT_NOT_NULL(f = ctr_file(r, "bad\xef\xbf\xbd.png"));
+  ASSERT_STR_CONTAINS(adv_str(f, "skipped"), "UTF-8");
+  cJSON_Delete(r);
+  /* A killed job: its partial output comes back from the local engine's
+   * host tmpfs; a remote engine's tmpfs volume went with the container,
+   * and the result says so. */
+  r = py_collect(e, "cpartial",
+                 "import time\n"
+                 "open('partial.csv', 'w').write('step,1\\n')\n"
+                 "print('written', flush=True)\n"
+                 "time.sleep(30)\n",
+                 "[\"*.csv\"]", "{\"wall_ms\": 3000}");
+  ASSERT_NOT_NULL(r);
+  ASSERT_STR_EQ(adv_str(r, "status"), "killed");
+  ASSERT_STR_EQ(adv_str(r, "stdout"), "written\n");
+  ctr_print_files(r);
+  if (remote) {
+    ASSERT_NULL(ctr_file(r, "partial.csv"));
+    ASSERT_STR_CONTAINS(adv_str(r, "collect.stopped"), "unavailable");
+  } else {
+    ASSERT_NOT_NULL(f = ctr_file(r, "partial.csv"));
+    ASSERT_STR_EQ(adv_str(f, "content"), "c3RlcCwxCg==");
+  }
+  cJSON_Delete(r);
+}
+
+TEST_IMPL(container_collect) {
+  static const char cfg_py[] =
+      "{\"containers\":{\"endpoint\":\"" ENDPOINT
+      "\",\"gate\":\"" PX_CTR_GATE_PATH "\"}," PY_RUNTIMES "}";
+  static const char cfg_remote[] =
+      "{\"containers\":{\"endpoint\":\"" TCP_ENDPOINT
+      "\",\"gate\":\"" PX_CTR_GATE_PATH "\",\"allow_degraded\":true},"
+      PY_RUNTIME CLIENTS_NO_EGRESS "}";
+  adv_env_t e;
+  NEED_ENGINE();
+  if (!py_image_present())
+    RETURN_SKIP("no " PY_IMAGE " in the engine (tests/linux/dockerd.sh "
+                "start makes it from the host's python3, when there is one)");
+  ASSERT_OK(adv_start(&e, cfg_py));
+  ctr_collect_all(&e, 0);
+  ASSERT_EQ(our_containers(), 0);
+  adv_stop(&e);
+  if (px__dk_ping(TCP_ENDPOINT) != 0)
+    RETURN_SKIP("the local engine done; no " TCP_ENDPOINT
+                " for the remote half");
+  ASSERT_OK(adv_start(&e, cfg_remote));
+  ctr_collect_all(&e, 1);
+  ASSERT_EQ(our_containers(), 0);
+  adv_stop(&e);
+  return 0;
+}
+
+/* ---- the archive reader against a fake engine (no Docker, no root) --- */
+
+/* A ustar header written by hand (names the writer would refuse). */
+static void raw_hdr(px_buf_t *b, const char *name, size_t nlen, char type,
+                    uint64_t size, const char *link) {
+  unsigned char h[512];
+  unsigned sum = 0;
+  size_t i;
+  memset(h, 0, sizeof h);
+  memcpy(h, name, nlen < 100 ? nlen : 100);
+  snprintf((char *)h + 100, 8, "%07o", 0644);
+  snprintf((char *)h + 108, 8, "%07o", 0);
+  snprintf((char *)h + 116, 8, "%07o", 0);
+  snprintf((char *)h + 124, 12, "%011llo", (unsigned long long)size);
+  snprintf((char *)h + 136, 12, "%011o", 0);
+  h[156] = (unsigned char)type;
+  if (link)
+    memcpy(h + 157, link, strlen(link));
+  memcpy(h + 257, "ustar", 6);
+  memcpy(h + 263, "00", 2);
+  memset(h + 148, ' ', 8);
+  for (i = 0; i < sizeof h; i++)
+    sum += h[i];
+  snprintf((char *)h + 148, 8, "%06o", sum);
+  px_buf_append(b, h, sizeof h);
+}
+
+static void raw_data(px_buf_t *b, const void *d, size_t n) {
+  static const unsigned char zero[512];
+  px_buf_append(b, d, n);
+  px_buf_append(b, zero, (512 - n % 512) % 512);
+}
+
+/* A pax 'x' header with one record "key=value" (value may hold a NUL). */
+static void pax_rec(px_buf_t *b, const char *key, const char *val,
+                    size_t vlen) {
+  char rec[600];
+  size_t body = strlen(key) + vlen + 3, len = body + 1, k;
+  while (snprintf(NULL, 0, "%zu", len) + body != len)
+    len++;
+  k = (size_t)snprintf(rec, sizeof rec, "%zu %s=", len, key);
+  memcpy(rec + k, val, vlen);
+  rec[k + vlen] = '\n';
+  raw_hdr(b, "PaxHeader", 9, 'x', len, NULL);
+  raw_data(b, rec, len);
+}
+
+/* Serve one connection on `sock` with `body` after a 200 (HTTP/1.0, the
+ * body ends with the connection), then stall `stall_s` seconds. */
+static pid_t fake_engine(const char *sock, const px_buf_t *body, int stall_s) {
+  struct sockaddr_un sa;
+  int ls = socket(AF_UNIX, SOCK_STREAM, 0);
+  pid_t pid;
+  memset(&sa, 0, sizeof sa);
+  sa.sun_family = AF_UNIX;
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+  unlink(sock);
+  if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+      listen(ls, 1) != 0)
+    return -1;
+  pid = fork();
+  if (pid == 0) {
+    static const char ok[] = "HTTP/1.0 200 OK\r\n"
+                             "Content-Type: application/x-tar\r\n\r\n";
+    char req[4096];
+    size_t have = 0;
+    int c = accept(ls, NULL, NULL);
+    while (c >= 0 && have < sizeof req - 1 &&
+           !memmem(req, have, "\r\n\r\n", 4)) {
+      ssize_t n = read(c, req + have, sizeof req - 1 - have);
+      if (n <= 0)
+        break;
+      have += (size_t)n;
+    }
+    (void)!write(c, ok, sizeof ok - 1);
+    if (body->len)
+      (void)!write(c, body->data, body->len);
+    sleep((unsigned)stall_s);
+    _exit(0);
+  }
+  close(ls);
+  return pid;
+}
+
+typedef struct {
+  px_result_t r;
+  uint64_t ms;
+} fake_out_t;
+
+/* The archive `tar` through the reader into a collector for "**". */
+static void fake_collect(const px_buf_t *tar, int stall_s, uint64_t cap,
+                         int timeout_ms, fake_out_t *out) {
+  char *pat = "**", *pats[1];
+  char dir[] = "/tmp/px-ctr-fake-XXXXXX", sock[64], ep[80];
+  px_collect_spec_t spec;
+  px_collector_t *c = NULL;
+  uint64_t t0;
+  pid_t pid;
+  int st;
+  pats[0] = pat;
+  spec.patterns = pats;
+  spec.npatterns = 1;
+  spec.max_files = 16;
+  spec.max_bytes = 1u << 20;
+  ASSERT_NOT_NULL(mkdtemp(dir));
+  snprintf(sock, sizeof sock, "%s/e.sock", dir);
+  snprintf(ep, sizeof ep, "unix://%s", sock);
+  ASSERT_GT(pid = fake_engine(sock, tar, stall_s), 0);
+  ASSERT_OK(px_collector_new(&spec, &c));
+  t0 = px_now_ms();
+  ASSERT_OK(px__ctr_collect_archive(ep, "0123abcd", &spec, cap, timeout_ms, c));
+  out->ms = px_now_ms() - t0;
+  memset(&out->r, 0, sizeof out->r);
+  px_collector_finish(c, &out->r);
+  px_collector_free(c);
+  kill(pid, SIGKILL); /* checksrc: allow - our own fake engine */
+  waitpid(pid, &st, 0);
+  unlink(sock);
+  rmdir(dir);
+}
+
+static const px_out_file_t *fake_file(const px_result_t *r, const char *p) {
+  size_t i;
+  for (i = 0; i < r->nfiles; i++)
+    if (strcmp(r->files[i].path, p) == 0)
+      return &r->files[i];
+  return NULL;
+}
+
+static void fake_print(const char *what, const fake_out_t *o) {
+  size_t i;
+  printf("%s: stopped=%s visited=%llu in %llu ms\n", what,
+         o->r.collect.stopped ? o->r.collect.stopped : "-",
+         (unsigned long long)o->r.collect.visited,
+         (unsigned long long)o->ms);
+  for (i = 0; i < o->r.nfiles; i++)
+    printf("  %s: %zu bytes %s\n", o->r.files[i].path, o->r.files[i].len,
+           o->r.files[i].skipped ? o->r.files[i].skipped : "collected");
+}
+
+TEST_IMPL(container_collect_archive_reader) {
+  static const char png[] = "\x89PNG\r\n\x1a\nplain";
+  char longname[300];
+  px_buf_t t = {0};
+  fake_out_t o;
+  const px_out_file_t *f;
+  /* One archive of hostile entries, each beside collected controls. */
+  px__tar_dir(&t, "job", 0755, 0, 0);
+  px__tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
+  raw_hdr(&t, "/etc/abs.png", 12, '0', 3, NULL);
+  raw_data(&t, "abs", 3);
+  raw_hdr(&t, "job/../up.png", 13, '0', 2, NULL);
+  raw_data(&t, "up", 2);
+  raw_hdr(&t, "other/x.png", 11, '0', 1, NULL);
+  raw_data(&t, "x", 1);
+  pax_rec(&t, "path", "job/nul\0.png", 12);
+  raw_hdr(&t, "job/nul", 7, '0', 1, NULL);
+  raw_data(&t, "n", 1);
+  memset(longname, 'l', sizeof longname);
+  memcpy(longname, "job/", 4);
+  memcpy(longname + 250, ".csv", 5); /* a GNU long name: collected */
+  raw_hdr(&t, "././@LongLink", 13, 'L', 255, NULL);
+  raw_data(&t, longname, 255);
+  raw_hdr(&t, "job/lll", 7, '0', 4, NULL);
+  raw_data(&t, "long", 4);
+  raw_hdr(&t, "job/s.png", 9, '2', 0, "/etc/shadow");
+  raw_hdr(&t, "job/p.png", 9, '6', 0, NULL);
+  px__tar_file(&t, "job/h1.png", 0644, 0, 0, "two", 3);
+  raw_hdr(&t, "job/h2.png", 10, '1', 0, "job/h1.png");
+  px__tar_file(&t, "job/last.png", 0644, 0, 0, png, sizeof png - 1);
+  px__tar_end(&t);
+  fake_collect(&t, 0, 1u << 20, 5000, &o);
+  fake_print("hostile", &o);
+  ASSERT_NULL(o.r.collect.stopped);
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "ok.png"));
+  ASSERT_NULL(f->skipped);
+  ASSERT_EQ(f->len, sizeof png - 1);
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "last.png"));
+  ASSERT_NULL(f->skipped);
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "/etc/abs.png"));
+  ASSERT_STR_CONTAINS(f->skipped, "absolute");
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "../up.png"));
+  ASSERT_STR_CONTAINS(f->skipped, "'..'");
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "other/x.png"));
+  ASSERT_STR_CONTAINS(f->skipped, "outside the job directory");
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "nul"));
+  ASSERT_STR_CONTAINS(f->skipped, "NUL");
+  ASSERT_NOT_NULL(f = fake_file(&o.r, longname + 4));
+  ASSERT_NULL(f->skipped);
+  ASSERT_EQ(f->len, 4);
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "s.png"));
+  ASSERT_STR_CONTAINS(f->skipped, "link");
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "p.png"));
+  ASSERT_STR_CONTAINS(f->skipped, "not a regular file");
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "h1.png"));
+  ASSERT_STR_CONTAINS(f->skipped, "hard link");
+  ASSERT_NOT_NULL(f = fake_file(&o.r, "h2.png"));
+  ASSERT_STR_CONTAINS(f->skipped, "hard link");
+  px_result_free(&o.r);
+  /* A bad checksum: what came before it stays, the walk says why. */
+  px_buf_reset(&t);
+  px__tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
+  px__tar_file(&t, "job/bad.png", 0644, 0, 0, png, sizeof png - 1);
+  t.data[1024 + 148] ^= 1; /* the second header's checksum */
+  px__tar_end(&t);
+  fake_collect(&t, 0, 1u << 20, 5000, &o);
+  fake_print("checksum", &o);
+  ASSERT_STR_CONTAINS(o.r.collect.stopped, "malformed header");
+  ASSERT_NOT_NULL(fake_file(&o.r, "ok.png"));
+  ASSERT_NULL(fake_file(&o.r, "bad.png"));
+  px_result_free(&o.r);
+  /* Cut short: no end-of-archive blocks, then the engine closes. */
+  px_buf_reset(&t);
+  px__tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
+  raw_hdr(&t, "job/cut.png", 11, '0', 5000, NULL);
+  fake_collect(&t, 0, 1u << 20, 5000, &o);
+  fake_print("cut", &o);
+  ASSERT_STR_CONTAINS(o.r.collect.stopped, "ended before");
+  ASSERT_NOT_NULL(fake_file(&o.r, "ok.png"));
+  px_result_free(&o.r);
+  /* A pax header past 64 KiB is not read into memory. */
+  px_buf_reset(&t);
+  raw_hdr(&t, "PaxHeader", 9, 'x', 1u << 20, NULL);
+  fake_collect(&t, 0, 4u << 20, 5000, &o);
+  fake_print("pax", &o);
+  ASSERT_STR_CONTAINS(o.r.collect.stopped, "64 KiB");
+  px_result_free(&o.r);
+  /* More stream than the job directory can hold: read no further. */
+  px_buf_reset(&t);
+  raw_hdr(&t, "job/huge.bin", 12, '0', 3u << 20, NULL);
+  { /* the data itself, zeros */
+    static const unsigned char z[65536];
+    int i;
+    for (i = 0; i < 48; i++)
+      px_buf_append(&t, z, sizeof z);
+  }
+  fake_collect(&t, 0, 1u << 20, 5000, &o);
+  fake_print("huge", &o);
+  ASSERT_STR_CONTAINS(o.r.collect.stopped, "larger than the job directory");
+  px_result_free(&o.r);
+  /* An engine that stalls mid-archive: the deadline ends it, promptly. */
+  px_buf_reset(&t);
+  px__tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
+  fake_collect(&t, 20, 1u << 20, 800, &o);
+  fake_print("stall", &o);
+  ASSERT_STR_CONTAINS(o.r.collect.stopped, "did not arrive in time");
+  ASSERT_NOT_NULL(fake_file(&o.r, "ok.png"));
+  ASSERT_LT(o.ms, 5000);
+  px_result_free(&o.r);
+  px_buf_free(&t);
   return 0;
 }

@@ -109,6 +109,54 @@ await run("failing_job", async () => {
   check(r.structuredContent.violation === null, "no violation expected");
 });
 
+// A chart and a table the code writes: the chart comes back as an `image`
+// content item, the table as an embedded `resource`, both listed (without
+// their bytes) in structuredContent.files.
+const pngJob = [
+  "import zlib, struct",
+  "def chunk(t, d): return struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)",
+  "rows = b''.join(b'\\x00' + b''.join(bytes([x * 16 % 256, y * 16 % 256, 200]) for x in range(16)) for y in range(16))",
+  "png = b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 16, 16, 8, 2, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(rows)) + chunk(b'IEND', b'')",
+  "open('chart.png', 'wb').write(png)",
+  "open('table.csv', 'w').write('x,y\\n1,2\\n')",
+  "print('wrote', len(png))",
+].join("\n") + "\n";
+
+await run("collect_image", async () => {
+  if (win) {
+    // cmd cannot draw a PNG: a table comes back as an embedded resource
+    // (the walk itself: px_tests_win's wincollect_* tests).
+    const r = await client.callTool({
+      name: "run_code",
+      arguments: { runtime: "cmd", code: "@echo x,y> table.csv\r\n", capabilities: ["fs:write_tmp"],
+                   collect: ["*.csv"] },
+    });
+    check(!r.isError, `isError set: ${JSON.stringify(r).slice(0, 400)}`);
+    const res = r.content.find((c) => c.type === "resource");
+    check(res && res.resource.mimeType === "text/csv", `no csv resource: ${JSON.stringify(r.content)}`);
+    check(Buffer.from(res.resource.blob, "base64").toString() === "x,y\r\n", "csv content");
+    return;
+  }
+  const r = await client.callTool({
+    name: "run_code",
+    arguments: { runtime: "python", code: pngJob, capabilities: ["fs:write_tmp"],
+                 collect: ["*.png", "*.csv"] },
+  });
+  check(!r.isError, `isError set: ${JSON.stringify(r).slice(0, 400)}`);
+  const img = r.content.find((c) => c.type === "image");
+  check(img && img.mimeType === "image/png", `no image item: ${JSON.stringify(r.content.map((c) => c.type))}`);
+  const png = Buffer.from(img.data, "base64");
+  check(png.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])), "not a PNG");
+  const res = r.content.find((c) => c.type === "resource");
+  check(res && res.resource.mimeType === "text/csv", `no csv resource: ${JSON.stringify(res)}`);
+  check(Buffer.from(res.resource.blob, "base64").toString() === "x,y\n1,2\n", "csv content");
+  check(res.resource.uri.startsWith("phoenix://job/"), `uri ${res.resource.uri}`);
+  const files = r.structuredContent.files;
+  check(Array.isArray(files) && files.length === 2, `files ${JSON.stringify(files)}`);
+  check(files.every((f) => f.sha256 && f.content === undefined), "structuredContent lists, without content");
+  check(files.find((f) => f.path === "chart.png").bytes === png.length, "chart size");
+});
+
 await run("memory_hog", async () => {
   if (!P.hog) throw new Error("no memory hog program for this platform");
   const r = await client.callTool({

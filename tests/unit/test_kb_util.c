@@ -3,7 +3,7 @@
 #include "task.h"
 #include "tests/unit/test_kb_util.h"
 
-#include "kb/sha256.h"
+#include "px/px_sha256.h"
 #include "px/px_error.h"
 #include "px/px_util.h"
 

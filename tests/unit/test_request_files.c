@@ -4,6 +4,7 @@
 #include "task.h"
 
 #include "px/px_error.h"
+#include "px/px_encode.h"
 #include "px/px_request.h"
 #include "service/proto/proto_int.h"
 
@@ -98,7 +99,7 @@ TEST_IMPL(files_path_refuses) {
 static int b64(const char *s, const char *want, size_t want_len) {
   unsigned char *out = NULL;
   size_t n = 0;
-  int rc = px__base64_decode(s, strlen(s), 100, &out, &n);
+  int rc = px_base64_decode(s, strlen(s), 100, &out, &n);
   if (rc == 0) {
     ASSERT_NOT_NULL(out);
     ASSERT_UINT_EQ(n, want_len);
@@ -131,7 +132,7 @@ TEST_IMPL(files_base64_strict) {
   ASSERT_EQ(b64("QU JD", NULL, 0), PX_EINVAL);
   ASSERT_EQ(b64("QUJD\n", NULL, 0), PX_EINVAL);
   ASSERT_EQ(b64("QU-_", NULL, 0), PX_EINVAL); /* URL alphabet */
-  ASSERT_EQ(px__base64_decode("QUJDQUJD", 8, 5, &out, &n), PX_ERANGE);
+  ASSERT_EQ(px_base64_decode("QUJDQUJD", 8, 5, &out, &n), PX_ERANGE);
   ASSERT_NULL(out);
   return 0;
 }

@@ -1,8 +1,8 @@
-/* test_sha256.c - kb/sha256.c against the NIST example vectors (FIPS
+/* test_sha256.c - base/sha256.c against the NIST example vectors (FIPS
  * 180-4 examples and the SHA-256 "long message" vector). */
 #include "task.h"
 
-#include "kb/sha256.h"
+#include "px/px_sha256.h"
 #include "px/px_error.h"
 
 static void check(const void *data, size_t len, const char *want) {

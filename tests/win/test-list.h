@@ -82,6 +82,8 @@ PX_TEST_ENTRY(winwatchdog, windisk_many_files, 60)
 PX_TEST_ENTRY(winwatchdog, windisk_sparse, 60)
 PX_TEST_ENTRY(winwatchdog, windisk_under_cap, 60)
 PX_TEST_ENTRY(winwatchdog, windisk_links_not_followed, 60)
+PX_TEST_ENTRY(winwatchdog, wincollect_walk, 60)
+PX_TEST_ENTRY(winwatchdog, wincollect_job, 60)
 /* the installed service under the SCM (own Wine prefix: installs a service) */
 PX_TEST_ENTRY(svc, svc_install_cases_stop, 400)
 PX_TEST_ENTRY(svc, svc_stop_during_jobs, 240)
@@ -196,5 +198,6 @@ PX_TEST_ENTRY(enforce-svc, enforcesvc_report, 30)
 /* watchdog/container under Wine: a Linux dockerd on loopback TCP
  * (tests/win/test_container.c; labels win integ container) */
 PX_TEST_ENTRY(container, wincontainer_jobs, 300)
+PX_TEST_ENTRY(container, wincontainer_collect, 120)
 PX_TEST_ENTRY(container, wincontainer_refusals, 300)
 PX_TEST_ENTRY(container, wincontainer_named_pipe, 300)

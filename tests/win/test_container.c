@@ -202,6 +202,69 @@ TEST_IMPL(wincontainer_jobs) {
   return 0;
 }
 
+/* collect through the archive API of a remote engine: one file comes
+ * back with its bytes, a link beside it is listed, never followed. */
+TEST_IMPL(wincontainer_collect) {
+  const px_backend_ops_t *ops = &px_backend_container;
+  static char pat[] = "*.csv";
+  char *pats[1];
+  wt_backend_t b;
+  wt_capture_t c;
+  ctr_job_t j;
+  px_outcome_t o;
+  px_sandbox_events_t ev;
+  px_sandbox_t *sb = NULL;
+  px_collector_t *col = NULL;
+  px_result_t r;
+  size_t i;
+  const px_out_file_t *csv = NULL, *lnk = NULL;
+  NEED_ENGINE();
+  be_open(&b, 1);
+  wt_capture_init(&c);
+  ev = wt_events(&c);
+  job(&j, IMAGE, "printf 'a,1\\n' > out.csv; ln -s /etc/passwd link.csv; "
+                 "echo made");
+  j.spec.caps = PX_CAP_FS_WRITE_TMP;
+  pats[0] = pat;
+  j.spec.collect.patterns = pats;
+  j.spec.collect.npatterns = 1;
+  j.spec.collect.max_files = 16;
+  j.spec.collect.max_bytes = 1u << 20;
+  ASSERT_OK(px_collector_new(&j.spec.collect, &col));
+  ASSERT_OK(ops->prepare(b.state, &j.spec, &ev, &sb));
+  ASSERT_OK(ops->start(sb));
+  ASSERT_OK(ops->wait(sb, &o));
+  ASSERT_NOT_NULL(ops->collect);
+  ASSERT_OK(ops->collect(sb, col));
+  ops->release(sb);
+  memset(&r, 0, sizeof r);
+  px_collector_finish(col, &r);
+  px_collector_free(col);
+  ASSERT_STR_EQ(px_buf_cstr(&c.out), "made\n");
+  printf("collect: stopped=%s\n", r.collect.stopped ? r.collect.stopped : "-");
+  for (i = 0; i < r.nfiles; i++) {
+    printf("  %s %zu %s\n", r.files[i].path, r.files[i].len,
+           r.files[i].skipped ? r.files[i].skipped : "collected");
+    if (strcmp(r.files[i].path, "out.csv") == 0)
+      csv = &r.files[i];
+    if (strcmp(r.files[i].path, "link.csv") == 0)
+      lnk = &r.files[i];
+  }
+  ASSERT_NULL(r.collect.stopped);
+  ASSERT_NOT_NULL(csv);
+  ASSERT_NULL(csv->skipped);
+  ASSERT_EQ(csv->len, 4);
+  ASSERT_OK(memcmp(csv->data, "a,1\n", 4));
+  ASSERT_STR_EQ(csv->media_type, "text/csv");
+  ASSERT_NOT_NULL(lnk);
+  ASSERT_NOT_NULL(strstr(lnk->skipped, "link"));
+  px_result_free(&r);
+  wt_capture_free(&c);
+  px_backend_container.close(b.state);
+  ASSERT_EQ(ours(), 0);
+  return 0;
+}
+
 TEST_IMPL(wincontainer_refusals) {
   wt_backend_t b;
   wt_capture_t c;

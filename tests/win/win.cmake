@@ -15,6 +15,7 @@ target_sources(px_tests_win PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/win/test_job.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_watchdog.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_disk.c
+  ${PROJECT_SOURCE_DIR}/tests/win/test_collect.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_fault.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_enforce.c
   ${PROJECT_SOURCE_DIR}/tests/win/test_desktop.c

@@ -1,6 +1,7 @@
 /* ctl.c - phoenixctl: arguments, the run request, the exchange, verdicts. */
 #include "tools/phoenixctl/ctl.h"
 
+#include "px/px_encode.h"
 #include "px/px_error.h"
 #include "px/px_os.h"
 #include "px/px_util.h"
@@ -89,6 +90,8 @@ static int run_option(ctl_args_t *a, const char *o, const char *v) {
   else if (!strcmp(o, "--cap")) rc = add_list(a->caps, &a->ncaps, v, o);
   else if (!strcmp(o, "--arg")) rc = add_list(a->args, &a->nargs, v, o);
   else if (!strcmp(o, "--env")) rc = add_list(a->env, &a->nenv, v, o);
+  else if (!strcmp(o, "--collect")) rc = add_list(a->collect, &a->ncollect, v, o);
+  else if (!strcmp(o, "--out")) a->out_dir = v;
   else if (!strcmp(o, "--socket") || !strcmp(o, "--pipe")) a->local = v;
   else if (!strcmp(o, "--server-pid")) rc = ctl_parse_size(v, &a->server_pid);
   else if (!strcmp(o, "--server-uid")) rc = ctl_parse_size(v, &a->server_uid);
@@ -118,6 +121,7 @@ int ctl_parse_args(int argc, char **argv, ctl_args_t *a) {
     if (!strcmp(o, "--stream")) { a->stream = 1; continue; }
     if (!strcmp(o, "--json")) { a->json = 1; continue; }
     if (!strcmp(o, "--high-trust")) { a->high_trust = 1; continue; }
+    if (!strcmp(o, "--force")) { a->force = 1; continue; }
     if (!strcmp(o, "-h") || !strcmp(o, "--help")) { a->help = 1; continue; }
     if (!strcmp(o, "-V") || !strcmp(o, "--version")) { a->version = 1; continue; }
     if (o[0] == '-' && o[1] == '-') {
@@ -247,6 +251,9 @@ int ctl_build_run(const ctl_args_t *a, char **json) {
     cJSON_AddBoolToObject(o, "stream", 1);
   if (a->high_trust)
     cJSON_AddBoolToObject(o, "high_trust", 1);
+  if (a->ncollect && (arr = cJSON_AddArrayToObject(o, "collect")))
+    for (i = 0; i < a->ncollect; i++)
+      cJSON_AddItemToArray(arr, cJSON_CreateString(a->collect[i]));
   *json = rc == 0 ? cJSON_PrintUnformatted(o) : NULL;
   cJSON_Delete(o);
   return rc ? rc : (*json ? 0 : PX_ENOMEM);
@@ -321,6 +328,91 @@ static void print_streams(const cJSON *r) {
   fputs(err, stderr);
 }
 
+/* A path from the service that may be written below --out: relative,
+ * '/'-separated segments, none empty, "." or "..", no '\\' or ':' (no
+ * drive, no alternate stream). */
+static int safe_rel(const char *p) {
+  const char *s = p;
+  if (!*p || *p == '/' || strchr(p, '\\') || strchr(p, ':'))
+    return 0;
+  for (;;) {
+    size_t n = strcspn(s, "/");
+    if (n == 0 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+      return 0;
+    if (!s[n])
+      return 1;
+    s += n + 1;
+  }
+}
+
+/* mkdir -p of the directories of rel below dir. */
+static int make_parents(const char *dir, const char *rel) {
+  char path[4096];
+  const char *s = rel;
+  int rc;
+  for (;;) {
+    const char *slash = strchr(s, '/');
+    if (!slash)
+      return 0;
+    if ((size_t)snprintf(path, sizeof path, "%s/%.*s", dir, (int)(slash - rel),
+                         rel) >= sizeof path)
+      return PX_ERANGE;
+    if ((rc = px_os_mkdir(path)) != 0 && rc != PX_EEXIST)
+      return rc;
+    s = slash + 1;
+  }
+}
+
+static int save_one(const cJSON *f, const char *dir, int force) {
+  const char *path = str_field(f, "path"), *b64 = str_field(f, "content");
+  unsigned char *data = NULL;
+  size_t len = 0;
+  char full[4096];
+  int rc;
+  if (!safe_rel(path)) {
+    fprintf(stderr, "phoenixctl: refusing a collected file's path: \"%s\"\n", path);
+    return PX_EINVAL;
+  }
+  if (px_base64_decode(b64, strlen(b64), (size_t)-1, &data, &len) != 0) {
+    fprintf(stderr, "phoenixctl: %s: content is not valid base64\n", path);
+    return PX_EINVAL;
+  }
+  if ((size_t)snprintf(full, sizeof full, "%s/%s", dir, path) >= sizeof full)
+    rc = PX_ERANGE;
+  else if ((rc = make_parents(dir, path)) == 0)
+    rc = px_os_write_file(full, data, len, force);
+  free(data);
+  if (rc == PX_EEXIST)
+    fprintf(stderr, "phoenixctl: %s exists: not replaced (--force replaces it)\n", full);
+  else if (rc != 0)
+    fprintf(stderr, "phoenixctl: cannot write %s: %s\n", full, px_strerror(rc));
+  return rc;
+}
+
+int ctl_save_files(const void *result_cjson, const char *dir, int force,
+                   int *written) {
+  const cJSON *files = cJSON_GetObjectItemCaseSensitive(result_cjson, "files");
+  const cJSON *f;
+  int rc, first = 0;
+  *written = 0;
+  if ((rc = px_os_mkdir(dir)) != 0 && rc != PX_EEXIST) {
+    fprintf(stderr, "phoenixctl: cannot create %s\n", dir);
+    return rc;
+  }
+  cJSON_ArrayForEach(f, files) {
+    if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(f, "content"))) {
+      fprintf(stderr, "phoenixctl: not collected: %s: %s\n", str_field(f, "path"),
+              str_field(f, "skipped"));
+      continue;
+    }
+    if ((rc = save_one(f, dir, force)) != 0 && !first)
+      first = rc;
+    else if (rc == 0)
+      (*written)++;
+  }
+  return first;
+}
+
 /* Handle one message; returns -1 to continue, else the exit status. */
 static int on_message(const ctl_args_t *a, const char *id, cJSON *m) {
   const char *type = str_field(m, "type");
@@ -341,6 +433,14 @@ static int on_message(const ctl_args_t *a, const char *id, cJSON *m) {
   if (strcmp(type, "result") != 0)
     return -1;
   rc = ctl_verdict(m, line, sizeof line);
+  if (a->out_dir) {
+    int written = 0;
+    if (ctl_save_files(m, a->out_dir, a->force, &written) != 0 && rc == 0)
+      rc = 126; /* the job succeeded; saving its files did not */
+    if (!a->json)
+      fprintf(stderr, "phoenixctl: %d file%s written to %s\n", written,
+              written == 1 ? "" : "s", a->out_dir);
+  }
   if (a->json) {
     char *text = cJSON_Print(m);
     printf("%s\n", text ? text : "");

@@ -23,6 +23,10 @@ typedef struct {
   int nargs;
   const char *env[CTL_MAX_LIST];
   int nenv;
+  const char *collect[CTL_MAX_LIST]; /* --collect PATTERN */
+  int ncollect;
+  const char *out_dir; /* --out DIR: write the collected files there */
+  int force;           /* --force: --out may replace existing files */
   int stream, json, high_trust;
   uint64_t server_pid; /* --server-pid: a console-mode server; 0: the service */
   uint64_t server_uid; /* --server-uid: Linux, a daemon run as this uid is
@@ -49,6 +53,13 @@ int ctl_run_exchange(px_client_t *c, const ctl_args_t *a, const char *json);
  * "killed: memory limit 256 MiB exceeded (observed 257 MiB) after 1.2 s",
  * "nonzero_exit: exit 3 after 0.1 s". Returns the exit status to use. */
 int ctl_verdict(const void *result_cjson, char *line, size_t linesz);
+
+/* Write a result's collected files below dir (--out): each path must be
+ * relative, '/'-separated, without "." or ".." segments (a hostile server
+ * cannot write elsewhere); an existing file is refused unless force. The
+ * count written goes to *written. 0, or the first failure (printed). */
+int ctl_save_files(const void *result_cjson, const char *dir, int force,
+                   int *written);
 
 /* 1 when stderr is a terminal and NO_COLOR is unset: verdicts in colour. */
 int ctl_stderr_colour(void);

@@ -26,6 +26,7 @@
  */
 #include "tools/phoenixctl/mcp.h"
 
+#include "px/px_collect.h"
 #include "px/px_error.h"
 #include "px/px_os.h"
 #include "px/px_request.h"
@@ -58,6 +59,12 @@ static const char run_in_schema[] =
     "\"disk_bytes\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"Size of the job directory\"}}},"
     "\"capabilities\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
     "\"timeout\":{\"type\":\"number\",\"exclusiveMinimum\":0,\"description\":\"Wall-clock limit in seconds (limits.wall_ms wins)\"},"
+    "\"collect\":{\"description\":\"Files to return that the code writes in its working directory: "
+    "relative glob patterns (\\\"*.png\\\", \\\"out/**\\\"); images come back as image content\","
+    "\"anyOf\":[{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "{\"type\":\"object\",\"properties\":{\"patterns\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
+    "\"max_files\":{\"type\":\"integer\",\"minimum\":1},\"max_bytes\":{\"type\":\"integer\",\"minimum\":1}},"
+    "\"required\":[\"patterns\"],\"additionalProperties\":false}]},"
     "\"job_id\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9._-]{1,64}$\",\"description\":\"Optional id, for cancel_job\"}},"
     "\"required\":[\"runtime\",\"code\"],\"additionalProperties\":false}";
 
@@ -81,7 +88,13 @@ static const char run_out_schema[] =
     "\"kb\":{\"anyOf\":[{\"type\":\"null\"},{\"type\":\"object\"}]},"
     "\"enforcement\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
     "\"error\":{\"anyOf\":[{\"type\":\"null\"},{\"type\":\"object\",\"properties\":{"
-    "\"code\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"}}}]}},"
+    "\"code\":{\"type\":\"string\"},\"message\":{\"type\":\"string\"}}}]},"
+    "\"files\":{\"type\":\"array\",\"description\":\"Collected files (their content is in the "
+    "image and resource content items) and skipped ones with the reason\",\"items\":{\"type\":\"object\","
+    "\"properties\":{\"path\":{\"type\":\"string\"},\"bytes\":{\"type\":\"integer\"},"
+    "\"sha256\":{\"type\":\"string\"},\"media_type\":{\"type\":\"string\"},\"skipped\":{\"type\":\"string\"}},"
+    "\"required\":[\"path\",\"bytes\"]}},"
+    "\"collect\":{\"type\":\"object\"}},"
     "\"required\":[\"job_id\",\"status\",\"verdict\",\"exit_code\",\"stdout\",\"stderr\","
     "\"stdout_truncated\",\"stderr_truncated\",\"violation\",\"usage\",\"enforcement\"]}";
 
@@ -292,20 +305,29 @@ cJSON *mcp_tools_list(mcp_server_t *s) {
 
 /* ---- tool results ---- */
 
-/* {content: [{type: text, text}], structuredContent, isError}; takes sc. */
-static void answer(mcp_server_t *s, const cJSON *id, const char *text, cJSON *sc,
-                   int is_error) {
+/* {content: [{type: text, text}, extra...], structuredContent, isError};
+ * takes sc and extra (an array of further content items, or NULL). */
+static void answer_with(mcp_server_t *s, const cJSON *id, const char *text,
+                        cJSON *extra, cJSON *sc, int is_error) {
   cJSON *r = cJSON_CreateObject();
   cJSON *c = cJSON_AddArrayToObject(r, "content"), *t = cJSON_CreateObject();
   cJSON_AddStringToObject(t, "type", "text");
   cJSON_AddStringToObject(t, "text", text);
   cJSON_AddItemToArray(c, t);
+  while (extra && extra->child)
+    cJSON_AddItemToArray(c, cJSON_DetachItemViaPointer(extra, extra->child));
+  cJSON_Delete(extra);
   if (sc && structured_ok(s))
     cJSON_AddItemToObject(r, "structuredContent", sc);
   else
     cJSON_Delete(sc);
   cJSON_AddBoolToObject(r, "isError", is_error);
   mcp_send_result(s, id, r);
+}
+
+static void answer(mcp_server_t *s, const cJSON *id, const char *text, cJSON *sc,
+                   int is_error) {
+  answer_with(s, id, text, NULL, sc, is_error);
 }
 
 /* A tool error whose text is prefix + what. */
@@ -427,10 +449,67 @@ static void on_output(mcp_server_t *s, mcp_call_t *c, const cJSON *m) {
   mcp_tools_tick(s, px_now_ms());
 }
 
+/* "phoenix://job/JOB/PATH", PATH's bytes outside [A-Za-z0-9/._~-]
+ * percent-encoded (RFC 3986). */
+static char *file_uri(const char *job, const char *path) {
+  px_buf_t b = {0};
+  const unsigned char *p;
+  px_buf_printf(&b, "phoenix://job/%s/", job);
+  for (p = (const unsigned char *)path; *p; p++) {
+    if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+        (*p >= '0' && *p <= '9') || strchr("/._~-", *p))
+      px_buf_printf(&b, "%c", *p);
+    else
+      px_buf_printf(&b, "%%%02X", *p);
+  }
+  return px_buf_take(&b, NULL);
+}
+
+/* The result's collected files as MCP content: images as `image`, the
+ * rest as embedded `resource` blobs; skipped ones are named in the text.
+ * Their base64 then leaves the structured content (listed there without
+ * it), so that nothing is sent twice. */
+static cJSON *file_items(const mcp_call_t *c, cJSON *sc, px_buf_t *text) {
+  cJSON *items = cJSON_CreateArray(), *f;
+  cJSON_ArrayForEach(f, cJSON_GetObjectItemCaseSensitive(sc, "files")) {
+    const char *path = str_of(f, "path"), *type = str_of(f, "media_type");
+    cJSON *content = cJSON_DetachItemFromObjectCaseSensitive(f, "content");
+    cJSON *it = cJSON_CreateObject();
+    if (!cJSON_IsString(content)) {
+      px_buf_printf(text, "--- not collected: %s: %s\n", path ? path : "?",
+                    str_of(f, "skipped") ? str_of(f, "skipped") : "?");
+      cJSON_Delete(content);
+      cJSON_Delete(it);
+      continue;
+    }
+    if (px_collect_is_image(type)) {
+      cJSON_AddStringToObject(it, "type", "image");
+      cJSON_AddItemToObject(it, "data", content);
+      cJSON_AddStringToObject(it, "mimeType", type);
+    } else {
+      cJSON *res = cJSON_CreateObject();
+      char *uri = file_uri(c->job_id, path ? path : "");
+      cJSON_AddStringToObject(it, "type", "resource");
+      cJSON_AddStringToObject(res, "uri", uri ? uri : "");
+      cJSON_AddStringToObject(res, "mimeType", type ? type : "application/octet-stream");
+      cJSON_AddItemToObject(res, "blob", content);
+      cJSON_AddItemToObject(it, "resource", res);
+      free(uri);
+    }
+    px_buf_printf(text, "--- file %s (%s, %.0f bytes) ---\n", path ? path : "?",
+                  type ? type : "?",
+                  cJSON_GetObjectItemCaseSensitive(f, "bytes")
+                      ? cJSON_GetObjectItemCaseSensitive(f, "bytes")->valuedouble
+                      : 0.0);
+    cJSON_AddItemToArray(items, it);
+  }
+  return items;
+}
+
 static void on_result(mcp_server_t *s, mcp_call_t *c, const cJSON *m) {
   char verdict[512], *text;
   px_buf_t b = {0};
-  cJSON *sc;
+  cJSON *sc, *files;
   const char *status = str_of(m, "status") ? str_of(m, "status") : "error";
   int k;
   if (c->cancelled) {
@@ -453,8 +532,10 @@ static void on_result(mcp_server_t *s, mcp_call_t *c, const cJSON *m) {
                     (int)(n > 4096 ? 4096 : n), out + (n > 4096 ? n - 4096 : 0),
                     out[n - 1] == '\n' ? "" : "\n");
   }
+  files = file_items(c, sc, &b);
   text = px_buf_take(&b, NULL);
-  answer(s, c->rpc_id, text ? text : verdict, sc, strcmp(status, "ok") != 0);
+  answer_with(s, c->rpc_id, text ? text : verdict, files, sc,
+              strcmp(status, "ok") != 0);
   free(text);
   call_remove(s, c);
 }
@@ -619,7 +700,8 @@ static int files_ok(const cJSON *files) {
 /* The `run` for the arguments; NULL with *why set when they are bad. */
 static cJSON *build_run(const cJSON *a, const char *job, int stream, const char **why) {
   static const char *const keys[] = {"runtime", "code", "args", "stdin", "env", "files",
-                                     "limits", "capabilities", "timeout", "job_id", NULL};
+                                     "limits", "capabilities", "timeout", "job_id",
+                                     "collect", NULL};
   cJSON *run;
   const cJSON *it;
   int i;
@@ -653,6 +735,11 @@ static cJSON *build_run(const cJSON *a, const char *job, int stream, const char 
     *why = is_string_array(it)
                ? (cJSON_AddItemToObject(run, "capabilities", cJSON_Duplicate(it, 1)), NULL)
                : "capabilities must be an array of strings";
+  /* collect: its shape here, its patterns and caps by the service. */
+  if (!*why && (it = cJSON_GetObjectItemCaseSensitive(a, "collect")) != NULL)
+    *why = is_string_array(it) || cJSON_IsObject(it)
+               ? (cJSON_AddItemToObject(run, "collect", cJSON_Duplicate(it, 1)), NULL)
+               : "collect must be an array of patterns or {patterns, max_files, max_bytes}";
   if (!*why)
     *why = add_limits(run, cJSON_GetObjectItemCaseSensitive(a, "limits"),
                       cJSON_GetObjectItemCaseSensitive(a, "timeout"));

@@ -516,9 +516,13 @@ static const command_t commands[] = {
      "run [--runtime NAME] [--memory 256M] [--cpu 2s] [--wall 10s] [--procs 8]\n"
      "        [--output 1M] [--cap CAP]... [--priority P] [--stream] [--id ID]\n"
      "        [--arg A]... [--env K=V]... [--json] [--high-trust]\n"
-     "        [--kb-rollback on_violation|always|never] FILE|-",
+     "        [--kb-rollback on_violation|always|never]\n"
+     "        [--collect PATTERN]... [--out DIR [--force]] FILE|-",
      "run FILE in the sandbox; without --runtime, the runtime the service has\n"
      "        for FILE's extension. Output, then a one-line verdict on stderr.\n"
+     "        --collect asks back the files the job made that match PATTERN\n"
+     "        (\"*.png\", \"out/**\"); --out writes them below DIR (never over\n"
+     "        an existing file unless --force).\n"
      "        Exit: the job's code; 124 limit kill; 125 rejected; 126 service\n"
      "        error, cancelled or aborted; 2 usage or connection error",
      cmd_run},

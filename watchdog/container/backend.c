@@ -387,4 +387,5 @@ const px_backend_ops_t px_backend_container = {
     .wait = ctr_wait,
     .kill = ctr_kill,
     .release = ctr_release,
+    .collect = px__ctr_collect,
 };

@@ -83,6 +83,8 @@ struct px_sandbox_s {
   px_mutex_t lock;
   px_cond_t cv;
   int done;                   /* the thread filled outcome */
+  int gate_ended;             /* the gate's end record came: the container
+                                 still runs (idle), its /job still there */
   int kill_req;               /* kill asked (any thread); the job's thread
                                  sends it: kill() runs under the engine's
                                  lock and must not wait on HTTP */
@@ -148,6 +150,10 @@ int px__ctr_deliver_files(px_sandbox_t *sb);
 /* The uid and gid of containers.user. */
 void px__ctr_user_ids(const px__ctr_t *be, unsigned long *uid,
                       unsigned long *gid);
+
+/* The job's output files (collect.c): the job directory through the
+ * engine's archive API, fed to the collector (px_sandbox.h, collect). */
+int px__ctr_collect(px_sandbox_t *sb, px_collector_t *c);
 
 /* Send the kill if one was asked and not sent yet (the job's thread). */
 void px__ctr_kill_pending(px_sandbox_t *sb);

@@ -12,6 +12,7 @@
 #ifndef PX_WATCHDOG_CONTAINER_DK_INT_H
 #define PX_WATCHDOG_CONTAINER_DK_INT_H
 
+#include "px/px_collect.h"
 #include "px/px_job.h"
 #include "px/px_util.h"
 
@@ -147,6 +148,21 @@ void px__dk_ids_free(char **ids, size_t n);
  * the root file system is read-only). */
 int px__dk_archive_put(const char *ep, const char *id, const char *dir,
                        const void *tar, size_t len);
+
+/* GET /containers/ID/archive?path=DIR: the tar stream of directory `dir`
+ * of the container (its entries named "<last component of dir>/..."),
+ * once the engine answered 200; read it with px__dk_stream_read until it
+ * ends, close it with px__dk_stream_close (early is fine). */
+int px__dk_archive_get(const char *ep, const char *id, const char *dir,
+                       px__dk_stream_t *out);
+
+/* The archive of the job directory (/job) of container `id` into the
+ * collector (collect.c): at most max_stream bytes of stream, within
+ * timeout_ms. 0 (a stream that ended early or broke a bound is told to
+ * the collector: px_collector_stopped), or the error of the request. */
+int px__ctr_collect_archive(const char *ep, const char *id,
+                            const px_collect_spec_t *spec, uint64_t max_stream,
+                            int timeout_ms, px_collector_t *c);
 
 /* ---- ustar writer (tar.c): regular files and directories only --------- */
 

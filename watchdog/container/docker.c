@@ -322,3 +322,19 @@ int px__dk_archive_put(const char *ep, const char *id, const char *dir,
   px_buf_free(&p.b);
   return rc;
 }
+
+int px__dk_archive_get(const char *ep, const char *id, const char *dir,
+                       px__dk_stream_t *out) {
+  path_t p = {{0}};
+  px_buf_t post = {0};
+  const char *path = NULL;
+  int rc = PX_ENOMEM;
+  if (px_buf_append_str(&post, "/archive?path=") == 0 &&
+      px__dk_urlenc(&post, dir) == 0)
+    path = mkpath(&p, "/containers/", id, px_buf_cstr(&post));
+  if (path)
+    rc = px__dk_get_stream(ep, path, T_SLOW, out);
+  px_buf_free(&post);
+  px_buf_free(&p.b);
+  return rc;
+}

@@ -378,6 +378,7 @@ void px__ctr_run(void *arg) {
   px_buf_free(&d.sline);
   px_mutex_lock(&sb->lock);
   fill(sb, &d, &st, rc);
+  sb->gate_ended = d.ended;
   sb->done = 1;
   px_cond_broadcast(&sb->cv);
   px_mutex_unlock(&sb->lock);

@@ -600,6 +600,7 @@ static void lnx_pool_stats(void *state, px_pool_info_t *out) {
 
 const px_backend_ops_t px_backend_linux = {
     "linux",      lnx_open,  lnx_close, lnx_available, lnx_prepare,
-    lnx_start,    lnx_wait,  lnx_kill,  lnx_release,   lnx_pool_stats};
+    lnx_start,    lnx_wait,  lnx_kill,  lnx_release,   lnx_pool_stats,
+    px__lnx_collect};
 
 const px_backend_ops_t *px_backend_native(void) { return &px_backend_linux; }

@@ -451,6 +451,10 @@ struct px_sandbox_s {
   uint64_t stamp[PX_T_COUNT]; /* PX__STAMP: step times, 0 = not reached */
 };
 
+/* collect.c: the job directory's output files for the collector
+ * (px_sandbox.h, collect). */
+int px__lnx_collect(px_sandbox_t *sb, px_collector_t *c);
+
 /* spawn.c: fill sb->plan from sb->spec (0, PX_EINVAL, PX_ENOMEM); free
  * it (idempotent). */
 int px__plan_build(px_sandbox_t *sb);

@@ -404,7 +404,8 @@ const px_backend_ops_t px_backend_windows = {
     .start = win_start,
     .wait = win_wait,
     .kill = win_kill,
-    .release = win_release};
+    .release = win_release,
+    .collect = px__winbe_collect};
 
 const px_backend_ops_t *px_backend_native(void) { return &px_backend_windows; }
 

@@ -329,6 +329,9 @@ int px__winbe_mitigations_readback(px__winbe_t *be, struct px_sandbox_s *sb,
                                    int child_policy);
 
 /* acl.c */
+/* collect.c: the job directory's output files for the collector
+ * (px_sandbox.h, collect). */
+int px__winbe_collect(struct px_sandbox_s *sb, px_collector_t *c);
 /* Create sb->dir (owned by sb) = work_root\key, fresh, with the job's
  * protected DACL and Low label. 0, PX_EINVAL (key), PX_EEXIST, PX_EACL. */
 int px__winbe_dir_create(px__winbe_t *be, struct px_sandbox_s *sb);

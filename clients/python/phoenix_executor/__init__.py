@@ -8,12 +8,13 @@ from .client import Event, Executor
 from .errors import *  # noqa: F401,F403  (the typed exceptions)
 from .errors import ExecutorError, JobFailed, ProtocolError, TransportError, error_for
 from .transport import DEFAULT_PIPE, DEFAULT_SOCKET, default_address
-from .types import (Accepted, AuditFinding, Description, Output, Result, Runtime, Started,
-                    Usage, Violation)
+from .types import (Accepted, AuditFinding, Description, Output, OutputFile, Result, Runtime,
+                    Started, Usage, Violation)
 
 __version__ = "0.1.0"
 
-__all__ = ["Executor", "Event", "Result", "Violation", "Usage", "AuditFinding", "Accepted",
+__all__ = ["Executor", "Event", "Result", "OutputFile", "Violation", "Usage", "AuditFinding",
+           "Accepted",
            "Started", "Output", "Runtime", "Description", "ExecutorError", "JobFailed",
            "ProtocolError", "TransportError", "error_for", "DEFAULT_PIPE", "DEFAULT_SOCKET",
            "default_address"]

@@ -120,11 +120,15 @@ class Executor:
                limits: Optional[Mapping[str, int]] = None,
                capabilities: Optional[Sequence[str]] = None, priority: Optional[str] = None,
                job_id: Optional[str] = None, kb_rollback: Optional[str] = None,
-               high_trust: bool = False, _stream_output: bool = True) -> Iterator[Event]:
+               high_trust: bool = False, collect: Optional[Any] = None,
+               _stream_output: bool = True) -> Iterator[Event]:
         """Run code and yield its events as they arrive: Accepted, Started,
         Output chunks, and the Result last. limits: any of cpu_ms, wall_ms,
-        memory_bytes, processes, output_bytes, disk_bytes (ints). files: dicts with path,
-        content and optionally encoding ("utf-8" or "base64")."""
+        memory_bytes, processes, output_bytes, disk_bytes (ints). files: dicts
+        with path, content and optionally encoding ("utf-8" or "base64").
+        collect: the files to return (Result.files): a list of patterns
+        ("*.png", "out/**"), or a dict with patterns, max_files and
+        max_bytes."""
         jid = job_id or f"py-{os.getpid()}-{next(_ids)}"
         msg: Dict[str, Any] = {"type": "run", "id": jid, "runtime": runtime, "code": code}
         if args is not None:
@@ -148,6 +152,8 @@ class Executor:
             msg["kb_rollback"] = kb_rollback
         if high_trust:
             msg["high_trust"] = True
+        if collect is not None:
+            msg["collect"] = dict(collect) if isinstance(collect, Mapping) else list(collect)
         if _stream_output:
             msg["stream"] = True
         self.send(msg)

@@ -3,6 +3,9 @@
 Integers are Python ints, exact to 2^64-1 (the JSON text is never read
 through a float).
 """
+import base64
+import binascii
+import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -40,6 +43,43 @@ class AuditFinding:
 
 
 @dataclass(frozen=True)
+class OutputFile:
+    """A file the job left that matched its ``collect`` patterns: ``data``
+    holds its bytes, or ``skipped`` says why it was not collected (a link,
+    a special file, past a cap...)."""
+
+    path: str
+    bytes: int
+    sha256: Optional[str] = None
+    media_type: Optional[str] = None
+    data: Optional[bytes] = field(default=None, repr=False)
+    skipped: Optional[str] = None
+
+    @classmethod
+    def from_message(cls, f: Dict[str, Any]) -> "OutputFile":
+        data = None
+        if isinstance(f.get("content"), str):
+            try:
+                data = base64.b64decode(f["content"], validate=True)
+            except (binascii.Error, ValueError) as e:
+                raise ExecutorError(f"file {f.get('path')!r}: content is not base64: {e}")
+        return cls(path=str(f.get("path", "")), bytes=int(f.get("bytes", 0)),
+                   sha256=f.get("sha256"), media_type=f.get("media_type"), data=data,
+                   skipped=f.get("skipped"))
+
+
+def _safe_relpath(path: str) -> str:
+    """A path from the service, checked before it is written anywhere:
+    relative, '/'-separated, no empty, '.' or '..' segment, no drive or
+    alternate stream (':'), no backslash."""
+    parts = path.split("/")
+    if (not path or path.startswith("/") or "\\" in path or ":" in path
+            or any(p in ("", ".", "..") for p in parts)):
+        raise ExecutorError(f"refusing the collected file path {path!r}")
+    return os.path.join(*parts)
+
+
+@dataclass(frozen=True)
 class Result:
     """A job's one result. ``status`` is ``ok``, ``nonzero_exit``, ``killed``,
     ``cancelled``, ``rejected``, ``error`` or ``aborted``."""
@@ -59,7 +99,29 @@ class Result:
     enforcement: List[str]
     error_code: Optional[str] = None
     error_message: Optional[str] = None
+    files: List[OutputFile] = field(default_factory=list)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def save_files(self, directory: str, overwrite: bool = False) -> List[str]:
+        """Write the collected files below ``directory`` (created if needed)
+        and return their paths. A path that would leave the directory is
+        refused (ExecutorError), and an existing file is never replaced
+        unless ``overwrite``. Skipped entries are not written."""
+        written = []
+        os.makedirs(directory, exist_ok=True)
+        for f in self.files:
+            if f.data is None:
+                continue
+            rel = _safe_relpath(f.path)
+            target = os.path.join(directory, rel)
+            os.makedirs(os.path.dirname(target) or directory, exist_ok=True)
+            flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+            flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+            fd = os.open(target, flags, 0o666)
+            with os.fdopen(fd, "wb") as out:
+                out.write(f.data)
+            written.append(target)
+        return written
 
     @property
     def ok(self) -> bool:
@@ -95,7 +157,8 @@ class Result:
             audit=[AuditFinding(a.get("rule", ""), a.get("line", 0), a.get("severity", ""),
                                 a.get("message", "")) for a in m.get("audit", [])],
             kb=m.get("kb"), enforcement=list(m.get("enforcement", [])),
-            error_code=err.get("code"), error_message=err.get("message"), raw=m)
+            error_code=err.get("code"), error_message=err.get("message"),
+            files=[OutputFile.from_message(f) for f in m.get("files", [])], raw=m)
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,26 @@ class FramingTest(unittest.TestCase):
         self.assertEqual(m["n"], big)
         self.assertIsInstance(m["n"], int)
 
+    def test_save_files_refuses_paths_that_leave_the_directory(self):
+        import tempfile
+        for bad in ("../x", "/etc/x", "a/../../x", "C:x", "a\\b", "", "a//b"):
+            r = px.Result.from_message({"status": "ok", "files": [
+                {"path": bad, "bytes": 1, "content": "eA=="}]})
+            with tempfile.TemporaryDirectory() as d:
+                with self.assertRaises(px.ExecutorError, msg=bad):
+                    r.save_files(d)
+                self.assertEqual(os.listdir(d), [])
+        r = px.Result.from_message({"status": "ok", "files": [
+            {"path": "out/a.txt", "bytes": 1, "content": "eA==", "media_type": "text/plain"},
+            {"path": "link.png", "bytes": 0, "skipped": "link: not followed"}]})
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(r.save_files(d), [os.path.join(d, "out", "a.txt")])
+            with open(os.path.join(d, "out", "a.txt"), "rb") as f:
+                self.assertEqual(f.read(), b"x")
+            with self.assertRaises(FileExistsError):
+                r.save_files(d)  # never over an existing file...
+            r.save_files(d, overwrite=True)  # ...unless asked
+
     def test_error_codes_map_to_classes(self):
         self.assertIsInstance(px.error_for("capability_denied", "x"), px.CapabilityDenied)
         self.assertIsInstance(px.error_for("bad_request", "x"), px.BadRequest)
@@ -192,6 +212,19 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(r.stdout, "file content\nfrom stdin arg1\n")
         with self.assertRaises(px.JobFailed):
             r.raise_for_status()
+
+    def test_collect_files(self):
+        code = ("import zlib\nopen('chart.png', 'wb').write(b'\\x89PNG\\r\\n\\x1a\\n' + "
+                "zlib.compress(b'x'))\nopen('t.csv', 'w').write('a,b\\n')\n")
+        r = self.ex.run("python", code, capabilities=["fs:write_tmp"], collect=["*.png", "*.csv"])
+        self.assertEqual(r.status, "ok", r)
+        by = {f.path: f for f in r.files}
+        self.assertEqual(sorted(by), ["chart.png", "t.csv"])
+        self.assertEqual(by["chart.png"].media_type, "image/png")
+        self.assertTrue(by["chart.png"].data.startswith(b"\x89PNG"))
+        self.assertEqual(by["t.csv"].data, b"a,b\n")
+        import hashlib
+        self.assertEqual(by["t.csv"].sha256, hashlib.sha256(b"a,b\n").hexdigest())
 
     def test_memory_hog_violation(self):
         r = self.ex.run("python", "x = bytearray(512 * 1024 * 1024)",

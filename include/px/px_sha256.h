@@ -1,8 +1,8 @@
-/* sha256.h - SHA-256 (FIPS 180-4), implemented here so the KB store has
- * one hash on every platform. Streaming: init, update any number of times,
- * final. Internal to kb/ (and its tests). */
-#ifndef PX_KB_SHA256_H
-#define PX_KB_SHA256_H
+/* px_sha256.h - SHA-256 (FIPS 180-4), one hash on every platform: the KB
+ * store's content addresses and the digests of collected output files.
+ * Streaming: init, update any number of times, final. */
+#ifndef PX_SHA256_H
+#define PX_SHA256_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -29,4 +29,4 @@ void px_sha256_hex(const unsigned char d[PX_SHA256_LEN],
 /* Parse 64 hex digits; 0 or PX_EINVAL. */
 int px_sha256_parse(const char *hex, unsigned char d[PX_SHA256_LEN]);
 
-#endif /* PX_KB_SHA256_H */
+#endif /* PX_SHA256_H */

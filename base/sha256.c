@@ -1,7 +1,7 @@
 /* sha256.c - SHA-256 after FIPS 180-4, section 6.2. Portable C, no tables
  * beyond the round constants; checked against the NIST example vectors in
  * tests/unit/test_sha256.c. */
-#include "kb/sha256.h"
+#include "px/px_sha256.h"
 
 #include <string.h>
 
