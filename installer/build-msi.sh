@@ -153,9 +153,14 @@ printf '%s\r\n' \
     "PxRequiredPrivileges"$'\tPhoenixExecutor\t5\t6\t'"$privs"$'\tServiceExe' \
     $'PxServiceSid\tPhoenixExecutor\t5\t5\t1\tServiceExe' \
     >"$work/MsiServiceConfig.idt"
-# C:\PhoenixOrch and C:\PhoenixOrch\Temp: created with a protected DACL,
-# SYSTEM and Administrators only, owner Administrators (Windows Installer
-# 5's MsiLockPermissionsEx on their CreateFolder rows).
+# C:\PhoenixOrch and C:\PhoenixOrch\Temp, and %ProgramData%\PhoenixOrch
+# with its logs and kb-store: created with a protected DACL, SYSTEM and
+# Administrators only, owner Administrators (Windows Installer 5's
+# MsiLockPermissionsEx on their CreateFolder rows). Without the lock the
+# data folders would inherit ProgramData's DACL, which lets Users create
+# entries (container inherit), until the service's first start secured
+# them: a user could plant the service's own log file and own it
+# (docs/windows-verification.md, review A3).
 sddl='O:BAG:SYD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)'
 printf '%s\r\n' \
     $'MsiLockPermissionsEx\tLockObject\tTable\tSDDLText\tCondition' \
@@ -163,6 +168,9 @@ printf '%s\r\n' \
     $'MsiLockPermissionsEx\tMsiLockPermissionsEx' \
     "PxLockWorkBase"$'\tWorkBase\tCreateFolder\t'"$sddl"$'\t' \
     "PxLockWorkRoot"$'\tWorkRoot\tCreateFolder\t'"$sddl"$'\t' \
+    "PxLockDataRoot"$'\tDataRoot\tCreateFolder\t'"$sddl"$'\t' \
+    "PxLockLogs"$'\tLogsDir\tCreateFolder\t'"$sddl"$'\t' \
+    "PxLockKbStore"$'\tKbStoreDir\tCreateFolder\t'"$sddl"$'\t' \
     >"$work/MsiLockPermissionsEx.idt"
 (cd "$work" && msibuild out.msi -i MsiServiceConfig.idt -i MsiLockPermissionsEx.idt) ||
     die "msibuild (service token, folder DACLs) failed"
@@ -197,6 +205,12 @@ check "$(msiinfo export "$work/out.msi" MsiServiceConfig | tr -d "\r")" \
 check "$(msiinfo export "$work/out.msi" MsiLockPermissionsEx | tr -d "\r")" \
     '^PxLockWorkBase\tWorkBase\tCreateFolder\tO:BAG:SYD:P\(A;OICI;FA;;;SY\)\(A;OICI;FA;;;BA\)' \
     "C:\\PhoenixOrch admin-only"
+locks=$(msiinfo export "$work/out.msi" MsiLockPermissionsEx | tr -d "\r")
+for d in DataRoot LogsDir KbStoreDir; do
+    check "$locks" "^PxLock[A-Za-z]+\t$d\tCreateFolder\tO:BAG:SYD:P" "$d admin-only"
+done
+check "$(msiinfo export "$work/out.msi" CreateFolder | tr -d "\r")" \
+    '^DataRoot\tConfig$' "a CreateFolder row for DataRoot (its lock)"
 check "$(msiinfo export "$work/out.msi" ServiceInstall)" \
     '^PhoenixExecutorService\tPhoenixExecutor\t[^\t]*\t16\t2\t1\t' "auto-start own-process service"
 

@@ -68,8 +68,15 @@ whoami /all >> "%OUT%\system.txt" 2>&1
 
 echo [1/4] installing the MSI
 msiexec /i "%MSI%" /qn /l*v "%OUT%\msi-install.log"
-if errorlevel 1 goto install_failed
+rem 3010 and 1641 are successes that want a restart (Windows Installer
+rem error codes): only another non-zero code is a failed install.
+set "MSIRC=%errorlevel%"
+if not "%MSIRC%"=="0" if not "%MSIRC%"=="3010" if not "%MSIRC%"=="1641" goto install_failed
 sc query PhoenixExecutor > "%OUT%\service-after-install.txt" 2>&1
+if errorlevel 1 goto install_failed
+rem sc query exits 0 for a stopped service too: RUNNING is what counts
+rem (that it runs as LocalSystem, the suite checks from its token).
+findstr /c:"RUNNING" "%OUT%\service-after-install.txt" >nul
 if errorlevel 1 goto install_failed
 reg query "HKLM\SYSTEM\CurrentControlSet\Services\PhoenixExecutor" >> "%OUT%\service-after-install.txt" 2>&1
 

@@ -50,6 +50,8 @@
 #include "watchdog/win/runtimes.h"
 
 #include <windows.h>
+#include <aclapi.h>
+#include <sddl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,21 +163,60 @@ static void stop_ticker(void *arg) {
 
 /* ---- start-up steps ---- */
 
-/* %ProgramData%\PhoenixOrch\logs\executor.log, directories created. */
+/* 1 when what is at path is owned by SYSTEM or Administrators, or does
+ * not exist. Under Wine owners mean nothing (no ACL is enforced): 1. */
+static int owner_trusted(const WCHAR *path) {
+  PSECURITY_DESCRIPTOR sd = NULL;
+  PSID owner = NULL;
+  DWORD st;
+  int ok;
+  if (px_os_under_wine() ||
+      GetFileAttributesW(path) == INVALID_FILE_ATTRIBUTES)
+    return 1;
+  st = GetNamedSecurityInfoW(path, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION,
+                             &owner, NULL, NULL, NULL, &sd);
+  ok = st == ERROR_SUCCESS &&
+       (IsWellKnownSid(owner, WinLocalSystemSid) ||
+        IsWellKnownSid(owner, WinBuiltinAdministratorsSid));
+  LocalFree(sd);
+  return ok;
+}
+
+/* %ProgramData%\PhoenixOrch\logs\executor.log. This runs before the
+ * start-up walk secures the data folders (setup.c), so a folder it has to
+ * make gets the admin-only descriptor at creation, and a folder or log
+ * file that exists already must be SYSTEM's or the Administrators': a
+ * standard user may create folders in ProgramData, and the maker of a
+ * file owns it whatever DACL comes later (docs/windows-verification.md,
+ * review A3). Otherwise PX_EACL: the service logs to the Event Log only. */
 static int default_log_path(char *out, size_t outsz) {
-  WCHAR base[MAX_PATH], dir[MAX_PATH + 64];
+  WCHAR base[MAX_PATH], dir[MAX_PATH + 64], file[MAX_PATH + 96];
+  SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, FALSE};
   char *u;
   DWORD n = GetEnvironmentVariableW(L"ProgramData", base, MAX_PATH);
-  int rc;
+  int rc = 0, i;
   if (n == 0 || n >= MAX_PATH)
     _snwprintf(base, MAX_PATH, L"%ls", L"C:\\ProgramData");
-  _snwprintf(dir, MAX_PATH + 64, L"%ls\\PhoenixOrch", base);
-  CreateDirectoryW(dir, NULL);
-  _snwprintf(dir, MAX_PATH + 64, L"%ls\\PhoenixOrch\\logs", base);
-  CreateDirectoryW(dir, NULL);
-  if (!(u = px__utf8(dir)))
+  if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(
+          L"O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)", SDDL_REVISION_1,
+          &sa.lpSecurityDescriptor, NULL))
     return PX_ENOMEM;
-  rc = px_snprintf(out, outsz, "%s\\executor.log", u);
+  for (i = 0; i < 2 && rc == 0; i++) {
+    _snwprintf(dir, MAX_PATH + 64, i ? L"%ls\\PhoenixOrch\\logs"
+                                     : L"%ls\\PhoenixOrch", base);
+    CreateDirectoryW(dir, &sa);
+    if (!owner_trusted(dir))
+      rc = PX_EACL;
+  }
+  LocalFree(sa.lpSecurityDescriptor);
+  _snwprintf(file, MAX_PATH + 96, L"%ls\\executor.log", dir);
+  if (rc == 0 && !owner_trusted(file))
+    rc = PX_EACL;
+  if (rc != 0)
+    return rc;
+  if (!(u = px__utf8(file)))
+    return PX_ENOMEM;
+  rc = px_snprintf(out, outsz, "%s", u);
   free(u);
   return rc;
 }
@@ -198,6 +239,14 @@ static int setup_early_logging(daemon_t *d) {
     return 0;
   else
     rc = default_log_path(path, sizeof path);
+  if (rc == PX_EACL) { /* the Event Log still has everything */
+    PX_LOG_EVENT(PX_LOG_ERROR, PX_EVENT_START_FAILED,
+                 "%%ProgramData%%\\PhoenixOrch, its logs folder or "
+                 "executor.log is owned by someone other than SYSTEM or "
+                 "Administrators: no text log (delete them, or take them "
+                 "over with takeown and icacls)");
+    return 0;
+  }
   if (rc == 0)
     rc = px_log_file_open(path, LOG_MAX_BYTES, LOG_KEEP, &d->logf);
   if (rc != 0) {

@@ -10,9 +10,10 @@
  *   (D;;GA;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)     deny the KB reader and writer capability
  *   (D;;GA;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)     SIDs (watchdog/win/win_int.h), which the
  *                               jobs holding kb:read / kb:write carry
- *   (D;;GA;;;S-1-5-12)          deny RESTRICTED (tokens restricted by the
- *                               system's own policies; the backend's jobs
- *                               do not carry it)
+ *   (D;;GA;;;S-1-5-12)          deny RESTRICTED (the backend's jobs carry it
+ *                               as a restricting SID, so the restricted
+ *                               check denies them too; so is any token the
+ *                               system restricted with it)
  *   (D;;GA;;;NU)                deny NETWORK logons (PIPE_REJECT_REMOTE_
  *                               CLIENTS refuses remote clients as well)
  *   (A;;GA;;;SY)(A;;GA;;;BA)    SYSTEM and Administrators: full control

@@ -369,33 +369,13 @@ static DWORD claim_privileges(void) {
     if (!LookupPrivilegeValueW(NULL, names[i], &tp->Privileges[i].Luid))
       err = GetLastError();
   }
-  if (err == 0 && !AdjustTokenPrivileges(t, FALSE, tp, 0, NULL, NULL))
+  /* AdjustTokenPrivileges succeeds when it enables only some of them;
+   * GetLastError() is then ERROR_NOT_ALL_ASSIGNED (not an administrator). */
+  if (err == 0 && (!AdjustTokenPrivileges(t, FALSE, tp, 0, NULL, NULL) ||
+                   GetLastError() == ERROR_NOT_ALL_ASSIGNED))
     err = GetLastError();
   CloseHandle(t);
-  return err; /* ERROR_NOT_ALL_ASSIGNED: not an administrator */
-}
-
-/* 1 when the directory open as h holds nothing but "." and "..". */
-static int dir_empty(HANDLE h) {
-  union {
-    FILE_ID_BOTH_DIR_INFO i;
-    BYTE b[4096];
-  } u;
-  FILE_INFO_BY_HANDLE_CLASS c = FileIdBothDirectoryRestartInfo;
-  while (GetFileInformationByHandleEx(h, c, &u, sizeof u)) {
-    FILE_ID_BOTH_DIR_INFO *e = &u.i;
-    c = FileIdBothDirectoryInfo;
-    for (;;) {
-      DWORD n = e->FileNameLength / sizeof(WCHAR);
-      if (!(n == 1 && e->FileName[0] == L'.') &&
-          !(n == 2 && e->FileName[0] == L'.' && e->FileName[1] == L'.'))
-        return 0;
-      if (!e->NextEntryOffset)
-        break;
-      e = (FILE_ID_BOTH_DIR_INFO *)(void *)((BYTE *)e + e->NextEntryOffset);
-    }
-  }
-  return GetLastError() == ERROR_NO_MORE_FILES;
+  return err;
 }
 
 /* The owner of h as text (why) and whether it is trusted. */
@@ -418,25 +398,6 @@ static int claim_owner(HANDLE h, char *who, size_t whosz, int *trusted) {
   return 0;
 }
 
-/* Owner Administrators and the admin-only protected DACL, on this folder
- * only: SetKernelObjectSecurity does not propagate to what is inside
- * (SetSecurityInfo would rewrite every child, hard links included). */
-static DWORD claim_set(HANDLE h) {
-  PSECURITY_DESCRIPTOR sd = NULL;
-  DWORD err = 0;
-  if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(
-          L"O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)", SDDL_REVISION_1, &sd,
-          NULL))
-    return GetLastError();
-  if (!SetKernelObjectSecurity(h, OWNER_SECURITY_INFORMATION |
-                                      DACL_SECURITY_INFORMATION |
-                                      PROTECTED_DACL_SECURITY_INFORMATION,
-                               sd))
-    err = GetLastError();
-  LocalFree(sd);
-  return err;
-}
-
 int px_win_setup_claim(const char *dir, char *why, size_t whysz) {
   WCHAR *w = px__utf16(dir);
   HANDLE h = INVALID_HANDLE_VALUE;
@@ -450,8 +411,7 @@ int px_win_setup_claim(const char *dir, char *why, size_t whysz) {
   err = claim_privileges();
   /* Never follow a reparse point; backup semantics open a directory and,
    * with the privileges, whatever DACL its creator gave it. */
-  h = CreateFileW(w, READ_CONTROL | WRITE_OWNER | WRITE_DAC |
-                         FILE_LIST_DIRECTORY | SYNCHRONIZE,
+  h = CreateFileW(w, READ_CONTROL | FILE_READ_ATTRIBUTES | SYNCHRONIZE,
                   FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
                   OPEN_EXISTING,
                   FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT,
@@ -480,23 +440,18 @@ int px_win_setup_claim(const char *dir, char *why, size_t whysz) {
   rc = 0;
   if (trusted)
     goto cleanup;
+  /* Never adopted, even empty: access is checked when a handle is opened
+   * and stays with it, so the folder's maker may hold a handle with
+   * WRITE_DAC / WRITE_OWNER / FILE_ADD_FILE from before the install and
+   * undo any owner or DACL set now (IRP_MJ_CREATE; docs/windows-backend.md,
+   * "Install: service folders created beforehand"). */
   rc = PX_EACL;
-  if (!dir_empty(h)) {
-    snprintf(why, whysz, "%s existed before the install, owned by %s (not "
-             "SYSTEM or Administrators), and is not empty: look at what is "
-             "in it, then delete it, or take it over with `takeown /F \"%s\" "
-             "/A /R /D Y` and `icacls \"%s\" /reset /T`, and install again",
-             dir, who, dir, dir);
-    goto cleanup;
-  }
-  if ((err = claim_set(h)) != 0) {
-    snprintf(why, whysz, "%s (owned by %s): taking ownership failed (Win32 "
-             "error %lu)", dir, who, (unsigned long)err);
-    goto cleanup;
-  }
-  PX_LOG(PX_LOG_WARN, "%s existed before the install, owned by %s: empty, so "
-         "it now belongs to Administrators with the admin-only DACL", dir, who);
-  rc = 0;
+  snprintf(why, whysz, "%s existed before the install, owned by %s (not "
+           "SYSTEM or Administrators): a folder someone else made is never "
+           "adopted; look at what is in it, then delete it (`rmdir /S \"%s\"`) "
+           "or take it over with `takeown /F \"%s\" /A /R /D Y` and "
+           "`icacls \"%s\" /reset /T`, and install again",
+           dir, who, dir, dir, dir);
 cleanup:
   if (h != INVALID_HANDLE_VALUE)
     CloseHandle(h);

@@ -56,12 +56,13 @@ int px_win_setup_verify(const px_win_setup_t *s, char *why, size_t whysz);
 /* Install only (issue 23): a service folder that exists before the
  * install (dir: <ProgramData>\PhoenixOrch or C:\PhoenixOrch) and is owned
  * by anybody but SYSTEM or Administrators - a non-administrator created
- * it, and could re-ACL it at will. Empty: it is taken over (owner
- * Administrators, the admin-only protected DACL, on the folder alone).
- * Not empty, a reparse point or not a directory: refused, `why` naming
- * the owner and the takeown/icacls commands. Missing or already trusted:
- * nothing to do. Needs an administrator (SeBackup/SeRestore/
- * SeTakeOwnership on a thread token). 0 or PX_EACL/PX_ENOMEM (logged). */
+ * it, and could re-ACL it at will. Refused, empty or not (its maker may
+ * hold a handle opened with WRITE_DAC before the install, which a
+ * takeover would not revoke), a reparse point or not a directory too:
+ * `why` names the owner and the rmdir/takeown/icacls commands. Missing or
+ * already trusted: nothing to do. Needs an administrator (SeBackup/
+ * SeRestore on a thread token, to read any DACL). 0 or PX_EACL/PX_ENOMEM
+ * (logged). */
 int px_win_setup_claim(const char *dir, char *why, size_t whysz);
 /* The own-directory rule on a descriptor given as SDDL (tests).
  * self_sid: the service account's SID string (NULL: none). 0 or PX_EACL;
