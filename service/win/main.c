@@ -163,15 +163,21 @@ static void stop_ticker(void *arg) {
 
 /* ---- start-up steps ---- */
 
-/* 1 when what is at path is owned by SYSTEM or Administrators, or does
- * not exist. Under Wine owners mean nothing (no ACL is enforced): 1. */
+/* 1 when what is at path does not exist, or is no reparse point and is
+ * owned by SYSTEM or Administrators. A junction is refused before its
+ * owner is read: GetNamedSecurityInfoW would read its target's (a user's
+ * junction to a folder SYSTEM owns would pass). Under Wine owners mean
+ * nothing (no ACL is enforced): only the reparse test applies. */
 static int owner_trusted(const WCHAR *path) {
   PSECURITY_DESCRIPTOR sd = NULL;
   PSID owner = NULL;
-  DWORD st;
+  DWORD st, attrs = GetFileAttributesW(path);
   int ok;
-  if (px_os_under_wine() ||
-      GetFileAttributesW(path) == INVALID_FILE_ATTRIBUTES)
+  if (attrs == INVALID_FILE_ATTRIBUTES)
+    return 1;
+  if (attrs & FILE_ATTRIBUTE_REPARSE_POINT)
+    return 0;
+  if (px_os_under_wine())
     return 1;
   st = GetNamedSecurityInfoW(path, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION,
                              &owner, NULL, NULL, NULL, &sd);
