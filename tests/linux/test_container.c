@@ -978,12 +978,17 @@ static void py_network(adv_env_t *e) {
 }
 
 /* privileges.py (adv_privileges): non-root, no capabilities,
- * no_new_privs, seccomp; every attempt denied but two: Docker's default
- * seccomp profile (the engine's, not ours) allows Linux AIO (io_setup)
- * and reading the LDT (modify_ldt func 0), which the native filter
- * refuses (docs/container-backend.md, "What differs"). */
+ * no_new_privs, seccomp; every attempt denied but what Docker's default
+ * seccomp profile (the engine's, not ours) allows and the native filter
+ * refuses: Linux AIO (io_setup), reading the LDT (modify_ldt func 0), and
+ * set-id bits on the job's own files in its job directory (owned by the
+ * container's non-root user, on a mount removed with the job; no_new_privs
+ * makes them inert inside; KB views are swept, kb.md). See
+ * docs/container-backend.md. */
 static void py_privileges(adv_env_t *e) {
-  static const char *const engine_allows[] = {"io_setup", "modify_ldt", NULL};
+  static const char *const engine_allows[] = {
+      "io_setup", "modify_ldt", "setid_chmod_suid", "setid_chmod_sgid",
+      "setid_open", NULL};
   cJSON *r = py_run(e, "privileges", "privileges.py", NULL,
                     "[\"fs:write_tmp\"]", 0, NULL);
   ADV_EXPECT(r, "ok", NULL);
