@@ -6,9 +6,14 @@
  * its size must stay small (linux.tmpfs_bytes); `python -m venv` plus a
  * `pip install` does not fit. Here the job's files live on the host's disk:
  *
- *   image   <work_root>/.px-img/<key>.img, O_EXCL, fallocate'd to the cap
- *           (the host's space is reserved up front: a full host disk fails
- *           the job here, never as I/O errors of a loop device later);
+ *   image   <work_root>/.px-img/<key>.img, O_EXCL, sparse, of the cap's
+ *           size; the host must have that much free when the job is
+ *           prepared, else the job fails here (statvfs). Not reserved with
+ *           fallocate: every job dir not yet torn down would hold its full
+ *           cap of real disk (1 GiB by default), and a reaper behind under
+ *           load (or dirs a killed daemon left to crash recovery) filled a
+ *           250 GB disk in one soak run. A host that fills up while jobs
+ *           write gives them ENOSPC/EIO inside their own file system;
  *   mkfs    mke2fs: ext4 without a journal (nothing in it outlives the job),
  *           -N inodes = the file-count cap, -m 0, root owned by the job uid,
  *           inode tables left to be zeroed lazily (noinit_itable: never);
@@ -53,6 +58,7 @@
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -186,7 +192,15 @@ static int loop_attach(int img_fd, char *dev, size_t devsz) {
   return lfd >= 0 ? lfd : PX_ESANDBOX;
 }
 
-/* The image file: created fresh, its space reserved. */
+/* 1 when the file system under dfd has `bytes` free for root. */
+static int host_has_room(int dfd, uint64_t bytes) {
+  struct statvfs v;
+  if (fstatvfs(dfd, &v) != 0)
+    return PX_LOG_ERRNO(0, errno, "fstatvfs(" IMG_DIR ")");
+  return (uint64_t)v.f_bfree * v.f_frsize >= bytes;
+}
+
+/* The image file: created fresh and sparse, if the host has its size free. */
 static int make_image(const px__lnx_backend_t *be, const char *name,
                       uint64_t bytes) {
   int fd, dfd = openat(be->work_root_fd, IMG_DIR,
@@ -198,10 +212,10 @@ static int make_image(const px__lnx_backend_t *be, const char *name,
               0600);
   if (fd < 0) {
     fd = PX_LOG_ERRNO(PX_ESANDBOX, errno, "openat(job image)");
-  } else if ((errno = posix_fallocate(fd, 0, (off_t)bytes)) != 0) {
+  } else if (!host_has_room(dfd, bytes) ||
+             ftruncate(fd, (off_t)bytes) != 0) {
     PX_LOG(PX_LOG_ERROR, "the host has no room for a %" PRIu64
            "-byte job directory", bytes);
-    (void)PX_LOG_ERRNO(PX_ESANDBOX, errno, "posix_fallocate(job image)");
     close(fd);
     unlinkat(dfd, name, 0);
     fd = PX_ESANDBOX;
