@@ -99,6 +99,7 @@ PX_TEST_ENTRY(svc, svc_attest_refuses_without_allow_degraded, 240)
  * (tests/win/test_storm_race.c) */
 PX_TEST_ENTRY(winstorm, storm_terminate_race, 120)
 PX_TEST_ENTRY(winstorm, storm_backend_spawners, 300)
+PX_TEST_ENTRY(winstorm, storm_job_keys_unique, 60)
 PX_TEST_ENTRY(winstorm, storm_client_read_race, 120)
 PX_TEST_ENTRY(winstorm, storm_drain_held_pipe, 60)
 /* the installed service under load (tests/win/test_svc_storm.c) */

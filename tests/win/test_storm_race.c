@@ -291,6 +291,47 @@ TEST_IMPL(storm_backend_spawners) {
   return 0;
 }
 
+/* ---- job keys made by threads at once ---- */
+
+enum { KEY_THREADS = 8, KEY_EACH = 1000 };
+static char g_keys[KEY_THREADS * KEY_EACH][96];
+
+static void keys_main(void *arg) {
+  size_t base = (size_t)(uintptr_t)arg * KEY_EACH, i;
+  for (i = 0; i < KEY_EACH; i++) {
+    wt_job_t j;
+    wt_job(&j, "exit", "0", NULL);
+    memcpy(g_keys[base + i], j.spec.key, sizeof g_keys[0]);
+    wt_job_free(&j);
+  }
+}
+
+static int key_cmp(const void *a, const void *b) { return strcmp(a, b); }
+
+/* Issue 22: storm_backend_spawners was refused "job directory t-624-16
+ * exists already" (PX_EEXIST): its 4 threads made keys from an unlocked
+ * counter and the process id. Asserted: 8 threads making 1,000 keys each
+ * at once get 8,000 distinct keys, and none names this process's pid. */
+TEST_IMPL(storm_job_keys_unique) {
+  px_thread_t t[KEY_THREADS];
+  char pid[32];
+  size_t i, dups = 0;
+  for (i = 0; i < KEY_THREADS; i++)
+    ASSERT_OK(px_thread_create(&t[i], keys_main, (void *)(uintptr_t)i));
+  for (i = 0; i < KEY_THREADS; i++)
+    px_thread_join(t[i]);
+  qsort(g_keys, KEY_THREADS * KEY_EACH, sizeof g_keys[0], key_cmp);
+  for (i = 1; i < KEY_THREADS * KEY_EACH; i++)
+    if (strcmp(g_keys[i - 1], g_keys[i]) == 0 && dups++ < 5)
+      printf("duplicate key %s\n", g_keys[i]);
+  snprintf(pid, sizeof pid, "-%lu-", (unsigned long)GetCurrentProcessId());
+  printf("%d keys, %u duplicates, e.g. %s\n", KEY_THREADS * KEY_EACH,
+         (unsigned)dups, g_keys[0]);
+  ASSERT_UINT_EQ(dups, 0);
+  ASSERT(strstr(g_keys[0], pid) == NULL);
+  return 0;
+}
+
 /* ---- the client's timed read ---- */
 
 typedef struct {
