@@ -476,3 +476,29 @@ void svcfix_assert_no_job_process(unsigned ms) {
   printf("no process of any job is alive (descendants of the service, processes "
          "in a job other than the test's)\n");
 }
+
+/* ---- Wine's process-creation failures ---- */
+
+int svcfix_wine_creation_failure(svcfix_wine_fails_t *f, const char *status,
+                                 const char *code, const char *message,
+                                 long long exit_code) {
+  status = status ? status : "";
+  code = code ? code : "";
+  message = message ? message : "";
+  if (!px_test_under_wine())
+    return 0;
+  if (!strcmp(status, "nonzero_exit") && exit_code == 9009) {
+    f->exit_9009++;
+    return 1;
+  }
+  if (!strcmp(status, "error") && !strcmp(code, "spawn_failed") &&
+      strstr(message, "process creation failed")) {
+    f->spawn_failed++;
+    return 1;
+  }
+  return 0;
+}
+
+int svcfix_wine_fails_total(const svcfix_wine_fails_t *f) {
+  return f->exit_9009 + f->spawn_failed;
+}

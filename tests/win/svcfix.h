@@ -63,6 +63,24 @@ int svcfix_job_processes(int verbose);
  * naming each process otherwise. */
 void svcfix_assert_no_job_process(unsigned ms);
 
+/* Wine's process-creation failures among job answers (issue 25: the
+ * storm and the soak each matched them by string). */
+typedef struct {
+  int exit_9009;    /* cmd.exe in the job could not start the program */
+  int spawn_failed; /* the service's CreateProcessAsUserW failed */
+} svcfix_wine_fails_t;
+/* Under Wine, 1 when a result - its status, error code and message and
+ * exit code - is one of Wine's process-creation failures: `nonzero_exit`
+ * with exit code 9009 (cmd.exe: "not recognized"), or `error` with code
+ * `spawn_failed` and "process creation failed" in the message; counted
+ * in *f by kind. 0 otherwise, and always on Windows, where neither may
+ * pass as Wine's. NULL strings count as empty. */
+int svcfix_wine_creation_failure(svcfix_wine_fails_t *f, const char *status,
+                                 const char *code, const char *message,
+                                 long long exit_code);
+/* Both kinds together. */
+int svcfix_wine_fails_total(const svcfix_wine_fails_t *f);
+
 /* A client on the service's default pipe (fails the test if none). */
 px_client_t *svcfix_connect(void);
 

@@ -104,6 +104,8 @@ PX_TEST_ENTRY(winstorm, storm_client_read_race, 120)
 PX_TEST_ENTRY(winstorm, storm_drain_held_pipe, 60)
 /* the installed service under load (tests/win/test_svc_storm.c) */
 PX_TEST_ENTRY(storm, storm_spawner_repro, 420)
+PX_TEST_ENTRY(storm, storm_leftover_check, 180)
+PX_TEST_ENTRY(storm, storm_wine_failure_count, 30)
 PX_TEST_ENTRY(storm, storm_1000_mixed, 800)
 /* on demand: -DPX_WIN_SOAK=ON registers it with ctest */
 PX_TEST_ENTRY(soak-win, soak_win_10000, 3500)
