@@ -27,7 +27,9 @@ import os
 import sys
 import time
 
-ROOT = os.path.realpath(os.path.join(os.path.dirname(__file__), ".."))
+# PX_LEFTOVERS_ROOT: another checkout to judge (tests/tools/leftovers_test.sh)
+ROOT = os.path.realpath(os.environ.get("PX_LEFTOVERS_ROOT") or
+                        os.path.join(os.path.dirname(__file__), ".."))
 SCOPE = os.environ.get("PX_LEFTOVERS_SCOPE", "machine")
 PROGRAMS = ("px_probe", "px_tests", "phoenix-executor", "PhoenixExecutor",
             "px_pipe_squatter", "phoenixctl")

@@ -3,10 +3,14 @@
 # running: a decoy Wine process of this checkout's prefix is reported
 # (exit 1, its pid named), in either scope; once it is gone the check
 # passes. The decoy is `sleep` with a WINEPREFIX of its own, so nothing
-# of Wine is started.
+# of Wine is started; the checkout judged is an empty directory
+# (PX_LEFTOVERS_ROOT), so that this checkout's own tests running beside
+# (ctest -j) are not the test's business.
 set -u
 here=$(cd "$(dirname "$0")/../.." && pwd)
 prefix=$(mktemp -d /tmp/px-leftovers-test.XXXXXX)
+export PX_LEFTOVERS_ROOT=$prefix/checkout
+mkdir -p "$PX_LEFTOVERS_ROOT"
 fail=0
 env WINEPREFIX="$prefix" sleep 300 &
 decoy=$!
