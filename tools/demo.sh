@@ -142,5 +142,9 @@ if ! { cmake --preset windows-mingw && cmake --build build/windows-mingw -j "$(n
 fi
 rm -f "$build_log"
 echo "==== Windows: the PhoenixExecutor service under Wine ===="
-PX_WINEPREFIX=${PX_WINEPREFIX:-$HOME/.cache/phoenix-executor/wine-demo} \
-    bash tests/win/svc_demo.sh build/windows-mingw
+demo_prefix=${PX_WINEPREFIX:-$HOME/.cache/phoenix-executor/wine-demo}
+# svc_demo.sh starts the prefix's persistent wineserver: stop it at the end,
+# whatever happens, so no Wine process outlives the demo.
+stop_wine() { PX_WINEPREFIX=$demo_prefix bash tools/wine-env.sh stop; }
+trap 'stop; stop_wine' EXIT
+PX_WINEPREFIX=$demo_prefix bash tests/win/svc_demo.sh build/windows-mingw

@@ -36,6 +36,9 @@ px_wine_start() {
 px_wine_stop() {
     px_wine_env
     wineserver -k >/dev/null 2>&1 || true
+    # -k only signals: wait until this prefix's server has really gone, so
+    # that nothing of Wine outlives the caller (tools/leftovers.py).
+    timeout 30 wineserver -w >/dev/null 2>&1 || true
 }
 
 case "${1:-}" in

@@ -10,6 +10,7 @@ target_sources(px_core PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/win/watchdog.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/cleanup.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/collect.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/win/treekill.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/disk.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/desktop.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/mitigations.c

@@ -136,7 +136,8 @@ typedef struct {
   X(PX_ENF_READONLY_ROOTFS, "readonly_rootfs")                               \
   X(PX_ENF_JOB_ACCOUNT, "job_account")                                       \
   X(PX_ENF_LANDLOCK_NET, "landlock_net")                                     \
-  X(PX_ENF_DISK_WORKDIR, "disk_workdir")
+  X(PX_ENF_DISK_WORKDIR, "disk_workdir")                                     \
+  X(PX_ENF_TREE_KILL, "watchdog_tree_kill")
 
 enum {
 #define PX_ENF_BIT_(name, str) name##_BIT_,

@@ -73,10 +73,12 @@ static void run_one(const px_test_t *t, unsigned n, tally_t *tally) {
   argv[3] = NULL;
   printf("# %s/%s\n", t->group, t->name);
   fflush(stdout);
+  px__test_scratch_begin();
   rc = px_test_spawn(argv, timeout, &status, NULL, 0);
+  px__test_scratch_end();
   if (rc != 0) {
-    printf("not ok %u - %s # could not start the test process (%d)\n", n,
-           t->name, rc);
+    printf("not ok %u - %s # could not start the test process (%d; the OS's "
+           "reason is printed above)\n", n, t->name, rc);
     tally->failed++;
   } else if (status == -1) {
     printf("not ok %u - %s # timed out after %u s\n", n, t->name, timeout);

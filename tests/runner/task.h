@@ -49,9 +49,22 @@ const char *px_test_self_path(void);
 const char *px_test_self_dir(void);
 /* 1 when running under Wine (wine_get_version is exported by ntdll). */
 int px_test_under_wine(void);
-/* A fresh, empty scratch directory for this test (removed by the OS temp
- * cleaning, not by us); returns a static path with a trailing separator. */
+/* A fresh, empty scratch directory for this test; returns a static path
+ * with a trailing separator. Windows: the one the runner named (removed
+ * by the runner after the test); Linux: mkdtemp under TMPDIR. */
 const char *px_test_tmpdir(void);
+
+/* An id unique to this process's run (its start time at 100 ns, in hex),
+ * for names that must not collide with an earlier run's leftovers: never
+ * a pid, which Wine reuses within minutes. Static storage, [0-9a-f]. */
+const char *px_test_run_id(void);
+/* The runner's side of px_test_tmpdir (Windows): before a test process,
+ * name a fresh scratch directory for it (PX_TEST_TMPDIR in the environment
+ * it inherits); after it ended, remove that directory and everything in
+ * it, so a test leaves nothing behind even when it failed midway. No-ops
+ * on Linux, whose tests remove their own. */
+void px__test_scratch_begin(void);
+void px__test_scratch_end(void);
 
 /* Run argv (argv[0] a path) with a timeout. Captures combined stdout and
  * stderr into out (NUL-terminated, truncated to outsz-1) when out != NULL,

@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 #include <windows.h>
+#include <tlhelp32.h>
 
 #ifndef PX_SVC_EXE_REL
 #error "PX_SVC_EXE_REL must name PhoenixExecutor.exe relative to the tests"
@@ -51,20 +52,35 @@ const char *svcfix_exe(void) {
 
 int svcfix_run_exe(const char *verb, const char *config, char *out, size_t outsz) {
   const char *argv[] = {svcfix_exe(), verb, config ? "--config" : NULL, config, NULL};
-  int status = -1;
-  if (px_test_spawn(argv, 60, &status, out, outsz) != 0)
+  int status = -1, rc;
+  if (out && outsz)
+    out[0] = 0;
+  if ((rc = px_test_spawn(argv, 60, &status, out, outsz)) != 0) {
+    /* issue 22: "install failed: " with nothing after it was this */
+    if (out && outsz)
+      snprintf(out, outsz, "could not start %s (px_test_spawn %d, Win32 error %lu)",
+               svcfix_exe(), rc, GetLastError());
     return -1;
+  }
+  if (status == -1 && out && outsz && !out[0])
+    snprintf(out, outsz, "%s %s did not end within 60 s", svcfix_exe(), verb);
   return status;
 }
 
 int svcfix_sc(const char *verb) {
   char dir[MAX_PATH], sys[MAX_PATH + 8], out[2048];
   const char *argv[] = {sys, verb, "PhoenixExecutor", NULL};
-  int status = -1;
+  int status = -1, rc;
   GetSystemDirectoryA(dir, MAX_PATH);
   snprintf(sys, sizeof sys, "%s\\sc.exe", dir);
-  if (px_test_spawn(argv, 60, &status, out, sizeof out) != 0)
+  out[0] = 0;
+  if ((rc = px_test_spawn(argv, 60, &status, out, sizeof out)) != 0) {
+    printf("svcfix: sc %s could not start (px_test_spawn %d, Win32 error %lu)\n", verb,
+           rc, GetLastError());
     return -1;
+  }
+  if (status != 0)
+    printf("svcfix: sc %s: exit status %d: %s\n", verb, status, out);
   return status;
 }
 
@@ -97,6 +113,51 @@ int svcfix_wait_state(unsigned long want, unsigned ms) {
   return svcfix_state(NULL) == want;
 }
 
+/* Stop the service through the SCM itself and wait until STOPPED.
+ * Issue 22: `sc stop` run as a process - whose creation Wine fails now and
+ * then under load, and whose status nobody read - left the service
+ * RUNNING, with no "stopping" in its log, and the 60 s wait timed out. The
+ * control is sent from here, and sent again while the service reports
+ * RUNNING (a control refused while a start was still pending: error
+ * 1061); at the end a timeout says what the SCM answered. 1 once
+ * STOPPED (or not registered). */
+int svcfix_stop(unsigned ms) {
+  SC_HANDLE scm = OpenSCManagerW(NULL, NULL, SC_MANAGER_CONNECT), s = NULL;
+  SERVICE_STATUS ss;
+  uint64_t end = px_now_ms() + ms, sent = 0;
+  DWORD err = 0;
+  unsigned long state = 0, pid = 0;
+  int sends = 0;
+  if (scm)
+    s = OpenServiceW(scm, SVC, SERVICE_STOP | SERVICE_QUERY_STATUS);
+  for (;;) {
+    state = svcfix_state(&pid);
+    if (state == 0 || state == SERVICE_STOPPED)
+      break;
+    if (px_now_ms() >= end)
+      break;
+    if (s && state == SERVICE_RUNNING && (!sent || px_now_ms() - sent > 5000)) {
+      sends++;
+      sent = px_now_ms();
+      if (!ControlService(s, SERVICE_CONTROL_STOP, &ss)) {
+        err = GetLastError();
+        printf("svcfix: stop control %d refused: Win32 error %lu (state %lu)\n", sends,
+               err, state);
+      }
+    }
+    px_sleep_ms(100);
+  }
+  if (state != 0 && state != SERVICE_STOPPED)
+    printf("svcfix: not STOPPED after %u ms: state %lu, pid %lu, %d stop control(s) "
+           "sent, last error %lu%s\n", ms, state, pid, sends, err,
+           s ? "" : " (the service could not be opened)");
+  if (s)
+    CloseServiceHandle(s);
+  if (scm)
+    CloseServiceHandle(scm);
+  return state == 0 || state == SERVICE_STOPPED;
+}
+
 static void start_running(void) {
   ASSERT_EQ(svcfix_sc("start"), 0);
   if (!svcfix_wait_state(SERVICE_RUNNING, 30000))
@@ -106,8 +167,10 @@ static void start_running(void) {
 void svcfix_install_with(const char *config) {
   char out[4096];
   svcfix_run_exe("uninstall", NULL, out, sizeof out); /* a previous failed run */
-  if (svcfix_run_exe("install", config, out, sizeof out) != 0)
-    px__test_fail(__FILE__, __LINE__, "install failed: %s", out);
+  int st = svcfix_run_exe("install", config, out, sizeof out);
+  if (st != 0)
+    px__test_fail(__FILE__, __LINE__, "install failed (status %d): %s", st,
+                  out[0] ? out : "(it printed nothing)");
   start_running();
 }
 
@@ -115,9 +178,12 @@ void svcfix_install_and_start(void) { svcfix_install_with(NULL); }
 
 void svcfix_stop_and_uninstall(void) {
   char out[4096];
-  svcfix_sc("stop");
-  ASSERT(svcfix_wait_state(SERVICE_STOPPED, 60000));
-  ASSERT_EQ(svcfix_run_exe("uninstall", NULL, out, sizeof out), 0);
+  int st;
+  ASSERT(svcfix_stop(60000));
+  st = svcfix_run_exe("uninstall", NULL, out, sizeof out);
+  if (st != 0)
+    px__test_fail(__FILE__, __LINE__, "uninstall failed (status %d): %s", st,
+                  out[0] ? out : "(it printed nothing)");
   ASSERT_EQ(svcfix_state(NULL), 0); /* gone */
 }
 
@@ -234,7 +300,13 @@ static int installed_config_path(char *path, size_t n) {
 static struct {
   char path[MAX_PATH];
   char saved[MAX_PATH + 16];
+  int atexit_set;
 } g_fix;
+
+static void remove_config(void) {
+  if (!svcfix_installed_mode() && g_fix.path[0])
+    DeleteFileA(g_fix.path);
+}
 
 static char *config_text(const char *base, const char *config_json) {
   cJSON *cfg = cJSON_Parse(base && base[0] ? base : "{}"), *over;
@@ -262,8 +334,7 @@ void svcfix_up(const char *config_json) {
       px__test_fail(__FILE__, __LINE__, "the installed service has no --config");
     char *base;
     snprintf(g_fix.saved, sizeof g_fix.saved, "%s.px-saved", g_fix.path);
-    svcfix_sc("stop");
-    ASSERT(svcfix_wait_state(SERVICE_STOPPED, 60000));
+    ASSERT(svcfix_stop(60000));
     if (GetFileAttributesA(g_fix.saved) == INVALID_FILE_ATTRIBUTES)
       ASSERT(CopyFileA(g_fix.path, g_fix.saved, TRUE));
     base = slurp(g_fix.saved);
@@ -275,8 +346,12 @@ void svcfix_up(const char *config_json) {
     return;
   }
   CreateDirectoryW(L"C:\\ProgramData\\PhoenixOrch", NULL);
+  /* Named by the run, not the pid (Wine reuses pids); removed at exit
+   * even when the test fails midway (px__test_fail exits). */
   snprintf(g_fix.path, sizeof g_fix.path,
-           "C:\\ProgramData\\PhoenixOrch\\svcfix-%lu.json", GetCurrentProcessId());
+           "C:\\ProgramData\\PhoenixOrch\\svcfix-%s.json", px_test_run_id());
+  if (!g_fix.atexit_set)
+    g_fix.atexit_set = atexit(remove_config) == 0;
   text = config_text(NULL, config_json);
   put(g_fix.path, text);
   free(text);
@@ -285,8 +360,7 @@ void svcfix_up(const char *config_json) {
 
 void svcfix_down(void) {
   if (svcfix_installed_mode()) {
-    svcfix_sc("stop");
-    ASSERT(svcfix_wait_state(SERVICE_STOPPED, 60000));
+    ASSERT(svcfix_stop(60000));
     ASSERT(CopyFileA(g_fix.saved, g_fix.path, FALSE));
     DeleteFileA(g_fix.saved);
     start_running();
@@ -294,4 +368,137 @@ void svcfix_down(void) {
   }
   svcfix_stop_and_uninstall();
   DeleteFileA(g_fix.path);
+}
+
+/* ---- what the service's jobs left ---- */
+
+static uint64_t created_of(HANDLE h) {
+  FILETIME c, e, k, u;
+  if (!h || !GetProcessTimes(h, &c, &e, &k, &u))
+    return 0;
+  return ((uint64_t)c.dwHighDateTime << 32) | c.dwLowDateTime;
+}
+
+/* This process's job (the runner's kill-on-close job): its processes are
+ * the test's own. */
+static int own_job_has(DWORD pid) {
+  union {
+    JOBOBJECT_BASIC_PROCESS_ID_LIST l;
+    unsigned char raw[sizeof(JOBOBJECT_BASIC_PROCESS_ID_LIST) + 1024 * sizeof(ULONG_PTR)];
+  } u;
+  size_t i;
+  memset(&u, 0, sizeof u);
+  u.l.NumberOfAssignedProcesses = 1024;
+  if (pid == GetCurrentProcessId())
+    return 1;
+  if (!QueryInformationJobObject(NULL, JobObjectBasicProcessIdList, &u, sizeof u, NULL))
+    return 0;
+  for (i = 0; i < u.l.NumberOfProcessIdsInList; i++)
+    if ((DWORD)u.l.ProcessIdList[i] == pid)
+      return 1;
+  return 0;
+}
+
+int svcfix_job_processes(int verbose) {
+  static PROCESSENTRY32W pe[1024];
+  static uint64_t made[1024];
+  static char tree[1024];
+  unsigned long svc = 0;
+  size_t np = 0, i, k;
+  int alive = 0, grew = 1;
+  HANDLE snap = CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
+  if (snap == INVALID_HANDLE_VALUE)
+    px__test_fail(__FILE__, __LINE__, "CreateToolhelp32Snapshot: error %lu",
+                  GetLastError());
+  svcfix_state(&svc);
+  pe[0].dwSize = sizeof pe[0];
+  if (Process32FirstW(snap, &pe[0]))
+    do {
+      np++;
+      if (np < 1024)
+        pe[np].dwSize = sizeof pe[np];
+    } while (np < 1024 && Process32NextW(snap, &pe[np]));
+  CloseHandle(snap);
+  memset(tree, 0, sizeof tree);
+  for (i = 0; i < np; i++) {
+    /* Wine 8's IsProcessInJob wants PROCESS_QUERY_INFORMATION */
+    HANDLE h = OpenProcess(PROCESS_QUERY_INFORMATION | SYNCHRONIZE, FALSE,
+                           pe[i].th32ProcessID);
+    BOOL in = FALSE;
+    made[i] = created_of(h);
+    if (h && WaitForSingleObject(h, 0) == WAIT_TIMEOUT && IsProcessInJob(h, NULL, &in) &&
+        in && !own_job_has(pe[i].th32ProcessID))
+      tree[i] = 'j'; /* in a job, not the test's */
+    else if (!h || WaitForSingleObject(h, 0) != WAIT_TIMEOUT)
+      tree[i] = '-'; /* gone, or not ours to judge */
+    if (h)
+      CloseHandle(h);
+  }
+  while (grew) { /* descendants of the service, each younger than its parent */
+    grew = 0;
+    for (i = 0; i < np; i++) {
+      if (tree[i] || !made[i])
+        continue;
+      for (k = 0; k < np; k++) {
+        int parent_ok = pe[k].th32ProcessID == pe[i].th32ParentProcessID &&
+                        made[k] && made[i] >= made[k] &&
+                        (pe[k].th32ProcessID == svc || tree[k] == 'j' || tree[k] == 'p');
+        if (parent_ok && pe[i].th32ProcessID != svc) {
+          tree[i] = 'p';
+          grew = 1;
+          break;
+        }
+      }
+    }
+  }
+  for (i = 0; i < np; i++) {
+    if (tree[i] != 'j' && tree[i] != 'p')
+      continue;
+    alive++;
+    if (verbose)
+      printf("  left by a job: pid %lu %ls (parent %lu; %s)\n", pe[i].th32ProcessID,
+             pe[i].szExeFile, pe[i].th32ParentProcessID,
+             tree[i] == 'j' ? "in a job" : "a descendant of the service");
+  }
+  return alive;
+}
+
+void svcfix_assert_no_job_process(unsigned ms) {
+  uint64_t end = px_now_ms() + ms;
+  int n;
+  while ((n = svcfix_job_processes(0)) > 0 && px_now_ms() < end)
+    px_sleep_ms(200);
+  if (n > 0) {
+    svcfix_job_processes(1);
+    px__test_fail(__FILE__, __LINE__, "%d process(es) of the service's jobs alive %u ms "
+                  "after the last result", n, ms);
+  }
+  printf("no process of any job is alive (descendants of the service, processes "
+         "in a job other than the test's)\n");
+}
+
+/* ---- Wine's process-creation failures ---- */
+
+int svcfix_wine_creation_failure(svcfix_wine_fails_t *f, const char *status,
+                                 const char *code, const char *message,
+                                 long long exit_code) {
+  status = status ? status : "";
+  code = code ? code : "";
+  message = message ? message : "";
+  if (!px_test_under_wine())
+    return 0;
+  if (!strcmp(status, "nonzero_exit") && exit_code == 9009) {
+    f->exit_9009++;
+    return 1;
+  }
+  if (!strcmp(status, "error") && !strcmp(code, "spawn_failed") &&
+      strstr(message, "process creation failed")) {
+    f->spawn_failed++;
+    return 1;
+  }
+  return 0;
+}
+
+int svcfix_wine_fails_total(const svcfix_wine_fails_t *f) {
+  return f->exit_9009 + f->spawn_failed;
 }

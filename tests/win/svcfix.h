@@ -32,6 +32,10 @@ int svcfix_sc(const char *verb);
 unsigned long svcfix_state(unsigned long *pid);
 /* 1 once the state is `want`, polling for at most ms. */
 int svcfix_wait_state(unsigned long want, unsigned ms);
+/* Stop the service with the SCM's stop control (sent again while it stays
+ * RUNNING) and wait at most ms for STOPPED; prints what the SCM answered
+ * when it does not stop. 1 once STOPPED or not registered. */
+int svcfix_stop(unsigned ms);
 
 /* Build mode, by hand: install with a configuration file (NULL: the
  * built-in defaults) and start; stop and uninstall. */
@@ -47,6 +51,35 @@ void svcfix_up(const char *config_json);
 void svcfix_down(void);
 /* 1 in installed mode. */
 int svcfix_installed_mode(void);
+
+/* The live processes the service's jobs left: every process descending
+ * from the service process (by parent, each created after its parent)
+ * and every process in a job object other than this test's own. With
+ * verbose each is printed. Wine 8 leaves, at the Linux level, processes
+ * it never finished creating; no Windows call sees them (tools/test.sh's
+ * end check does). */
+int svcfix_job_processes(int verbose);
+/* Wait at most ms until svcfix_job_processes() is 0; fail the test
+ * naming each process otherwise. */
+void svcfix_assert_no_job_process(unsigned ms);
+
+/* Wine's process-creation failures among job answers (issue 25: the
+ * storm and the soak each matched them by string). */
+typedef struct {
+  int exit_9009;    /* cmd.exe in the job could not start the program */
+  int spawn_failed; /* the service's CreateProcessAsUserW failed */
+} svcfix_wine_fails_t;
+/* Under Wine, 1 when a result - its status, error code and message and
+ * exit code - is one of Wine's process-creation failures: `nonzero_exit`
+ * with exit code 9009 (cmd.exe: "not recognized"), or `error` with code
+ * `spawn_failed` and "process creation failed" in the message; counted
+ * in *f by kind. 0 otherwise, and always on Windows, where neither may
+ * pass as Wine's. NULL strings count as empty. */
+int svcfix_wine_creation_failure(svcfix_wine_fails_t *f, const char *status,
+                                 const char *code, const char *message,
+                                 long long exit_code);
+/* Both kinds together. */
+int svcfix_wine_fails_total(const svcfix_wine_fails_t *f);
 
 /* A client on the service's default pipe (fails the test if none). */
 px_client_t *svcfix_connect(void);

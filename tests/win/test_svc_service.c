@@ -448,8 +448,7 @@ TEST_IMPL(svc_kill_recovers) {
     if (f)
       fclose(f);
   }
-  sc("stop");
-  ASSERT(wait_state(SERVICE_STOPPED, 60000));
+  ASSERT(svcfix_stop(60000));
   ASSERT_EQ(sc("start"), 0);
   ASSERT(wait_state(SERVICE_RUNNING, 30000));
   a = connect_pipe();

@@ -116,8 +116,14 @@ set_tests_properties(win.svc PROPERTIES ENVIRONMENT "${PX_SVC_PREFIX}"
 # The installed service under load (tests/win/test_svc_storm.c, issue 19):
 # the 1,000-job storm in CI; the 10,000-job soak on demand
 # (-DPX_WIN_SOAK=ON, or `px_tests_win --group soak-win`).
-px_add_test_group(px_tests_win storm LABELS win integ storm TIMEOUT 900)
-set_tests_properties(win.storm PROPERTIES ENVIRONMENT "${PX_SVC_PREFIX}"
+# Its spawn trees are killed while they spawn, which leaves Wine's
+# half-made px_probe processes (issue 22): the same wrapper as winstorm.
+add_test(NAME win.storm
+  COMMAND bash ${PROJECT_SOURCE_DIR}/tests/win/without_strays.sh
+    ${PROJECT_BINARY_DIR} ${CMAKE_CROSSCOMPILING_EMULATOR}
+    $<TARGET_FILE:px_tests_win> --group storm)
+set_tests_properties(win.storm PROPERTIES LABELS "win;integ;storm" TIMEOUT 900
+  SKIP_RETURN_CODE 77 ENVIRONMENT "${PX_SVC_PREFIX}"
   FIXTURES_REQUIRED px_svc_prefix RUN_SERIAL TRUE)
 option(PX_WIN_SOAK "Register the Windows 10,000-job soak (win.soak-win) with ctest" OFF)
 if(PX_WIN_SOAK)

@@ -61,12 +61,16 @@ const char *wt_probe(void) {
 }
 
 void wt_job(wt_job_t *j, const char *arg, ...) {
-  static unsigned n;
+  /* Threads make jobs at once (the storm tests): the count is atomic, and
+   * the run id is not a pid, which Wine reuses (issue 22: two threads took
+   * the same "t-<pid>-<n>" and the second was refused, PX_EEXIST). */
+  static volatile LONG next;
+  unsigned n = (unsigned)InterlockedIncrement(&next) - 1u;
   va_list ap;
   size_t i = 0;
   memset(j, 0, sizeof *j);
   snprintf(j->spec.id, sizeof j->spec.id, "t%u", n);
-  snprintf(j->spec.key, sizeof j->spec.key, "t-%lu-%u", px_getpid(), n++);
+  snprintf(j->spec.key, sizeof j->spec.key, "t-%s-%u", px_test_run_id(), n);
   j->argv[i++] = px_strdup(wt_probe());
   va_start(ap, arg);
   for (; arg && i < 31; arg = va_arg(ap, const char *))

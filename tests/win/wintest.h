@@ -46,7 +46,8 @@ void wt_close(wt_backend_t *b);
 const char *wt_probe(void);
 
 /* A job running px_probe with the given arguments (NULL-terminated);
- * generous default limits; key "t-<n>" unique per process. */
+ * generous default limits; key "t-<run id>-<n>" unique per run (and
+ * across threads). */
 void wt_job(wt_job_t *j, const char *arg, ...);
 void wt_job_free(wt_job_t *j);
 

@@ -64,6 +64,28 @@ void px__winbe_unref(px_sandbox_t *sb) {
     tracker_free(sb);
 }
 
+/* The watchdog's own kill of the job's tree (treekill.c), for when the
+ * OS's job kill failed or did not empty the job: logged, and said in the
+ * result (enforcement "watchdog_tree_kill") once it ended a process.
+ * 0 when a whole round found nothing of the job alive. */
+static int tree_kill_logged(px_sandbox_t *sb) {
+  px__tree_report_t rep;
+  int rc = px__winbe_tree_kill(sb, &rep);
+  if (rep.by_job || rep.by_parent) {
+    sb->outcome.enforcement |= PX_ENF(PX_ENF_TREE_KILL);
+    PX_LOG(PX_LOG_WARN, "job %s: the watchdog's tree walk ended %u process(es) "
+           "(%u by job membership, %u by parent) in %u round(s): %s",
+           sb->spec->key, rep.by_job + rep.by_parent, rep.by_job, rep.by_parent,
+           rep.rounds, rc == 0 ? "nothing of the job is left" : px_strerror(rc));
+  } else if (rc != 0) {
+    PX_LOG(PX_LOG_WARN, "job %s: the watchdog's tree walk cannot vouch for the "
+           "job's processes after %u round(s) (%s, snapshot error %lu)",
+           sb->spec->key, rep.rounds, px_strerror(rc),
+           (unsigned long)rep.last_error);
+  }
+  return rc;
+}
+
 /* Kill every process of the job (under be->lock). Idempotent. */
 void px__winbe_terminate(px_sandbox_t *sb) {
   if (sb->kill_requested || sb->state == PX__SB_ENDED)
@@ -84,10 +106,13 @@ void px__winbe_terminate(px_sandbox_t *sb) {
   }
   if (sb->job)
     (void)PX_LOG_WIN32(0, GetLastError(), "TerminateJobObject");
-  /* The job could not be terminated (or the child never joined it): take
-   * at least the first process down. */
+  /* The job could not be terminated (or the child never joined it): the
+   * first process, then the whole tree by the watchdog's own walk; the
+   * ticks walk again until nothing of the job is left (kill_progress). */
   if (sb->process)
     TerminateProcess(sb->process, PX__KILL_EXIT_CODE);
+  sb->tree_kill = 1;
+  (void)tree_kill_logged(sb);
 }
 
 void px__winbe_verdict(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
@@ -461,7 +486,8 @@ static char listed_state(px_sandbox_t *sb, DWORD pid, int terminate) {
  * process by itself, ends it (tests/win/test_storm_race.c). */
 static void kill_again(px_sandbox_t *sb, const DWORD *pids, size_t n) {
   size_t i;
-  PXW(TerminateJobObject)(sb->job, PX__KILL_EXIT_CODE);
+  if (!PXW(TerminateJobObject)(sb->job, PX__KILL_EXIT_CODE))
+    sb->tree_kill = 1;
   for (i = 0; i < n; i++)
     (void)listed_state(sb, pids[i], 1);
 }
@@ -523,29 +549,44 @@ static void give_up(px_sandbox_t *sb, const DWORD *pids, size_t n, int listed,
   sb->zero_ms = px_now_ms() - PX__DRAIN_MS; /* drain_check cancels the reads now */
 }
 
-/* A kill was requested and the job is not empty yet (under be->lock). */
+/* A kill was requested and the job is not empty yet (under be->lock).
+ * When the OS's job kill failed (sb->tree_kill), an empty or stale job
+ * list is not enough: the watchdog's tree walk must also find nothing of
+ * the job alive (descendants the list misses); under Wine it walks on
+ * every tick of a kill that has not taken. */
 static void kill_progress(px_sandbox_t *sb, uint64_t now) {
   DWORD pids[256];
   size_t n = 0;
   int listed = px__winbe_job_pids(sb->job, pids, 256, &n) == 0;
   /* kill_ms may be later than this tick's `now` (killed in this tick) */
   uint64_t since = now > sb->kill_ms ? now - sb->kill_ms : 0;
-  if (listed && n == 0) { /* the kill took; its ZERO message may be lost */
-    sb->zero = 1;
+  if (listed && n == 0 && (!sb->tree_kill || tree_kill_logged(sb) == 0)) {
+    sb->zero = 1; /* the kill took; its ZERO message may be lost */
     sb->zero_ms = now;
     return;
   }
   if (since < sb->be->tick_ms)
     return; /* the first kill gets a tick */
-  if (listed && all_exited(sb, pids, n)) {
+  if (listed && all_exited(sb, pids, n) &&
+      (!(sb->tree_kill || sb->be->wine) || tree_kill_logged(sb) == 0)) {
     PX_LOG(PX_LOG_WARN, "job %s: %u process(es) still listed in the job have "
            "exited; the job is over", sb->spec->key, (unsigned)n);
     sb->zero = 1;
     sb->zero_ms = now;
     return;
   }
+  if (!listed && tree_kill_logged(sb) == 0) {
+    PX_LOG(PX_LOG_WARN, "job %s: its processes cannot be listed, and the "
+           "watchdog's tree walk found none alive; the job is over",
+           sb->spec->key);
+    sb->zero = 1;
+    sb->zero_ms = now;
+    return;
+  }
   if (since < PX__KILL_GRACE_MS) {
-    kill_again(sb, pids, n);
+    kill_again(sb, pids, listed ? n : 0);
+    if (sb->tree_kill || sb->be->wine)
+      (void)tree_kill_logged(sb);
     return;
   }
   give_up(sb, pids, n, listed, since);

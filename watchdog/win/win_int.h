@@ -152,6 +152,8 @@ struct px_sandbox_s {
   int kill_requested;
   uint64_t kill_ms;           /* when the kill was requested */
   int gave_up;                /* processes left past PX__KILL_GRACE_MS */
+  int tree_kill;              /* the OS's job kill failed: the watchdog
+                                 walks the tree itself (treekill.c) */
   unsigned live;              /* NEW_PROCESS minus EXIT_PROCESS messages */
   unsigned msgs[16];          /* job messages seen, by number (tests) */
   DWORD seen[64];             /* last pids of NEW_PROCESS (Wine posts it */
@@ -197,6 +199,25 @@ int px__winbe_job_pids(HANDLE job, DWORD *pids, size_t cap, size_t *n);
  * confirmed console hosts (*hosts): the list and each image only, no
  * accounting. 0 or PX_EJOB. */
 int px__winbe_job_hosts(HANDLE job, uint64_t *listed, uint64_t *hosts);
+
+/* treekill.c */
+/* How the watchdog's own tree kill went (px__winbe_tree_kill). */
+typedef struct {
+  unsigned rounds;    /* snapshots walked */
+  unsigned by_job;    /* processes ended found by job membership */
+  unsigned by_parent; /* ... found only by their parent */
+  DWORD last_error;   /* of a failed snapshot, else 0 */
+} px__tree_report_t;
+enum { PX__TREE_BY_JOB = 1, PX__TREE_BY_PARENT = 2 };
+/* End the job's process tree without the OS's job kill: rounds of a
+ * Toolhelp snapshot, terminating every process that is in sb->job or
+ * whose parent is a process of the tree (created after that parent),
+ * starting from the first process, until a round finds none alive.
+ * Under be->lock. 0 when a whole round found nothing of the job alive;
+ * PX_EBUSY when processes were still found at the last round;
+ * PX_ESANDBOX when the tree cannot be vouched for (no snapshot, a
+ * possible member that cannot be opened); PX_ENOMEM. */
+int px__winbe_tree_kill(struct px_sandbox_s *sb, px__tree_report_t *rep);
 
 /* disk.c */
 typedef struct {

@@ -31,6 +31,7 @@
 #define _NTDEF_
 #endif
 #include <ntsecapi.h>
+#include <tlhelp32.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +47,8 @@
   X(BOOL, AssignProcessToJobObject, FALSE, (HANDLE j, HANDLE p), (j, p))      \
   X(BOOL, IsProcessInJob, FALSE, (HANDLE p, HANDLE j, PBOOL r), (p, j, r))    \
   X(BOOL, TerminateJobObject, FALSE, (HANDLE j, UINT c), (j, c))              \
+  X(HANDLE, CreateToolhelp32Snapshot, INVALID_HANDLE_VALUE, (DWORD f, DWORD p),\
+    (f, p))                                                                   \
   X(HANDLE, CreateIoCompletionPort, NULL,                                     \
     (HANDLE f, HANDLE p, ULONG_PTR k, DWORD n), (f, p, k, n))                 \
   X(BOOL, PostQueuedCompletionStatus, FALSE,                                  \

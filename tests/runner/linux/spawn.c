@@ -44,6 +44,21 @@ const char *px_test_self_dir(void) {
 
 int px_test_under_wine(void) { return 0; }
 
+const char *px_test_run_id(void) {
+  static char id[32];
+  if (!id[0]) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(id, sizeof id, "%llx",
+             (unsigned long long)ts.tv_sec * 10000000ull +
+                 (unsigned long long)ts.tv_nsec / 100u);
+  }
+  return id;
+}
+
+void px__test_scratch_begin(void) {}
+void px__test_scratch_end(void) {}
+
 const char *px_test_tmpdir(void) {
   static char dir[PATH_MAX];
   if (!dir[0]) {

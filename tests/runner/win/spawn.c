@@ -34,16 +34,95 @@ const char *px_test_self_dir(void) {
 
 int px_test_under_wine(void) { return px_os_under_wine(); }
 
+const char *px_test_run_id(void) {
+  static char id[32];
+  if (!id[0]) {
+    FILETIME f;
+    GetSystemTimePreciseAsFileTime(&f);
+    snprintf(id, sizeof id, "%llx",
+             ((unsigned long long)f.dwHighDateTime << 32) | f.dwLowDateTime);
+  }
+  return id;
+}
+
+/* The scratch directory the runner named for the current test. */
+static WCHAR scratch[MAX_PATH];
+
+void px__test_scratch_begin(void) {
+  static unsigned seq;
+  WCHAR base[MAX_PATH];
+  DWORD n = GetTempPathW(MAX_PATH, base);
+  if (n == 0 || n >= MAX_PATH - 64) {
+    scratch[0] = 0;
+    return;
+  }
+  _snwprintf(scratch, MAX_PATH, L"%lspx-test-%hs-%u\\", base, px_test_run_id(), seq++);
+  SetEnvironmentVariableW(L"PX_TEST_TMPDIR", scratch);
+}
+
+/* Remove dir (no trailing separator) and everything under it; a reparse
+ * point is removed itself, never followed. 0 when it is gone. */
+static int remove_tree(const WCHAR *dir) {
+  WCHAR pat[MAX_PATH + 4], sub[MAX_PATH];
+  WIN32_FIND_DATAW fd;
+  HANDLE f;
+  _snwprintf(pat, MAX_PATH + 4, L"%ls\\*", dir);
+  f = FindFirstFileW(pat, &fd);
+  if (f != INVALID_HANDLE_VALUE) {
+    do {
+      if (!wcscmp(fd.cFileName, L".") || !wcscmp(fd.cFileName, L".."))
+        continue;
+      if (_snwprintf(sub, MAX_PATH, L"%ls\\%ls", dir, fd.cFileName) < 0)
+        continue;
+      SetFileAttributesW(sub, FILE_ATTRIBUTE_NORMAL);
+      if ((fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) &&
+          !(fd.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT))
+        remove_tree(sub);
+      else if (fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)
+        RemoveDirectoryW(sub);
+      else
+        DeleteFileW(sub);
+    } while (FindNextFileW(f, &fd));
+    FindClose(f);
+  }
+  return RemoveDirectoryW(dir) || GetLastError() == ERROR_FILE_NOT_FOUND ||
+                 GetLastError() == ERROR_PATH_NOT_FOUND
+             ? 0
+             : -1;
+}
+
+void px__test_scratch_end(void) {
+  WCHAR dir[MAX_PATH];
+  size_t n = wcslen(scratch);
+  SetEnvironmentVariableW(L"PX_TEST_TMPDIR", NULL);
+  if (n < 2)
+    return;
+  wcsncpy(dir, scratch, MAX_PATH - 1);
+  dir[MAX_PATH - 1] = 0;
+  dir[n - 1] = 0; /* without the trailing separator */
+  if (remove_tree(dir) != 0)
+    printf("# could not remove the test's scratch directory %ls (error %lu)\n", dir,
+           GetLastError());
+  scratch[0] = 0;
+}
+
+/* The runner's scratch directory (PX_TEST_TMPDIR) when it named one, else
+ * a fresh one keyed by this run (a test run by hand: left in place). */
 const char *px_test_tmpdir(void) {
   static char dir[MAX_PATH * 3];
   if (!dir[0]) {
     WCHAR base[MAX_PATH], w[MAX_PATH];
+    DWORD n = GetEnvironmentVariableW(L"PX_TEST_TMPDIR", w, MAX_PATH);
     unsigned i;
-    GetTempPathW(MAX_PATH, base);
-    for (i = 0; i < 1000; i++) {
-      _snwprintf(w, MAX_PATH, L"%spx-test-%lu-%u\\", base, GetCurrentProcessId(), i);
-      if (CreateDirectoryW(w, NULL))
-        break;
+    if (n > 0 && n < MAX_PATH) {
+      CreateDirectoryW(w, NULL);
+    } else {
+      GetTempPathW(MAX_PATH, base);
+      for (i = 0; i < 1000; i++) {
+        _snwprintf(w, MAX_PATH, L"%lspx-test-%hs-%u\\", base, px_test_run_id(), i);
+        if (CreateDirectoryW(w, NULL))
+          break;
+      }
     }
     WideCharToMultiByte(CP_UTF8, 0, w, -1, dir, sizeof dir, NULL, NULL);
   }
@@ -74,6 +153,37 @@ static void append_arg(WCHAR *cmd, size_t cap, size_t *len, const WCHAR *arg) {
   if (*len + 1 < cap)
     cmd[(*len)++] = L'"';
   cmd[*len] = 0;
+}
+
+/* CreateProcessW, suspended. Under load Wine 8's process creation fails
+ * now and then for a program that exists and ran a moment before (issue
+ * 22: the runner's "could not start the test process (-2)", and svcfix's
+ * install and `sc stop` that never ran): under Wine a failure other than
+ * a missing or bad image is retried twice, 250 and 500 ms later. Every
+ * failure is printed with its error, so a retry is never silent. */
+static BOOL create_retrying(const WCHAR *app, WCHAR *cmd, int inherit,
+                            STARTUPINFOW *si, PROCESS_INFORMATION *pi) {
+  int attempt;
+  for (attempt = 1;; attempt++) {
+    DWORD err;
+    if (CreateProcessW(app, cmd, NULL, NULL, inherit ? TRUE : FALSE, /* checksrc: allow - runner */
+                       CREATE_SUSPENDED, NULL, NULL, si, pi))
+      return TRUE;
+    err = GetLastError();
+    printf("# CreateProcessW(%ls) failed, error %lu (attempt %d)%s\n", app, err,
+           attempt,
+           px_test_under_wine() && attempt < 3 && err != ERROR_FILE_NOT_FOUND &&
+                   err != ERROR_PATH_NOT_FOUND && err != ERROR_BAD_EXE_FORMAT
+               ? ": Wine, retrying"
+               : "");
+    fflush(stdout);
+    if (!px_test_under_wine() || attempt >= 3 || err == ERROR_FILE_NOT_FOUND ||
+        err == ERROR_PATH_NOT_FOUND || err == ERROR_BAD_EXE_FORMAT) {
+      SetLastError(err);
+      return FALSE;
+    }
+    Sleep(250u * (unsigned)attempt);
+  }
 }
 
 int px_test_spawn(const char *const argv[], unsigned timeout_s, int *status,
@@ -113,11 +223,12 @@ int px_test_spawn(const char *const argv[], unsigned timeout_s, int *status,
   if (job)
     SetInformationJobObject(job, JobObjectExtendedLimitInformation, &lim, sizeof lim);
   MultiByteToWideChar(CP_UTF8, 0, argv[0], -1, warg, 4096);
-  if (!CreateProcessW(warg, cmd, NULL, NULL, out ? TRUE : FALSE, CREATE_SUSPENDED,
-                      NULL, NULL, &si, &pi)) {
+  if (!create_retrying(warg, cmd, out != NULL, &si, &pi)) {
+    DWORD err = GetLastError();
     if (rd) CloseHandle(rd);
     if (wr) CloseHandle(wr);
     if (job) CloseHandle(job);
+    SetLastError(err);
     return -2;
   }
   if (job)
