@@ -4,9 +4,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -56,17 +58,87 @@ const char *px_test_run_id(void) {
   return id;
 }
 
-void px__test_scratch_begin(void) {}
-void px__test_scratch_end(void) {}
+/* Each test process gets a scratch directory the runner names
+ * (PX_TEST_TMPDIR) and removes after it, whatever the test did: what a
+ * test's daemon left mounted there (a job directory of a daemon killed
+ * mid-test, before its crash recovery could run) is detached first, so
+ * nothing of a test outlives it, its disk-backed job directories
+ * included. */
+static char scratch[PATH_MAX];
+
+void px__test_scratch_begin(void) {
+  const char *base = getenv("TMPDIR");
+  snprintf(scratch, sizeof scratch, "%s/px-test-XXXXXX", base ? base : "/tmp");
+  if (!mkdtemp(scratch)) {
+    scratch[0] = '\0';
+    return;
+  }
+  setenv("PX_TEST_TMPDIR", scratch, 1);
+}
+
+static int by_length_desc(const void *a, const void *b) {
+  size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+  return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+/* Detach every mount at or below dir, deepest first. */
+static void unmount_below(const char *dir) {
+  char line[4096], *mnts[1024];
+  size_t n = 0, i, dl = strlen(dir);
+  FILE *f = fopen("/proc/self/mountinfo", "r");
+  if (!f)
+    return;
+  while (n < 1024 && fgets(line, sizeof line, f)) {
+    char *p = line, *mp;
+    int field;
+    for (field = 0; field < 4 && p; field++)
+      p = strchr(p + 1, ' ');
+    if (!p || !(mp = strtok(p + 1, " ")))
+      continue;
+    if (strncmp(mp, dir, dl) == 0 && (mp[dl] == '/' || mp[dl] == '\0'))
+      mnts[n++] = strdup(mp);
+  }
+  fclose(f);
+  qsort(mnts, n, sizeof *mnts, by_length_desc);
+  for (i = 0; i < n; i++) {
+    if (mnts[i])
+      umount2(mnts[i], MNT_DETACH);
+    free(mnts[i]);
+  }
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag,
+                    struct FTW *ftw) {
+  (void)st;
+  (void)ftw;
+  return (flag == FTW_DP ? rmdir(path) : unlink(path)) == 0 ? 0 : 0;
+}
+
+void px__test_scratch_end(void) {
+  unsetenv("PX_TEST_TMPDIR");
+  if (!scratch[0])
+    return;
+  unmount_below(scratch);
+  /* FTW_PHYS: links are removed, never followed; FTW_MOUNT: what could
+   * not be detached is left, not crossed into. */
+  nftw(scratch, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+  if (access(scratch, F_OK) == 0)
+    printf("# could not remove the test's scratch directory %s\n", scratch);
+  scratch[0] = '\0';
+}
 
 const char *px_test_tmpdir(void) {
   static char dir[PATH_MAX];
   if (!dir[0]) {
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, sizeof dir, "%s/px-test-XXXXXX", base ? base : "/tmp");
-    if (!mkdtemp(dir)) {
-      perror("mkdtemp");
-      exit(PX_TEST_FAIL);
+    const char *base = getenv("TMPDIR"), *given = getenv("PX_TEST_TMPDIR");
+    if (given && given[0]) {
+      snprintf(dir, sizeof dir, "%s", given);
+    } else {
+      snprintf(dir, sizeof dir, "%s/px-test-XXXXXX", base ? base : "/tmp");
+      if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(PX_TEST_FAIL);
+      }
     }
     size_t n = strlen(dir);
     if (n + 1 < sizeof dir) {
