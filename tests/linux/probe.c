@@ -274,6 +274,7 @@ static int try_abstract(const char *name, int mode) {
 static int try_listen_unbound(void) {
   struct sockaddr_in a;
   socklen_t len = sizeof a;
+  memset(&a, 0, sizeof a);
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0)
     return -errno;

@@ -9,6 +9,7 @@
 #include "px/px_encode.h"
 #include "px/px_error.h"
 #include "px/px_request.h"
+#include "px/px_util.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -98,9 +99,11 @@ static px_collect_spec_t spec_of(char **pats, size_t n, uint64_t files,
   return s;
 }
 
+/* A malloc'd copy of s with its NUL (the collector takes ownership; the
+ * length is passed separately). */
 static unsigned char *dup_bytes(const char *s) {
-  size_t n = strlen(s);
-  unsigned char *d = malloc(n ? n : 1);
+  size_t n = strlen(s) + 1;
+  unsigned char *d = malloc(n);
   memcpy(d, s, n);
   return d;
 }
@@ -265,7 +268,7 @@ TEST_IMPL(collect_result_encoding) {
   memset(f, 0, sizeof f);
   f[0].path = "chart.png";
   f[0].bytes = 3;
-  memcpy(f[0].sha256, "ab", 3);
+  px_strlcpy(f[0].sha256, "ab", sizeof f[0].sha256);
   f[0].media_type = "image/png";
   f[0].data = (unsigned char *)"\x01\x02\x03";
   f[0].len = 3;

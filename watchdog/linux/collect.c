@@ -126,7 +126,8 @@ static int list_names(int dirfd, size_t room, char ***out, size_t *n,
     (*n)++;
   }
   closedir(d);
-  qsort(*out, *n, sizeof **out, by_name);
+  if (*n > 1)
+    qsort(*out, *n, sizeof **out, by_name);
   return 0;
 }
 
