@@ -282,7 +282,13 @@ TEST_IMPL(winspawn_runtime_rule) {
       {"D:(A;OICIIO;GRGX;;;S-1-15-2-1)(A;;0x1200a9;;;BU)", PX_EACCES,
        "ALL APPLICATION PACKAGES"},
       {"D:(A;;GRGX;;;S-1-15-2-1)(A;;GRGX;;;BU)", 0, NULL},
-      {"D:(A;;0x1200a9;;;S-1-15-2-1)(A;;0x1200a9;;;S-1-5-12)", 0, NULL},
+      /* review B4: RESTRICTED passes the restricted half, but the
+       * normal half needs Users, Everyone or the job account */
+      {"D:(A;;0x1200a9;;;S-1-15-2-1)(A;;0x1200a9;;;S-1-5-12)", PX_EACCES,
+       "Everyone"},
+      {"D:(A;;0x1200a9;;;S-1-15-2-1)(A;;0x1200a9;;;S-1-5-12)"
+       "(A;;0x1200a9;;;WD)", 0, NULL},
+      {"D:(A;;0x1200a9;;;S-1-15-2-1)(A;;0x1200a9;;;WD)", PX_EACCES, "RESTRICTED"},
       {"D:", PX_EACCES, "ALL APPLICATION PACKAGES"}};
   char why[512];
   size_t i;
