@@ -107,9 +107,14 @@ TEST_IMPL(winspawn_envblock) {
   ASSERT(block_get(blk, L"SystemRoot") != NULL);
   ASSERT(block_get(blk, L"ComSpec") != NULL);
   ASSERT(block_get(blk, L"PATHEXT") != NULL);
-  for (p = blk; *p; p += wcslen(p) + 1) { /* sorted, case-insensitively */
+  /* sorted by name, case-insensitively: by name, not by the whole
+   * "NAME=value" ("ProgramFiles" before "ProgramFiles(x86)", though '='
+   * sorts after '(') */
+  for (p = blk; *p; p += wcslen(p) + 1) {
     if (prev)
-      ASSERT(_wcsicmp(prev, p) < 0);
+      ASSERT(CompareStringOrdinal(prev, (int)wcscspn(prev + 1, L"=") + 1, p,
+                                  (int)wcscspn(p + 1, L"=") + 1,
+                                  TRUE) == CSTR_LESS_THAN);
     prev = p;
   }
   free(blk);
