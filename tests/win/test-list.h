@@ -95,6 +95,7 @@ PX_TEST_ENTRY(svc, svc_disconnect_mid_job, 180)
 PX_TEST_ENTRY(svc, svc_bad_config_refused, 120)
 PX_TEST_ENTRY(svc, svc_attest_wine_degraded, 240)
 PX_TEST_ENTRY(svc, svc_attest_refuses_without_allow_degraded, 240)
+PX_TEST_ENTRY(svc, svc_attest_loopback_probe, 60)
 /* a process bomb killed while it spawns: the OS, then the backend
  * (tests/win/test_storm_race.c) */
 PX_TEST_ENTRY(winstorm, storm_terminate_race, 120)

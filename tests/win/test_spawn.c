@@ -5,6 +5,7 @@
 #include "tests/win/wintest.h"
 
 #include "px/px_win_error.h"
+#include "watchdog/win/identity.h"
 #include "watchdog/win/runtimes.h"
 
 #include <sddl.h>
@@ -103,12 +104,17 @@ TEST_IMPL(winspawn_envblock) {
   ASSERT(wcscmp(block_get(blk, L"TMP"), dir) == 0);
   ASSERT(wcscmp(block_get(blk, L"PATH"), L"C:\\rt") == 0); /* spec wins */
   ASSERT(wcscmp(block_get(blk, L"PX_KB_mind"), L"C:\\kb\\mind") == 0);
-  ASSERT_NOT_NULL(block_get(blk, L"SystemRoot"));
-  ASSERT_NOT_NULL(block_get(blk, L"ComSpec"));
-  ASSERT_NOT_NULL(block_get(blk, L"PATHEXT"));
-  for (p = blk; *p; p += wcslen(p) + 1) { /* sorted, case-insensitively */
+  ASSERT(block_get(blk, L"SystemRoot") != NULL);
+  ASSERT(block_get(blk, L"ComSpec") != NULL);
+  ASSERT(block_get(blk, L"PATHEXT") != NULL);
+  /* sorted by name, case-insensitively: by name, not by the whole
+   * "NAME=value" ("ProgramFiles" before "ProgramFiles(x86)", though '='
+   * sorts after '(') */
+  for (p = blk; *p; p += wcslen(p) + 1) {
     if (prev)
-      ASSERT(_wcsicmp(prev, p) < 0);
+      ASSERT(CompareStringOrdinal(prev, (int)wcscspn(prev + 1, L"=") + 1, p,
+                                  (int)wcscspn(p + 1, L"=") + 1,
+                                  TRUE) == CSTR_LESS_THAN);
     prev = p;
   }
   free(blk);
@@ -130,7 +136,9 @@ TEST_IMPL(winspawn_envblock_profile) {
   static const WCHAR *const present[] = {
       L"windir", L"SystemRoot", L"SystemDrive", L"ProgramFiles",
       L"CommonProgramFiles", L"ProgramData", L"ALLUSERSPROFILE",
-      L"NUMBER_OF_PROCESSORS", L"PROCESSOR_ARCHITECTURE", L"OS"};
+      L"NUMBER_OF_PROCESSORS", L"PROCESSOR_ARCHITECTURE", L"OS",
+      /* review B6: the rest of CreateEnvironmentBlock's profile */
+      L"PUBLIC", L"COMPUTERNAME", L"USERDOMAIN", L"USERNAME"};
   px_sandbox_t sb;
   px_job_spec_t spec;
   px_env_var_t env[2] = {{"APPDATA", "C:\\evil"}, {"COMSPEC", "C:\\rt\\sh.exe"}};
@@ -163,6 +171,53 @@ TEST_IMPL(winspawn_envblock_profile) {
   ASSERT(v && wcsstr(v, L"WindowsPowerShell\\v1.0\\Modules") != NULL);
   ASSERT(wcsstr(v, block_get(blk, L"ProgramFiles")) != NULL);
   ASSERT(wcscmp(block_get(blk, L"ComSpec"), L"C:\\rt\\sh.exe") == 0);
+  ASSERT(wcscmp(block_get(blk, L"USERNAME"), PX_WIN_JOB_ACCOUNT) == 0);
+  {
+    WCHAR host[MAX_COMPUTERNAME_LENGTH + 1];
+    DWORD hn = MAX_COMPUTERNAME_LENGTH + 1;
+    ASSERT(GetComputerNameW(host, &hn));
+    ASSERT(wcscmp(block_get(blk, L"COMPUTERNAME"), host) == 0);
+    ASSERT(wcscmp(block_get(blk, L"USERDOMAIN"), host) == 0);
+  }
+  /* The 64-bit folders: exactly when the registry has them (a 32-bit
+   * Windows has none, and CreateEnvironmentBlock sets none there). */
+  {
+    static const WCHAR *const x64[][2] = {
+        {L"ProgramFiles(x86)", L"ProgramFilesDir (x86)"},
+        {L"CommonProgramFiles(x86)", L"CommonFilesDir (x86)"}};
+    for (i = 0; i < sizeof x64 / sizeof x64[0]; i++) {
+      WCHAR rv[MAX_PATH];
+      DWORD rn = sizeof rv;
+      int has = RegGetValueW(HKEY_LOCAL_MACHINE,
+                             L"SOFTWARE\\Microsoft\\Windows\\CurrentVersion",
+                             x64[i][1], RRF_RT_REG_SZ, NULL, rv, &rn) ==
+                ERROR_SUCCESS;
+      v = block_get(blk, x64[i][0]);
+      if (has ? !v || wcscmp(v, rv) != 0 : v != NULL)
+        px__test_fail(__FILE__, __LINE__, "%ls = %ls, registry %ls", x64[i][0],
+                      v ? v : L"(missing)", has ? rv : L"(none)");
+    }
+#ifdef _WIN64
+    /* Wine's 64-bit prefix, like 64-bit Windows, has them */
+    ASSERT(block_get(blk, L"ProgramFiles(x86)") != NULL);
+#endif
+    /* ProgramW6432: the registry's value, else (Wine has none) the 64-bit
+     * ProgramFiles, wherever there is an (x86) folder */
+    {
+      WCHAR rv[MAX_PATH];
+      DWORD rn = sizeof rv;
+      v = block_get(blk, L"ProgramW6432");
+      if (RegGetValueW(HKEY_LOCAL_MACHINE,
+                       L"SOFTWARE\\Microsoft\\Windows\\CurrentVersion",
+                       L"ProgramW6432Dir", RRF_RT_REG_SZ, NULL, rv,
+                       &rn) == ERROR_SUCCESS)
+        ASSERT(v && wcscmp(v, rv) == 0);
+      else if (block_get(blk, L"ProgramFiles(x86)"))
+        ASSERT(v && wcscmp(v, block_get(blk, L"ProgramFiles")) == 0);
+      else
+        ASSERT_NULL(v);
+    }
+  }
   free(blk);
   /* A job dir without a drive letter: no HOMEDRIVE/HOMEPATH to invent. */
   sb.dir = (WCHAR *)L"\\\\server\\share\\job";
@@ -282,7 +337,13 @@ TEST_IMPL(winspawn_runtime_rule) {
       {"D:(A;OICIIO;GRGX;;;S-1-15-2-1)(A;;0x1200a9;;;BU)", PX_EACCES,
        "ALL APPLICATION PACKAGES"},
       {"D:(A;;GRGX;;;S-1-15-2-1)(A;;GRGX;;;BU)", 0, NULL},
-      {"D:(A;;0x1200a9;;;S-1-15-2-1)(A;;0x1200a9;;;S-1-5-12)", 0, NULL},
+      /* review B4: RESTRICTED passes the restricted half, but the
+       * normal half needs Users, Everyone or the job account */
+      {"D:(A;;0x1200a9;;;S-1-15-2-1)(A;;0x1200a9;;;S-1-5-12)", PX_EACCES,
+       "Everyone"},
+      {"D:(A;;0x1200a9;;;S-1-15-2-1)(A;;0x1200a9;;;S-1-5-12)"
+       "(A;;0x1200a9;;;WD)", 0, NULL},
+      {"D:(A;;0x1200a9;;;S-1-15-2-1)(A;;0x1200a9;;;WD)", PX_EACCES, "RESTRICTED"},
       {"D:", PX_EACCES, "ALL APPLICATION PACKAGES"}};
   char why[512];
   size_t i;

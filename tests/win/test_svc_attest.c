@@ -18,6 +18,7 @@
 #include "tools/phoenixctl/client.h"
 
 #include <cjson/cJSON.h>
+#include <winsock2.h>
 #include <windows.h>
 
 /* The checks the Windows probe and the service report. */
@@ -305,5 +306,59 @@ TEST_IMPL(svc_attest_refuses_without_allow_degraded) {
   cJSON_Delete(ctl_out);
   cJSON_Delete(st);
   stop_console(&s, c);
+  return 0;
+}
+
+/* Review B2: the probe's loopback check passes only on a refusal of the
+ * connect itself. px-attest's egress mode run outside any sandbox: with a
+ * listener on the port the connect succeeds and the check fails
+ * (CONNECTED); with none it is refused (WSAECONNREFUSED) and passes. The
+ * old probe passed on any error; the bounded connect must still answer
+ * within the attestation's budget. */
+static char *probe_out(unsigned port) {
+  static char out[4096];
+  char cmd[MAX_PATH + 64];
+  size_t n = 0;
+  FILE *p;
+  snprintf(cmd, sizeof cmd, "\"%s..\\service\\px-attest.exe\" --mode egress "
+           "--port %u", px_test_self_dir(), port);
+  if (!(p = _popen(cmd, "r")))
+    return NULL;
+  n = fread(out, 1, sizeof out - 1, p);
+  out[n] = 0;
+  _pclose(p);
+  return out;
+}
+
+TEST_IMPL(svc_attest_loopback_probe) {
+  WSADATA w;
+  SOCKET l;
+  struct sockaddr_in a;
+  int al = (int)sizeof a;
+  unsigned port;
+  uint64_t t0;
+  char *o;
+  ASSERT_EQ(WSAStartup(MAKEWORD(2, 2), &w), 0);
+  l = socket(AF_INET, SOCK_STREAM, IPPROTO_TCP);
+  ASSERT(l != INVALID_SOCKET);
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+  ASSERT_EQ(listen(l, 4), 0);
+  ASSERT_EQ(getsockname(l, (struct sockaddr *)&a, &al), 0);
+  port = ntohs(a.sin_port);
+  o = probe_out(port); /* positive control: a reachable listener */
+  ASSERT(o != NULL);
+  ASSERT_STR_CONTAINS(o, "\"net_egress_loopback\",\"result\":\"fail\"");
+  ASSERT_STR_CONTAINS(o, "CONNECTED");
+  closesocket(l); /* now nothing listens on the port */
+  WSACleanup();
+  t0 = px_now_ms();
+  o = probe_out(port);
+  ASSERT(o != NULL);
+  ASSERT_STR_CONTAINS(o, "\"net_egress_loopback\",\"result\":\"pass\"");
+  ASSERT_STR_CONTAINS(o, "WSAECONNREFUSED");
+  ASSERT(px_now_ms() - t0 < 10000);
   return 0;
 }

@@ -7,9 +7,11 @@
  * AppContainer, the package SIDs (its own package SID, its capabilities,
  * ALL APPLICATION PACKAGES S-1-15-2-1). The per-job SIDs are random, so
  * for an interpreter installed outside the job only the well-known ones
- * can matter: the restricted half needs Users or RESTRICTED, the
+ * and the account can matter: the normal half needs Users, Everyone or
+ * the job account (every other group of the job token is deny-only,
+ * token.c), the restricted half needs Users or RESTRICTED, the
  * AppContainer half needs ALL APPLICATION PACKAGES. This file evaluates
- * exactly those two halves on the file's DACL, the way AccessCheck walks
+ * exactly those three halves on the file's DACL, the way AccessCheck walks
  * it: ACEs in order, deny before a later allow of the same bit, inherit-
  * only ACEs skipped, generic rights mapped with the file mapping. It does
  * not build a token: an AppContainer token cannot be made without a
@@ -19,6 +21,7 @@
  * runs on Windows; the rule itself is tested on SDDL descriptors.
  */
 #include "watchdog/win/runtimes.h"
+#include "watchdog/win/identity.h"
 #include "watchdog/win/win_int.h"
 
 #include "px/px_error.h"
@@ -74,19 +77,27 @@ static int dacl_grants(const ACL *dacl, PSID *set, size_t n, DWORD want) {
   return (granted & want) == want;
 }
 
-/* The two halves on one descriptor; why names the failing one. */
+/* The three halves on one descriptor; why names the failing one. The
+ * normal set holds the job account's SID when the account exists (it is
+ * looked up, never created here); where it does not (Wine, a check before
+ * the first start created it) the set is {Users, Everyone}, which can only
+ * refuse more, never less. */
 static int sd_rule(PSECURITY_DESCRIPTOR sd, const char *what, char *why,
                    size_t whysz) {
-  PSID ac = NULL, users = NULL, restricted = NULL, set[2];
+  PSID ac = NULL, users = NULL, restricted = NULL, everyone = NULL,
+       acct = NULL, set[2], normal[3];
   PACL dacl = NULL;
   BOOL present = FALSE, defaulted = FALSE;
   int rc = PX_EACCES;
   if (!ConvertStringSidToSidW(SID_ALL_APP_PACKAGES, &ac) ||
       !ConvertStringSidToSidW(L"S-1-5-32-545", &users) ||
-      !ConvertStringSidToSidW(L"S-1-5-12", &restricted)) {
+      !ConvertStringSidToSidW(L"S-1-5-12", &restricted) ||
+      !ConvertStringSidToSidW(L"S-1-1-0", &everyone)) {
     rc = PX_ENOMEM;
     goto cleanup;
   }
+  if (px_win_job_account_sid(0, &acct) != 0)
+    acct = NULL;
   if (!GetSecurityDescriptorDacl(sd, &present, &dacl, &defaulted)) {
     snprintf(why, whysz, "%s: its DACL cannot be read", what);
     goto cleanup;
@@ -95,6 +106,9 @@ static int sd_rule(PSECURITY_DESCRIPTOR sd, const char *what, char *why,
     dacl = NULL; /* no DACL: everybody */
   set[0] = users;
   set[1] = restricted;
+  normal[0] = users;
+  normal[1] = everyone;
+  normal[2] = acct;
   if (!dacl_grants(dacl, &ac, 1, WANT_RX))
     snprintf(why, whysz, "%s does not grant ALL APPLICATION PACKAGES "
              "(S-1-15-2-1) read and execute, so no AppContainer job can "
@@ -102,12 +116,18 @@ static int sd_rule(PSECURITY_DESCRIPTOR sd, const char *what, char *why,
   else if (!dacl_grants(dacl, set, 2, WANT_RX))
     snprintf(why, whysz, "%s does not grant Users (or RESTRICTED) read and "
              "execute, which a job's restricted token needs", what);
+  else if (!dacl_grants(dacl, normal, acct ? 3 : 2, WANT_RX))
+    snprintf(why, whysz, "%s does not grant Users (or Everyone, or the job "
+             "account) read and execute, which a job token's normal SIDs "
+             "need", what);
   else
     rc = 0;
 cleanup:
   LocalFree(ac);
   LocalFree(users);
   LocalFree(restricted);
+  LocalFree(everyone);
+  LocalFree(acct);
   return rc;
 }
 

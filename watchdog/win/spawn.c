@@ -30,6 +30,7 @@
  * px__winbe_creation_flags decides; job.c asks the same question for the
  * +1 of the job limit.
  */
+#include "watchdog/win/identity.h"
 #include "watchdog/win/win_int.h"
 
 #include "px/px_log.h"
@@ -217,10 +218,25 @@ static int env_folder(envlist_t *e, const WCHAR *name, const WCHAR *key,
   return env_put(e, name, v, 0);
 }
 
+/* A machine folder only a 64-bit Windows has (ProgramFiles(x86) and the
+ * like): set from its registry value when present, else left out, as
+ * CreateEnvironmentBlock leaves it out on a 32-bit Windows. */
+static int env_folder_opt(envlist_t *e, const WCHAR *name, const WCHAR *key,
+                          const WCHAR *value) {
+  WCHAR v[MAX_PATH];
+  DWORD n = sizeof v;
+  if (RegGetValueW(HKEY_LOCAL_MACHINE, key, value, RRF_RT_REG_SZ, NULL, v,
+                   &n) != ERROR_SUCCESS ||
+      !v[0])
+    return 0;
+  return env_put(e, name, v, 0);
+}
+
 #define CV_KEY L"SOFTWARE\\Microsoft\\Windows\\CurrentVersion"
 #define PL_KEY L"SOFTWARE\\Microsoft\\Windows NT\\CurrentVersion\\ProfileList"
 
-/* ProgramFiles, CommonProgramFiles, ProgramData, ALLUSERSPROFILE and the
+/* ProgramFiles, CommonProgramFiles, ProgramData, ALLUSERSPROFILE, PUBLIC,
+ * ProgramFiles(x86), CommonProgramFiles(x86), ProgramW6432 and the
  * PSModulePath PowerShell 5.1 would build from them (its own modules in
  * System32, then Program Files'), each unless the spec set it. */
 static int env_folders(envlist_t *e, const WCHAR *win) {
@@ -234,7 +250,21 @@ static int env_folders(envlist_t *e, const WCHAR *win) {
       (rc = env_folder(e, L"ProgramData", PL_KEY, L"ProgramData", win,
                        L"ProgramData")) ||
       (rc = env_folder(e, L"ALLUSERSPROFILE", PL_KEY, L"ProgramData", win,
-                       L"ProgramData")))
+                       L"ProgramData")) ||
+      (rc = env_folder(e, L"PUBLIC", PL_KEY, L"Public", win,
+                       L"Users\\Public")) ||
+      (rc = env_folder_opt(e, L"ProgramFiles(x86)", CV_KEY,
+                           L"ProgramFilesDir (x86)")) ||
+      (rc = env_folder_opt(e, L"CommonProgramFiles(x86)", CV_KEY,
+                           L"CommonFilesDir (x86)")) ||
+      (rc = env_folder_opt(e, L"ProgramW6432", CV_KEY, L"ProgramW6432Dir")))
+    return rc;
+  /* ProgramW6432 is the 64-bit Program Files: on a 64-bit Windows without
+   * the value (Wine keeps none) that is ProgramFiles, which a 64-bit
+   * service reads from the 64-bit registry view. */
+  at = env_find(e, L"ProgramFiles", 12);
+  if (env_find(e, L"ProgramFiles(x86)", 17) >= 0 && at >= 0 &&
+      (rc = env_put(e, L"ProgramW6432", e->v[at] + 13, 0)))
     return rc;
   at = env_find(e, L"ProgramFiles", 12);
   pf = at >= 0 ? e->v[at] + 13 : L"";
@@ -257,12 +287,22 @@ static int env_folders(envlist_t *e, const WCHAR *win) {
  *    (runtimes' platform probes: Python's platform, Node, MSBuild).
  *  - ProgramFiles, CommonProgramFiles, ProgramData, ALLUSERSPROFILE and
  *    PSModulePath: PowerShell 5.1 builds its module path from them; a
- *    missing ProgramFiles leaves "\WindowsPowerShell\Modules", relative. */
+ *    missing ProgramFiles leaves "\WindowsPowerShell\Modules", relative.
+ *  - PUBLIC, ProgramFiles(x86), CommonProgramFiles(x86), ProgramW6432,
+ *    COMPUTERNAME, USERDOMAIN and USERNAME: the rest of what
+ *    CreateEnvironmentBlock gives a profile (review B6), from the same
+ *    registry keys and GetComputerNameW. USERNAME is the job account
+ *    (identity.c; a local account, so USERDOMAIN is the computer name).
+ *    Only under Wine's degraded fallback does the job run as another
+ *    user; the block still names the account jobs are meant to run as.
+ *    Like the folders these are defaults a runtime or request may set,
+ *    not sandbox paths: none is reserved (base/job.c). */
 static int env_essentials(envlist_t *e) {
   WCHAR win[MAX_PATH], buf[4 * MAX_PATH + 128];
   const size_t nb = sizeof buf / sizeof buf[0];
   SYSTEM_INFO si;
   UINT n = GetSystemWindowsDirectoryW(win, MAX_PATH);
+  DWORD cn = MAX_COMPUTERNAME_LENGTH + 1;
   int rc;
   if (n == 0 || n >= MAX_PATH - 32)
     return PX_LOG_WIN32(PX_ESPAWN, GetLastError(), "GetSystemWindowsDirectoryW");
@@ -291,6 +331,12 @@ static int env_essentials(envlist_t *e) {
                         ? L"x86"
                         : L"AMD64",
                     0)))
+    return rc;
+  if (!GetComputerNameW(buf, &cn))
+    return PX_LOG_WIN32(PX_ESPAWN, GetLastError(), "GetComputerNameW");
+  if ((rc = env_put(e, L"COMPUTERNAME", buf, 0)) ||
+      (rc = env_put(e, L"USERDOMAIN", buf, 0)) ||
+      (rc = env_put(e, L"USERNAME", PX_WIN_JOB_ACCOUNT, 0)))
     return rc;
   return env_folders(e, win);
 }
