@@ -185,10 +185,16 @@ TEST_IMPL(daemon_attest_broken_layer_refuses_runs) {
   {
     static char out[65536];
     const char *row;
+    int nchecks;
     ASSERT_EQ(ctl_status(&d, 0, out, sizeof out), 0);
     printf("%s", out);
-    ASSERT_NOT_NULL(row = strstr(out, "\nattestation  failed: 22 checks in "));
+    /* the count is the platform's check list (23 with unsupported_allowed,
+     * issue 23): a number, whatever it is, then the duration */
+    ASSERT_NOT_NULL(row = strstr(out, "\nattestation  failed: "));
+    ASSERT(row[22] >= '1' && row[22] <= '9');
+    ASSERT_NOT_NULL(strstr(row, " checks in "));
     ASSERT_NOT_NULL(strstr(row, " ms\n"));
+    nchecks = (int)strtol(row + 22, NULL, 10);
     ASSERT_NOT_NULL(strstr(row, "\n               fail        landlock: "));
     ASSERT(strchr(out, '{') == NULL);
     ASSERT(strstr(out, "Seccomp: 2") == NULL); /* a passed check's observation */
@@ -197,7 +203,7 @@ TEST_IMPL(daemon_attest_broken_layer_refuses_runs) {
     ASSERT_NOT_NULL(root);
     ASSERT_EQ(cJSON_GetArraySize(cJSON_GetObjectItem(
                   cJSON_GetObjectItem(root, "attestation"), "checks")),
-              22);
+              nchecks); /* --json has every check the row counted */
     cJSON_Delete(root);
   }
   /* Fail closed: the run is refused, naming the failed check. */
