@@ -604,7 +604,7 @@ static int parse_args(int argc, wchar_t **argv, args_t *a) {
 }
 
 /* The service's two folders, if a non-administrator made them before the
- * install: taken over when empty, else the install stops and says why
+ * install, even empty: the install stops and says why
  * (px_win_setup_claim). The work base is the default's parent,
  * <SystemDrive>\PhoenixOrch. */
 static int install_claim(void) {
