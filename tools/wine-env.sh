@@ -39,6 +39,18 @@ px_wine_stop() {
     # -k only signals: wait until this prefix's server has really gone, so
     # that nothing of Wine outlives the caller (tools/leftovers.py).
     timeout 30 wineserver -w >/dev/null 2>&1 || true
+    # With its server gone nothing of the prefix can still be a Windows
+    # process; what is left is Wine 8's half-made child of a killed job
+    # (tests/win/without_strays.sh), blocked for ever in a pipe read that
+    # `wineserver -k` never reaches. End each one of this prefix, named.
+    local pid cmd
+    for pid in $(pgrep -f '(^|/)wine(64)?( |$)' || true); do
+        tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null |
+            grep -qxF "WINEPREFIX=$WINEPREFIX" || continue
+        cmd=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null) || continue
+        kill -9 "$pid" 2>/dev/null &&
+            echo "wine-env: ended pid $pid of $WINEPREFIX after its server stopped: $cmd" >&2
+    done
 }
 
 case "${1:-}" in

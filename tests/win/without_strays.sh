@@ -11,11 +11,15 @@
 # job, no snapshot: the tests' and the watchdog's checks cannot see it)
 # and to `wineserver -k`. It would hold ctest's output pipe open until the
 # group's timeout, and outlive CI. So the group's output goes to a file
-# here, and afterwards each px_probe of this build tree in exactly that
-# state - the loader's command line, one thread, blocked reading a pipe,
-# orphaned - is killed by pid and named. Any other px_probe is a real
-# Windows process (of a test running beside this one) and is left alone; tools/leftovers.py at
-# the end of CI reports anything left. The exit status is CMD's.
+# here, and afterwards each Wine process in exactly that state - the
+# loader's command line, one thread, blocked reading a pipe, orphaned - is
+# killed by pid and named, when it is a px_probe of this build tree or
+# runs in this test's prefix (WINEPREFIX in its environment): the
+# service's storm leaves the same of its cmd jobs ("start.exe /b cmd /c
+# main.cmd", in a removed job directory). Any other process is a real
+# Windows process (of a test running beside this one) and is left alone;
+# tools/leftovers.py at the end of CI reports anything left. The exit
+# status is CMD's.
 set -u
 build=$1
 shift
@@ -23,15 +27,23 @@ log=$(mktemp)
 "$@" >"$log" 2>&1
 rc=$?
 win_build="Z:$(printf '%s' "$build" | tr '/' '\\')"
-for pid in $(pgrep -f 'px_probe\.exe' || true); do
+prefix=${PX_WINEPREFIX:-${WINEPREFIX:-}}
+for pid in $(pgrep -f '(^|/)wine(64)?( |$)' || true); do
     cmd=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null) || continue
-    case "$cmd" in */wine64\ *"$win_build"*|*/wine\ *"$win_build"*) ;; *) continue ;; esac
+    case "$cmd" in */wine64\ *|*/wine\ *) ;; *) continue ;; esac
+    ours=0
+    case "$cmd" in *px_probe.exe*"$win_build"*|*"$win_build"*px_probe.exe*) ours=1 ;; esac
+    if [ "$ours" = 0 ] && [ -n "$prefix" ] &&
+        tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qxF "WINEPREFIX=$prefix"; then
+        ours=1
+    fi
+    [ "$ours" = 1 ] || continue
     threads=$(awk '/^Threads:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
     ppid=$(awk '/^PPid:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
     wchan=$(cat "/proc/$pid/wchan" 2>/dev/null)
     if [ "$threads" = 1 ] && [ "$ppid" = 1 ] && [ "${wchan#*pipe_read}" != "$wchan" ]; then
         kill -9 "$pid" 2>/dev/null &&
-            echo "without_strays: ended a half-made px_probe Wine left (pid $pid, 1 thread, in $wchan): $cmd"
+            echo "without_strays: ended a half-made Wine process (pid $pid, 1 thread, in $wchan): $cmd"
     fi
 done
 cat "$log"
