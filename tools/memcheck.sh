@@ -111,7 +111,8 @@ vrc=$?
 # nothing would leave no Valgrind error either.
 check_session() {
     local log=$dir/session.log want
-    for want in '"type":[[:space:]]*"pong"' '"code":[[:space:]]*"bad_request"'         '"code":[[:space:]]*"unknown_type"' '"code":[[:space:]]*"unknown_id"'; do
+    for want in '"type":[[:space:]]*"pong"' '"code":[[:space:]]*"bad_request"' \
+        '"code":[[:space:]]*"unknown_type"' '"code":[[:space:]]*"unknown_id"'; do
         grep -Eq "$want" "$log" || { echo "memcheck: no $want in the session"; return 1; }
     done
     [ "$(grep -Ec '"type":[[:space:]]*"status"' "$log")" -ge 2 ] ||

@@ -33,6 +33,17 @@ px_wine_start() {
     wine wineboot </dev/null >/dev/null 2>&1
 }
 
+# The pids of the Wine processes of prefix $1 (WINEPREFIX in their
+# environment), one a line.
+px_wine_pids_of() {
+    local pid
+    for pid in $(pgrep -f '(^|/)wine(64)?( |$)' || true); do
+        tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null |
+            grep -qxF "WINEPREFIX=$1" && echo "$pid"
+    done
+    return 0
+}
+
 px_wine_stop() {
     px_wine_env
     wineserver -k >/dev/null 2>&1 || true
@@ -44,9 +55,7 @@ px_wine_stop() {
     # (tests/win/without_strays.sh), blocked for ever in a pipe read that
     # `wineserver -k` never reaches. End each one of this prefix, named.
     local pid cmd
-    for pid in $(pgrep -f '(^|/)wine(64)?( |$)' || true); do
-        tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null |
-            grep -qxF "WINEPREFIX=$WINEPREFIX" || continue
+    for pid in $(px_wine_pids_of "$WINEPREFIX"); do
         cmd=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null) || continue
         kill -9 "$pid" 2>/dev/null &&
             echo "wine-env: ended pid $pid of $WINEPREFIX after its server stopped: $cmd" >&2

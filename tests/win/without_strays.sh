@@ -28,16 +28,15 @@ log=$(mktemp)
 rc=$?
 win_build="Z:$(printf '%s' "$build" | tr '/' '\\')"
 prefix=${PX_WINEPREFIX:-${WINEPREFIX:-}}
-for pid in $(pgrep -f '(^|/)wine(64)?( |$)' || true); do
+. "$(dirname "$0")/../../tools/wine-env.sh" env # px_wine_pids_of
+inprefix=" $([ -z "$prefix" ] || px_wine_pids_of "$prefix" | tr '\n' ' ') "
+for pid in $( (pgrep -f 'px_probe\.exe'; printf '%s\n' $inprefix) | sort -u); do
     cmd=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null) || continue
     case "$cmd" in */wine64\ *|*/wine\ *) ;; *) continue ;; esac
-    ours=0
-    case "$cmd" in *px_probe.exe*"$win_build"*|*"$win_build"*px_probe.exe*) ours=1 ;; esac
-    if [ "$ours" = 0 ] && [ -n "$prefix" ] &&
-        tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qxF "WINEPREFIX=$prefix"; then
-        ours=1
-    fi
-    [ "$ours" = 1 ] || continue
+    case "$inprefix" in
+        *" $pid "*) ;;
+        *) case "$cmd" in *px_probe.exe*"$win_build"*|*"$win_build"*px_probe.exe*) ;; *) continue ;; esac ;;
+    esac
     threads=$(awk '/^Threads:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
     ppid=$(awk '/^PPid:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
     wchan=$(cat "/proc/$pid/wchan" 2>/dev/null)
