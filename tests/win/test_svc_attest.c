@@ -12,6 +12,7 @@
  * SKIPs with the reason (the win-enforce suite checks the checks).
  */
 #include "task.h"
+#include "tests/runner/win/spawn_win.h"
 
 #include "px/px_error.h"
 #include "px/px_os.h"
@@ -87,8 +88,7 @@ static px_client_t *start_console(console_t *s) {
   cmd[2047] = 0;
   memset(&si, 0, sizeof si);
   si.cb = sizeof si;
-  ASSERT(CreateProcessW(NULL, cmd, NULL, NULL, FALSE, /* checksrc: allow - the service under test */
-                        0, NULL, NULL, &si, &s->pi));
+  ASSERT(px_test_create_process(NULL, cmd, FALSE, 0, &si, &s->pi));
   memset(&t, 0, sizeof t);
   t.kind = PX_TARGET_LOCAL;
   t.address = s->pipe;

@@ -8,6 +8,7 @@
  * the real pipe, in threads of this process.
  */
 #include "task.h"
+#include "tests/runner/win/spawn_win.h"
 
 #include "px/px_error.h"
 #include "px/px_os.h"
@@ -333,7 +334,8 @@ static void exe_in(char *out, size_t outsz, const char *rel) {
   snprintf(out, outsz, "%s%s", px_test_self_dir(), rel);
 }
 
-/* Start `cmd` with stdout and stderr into out_path (NULL: none). */
+/* Start `cmd` with stdout and stderr into out_path (NULL: none). A
+ * failure is printed with its step and Win32 error. */
 static int start_proc(const char *cmd, const char *out_path,
                       PROCESS_INFORMATION *pi) {
   WCHAR w[2048];
@@ -347,14 +349,15 @@ static int start_proc(const char *cmd, const char *out_path,
   if (out_path) {
     out = CreateFileA(out_path, GENERIC_WRITE, FILE_SHARE_READ, &sa, CREATE_ALWAYS,
                       0, NULL);
-    if (out == INVALID_HANDLE_VALUE)
+    if (out == INVALID_HANDLE_VALUE) {
+      printf("# could not create %s: Win32 error %lu\n", out_path, GetLastError());
       return -1;
+    }
     si.dwFlags = STARTF_USESTDHANDLES;
     si.hStdOutput = si.hStdError = out;
     si.hStdInput = NULL;
   }
-  ok = CreateProcessW(NULL, w, NULL, NULL, out_path != NULL, /* checksrc: allow - test harness */
-                      CREATE_NO_WINDOW, NULL, NULL, &si, pi);
+  ok = px_test_create_process(NULL, w, out_path != NULL, CREATE_NO_WINDOW, &si, pi);
   if (out != INVALID_HANDLE_VALUE)
     CloseHandle(out);
   return ok ? 0 : -1;
@@ -430,6 +433,7 @@ TEST_IMPL(pipe_ctl_refuses_squatter) {
   ASSERT_OK(start_squatter(name, "3000", &sq));
   snprintf(cmd, sizeof cmd, "\"%s\" --pipe \\\\.\\pipe\\%s --server-pid %lu ping",
            exe, name, sq.dwProcessId);
+  snprintf(out, sizeof out, "%sctl-squat-pid.txt", px_test_tmpdir());
   ASSERT_OK(start_proc(cmd, out, &ctl));
   code = wait_exit(&sq, 15000);
   ASSERT_GT(code, 0); /* the ping frame reached it */

@@ -6,6 +6,7 @@
  * (kb/win/priv.c). Before this change main.c enabled them process-wide.
  */
 #include "task.h"
+#include "tests/runner/win/spawn_win.h"
 
 #include "px/px_error.h"
 #include "px/px_os.h"
@@ -148,8 +149,7 @@ TEST_IMPL(svcpriv_backup_only_in_kb_ops) {
   cmd[2047] = 0;
   memset(&si, 0, sizeof si);
   si.cb = sizeof si;
-  ASSERT(CreateProcessW(NULL, cmd, NULL, NULL, FALSE, /* checksrc: allow - the service under test */
-                        CREATE_NO_WINDOW, NULL, NULL, &si, &pi));
+  ASSERT(px_test_create_process(NULL, cmd, FALSE, CREATE_NO_WINDOW, &si, &pi));
   memset(&t, 0, sizeof t);
   t.address = pipe;
   t.server_check = PX_SERVER_PID; /* a console-mode server: named by pid */

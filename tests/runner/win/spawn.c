@@ -2,6 +2,7 @@
  * timeout (the child and its descendants in a kill-on-close job), capture
  * output, find ourselves, detect Wine. */
 #include "tests/runner/task.h"
+#include "tests/runner/win/spawn_win.h"
 
 #include "px/px_os.h"
 
@@ -155,30 +156,29 @@ static void append_arg(WCHAR *cmd, size_t cap, size_t *len, const WCHAR *arg) {
   cmd[*len] = 0;
 }
 
-/* CreateProcessW, suspended. Under load Wine 8's process creation fails
- * now and then for a program that exists and ran a moment before (issue
- * 22: the runner's "could not start the test process (-2)", and svcfix's
- * install and `sc stop` that never ran): under Wine a failure other than
- * a missing or bad image is retried twice, 250 and 500 ms later. Every
- * failure is printed with its error, so a retry is never silent. */
-static BOOL create_retrying(const WCHAR *app, WCHAR *cmd, int inherit,
-                            STARTUPINFOW *si, PROCESS_INFORMATION *pi) {
+/* Under load Wine 8's process creation fails now and then for a program
+ * that exists and ran a moment before (issue 22: the runner's "could not
+ * start the test process (-2)", svcfix's install and `sc stop` that never
+ * ran, phoenixctl in win.pipe): under Wine a failure other than a missing
+ * or bad image is retried twice, 250 and 500 ms later. Every failure is
+ * printed with its error, so a retry is never silent. */
+BOOL px_test_create_process(const WCHAR *app, WCHAR *cmd, BOOL inherit,
+                            DWORD flags, STARTUPINFOW *si,
+                            PROCESS_INFORMATION *pi) {
   int attempt;
   for (attempt = 1;; attempt++) {
     DWORD err;
-    if (CreateProcessW(app, cmd, NULL, NULL, inherit ? TRUE : FALSE, /* checksrc: allow - runner */
-                       CREATE_SUSPENDED, NULL, NULL, si, pi))
+    int retry;
+    if (CreateProcessW(app, cmd, NULL, NULL, inherit, flags, NULL, NULL, si, /* checksrc: allow - runner */
+                       pi))
       return TRUE;
     err = GetLastError();
-    printf("# CreateProcessW(%ls) failed, error %lu (attempt %d)%s\n", app, err,
-           attempt,
-           px_test_under_wine() && attempt < 3 && err != ERROR_FILE_NOT_FOUND &&
-                   err != ERROR_PATH_NOT_FOUND && err != ERROR_BAD_EXE_FORMAT
-               ? ": Wine, retrying"
-               : "");
+    retry = px_test_under_wine() && attempt < 3 && err != ERROR_FILE_NOT_FOUND &&
+            err != ERROR_PATH_NOT_FOUND && err != ERROR_BAD_EXE_FORMAT;
+    printf("# CreateProcessW(%ls) failed, error %lu (attempt %d)%s\n",
+           app ? app : cmd, err, attempt, retry ? ": Wine, retrying" : "");
     fflush(stdout);
-    if (!px_test_under_wine() || attempt >= 3 || err == ERROR_FILE_NOT_FOUND ||
-        err == ERROR_PATH_NOT_FOUND || err == ERROR_BAD_EXE_FORMAT) {
+    if (!retry) {
       SetLastError(err);
       return FALSE;
     }
@@ -223,7 +223,7 @@ int px_test_spawn(const char *const argv[], unsigned timeout_s, int *status,
   if (job)
     SetInformationJobObject(job, JobObjectExtendedLimitInformation, &lim, sizeof lim);
   MultiByteToWideChar(CP_UTF8, 0, argv[0], -1, warg, 4096);
-  if (!create_retrying(warg, cmd, out != NULL, &si, &pi)) {
+  if (!px_test_create_process(warg, cmd, out != NULL, CREATE_SUSPENDED, &si, &pi)) {
     DWORD err = GetLastError();
     if (rd) CloseHandle(rd);
     if (wr) CloseHandle(wr);
