@@ -33,8 +33,10 @@ rc=0
 # (internal) one group of px_tests under memcheck: --unit-group BUILD GROUP
 if [ "$build" = --unit-group ]; then
     build=$2 g=$3
-    timeout 900 "${vg[@]}" --trace-children=yes "$build/tests/px_tests" --group "$g" \
-        > "$build/memcheck-unit-$g.log" 2>&1
+    # Every test is many times slower under memcheck: the runner's
+    # per-test timeouts (which catch hangs) scaled by 4.
+    PX_TEST_TIMEOUT_SCALE=4 timeout 1800 "${vg[@]}" --trace-children=yes \
+        "$build/tests/px_tests" --group "$g" > "$build/memcheck-unit-$g.log" 2>&1
     r=$?
     printf '  %-10s %s (exit %d)\n' "$g" "$(grep -E ' passed, ' "$build/memcheck-unit-$g.log" | tail -1)" "$r"
     exit $(( r != 0 ? 255 : 0 ))   # 255 stops xargs early

@@ -11,13 +11,15 @@
 # build when the installer exists (docs/testing.md). Stops at the first
 # failing step; the last lines are the ctest summaries.
 #
-# What neither measures time nor waits on anything runs in the background
-# at the lowest CPU priority (nice 19), in the CPU the Linux and Windows
-# tests leave idle (a third or more: they wait on processes, pipes and
-# timers); the tests keep theirs. From the Linux build on: the ASan and
-# fuzz builds, then cppcheck and clang-tidy. From the end of the Linux
-# tests on: Valgrind over the unit suite. Each one's log is printed, and
-# its result checked, at its own step below; a failing step ends them.
+# Work that measures no time runs in the background at a low CPU priority,
+# in the CPU the Linux and Windows tests leave idle (a third or more: they
+# wait on processes, pipes and timers). From the Linux build on, at nice
+# 19: the ASan and fuzz builds, then cppcheck and clang-tidy. From the end
+# of the Linux tests on, at nice 5: Valgrind over the unit suite, whose
+# tests wait on timers of their own and so get a share (about a quarter
+# of the CPU when the Windows tests want all of it) and scaled runner
+# timeouts. Each one's log is printed, and its result checked, at its own
+# step below; a failing step ends them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -48,17 +50,22 @@ step "Linux: configure and build"
 cmake --preset linux-native -DPX_WERROR=ON >/dev/null || fail "Linux configure"
 cmake --build build/linux-native -j "$jobs" || fail "Linux build"
 
-# ---- background work: bg_start NAME FUNCTION, bg_wait NAME ----
+# ---- background work: bg_start NAME NICE FUNCTION, bg_wait NAME ----
 declare -A bg_pids=() bg_rcs=()
 bg_start() {
-    local name=$1 fn=$2
+    local name=$1 nice=$2 fn=$3
     mkdir -p build
     # A session of its own (setsid: its pid is its process group), so that
-    # a failing step ends all of it; nice 19 for it and its children.
-    setsid nice -n 19 bash -c "jobs=$jobs; $(declare -f "$fn"); $fn" \
+    # a failing step ends all of it; $nice for it and its children. A new
+    # session is a new scheduling autogroup where the kernel has them
+    # (sched_autogroup_enabled), and autogroups share the CPU equally
+    # whatever their members' nice: the autogroup gets $nice as well.
+    setsid nice -n "$nice" bash -c "echo $nice 2>/dev/null > /proc/self/autogroup;
+        jobs=$jobs; $(declare -f "$fn"); $fn" \
         > "build/bg-$name.log" 2>&1 < /dev/null &
     bg_pids[$name]=$!
-    printf 'background at nice 19: %s (pid %s, log build/bg-%s.log)\n' "$name" "$!" "$name"
+    printf 'background at nice %s: %s (pid %s, log build/bg-%s.log)\n' "$nice" "$name" \
+        "$!" "$name"
 }
 bg_kill_all() {
     local name
@@ -102,12 +109,12 @@ bg_memcheck_unit() {
 }
 if [ "${PX_QUICK:-0}" != 1 ]; then
     rm -f build/analysis.rc
-    bg_start builds-analysis bg_builds_analysis
+    bg_start builds-analysis 19 bg_builds_analysis
 fi
 
 step "Linux: tests"
 run_ctest linux build/linux-native || fail "Linux tests"
-[ "${PX_QUICK:-0}" != 1 ] && bg_start memcheck-unit bg_memcheck_unit
+[ "${PX_QUICK:-0}" != 1 ] && bg_start memcheck-unit 5 bg_memcheck_unit
 
 step "Windows (mingw-w64): dependencies, configure and build"
 cmake --preset windows-mingw -DPX_WERROR=ON >/dev/null || fail "Windows configure"

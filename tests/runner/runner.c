@@ -15,6 +15,11 @@
  * Exit status: 0 all passed (or skipped), 1 any failure, 77 when every
  * selected test skipped (ctest shows that as "Not Run").
  *
+ * PX_TEST_TIMEOUT_SCALE (an integer, 1 to 20) multiplies every test's
+ * timeout: for runs that are slower by design, such as each test under
+ * Valgrind (tools/memcheck.sh). A timeout catches a hang; it is no
+ * measure of speed.
+ *
  * Tests of group "fixture" exist to test the runner itself and run only
  * when named.
  */
@@ -23,6 +28,17 @@
 #include <stdarg.h>
 
 #define DEFAULT_TIMEOUT_S 60
+
+/* PX_TEST_TIMEOUT_SCALE, or 1 when unset or not an integer in 1..20. */
+static unsigned timeout_scale(void) {
+  const char *v = getenv("PX_TEST_TIMEOUT_SCALE");
+  char *end;
+  long n;
+  if (!v || !*v)
+    return 1;
+  n = strtol(v, &end, 10);
+  return *end == '\0' && n >= 1 && n <= 20 ? (unsigned)n : 1;
+}
 
 void px__test_fail(const char *file, int line, const char *fmt, ...) {
   va_list ap;
@@ -64,7 +80,7 @@ typedef struct {
 
 static void run_one(const px_test_t *t, unsigned n, tally_t *tally) {
   const char *argv[4];
-  unsigned timeout = t->timeout_s ? t->timeout_s : DEFAULT_TIMEOUT_S;
+  unsigned timeout = (t->timeout_s ? t->timeout_s : DEFAULT_TIMEOUT_S) * timeout_scale();
   int status = 0, rc;
 
   argv[0] = px_test_self_path();

@@ -2,6 +2,7 @@
 PX_TEST_ENTRY(runner, runner_lists_tests, 0)
 PX_TEST_ENTRY(runner, runner_reports_failure, 0)
 PX_TEST_ENTRY(runner, runner_reports_timeout, 0)
+PX_TEST_ENTRY(runner, runner_timeout_scaled, 0)
 PX_TEST_ENTRY(runner, runner_reports_skip, 0)
 PX_TEST_ENTRY(fixture, fixture_fails, 0)
 PX_TEST_ENTRY(fixture, fixture_hangs, 1)

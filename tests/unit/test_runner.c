@@ -1,7 +1,14 @@
 /* test_runner.c - the runner tests itself: a failing assertion fails the
- * run and prints both values, a hang is killed at its timeout, a skip is
- * reported with its reason, and --list names the tests. */
+ * run and prints both values, a hang is killed at its timeout (scaled by
+ * PX_TEST_TIMEOUT_SCALE), a skip is reported with its reason, and --list
+ * names the tests. */
 #include "task.h"
+
+#if defined(_WIN32)
+#define set_scale(v) _putenv_s("PX_TEST_TIMEOUT_SCALE", (v))
+#else
+#define set_scale(v) setenv("PX_TEST_TIMEOUT_SCALE", (v), 1)
+#endif
 
 static char out[16384];
 
@@ -46,8 +53,26 @@ TEST_IMPL(runner_reports_failure) {
 
 TEST_IMPL(runner_reports_timeout) {
   int status = -2;
+  ASSERT_OK(set_scale("1")); /* this run may itself be scaled (memcheck) */
   ASSERT_OK(run_self("fixture_hangs", NULL, &status));
   ASSERT_EQ(status, 1);
+  ASSERT_STR_CONTAINS(out, "timed out after 1 s");
+  return 0;
+}
+
+/* The scale multiplies the timeout; a value that is not an integer in
+ * 1..20 is ignored (scale 1). */
+TEST_IMPL(runner_timeout_scaled) {
+  int status = -2;
+  ASSERT_OK(set_scale("2"));
+  ASSERT_OK(run_self("fixture_hangs", NULL, &status));
+  ASSERT_EQ(status, 1);
+  ASSERT_STR_CONTAINS(out, "timed out after 2 s");
+  ASSERT_OK(set_scale("2x"));
+  ASSERT_OK(run_self("fixture_hangs", NULL, &status));
+  ASSERT_STR_CONTAINS(out, "timed out after 1 s");
+  ASSERT_OK(set_scale("21"));
+  ASSERT_OK(run_self("fixture_hangs", NULL, &status));
   ASSERT_STR_CONTAINS(out, "timed out after 1 s");
   return 0;
 }
