@@ -34,7 +34,7 @@ if ! cppcheck --project="$db" -D__GNUC__=12 --library="$here/px.cfg" \
     grep -v '^ ' "$build/cppcheck.txt"
     bad=1
 fi
-grep -v '^ ' "$build/cppcheck.txt" | grep -q . && bad=1
+grep -q '^[^ ]' "$build/cppcheck.txt" && bad=1 # a line that is no continuation
 echo "cppcheck: $(grep -c ': \(error\|warning\|portability\|performance\): ' "$build/cppcheck.txt") finding(s)"
 
 echo "-- clang-tidy $(clang-tidy-14 --version | awk '/version/ {print $4}')"

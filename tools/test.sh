@@ -128,7 +128,11 @@ if [ "${PX_QUICK:-0}" != 1 ]; then
     bg_wait builds-analysis || fail "ASan or fuzz build (in the background)"
 
     step "Fuzzers (libFuzzer, ASan+UBSan, ${PX_FUZZ_SECONDS:-30} s each)"
-    if ctest --test-dir build/linux-fuzz -N -L fuzz | grep -q 'fuzz\.'; then
+    # (Listed first, then searched: `ctest | grep -q` under pipefail fails
+    # whenever grep exits before ctest has written everything, and the
+    # fuzzers were then skipped as if there were none.)
+    fuzz_list=$(ctest --test-dir build/linux-fuzz -N -L fuzz) || fail "fuzz: ctest -N"
+    if grep -q 'fuzz\.' <<< "$fuzz_list"; then
         # Only the fuzzers here: the sanitizer pass of the suites is its own
         # step below. Two at a time on two cores.
         ctest --test-dir build/linux-fuzz --output-on-failure -j "$jobs" -L fuzz 2>&1 \
@@ -137,7 +141,7 @@ if [ "${PX_QUICK:-0}" != 1 ]; then
         summary+=("fuzz: $(grep -E 'tests passed|tests failed' build/linux-fuzz/ctest-summary.log | tail -1)")
         [ "$rc" = 0 ] || fail "fuzzers"
     else
-        echo "no fuzz targets registered yet"
+        fail "fuzzers: the linux-fuzz build registered none"
     fi
 
     step "Linux ASan+UBSan: tests (unit, sandbox, daemon, adversarial, ...; not soak, compat)"

@@ -38,8 +38,10 @@ px_wine_start() {
 px_wine_pids_of() {
     local pid
     for pid in $(pgrep -f '(^|/)wine(64)?( |$)' || true); do
-        tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null |
-            grep -qxF "WINEPREFIX=$1" && echo "$pid"
+        # (not `tr | grep -q`: under a caller's pipefail an early grep
+        # exit could fail the pipe and miss the process)
+        grep -qxF "WINEPREFIX=$1" < <(tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null) &&
+            echo "$pid"
     done
     return 0
 }
