@@ -491,6 +491,10 @@ int svcfix_wine_creation_failure(svcfix_wine_fails_t *f, const char *status,
     f->exit_9009++;
     return 1;
   }
+  if (!strcmp(status, "nonzero_exit") && exit_code == 0xC0000142LL) {
+    f->dll_init++; /* STATUS_DLL_INIT_FAILED: seen once in a CI storm */
+    return 1;
+  }
   if (!strcmp(status, "error") && !strcmp(code, "spawn_failed") &&
       strstr(message, "process creation failed")) {
     f->spawn_failed++;
@@ -500,5 +504,5 @@ int svcfix_wine_creation_failure(svcfix_wine_fails_t *f, const char *status,
 }
 
 int svcfix_wine_fails_total(const svcfix_wine_fails_t *f) {
-  return f->exit_9009 + f->spawn_failed;
+  return f->exit_9009 + f->spawn_failed + f->dll_init;
 }

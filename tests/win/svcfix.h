@@ -68,17 +68,21 @@ void svcfix_assert_no_job_process(unsigned ms);
 typedef struct {
   int exit_9009;    /* cmd.exe in the job could not start the program */
   int spawn_failed; /* the service's CreateProcessAsUserW failed */
+  int dll_init;     /* the process was made but Wine's loader failed it */
 } svcfix_wine_fails_t;
 /* Under Wine, 1 when a result - its status, error code and message and
  * exit code - is one of Wine's process-creation failures: `nonzero_exit`
- * with exit code 9009 (cmd.exe: "not recognized"), or `error` with code
- * `spawn_failed` and "process creation failed" in the message; counted
- * in *f by kind. 0 otherwise, and always on Windows, where neither may
- * pass as Wine's. NULL strings count as empty. */
+ * with exit code 9009 (cmd.exe: "not recognized") or 0xC0000142
+ * (STATUS_DLL_INIT_FAILED: the process was created and Wine's loader
+ * failed it before the program ran), or `error` with code `spawn_failed`
+ * and "process creation failed" in the message; counted in *f by kind.
+ * 0 otherwise, and always on Windows, where none may pass as Wine's (a
+ * real 0xC0000142 there is a desktop-heap or DLL fault to look at). NULL
+ * strings count as empty. */
 int svcfix_wine_creation_failure(svcfix_wine_fails_t *f, const char *status,
                                  const char *code, const char *message,
                                  long long exit_code);
-/* Both kinds together. */
+/* All kinds together. */
 int svcfix_wine_fails_total(const svcfix_wine_fails_t *f);
 
 /* A client on the service's default pipe (fails the test if none). */
