@@ -79,6 +79,7 @@ PX_TEST_ENTRY(pool, pool_daemon_sigkill_leaves_nothing, 60)
 PX_TEST_ENTRY(pool, pool_slot_root_matches_cold, 60)
 PX_TEST_ENTRY(pool, pool_refill_workers_keep_size, 60)
 PX_TEST_ENTRY(pool, pool_job_waits_for_slot_being_made, 60)
+PX_TEST_ENTRY(pool, pool_exec_of_written_files_never_busy, 120)
 /* watchdog/linux/disk.c: tests/linux/test_job_disk.c */
 PX_TEST_ENTRY(disk, disk_dir_fill_enospc, 60)
 PX_TEST_ENTRY(disk, disk_dir_files_cap, 60)

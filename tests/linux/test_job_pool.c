@@ -450,3 +450,71 @@ TEST_IMPL(pool_job_waits_for_slot_being_made) {
   th_close(&b);
   return 0;
 }
+
+/* Jobs that execute the file the backend has just written for them, four
+ * at a time, while other jobs and slots are cloned: none may fail with
+ * ETXTBSY. Without the fence (px_fence.h) a child cloned while another
+ * job's file was open for writing holds that write descriptor until its
+ * own set-up ends, and the other job's execve of its file fails. */
+typedef struct {
+  th_backend_t *b;
+  int idx, failed;
+} exec_arg_t;
+
+#define HEAD "#!/bin/sh\necho ran\nexit 0\n"
+
+static void exec_written_jobs(void *arg) {
+  exec_arg_t *a = arg;
+  /* A script of 1 MiB (a comment fills it, as a static binary would):
+   * writing it takes long enough for clones to overlap. */
+  size_t len = 1u << 20;
+  unsigned char *script = malloc(len);
+  const char *argv[] = {"./run.sh", NULL};
+  px_job_file_t f = {"run.sh", script, len};
+  int round;
+  if (!script) {
+    a->failed = 1;
+    return;
+  }
+  memset(script, '#', len);
+  memcpy(script, HEAD, sizeof HEAD - 1);
+  for (round = 0; round < 12; round++) {
+    th_run_t r = {0};
+    px_job_spec_t s;
+    th_spec(&s, argv);
+    s.files = &f;
+    s.nfiles = 1;
+    s.first_file_executable = 1;
+    if (th_run(a->b, &s, &r) != 0 || r.o.exit_code != 0 ||
+        strcmp(px_buf_cstr(&r.out), "ran\n") != 0) {
+      fprintf(stderr, "thread %d job %d: prepare %d start %d exit %lld: "
+              "\"%s\" \"%s\"\n", a->idx, round, r.prepare_rc, r.start_rc,
+              r.o.exit_code, px_buf_cstr(&r.out), px_buf_cstr(&r.err));
+      a->failed++;
+    }
+    th_free(&r);
+  }
+  free(script);
+}
+
+TEST_IMPL(pool_exec_of_written_files_never_busy) {
+  th_backend_t b;
+  px_thread_t t[4];
+  exec_arg_t a[4];
+  int i, failed = 0;
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open_pool(&b, NULL, 0, 2));
+  for (i = 0; i < 4; i++) {
+    a[i].b = &b;
+    a[i].idx = i;
+    a[i].failed = 0;
+    ASSERT_OK(px_thread_create(&t[i], exec_written_jobs, &a[i]));
+  }
+  for (i = 0; i < 4; i++)
+    px_thread_join(t[i]);
+  for (i = 0; i < 4; i++)
+    failed += a[i].failed;
+  ASSERT_EQ(failed, 0);
+  th_close(&b);
+  return 0;
+}

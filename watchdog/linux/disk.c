@@ -41,6 +41,7 @@
 #include "watchdog/linux/linux_int.h"
 
 #include "px/px_error.h"
+#include "px/px_fence.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
 
@@ -140,7 +141,9 @@ static int run_mkfs(const px__lnx_backend_t *be, const char *img,
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  px_fence_clone_begin();
   rc = posix_spawn(&pid, be->mkfs, &fa, NULL, argv, envp);
+  px_fence_clone_end();
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0)
     return PX_LOG_ERRNO(PX_ESANDBOX, rc, "posix_spawn(mke2fs)");

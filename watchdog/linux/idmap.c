@@ -1,6 +1,8 @@
 /* idmap.c - a user namespace for idmapped mounts (idmap.h). */
 #include "watchdog/linux/idmap.h"
 
+#include "px/px_fence.h"
+
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -41,6 +43,7 @@ int px__lnx_idmap_userns(unsigned long outer_uid, unsigned long inner_uid,
   pid_t pid;
   if (pipe2(sync_p, O_CLOEXEC) != 0)
     return -1;
+  px_fence_clone_begin();
   pid = fork();
   if (pid == 0) {
     c = unshare(CLONE_NEWUSER) == 0 ? 'u' : 'x';
@@ -48,6 +51,7 @@ int px__lnx_idmap_userns(unsigned long outer_uid, unsigned long inner_uid,
       pause();
     _exit(0);
   }
+  px_fence_clone_end();
   close(sync_p[1]);
   ok = pid > 0 && read(sync_p[0], &c, 1) == 1 && c == 'u';
   close(sync_p[0]);

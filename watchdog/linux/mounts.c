@@ -25,6 +25,7 @@
 #include "watchdog/linux/linux_int.h"
 
 #include "px/px_error.h"
+#include "px/px_fence.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
 
@@ -245,21 +246,25 @@ static int covered(const px__mnt_plan_t *plan, const char *stage,
  * is followed (the directory is the daemon's own). */
 static int write_host_file(int dir_fd, const char *name, const char *text) {
   size_t len = strlen(text), off = 0;
-  int fd = openat(dir_fd, name,
-                  O_CREAT | O_TRUNC | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0)
+  int fd, rc = 0;
+  px_fence_write_begin(); /* px_fence.h */
+  fd = openat(dir_fd, name,
+              O_CREAT | O_TRUNC | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    px_fence_write_end();
     return PX_LOG_ERRNO(PX_EIO, errno, "open(etc file)");
-  while (off < len) {
+  }
+  while (rc == 0 && off < len) {
     ssize_t n = write(fd, text + off, len - off);
-    if (n <= 0) {
-      close(fd);
-      return PX_LOG_ERRNO(PX_EIO, n < 0 ? errno : EIO, "write(etc file)");
-    }
-    off += (size_t)n;
+    if (n <= 0)
+      rc = PX_LOG_ERRNO(PX_EIO, n < 0 ? errno : EIO, "write(etc file)");
+    else
+      off += (size_t)n;
   }
   fchmod(fd, 0644);
   close(fd);
-  return 0;
+  px_fence_write_end();
+  return rc;
 }
 
 /* /etc/passwd, group, nsswitch.conf, hosts: who the job is and where
@@ -780,34 +785,44 @@ static int open_parent(int top, char *rel, char **base, uid_t uid,
   return fd;
 }
 
+/* All of f's data to fd. */
+static int write_data(int fd, const px_job_file_t *f) {
+  size_t off = 0;
+  while (off < f->len) {
+    ssize_t n = write(fd, f->data + off, f->len - off);
+    if (n <= 0)
+      return PX_LOG_ERRNO(errno == ENOSPC ? PX_ENOSPC : PX_EIO,
+                          n < 0 ? errno : EIO, "write(job file)");
+    off += (size_t)n;
+  }
+  return 0;
+}
+
+/* One job file, inside the fence (px_fence.h): no process cloned meanwhile
+ * holds its write descriptor when the job executes it. */
 static int write_one(int top, const px_job_file_t *f, int exec, uid_t uid,
                      gid_t gid) {
   char rel[1100];
   char *base;
-  size_t off = 0;
-  int pfd, fd, rc = 0;
+  int pfd, fd, rc;
   if (!px__relpath_ok(f->path) || px_strlcpy(rel, f->path, sizeof rel) != 0)
     return PX_EINVAL;
   pfd = open_parent(top, rel, &base, uid, gid);
   if (pfd < 0)
     return PX_LOG_ERRNO(PX_ESANDBOX, errno, "openat(job subdir)");
+  px_fence_write_begin();
   fd = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
               exec ? 0755 : 0644);
   close(pfd);
-  if (fd < 0)
+  if (fd < 0) {
+    px_fence_write_end();
     return PX_LOG_ERRNO(PX_ESANDBOX, errno, "openat(job file)");
-  while (off < f->len) {
-    ssize_t n = write(fd, f->data + off, f->len - off);
-    if (n <= 0) {
-      rc = PX_LOG_ERRNO(errno == ENOSPC ? PX_ENOSPC : PX_EIO, errno,
-                        "write(job file)");
-      break;
-    }
-    off += (size_t)n;
   }
+  rc = write_data(fd, f);
   if (rc == 0 && fchown(fd, uid, gid) != 0 && errno != EPERM)
     rc = PX_LOG_ERRNO(PX_ESANDBOX, errno, "fchown(job file)");
   close(fd);
+  px_fence_write_end();
   return rc;
 }
 

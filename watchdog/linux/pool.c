@@ -40,6 +40,7 @@
 #include "watchdog/linux/linux_int.h"
 
 #include "px/px_error.h"
+#include "px/px_fence.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
 
@@ -569,9 +570,15 @@ pid_t px__slot_spawn(px__slot_t *s, px_sandbox_t *sb) {
   int rc;
   sb->slot_mnt_fd = s->mnt_fd; /* moved: dropped after the job */
   s->mnt_fd = -1;
-  if (write(s->cmd[1], &addr, sizeof addr) != (ssize_t)sizeof addr)
+  /* The stub clones the job (sharing our descriptor table) between our
+   * command and its answer. */
+  px_fence_clone_begin();
+  if (write(s->cmd[1], &addr, sizeof addr) != (ssize_t)sizeof addr) {
+    px_fence_clone_end();
     return -1;
+  }
   rc = read_res(s, &r);
+  px_fence_clone_end();
   reap_stub(s, rc != 0); /* gone before the job runs: pids counts the job */
   if (rc != 0) {
     errno = EIO;

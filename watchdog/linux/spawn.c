@@ -24,6 +24,7 @@
 #include "watchdog/linux/linux_int.h"
 
 #include "px/px_error.h"
+#include "px/px_fence.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
 
@@ -360,30 +361,13 @@ static size_t cat(char *dst, size_t off, size_t cap, const char *s,
   return off + n;
 }
 
-/* execve, again while the file is busy: ETXTBSY means some process still
- * holds it open for writing, and the one that does is the daemon's own
- * child of the same moment (a slot or a job being cloned while the job's
- * files were written: it closes its copy of the descriptor at once). A
- * few retries over at most ~50 ms, then the error stands. */
-static void exec_busy_retry(const char *path, char *const argv[],
-                            char *const envp[]) {
-  struct timespec ts = {0, 2 * 1000 * 1000};
-  int i;
-  for (i = 0; i < 25; i++) {
-    execve(path, argv, envp);
-    if (errno != ETXTBSY)
-      return;
-    nanosleep(&ts, NULL);
-  }
-}
-
 /* execve argv[0], searching PATH for a bare name like execvp. */
 static int child_exec(const px__plan_t *p) {
   const char *prog = p->argv[0], *dir = p->search_path;
   char buf[PX_LNX_PATH_MAX];
   int err = ENOENT;
   if (strchr(prog, '/')) {
-    exec_busy_retry(prog, p->argv, p->envp);
+    execve(prog, p->argv, p->envp);
     return errno;
   }
   while (dir && *dir) {
@@ -393,7 +377,7 @@ static int child_exec(const px__plan_t *p) {
     off = cat(buf, off, sizeof buf, "/", 1);
     off = cat(buf, off, sizeof buf, prog, strlen(prog));
     if (off < sizeof buf) {
-      exec_busy_retry(buf, p->argv, p->envp);
+      execve(buf, p->argv, p->envp);
       if (errno != ENOENT && errno != ENOTDIR)
         err = errno;
     }
@@ -624,7 +608,9 @@ static void spawner_main(void *arg) {
       continue;
     }
     errno = 0;
+    px_fence_clone_begin();
     pid = sp->fn(sp->arg);
+    px_fence_clone_end();
     sp->pid = pid;
     sp->err = pid < 0 ? errno : 0;
     sp->done = 1;

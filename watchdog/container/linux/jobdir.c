@@ -18,6 +18,7 @@
 #include "watchdog/container/dk_int.h"
 
 #include "px/px_error.h"
+#include "px/px_fence.h"
 #include "px/px_log.h"
 
 #include <errno.h>
@@ -104,9 +105,11 @@ static int host_run(host_fn fn, void *arg) {
   } else if (pipe2(p, O_CLOEXEC) != 0) {
     rc = fail(&e, "pipe2(host namespace helper)");
   } else {
+    px_fence_clone_begin();
     pid = fork();
     if (pid == 0)
       child(fn, arg, p[1]);
+    px_fence_clone_end();
     close(p[1]);
     rc = pid < 0 ? fail(&e, "fork(host namespace helper)") : 0;
     if (pid > 0 && read(p[0], &e, sizeof e) == (ssize_t)sizeof e)
