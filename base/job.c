@@ -127,3 +127,15 @@ int px_env_name_valid(const char *s) {
       return 0;
   return 1;
 }
+
+void px_request_limits_default(px_request_limits_t *l) {
+  l->max_code_bytes = 1024u * 1024u;
+  l->max_files = 64;
+  l->max_file_bytes = 4u * 1024u * 1024u;
+  l->max_total_bytes = 12u * 1024u * 1024u;
+  l->max_args = 256;
+  l->max_env = 64;
+  l->max_path_len = 200;
+  l->max_env_name_len = 128;
+  l->max_env_value_bytes = 32767; /* the Windows limit of one variable */
+}

@@ -15,6 +15,7 @@
 
 #include "px/px_error.h"
 #include "px/px_util.h"
+#include "px/px_policy.h"
 #include "px/px_request.h"
 
 #include <stdarg.h>

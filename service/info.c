@@ -1,8 +1,11 @@
-/* info.c - the `describe` and `metrics` answers (docs/protocol.md 4.5,
- * 4.6). Both are read-only views a client may ask for at any time:
+/* info.c - the `describe`, `metrics` and `status` answers (docs/protocol.md
+ * 4.5, 4.6, 4.2). Read-only views a client may ask for at any time:
  * describe tells a client (an agent's tool schema, phoenixctl's runtime
  * choice) what the service offers and what this client may use; metrics
- * copies the engine's counters for a scraper.
+ * copies the engine's counters for a scraper; status is the engine's
+ * state (queue, counters, pool, containers, attestation). They are the
+ * service's, not the codec's: they read the engine's and the config's
+ * types, which the protocol library does not know.
  *
  * Integers go out as exact decimal text (as in encode.c); strings from
  * the configuration are quoted with px_json_quote.
@@ -233,5 +236,117 @@ char *px__encode_metrics(const px_metrics_t *m, const px_status_info_t *st) {
           add_u64(kb, "rollback_failures", m->kb_rollback_failures) ||
           add_histogram(o, "queue_wait", &m->queue_wait) ||
           add_histogram(o, "run_wall", &m->run_wall);
+  return finish(o, bad);
+}
+
+/* ---- status ---- */
+
+/* The report as its own object (px_attest_to_json). */
+static int add_attestation(cJSON *o, const char *name,
+                           const px_attest_report_t *r) {
+  char *json = px_attest_to_json(r);
+  int bad = json ? (cJSON_AddRawToObject(o, name, json) ? 0 : 1) : 1;
+  free(json);
+  return bad;
+}
+
+static int add_queue(cJSON *o, const px_status_info_t *s) {
+  static const char *const names[PX_PRIO_COUNT] = {"critical", "high", "normal",
+                                                   "low"};
+  cJSON *q = add_object(o, "queue");
+  int bad = !q, i;
+  for (i = 0; q && i < PX_PRIO_COUNT; i++)
+    bad |= add_u64(q, names[i], s->queue[i]);
+  if (q)
+    bad |= add_u64(q, "max", s->queue_max);
+  return bad;
+}
+
+static int add_counters(cJSON *o, const px_status_info_t *s) {
+  static const px_status_t order[] = {PX_STATUS_OK,     PX_STATUS_NONZERO_EXIT,
+                                      PX_STATUS_KILLED, PX_STATUS_REJECTED,
+                                      PX_STATUS_ERROR,  PX_STATUS_CANCELLED,
+                                      PX_STATUS_ABORTED};
+  cJSON *c = add_object(o, "counters");
+  int bad;
+  size_t i;
+  if (!c)
+    return 1;
+  bad = add_u64(c, "accepted", s->accepted);
+  for (i = 0; i < sizeof order / sizeof order[0]; i++)
+    bad |= add_u64(c, px_status_name(order[i]), s->counters[order[i]]);
+  return bad;
+}
+
+/* "gate": {"path", "state": "ok"|"unusable"|"unchecked", "reason"}: the
+ * gate's check at start ("unchecked": the engine did not answer). */
+static int add_gate(cJSON *c, const px_status_info_t *s) {
+  cJSON *g = add_object(c, "gate");
+  const char *st = !s->container_gate_checked ? "unchecked"
+                   : s->container_gate_error  ? "unusable"
+                                              : "ok";
+  if (!g)
+    return 1;
+  return add_str(g, "path", s->container_gate ? s->container_gate : "") |
+         add_str(g, "state", st) |
+         (s->container_gate_error ? add_str(g, "reason", s->container_gate_error)
+                                  : 0);
+}
+
+/* "containers": {"engine": "ok"|"unavailable", "available": bool, "gate":
+ * {...}, "images_missing": [{"runtime", "image"}]}: image runtimes whose
+ * jobs will fail ("available" false: all of them). */
+static int add_containers(cJSON *o, const px_status_info_t *s) {
+  cJSON *c = add_object(o, "containers"), *arr;
+  size_t i;
+  int bad;
+  if (!c)
+    return 1;
+  bad = add_str(c, "engine", s->container_engine_up ? "ok" : "unavailable");
+  bad |= add_bool(c, "available",
+                  s->container_engine_up && !s->container_gate_error);
+  bad |= add_gate(c, s);
+  arr = cJSON_AddArrayToObject(c, "images_missing");
+  bad |= !arr;
+  for (i = 0; arr && i < s->nmissing; i++) {
+    cJSON *m = cJSON_CreateObject();
+    if (!m || !cJSON_AddItemToArray(arr, m)) {
+      cJSON_Delete(m);
+      return 1;
+    }
+    bad |= add_str(m, "runtime", s->missing_runtime[i]) |
+           add_str(m, "image", s->missing_image[i]);
+  }
+  return bad;
+}
+
+char *px__encode_status(const px_status_info_t *s) {
+  cJSON *o = cJSON_CreateObject();
+  int bad;
+  if (!o)
+    return NULL;
+  bad = add_str(o, "type", "status");
+  bad |= add_str(o, "version", s->version ? s->version : "");
+  bad |= add_str(o, "backend", s->backend ? s->backend : "");
+  bad |= px_encode_add_enforcement(o, "enforcement_available", s->enforcement_available);
+  bad |= add_queue(o, s);
+  bad |= add_u64(o, "running", s->running);
+  bad |= add_u64(o, "workers", s->workers);
+  bad |= add_bool(o, "paused", s->paused);
+  bad |= add_counters(o, s);
+  bad |= add_u64(o, "uptime_ms", s->uptime_ms);
+  if (s->has_pool) {
+    cJSON *p = add_object(o, "pool");
+    bad |= !p;
+    if (p)
+      bad |= add_u64(p, "size", s->pool_size) |
+             add_u64(p, "ready", s->pool_ready) |
+             add_u64(p, "taken", s->pool_taken) |
+             add_u64(p, "cold", s->pool_cold);
+  }
+  if (s->has_containers)
+    bad |= add_containers(o, s);
+  if (s->attestation)
+    bad |= add_attestation(o, "attestation", s->attestation);
   return finish(o, bad);
 }

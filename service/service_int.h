@@ -44,6 +44,10 @@ int px__service_may_run(px_service_t *svc, char *why, size_t whysz);
 char *px__encode_describe(const px_service_t *svc, const px_client_policy_t *pol,
                           const char *backend);
 char *px__encode_metrics(const px_metrics_t *m, const px_status_info_t *st);
+/* The `status` answer (info.c): enforcement_available as a list of names,
+ * queue as {critical, high, normal, low, max}, counters as {accepted, ok,
+ * ...}. malloc'd JSON, NULL on OOM. */
+char *px__encode_status(const px_status_info_t *s);
 
 /* The engine event callback of every session (session.c). */
 void px__session_on_event(void *ctx, const px_engine_event_t *ev);

@@ -24,6 +24,7 @@
 #include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
+#include "px/px_policy.h"
 #include "px/px_request.h"
 #include "px/px_encode.h"
 #include "px/px_engine.h"
@@ -138,7 +139,7 @@ static void send_status(px_session_t *s) {
     px_service_attestation(s->svc, a);
     st.attestation = a;
   }
-  send_locked(s, px_encode_status(&st));
+  send_locked(s, px__encode_status(&st));
   free(a);
 }
 

@@ -12,10 +12,7 @@
 
 #include "px/px_audit.h"
 #include "px/px_job.h"
-#include "px/px_kb.h"
-#include "px/px_outguard.h"
 #include "px/px_log.h"
-#include "px/px_request.h"
 #include "px/px_result.h"
 
 #include <stddef.h>
@@ -34,7 +31,7 @@ typedef enum {
   PX_DISCONNECT_CANCEL = 0,
   PX_DISCONNECT_FINISH
 } px_on_disconnect_t;
-/* kb.snapshot and output.overflow reuse their components' enums. */
+/* kb.snapshot and output.overflow: their enums are px_job.h's. */
 typedef px_kb_mode_t px_kb_snapshot_t;
 typedef enum { PX_INTEGRITY_LOW = 0, PX_INTEGRITY_UNTRUSTED } px_integrity_t;
 
@@ -330,27 +327,7 @@ const px_client_policy_t *px_config_match_client(const px_config_t *cfg,
 
 /* ---- policy ---- */
 
-/* Admit a parsed `run` for this client and build its job spec.
- *   unknown runtime                     -> unknown_runtime
- *   unknown capability string           -> bad_request
- *   capability (or the runtime's own) not allowed -> capability_denied
- *   priority above the client's maximum -> forbidden (never lowered)
- *   a limit above its maximum           -> limit_exceeds_policy (never
- *                                          clamped; res:large_mem and
- *                                          res:high_cpu unlock the higher
- *                                          maxima)
- *   env name invalid or reserved, entry file name taken by a request
- *   file                                -> bad_request
- * On success returns 0 and fills *spec (free with px_job_spec_free; the
- * spec owns copies of everything; spec->key is left empty for the engine).
- * On a refusal returns PX_EPOLICY and fills reject_out (id, status
- * rejected, exit_code -1, error code and message); *spec is then empty.
- * PX_ENOMEM on OOM. Does not run the audit: call px_audit_run too. */
-int px_policy_admit(const px_config_t *cfg, const px_client_policy_t *client,
-                    const px_run_request_t *req, px_job_spec_t *spec,
-                    px_result_t *reject_out);
-/* (A spec built by px_policy_admit is released with px_job_spec_free,
- * px_job.h.) */
+/* px_policy_admit, which reads a parsed request: px/px_policy.h. */
 
 /* 1 if the client may hold capability string cap ("kb:read",
  * "dev:python"). */

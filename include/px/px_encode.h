@@ -1,14 +1,12 @@
 /* px_encode.h - the service's messages to clients, encoded as JSON
- * (accepted, started, output, result, error, status, attestation, KB
- * answers). See docs/protocol.md.
+ * (accepted, started, output, result, error, attestation, KB answers;
+ * `status`, `describe` and `metrics` are the service's: service/info.c). See docs/protocol.md.
  */
 #ifndef PX_ENCODE_H
 #define PX_ENCODE_H
 
 #include "px/px_attest.h"
-#include "px/px_engine.h"
 #include "px/px_job.h"
-#include "px/px_kb.h"
 #include "px/px_result.h"
 #include "px/px_util.h"
 
@@ -39,9 +37,12 @@ char *px_encode_result(const px_result_t *r);
 char *px_encode_error(const char *id, px_code_t code, const char *message);
 char *px_encode_pong(void);
 
-/* `status`: enforcement_available as a list of names, queue as
- * {critical, high, normal, low, max}, counters as {accepted, ok, ...}. */
-char *px_encode_status(const px_status_info_t *s);
+/* Add to object o the array `name` of the names of the enforcement bits
+ * set in mask (px_enforcement_name, bit order): for encoders of other
+ * layers (the service's `status`). 0, or 1 on OOM. */
+struct cJSON;
+int px_encode_add_enforcement(struct cJSON *o, const char *name,
+                              uint64_t mask);
 /* `attestation` {time, state, duration_ms, checks}: the answer to an
  * `attest` request (docs/protocol.md). */
 char *px_encode_attestation(const px_attest_report_t *r);

@@ -262,6 +262,40 @@ unsigned px_env_reserved(const char *name);
  * bytes (config runtime env and request env alike). */
 int px_env_name_valid(const char *name);
 
+/* ---- what the layers above share as plain settings ----
+ * (The configuration sets them, the KB, the output guard and the request
+ * parser obey them: defined here so config needs none of those.) */
+
+/* When the KB is snapshotted (config kb.snapshot). */
+typedef enum {
+  PX_KB_SNAPSHOT_ALWAYS = 0, /* before every job (default) */
+  PX_KB_SNAPSHOT_WRITERS = 1 /* only before jobs holding kb:write */
+} px_kb_mode_t;
+
+/* What output past its limit does (config output.overflow). */
+typedef enum {
+  PX_OVERFLOW_KILL = 0, /* config output_overflow: "kill" (default) */
+  PX_OVERFLOW_TRUNCATE  /* "truncate" */
+} px_overflow_t;
+
+/* Limits on a request's shape (config `request`; the defaults, in
+ * brackets, come from px_request_limits_default). Exceeding one is a
+ * bad_request naming the field (the parser, px_request.h). */
+typedef struct {
+  size_t max_code_bytes;      /* [1 MiB] `code` */
+  size_t max_files;           /* [64] entries of `files` */
+  size_t max_file_bytes;      /* [4 MiB] one file, decoded */
+  size_t max_total_bytes;     /* [12 MiB] code + stdin + decoded files */
+  size_t max_args;            /* [256] entries of `args` */
+  size_t max_env;             /* [64] entries of `env` */
+  size_t max_path_len;        /* [200] bytes of one file path */
+  size_t max_env_name_len;    /* [128] bytes of one env name; 0: default */
+  size_t max_env_value_bytes; /* [32767] bytes of one env value; 0: default */
+} px_request_limits_t;
+
+/* Fill *l with the defaults above. */
+void px_request_limits_default(px_request_limits_t *l);
+
 #ifdef __cplusplus
 }
 #endif

@@ -25,11 +25,6 @@ extern "C" {
 
 typedef struct px_kb_s px_kb_t;
 
-typedef enum {
-  PX_KB_SNAPSHOT_ALWAYS = 0, /* before every job (default) */
-  PX_KB_SNAPSHOT_WRITERS = 1 /* only before jobs holding kb:write */
-} px_kb_mode_t;
-
 typedef struct {
   const char *name; /* [A-Za-z0-9_-]{1,32}, unique: "mind" */
   const char *path; /* absolute host path of an existing directory */
@@ -69,14 +64,6 @@ typedef struct {
   uint64_t snapshots_reused; /* KB unchanged since the newest: its id reused */
   uint64_t rollbacks;      /* rollbacks run (recovery included) */
 } px_kb_stats_t;
-
-/* One snapshot of the store (px_kb_list). */
-typedef struct {
-  char *id;            /* sortable: "20261125T221836.123Z-0001", owned */
-  uint64_t created_ms; /* wall clock, ms since the Unix epoch */
-  uint64_t entries;    /* files, directories and links in the manifest */
-  uint64_t bytes;      /* sum of file sizes */
-} px_kb_snapinfo_t;
 
 typedef struct {
   uint64_t snapshots_removed;

@@ -44,11 +44,6 @@ extern "C" {
 #define PX_OUTGUARD_DEFAULT_BURST (256u * 1024u)       /* bytes */
 #define PX_OUTGUARD_MAX_PAUSE_MS 1000u /* one answer never pauses longer */
 
-typedef enum {
-  PX_OVERFLOW_KILL = 0, /* config output_overflow: "kill" (default) */
-  PX_OVERFLOW_TRUNCATE  /* "truncate" */
-} px_overflow_t;
-
 /* Receives a streamed chunk: valid UTF-8, len > 0. Called from inside
  * px_outguard_feed or px_outguard_flush. */
 typedef void (*px_outguard_emit_fn)(void *ctx, px_stream_t stream,

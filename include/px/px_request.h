@@ -91,23 +91,6 @@ typedef struct {
   char message[256]; /* names the field for bad_request */
 } px_parse_error_t;
 
-/* Limits on a request's shape (from config; defaults in
- * px_request_limits_default, shown in brackets, the same as config's
- * `request` defaults). Exceeding one is a bad_request naming the field. */
-typedef struct {
-  size_t max_code_bytes;      /* [1 MiB] `code` */
-  size_t max_files;           /* [64] entries of `files` */
-  size_t max_file_bytes;      /* [4 MiB] one file, decoded */
-  size_t max_total_bytes;     /* [12 MiB] code + stdin + decoded files */
-  size_t max_args;            /* [256] entries of `args` */
-  size_t max_env;             /* [64] entries of `env` */
-  size_t max_path_len;        /* [200] bytes of one file path */
-  size_t max_env_name_len;    /* [128] bytes of one env name; 0: default */
-  size_t max_env_value_bytes; /* [32767] bytes of one env value; 0: default */
-} px_request_limits_t;
-
-/* Fill *l with the defaults above. */
-void px_request_limits_default(px_request_limits_t *l);
 
 /* Parse one payload (UTF-8 JSON object) into *req. limits may be NULL
  * (defaults). Returns 0 (free *req with px_request_free), PX_EPROTO with

@@ -91,6 +91,14 @@ typedef struct {
   char *message; /* owned */
 } px_audit_finding_t;
 
+/* One snapshot of the store (px_kb_list; the `kb_snapshots` answer). */
+typedef struct {
+  char *id;            /* sortable: "20261125T221836.123Z-0001", owned */
+  uint64_t created_ms; /* wall clock, ms since the Unix epoch */
+  uint64_t entries;    /* files, directories and links in the manifest */
+  uint64_t bytes;      /* sum of file sizes */
+} px_kb_snapinfo_t;
+
 typedef struct {
   char *path;   /* relative to its root, prefixed "root/" ("mind/a.txt") */
   char *action; /* "restored", "removed", "modified_kept", ... (static) */

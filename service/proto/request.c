@@ -36,18 +36,6 @@ typedef struct {
   px_parse_error_t *err;
 } ctx_t;
 
-void px_request_limits_default(px_request_limits_t *l) {
-  l->max_code_bytes = 1024u * 1024u;
-  l->max_files = 64;
-  l->max_file_bytes = 4u * 1024u * 1024u;
-  l->max_total_bytes = 12u * 1024u * 1024u;
-  l->max_args = 256;
-  l->max_env = 64;
-  l->max_path_len = 200;
-  l->max_env_name_len = 128;
-  l->max_env_value_bytes = 32767; /* the Windows limit of one variable */
-}
-
 /* Cut s back so it ends on a whole UTF-8 character. */
 static void trim_utf8(char *s) {
   size_t len = strlen(s);

@@ -3,6 +3,7 @@
  * back to the same text, and a run admission and an audit over it must
  * not crash. */
 #include "px/px_config.h"
+#include "px/px_policy.h"
 #include "px/px_error.h"
 #include "px/px_request.h"
 

@@ -7,6 +7,7 @@
 #include "px/px_encode.h"
 #include "px/px_util.h"
 #include "px/px_engine.h"
+#include "service/service_int.h"
 
 #include <cjson/cJSON.h>
 
@@ -199,7 +200,7 @@ TEST_IMPL(encode_status_shape) {
   st.counters[PX_STATUS_OK] = 7;
   st.counters[PX_STATUS_ABORTED] = 1;
   st.uptime_ms = UINT64_C(1) << 60;
-  s = px_encode_status(&st);
+  s = px__encode_status(&st);
   o = parsed(s);
   assert_keys(o, "type,version,backend,enforcement_available,queue,running,"
                  "workers,paused,counters,uptime_ms");

@@ -4,6 +4,7 @@
 #include "task.h"
 
 #include "px/px_config.h"
+#include "px/px_policy.h"
 #include "px/px_error.h"
 #include "px/px_request.h"
 
