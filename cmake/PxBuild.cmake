@@ -69,20 +69,68 @@ function(px_target_defaults target)
   endif()
 endfunction()
 
+# A layer library (docs/development.md, "Layout"). Its public headers are
+# <folder>/include/px/*.h, passed on to whatever links it; its own folder
+# is its private include path, never passed on; it may include only the
+# headers of the layers it USES (linked PUBLIC: what a layer's headers
+# name, its users see too). So an include that climbs a layer, or reaches
+# into another folder's private header, does not compile
+# (tools/check-layers.py proves it for every pair). Also made: <target>_
+# internal, an interface library with the private path, for the white-box
+# tests alone (px_whitebox).
+#   px_layer(<target> [INTERFACE] [USES <libs...>] [SOURCES <srcs...>])
+function(px_layer target)
+  cmake_parse_arguments(A "INTERFACE" "" "USES;SOURCES" ${ARGN})
+  set(dir ${CMAKE_CURRENT_SOURCE_DIR})
+  if(A_INTERFACE)
+    add_library(${target} INTERFACE)
+    target_include_directories(${target} INTERFACE ${dir}/include)
+    target_link_libraries(${target} INTERFACE ${A_USES})
+    return()
+  endif()
+  add_library(${target} STATIC ${A_SOURCES})
+  if(EXISTS ${dir}/include)
+    target_include_directories(${target} PUBLIC ${dir}/include)
+  endif()
+  target_include_directories(${target} PRIVATE ${dir})
+  target_link_libraries(${target} PUBLIC ${A_USES})
+  px_target_defaults(${target})
+  add_library(${target}_internal INTERFACE)
+  target_include_directories(${target}_internal INTERFACE ${dir})
+  set_property(GLOBAL APPEND PROPERTY PX_LAYERS ${target})
+endfunction()
+
 # An executable of this project: static on Windows so it runs on a bare
-# machine; the repository root on its own include path (private headers).
-#   px_executable(<target> [LIBS <libs...>])   default LIBS px_core
+# machine. Its own folder is its private include path; WHITEBOX (tests/
+# and bench/ only) adds what px_whitebox adds.
+#   px_executable(<target> [WHITEBOX] [LIBS <libs...>])  default LIBS px_service
 function(px_executable target)
-  cmake_parse_arguments(A "" "" "LIBS" ${ARGN})
+  cmake_parse_arguments(A "WHITEBOX" "" "LIBS" ${ARGN})
   if(NOT A_LIBS)
-    set(A_LIBS px_core)
+    set(A_LIBS px_service)
   endif()
   px_target_defaults(${target})
-  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
+  target_include_directories(${target} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   target_link_libraries(${target} PRIVATE ${A_LIBS})
   if(PX_IS_WINDOWS)
     target_link_options(${target} PRIVATE ${PX_LINK_STATIC})
   endif()
+  if(A_WHITEBOX)
+    px_whitebox(${target})
+  endif()
+endfunction()
+
+# A white-box test or benchmark executable: the repository root (its own
+# headers, "tests/linux/job_helpers.h", and the layers' private headers by
+# their full path, "watchdog/linux/linux_int.h") and every layer's private
+# path (what those headers include) on its include path. Only tests/ and
+# bench/ call it: they test the layers from inside.
+function(px_whitebox target)
+  get_property(layers GLOBAL PROPERTY PX_LAYERS)
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
+  foreach(l ${layers})
+    target_link_libraries(${target} PRIVATE ${l}_internal)
+  endforeach()
 endfunction()
 
 # Register one ctest test that runs a group of a test executable.
@@ -112,8 +160,8 @@ function(px_add_fuzzer name)
   target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
   target_link_options(${name} PRIVATE -fsanitize=fuzzer)
   px_target_defaults(${name})
-  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
-  target_link_libraries(${name} PRIVATE px_core)
+  target_link_libraries(${name} PRIVATE px_service px_client)
+  px_whitebox(${name})
   set(corpus ${PROJECT_SOURCE_DIR}/tests/fuzz/corpus/${name})
   set(work ${CMAKE_CURRENT_BINARY_DIR}/${name}-corpus)
   add_test(NAME fuzz.${name}

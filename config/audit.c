@@ -10,7 +10,7 @@
  * hostile code cannot make the audit slow. The audit is a tripwire, not a
  * boundary: see docs/audit.md.
  */
-#include "config/config_int.h"
+#include "config_int.h"
 
 #include "px/px_error.h"
 #include "px/px_util.h"

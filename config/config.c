@@ -16,7 +16,7 @@
  * ZeroMQ endpoint without keys) are checked after the whole file is read.
  * The typed reads both this file and config_lists.c use are config_read.c.
  */
-#include "config/config_int.h"
+#include "config_int.h"
 
 #include "px/px_error.h"
 #include "px/px_util.h"

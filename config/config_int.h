@@ -8,7 +8,7 @@
 #ifndef PX_CONFIG_INT_H
 #define PX_CONFIG_INT_H
 
-#include "config/config_read.h"
+#include "config_read.h"
 #include "px/px_config.h"
 
 #include <cjson/cJSON.h>

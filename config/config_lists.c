@@ -6,7 +6,7 @@
  * built-in one of the same name whole; null removes it); `clients` is an
  * array and replaces the built-in list whole.
  */
-#include "config/config_int.h"
+#include "config_int.h"
 
 #include "px/px_error.h"
 #include "px/px_util.h"

@@ -3,7 +3,7 @@
  * duplicate keys, and exact integers for the printed form. Used by every
  * part of the parser (config.c, config_lists.c); uses none of them.
  */
-#include "config/config_read.h"
+#include "config_read.h"
 
 #include "px/px_error.h"
 #include "px/px_util.h"

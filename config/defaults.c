@@ -4,7 +4,7 @@
  * on the machine (%ProgramData%, the system directory) come from the
  * platform files.
  */
-#include "config/config_int.h"
+#include "config_int.h"
 
 #include "px/px_error.h"
 #include "px/px_util.h"

@@ -11,7 +11,7 @@
  * may be freed right after. Nothing is ever clamped: a request gets what it
  * asked for or a rejection that says why.
  */
-#include "config/config_int.h"
+#include "config_int.h"
 
 #include "px/px_error.h"
 #include "px/px_util.h"

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb/kb_int.h"
+#include "kb_int.h"
 #include "px/px_error.h"
 #include "px/px_fault.h"
 #include "px/px_log.h"

@@ -154,14 +154,7 @@ int px_kbfs_set_size(px_kbfs_file_t *f, uint64_t size);
 /* Host path separator. */
 char px_kbfs_sep(void);
 
-/* The privilege scope of one KB snapshot or rollback. Windows
- * (kb/win/priv.c): SeBackupPrivilege and SeRestorePrivilege enabled on an
- * impersonation copy of the service's token on the calling thread only,
- * for the duration; they stay disabled everywhere else. Linux: nothing
- * (root's capabilities are the process's). Scopes nest per thread; every
- * successful enter needs one leave on the same thread. 0, or PX_EACCES
- * when the privileges cannot be had (the operation must fail). */
-int px_kbfs_scope_enter(void);
-void px_kbfs_scope_leave(void);
+/* The privilege scope of a snapshot or rollback: px_os_priv_scope_enter
+ * (px/px_os.h). */
 
 #endif /* PX_KB_FS_H */

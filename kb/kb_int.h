@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kb/kb_fs.h"
+#include "kb_fs.h"
 #include "px/px_sha256.h"
 #include "px/px_kb.h"
 #include "px/px_os.h"

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb/kb_int.h"
+#include "kb_int.h"
 #include "px/px_error.h"
 #include "px/px_events.h"
 #include "px/px_log.h"
@@ -509,7 +509,7 @@ static int rollback(px_kb_t *kb, const px__kb_manifest_t *m, int journal,
 /* The rollback runs in the KB's privilege scope (kb_fs.h). */
 int px__kb_rollback(px_kb_t *kb, const px__kb_manifest_t *m, int journal,
                     px_kb_result_t *out) {
-  int rc = px_kbfs_scope_enter();
+  int rc = px_os_priv_scope_enter();
   if (rc) {
     out->present = 1;
     free(out->error);
@@ -520,6 +520,6 @@ int px__kb_rollback(px_kb_t *kb, const px__kb_manifest_t *m, int journal,
     return rc;
   }
   rc = rollback(kb, m, journal, out);
-  px_kbfs_scope_leave();
+  px_os_priv_scope_leave();
   return rc;
 }

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kb/kb_int.h"
+#include "kb_int.h"
 #include "px/px_error.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
@@ -193,10 +193,10 @@ static int snapshot_take(px_kb_t *kb, px__kb_manifest_t **out) {
 
 /* The snapshot runs in the KB's privilege scope (kb_fs.h). */
 int px__kb_snapshot_take(px_kb_t *kb, px__kb_manifest_t **out) {
-  int rc = px_kbfs_scope_enter();
+  int rc = px_os_priv_scope_enter();
   if (rc)
     return rc;
   rc = snapshot_take(kb, out);
-  px_kbfs_scope_leave();
+  px_os_priv_scope_leave();
   return rc;
 }

@@ -17,7 +17,7 @@
  */
 #include <string.h>
 
-#include "kb/kb_int.h"
+#include "kb_int.h"
 #include "px/px_error.h"
 #include "px/px_log.h"
 
@@ -59,7 +59,7 @@ static int sweep_dir(px_kbfs_dir_t *dir, unsigned depth, px__kb_tally_t *t) {
 
 int px__kb_sweep(px_kb_t *kb, px__kb_tally_t *t) {
   size_t i;
-  int rc = px_kbfs_scope_enter();
+  int rc = px_os_priv_scope_enter();
   memset(t, 0, sizeof *t);
   if (rc)
     return rc;
@@ -78,6 +78,6 @@ int px__kb_sweep(px_kb_t *kb, px__kb_tally_t *t) {
              kb->roots[i].name, kb->roots[i].path, px_strerror(rc));
     px_kbfs_close_dir(&dir);
   }
-  px_kbfs_scope_leave();
+  px_os_priv_scope_leave();
   return rc;
 }

@@ -20,8 +20,8 @@
  * The probe never decides: it reports what it observed; a missing line is
  * a failed check_complete, never a pass.
  */
-#include "service/attest_os.h"
-#include "service/service_int.h"
+#include "attest_os.h"
+#include "service_int.h"
 
 #include "px/px_error.h"
 #include "px/px_events.h"

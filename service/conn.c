@@ -1,5 +1,5 @@
 /* conn.c - one client connection of a stream transport (conn.h). */
-#include "service/conn.h"
+#include "conn.h"
 
 #include "px/px_error.h"
 #include "px/px_events.h"

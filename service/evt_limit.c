@@ -10,7 +10,7 @@
  * every sink call, so that happens only for a burst within one call),
  * else the shared overflow slot.
  */
-#include "service/evt_limit.h"
+#include "evt_limit.h"
 
 #include "px/px_error.h"
 #include "px/px_os.h"

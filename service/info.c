@@ -10,7 +10,7 @@
  * Integers go out as exact decimal text (as in encode.c); strings from
  * the configuration are quoted with px_json_quote.
  */
-#include "service/service_int.h"
+#include "service_int.h"
 
 #include "px/px_error.h"
 #include "px/px_metrics.h"

@@ -10,7 +10,7 @@
  *      (leftover cgroups / job directories).
  * Transports then open sessions (session.c) against it.
  */
-#include "service/service_int.h"
+#include "service_int.h"
 
 #include "px/px_error.h"
 #include "px/px_events.h"

@@ -16,7 +16,7 @@
  * the session lock and drops everything once the session is closing, so a
  * transport never sees a send after px_session_close returns.
  */
-#include "service/service_int.h"
+#include "service_int.h"
 
 #include "px/px_audit.h"
 

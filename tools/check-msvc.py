@@ -129,8 +129,26 @@ class Checker:
         self.root = root
         self.findings = set()
 
+    def include_dirs(self):
+        """Every layer's public include folder (<folder>/include)."""
+        if not hasattr(self, "_incs"):
+            self._incs = []
+            for d, subdirs, _files in os.walk(self.root):
+                subdirs[:] = [s for s in subdirs
+                              if not s.startswith((".", "build"))]
+                if os.path.basename(d) == "include":
+                    self._incs.append(d)
+        return self._incs
+
     def resolve(self, inc, cur_dir):
-        for base in (cur_dir, os.path.join(self.root, "include"), self.root):
+        # The including file's folder and its parents (a layer's private
+        # path is its folder: "config_int.h" from config/win/), then the
+        # layers' public folders ("px/px_job.h").
+        bases, d = [], cur_dir
+        while d.startswith(self.root) and d != os.path.dirname(self.root):
+            bases.append(d)
+            d = os.path.dirname(d)
+        for base in bases + self.include_dirs():
             p = os.path.normpath(os.path.join(base, inc))
             if os.path.isfile(p):
                 return p

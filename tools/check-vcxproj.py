@@ -7,8 +7,13 @@ project each under installer/vs/:
 
     px_base.vcxproj          px_base           (static library: base/)
     px_proto.vcxproj         px_proto          (static library: service/proto/)
-    px_core.vcxproj          px_core           (static library)
-    px_client.vcxproj        px_client         (static library)
+    px_config.vcxproj        px_config         (static library: config/)
+    px_kb.vcxproj            px_kb             (static library: kb/)
+    px_sandbox_win.vcxproj   px_sandbox_win    (static library: watchdog/win/)
+    px_sandbox_container.vcxproj px_sandbox_container (watchdog/container/)
+    px_engine.vcxproj        px_engine         (static library: service/engine/)
+    px_service.vcxproj       px_service        (static library: service/)
+    px_client.vcxproj        px_client         (static library: tools/phoenixctl/)
     PhoenixExecutor.vcxproj  PhoenixExecutor   (the service)
     phoenixctl.vcxproj       phoenixctl
 
@@ -16,8 +21,11 @@ For each, the set of .c files in <ClCompile Include=...> must equal the .c
 files of the CMake target's SOURCES, the preprocessor definitions of the
 projects (installer/vs/PhoenixExecutor.props plus the project's own) must
 include the target's COMPILE_DEFINITIONS (the mingw-only ones excepted, see
-MINGW_ONLY), every listed file must exist, and PhoenixExecutor.sln must
-reference every project by path and GUID.
+MINGW_ONLY), the project's include folders inside the repository must be
+the target's INCLUDE_DIRECTORIES there (its own folder and the include/
+folders of the layers it uses: the layering holds in Visual Studio too),
+every listed file must exist, and PhoenixExecutor.sln must reference every
+project by path and GUID.
 
 Where CMake's lists come from:
   --sources FILE     installer/cmake-sources.txt of a Windows build tree
@@ -53,7 +61,12 @@ NS = {"m": "http://schemas.microsoft.com/developer/msbuild/2003"}
 PROJECTS = {
     "px_base": "installer/vs/px_base.vcxproj",
     "px_proto": "installer/vs/px_proto.vcxproj",
-    "px_core": "installer/vs/px_core.vcxproj",
+    "px_config": "installer/vs/px_config.vcxproj",
+    "px_kb": "installer/vs/px_kb.vcxproj",
+    "px_sandbox_win": "installer/vs/px_sandbox_win.vcxproj",
+    "px_sandbox_container": "installer/vs/px_sandbox_container.vcxproj",
+    "px_engine": "installer/vs/px_engine.vcxproj",
+    "px_service": "installer/vs/px_service.vcxproj",
     "px_client": "installer/vs/px_client.vcxproj",
     "PhoenixExecutor": "installer/vs/PhoenixExecutor.vcxproj",
     "phoenixctl": "installer/vs/phoenixctl.vcxproj",
@@ -103,6 +116,15 @@ def read_cmake_lists(path, root):
             elif parts[0] == "defines":
                 targets.setdefault(parts[1], {})["defines"] = set(
                     filter(None, parts[2].split(";")))
+            elif parts[0] == "includes":
+                # Folders of the source tree only (not the build tree's
+                # generated headers, not the dependencies' prefix).
+                dirs = set()
+                for d in filter(None, parts[2].split(";")):
+                    rel = os.path.relpath(os.path.normpath(d), root)
+                    if not rel.startswith("..") and not rel.startswith("build"):
+                        dirs.add(rel.replace(os.sep, "/"))
+                targets.setdefault(parts[1], {})["includes"] = dirs
     return targets, version
 
 
@@ -167,6 +189,20 @@ def project_defines(root, relpath):
     return {d for d, cs in defs.items() if "all" in cs or (conds and cs >= conds)}
 
 
+def project_includes(root, relpath):
+    """The project's include folders inside the repository ($(PxRoot)...)."""
+    dirs = set()
+    for rp in (PROPS, relpath):
+        proj = parse_project(os.path.join(root, rp))
+        for el in proj.iterfind(".//m:ItemDefinitionGroup/m:ClCompile/"
+                                "m:AdditionalIncludeDirectories", NS):
+            for d in (el.text or "").split(";"):
+                if d.startswith("$(PxRoot)"):
+                    rel = d[len("$(PxRoot)"):].replace("\\", "/").strip("/")
+                    dirs.add(rel or ".")
+    return dirs
+
+
 def project_guid(root, relpath):
     proj = parse_project(os.path.join(root, relpath))
     el = proj.find(".//m:PropertyGroup/m:ProjectGuid", NS)
@@ -196,6 +232,12 @@ def check(root, cmake, version):
         vdefs = project_defines(root, rel)
         for d in sorted(cmake[target].get("defines", set()) - MINGW_ONLY - SEAM_ONLY - vdefs):
             problems.append(f"{rel}: lacks the definition {d} (CMake target {target} has it)")
+        if "includes" in cmake[target]:
+            vinc, cinc = project_includes(root, rel), cmake[target]["includes"]
+            for d in sorted(cinc - vinc):
+                problems.append(f"{rel}: lacks the include folder {d} (CMake target {target} has it)")
+            for d in sorted(vinc - cinc):
+                problems.append(f"{rel}: has the include folder {d}, which CMake target {target} has not")
     sln_path = os.path.join(root, SLN)
     if not os.path.isfile(sln_path):
         problems.append(f"{SLN}: missing")
@@ -256,7 +298,8 @@ def selftest(root, workdir):
     shutil.copytree(os.path.join(root, "installer", "vs"), os.path.join(fake, "installer", "vs"))
     shutil.copy(os.path.join(root, SLN), os.path.join(fake, SLN))
 
-    def lists(extra=None, drop=None, defines_extra=None, version=None):
+    def lists(extra=None, drop=None, defines_extra=None, version=None,
+              includes_extra=None):
         ver = version or "0.0.0"
         out = os.path.join(workdir, "cmake-sources.txt")
         with open(out, "w", encoding="utf-8") as f:
@@ -274,6 +317,11 @@ def selftest(root, workdir):
                 if defines_extra and defines_extra[0] == target:
                     defs.append(defines_extra[1])
                 f.write(f"defines\t{target}\t" + ";".join(defs) + "\n")
+                incs = sorted(os.path.join(fake, d)
+                              for d in project_includes(fake, rel))
+                if includes_extra and includes_extra[0] == target:
+                    incs.append(os.path.join(fake, includes_extra[1]))
+                f.write(f"includes\t{target}\t" + ";".join(incs) + "\n")
         return out
 
     def run(path):
@@ -298,16 +346,19 @@ def selftest(root, workdir):
               + ("" if ok else f" -> {problems[:2]}"))
 
     expect("matching lists pass", run(lists()), True)
-    core = PROJECTS["px_core"]
+    core = PROJECTS["px_service"]
     victim = sorted(project_sources(fake, core))[0]
     expect("a file CMake builds but the .vcxproj lacks fails",
-           run(lists(extra=("px_core", "service/new_file.c"))), False, "lacks service/new_file.c")
+           run(lists(extra=("px_service", "service/new_file.c"))), False, "lacks service/new_file.c")
     expect("a file the .vcxproj lists but CMake does not build fails",
-           run(lists(drop=("px_core", victim))), False, "lists " + victim)
+           run(lists(drop=("px_service", victim))), False, "lists " + victim)
     expect("a CMake definition the projects lack fails",
            run(lists(defines_extra=("phoenixctl", "PX_SOMETHING=1"))), False, "PX_SOMETHING=1")
+    expect("an include folder CMake has and the project lacks fails",
+           run(lists(includes_extra=("px_config", "service/engine/include"))),
+           False, "lacks the include folder service/engine/include")
     expect("another project version fails",
-           run(lists(defines_extra=("px_core", 'PX_VERSION="99.0.0"'))), False, "99.0.0")
+           run(lists(defines_extra=("px_service", 'PX_VERSION="99.0.0"'))), False, "99.0.0")
     # Remove a ClCompile from a copy of the project: CMake's side now has it.
     path = os.path.join(fake, core)
     with open(path, encoding="utf-8") as f:
@@ -316,7 +367,7 @@ def selftest(root, workdir):
     good_lists = lists()
     with open(path, "w", encoding="utf-8") as f:
         f.write(re.sub(r'\s*<ClCompile Include="' + re.escape(inc) + r'"[^>]*/>', "", text, count=1))
-    expect("a ClCompile removed from px_core.vcxproj fails", run(good_lists), False, "lacks " + victim)
+    expect("a ClCompile removed from px_service.vcxproj fails", run(good_lists), False, "lacks " + victim)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     os.remove(os.path.join(fake, victim))

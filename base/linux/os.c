@@ -213,3 +213,10 @@ int px_random_bytes(void *buf, size_t len) {
   }
   return 0;
 }
+
+/* Root's capabilities are the process's: no per-operation scope. */
+int px_os_priv_scope_enter(void) {
+  return 0;
+}
+
+void px_os_priv_scope_leave(void) {}

@@ -10,7 +10,7 @@
  * nobody else may write (unless sticky); a secrets file is also not
  * readable by group or others.
  */
-#include "config/config_int.h"
+#include "config_int.h"
 
 #include "px/px_error.h"
 #include "px/px_fault.h"

@@ -1,6 +1,6 @@
 /* platform.c (Linux) - default paths and the absolute-path rule for the
  * configuration. */
-#include "config/config_int.h"
+#include "config_int.h"
 
 #include "px/px_util.h"
 

@@ -13,11 +13,12 @@
  * Wine does not keep real security descriptors: its tests skip the ACL
  * rules and check what Wine can honour (missing file, directory).
  */
-#include "config/config_int.h"
+#include "config_int.h"
 
 #include "px/px_error.h"
 #include "px/px_fault.h"
 #include "px/px_log.h"
+#include "px/px_winapi.h" /* px_win_wide */
 
 #include <windows.h>
 #include <aclapi.h>
@@ -43,18 +44,6 @@ static int refuse(char *err, size_t errsz, int rc, const char *path,
   if (err && errsz)
     snprintf(err, errsz, "%s: %s", path, why);
   return rc;
-}
-
-static WCHAR *wide(const char *s) {
-  int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, NULL, 0);
-  WCHAR *w;
-  if (n <= 0 || !(w = malloc((size_t)n * sizeof *w)))
-    return NULL;
-  if (MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, w, n) != n) {
-    free(w);
-    return NULL;
-  }
-  return w;
 }
 
 /* The service's own user SID (malloc'd) or NULL. */
@@ -195,7 +184,7 @@ int px__config_check_sddl(const char *sddl, unsigned flags, char *err,
 static int open_checked(const char *path, unsigned flags, HANDLE *out,
                         char *err, size_t errsz) {
   BY_HANDLE_FILE_INFORMATION info;
-  WCHAR *w = wide(path);
+  WCHAR *w = px_win_wide(path, 0, NULL);
   HANDLE h;
   DWORD e;
   int rc;

@@ -3,7 +3,7 @@
  * OS (they are C:\ProgramData and C:\Windows\System32 on almost every
  * machine, which is also the fallback).
  */
-#include "config/config_int.h"
+#include "config_int.h"
 
 #include "px/px_util.h"
 

@@ -6,7 +6,7 @@
  * O_NOFOLLOW|O_NONBLOCK (a planted fifo must not block us) and checked
  * with fstat to be regular files before use.
  */
-#include "kb/kb_fs.h"
+#include "kb_fs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -588,10 +588,3 @@ int px_kbfs_set_size(px_kbfs_file_t *f, uint64_t size) {
 char px_kbfs_sep(void) {
   return '/';
 }
-
-/* Root's capabilities are the process's: no per-operation scope. */
-int px_kbfs_scope_enter(void) {
-  return 0;
-}
-
-void px_kbfs_scope_leave(void) {}

@@ -10,8 +10,8 @@
  * is the one that was checked. ntdll entry points are resolved once in a
  * small table (they are not in every import library; Wine has them all).
  */
-#include "kb/kb_fs.h"
-#include "kb/win/fs_int.h"
+#include "kb_fs.h"
+#include "win/fs_int.h"
 
 #include <windows.h>
 #include <winioctl.h>
@@ -129,87 +129,7 @@ int px__kbfs_nt_result(NTSTATUS st, const char *call) {
   return LOG_WIN32(map_win32(e), e, call);
 }
 
-/* --- names: UTF-8 (WTF-8 for lone surrogates) <-> UTF-16 --- */
-
-WCHAR *px__kbfs_to_wide(const char *s, size_t *wlen) {
-  size_t n = strlen(s), i = 0, o = 0;
-  WCHAR *w = malloc((n + 1) * sizeof *w);
-  if (!w)
-    return NULL;
-  while (i < n) {
-    unsigned char c = (unsigned char)s[i];
-    uint32_t cp;
-    int len;
-    if (c < 0x80)
-      cp = c, len = 1;
-    else if ((c & 0xE0) == 0xC0)
-      cp = c & 0x1F, len = 2;
-    else if ((c & 0xF0) == 0xE0)
-      cp = c & 0x0F, len = 3;
-    else if ((c & 0xF8) == 0xF0)
-      cp = c & 0x07, len = 4;
-    else
-      goto bad;
-    if (i + (size_t)len > n)
-      goto bad;
-    for (int k = 1; k < len; k++) {
-      unsigned char cc = (unsigned char)s[i + (size_t)k];
-      if ((cc & 0xC0) != 0x80)
-        goto bad;
-      cp = cp << 6 | (cc & 0x3F);
-    }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) ||
-        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-      goto bad; /* overlong or out of range */
-    if (cp >= 0x10000) {
-      cp -= 0x10000;
-      w[o++] = (WCHAR)(0xD800 | (cp >> 10));
-      w[o++] = (WCHAR)(0xDC00 | (cp & 0x3FF));
-    } else {
-      w[o++] = (WCHAR)cp; /* a lone surrogate (WTF-8) passes through */
-    }
-    i += (size_t)len;
-  }
-  w[o] = 0;
-  if (wlen)
-    *wlen = o;
-  return w;
-bad:
-  free(w);
-  return NULL;
-}
-
-static char *from_wide(const WCHAR *w, size_t wlen) {
-  char *s = malloc(wlen * 3 + 1), *p = s;
-  size_t i;
-  if (!s)
-    return NULL;
-  for (i = 0; i < wlen; i++) {
-    uint32_t cp = w[i];
-    if (cp >= 0xD800 && cp <= 0xDBFF && i + 1 < wlen && w[i + 1] >= 0xDC00 &&
-        w[i + 1] <= 0xDFFF) {
-      cp = 0x10000 + ((cp - 0xD800) << 10) + (w[i + 1] - 0xDC00u);
-      i++;
-    }
-    if (cp < 0x80) {
-      *p++ = (char)cp;
-    } else if (cp < 0x800) {
-      *p++ = (char)(0xC0 | cp >> 6);
-      *p++ = (char)(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      *p++ = (char)(0xE0 | cp >> 12);
-      *p++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-      *p++ = (char)(0x80 | (cp & 0x3F));
-    } else {
-      *p++ = (char)(0xF0 | cp >> 18);
-      *p++ = (char)(0x80 | ((cp >> 12) & 0x3F));
-      *p++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-      *p++ = (char)(0x80 | (cp & 0x3F));
-    }
-  }
-  *p = '\0';
-  return s;
-}
+/* --- names: px_win_wide / px_win_utf8 with PX_WIDE_WTF8 (px_winapi.h) --- */
 
 static int valid_name(const char *name) {
   return name && name[0] && strcmp(name, ".") != 0 &&
@@ -230,7 +150,7 @@ NTSTATUS px__kbfs_open_rel(HANDLE root, const char *name, ACCESS_MASK access,
   IO_STATUS_BLOCK io;
   NTSTATUS st;
   size_t wlen = 0;
-  WCHAR *w = px__kbfs_to_wide(name, &wlen);
+  WCHAR *w = px_win_wide(name, PX_WIDE_WTF8, &wlen);
   *out = NULL;
   *conv_err = 0;
   if (!w || wlen > 32767) {
@@ -315,7 +235,7 @@ static WCHAR *final_path(HANDLE h) {
  * FILE_OPEN_REPARSE_POINT for Unix symlinks and follows them; this check
  * is what catches that (its object name is the link target's). */
 static int check_final(const px_kbfs_dir_t *d, HANDLE h, const char *name) {
-  WCHAR *got = final_path(h), *want = px__kbfs_to_wide(name, NULL);
+  WCHAR *got = final_path(h), *want = px_win_wide(name, PX_WIDE_WTF8, NULL);
   size_t dl = d->final ? wcslen(d->final) : 0;
   int ok = 0;
   if (got && want && d->final) {
@@ -370,7 +290,7 @@ int px_kbfs_open_root(const char *path, px_kbfs_dir_t **out) {
   *out = NULL;
   if ((rc = nt_init()) != 0)
     return rc;
-  w = px__kbfs_to_wide(path, &wlen);
+  w = px_win_wide(path, PX_WIDE_WTF8, &wlen);
   if (!w)
     return PX_EINVAL;
   for (i = 0; i < wlen; i++)
@@ -510,7 +430,8 @@ int px_kbfs_list(px_kbfs_dir_t *d, px_kbfs_list_fn fn, void *ctx) {
     }
     cls = FileIdBothDirectoryInfo;
     for (;;) {
-      char *name = from_wide(e->FileName, e->FileNameLength / sizeof(WCHAR));
+      char *name = px_win_utf8(e->FileName, e->FileNameLength / sizeof(WCHAR),
+                               PX_WIDE_WTF8);
       px_kbfs_stat_t st;
       if (!name) {
         rc = PX_ENOMEM;
@@ -688,7 +609,7 @@ typedef struct {
 static NTSTATUS rename_handle2(HANDLE h, HANDLE dir, const char *to,
                                BOOLEAN replace) {
   size_t wlen = 0, sz;
-  WCHAR *w = px__kbfs_to_wide(to, &wlen);
+  WCHAR *w = px_win_wide(to, PX_WIDE_WTF8, &wlen);
   kb_rename_info_t *ri;
   IO_STATUS_BLOCK io;
   NTSTATUS s;

@@ -6,7 +6,9 @@
 #include <windows.h>
 #include <winternl.h>
 
-#include "kb/kb_fs.h"
+#include "px/px_winapi.h" /* px_win_wide, px_win_utf8 */
+
+#include "kb_fs.h"
 
 #define SHARE_ALL (FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE)
 
@@ -23,9 +25,8 @@ struct px_kbfs_file_s {
   int temp;
 };
 
-/* UTF-8 (WTF-8) name -> malloc'd UTF-16; NULL if invalid. *wlen may be
- * NULL. */
-WCHAR *px__kbfs_to_wide(const char *s, size_t *wlen);
+/* Names convert with px_win_wide / px_win_utf8 and PX_WIDE_WTF8
+ * (px_winapi.h): a lone surrogate NTFS allows round-trips. */
 /* NtCreateFile of `name` relative to `root`, always with
  * FILE_OPEN_REPARSE_POINT; *conv_err set when the name cannot be
  * converted. */

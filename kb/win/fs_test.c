@@ -1,8 +1,8 @@
 /* fs_test.c (Windows) - the test-only helpers of the KB filesystem layer
  * (kb_fs.h): plant symlinks, hard links and junctions, write in place.
  * Never called by the KB itself; compiled only into test-seam builds. */
-#include "kb/kb_fs.h"
-#include "kb/win/fs_int.h"
+#include "kb_fs.h"
+#include "win/fs_int.h"
 
 #include <winioctl.h>
 
@@ -18,7 +18,7 @@ static WCHAR *join_wide(const px_kbfs_dir_t *d, const char *name) {
   WCHAR *w;
   if (px_buf_printf(&b, "%s\\%s", d->path, name) != 0)
     return NULL;
-  w = px__kbfs_to_wide(px_buf_cstr(&b), NULL);
+  w = px_win_wide(px_buf_cstr(&b), PX_WIDE_WTF8, NULL);
   px_buf_free(&b);
   return w;
 }
@@ -35,7 +35,7 @@ static int wine_unix_symlink(px_kbfs_dir_t *d, const char *name,
       k32 ? (wine_unix_name_fn)(void (*)(void))GetProcAddress(
                 k32, "wine_get_unix_file_name")
           : NULL;
-  WCHAR *wdir = px__kbfs_to_wide(d->path, NULL), *wtgt = px__kbfs_to_wide(target, NULL);
+  WCHAR *wdir = px_win_wide(d->path, PX_WIDE_WTF8, NULL), *wtgt = px_win_wide(target, PX_WIDE_WTF8, NULL);
   char *udir = NULL, *utgt = NULL;
   px_buf_t cmd = {0};
   WCHAR *wcmd = NULL;
@@ -48,7 +48,7 @@ static int wine_unix_symlink(px_kbfs_dir_t *d, const char *name,
   utgt = to_unix(wtgt);
   if (!udir || !utgt ||
       px_buf_printf(&cmd, "ln -s \"%s\" \"%s/%s\"", utgt, udir, name) != 0 ||
-      !(wcmd = px__kbfs_to_wide(px_buf_cstr(&cmd), NULL)))
+      !(wcmd = px_win_wide(px_buf_cstr(&cmd), PX_WIDE_WTF8, NULL)))
     goto cleanup;
   memset(&si, 0, sizeof si);
   si.cb = sizeof si;
@@ -83,7 +83,7 @@ cleanup:
 
 int px_kbfs_test_symlink(px_kbfs_dir_t *d, const char *name,
                          const char *target, int target_is_dir) {
-  WCHAR *link = join_wide(d, name), *tgt = px__kbfs_to_wide(target, NULL);
+  WCHAR *link = join_wide(d, name), *tgt = px_win_wide(target, PX_WIDE_WTF8, NULL);
   BOOLEAN ok = FALSE;
   px_kbfs_stat_t st;
   if (link && tgt)
@@ -101,7 +101,7 @@ int px_kbfs_test_symlink(px_kbfs_dir_t *d, const char *name,
 
 int px_kbfs_test_hardlink(px_kbfs_dir_t *d, const char *name,
                           const char *target) {
-  WCHAR *link = join_wide(d, name), *tgt = px__kbfs_to_wide(target, NULL);
+  WCHAR *link = join_wide(d, name), *tgt = px_win_wide(target, PX_WIDE_WTF8, NULL);
   BOOL ok = FALSE;
   if (link && tgt)
     ok = CreateHardLinkW(link, tgt, NULL);
@@ -125,7 +125,7 @@ typedef struct {
 
 int px_kbfs_test_junction(px_kbfs_dir_t *d, const char *name,
                           const char *target) {
-  WCHAR *link = join_wide(d, name), *tgt = px__kbfs_to_wide(target, NULL);
+  WCHAR *link = join_wide(d, name), *tgt = px_win_wide(target, PX_WIDE_WTF8, NULL);
   kb_mount_point_t *rp = NULL;
   HANDLE h = INVALID_HANDLE_VALUE;
   DWORD got = 0;

@@ -20,7 +20,7 @@
  * `result` event, so a client never sees a job's events out of order and
  * never sees an id reused before the earlier job's result.
  */
-#include "service/engine/engine_int.h"
+#include "engine_int.h"
 
 #include "px/px_error.h"
 #include "px/px_events.h"
@@ -577,30 +577,28 @@ void px_engine_set_degraded(px_engine_t *eng, int degraded) {
 }
 
 /* Image runtimes for `status`: is the engine up, which images are missing
- * (the backend's list is fixed at open: read without a lock). */
+ * (the backend's list is fixed at open: read without a lock). Through the
+ * backend's own ops: the engine knows no backend by name. */
 static void container_status(const px_engine_t *eng, px_status_info_t *s) {
   const px_backend_opts_t *bo = &eng->o.backend_opts;
+  const px_backend_ops_t *ops = eng->o.container;
   size_t i;
-  if (!eng->o.container || !bo->container_images)
+  if (!ops || !bo->container_images)
     return;
   s->has_containers = 1;
   s->container_engine_up = eng->cstate != NULL;
   s->container_gate = bo->container_gate;
-#ifdef PX_HAVE_CONTAINERS
-  if (!eng->cstate || eng->o.container != &px_backend_container)
+  if (!eng->cstate || !ops->gate_error || !ops->image_missing)
     return;
   s->container_gate_checked = 1;
-  s->container_gate_error = px_container_gate_error(eng->cstate);
+  s->container_gate_error = ops->gate_error(eng->cstate);
   for (i = 0; bo->container_images[i] && s->nmissing < PX_STATUS_MISSING_MAX;
        i++)
-    if (px_container_image_missing(eng->cstate, bo->container_images[i])) {
+    if (ops->image_missing(eng->cstate, bo->container_images[i])) {
       s->missing_image[s->nmissing] = bo->container_images[i];
       s->missing_runtime[s->nmissing++] =
           bo->container_runtimes ? bo->container_runtimes[i] : "";
     }
-#else
-  (void)i;
-#endif
 }
 
 void px_engine_status(px_engine_t *eng, px_status_info_t *s) {

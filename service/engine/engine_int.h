@@ -7,7 +7,7 @@
 #include "px/px_engine.h"
 #include "px/px_os.h"
 #include "px/px_metrics.h"
-#include "service/engine/queue.h"
+#include "queue.h"
 
 typedef enum {
   JOB_QUEUED = 0, /* in the queue: whoever takes it out owns it */

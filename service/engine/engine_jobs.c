@@ -4,7 +4,7 @@
  * is decided, and its release after delivery; px_engine_job_clear.
  * Uses neither of them.
  */
-#include "service/engine/engine_int.h"
+#include "engine_int.h"
 
 #include "px/px_util.h"
 

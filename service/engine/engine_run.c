@@ -2,7 +2,7 @@
  * start, wait, release, the verdict, KB finish, and the one result.
  * Also the event delivery helpers shared with engine.c.
  */
-#include "service/engine/engine_int.h"
+#include "engine_int.h"
 
 #include "px/px_error.h"
 #include "px/px_events.h"

@@ -18,7 +18,7 @@
  * A hash table keyed by (client, id) answers find for cancel and for the
  * engine's duplicate-id check.
  */
-#include "service/engine/queue.h"
+#include "queue.h"
 
 #include "px/px_error.h"
 

@@ -2,7 +2,7 @@
  * the probe beside /proc/self/exe, a loopback listener, and the daemon's
  * own namespace ids, which the probe compares with its own.
  */
-#include "service/attest_os.h"
+#include "attest_os.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

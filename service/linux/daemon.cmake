@@ -1,6 +1,6 @@
 # service/linux/daemon.cmake - the Linux daemon: Unix-socket transport and
 # main (phoenix-executor).
-target_sources(px_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/linux/server.c)
+target_sources(px_service PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/linux/server.c)
 
 add_executable(phoenix-executor
   ${CMAKE_CURRENT_SOURCE_DIR}/linux/main.c

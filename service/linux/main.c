@@ -18,8 +18,8 @@
  * SIGTERM/SIGINT start an orderly stop in which every job is answered and
  * no job process is left behind.
  */
-#include "service/linux/daemon.h"
-#include "service/linux/server.h"
+#include "linux/daemon.h"
+#include "linux/server.h"
 
 #include "px/px_config.h"
 #include "px/px_error.h"

@@ -1,7 +1,7 @@
 /* notify.c - systemd readiness notification without libsystemd: one
  * datagram to $NOTIFY_SOCKET (sd_notify(3) protocol). A no-op when the
  * daemon is not started by systemd. */
-#include "service/linux/daemon.h"
+#include "linux/daemon.h"
 
 #include "px/px_log.h"
 

@@ -18,7 +18,7 @@
  * out buffers), px_unix_server_close flushes what is pending (bounded) and
  * closes every session and socket.
  */
-#include "service/linux/server.h"
+#include "linux/server.h"
 
 #include "px/px_error.h"
 #include "px/px_events.h"

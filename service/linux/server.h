@@ -3,7 +3,7 @@
 #define PX_LINUX_SERVER_H
 
 #include "px/px_service.h"
-#include "service/conn.h"
+#include "conn.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -13,7 +13,7 @@
  * start. An existing directory is used as it is; a symlink or a
  * non-directory at the last component is refused.
  */
-#include "service/linux/daemon.h"
+#include "linux/daemon.h"
 
 #include "px/px_error.h"
 #include "px/px_util.h"

@@ -1,5 +1,5 @@
 /* syslog_sink.c - log entries to syslog (the journal picks them up). */
-#include "service/linux/daemon.h"
+#include "linux/daemon.h"
 
 #include <syslog.h>
 

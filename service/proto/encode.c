@@ -11,7 +11,7 @@
  *   UTF-8 even if a caller broke the contract.
  * Every encoder returns a malloc'd string (free() it) or NULL on OOM.
  */
-#include "service/proto/proto_int.h"
+#include "proto_int.h"
 
 #include "px/px_error.h"
 #include "px/px_encode.h"

@@ -18,7 +18,7 @@
  * children in text order, the pre-order ordinal of a number node finds its
  * text: that is how limits get exact 64-bit values.
  */
-#include "service/proto/proto_int.h"
+#include "proto_int.h"
 
 #include "px/px_error.h"
 #include "px/px_request.h"

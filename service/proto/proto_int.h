@@ -1,6 +1,6 @@
 /* proto_int.h - helpers shared by the protocol codec's files
  * (json_scan.c, request.c, request_check.c, encode.c). Not a seam: other
- * components use include/px/px_frame.h, px_request.h and px_encode.h.
+ * components use service/proto/include/px/px_frame.h, px_request.h and px_encode.h.
  */
 #ifndef PX_PROTO_INT_H
 #define PX_PROTO_INT_H

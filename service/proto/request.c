@@ -11,7 +11,7 @@
  * Duplicate keys are refused in every object we interpret (cJSON would
  * silently take the first, other parsers the last).
  */
-#include "service/proto/proto_int.h"
+#include "proto_int.h"
 
 #include "px/px_error.h"
 #include "px/px_request.h"

@@ -11,7 +11,7 @@
  * device names (CON, PRN, AUX, NUL, COM0-9, LPT0-9, also with superscript
  * digits, CONIN$, CONOUT$ and CLOCK$) with or without an extension.
  */
-#include "service/proto/proto_int.h"
+#include "proto_int.h"
 
 #include "px/px_encode.h"
 #include "px/px_error.h"

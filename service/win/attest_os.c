@@ -7,15 +7,15 @@
  * probe's arguments naming the job account, the configuration file and
  * the KB store it must not read.
  */
-#include "service/attest_os.h"
+#include "attest_os.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"
 #include "px/px_os.h"
 #include "px/px_util.h"
-#include "service/win/daemon.h"
+#include "win/daemon.h"
 #include "px/px_win_error.h"
-#include "watchdog/win/identity.h"
+#include "px/px_win_identity.h"
 
 #include <winsock2.h>
 #include <windows.h>
@@ -62,7 +62,7 @@ int px__attest_probe_path(char *out, size_t outsz) {
                          "the service");
     return PX_ENOENT;
   }
-  if (!(u = px__utf8(exe)))
+  if (!(u = px_win_utf8(exe, PX_WIDE_NUL, PX_WIDE_REPLACE)))
     return PX_ENOMEM;
   rc = px_strlcpy(out, u, outsz);
   free(u);
@@ -117,7 +117,7 @@ static int make_sibling(const px_config_t *cfg, px__attest_os_t *os) {
   wchar_t *w;
   BOOL ok;
   if (px_snprintf(path, sizeof path, "%s\\px-attest-sibling-%lu", cfg->work_root,
-                  px_getpid()) != 0 || !(w = px__utf16(path)))
+                  px_getpid()) != 0 || !(w = px_win_wide(path, PX_WIDE_REPLACE, NULL)))
     return PX_ERANGE;
   ok = CreateDirectoryW(w, NULL) || GetLastError() == ERROR_ALREADY_EXISTS;
   free(w);
@@ -154,7 +154,7 @@ static int make_pipe(const px_config_t *cfg, px__attest_os_t *os) {
     return rc;
   px_snprintf(name, sizeof name, "\\\\.\\pipe\\PhoenixExecutor-attest-%lu",
               px_getpid());
-  if (!(w = px__utf16(name))) {
+  if (!(w = px_win_wide(name, PX_WIDE_REPLACE, NULL))) {
     LocalFree(sd);
     return PX_ENOMEM;
   }
@@ -182,7 +182,7 @@ static int name_protected(const px_config_t *cfg, px__attest_os_t *os) {
   char *u = NULL;
   int rc = 0;
   if (px_win_job_account_sid(0, &sid) == 0 && sid &&
-      ConvertSidToStringSidW((PSID)sid, &ws) && (u = px__utf8(ws)))
+      ConvertSidToStringSidW((PSID)sid, &ws) && (u = px_win_utf8(ws, PX_WIDE_NUL, PX_WIDE_REPLACE)))
     rc = push2(os, "--job-user", u);
   free(u);
   if (ws)
@@ -220,7 +220,7 @@ void px__attest_os_close(px__attest_os_t *os) {
     free(os->args[i]);
   os->nargs = 0;
   if (os->scratch) {
-    wchar_t *w = px__utf16(os->scratch);
+    wchar_t *w = px_win_wide(os->scratch, PX_WIDE_REPLACE, NULL);
     if (w && !RemoveDirectoryW(w))
       PX_LOG(PX_LOG_WARN, "could not remove %s: Win32 error %lu", os->scratch,
              GetLastError());

@@ -1,18 +1,18 @@
 # service/win/daemon.cmake - the Windows service: named-pipe transport,
-# Event Log sink, crash recovery and SCM registration (in px_core so the
+# Event Log sink, crash recovery and SCM registration (in px_service so the
 # tests reach them), the message table (installer/messages.mc -> windmc ->
 # windres) and PhoenixExecutor.exe; its tests: tests/win/win.cmake.
-target_sources(px_core PRIVATE
+target_sources(px_service PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/win/pipe_server.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/pipe_sec.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/eventlog.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/recovery.c
   ${CMAKE_CURRENT_SOURCE_DIR}/win/scm.c)
 # NtCreateFile (recovery opens entries relative to their parent's handle).
-target_link_libraries(px_core PUBLIC ntdll)
+target_link_libraries(px_service PUBLIC ntdll)
 # The pipe's client group: NetLocalGroupAdd/Del (service/win/group.c).
-target_sources(px_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/win/group.c)
-target_link_libraries(px_core PUBLIC netapi32)
+target_sources(px_service PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/win/group.c)
+target_link_libraries(px_service PUBLIC netapi32)
 
 # ---- message table: messages.h (MSG_* IDs), messages.rc, MSG00409.bin ----
 # windmc (mingw toolchain file) or the Windows SDK's mc.exe (Visual Studio):
@@ -31,9 +31,9 @@ add_custom_command(OUTPUT ${PX_MC_OUT}
   COMMENT "message compiler: messages.mc"
   VERBATIM)
 add_custom_target(px_messages DEPENDS ${PX_MC_OUT})
-add_dependencies(px_core px_messages)
+add_dependencies(px_service px_messages)
 # eventlog.c checks px_events.h against the generated messages.h.
-target_include_directories(px_core PRIVATE ${CMAKE_CURRENT_BINARY_DIR})
+target_include_directories(px_service PRIVATE ${CMAKE_CURRENT_BINARY_DIR})
 
 if(MSVC)
   # rc.exe compiles the generated messages.rc as a source of the service.
@@ -62,4 +62,4 @@ target_link_options(PhoenixExecutor PRIVATE ${PX_LINK_UNICODE})
 
 # Machine set-up the MSI cannot express: directory ACLs, KB capability
 # SIDs, and the fail-closed check at every start (service/win/setup.c).
-target_sources(px_core PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/win/setup.c)
+target_sources(px_service PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/win/setup.c)

@@ -6,9 +6,10 @@
 #ifndef PX_WIN_DAEMON_H
 #define PX_WIN_DAEMON_H
 
-#include "service/conn.h"
+#include "conn.h"
 #include "px/px_log.h"
 #include "px/px_service.h"
+#include "px/px_winapi.h" /* px_win_wide, px_win_utf8 */
 
 #include <stddef.h>
 #include <stdint.h>
@@ -175,10 +176,7 @@ int px_scm_harden_named(const wchar_t *name);
 /* The privileges set by px_scm_harden, one per entry, NULL-terminated. */
 extern const wchar_t *const px_scm_required_privileges[];
 
-/* ---- UTF-8 <-> UTF-16 helpers (eventlog.c) ---- */
-/* malloc'd conversions; NULL on failure or OOM. */
-wchar_t *px__utf16(const char *s);
-char *px__utf8(const wchar_t *w);
+/* (UTF-8 <-> UTF-16: px_win_wide / px_win_utf8, px/px_winapi.h.) */
 
 #ifdef __cplusplus
 }

@@ -20,7 +20,7 @@
  * Wine: NetLocalGroupAdd and NetLocalGroupDel are stubs that succeed and
  * create nothing, so the name never resolves (PX_ENOTSUP, said once).
  */
-#include "service/win/daemon.h"
+#include "win/daemon.h"
 
 #include "px/px_error.h"
 #include "px/px_events.h"
@@ -88,7 +88,7 @@ static int group_add(const WCHAR *name) {
 }
 
 int px_win_clients_group_create(const char *name) {
-  WCHAR *w = px__utf16(name ? name : PX_CLIENTS_GROUP_DEFAULT);
+  WCHAR *w = px_win_wide(name ? name : PX_CLIENTS_GROUP_DEFAULT, PX_WIDE_REPLACE, NULL);
   char sid[192];
   int rc;
   if (!w)
@@ -101,7 +101,7 @@ int px_win_clients_group_create(const char *name) {
 }
 
 int px_win_clients_group_delete(const char *name) {
-  WCHAR *w = px__utf16(name ? name : PX_CLIENTS_GROUP_DEFAULT);
+  WCHAR *w = px_win_wide(name ? name : PX_CLIENTS_GROUP_DEFAULT, PX_WIDE_REPLACE, NULL);
   NET_API_STATUS st;
   if (!w)
     return PX_ENOMEM;
@@ -117,7 +117,7 @@ int px_win_clients_group_delete(const char *name) {
 
 int px_win_clients_group_sid(const char *name, int create, char *out,
                              size_t outsz) {
-  WCHAR *w = px__utf16(name);
+  WCHAR *w = px_win_wide(name, PX_WIDE_REPLACE, NULL);
   int rc;
   if (!w)
     return PX_ENOMEM;

@@ -31,8 +31,8 @@
  * then STOPPED. A ticker thread advances the STOP_PENDING checkpoint so
  * the SCM keeps waiting while jobs are being wound down.
  */
-#include "service/win/daemon.h"
-#include "service/win/setup.h"
+#include "win/daemon.h"
+#include "win/setup.h"
 
 #include "px/px_config.h"
 #include "px/px_error.h"
@@ -46,8 +46,8 @@
 #include "px/px_zmq.h"
 #include "px/px_win_error.h"
 #include "px/px_encode.h"
-#include "watchdog/win/identity.h"
-#include "watchdog/win/runtimes.h"
+#include "px/px_win_identity.h"
+#include "px/px_win_runtimes.h"
 
 #include <windows.h>
 #include <aclapi.h>
@@ -220,7 +220,7 @@ static int default_log_path(char *out, size_t outsz) {
     rc = PX_EACL;
   if (rc != 0)
     return rc;
-  if (!(u = px__utf8(file)))
+  if (!(u = px_win_utf8(file, PX_WIDE_NUL, PX_WIDE_REPLACE)))
     return PX_ENOMEM;
   rc = px_snprintf(out, outsz, "%s", u);
   free(u);
@@ -351,7 +351,7 @@ static int data_root(char *out, size_t outsz) {
   int rc;
   if (n == 0 || n >= MAX_PATH)
     _snwprintf(base, MAX_PATH, L"%ls", L"C:\\ProgramData");
-  if (!(u = px__utf8(base)))
+  if (!(u = px_win_utf8(base, PX_WIDE_NUL, PX_WIDE_REPLACE)))
     return PX_ENOMEM;
   rc = px_snprintf(out, outsz, "%s\\PhoenixOrch", u);
   free(u);
@@ -366,7 +366,7 @@ static int data_root(char *out, size_t outsz) {
  * the same walks as a check. Any finding stops the start, and the Event
  * Log says which path and which rule. Backup and restore privileges are
  * NOT enabled here: the KB enables them on its own thread's token for
- * each operation (kb/win/priv.c). */
+ * each operation (base/win/priv.c). */
 static int machine_setup(daemon_t *d) {
   const char *roots[16];
   char data_dir[MAX_PATH * 3], why[640] = "";
@@ -551,7 +551,7 @@ static int take_value(int argc, wchar_t **argv, int *i, char **dst,
   if (wdst)
     *wdst = argv[*i];
   free(*dst);
-  *dst = px__utf8(argv[*i]);
+  *dst = px_win_utf8(argv[*i], PX_WIDE_NUL, PX_WIDE_REPLACE);
   return *dst ? 0 : -1;
 }
 
@@ -677,7 +677,7 @@ static int cmd_check(daemon_t *d) {
 /* 1 when a service answers on the pipe (a second backend on the same
  * work root would recover - remove - its jobs' directories). */
 static int service_running(const char *pipe) {
-  wchar_t *w = px__utf16(pipe);
+  wchar_t *w = px_win_wide(pipe, PX_WIDE_REPLACE, NULL);
   int up;
   if (!w)
     return 0;

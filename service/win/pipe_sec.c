@@ -45,7 +45,7 @@
  * (a failed revert ends the process: continuing as the client would be
  * worse). GetNamedPipeClientProcessId gives the pid for the logs.
  */
-#include "service/win/daemon.h"
+#include "win/daemon.h"
 
 #include "px/px_error.h"
 #include "px/px_events.h"

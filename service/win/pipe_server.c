@@ -35,7 +35,7 @@
  * sessions, close flushes (bounded), closes every session and pipe, waits
  * (bounded) for the cancelled I/O to come back, and ends the thread.
  */
-#include "service/win/daemon.h"
+#include "win/daemon.h"
 
 #include "px/px_error.h"
 #include "px/px_events.h"
@@ -591,7 +591,7 @@ int px_pipe_server_open(const px_pipe_server_opts_t *opts,
     srv->opts.max_clients = 1;
   if (srv->opts.listeners > srv->opts.max_clients)
     srv->opts.listeners = srv->opts.max_clients;
-  if (!opts->ops || !opts->name || !(srv->name = px__utf16(opts->name))) {
+  if (!opts->ops || !opts->name || !(srv->name = px_win_wide(opts->name, PX_WIDE_REPLACE, NULL))) {
     server_free(srv);
     return opts->ops && opts->name ? PX_ENOMEM : PX_EINVAL;
   }

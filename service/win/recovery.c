@@ -14,14 +14,14 @@
  * KB rollback journals are the KB layer's: px_service_open runs
  * px_kb_recover before the service accepts work.
  */
-#include "service/win/daemon.h"
+#include "win/daemon.h"
 
 #include "px/px_error.h"
 #include "px/px_events.h"
 #include "px/px_log.h"
 #include "px/px_win_error.h"
-#include "watchdog/win/cleanup.h"
-#include "watchdog/win/pathcheck.h"
+#include "px/px_win_cleanup.h"
+#include "px/px_win_pathcheck.h"
 
 #include <windows.h>
 #include <stdlib.h>
@@ -82,7 +82,7 @@ int px_recover_work_root(const char *work_root, px_recovery_stats_t *out) {
   int rc;
 
   memset(&st, 0, sizeof st);
-  if (!(wroot = px__utf16(work_root)))
+  if (!(wroot = px_win_wide(work_root, PX_WIDE_REPLACE, NULL)))
     return PX_ENOMEM;
   if (!(root = open_root(wroot))) {
     free(wroot);

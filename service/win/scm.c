@@ -15,7 +15,7 @@
  * (SERVICE_CONFIG_SERVICE_SID_INFO). Each privilege's reason:
  *   SeChangeNotify         traverse checking (every process needs it)
  *   SeBackup, SeRestore    KB snapshot and rollback, enabled only on the
- *                          KB thread's token (kb/win/priv.c)
+ *                          KB thread's token (base/win/priv.c)
  *   SeImpersonate          ImpersonateNamedPipeClient (client identity)
  *                          and ImpersonateSelf (the KB scope)
  *   SeAssignPrimaryToken,  CreateProcessAsUserW with a token that is not
@@ -26,13 +26,13 @@
  *                          it no job gets a token
  * A backend change that needs another one adds it here, with its reason.
  */
-#include "service/win/daemon.h"
+#include "win/daemon.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"
 #include "px/px_os.h"
 #include "px/px_win_error.h"
-#include "watchdog/win/winapi.h"
+#include "px/px_winapi.h"
 
 #include <windows.h>
 #include <stdio.h>

@@ -15,16 +15,16 @@
  * inheritable ACEs inside), never by name. Verify runs the same walks
  * without changing anything; any finding stops the start.
  */
-#include "service/win/setup.h"
+#include "win/setup.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"
 #include "px/px_os.h"
-#include "service/win/daemon.h"
+#include "win/daemon.h"
 #include "px/px_win_error.h"
-#include "watchdog/win/identity.h"
-#include "watchdog/win/pathcheck.h"
-#include "watchdog/win/winapi.h"
+#include "px/px_win_identity.h"
+#include "px/px_win_pathcheck.h"
+#include "px/px_winapi.h"
 
 #include <windows.h>
 #include <aclapi.h>
@@ -79,7 +79,7 @@ static PSID self_sid(void) {
 int px__setup_check_sddl(const char *sddl, const char *self_sid_str, char *why,
                          size_t whysz) {
   PSECURITY_DESCRIPTOR sd = NULL;
-  WCHAR *w = px__utf16(sddl), *ws = self_sid_str ? px__utf16(self_sid_str) : NULL;
+  WCHAR *w = px_win_wide(sddl, PX_WIDE_REPLACE, NULL), *ws = self_sid_str ? px_win_wide(self_sid_str, PX_WIDE_REPLACE, NULL) : NULL;
   PSID self = ws ? sid_new(ws) : NULL;
   char dummy[8];
   int rc = PX_EACL;
@@ -173,7 +173,7 @@ static int kb_sd_matches(PSECURITY_DESCRIPTOR sd, PSID self, PSID acct,
 
 int px__setup_kb_check_sddl(const char *sddl, char *why, size_t whysz) {
   PSECURITY_DESCRIPTOR sd = NULL;
-  WCHAR *w = px__utf16(sddl);
+  WCHAR *w = px_win_wide(sddl, PX_WIDE_REPLACE, NULL);
   int rc = PX_EACL;
   snprintf(why, whysz, "bad SDDL");
   if (w && ConvertStringSecurityDescriptorToSecurityDescriptorW(w, SDDL_REVISION_1,
@@ -247,7 +247,7 @@ static int kb_apply(HANDLE h, PSID acct, char *why, size_t whysz) {
 static int kb_root(const px_win_setup_t *s, const char *path, int apply, PSID self,
                    char *why, size_t whysz) {
   px__path_req_t rq;
-  WCHAR *w = px__utf16(path);
+  WCHAR *w = px_win_wide(path, PX_WIDE_REPLACE, NULL);
   HANDLE h = NULL;
   void *acct = NULL; /* the job account (identity.c) */
   char inner[384] = "";
@@ -290,7 +290,7 @@ static int kb_root(const px_win_setup_t *s, const char *path, int apply, PSID se
 static int walk(const px_win_setup_t *s, const char *path, int file, int apply,
                 char *why, size_t whysz) {
   px__path_req_t rq;
-  WCHAR *w = px__utf16(path);
+  WCHAR *w = px_win_wide(path, PX_WIDE_REPLACE, NULL);
   HANDLE h = NULL;
   int rc, fixable = 0;
   if (!w)
@@ -399,7 +399,7 @@ static int claim_owner(HANDLE h, char *who, size_t whosz, int *trusted) {
 }
 
 int px_win_setup_claim(const char *dir, char *why, size_t whysz) {
-  WCHAR *w = px__utf16(dir);
+  WCHAR *w = px_win_wide(dir, PX_WIDE_REPLACE, NULL);
   HANDLE h = INVALID_HANDLE_VALUE;
   FILE_ATTRIBUTE_TAG_INFO tag;
   char who[192];

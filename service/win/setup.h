@@ -31,12 +31,12 @@ typedef struct {
 } px_win_setup_t;
 
 /* Each path is opened from the volume root down by handle
- * (watchdog/win/pathcheck.h): no reparse point at any level, the final
+ * (watchdog/win/include/px/px_win_pathcheck.h): no reparse point at any level, the final
  * path the configured one, every ancestor owned by SYSTEM, Administrators,
  * TrustedInstaller or the service with no non-administrator allowed to
  * delete, rename or re-ACL it. The service's own directories - the
  * components of data_dir, work_root, kb_store and config_path from the
- * PhoenixOrch folder down (px__path_owned_depth, watchdog/win/pathcheck.h; never C:\ProgramData or
+ * PhoenixOrch folder down (px__path_owned_depth, watchdog/win/include/px/px_win_pathcheck.h; never C:\ProgramData or
  * any other folder above it, which are only checked) - also grant no
  * write-type right to anybody else.
  * Apply, idempotently: creates the missing own directories with a

@@ -1,6 +1,6 @@
 # service/zmq/zmq.cmake - the optional ZeroMQ endpoint (portable) and
 # px_keygen, the CURVE key-pair tool. Tests: group "zmq" (tests/).
-target_sources(px_core PRIVATE
+target_sources(px_service PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/zmq/zmq_endpoint.c
   ${CMAKE_CURRENT_SOURCE_DIR}/zmq/zmq_auth.c)
 

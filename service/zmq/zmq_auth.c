@@ -11,7 +11,7 @@
  * how the endpoint learns who a message is from. Anything we do not
  * positively recognise is refused (fail closed).
  */
-#include "service/zmq/zmq_int.h"
+#include "zmq/zmq_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

@@ -46,7 +46,7 @@
  */
 #include "px/px_zmq.h"
 
-#include "service/zmq/zmq_int.h"
+#include "zmq/zmq_int.h"
 
 #include "px/px_config.h"
 #include "px/px_error.h"

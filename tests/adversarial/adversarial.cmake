@@ -44,7 +44,7 @@ if(PX_IS_LINUX AND NOT PX_FUZZ)
     add_executable(px_replay_${target}
       ${PX_ADV_DIR}/linux/fuzz_replay.c
       ${PROJECT_SOURCE_DIR}/tests/fuzz/${target}.c)
-    px_executable(px_replay_${target})
+    px_executable(px_replay_${target} WHITEBOX)
     add_test(NAME fuzz_replay.${target}
       COMMAND px_replay_${target} ${PROJECT_SOURCE_DIR}/tests/fuzz/corpus/${target})
     set_tests_properties(fuzz_replay.${target} PROPERTIES

@@ -16,7 +16,7 @@ target_sources(px_tests_linux PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/linux/test_job_disk.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_cgroup.c)
 
-# The probe runs inside minimal roots: static, no px_core, beside the tests.
+# The probe runs inside minimal roots: static, no layer library, beside the tests.
 add_executable(px_probe ${PROJECT_SOURCE_DIR}/tests/linux/probe.c)
 target_compile_options(px_probe PRIVATE ${PX_WARNINGS})
 target_link_options(px_probe PRIVATE -static)

@@ -30,6 +30,15 @@ expect_flag service/d.c 'void h(void) { CreateProcessW(0); }' "process control"
 expect_flag service/e.c '#include <windows.h>' "OS header"
 mkdir -p base
 expect_flag base/h.c '#include "service/engine/engine_int.h"' "base/ includes only"
+# 7. A layer's private includes: its own folder only, not a nested layer's,
+# never climbing (the compiler would accept each of these).
+mkdir -p service/engine service/win config/linux
+printf '/* private */\n' > service/engine/queue.h
+printf '/* private */\n' > service/conn.h
+printf '/* private */\n' > config/config_int.h
+expect_flag service/i.c '#include "engine/queue.h"' "reaches into another layer (service/engine/)"
+expect_flag service/win/j.c '#include "../../config/config_int.h"' "climbs with .."
+expect_flag config/k.c '#include "service/conn.h"' "not in the layer's folder (config/)"
 # Comments, strings and member calls are not calls to the OS:
 printf '/* kill(p) */ void f(struct o *ops) { ops->kill(0); puts("strcpy("); }\n' > service/g.c
 # Allowed places and the opt-out marker:
@@ -37,6 +46,11 @@ printf 'void g(int p) { kill(p, 9); }\n' > service/linux/spawn.c
 mkdir -p base
 printf '#include "px/px_error.h"\n#include <string.h>\n' > base/ok.c
 printf 'void f(char *d) { strcpy(d, "x"); } /* checksrc: allow - test */\n' > service/f.c
+# A layer's own private headers, from its subfolders too:
+mkdir -p service/win config/linux
+printf '#include "conn.h"\n' > service/win/pipe.c
+printf '#include "config_int.h"\n' > config/linux/platform.c
+printf '#include "queue.h"\n' > service/engine/queue.c
 git add -A
 "$checksrc" >/dev/null || { echo "FAIL: allowed code flagged"; "$checksrc"; exit 1; }
 echo "checksrc selftest: ok"

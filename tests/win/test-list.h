@@ -3,6 +3,7 @@
 PX_TEST_ENTRY(winspawn, winspawn_quoting, 30)
 PX_TEST_ENTRY(winspawn, winspawn_cmdline_limits, 30)
 PX_TEST_ENTRY(winspawn, winspawn_envblock, 30)
+PX_TEST_ENTRY(winspawn, winspawn_wide_three_ways, 30)
 PX_TEST_ENTRY(winspawn, winspawn_envblock_profile, 30)
 PX_TEST_ENTRY(winspawn, winspawn_creation_flags, 30)
 PX_TEST_ENTRY(winspawn, winspawn_restricting_sids, 30)
@@ -170,7 +171,7 @@ PX_TEST_ENTRY(setup, setup_claim_precreated, 60)
 PX_TEST_ENTRY(setup, setup_owned_depth, 30)
 PX_TEST_ENTRY(setup, setup_never_reacls_programdata, 60)
 PX_TEST_ENTRY(enforce, setup_enforce_dacls, 60)
-/* kb/win/priv.c: tests/win/test_kbpriv.c */
+/* base/win/priv.c: tests/win/test_kbpriv.c */
 PX_TEST_ENTRY(setup, kbpriv_thread_only, 30)
 PX_TEST_ENTRY(setup, kbpriv_nesting_and_faults, 30)
 PX_TEST_ENTRY(setup, kbpriv_kb_fails_closed, 60)

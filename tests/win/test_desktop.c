@@ -90,7 +90,7 @@ static char *sddl_of(HANDLE h, SE_OBJECT_TYPE type, SECURITY_INFORMATION si) {
             ERROR_SUCCESS);
   ASSERT(ConvertSecurityDescriptorToStringSecurityDescriptorW(
       sd, SDDL_REVISION_1, si, &w, NULL));
-  s = px__win_utf8(w);
+  s = px_win_utf8(w, PX_WIDE_NUL, PX_WIDE_REPLACE);
   LocalFree(w);
   LocalFree(sd);
   return s;
@@ -262,7 +262,7 @@ TEST_IMPL(windesk_pipe_sd) {
   printf("stdout pipe DACL read back: %s\n", got);
   ASSERT(ConvertSidToStringSidW(sb->job_sid, &w));
   {
-    char *jsu = px__win_utf8(w);
+    char *jsu = px_win_utf8(w, PX_WIDE_NUL, PX_WIDE_REPLACE);
     ASSERT_STR_CONTAINS(got, jsu);
     free(jsu);
   }

@@ -363,7 +363,7 @@ TEST_IMPL(enforce_desktop) {
   ev = wt_events(&ca);
   ASSERT_OK(ops->prepare(b.state, &ja.spec, &ev, &sa));
   {
-    char *u = px__win_utf8(sa->desktop_name);
+    char *u = px_win_utf8(sa->desktop_name, PX_WIDE_NUL, PX_WIDE_REPLACE);
     snprintf(other, sizeof other, "%s", u);
     free(u);
   }

@@ -26,7 +26,7 @@
 #include "tests/win/enfsuite.h"
 
 #include "px/px_os.h"
-#include "watchdog/win/identity.h"
+#include "px/px_win_identity.h"
 
 #include <sddl.h>
 #include <tlhelp32.h>

@@ -1,5 +1,5 @@
 /* test_fault.c - every fail-closed branch of the Windows backend, driven
- * through the function table (watchdog/win/winapi.h): the injected call
+ * through the function table (base/include/px/px_winapi.h): the injected call
  * fails, prepare or start returns the error, nothing runs, no process of
  * the job is left and its directory is gone. The tolerated controls (UI
  * restrictions, child process policy) fail soft and drop their bit. */

@@ -13,7 +13,7 @@
  * identity production uses): S4U needs SeTcbPrivilege. */
 #include "tests/win/wintest.h"
 
-#include "watchdog/win/identity.h"
+#include "px/px_win_identity.h"
 
 #include <sddl.h>
 #include <windows.h>

@@ -1,4 +1,4 @@
-/* test_kbpriv.c - the KB's privilege scope (kb/win/priv.c): backup and
+/* test_kbpriv.c - the KB's privilege scope (base/win/priv.c): backup and
  * restore privileges enabled only on the KB thread's impersonation token
  * for the operation, never in the process token; nesting; each
  * fail-closed branch through the PXW() seam, and a snapshot and a
@@ -11,7 +11,7 @@
 #include "px/px_fault.h"
 #include "px/px_kb.h"
 #include "px/px_os.h"
-#include "watchdog/win/winapi.h"
+#include "px/px_winapi.h"
 
 #include <windows.h>
 #include <stdio.h>
@@ -63,11 +63,11 @@ typedef struct {
 /* The "KB thread": enters, lets the main thread look, leaves. */
 static void kb_thread(void *arg) {
   probe_t *p = arg;
-  if (px_kbfs_scope_enter() == 0) {
+  if (px_os_priv_scope_enter() == 0) {
     p->in_scope = thread_has_them();
     SetEvent(p->entered);
     WaitForSingleObject(p->done, 10000);
-    px_kbfs_scope_leave();
+    px_os_priv_scope_leave();
   } else {
     SetEvent(p->entered);
   }
@@ -99,23 +99,23 @@ TEST_IMPL(kbpriv_thread_only) {
 }
 
 TEST_IMPL(kbpriv_nesting_and_faults) {
-  ASSERT_OK(px_kbfs_scope_enter());
-  ASSERT_OK(px_kbfs_scope_enter());
-  px_kbfs_scope_leave();
+  ASSERT_OK(px_os_priv_scope_enter());
+  ASSERT_OK(px_os_priv_scope_enter());
+  px_os_priv_scope_leave();
   ASSERT_EQ(thread_has_them(), 1); /* the outer scope still holds */
-  px_kbfs_scope_leave();
+  px_os_priv_scope_leave();
   ASSERT_EQ(thread_has_them(), -1);
   /* ImpersonateSelf refused: no scope, no token left behind. */
   ASSERT_OK(px_fault_arm("winapi.ImpersonateSelf", 1, ERROR_ACCESS_DENIED));
-  ASSERT_EQ(px_kbfs_scope_enter(), PX_EACCES);
+  ASSERT_EQ(px_os_priv_scope_enter(), PX_EACCES);
   ASSERT_EQ(thread_has_them(), -1);
   /* The privileges refused (a token without them): reverted, refused. */
   ASSERT_OK(px_fault_arm("winapi.AdjustTokenPrivileges", 1,
                          ERROR_NOT_ALL_ASSIGNED));
-  ASSERT_EQ(px_kbfs_scope_enter(), PX_EACCES);
+  ASSERT_EQ(px_os_priv_scope_enter(), PX_EACCES);
   ASSERT_EQ(thread_has_them(), -1);
   px_fault_reset();
-  px_kbfs_scope_leave(); /* unbalanced: harmless */
+  px_os_priv_scope_leave(); /* unbalanced: harmless */
   ASSERT_EQ(thread_has_them(), -1);
   return 0;
 }

@@ -8,7 +8,7 @@
 #include "px/px_error.h"
 #include "px/px_fault.h"
 #include "service/win/daemon.h"
-#include "watchdog/win/winapi.h"
+#include "px/px_winapi.h"
 
 #include <windows.h>
 #include <stdio.h>

@@ -12,8 +12,8 @@
 #include "px/px_error.h"
 #include "px/px_fault.h"
 #include "service/win/setup.h"
-#include "watchdog/win/pathcheck.h"
-#include "watchdog/win/winapi.h"
+#include "px/px_win_pathcheck.h"
+#include "px/px_winapi.h"
 
 #include <windows.h>
 #include <aclapi.h>

@@ -5,8 +5,8 @@
 #include "tests/win/wintest.h"
 
 #include "px/px_win_error.h"
-#include "watchdog/win/identity.h"
-#include "watchdog/win/runtimes.h"
+#include "px/px_win_identity.h"
+#include "px/px_win_runtimes.h"
 
 #include <sddl.h>
 #include <shellapi.h>
@@ -22,7 +22,7 @@ static void round_trip(char **argv, size_t argc) {
   ASSERT_NOT_NULL(back);
   ASSERT_EQ(n, argc);
   for (i = 0; i < argc; i++) {
-    char *u = px__win_utf8(back[i]);
+    char *u = px_win_utf8(back[i], PX_WIDE_NUL, PX_WIDE_REPLACE);
     ASSERT_STR_EQ(u, argv[i]);
     free(u);
   }
@@ -441,5 +441,49 @@ TEST_IMPL(winspawn_error_map) {
   ASSERT_EQ(px_err_from_win32(ERROR_INVALID_PARAMETER), PX_EINVAL);
   ASSERT_EQ(px_err_from_win32(0xDEADu), PX_EOS);
   ASSERT_EQ(PX_LOG_WIN32(PX_EJOB, ERROR_ACCESS_DENIED, "TestCall"), PX_EJOB);
+  return 0;
+}
+
+/* The one UTF-8 <-> UTF-16 converter (base/win/wide.c), its three ways
+ * with input that is not valid, against what MultiByteToWideChar makes of
+ * valid input. */
+TEST_IMPL(winspawn_wide_three_ways) {
+  static const char ok[] = "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"; /* aé€😀 */
+  static const char lone[] = "x\xED\xA0\x80y"; /* WTF-8 of U+D800 */
+  static const char bad[] = "p\xC0\xAFq\xF4\x90\x80\x80r\xE2\x82"; /* overlong, >U+10FFFF, cut */
+  WCHAR ref[16], *w;
+  size_t n = 0;
+  char *u;
+  int rn = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, ok, -1, ref, 16);
+  ASSERT_EQ(rn, 6); /* a é € and a surrogate pair, NUL */
+  ASSERT_NOT_NULL(w = px_win_wide(ok, 0, &n));
+  ASSERT_UINT_EQ(n, 5);
+  ASSERT_MEM_EQ(w, ref, 6 * sizeof *w);
+  ASSERT_NOT_NULL(u = px_win_utf8(w, PX_WIDE_NUL, 0));
+  ASSERT_STR_EQ(u, ok);
+  free(u);
+  free(w);
+  /* A lone surrogate: refused strictly, carried by WTF-8 both ways,
+   * U+FFFD for text. */
+  ASSERT_NULL(px_win_wide(lone, 0, NULL));
+  ASSERT_NOT_NULL(w = px_win_wide(lone, PX_WIDE_WTF8, &n));
+  ASSERT_UINT_EQ(n, 3);
+  ASSERT_UINT_EQ(w[1], 0xD800);
+  ASSERT_NULL(px_win_utf8(w, n, 0));
+  ASSERT_NOT_NULL(u = px_win_utf8(w, n, PX_WIDE_WTF8));
+  ASSERT_STR_EQ(u, lone);
+  free(u);
+  ASSERT_NOT_NULL(u = px_win_utf8(w, n, PX_WIDE_REPLACE));
+  ASSERT_STR_EQ(u, "x\xEF\xBF\xBDy");
+  free(u);
+  free(w);
+  /* Malformed bytes: refused even by WTF-8, each byte U+FFFD for text. */
+  ASSERT_NULL(px_win_wide(bad, 0, NULL));
+  ASSERT_NULL(px_win_wide(bad, PX_WIDE_WTF8, NULL));
+  ASSERT_NOT_NULL(w = px_win_wide(bad, PX_WIDE_REPLACE, &n));
+  ASSERT_UINT_EQ(w[0], 'p');
+  ASSERT_UINT_EQ(w[1], 0xFFFD);
+  ASSERT_UINT_EQ(w[3], 'q');
+  free(w);
   return 0;
 }

@@ -3,7 +3,7 @@
  * then neither the process token nor any thread of the service - pipe,
  * ZeroMQ, watchdog, workers - holds SeBackupPrivilege or
  * SeRestorePrivilege enabled: they exist only inside a KB operation
- * (kb/win/priv.c). Before this change main.c enabled them process-wide.
+ * (base/win/priv.c). Before this change main.c enabled them process-wide.
  */
 #include "task.h"
 #include "tests/runner/win/spawn_win.h"

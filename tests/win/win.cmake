@@ -25,7 +25,7 @@ target_link_libraries(px_tests_win PRIVATE ws2_32)
 add_executable(px_probe ${PROJECT_SOURCE_DIR}/tests/win/probe.c
   ${PROJECT_SOURCE_DIR}/tests/win/probe_attack.c
   ${PROJECT_SOURCE_DIR}/tests/win/probe_netfs.c)
-px_executable(px_probe)
+px_executable(px_probe WHITEBOX)
 target_link_options(px_probe PRIVATE ${PX_LINK_UNICODE})
 target_link_libraries(px_probe PRIVATE ws2_32 user32)
 # probe_attack.c: SSPI (outbound authentication), the COM GUIDs (uuid);
@@ -79,7 +79,7 @@ add_dependencies(px_tests_win PhoenixExecutor phoenixctl)
 # The client's server verification: a process squatting a pipe name, and
 # phoenixctl itself (tests/win/test_svc_pipe.c).
 add_executable(px_pipe_squatter ${PROJECT_SOURCE_DIR}/tests/win/pipe_squatter.c)
-px_executable(px_pipe_squatter)
+px_executable(px_pipe_squatter WHITEBOX)
 target_link_options(px_pipe_squatter PRIVATE ${PX_LINK_UNICODE})
 set_target_properties(px_pipe_squatter PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)

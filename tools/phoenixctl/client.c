@@ -1,7 +1,7 @@
 /* client.c - the portable half of the client library: PXF1 framing over
  * the platform stream (linux/conn.c, win/conn.c), or a ZeroMQ DEALER
  * socket that talks to the service's ROUTER endpoint. */
-#include "tools/phoenixctl/client.h"
+#include "client.h"
 
 #include "px/px_error.h"
 #include "px/px_frame.h"

@@ -1,5 +1,5 @@
 /* ctl.c - phoenixctl: arguments, the run request, the exchange, verdicts. */
-#include "tools/phoenixctl/ctl.h"
+#include "ctl.h"
 
 #include "px/px_encode.h"
 #include "px/px_error.h"

@@ -3,7 +3,7 @@
 #ifndef PX_CTL_H
 #define PX_CTL_H
 
-#include "tools/phoenixctl/client.h"
+#include "client.h"
 
 #include <stdint.h>
 

@@ -15,7 +15,7 @@
  * echoed as cJSON holds it, a double, so ids beyond +-2^53 are refused
  * with -32600 rather than answered with a different number.
  */
-#include "tools/phoenixctl/mcp.h"
+#include "mcp.h"
 
 #include "px/px_error.h"
 #include "px/px_util.h"

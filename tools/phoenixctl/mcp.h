@@ -12,8 +12,8 @@
 #ifndef PX_CTL_MCP_H
 #define PX_CTL_MCP_H
 
-#include "tools/phoenixctl/client.h"
-#include "tools/phoenixctl/ctl.h"
+#include "client.h"
+#include "ctl.h"
 
 #include "px/px_util.h"
 

@@ -10,7 +10,7 @@
  * them gone sends notifications/cancelled or ends the process: closing the
  * executor connection cancels its jobs, transports.on_disconnect).
  */
-#include "tools/phoenixctl/mcp.h"
+#include "mcp.h"
 
 #include "px/px_error.h"
 #include "px/px_os.h"

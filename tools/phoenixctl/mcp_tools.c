@@ -24,7 +24,7 @@
  * same connection; while waiting for their answer, job messages that
  * arrive are routed to their calls as usual.
  */
-#include "tools/phoenixctl/mcp.h"
+#include "mcp.h"
 
 #include "px/px_collect.h"
 #include "px/px_error.h"

@@ -25,9 +25,9 @@
  * On Linux the socket's peer must run as root (SO_PEERCRED), or as the
  * uid given with --server-uid.
  */
-#include "tools/phoenixctl/client.h"
-#include "tools/phoenixctl/ctl.h"
-#include "tools/phoenixctl/mcp.h"
+#include "client.h"
+#include "ctl.h"
+#include "mcp.h"
 
 #include "px/px_error.h"
 #include "px/px_os.h"

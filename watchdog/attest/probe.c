@@ -1,6 +1,6 @@
 /* probe.c - px-attest's portable part: arguments and the JSON lines
  * (probe.h). */
-#include "watchdog/attest/probe.h"
+#include "probe.h"
 
 #include <stdarg.h>
 #include <stdio.h>

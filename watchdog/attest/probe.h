@@ -1,5 +1,5 @@
 /* probe.h - px-attest, the attestation probe the service runs inside its
- * own sandbox at every start (include/px/px_attest.h, service/attest.c).
+ * own sandbox at every start (service/proto/include/px/px_attest.h, service/attest.c).
  *
  * It is a real job: the service starts it through the engine and the
  * backend like any client's code. It tries a compact set of forbidden

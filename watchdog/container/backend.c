@@ -16,7 +16,7 @@
  * The engine is trusted like the kernel: whoever controls it is root on
  * the host (docs/container-backend.md, "A shared Docker daemon").
  */
-#include "watchdog/container/ctr_int.h"
+#include "ctr_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"
@@ -388,4 +388,6 @@ const px_backend_ops_t px_backend_container = {
     .kill = ctr_kill,
     .release = ctr_release,
     .collect = px__ctr_collect,
+    .image_missing = px_container_image_missing,
+    .gate_error = px_container_gate_error,
 };

@@ -27,7 +27,7 @@
  * stops at the end-of-archive block, at a cap, or at the collector's
  * STOP, and the connection is closed (never drained) then.
  */
-#include "watchdog/container/ctr_int.h"
+#include "ctr_int.h"
 
 #include "px/px_collect.h"
 #include "px/px_error.h"

@@ -8,7 +8,7 @@
 
 #include "px/px_os.h"
 #include "px/px_sandbox.h"
-#include "watchdog/container/dk_int.h"
+#include "dk_int.h"
 
 /* The label every container of ours carries (crash recovery finds them by
  * it); its value is the job's key. */

@@ -21,7 +21,7 @@
  * KB roots are host directories: they cannot reach a remote engine, so a
  * job that sees any is refused at prepare (backend.c), never run without.
  */
-#include "watchdog/container/ctr_int.h"
+#include "ctr_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

@@ -3,7 +3,7 @@
  * ours or the engine's, never a client's: the backend names containers
  * "px-<job key>" and images come from the configuration.
  */
-#include "watchdog/container/dk_int.h"
+#include "dk_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

@@ -18,7 +18,7 @@
  * its first bytes; here they must be an ELF executable for the engine's
  * architecture (GET /version "Arch", Go's names).
  */
-#include "watchdog/container/ctr_int.h"
+#include "ctr_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

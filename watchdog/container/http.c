@@ -10,7 +10,7 @@
  * library: libcurl speaks to Unix sockets but not to Windows named pipes,
  * and the subset needed here is about 300 lines (docs/container-backend.md).
  */
-#include "watchdog/container/dk_int.h"
+#include "dk_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

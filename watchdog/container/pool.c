@@ -20,7 +20,7 @@
  * counted as misses. Slots carry our label, so crash recovery removes them
  * with everything else.
  */
-#include "watchdog/container/ctr_int.h"
+#include "ctr_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

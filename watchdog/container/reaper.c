@@ -12,7 +12,7 @@
  * backend goes, and a crash leaves nothing that the next start's recovery
  * does not remove (our label).
  */
-#include "watchdog/container/ctr_int.h"
+#include "ctr_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

@@ -13,7 +13,7 @@
  * the exit code and the OOM flag then come from an inspect. The memory
  * limit itself is the kernel's (OOM kill in the container's cgroup).
  */
-#include "watchdog/container/ctr_int.h"
+#include "ctr_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

@@ -12,7 +12,7 @@
  *   NanoCpus, no log driver (output travels over the attach stream only),
  *   our label with the job's key.
  */
-#include "watchdog/container/ctr_int.h"
+#include "ctr_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

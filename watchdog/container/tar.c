@@ -13,7 +13,7 @@
  * already validated (relative, no "..", no NUL); they are checked again
  * here because a tar entry is a path on the engine's side.
  */
-#include "watchdog/container/dk_int.h"
+#include "dk_int.h"
 
 #include "px/px_error.h"
 

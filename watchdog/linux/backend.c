@@ -16,8 +16,8 @@
  * A failed prepare cleans up after itself and returns no sandbox; a failed
  * start leaves an outcome with error set for wait().
  */
-#include "watchdog/linux/linux_int.h"
-#include "watchdog/linux/idmap.h"
+#include "linux_int.h"
+#include "px/px_idmap.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"
@@ -175,7 +175,7 @@ static void make_idmap(px__lnx_backend_t *be, const px_backend_opts_t *opts) {
                           : PX_KB_OWNER_DEFAULT;
   if (!be->is_root)
     return;
-  be->idmap_fd = px__lnx_idmap_userns(uid, be->run_uid, gid, be->run_gid);
+  be->idmap_fd = px_os_idmap_userns(uid, be->run_uid, gid, be->run_gid);
   if (be->idmap_fd < 0)
     PX_LOG(PX_LOG_WARN, "no idmap user namespace: KB roots bound plainly");
 }
@@ -599,8 +599,16 @@ static void lnx_pool_stats(void *state, px_pool_info_t *out) {
 }
 
 const px_backend_ops_t px_backend_linux = {
-    "linux",      lnx_open,  lnx_close, lnx_available, lnx_prepare,
-    lnx_start,    lnx_wait,  lnx_kill,  lnx_release,   lnx_pool_stats,
-    px__lnx_collect};
+    .name = "linux",
+    .open = lnx_open,
+    .close = lnx_close,
+    .enforcement_available = lnx_available,
+    .prepare = lnx_prepare,
+    .start = lnx_start,
+    .wait = lnx_wait,
+    .kill = lnx_kill,
+    .release = lnx_release,
+    .pool_stats = lnx_pool_stats,
+    .collect = px__lnx_collect};
 
 const px_backend_ops_t *px_backend_native(void) { return &px_backend_linux; }

@@ -18,7 +18,7 @@
  * With a cgroup_root override (tests) the tree is plain files: writes create
  * them, and the test pre-fills what the kernel would.
  */
-#include "watchdog/linux/linux_int.h"
+#include "linux_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

@@ -12,7 +12,7 @@
  * files with more than one name and other mounts are listed as skipped by
  * the collector. Entries are visited in name order, so results repeat.
  */
-#include "watchdog/linux/linux_int.h"
+#include "linux_int.h"
 
 #include "px/px_collect.h"
 #include "px/px_error.h"

@@ -38,7 +38,7 @@
  * The project-quota alternative needs CONFIG_QUOTA, which this kernel
  * lacks (bench/README.md has the measurements).
  */
-#include "watchdog/linux/linux_int.h"
+#include "linux_int.h"
 
 #include "px/px_error.h"
 #include "px/px_fence.h"

@@ -15,7 +15,7 @@
  *   - ABI >= 6: abstract UNIX sockets and signals scoped to the job.
  * Everything here is async-signal-safe (the child of a threaded parent).
  */
-#include "watchdog/linux/linux_int.h"
+#include "linux_int.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -14,7 +14,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
-#include "watchdog/linux/linux_error.h"
+#include "linux_error.h"
 
 /* Functions that run on a warm slot stub's stack (malloc'd, shared with
  * the daemon) or on its copy in the job's child and call a noreturn

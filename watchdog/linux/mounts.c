@@ -22,7 +22,7 @@
  * umount: a job's symlinks are never followed). Without privilege (user
  * namespace mode) it is a plain directory removed with a no-follow walk.
  */
-#include "watchdog/linux/linux_int.h"
+#include "linux_int.h"
 
 #include "px/px_error.h"
 #include "px/px_fence.h"

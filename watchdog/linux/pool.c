@@ -37,7 +37,7 @@
  * thrown away. After a crash, open() removes every px-slot-<tag>-* cgroup
  * of this work root (tag: a hash of its path), killing what is inside.
  */
-#include "watchdog/linux/linux_int.h"
+#include "linux_int.h"
 
 #include "px/px_error.h"
 #include "px/px_fence.h"

@@ -12,7 +12,7 @@
  * close() drains the queue before it returns, so a stopped backend leaves
  * nothing behind; after a crash, open()'s recovery removes the leftovers.
  */
-#include "watchdog/linux/linux_int.h"
+#include "linux_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

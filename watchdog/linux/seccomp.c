@@ -20,7 +20,7 @@
  *     userfaultfd, Linux AIO), keyrings, host administration (reboot, swap,
  *     clocks, acct, quotas), handle-based opens, modify_ldt, TIOCSTI.
  */
-#include "watchdog/linux/linux_int.h"
+#include "linux_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

@@ -21,7 +21,7 @@
  * The error pipe is O_CLOEXEC: EOF on it means execve succeeded. The child
  * is a fork of a threaded process: it only makes system calls.
  */
-#include "watchdog/linux/linux_int.h"
+#include "linux_int.h"
 
 #include "px/px_error.h"
 #include "px/px_fence.h"

@@ -3,7 +3,7 @@
  * and (test-seam builds) each step's fault site. It uses nothing else of
  * the backend.
  */
-#include "watchdog/linux/linux_int.h"
+#include "linux_int.h"
 
 #include "px/px_fault.h"
 

@@ -21,7 +21,7 @@
  * the end of the epoll batch, so later events of the same batch never see
  * freed memory.
  */
-#include "watchdog/linux/linux_int.h"
+#include "linux_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

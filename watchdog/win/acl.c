@@ -18,12 +18,12 @@
  * pathcheck.c), and the job's files relative to its handle, one component
  * at a time: no path is resolved again between the check and the use.
  */
-#include "watchdog/win/win_int.h"
+#include "win_int.h"
 
 #include "px/px_log.h"
 #include "px/px_util.h"
 #include "px/px_win_error.h"
-#include "watchdog/win/pathcheck.h"
+#include "px/px_win_pathcheck.h"
 
 #include <sddl.h>
 #include <stdlib.h>
@@ -260,7 +260,7 @@ static HANDLE subdir(HANDLE parent, const WCHAR *name, size_t n) {
  * open as `dir`, one component at a time relative to its parent's handle:
  * no path is resolved, nothing existing is followed or overwritten. */
 static int file_write(HANDLE dir, const px_job_file_t *f) {
-  WCHAR *rel = px__win_wide(f->path), *c, *slash;
+  WCHAR *rel = px_win_wide(f->path, 0, NULL), *c, *slash;
   HANDLE cur = dir, next = NULL, h = NULL;
   LONG st;
   int rc = PX_EIO;

@@ -15,13 +15,13 @@
  * operations hold one each). Any failure before start fails closed: the
  * suspended child dies with its job and prepare/start return the error.
  */
-#include "watchdog/win/win_int.h"
+#include "win_int.h"
 
 #include "px/px_log.h"
 #include "px/px_os.h"
 #include "px/px_util.h"
 #include "px/px_win_error.h"
-#include "watchdog/win/pathcheck.h"
+#include "px/px_win_pathcheck.h"
 
 #include <sddl.h>
 #include <stdlib.h>
@@ -43,7 +43,7 @@ static int work_root_init(px__winbe_t *be, const char *root) {
   int rc;
   if (!root || !*root)
     return PX_EINVAL;
-  be->work_root = px__win_wide(root);
+  be->work_root = px_win_wide(root, 0, NULL);
   if (!be->work_root)
     return PX_EINVAL;
   n = wcslen(be->work_root);

@@ -16,13 +16,13 @@
  *  - deletion is by handle (FileDispositionInfoEx, falling back to
  *    FileDispositionInfo); a hard link loses only its name;
  *  - backup/restore privileges are enabled on this thread's token for the
- *    removal only (the KB's scope, kb/win/priv.c), never process-wide.
+ *    removal only (the KB's scope, base/win/priv.c), never process-wide.
  * Runs after every process of the job is gone (or, for recovery, before
  * any job runs).
  */
-#include "watchdog/win/win_int.h"
+#include "win_int.h"
 
-#include "kb/kb_fs.h"
+#include "px/px_os.h"
 #include "px/px_log.h"
 #include "px/px_win_error.h"
 
@@ -220,10 +220,10 @@ int px__winbe_empty_dir(HANDLE dir, px__winbe_rm_counts_t *counts) {
   memset(counts, 0, sizeof *counts);
   if ((rc = nt_resolve()))
     return rc;
-  scoped = px_kbfs_scope_enter() == 0; /* see remove_tree */
+  scoped = px_os_priv_scope_enter() == 0; /* see remove_tree */
   rc = empty_dir(dir, 0, counts, 1);
   if (scoped)
-    px_kbfs_scope_leave();
+    px_os_priv_scope_leave();
   return rc;
 }
 
@@ -271,13 +271,13 @@ int px__winbe_remove_tree(const WCHAR *dir, const WCHAR *root_final) {
     rc = PX_ELOOP;
   } else {
     /* FILE_OPEN_FOR_BACKUP_INTENT only helps with the restore privilege:
-     * enabled on this thread's token for this removal only (kb/win/priv.c),
+     * enabled on this thread's token for this removal only (base/win/priv.c),
      * so a job that locked the service out of a file it made cannot keep
      * it. Without it the removal still runs, with the DACLs as they are. */
-    int scoped = px_kbfs_scope_enter() == 0;
+    int scoped = px_os_priv_scope_enter() == 0;
     rc = remove_handle(h, 0, NULL);
     if (scoped)
-      px_kbfs_scope_leave();
+      px_os_priv_scope_leave();
   }
   CloseHandle(h);
   return rc;

@@ -20,7 +20,7 @@
  *    neither listed nor opened (names never carry ':').
  * Entries are visited in listing order (NTFS: name order).
  */
-#include "watchdog/win/win_int.h"
+#include "win_int.h"
 
 #include "px/px_collect.h"
 #include "px/px_error.h"
@@ -131,7 +131,7 @@ static void visit(walk_t *w, HANDLE dir, const WCHAR *dir_final,
   name[len] = 0;
   if ((len == 1 && name[0] == L'.') || (len == 2 && name[0] == L'.' && name[1] == L'.'))
     return;
-  if (!(u8 = px__win_utf8(name)))
+  if (!(u8 = px_win_utf8(name, PX_WIDE_NUL, PX_WIDE_REPLACE)))
     return;
   snprintf(rel, sizeof rel, "%s%s", prefix, u8);
   free(u8);

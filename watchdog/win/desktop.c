@@ -42,7 +42,7 @@
  * if both are what was set (Wine creates the objects but stores neither:
  * there the bit is missing and the job is "degraded").
  */
-#include "watchdog/win/win_int.h"
+#include "win_int.h"
 
 #include "px/px_log.h"
 #include "px/px_win_error.h"

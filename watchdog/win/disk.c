@@ -28,11 +28,11 @@
  * directory that cannot be listed, is content unknown (PX_EACCES: the
  * watchdog fails closed).
  */
-#include "watchdog/win/win_int.h"
+#include "win_int.h"
 
 #include "px/px_error.h"
 #include "px/px_util.h"
-#include "watchdog/win/pathcheck.h"
+#include "px/px_win_pathcheck.h"
 
 #include <stdlib.h>
 #include <string.h>

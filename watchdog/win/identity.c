@@ -28,8 +28,8 @@
  * that even with a known password nobody could log on as it at the
  * console, over RDP, SMB/WinRM, or as a service.
  */
-#include "watchdog/win/identity.h"
-#include "watchdog/win/win_int.h"
+#include "px/px_win_identity.h"
+#include "win_int.h"
 
 #include "px/px_fault.h"
 #include "px/px_log.h"

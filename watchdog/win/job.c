@@ -9,7 +9,7 @@
  * ERROR_INVALID_PARAMETER and accepts the former without reading it back).
  * Breakaway flags are never set, so no process can leave the job.
  */
-#include "watchdog/win/win_int.h"
+#include "win_int.h"
 
 #include "px/px_log.h"
 #include "px/px_win_error.h"

@@ -26,7 +26,7 @@
  * The child-process policy (no child processes at all) is set by spawn.c
  * for jobs limited to one process and read back here too.
  */
-#include "watchdog/win/win_int.h"
+#include "win_int.h"
 
 #include "px/px_log.h"
 #include "px/px_win_error.h"

@@ -27,8 +27,8 @@
  * goes on, and the caller keeps the last one: it cannot be renamed or
  * deleted, and NTFS refuses to rename a directory that holds an open one.
  */
-#include "watchdog/win/pathcheck.h"
-#include "watchdog/win/winapi.h"
+#include "px/px_win_pathcheck.h"
+#include "px/px_winapi.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

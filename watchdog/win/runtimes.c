@@ -20,9 +20,9 @@
  * from Unix modes and never name S-1-15-2-1, so the start-up check only
  * runs on Windows; the rule itself is tested on SDDL descriptors.
  */
-#include "watchdog/win/runtimes.h"
-#include "watchdog/win/identity.h"
-#include "watchdog/win/win_int.h"
+#include "px/px_win_runtimes.h"
+#include "px/px_win_identity.h"
+#include "win_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"
@@ -133,7 +133,7 @@ cleanup:
 
 int px__win_runtime_check_sddl(const char *sddl, char *why, size_t whysz) {
   PSECURITY_DESCRIPTOR sd = NULL;
-  WCHAR *w = px__win_wide(sddl);
+  WCHAR *w = px_win_wide(sddl, 0, NULL);
   int rc = PX_EINVAL;
   why[0] = 0;
   if (w && ConvertStringSecurityDescriptorToSecurityDescriptorW(
@@ -167,7 +167,7 @@ static int path_rule(const WCHAR *p, const char *what, char *why,
 }
 
 int px_win_runtime_check(const char *exe, char *why, size_t whysz) {
-  WCHAR *w = px__win_wide(exe), *slash;
+  WCHAR *w = px_win_wide(exe, 0, NULL), *slash;
   char fix[640];
   int rc;
   why[0] = 0;
@@ -203,7 +203,7 @@ static int reg_str(HKEY k, const WCHAR *value, char *out, size_t n) {
   if (RegGetValueW(k, NULL, value, RRF_RT_REG_SZ,
                    NULL, buf, &sz) != ERROR_SUCCESS || !buf[0])
     return 0;
-  if (!(u = px__win_utf8(buf)))
+  if (!(u = px_win_utf8(buf, PX_WIDE_NUL, PX_WIDE_REPLACE)))
     return 0;
   px_snprintf(out, n, "%s", u);
   free(u);
@@ -215,7 +215,7 @@ static int reg_str(HKEY k, const WCHAR *value, char *out, size_t n) {
 static int one_install(HKEY tags, const WCHAR *tag, px_win_interp_t *it) {
   WCHAR sub[300];
   HKEY k = NULL;
-  char *u = px__win_utf8(tag);
+  char *u = px_win_utf8(tag, PX_WIDE_NUL, PX_WIDE_REPLACE);
   size_t dl;
   int ok = 0;
   memset(it, 0, sizeof *it);
@@ -237,7 +237,7 @@ static int one_install(HKEY tags, const WCHAR *tag, px_win_interp_t *it) {
 
 size_t px_win_interpreters_scan(void *root, const char *subkey,
                                 px_win_interp_t *out, size_t cap) {
-  WCHAR *ws = px__win_wide(subkey), tag[256];
+  WCHAR *ws = px_win_wide(subkey, 0, NULL), tag[256];
   HKEY tags = NULL;
   DWORD i, tl;
   size_t n = 0;
@@ -292,7 +292,7 @@ void px_win_interpreters_log(void) {
     if (RegEnumKeyExW(HKEY_USERS, i, user, &ul, NULL, NULL, NULL, NULL) !=
         ERROR_SUCCESS)
       break;
-    if (wcsstr(user, L"_Classes") || !(u = px__win_utf8(user)))
+    if (wcsstr(user, L"_Classes") || !(u = px_win_utf8(user, PX_WIDE_NUL, PX_WIDE_REPLACE)))
       continue;
     px_snprintf(sub, sizeof sub, "%s\\%s", u, key);
     log_found(u, it, px_win_interpreters_scan(HKEY_USERS, sub, it, 16));

@@ -30,8 +30,8 @@
  * px__winbe_creation_flags decides; job.c asks the same question for the
  * +1 of the job limit.
  */
-#include "watchdog/win/identity.h"
-#include "watchdog/win/win_int.h"
+#include "px/px_win_identity.h"
+#include "win_int.h"
 
 #include "px/px_log.h"
 #include "px/px_util.h"
@@ -108,7 +108,7 @@ int px__winbe_cmdline(char *const *argv, size_t argc, WCHAR **out) {
   if (argc == 0)
     return PX_EINVAL;
   for (i = 0; i < argc && rc == 0; i++) {
-    WCHAR *w = px__win_wide(argv[i]);
+    WCHAR *w = px_win_wide(argv[i], 0, NULL);
     if (!w) {
       rc = PX_EINVAL;
       break;
@@ -186,7 +186,7 @@ static int env_put(envlist_t *e, const WCHAR *name, const WCHAR *val,
 
 static int env_put_utf8(envlist_t *e, const char *name, const char *val,
                         int override) {
-  WCHAR *wn = px__win_wide(name), *wv = px__win_wide(val);
+  WCHAR *wn = px_win_wide(name, 0, NULL), *wv = px_win_wide(val, 0, NULL);
   int rc = PX_EINVAL;
   if (wn && wv && wn[0] && !wcschr(wn, L'='))
     rc = env_put(e, wn, wv, override);
@@ -520,7 +520,7 @@ static const WCHAR *env_path(const WCHAR *block) {
  * (relative ones against the job dir); a bare name -> searched in the
  * child's PATH only (never the service's directory or cwd). */
 static int resolve_program(px_sandbox_t *sb, const WCHAR *block, WCHAR **out) {
-  WCHAR *a0 = px__win_wide(sb->spec->argv[0]);
+  WCHAR *a0 = px_win_wide(sb->spec->argv[0], 0, NULL);
   WCHAR *full = NULL;
   DWORD n;
   int rc = PX_ENOENT;

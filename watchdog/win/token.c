@@ -36,7 +36,7 @@
  * are capability SIDs (S-1-15-3-..., win_int.h) so that the same SID
  * serves as a restricting SID and as an AppContainer capability.
  */
-#include "watchdog/win/win_int.h"
+#include "win_int.h"
 
 #include "px/px_log.h"
 #include "px/px_win_error.h"

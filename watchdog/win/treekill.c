@@ -20,7 +20,7 @@
  * limit), never "over" on a guess. This process (the service) is never a
  * target. Runs under be->lock: bounded rounds, a short wait per round.
  */
-#include "watchdog/win/win_int.h"
+#include "win_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

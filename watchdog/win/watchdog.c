@@ -26,7 +26,7 @@
  * on an empty pipe then is cancelled; any read after PX__DRAIN_MS).
  * Verdicts are decided in px__winbe_verdict only.
  */
-#include "watchdog/win/win_int.h"
+#include "win_int.h"
 
 #include "px/px_log.h"
 #include "px/px_result.h"

@@ -11,11 +11,11 @@
 #ifndef PX_WIN_INT_H
 #define PX_WIN_INT_H
 
-#include "watchdog/win/cleanup.h"
+#include "px/px_win_cleanup.h"
 #include "px/px_job.h"
 #include "px/px_os.h"
 #include "px/px_sandbox.h"
-#include "watchdog/win/winapi.h"
+#include "px/px_winapi.h"
 
 /* Reserved completion keys: commands to the watchdog thread and the key of
  * every pipe completion. Job trackers are keyed by their id, which starts
@@ -414,7 +414,7 @@ void px__winbe_terminate(struct px_sandbox_s *sb);
 /* Drop one reference; frees the tracker at zero. Under be->lock. */
 void px__winbe_unref(struct px_sandbox_s *sb);
 
-/* cleanup.c: watchdog/win/cleanup.h */
+/* cleanup.c: watchdog/win/include/px/px_win_cleanup.h */
 
 #ifdef PX_TEST_SEAMS
 /* backend.c: hooks for tests (borrowed values; valid until release).

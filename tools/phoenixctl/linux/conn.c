@@ -1,5 +1,5 @@
 /* conn.c (Linux) - the client's Unix-socket stream. */
-#include "tools/phoenixctl/client.h"
+#include "client.h"
 
 #include "px/px_error.h"
 #include "px/px_util.h"

@@ -12,7 +12,7 @@
  * SeRestorePrivilege, can make that owner). A console-mode server the
  * caller started is named by its pid instead (PX_SERVER_PID).
  */
-#include "tools/phoenixctl/client.h"
+#include "client.h"
 
 #include "px/px_error.h"
 

@@ -7,7 +7,7 @@
  * limit would show it by behaviour, but the watchdog rightly kills a job
  * that reaches its process limit.)
  */
-#include "watchdog/attest/linux/checks.h"
+#include "linux/checks.h"
 
 #include <errno.h>
 #include <stdio.h>

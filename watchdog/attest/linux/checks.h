@@ -2,7 +2,7 @@
 #ifndef PX_ATTEST_LINUX_CHECKS_H
 #define PX_ATTEST_LINUX_CHECKS_H
 
-#include "watchdog/attest/probe.h"
+#include "probe.h"
 
 void pxa_check_namespaces(const pxa_args_t *a); /* ns.c */
 void pxa_check_status(void);                    /* status.c: seccomp,

@@ -8,7 +8,7 @@
  * Writes to the read-only root fail EROFS before Landlock is asked, so
  * they prove the mount layout, not Landlock: both are reported.
  */
-#include "watchdog/attest/linux/checks.h"
+#include "linux/checks.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* main.c - px-attest on Linux: the entry point and the order of checks
  * (probe.h). Runs as the job's first process (pid 1 of its namespace). */
-#include "watchdog/attest/linux/checks.h"
+#include "linux/checks.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * the attestation (--port). Without net:egress it must fail; the egress
  * job's success (the control) shows the listener was there, so the denial
  * cannot pass for "nothing listening". */
-#include "watchdog/attest/linux/checks.h"
+#include "linux/checks.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

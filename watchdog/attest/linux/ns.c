@@ -1,6 +1,6 @@
 /* ns.c - namespaces: the probe's /proc/self/ns/<kind> inode against the
  * daemon's (--host-ns). A different inode is a namespace of its own. */
-#include "watchdog/attest/linux/checks.h"
+#include "linux/checks.h"
 
 #include <errno.h>
 #include <stdio.h>

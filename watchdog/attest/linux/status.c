@@ -1,6 +1,6 @@
 /* status.c - what the kernel says about the probe in /proc/self/status
  * (seccomp mode, no_new_privs, capability sets) and its uid. */
-#include "watchdog/attest/linux/checks.h"
+#include "linux/checks.h"
 
 #include <errno.h>
 #include <stdio.h>

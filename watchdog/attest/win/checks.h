@@ -2,7 +2,7 @@
 #ifndef PX_ATTEST_WIN_CHECKS_H
 #define PX_ATTEST_WIN_CHECKS_H
 
-#include "watchdog/attest/probe.h"
+#include "probe.h"
 
 #include <windows.h>
 

@@ -4,7 +4,7 @@
  * ERROR_ACCESS_DENIED; a write inside its directory must work (the
  * control); another job's directory (the service's sibling) must not
  * open. Anything created by mistake is deleted at once. */
-#include "watchdog/attest/win/checks.h"
+#include "win/checks.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* job.c - the job object from inside: its memory and process limits read
  * with QueryInformationJobObject(NULL, ...) (the job of the caller), and
  * a breakaway attempt, which must be refused (no BREAKAWAY_OK flag). */
-#include "watchdog/attest/win/checks.h"
+#include "win/checks.h"
 
 #include <stdio.h>
 #include <string.h>

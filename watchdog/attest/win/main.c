@@ -1,6 +1,6 @@
 /* main.c - px-attest.exe: the entry point (UTF-16 arguments to UTF-8),
  * the environment lookup and the order of checks (probe.h). */
-#include "watchdog/attest/win/checks.h"
+#include "win/checks.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -40,7 +40,7 @@
  *                         from the sandbox, not from a dead listener.
  * (Under Wine nothing is isolated: the connects succeed, the checks fail,
  * the state is degraded.) */
-#include "watchdog/attest/win/checks.h"
+#include "win/checks.h"
 
 #include <winsock2.h>
 #include <sddl.h>

@@ -2,7 +2,7 @@
  * process (--service-pid) must fail with ERROR_ACCESS_DENIED; user32 must
  * load and the process must sit on a window station and desktop of its
  * own (a session-0 child without one cannot initialise user32). */
-#include "watchdog/attest/win/checks.h"
+#include "win/checks.h"
 
 #include <stdio.h>
 #include <string.h>

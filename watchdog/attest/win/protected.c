@@ -16,7 +16,7 @@
  *                  opened with the access clients ask for: the DACL denies
  *                  ALL APPLICATION PACKAGES and its label Low callers.
  * Another job's directory is sibling_dir (fs.c). */
-#include "watchdog/attest/win/checks.h"
+#include "win/checks.h"
 
 #include <stdio.h>
 

@@ -3,7 +3,7 @@
  * (watchdog/win/token.c builds it: every group deny-only but logon,
  * Everyone and Users; restricting SIDs with a per-job SID; Low or
  * Untrusted integrity). */
-#include "watchdog/attest/win/checks.h"
+#include "win/checks.h"
 
 #include <sddl.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
  * (the engine's own, /var/run/docker.sock by default) or, for tests, TCP
  * to a loopback address. Blocking sockets, waits through poll(2).
  */
-#include "watchdog/container/dk_int.h"
+#include "dk_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

@@ -3,8 +3,8 @@
  * read back from /proc and the cgroup files; and the user namespace of the
  * idmapped KB views (jobdir.c mounts them).
  */
-#include "watchdog/container/dk_int.h"
-#include "watchdog/linux/idmap.h"
+#include "dk_int.h"
+#include "px/px_idmap.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"
@@ -262,12 +262,12 @@ int px__dk_gate_header(const char *path, unsigned char *hdr, size_t cap,
 
 /* ---- the idmap user namespace ------------------------------------------ */
 
-/* The native backend's (watchdog/linux/idmap.c): the KB owner's uid/gid
+/* The native backend's (base/linux/idmap.c): the KB owner's uid/gid
  * on disk is the job's inside, so what a container job writes to a KB is
  * the KB owner's on the host, never root's (issue 24). */
 void px__dk_idmap_open(unsigned long owner_uid, unsigned long owner_gid,
                        unsigned long job_uid, unsigned long job_gid, int *fd) {
-  *fd = px__lnx_idmap_userns(owner_uid, job_uid, owner_gid, job_gid);
+  *fd = px_os_idmap_userns(owner_uid, job_uid, owner_gid, job_gid);
   if (*fd < 0)
     PX_LOG(PX_LOG_WARN, "container backend: no idmap user namespace, KB "
                         "roots are bound plainly");

@@ -15,7 +15,7 @@
  * fork. Files are written in the same step as they are needed, so the
  * daemon's own view of the directory never matters.
  */
-#include "watchdog/container/dk_int.h"
+#include "dk_int.h"
 
 #include "px/px_error.h"
 #include "px/px_fence.h"

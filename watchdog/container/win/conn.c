@@ -21,7 +21,7 @@
 #include <ws2tcpip.h>
 #include <windows.h>
 
-#include "watchdog/container/dk_int.h"
+#include "dk_int.h"
 
 #include "px/px_error.h"
 #include "px/px_log.h"

@@ -7,7 +7,7 @@
  * that slipped through fails closed with PX_ENOTSUP instead of linking to
  * nothing.
  */
-#include "watchdog/container/dk_int.h"
+#include "dk_int.h"
 
 #include "px/px_error.h"
 

@@ -146,6 +146,13 @@ typedef struct px_backend_ops_s {
    * (px_collector_stopped); the result then lists what was gathered.
    * NULL: this backend cannot collect (the result says so). */
   int (*collect)(px_sandbox_t *sb, px_collector_t *c);
+  /* Backends of image runtimes (NULL for the others), for `status`: 1
+   * when `image` (a configured one) is not present on the engine (its
+   * runtime's jobs fail; the list is fixed at open); and why the gate
+   * (containers.gate) failed its check at open, or NULL when it is usable
+   * (image jobs are then refused with PX_ENOENGINE; owned by the state). */
+  int (*image_missing)(void *state, const char *image);
+  const char *(*gate_error)(void *state);
 } px_backend_ops_t;
 
 /* The backends built into this binary (NULL where not built). The fake
@@ -159,13 +166,8 @@ extern const px_backend_ops_t px_backend_windows;
 /* Jobs of image runtimes, through the Docker Engine API (Linux builds;
  * watchdog/container/). */
 extern const px_backend_ops_t px_backend_container;
-/* 1 when `image` (a configured one) is not present on the engine of
- * px_backend_container's open state `state` (its runtime's jobs fail),
- * for `status`. The list is fixed at open. */
+/* Its image_missing and gate_error (the ops above), by name. */
 int px_container_image_missing(void *state, const char *image);
-/* Why the gate (containers.gate) failed its check at open, or NULL when it
- * is usable (or state is NULL): image jobs are then refused with
- * PX_ENOENGINE. Owned by the state; fixed at open. */
 const char *px_container_gate_error(void *state);
 
 /* The real backend of this platform. */

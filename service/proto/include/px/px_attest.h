@@ -59,7 +59,7 @@ typedef struct {
   char observed[PX_ATTEST_OBSERVED_MAX];
 } px_attest_check_t;
 
-typedef struct {
+typedef struct px_attest_report_s {
   uint64_t time_ms;     /* wall clock (ms since 1970) when it finished */
   uint64_t duration_ms; /* how long it took */
   px_attest_state_t state;

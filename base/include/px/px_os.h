@@ -82,6 +82,16 @@ int px_os_mkdir(const char *path);
 int px_os_write_file(const char *path, const void *data, size_t len,
                      int overwrite);
 
+/* The privilege scope of one KB snapshot or rollback, or of the removal
+ * of a job's files a job may have locked. Windows (base/win/priv.c): SeBackupPrivilege and SeRestorePrivilege enabled on an
+ * impersonation copy of the service's token on the calling thread only,
+ * for the duration; they stay disabled everywhere else. Linux: nothing
+ * (root's capabilities are the process's). Scopes nest per thread; every
+ * successful enter needs one leave on the same thread. 0, or PX_EACCES
+ * when the privileges cannot be had (the operation must fail). */
+int px_os_priv_scope_enter(void);
+void px_os_priv_scope_leave(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,4 +1,4 @@
-/* idmap.h - a user namespace for idmapped mounts (idmap.c): the native
+/* px_idmap.h - a user namespace for idmapped mounts (idmap.c): the native
  * backend binds KB roots through one (backend.c), the container backend
  * its KB views (watchdog/container/linux/host.c). Both map the job's uid
  * to the KB owner (kb.owner_uid), never to the daemon's uid. */
@@ -13,7 +13,7 @@
  * our privileges do not allow one (the caller then binds plainly and
  * says so). Made by a child that unshares and waits while its maps are
  * written; the namespace outlives the child through the descriptor. */
-int px__lnx_idmap_userns(unsigned long outer_uid, unsigned long inner_uid,
+int px_os_idmap_userns(unsigned long outer_uid, unsigned long inner_uid,
                          unsigned long outer_gid, unsigned long inner_gid);
 
 #endif /* PX_LNX_IDMAP_H */

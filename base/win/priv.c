@@ -1,5 +1,6 @@
 /* priv.c (Windows) - the privilege scope of one KB snapshot or rollback
- * (kb_fs.h: px_kbfs_scope_enter / px_kbfs_scope_leave).
+ * (px_os.h: px_os_priv_scope_enter / px_os_priv_scope_leave); the KB and
+ * the Windows backend's removal of a job's files use it.
  *
  * DESIGN. SeBackupPrivilege and SeRestorePrivilege let their holder read
  * and replace any file whatever its DACL (with FILE_OPEN_FOR_BACKUP_INTENT,
@@ -20,7 +21,7 @@
  * token. A failure to enable them fails the operation (fail closed: a
  * rollback without them could leave a job's changes in place).
  */
-#include "kb/kb_fs.h"
+#include "px/px_os.h"
 
 #include <windows.h>
 
@@ -28,7 +29,7 @@
 #include "px/px_error.h"
 #include "px/px_log.h"
 /* The security path's one Win32 table (fault injection in tests). */
-#include "watchdog/win/winapi.h"
+#include "px/px_winapi.h"
 
 static PX_THREAD_LOCAL int depth;
 static PX_THREAD_LOCAL HANDLE saved; /* the token this thread had, or NULL */
@@ -47,7 +48,7 @@ static int enable(HANDLE tok) {
          GetLastError() == ERROR_SUCCESS;
 }
 
-int px_kbfs_scope_enter(void) {
+int px_os_priv_scope_enter(void) {
   HANDLE tok = NULL;
   DWORD err;
   if (depth > 0) {
@@ -84,7 +85,7 @@ fail:
   return PX_EACCES;
 }
 
-void px_kbfs_scope_leave(void) {
+void px_os_priv_scope_leave(void) {
   if (depth <= 0 || --depth > 0)
     return;
   if (!SetThreadToken(NULL, saved))

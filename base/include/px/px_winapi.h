@@ -1,4 +1,4 @@
-/* winapi.h - the function table for every Win32 call on the security path
+/* px_winapi.h - the function table for every Win32 call on the security path
  * of the Windows backend, after SQLite's aSyscall and libuv's winapi.c.
  *
  * Code calls PXW(Name)(args...) instead of Name(args...). Each entry is a
@@ -10,12 +10,12 @@
  * release build the wrapper only calls the API.
  *
  * Also here: the handle helpers (px_handle_close), Wine detection and the
- * UTF-8 <-> UTF-16 conversions the backend files share.
+ * project's one UTF-8 <-> UTF-16 converter (base/win/wide.c).
  */
 #ifndef PX_WIN_WINAPI_H
 #define PX_WIN_WINAPI_H
 
-#include <windows.h>
+#include <windows.h> /* checksrc: allow - the Win32 call table; only win/ code includes it */
 #include <aclapi.h>
 #include <lm.h>
 #include <sddl.h>
@@ -191,10 +191,20 @@ static inline void px_handle_close(HANDLE *h) {
   *h = NULL;
 }
 
-/* malloc'd UTF-16 copy of UTF-8 `s` (NULL on bad UTF-8 or OOM); caller
- * frees. Invalid UTF-8 is refused, not replaced. */
-WCHAR *px__win_wide(const char *s);
-/* malloc'd UTF-8 copy of UTF-16 `w` (NULL on OOM); caller frees. */
-char *px__win_utf8(const WCHAR *w);
+/* ---- the one UTF-8 <-> UTF-16 converter (base/win/wide.c) ----
+ * `how` says what happens to input that is not valid:
+ *   0                refused: NULL (paths of the security path, config)
+ *   PX_WIDE_WTF8     a lone surrogate passes, encoded as its 3 bytes
+ *                    (WTF-8): file names that must round-trip (the KB)
+ *   PX_WIDE_REPLACE  replaced by U+FFFD (text for people: the Event Log)
+ * Both return malloc'd, NUL-terminated copies (caller frees), NULL on
+ * refusal or OOM. */
+#define PX_WIDE_WTF8 1u
+#define PX_WIDE_REPLACE 2u
+#define PX_WIDE_NUL ((size_t)-1) /* px_win_utf8: w is NUL-terminated */
+/* UTF-8 `s` as UTF-16; *wlen (if not NULL) gets its length in units. */
+WCHAR *px_win_wide(const char *s, unsigned how, size_t *wlen);
+/* w[0..wlen) (or up to its NUL: PX_WIDE_NUL) as UTF-8. */
+char *px_win_utf8(const WCHAR *w, size_t wlen, unsigned how);
 
 #endif /* PX_WIN_WINAPI_H */

@@ -1,7 +1,7 @@
-/* winapi.c - the security-path function table (see winapi.h; in test-seam
+/* winapi.c - the security-path function table (see px_winapi.h; in test-seam
  * builds each call is a fault site of px/px_fault.h), Wine detection and
  * string conversions. */
-#include "watchdog/win/winapi.h"
+#include "px/px_winapi.h"
 
 #include "px/px_fault.h"
 
@@ -50,28 +50,3 @@ const char *px__winapi_name(px__winapi_id_t id) {
   return (unsigned)id < PX_WAPI_COUNT_ ? api_names[id] : "?";
 }
 
-WCHAR *px__win_wide(const char *s) {
-  int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, NULL, 0);
-  WCHAR *w;
-  if (n <= 0)
-    return NULL;
-  w = malloc((size_t)n * sizeof *w);
-  if (w && MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, w, n) != n) {
-    free(w);
-    return NULL;
-  }
-  return w;
-}
-
-char *px__win_utf8(const WCHAR *w) {
-  int n = WideCharToMultiByte(CP_UTF8, 0, w, -1, NULL, 0, NULL, NULL);
-  char *s;
-  if (n <= 0)
-    return NULL;
-  s = malloc((size_t)n);
-  if (s && WideCharToMultiByte(CP_UTF8, 0, w, -1, s, n, NULL, NULL) != n) {
-    free(s);
-    return NULL;
-  }
-  return s;
-}

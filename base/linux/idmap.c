@@ -1,5 +1,5 @@
-/* idmap.c - a user namespace for idmapped mounts (idmap.h). */
-#include "watchdog/linux/idmap.h"
+/* idmap.c - a user namespace for idmapped mounts (px_idmap.h). */
+#include "px/px_idmap.h"
 
 #include "px/px_fence.h"
 
@@ -36,7 +36,7 @@ static int write_maps(pid_t pid, unsigned long outer_uid, unsigned long inner_ui
   return write_text(path, map);
 }
 
-int px__lnx_idmap_userns(unsigned long outer_uid, unsigned long inner_uid,
+int px_os_idmap_userns(unsigned long outer_uid, unsigned long inner_uid,
                          unsigned long outer_gid, unsigned long inner_gid) {
   char path[64], c;
   int sync_p[2], ok, fd = -1;

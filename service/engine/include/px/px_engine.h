@@ -62,7 +62,6 @@
 #ifndef PX_ENGINE_H
 #define PX_ENGINE_H
 
-#include "px/px_attest.h"
 #include "px/px_job.h"
 #include "px/px_kb_hooks.h"
 #include "px/px_outguard.h"
@@ -262,7 +261,8 @@ typedef struct {
   uint64_t counters[PX_STATUS_COUNT_]; /* by px_status_t */
   uint64_t accepted;
   uint64_t uptime_ms;
-  const px_attest_report_t *attestation; /* borrowed; NULL: not encoded */
+  const struct px_attest_report_s *attestation; /* borrowed (px_attest.h);
+                                                  NULL: not encoded */
   int has_pool; /* the backend reports a warm pool (px_pool_info_t) */
   uint64_t pool_size, pool_ready, pool_taken, pool_cold;
   /* Image runtimes (the container backend): has_containers when any is
