@@ -40,11 +40,6 @@
 #define KB_FILE_DISPOSITION_CLASS 13 /* FileDispositionInformation */
 #define KB_FILETIME_EPOCH 116444736000000000LL /* 1601 -> 1970 in 100 ns */
 
-typedef NTSTATUS(NTAPI *nt_create_file_fn)(PHANDLE, ACCESS_MASK,
-                                           POBJECT_ATTRIBUTES,
-                                           PIO_STATUS_BLOCK, PLARGE_INTEGER,
-                                           ULONG, ULONG, ULONG, ULONG, PVOID,
-                                           ULONG);
 typedef NTSTATUS(NTAPI *nt_set_info_fn)(HANDLE, PIO_STATUS_BLOCK, PVOID, ULONG,
                                         ULONG);
 typedef ULONG(NTAPI *rtl_status_fn)(NTSTATUS);
@@ -52,7 +47,6 @@ typedef NTSTATUS(NTAPI *nt_query_object_fn)(HANDLE, ULONG, PVOID, ULONG,
                                             PULONG);
 
 static struct {
-  nt_create_file_fn create;
   nt_set_info_fn set_info;
   rtl_status_fn to_dos;
   nt_query_object_fn query_object;
@@ -60,7 +54,7 @@ static struct {
 
 static int nt_init(void) {
   HMODULE m;
-  if (nt.create)
+  if (nt.set_info)
     return 0;
   m = GetModuleHandleW(L"ntdll.dll");
   if (!m)
@@ -69,8 +63,7 @@ static int nt_init(void) {
   nt.set_info = (nt_set_info_fn)(void (*)(void))GetProcAddress(m, "NtSetInformationFile");
   nt.query_object = (nt_query_object_fn)(void (*)(void))GetProcAddress(
       m, "NtQueryObject");
-  nt.create = (nt_create_file_fn)(void (*)(void))GetProcAddress(m, "NtCreateFile");
-  return nt.create && nt.set_info && nt.to_dos && nt.query_object
+  return nt.set_info && nt.to_dos && nt.query_object
              ? 0
              : PX_ENOTSUP;
 }
@@ -145,12 +138,9 @@ static int valid_name(const char *name) {
 NTSTATUS px__kbfs_open_rel(HANDLE root, const char *name, ACCESS_MASK access,
                          ULONG share, ULONG disposition, ULONG options,
                          HANDLE *out, int *conv_err) {
-  UNICODE_STRING us;
-  OBJECT_ATTRIBUTES oa;
-  IO_STATUS_BLOCK io;
-  NTSTATUS st;
   size_t wlen = 0;
   WCHAR *w = px_win_wide(name, PX_WIDE_WTF8, &wlen);
+  NTSTATUS st;
   *out = NULL;
   *conv_err = 0;
   if (!w || wlen > 32767) {
@@ -158,19 +148,10 @@ NTSTATUS px__kbfs_open_rel(HANDLE root, const char *name, ACCESS_MASK access,
     *conv_err = 1;
     return 0;
   }
-  us.Buffer = w;
-  us.Length = (USHORT)(wlen * sizeof(WCHAR));
-  us.MaximumLength = us.Length;
-  /* OBJ_CASE_INSENSITIVE: the Win32 name semantics the KB was made with. */
-  InitializeObjectAttributes(&oa, &us, OBJ_CASE_INSENSITIVE, root, NULL);
-  st = nt.create(out, access | SYNCHRONIZE, &oa, &io, NULL,
-                 FILE_ATTRIBUTE_NORMAL, share, disposition,
-                 options | FILE_SYNCHRONOUS_IO_NONALERT |
-                     FILE_OPEN_REPARSE_POINT | FILE_OPEN_FOR_BACKUP_INTENT,
-                 NULL, 0);
+  /* The one by-handle open (px_winapi.h): relative, as itself. */
+  st = px_win_open_at(root, w, wlen, access, share, disposition,
+                      options | FILE_OPEN_FOR_BACKUP_INTENT, NULL, out);
   free(w);
-  if (st < 0)
-    *out = NULL;
   return st;
 }
 
@@ -383,73 +364,52 @@ int px_kbfs_dir_stat(px_kbfs_dir_t *d, px_kbfs_stat_t *st) {
   return handle_stat(d->h, st, NULL);
 }
 
-static void entry_stat(const FILE_ID_BOTH_DIR_INFO *e, DWORD serial,
+static void entry_stat(const px_win_dirent_t *e, DWORD serial,
                        px_kbfs_stat_t *st) {
   memset(st, 0, sizeof *st);
-  if (e->FileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)
+  if (e->attrs & FILE_ATTRIBUTE_REPARSE_POINT)
     st->type = PX_KBFS_LINK;
-  else if (e->FileAttributes & FILE_ATTRIBUTE_DIRECTORY)
+  else if (e->attrs & FILE_ATTRIBUTE_DIRECTORY)
     st->type = PX_KBFS_DIR;
   else
     st->type = PX_KBFS_FILE;
-  st->size = (uint64_t)e->EndOfFile.QuadPart;
-  st->mtime_ns = ft_ns(e->LastWriteTime.QuadPart);
-  st->ctime_ns = ft_ns(e->ChangeTime.QuadPart);
+  st->size = e->size;
+  st->mtime_ns = ft_ns(e->mtime);
+  st->ctime_ns = ft_ns(e->ctime);
   st->dev = serial;
-  st->ino = (uint64_t)e->FileId.QuadPart;
+  st->ino = e->file_id;
   st->nlink = 0; /* not in a directory listing */
-  st->perm = (e->FileAttributes & FILE_ATTRIBUTE_READONLY) ? 0444 : 0666;
+  st->perm = (e->attrs & FILE_ATTRIBUTE_READONLY) ? 0444 : 0666;
+}
+
+/* One listing entry, as the KB sees it. */
+typedef struct {
+  px_kbfs_dir_t *d;
+  px_kbfs_list_fn fn;
+  void *ctx;
+} list_t;
+
+static int list_entry(void *ctx, HANDLE dir, const px_win_dirent_t *e) {
+  list_t *l = ctx;
+  char *name = px_win_utf8(e->name, e->len, PX_WIDE_WTF8);
+  px_kbfs_stat_t st;
+  int rc = 0;
+  (void)dir;
+  if (!name)
+    return PX_ENOMEM;
+  if (valid_name(name)) {
+    entry_stat(e, l->d->serial, &st);
+    rc = l->fn(l->ctx, name, &st);
+  }
+  free(name);
+  return rc;
 }
 
 int px_kbfs_list(px_kbfs_dir_t *d, px_kbfs_list_fn fn, void *ctx) {
-  enum { BUFSZ = 64 * 1024 };
-  unsigned char *buf;
-  FILE_INFO_BY_HANDLE_CLASS cls = FileIdBothDirectoryRestartInfo;
-  HANDLE h = NULL;
-  NTSTATUS s;
-  int rc = 0, conv;
-  /* A fresh handle on the same directory (empty name relative to it) for
-   * every listing: Wine caches a handle's directory contents on the first
-   * query and a restart scan does not refresh them. */
-  s = px__kbfs_open_rel(d->h, "", FILE_LIST_DIRECTORY, SHARE_ALL, FILE_OPEN,
-               FILE_DIRECTORY_FILE, &h, &conv);
-  if (s < 0 || conv)
-    return conv ? PX_EINVAL : px__kbfs_nt_result(s, "NtCreateFile(list)");
-  buf = malloc(BUFSZ);
-  if (!buf) {
-    CloseHandle(h);
-    return PX_ENOMEM;
-  }
-  while (rc == 0) {
-    FILE_ID_BOTH_DIR_INFO *e = (FILE_ID_BOTH_DIR_INFO *)buf;
-    if (!GetFileInformationByHandleEx(h, cls, buf, BUFSZ)) {
-      DWORD err = GetLastError();
-      if (err != ERROR_NO_MORE_FILES)
-        rc = LOG_WIN32(map_win32(err), err, "GetFileInformationByHandleEx(dir)");
-      break;
-    }
-    cls = FileIdBothDirectoryInfo;
-    for (;;) {
-      char *name = px_win_utf8(e->FileName, e->FileNameLength / sizeof(WCHAR),
-                               PX_WIDE_WTF8);
-      px_kbfs_stat_t st;
-      if (!name) {
-        rc = PX_ENOMEM;
-        break;
-      }
-      if (valid_name(name)) {
-        entry_stat(e, d->serial, &st);
-        rc = fn(ctx, name, &st);
-      }
-      free(name);
-      if (rc || !e->NextEntryOffset)
-        break;
-      e = (FILE_ID_BOTH_DIR_INFO *)((unsigned char *)e + e->NextEntryOffset);
-    }
-  }
-  free(buf);
-  CloseHandle(h);
-  return rc;
+  list_t l = {d, fn, ctx};
+  /* The one by-handle listing (px_winapi.h): through a fresh handle on
+   * the directory, which also gets past Wine's cached listings. */
+  return px_win_dir_list(d->h, list_entry, &l);
 }
 
 int px_kbfs_stat_at(px_kbfs_dir_t *d, const char *name, px_kbfs_stat_t *st) {

@@ -239,7 +239,7 @@ static int write_all(HANDLE h, const unsigned char *d, size_t len) {
 static HANDLE subdir(HANDLE parent, const WCHAR *name, size_t n) {
   BY_HANDLE_FILE_INFORMATION fi;
   HANDLE h = NULL;
-  LONG st = px__path_nt_open(parent, name, n, DIR_ACCESS, SHARE_ALL,
+  LONG st = px_win_open_at(parent, name, n, DIR_ACCESS, SHARE_ALL,
                              3 /* FILE_OPEN_IF */, 1 /* FILE_DIRECTORY_FILE */,
                              NULL /* inherit the job dir's DACL */, &h);
   if (st < 0) {
@@ -275,7 +275,7 @@ static int file_write(HANDLE dir, const px_job_file_t *f) {
       goto cleanup;
   }
   /* FILE_CREATE: never overwrite or follow anything already there. */
-  st = px__path_nt_open(cur, c, wcslen(c), GENERIC_WRITE, 0, 2 /* FILE_CREATE */,
+  st = px_win_open_at(cur, c, wcslen(c), GENERIC_WRITE, 0, 2 /* FILE_CREATE */,
                         0x40 /* FILE_NON_DIRECTORY_FILE */, NULL, &h);
   if (st < 0) {
     PX_LOG(PX_LOG_ERROR, "NtCreateFile(job file) failed: NTSTATUS 0x%lx",
@@ -302,7 +302,7 @@ static HANDLE job_dir(px_sandbox_t *sb) {
     return NULL;
   for (i = 0; i <= n; i++) /* the key is ASCII (valid_key) */
     name[i] = (WCHAR)(unsigned char)k[i];
-  st = px__path_nt_open(sb->be->root_h, name, n, DIR_ACCESS, SHARE_ALL,
+  st = px_win_open_at(sb->be->root_h, name, n, DIR_ACCESS, SHARE_ALL,
                         1 /* FILE_OPEN */, 1 /* FILE_DIRECTORY_FILE */, NULL, &h);
   if (st < 0) {
     PX_LOG(PX_LOG_ERROR, "NtCreateFile(job dir) failed: NTSTATUS 0x%lx",

@@ -25,6 +25,7 @@
 #include "px/px_os.h"
 #include "px/px_log.h"
 #include "px/px_win_error.h"
+#include "px/px_winapi.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,38 +33,6 @@
 #include <winternl.h>
 
 #define MAX_DEPTH 128
-
-typedef struct { /* FILE_DIRECTORY_INFORMATION */
-  ULONG NextEntryOffset;
-  ULONG FileIndex;
-  LARGE_INTEGER CreationTime, LastAccessTime, LastWriteTime, ChangeTime;
-  LARGE_INTEGER EndOfFile, AllocationSize;
-  ULONG FileAttributes;
-  ULONG FileNameLength;
-  WCHAR FileName[1];
-} dir_info_t;
-
-typedef NTSTATUS(NTAPI *nt_create_file_fn)(PHANDLE, ACCESS_MASK,
-                                           POBJECT_ATTRIBUTES, PIO_STATUS_BLOCK,
-                                           PLARGE_INTEGER, ULONG, ULONG, ULONG,
-                                           ULONG, PVOID, ULONG);
-typedef NTSTATUS(NTAPI *nt_query_dir_fn)(HANDLE, HANDLE, PVOID, PVOID,
-                                         PIO_STATUS_BLOCK, PVOID, ULONG, ULONG,
-                                         BOOLEAN, PUNICODE_STRING, BOOLEAN);
-
-static nt_create_file_fn nt_create_file;
-static nt_query_dir_fn nt_query_dir;
-
-static int nt_resolve(void) {
-  HMODULE nt = GetModuleHandleW(L"ntdll.dll");
-  if (!nt_create_file && nt) {
-    nt_create_file =
-        (nt_create_file_fn)(void (*)(void))GetProcAddress(nt, "NtCreateFile");
-    nt_query_dir = (nt_query_dir_fn)(void (*)(void))GetProcAddress(
-        nt, "NtQueryDirectoryFile");
-  }
-  return nt_create_file && nt_query_dir ? 0 : PX_ENOTSUP;
-}
 
 /* FileDispositionInfoEx (Windows 10 1809+); mingw hides it at 0x0A00. */
 #define DISPOSITION_INFO_EX ((FILE_INFO_BY_HANDLE_CLASS)21)
@@ -92,24 +61,17 @@ static int delete_by_handle(HANDLE h, DWORD attrs) {
   return 0;
 }
 
-/* Open `name` (len chars) relative to directory handle `parent`. */
-static HANDLE open_rel(HANDLE parent, const WCHAR *name, USHORT len) {
-  UNICODE_STRING us;
-  OBJECT_ATTRIBUTES oa;
-  IO_STATUS_BLOCK io;
+/* Open `name` (len chars) relative to directory handle `parent`, as
+ * itself (px_win_open_at: the one by-handle walk). */
+static HANDLE open_rel(HANDLE parent, const WCHAR *name, size_t len) {
   HANDLE h = NULL;
-  NTSTATUS st;
-  us.Buffer = (PWSTR)name;
-  us.Length = us.MaximumLength = (USHORT)(len * sizeof(WCHAR));
-  InitializeObjectAttributes(&oa, &us, OBJ_CASE_INSENSITIVE, parent, NULL);
-  st = nt_create_file(&h, DELETE | FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES |
-                              FILE_LIST_DIRECTORY | SYNCHRONIZE,
-                      &oa, &io, NULL, 0,
-                      FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                      1 /* FILE_OPEN */,
-                      FILE_OPEN_REPARSE_POINT | FILE_SYNCHRONOUS_IO_NONALERT |
-                          FILE_OPEN_FOR_BACKUP_INTENT,
-                      NULL, 0);
+  LONG st = px_win_open_at(parent, name, len,
+                           DELETE | FILE_READ_ATTRIBUTES |
+                               FILE_WRITE_ATTRIBUTES | FILE_LIST_DIRECTORY,
+                           FILE_SHARE_READ | FILE_SHARE_WRITE |
+                               FILE_SHARE_DELETE,
+                           1 /* FILE_OPEN */, FILE_OPEN_FOR_BACKUP_INTENT,
+                           NULL, &h);
   if (st < 0) {
     PX_LOG(PX_LOG_ERROR, "NtCreateFile(relative) failed: NTSTATUS 0x%lx",
            (unsigned long)st);
@@ -120,69 +82,52 @@ static HANDLE open_rel(HANDLE parent, const WCHAR *name, USHORT len) {
 
 static int remove_handle(HANDLE h, int depth, px__winbe_rm_counts_t *c);
 
+/* One pass over a directory's listing: what it saw and removed. */
+typedef struct {
+  int depth;
+  px__winbe_rm_counts_t *c;
+  uint64_t seen, deleted;
+} pass_t;
+
+static int remove_entry(void *ctx, HANDLE dir, const px_win_dirent_t *e) {
+  pass_t *p = ctx;
+  HANDLE h = open_rel(dir, e->name, e->len);
+  p->seen++;
+  if (h) {
+    if (remove_handle(h, p->depth + 1, p->c) == 0)
+      p->deleted++;
+    CloseHandle(h); /* the delete happens here */
+  }
+  return 0;
+}
+
 /* Delete every entry of directory `dir`. Repeats the listing until it is
  * empty; a pass that deletes nothing fails (something refuses to go).
  * top: `dir` is the directory being emptied (its entries are counted). */
 static int empty_dir(HANDLE dir, int depth, px__winbe_rm_counts_t *c,
                      int top) {
-  enum { BUFSZ = 65536 };
-  unsigned char *buf = malloc(BUFSZ);
-  int rc = 0, first = 1;
-  if (!buf)
-    return PX_ENOMEM;
+  int first = 1;
   for (;;) {
-    IO_STATUS_BLOCK io;
-    NTSTATUS st;
-    int deleted = 0, seen = 0;
-    BOOLEAN restart = TRUE;
-    for (;;) {
-      dir_info_t *e;
-      st = nt_query_dir(dir, NULL, NULL, NULL, &io, buf, BUFSZ,
-                        1 /* FileDirectoryInformation */, FALSE, NULL, restart);
-      restart = FALSE;
-      if (st < 0)
-        break; /* STATUS_NO_MORE_FILES (or an error: checked below) */
-      e = (dir_info_t *)(void *)buf;
-      for (;;) {
-        USHORT n = (USHORT)(e->FileNameLength / sizeof(WCHAR));
-        int dot = (n == 1 && e->FileName[0] == L'.') ||
-                  (n == 2 && e->FileName[0] == L'.' && e->FileName[1] == L'.');
-        if (!dot) {
-          HANDLE h = open_rel(dir, e->FileName, n);
-          seen++;
-          if (h) {
-            if (remove_handle(h, depth + 1, c) == 0)
-              deleted++;
-            CloseHandle(h); /* the delete happens here */
-          }
-        }
-        if (!e->NextEntryOffset)
-          break;
-        e = (dir_info_t *)(void *)((unsigned char *)e + e->NextEntryOffset);
-      }
-    }
+    pass_t p = {depth, c, 0, 0};
+    int lrc = px_win_dir_list(dir, remove_entry, &p);
     if (top && first)
-      c->entries = (uint64_t)seen;
+      c->entries = p.seen;
     first = 0;
-    if ((ULONG)st != 0x80000006UL /* STATUS_NO_MORE_FILES */ && st < 0 && !seen) {
-      PX_LOG(PX_LOG_ERROR, "NtQueryDirectoryFile failed: NTSTATUS 0x%lx",
-             (unsigned long)st);
-      rc = PX_EIO;
+    if (lrc != 0 && !p.seen) {
+      PX_LOG(PX_LOG_ERROR, "listing a directory to remove failed: %s",
+             px_strerror(lrc));
       if (top)
         c->left = c->entries;
-      break;
+      return lrc == PX_ENOMEM ? lrc : PX_EIO;
     }
-    if (seen == 0)
-      break; /* empty */
-    if (deleted == 0) {
-      rc = PX_EBUSY;
+    if (p.seen == 0)
+      return 0; /* empty */
+    if (p.deleted == 0) {
       if (top)
-        c->left = (uint64_t)seen;
-      break;
+        c->left = p.seen;
+      return PX_EBUSY;
     }
   }
-  free(buf);
-  return rc;
 }
 
 /* Remove what handle h names, as the handle says it is: a reparse point
@@ -218,8 +163,6 @@ static int remove_handle(HANDLE h, int depth, px__winbe_rm_counts_t *c) {
 int px__winbe_empty_dir(HANDLE dir, px__winbe_rm_counts_t *counts) {
   int rc, scoped;
   memset(counts, 0, sizeof *counts);
-  if ((rc = nt_resolve()))
-    return rc;
   scoped = px_os_priv_scope_enter() == 0; /* see remove_tree */
   rc = empty_dir(dir, 0, counts, 1);
   if (scoped)
@@ -248,8 +191,6 @@ int px__winbe_remove_tree(const WCHAR *dir, const WCHAR *root_final) {
   BY_HANDLE_FILE_INFORMATION fi;
   HANDLE h;
   int rc;
-  if ((rc = nt_resolve()))
-    return rc;
   h = PXW(CreateFileW)(dir, DELETE | FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES |
                                 FILE_LIST_DIRECTORY | SYNCHRONIZE,
                        FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,

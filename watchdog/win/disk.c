@@ -9,10 +9,11 @@
  * place a job may write, with kb:write, is the knowledge base, which has
  * its own budget.
  *
- * The walk is by handle, as cleanup.c's: the job directory is opened as
- * itself, every directory below RELATIVE TO ITS PARENT'S HANDLE
- * (NtCreateFile with RootDirectory and FILE_OPEN_REPARSE_POINT), listed
- * through that handle (NtQueryDirectoryFile), and only descended into
+ * The walk is the one by-handle walk (base/win/dirwalk.c, as cleanup.c's
+ * and the KB's): the job directory is opened as itself, every directory
+ * below RELATIVE TO ITS PARENT'S HANDLE (px_win_open_at: NtCreateFile with
+ * RootDirectory and FILE_OPEN_REPARSE_POINT), listed through its handle
+ * (px_win_dir_list), and only descended into
  * when the handle says it is a plain directory whose object name is its
  * parent's plus its own (Wine follows Unix symlinks despite the flag:
  * this catches that). So it never follows a reparse point (a job may
@@ -40,45 +41,28 @@
 #include <winternl.h>
 
 #define MAX_DEPTH 128
-#define LIST_BUF 8192
 #define NAME_CAP (65536 + sizeof(UNICODE_STRING))
 
-typedef NTSTATUS(NTAPI *nt_query_dir_fn)(HANDLE, HANDLE, PVOID, PVOID,
-                                         PIO_STATUS_BLOCK, PVOID, ULONG, ULONG,
-                                         BOOLEAN, PUNICODE_STRING, BOOLEAN);
 typedef NTSTATUS(NTAPI *nt_query_object_fn)(HANDLE, ULONG, PVOID, ULONG, PULONG);
-static nt_query_dir_fn nt_query_dir;
 static nt_query_object_fn nt_query_object;
 
-typedef struct { /* FILE_DIRECTORY_INFORMATION */
-  ULONG NextEntryOffset;
-  ULONG FileIndex;
-  LARGE_INTEGER CreationTime, LastAccessTime, LastWriteTime, ChangeTime;
-  LARGE_INTEGER EndOfFile, AllocationSize;
-  ULONG FileAttributes;
-  ULONG FileNameLength;
-  WCHAR FileName[1];
-} dir_info_t;
-
-/* One directory being listed: its handle, its object name, and where the
- * listing stands in the last batch. */
+/* The walk below one directory: the caps, the running total, and the
+ * directory's NT object name (what its children's names must extend). */
 typedef struct {
-  HANDLE h;          /* owned */
-  WCHAR *name;       /* owned: NT object name, no trailing separator */
-  unsigned char buf[LIST_BUF];
-  ULONG at;          /* offset of the next entry in buf; 0: fetch */
-  int started, more; /* a batch was fetched; buf holds unread entries */
-} frame_t;
+  uint64_t max_bytes, max_entries;
+  int named_streams, depth;
+  const WCHAR *name;
+  px__dir_usage_t *u;
+} walk_t;
+
+#define WALK_OVER 1 /* a cap was passed: the listing stops, not an error */
 
 static int resolve(void) {
   HMODULE nt = GetModuleHandleW(L"ntdll.dll");
-  if (!nt_query_dir && nt) {
-    nt_query_dir = (nt_query_dir_fn)(void (*)(void))GetProcAddress(
-        nt, "NtQueryDirectoryFile");
+  if (!nt_query_object && nt)
     nt_query_object = (nt_query_object_fn)(void (*)(void))GetProcAddress(
         nt, "NtQueryObject");
-  }
-  return nt_query_dir && nt_query_object ? 0 : PX_ENOTSUP;
+  return nt_query_object ? 0 : PX_ENOTSUP;
 }
 
 /* The NT object name of what h really is (after any link the OS or Wine
@@ -110,12 +94,13 @@ static int is_below(const WCHAR *child, const WCHAR *parent, const WCHAR *name,
          CompareStringOrdinal(child + pl + 1, (int)n, name, (int)n, TRUE) == CSTR_EQUAL;
 }
 
-/* The named streams of the file `name` below f, added to u. */
-static void add_streams(frame_t *f, const WCHAR *name, size_t n, px__dir_usage_t *u) {
+/* The named streams of the file `name` in directory dir, added to u. */
+static void add_streams(HANDLE dir, const WCHAR *name, size_t n,
+                        px__dir_usage_t *u) {
   HANDLE h = NULL;
   unsigned char buf[4096];
   FILE_STREAM_INFO *si;
-  if (px__path_nt_open(f->h, name, n, FILE_READ_ATTRIBUTES,
+  if (px_win_open_at(dir, name, n, FILE_READ_ATTRIBUTES,
                        FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
                        1 /* FILE_OPEN */, 0x40 /* FILE_NON_DIRECTORY_FILE */, NULL,
                        &h) < 0)
@@ -141,43 +126,22 @@ static int over(const px__dir_usage_t *u, uint64_t max_bytes,
          (max_entries && u->entries > max_entries);
 }
 
-static void frame_free(frame_t *f) {
-  if (f) {
-    px_handle_close(&f->h);
-    free(f->name);
-    free(f);
-  }
-}
+static int walk_entry(void *ctx, HANDLE dir, const px_win_dirent_t *e);
 
-/* A frame for directory h (taken) whose object name must be `want`
- * (NULL: the top, anything). NULL when it resolves elsewhere (a link
- * followed: Wine does that with Unix symlinks) or on OOM; h is closed. */
-static frame_t *frame_new(HANDLE h, const WCHAR *parent, const WCHAR *name,
-                          size_t n) {
-  frame_t *f = calloc(1, sizeof *f);
-  if (!f) {
-    CloseHandle(h);
-    return NULL;
-  }
-  f->h = h;
-  f->name = object_name(h);
-  if (!f->name || (parent && !is_below(f->name, parent, name, n))) {
-    frame_free(f);
-    return NULL;
-  }
-  return f;
-}
-
-/* Open subdirectory `name` of f as itself and push it; a reparse point,
- * or one that turns out to be elsewhere, is counted and not followed. */
-static int descend(frame_t **stack, size_t *depth, const WCHAR *name, size_t n) {
-  frame_t *f = stack[*depth - 1], *c;
+/* Open subdirectory e of dir as itself and walk it; a reparse point, or
+ * one that turns out to be elsewhere (a link Wine followed despite the
+ * flag), is counted and not followed. */
+static int descend(const walk_t *w, HANDLE dir, const px_win_dirent_t *e) {
   BY_HANDLE_FILE_INFORMATION fi;
   HANDLE h = NULL;
-  LONG st = px__path_nt_open(f->h, name, n,
-                             FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES,
-                             FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                             1 /* FILE_OPEN */, 1 /* FILE_DIRECTORY_FILE */, NULL, &h);
+  WCHAR *name;
+  walk_t child;
+  int rc = 0;
+  LONG st = px_win_open_at(dir, e->name, e->len,
+                           FILE_LIST_DIRECTORY | FILE_READ_ATTRIBUTES,
+                           FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                           1 /* FILE_OPEN */, 1 /* FILE_DIRECTORY_FILE */,
+                           NULL, &h);
   if (st < 0) /* gone (the job deleted it) or swapped for a file: its */
     return (unsigned long)st == 0xC0000022UL ? PX_EACCES : 0; /* size is moot */
   if (!GetFileInformationByHandle(h, &fi) ||
@@ -185,72 +149,48 @@ static int descend(frame_t **stack, size_t *depth, const WCHAR *name, size_t n) 
     CloseHandle(h); /* swapped for a link after the listing: not followed */
     return 0;
   }
-  if (*depth >= MAX_DEPTH) {
+  if (w->depth + 1 >= MAX_DEPTH) {
     CloseHandle(h);
     return PX_EACCES; /* deeper than we look: its content is unknown */
   }
-  if (!(c = frame_new(h, f->name, name, n)))
-    return 0; /* a link Wine followed: counted, not walked */
-  stack[(*depth)++] = c;
-  return 0;
+  name = object_name(h);
+  if (name && is_below(name, w->name, e->name, e->len)) {
+    child = *w;
+    child.depth = w->depth + 1;
+    child.name = name;
+    /* A directory we cannot list (a job re-ACLed it): content unknown. */
+    rc = px_win_dir_list(h, walk_entry, &child);
+    if (rc != 0 && rc != WALK_OVER)
+      rc = PX_EACCES;
+  }
+  free(name);
+  CloseHandle(h);
+  return rc;
 }
 
-/* Count the next batch of entries of the top frame; descend into the
- * first real subdirectory met (the rest of the batch waits). */
-static int step(frame_t **stack, size_t *depth, uint64_t max_bytes,
-                uint64_t max_entries, int named_streams, px__dir_usage_t *u) {
-  frame_t *f = stack[*depth - 1];
-  IO_STATUS_BLOCK io;
-  int rc = 0;
-  if (!f->more) {
-    NTSTATUS st = nt_query_dir(f->h, NULL, NULL, NULL, &io, f->buf, LIST_BUF,
-                               1 /* FileDirectoryInformation */, FALSE, NULL,
-                               !f->started);
-    f->started = 1;
-    if (st < 0) {
-      frame_free(f);
-      (*depth)--;
-      /* The end, or a directory we cannot list (a job re-ACLed it): its
-       * content is unknown - fail closed. */
-      return (ULONG)st == 0x80000006UL /* STATUS_NO_MORE_FILES */ ? 0 : PX_EACCES;
-    }
-    f->more = 1;
-    f->at = 0;
-  }
-  while (f->more && rc == 0 && !over(u, max_bytes, max_entries)) {
-    dir_info_t *e = (dir_info_t *)(void *)(f->buf + f->at);
-    size_t n = e->FileNameLength / sizeof(WCHAR);
-    int dot = (n == 1 && e->FileName[0] == L'.') ||
-              (n == 2 && e->FileName[0] == L'.' && e->FileName[1] == L'.');
-    if (e->NextEntryOffset)
-      f->at += e->NextEntryOffset;
-    else
-      f->more = 0;
-    if (dot)
-      continue;
-    u->entries++;
-    u->bytes += (uint64_t)e->EndOfFile.QuadPart;
-    if (e->FileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)
-      continue; /* counted, never followed */
-    if (e->FileAttributes & FILE_ATTRIBUTE_DIRECTORY) {
-      size_t before = *depth;
-      rc = descend(stack, depth, e->FileName, n);
-      if (*depth > before)
-        break; /* walk the child first; this batch resumes after */
-    } else if (named_streams) {
-      add_streams(f, e->FileName, n, u);
-    }
-  }
-  return rc;
+/* Count one entry; descend into a real subdirectory. */
+static int walk_entry(void *ctx, HANDLE dir, const px_win_dirent_t *e) {
+  const walk_t *w = ctx;
+  w->u->entries++;
+  w->u->bytes += e->size;
+  if (over(w->u, w->max_bytes, w->max_entries))
+    return WALK_OVER;
+  if (e->attrs & FILE_ATTRIBUTE_REPARSE_POINT)
+    return 0; /* counted, never followed */
+  if (e->attrs & FILE_ATTRIBUTE_DIRECTORY)
+    return descend(w, dir, e);
+  if (w->named_streams)
+    add_streams(dir, e->name, e->len, w->u);
+  return 0;
 }
 
 int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
                         uint64_t max_entries, int named_streams,
                         px__dir_usage_t *u) {
-  frame_t *stack[MAX_DEPTH];
   BY_HANDLE_FILE_INFORMATION fi;
-  size_t depth = 0;
+  walk_t w;
   HANDLE h;
+  WCHAR *name;
   int rc;
   memset(u, 0, sizeof *u);
   if ((rc = resolve()) != 0)
@@ -265,18 +205,25 @@ int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
     return err == ERROR_FILE_NOT_FOUND || err == ERROR_PATH_NOT_FOUND ? 0 : PX_EACCES;
   }
   if (!GetFileInformationByHandle(h, &fi) ||
-      (fi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)) {
+      (fi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) ||
+      !(name = object_name(h))) {
     CloseHandle(h);
     return PX_EACCES; /* not a directory we can trust: unknown content */
   }
-  if (!(stack[0] = frame_new(h, NULL, NULL, 0))) /* closes h */
-    return PX_EACCES;
-  depth = 1;
-  while (depth > 0 && rc == 0 && !over(u, max_bytes, max_entries))
-    rc = step(stack, &depth, max_bytes, max_entries, named_streams, u);
-  while (depth > 0)
-    frame_free(stack[--depth]);
-  return rc;
+  w.max_bytes = max_bytes;
+  w.max_entries = max_entries;
+  w.named_streams = named_streams;
+  w.depth = 0;
+  w.name = name;
+  w.u = u;
+  rc = px_win_dir_list(h, walk_entry, &w);
+  free(name);
+  CloseHandle(h);
+  if (rc == WALK_OVER)
+    return 0;
+  /* The end, or a directory we cannot list: its content is unknown -
+   * fail closed. */
+  return rc == 0 ? 0 : PX_EACCES;
 }
 
 int px__winbe_volume_named_streams(const WCHAR *path) {

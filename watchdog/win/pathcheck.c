@@ -163,21 +163,6 @@ int px__path_admin_sd(PSECURITY_DESCRIPTOR *out) {
 
 /* ---- relative opens ---- */
 
-LONG px__path_nt_open(HANDLE parent, const WCHAR *name, size_t len, DWORD access,
-                      DWORD share, ULONG disposition, ULONG options,
-                      PSECURITY_DESCRIPTOR sd, HANDLE *out) {
-  UNICODE_STRING us;
-  OBJECT_ATTRIBUTES oa;
-  IO_STATUS_BLOCK io;
-  *out = NULL;
-  us.Buffer = (PWSTR)name;
-  us.Length = us.MaximumLength = (USHORT)(len * sizeof(WCHAR));
-  InitializeObjectAttributes(&oa, &us, OBJ_CASE_INSENSITIVE, parent, sd);
-  return PXW(NtCreateFile)(out, access | SYNCHRONIZE, &oa, &io, NULL,
-                   FILE_ATTRIBUTE_NORMAL, share, disposition,
-                   options | FILE_OPEN_REPARSE_POINT | FILE_SYNCHRONOUS_IO_NONALERT,
-                   NULL, 0);
-}
 
 static int nt_error(LONG st) {
   switch ((unsigned long)st) {
@@ -199,7 +184,7 @@ static int nt_error(LONG st) {
 int px__path_mkdir_at(HANDLE parent, const WCHAR *name, PSECURITY_DESCRIPTOR sd,
                       DWORD access, HANDLE *out) {
   HANDLE h = NULL;
-  LONG st = px__path_nt_open(parent, name, wcslen(name), access | FILE_LIST_DIRECTORY,
+  LONG st = px_win_open_at(parent, name, wcslen(name), access | FILE_LIST_DIRECTORY,
                              FILE_SHARE_READ | FILE_SHARE_WRITE,
                              2 /* FILE_CREATE: fails when it exists */,
                              FILE_DIRECTORY_FILE, sd, &h);
@@ -359,7 +344,7 @@ static int open_component(walk_t *w, HANDLE parent, const WCHAR *name,
   DWORD share = FILE_SHARE_READ | FILE_SHARE_WRITE | (owned ? 0 : FILE_SHARE_DELETE);
   ULONG opts = last && rq->file ? FILE_NON_DIRECTORY_FILE : FILE_DIRECTORY_FILE;
   PSECURITY_DESCRIPTOR sd = NULL;
-  LONG st = px__path_nt_open(parent, name, len, access, share, 1 /* FILE_OPEN */,
+  LONG st = px_win_open_at(parent, name, len, access, share, 1 /* FILE_OPEN */,
                              opts, NULL, out);
   int rc;
   if (st >= 0)
@@ -368,7 +353,7 @@ static int open_component(walk_t *w, HANDLE parent, const WCHAR *name,
   if (rc == PX_ENOENT && owned && rq->create && !(last && rq->file)) {
     if ((rc = px__path_admin_sd(&sd)) != 0)
       return rc;
-    st = px__path_nt_open(parent, name, len, access, share, 2 /* FILE_CREATE */,
+    st = px_win_open_at(parent, name, len, access, share, 2 /* FILE_CREATE */,
                           opts, sd, out);
     LocalFree(sd);
     if (st >= 0) {

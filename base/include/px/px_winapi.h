@@ -207,4 +207,33 @@ WCHAR *px_win_wide(const char *s, unsigned how, size_t *wlen);
 /* w[0..wlen) (or up to its NUL: PX_WIDE_NUL) as UTF-8. */
 char *px_win_utf8(const WCHAR *w, size_t wlen, unsigned how);
 
+/* ---- the one by-handle directory walk (base/win/dirwalk.c) ---- */
+/* Open name[0..len) relative to directory handle `parent`, as itself:
+ * NtCreateFile (through the call table) with RootDirectory,
+ * FILE_OPEN_REPARSE_POINT and FILE_SYNCHRONOUS_IO_NONALERT added to
+ * options and SYNCHRONIZE to access; case-insensitive. sd: the security
+ * descriptor of what is created (NULL: inherited). Returns the NTSTATUS;
+ * *out is NULL on failure. */
+LONG px_win_open_at(HANDLE parent, const WCHAR *name, size_t len,
+                    DWORD access, DWORD share, ULONG disposition,
+                    ULONG options, PSECURITY_DESCRIPTOR sd, HANDLE *out);
+/* One entry of a listing (not NUL-terminated; valid during the call). */
+typedef struct {
+  const WCHAR *name;
+  size_t len;      /* in WCHARs */
+  DWORD attrs;     /* FILE_ATTRIBUTE_*: a reparse point says so here */
+  uint64_t size;   /* end of file */
+  int64_t mtime;   /* FILETIME units */
+  int64_t ctime;   /* change time, FILETIME units */
+  uint64_t file_id;
+} px_win_dirent_t;
+/* Called for each entry; dir is the handle the listing reads through
+ * (open entries relative to it). 0 goes on; anything else stops the
+ * listing and is returned by px_win_dir_list. */
+typedef int (*px_win_dir_fn)(void *ctx, HANDLE dir, const px_win_dirent_t *e);
+/* List directory `dir` once from its start, every entry but . and ..,
+ * through a fresh handle on it. 0, fn's value, or PX_EACCES / PX_EIO /
+ * PX_ENOMEM when it cannot be listed. */
+int px_win_dir_list(HANDLE dir, px_win_dir_fn fn, void *ctx);
+
 #endif /* PX_WIN_WINAPI_H */

@@ -85,11 +85,6 @@ int px__path_admin_sd(PSECURITY_DESCRIPTOR *out);
 int px__path_mkdir_at(HANDLE parent, const WCHAR *name,
                       PSECURITY_DESCRIPTOR sd, DWORD access, HANDLE *out);
 
-/* Open or create `name` relative to `parent` (NtCreateFile) with the
- * given access, share, NT disposition and NT options (FILE_OPEN_REPARSE_POINT
- * always added). NTSTATUS. */
-LONG px__path_nt_open(HANDLE parent, const WCHAR *name, size_t len,
-                      DWORD access, DWORD share, ULONG disposition,
-                      ULONG options, PSECURITY_DESCRIPTOR sd, HANDLE *out);
+/* (Relative opens: px_win_open_at, px/px_winapi.h.) */
 
 #endif /* PX_WIN_PATHCHECK_H */

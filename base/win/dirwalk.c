@@ -1,0 +1,111 @@
+/* dirwalk.c (Windows) - the one by-handle directory walk (px_winapi.h):
+ * open a name relative to its directory's handle, as itself, and list a
+ * directory through its handle.
+ *
+ * DESIGN. A privileged walker of a tree a job controlled (the backend's
+ * cleanup and disk measure, the KB's snapshot and rollback) must never be
+ * led elsewhere: every step below the top is an NtCreateFile relative to
+ * the parent's handle (RootDirectory) with FILE_OPEN_REPARSE_POINT, so a
+ * junction, symbolic link or mount point planted by the job is opened as
+ * itself, and a component swapped between a listing and the open cannot
+ * redirect the walk to a path of its choosing. A listing reads through a
+ * handle (GetFileInformationByHandleEx, FileIdBothDirectoryInfo: names,
+ * attributes, sizes, times and file ids in one call) and never through a
+ * path. What a walker does at an entry - delete it, count it, snapshot it
+ * - and how deep it goes is its own (watchdog/win/cleanup.c, disk.c,
+ * kb/win/fs.c).
+ *
+ * Each listing opens a fresh handle on the directory (its empty name
+ * relative to it): Wine caches a handle's directory contents at the first
+ * query and a restart scan does not refresh them, so a walker that lists
+ * again after deleting would see the old entries.
+ */
+#include "px/px_winapi.h"
+
+#include "px/px_error.h"
+
+#include <stdlib.h>
+
+#define LIST_BUF (64 * 1024)
+
+LONG px_win_open_at(HANDLE parent, const WCHAR *name, size_t len,
+                    DWORD access, DWORD share, ULONG disposition,
+                    ULONG options, PSECURITY_DESCRIPTOR sd, HANDLE *out) {
+  UNICODE_STRING us;
+  OBJECT_ATTRIBUTES oa;
+  IO_STATUS_BLOCK io;
+  NTSTATUS st;
+  *out = NULL;
+  if (len > 32767)
+    return (LONG)0xC0000033L; /* STATUS_OBJECT_NAME_INVALID */
+  us.Buffer = (PWSTR)name;
+  us.Length = us.MaximumLength = (USHORT)(len * sizeof(WCHAR));
+  /* OBJ_CASE_INSENSITIVE: Win32 name semantics. */
+  InitializeObjectAttributes(&oa, &us, OBJ_CASE_INSENSITIVE, parent, sd);
+  st = PXW(NtCreateFile)(out, access | SYNCHRONIZE, &oa, &io, NULL,
+                         FILE_ATTRIBUTE_NORMAL, share, disposition,
+                         options | FILE_OPEN_REPARSE_POINT |
+                             FILE_SYNCHRONOUS_IO_NONALERT,
+                         NULL, 0);
+  if (st < 0)
+    *out = NULL;
+  return st;
+}
+
+/* Give fn every entry of one batch but . and ..; 0 or fn's value. */
+static int batch(HANDLE dir, const unsigned char *buf, px_win_dir_fn fn,
+                 void *ctx) {
+  const FILE_ID_BOTH_DIR_INFO *e = (const FILE_ID_BOTH_DIR_INFO *)buf;
+  for (;;) {
+    px_win_dirent_t d;
+    d.name = e->FileName;
+    d.len = e->FileNameLength / sizeof(WCHAR);
+    if (!((d.len == 1 && d.name[0] == L'.') ||
+          (d.len == 2 && d.name[0] == L'.' && d.name[1] == L'.'))) {
+      int rc;
+      d.attrs = e->FileAttributes;
+      d.size = (uint64_t)e->EndOfFile.QuadPart;
+      d.mtime = e->LastWriteTime.QuadPart;
+      d.ctime = e->ChangeTime.QuadPart;
+      d.file_id = (uint64_t)e->FileId.QuadPart;
+      if ((rc = fn(ctx, dir, &d)) != 0)
+        return rc;
+    }
+    if (!e->NextEntryOffset)
+      return 0;
+    e = (const FILE_ID_BOTH_DIR_INFO *)(const void *)((const unsigned char *)e +
+                                                      e->NextEntryOffset);
+  }
+}
+
+int px_win_dir_list(HANDLE dir, px_win_dir_fn fn, void *ctx) {
+  FILE_INFO_BY_HANDLE_CLASS cls = FileIdBothDirectoryRestartInfo;
+  unsigned char *buf;
+  HANDLE h;
+  int rc = 0;
+  LONG st = px_win_open_at(dir, L"", 0, FILE_LIST_DIRECTORY,
+                           FILE_SHARE_READ | FILE_SHARE_WRITE |
+                               FILE_SHARE_DELETE,
+                           1 /* FILE_OPEN */,
+                           FILE_DIRECTORY_FILE | FILE_OPEN_FOR_BACKUP_INTENT,
+                           NULL, &h);
+  if (st < 0)
+    return (unsigned long)st == 0xC0000022UL ? PX_EACCES : PX_EIO;
+  if (!(buf = malloc(LIST_BUF))) {
+    CloseHandle(h);
+    return PX_ENOMEM;
+  }
+  while (rc == 0) {
+    if (!GetFileInformationByHandleEx(h, cls, buf, LIST_BUF)) {
+      DWORD err = GetLastError();
+      if (err != ERROR_NO_MORE_FILES)
+        rc = err == ERROR_ACCESS_DENIED ? PX_EACCES : PX_EIO;
+      break;
+    }
+    cls = FileIdBothDirectoryInfo;
+    rc = batch(h, buf, fn, ctx);
+  }
+  free(buf);
+  CloseHandle(h);
+  return rc;
+}
