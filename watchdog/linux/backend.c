@@ -430,7 +430,8 @@ static int prepare_steps(px_sandbox_t *sb) {
     return rc;
   PX__STAMP(sb, PX_T_FILES);
   /* A warm slot (pool.c) when one fits: its cgroups are made and its stub
-   * placed in them; the limits are written at start, once the stub left. */
+   * placed in them. Either way the limits are written at start, by
+   * spawn.c's release_child, the one writer of a job's limits. */
   sb->slot = px__pool_take(be->pool, be->is_root &&
                                          !(spec->caps & PX_CAP_NET_EGRESS));
   if (sb->slot) {
@@ -438,8 +439,7 @@ static int prepare_steps(px_sandbox_t *sb) {
     px__cg_job_init(px__slot_cgroups(sb->slot));
   } else {
     px_snprintf(cgname, sizeof cgname, "px-%s", spec->key);
-    if ((rc = px__cg_job_create(&be->cg, cgname, &sb->cg)) != 0 ||
-        (rc = px__cg_job_limits(&be->cg, &sb->cg, &spec->limits)) != 0)
+    if ((rc = px__cg_job_create(&be->cg, cgname, &sb->cg)) != 0)
       return rc;
   }
   PX__STAMP(sb, PX_T_CGROUPS);

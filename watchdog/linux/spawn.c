@@ -720,14 +720,13 @@ static int open_pipes(int fds[P_COUNT][2]) {
   return 0;
 }
 
-/* Parent side once the child exists: cgroups (a slot's child is in them
- * already; its limits are written now that the stub left), id maps,
- * release, verdict of its setup. */
+/* Parent side once the child exists and waits on the sync pipe: the
+ * job's limits (the only place they are written, cold or warm: a slot's
+ * stub has left its cgroups by now), the cold child's placement (a slot's
+ * child is born in its cgroups), id maps, release, verdict of its setup. */
 static int release_child(px_sandbox_t *sb, int fds[P_COUNT][2]) {
-  int rc;
-  if (sb->slot)
-    rc = px__cg_job_limits(&sb->be->cg, &sb->cg, &sb->spec->limits);
-  else
+  int rc = px__cg_job_limits(&sb->be->cg, &sb->cg, &sb->spec->limits);
+  if (rc == 0 && !sb->slot)
     rc = px__cg_job_place(&sb->be->cg, &sb->cg, sb->pid, sb->placed_v2);
   if (rc != 0 ||
       (sb->plan.userns && (rc = write_id_maps(sb->be, sb->pid)) != 0))
