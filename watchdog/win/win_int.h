@@ -362,6 +362,7 @@ int px__winbe_dir_create(px__winbe_t *be, struct px_sandbox_s *sb);
  * (when sb->ac_sid) with the job's mask. 0 or PX_EACL. */
 int px__winbe_dir_dacl(px__winbe_t *be, struct px_sandbox_s *sb, PACL acl,
                        DWORD size);
+/* files.c */
 /* Write spec->files below sb->dir (paths checked again). 0 or error. */
 int px__winbe_files_write(struct px_sandbox_s *sb);
 /* 0 if `rel` is a safe relative job file path, else PX_EINVAL. */
