@@ -15,7 +15,8 @@
  * v1, v1 cpuacct/freezer only without v2). CPU time is accounted from
  * cpu.stat (v2) or cpuacct.usage (v1); cpu_ms is enforced by the watchdog
  * polling it, not by a CFS quota (which limits a rate, not a total).
- * With a cgroup_root override (tests) the tree is plain files: writes create
+ * With a cgroup_root override (a test seam: PX_TEST_SEAMS builds only; a
+ * release build refuses it) the tree is plain files: writes create
  * them, and the test pre-fills what the kernel would.
  */
 #include "linux_int.h"
@@ -35,6 +36,15 @@
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* The plain-file cgroup tree of the tests (px_backend_opts_t.cgroup_root):
+ * a test seam. A release build has no such mode, and every branch below
+ * that asks for it compiles away. */
+#ifdef PX_TEST_SEAMS
+#define FAKE(h) ((h)->fake)
+#else
+#define FAKE(h) 0
+#endif
 
 static const char *const v1_names[PX_CG1_COUNT] = {"memory", "pids",
                                                    "cpuacct", "freezer"};
@@ -176,7 +186,7 @@ static int has_word(const char *text, const char *word) {
 /* A short-lived child cgroup tells what a job cgroup will contain. */
 static void probe_v2_child(px__cg_host_t *h) {
   char p[PX_LNX_PATH_MAX];
-  if (h->fake) { /* what a kernel >= 5.19 shows */
+  if (FAKE(h)) { /* what a kernel >= 5.19 shows */
     h->v2_kill = 1;
     h->v2_peak = 1;
     if (h->cpu == PX_CG_NONE)
@@ -210,14 +220,14 @@ static void enable_v2_controllers(px__cg_host_t *h, const char *avail) {
   }
   if (!want[0])
     return;
-  if (cg_write(h->fake, h->v2_base, "cgroup.subtree_control", want) == 0)
+  if (cg_write(FAKE(h), h->v2_base, "cgroup.subtree_control", want) == 0)
     return;
   if (px_snprintf(leaf, sizeof leaf, "%s/px-daemon", h->v2_base) != 0)
     return;
   px_snprintf(pid, sizeof pid, "%lu", (unsigned long)getpid());
   if ((mkdir(leaf, 0755) == 0 || errno == EEXIST) &&
-      cg_write(h->fake, leaf, "cgroup.procs", pid) == 0)
-    cg_write(h->fake, h->v2_base, "cgroup.subtree_control", want);
+      cg_write(FAKE(h), leaf, "cgroup.procs", pid) == 0)
+    cg_write(FAKE(h), h->v2_base, "cgroup.subtree_control", want);
 }
 
 static void detect_v2(px__cg_host_t *h, const char *v2root) {
@@ -228,7 +238,7 @@ static void detect_v2(px__cg_host_t *h, const char *v2root) {
   if (!h->v2_base)
     return;
   /* Not ours to write (an unprivileged daemon without delegation). */
-  if (!h->fake && access(h->v2_base, W_OK) != 0) {
+  if (!FAKE(h) && access(h->v2_base, W_OK) != 0) {
     free(h->v2_base);
     h->v2_base = NULL;
     return;
@@ -264,7 +274,7 @@ static void detect_v1(px__cg_host_t *h, const char *root) {
       continue;
     /* The root cgroup has no pids.max/freezer.state: test a file that
      * every level has for those two. */
-    if ((!h->fake && access(base, W_OK) != 0) ||
+    if ((!FAKE(h) && access(base, W_OK) != 0) ||
         (!path_exists(base, limit_file[i]) &&
         !((i == PX_CG1_PIDS || i == PX_CG1_FREEZER) &&
           strcmp(own, "/") == 0 && path_exists(base, "cgroup.procs")))) {
@@ -292,7 +302,14 @@ int px__cg_detect(px__cg_host_t *h, const char *root_override) {
   const char *root = root_override ? root_override : "/sys/fs/cgroup";
   char v2root[PX_LNX_PATH_MAX];
   memset(h, 0, sizeof *h);
+#ifdef PX_TEST_SEAMS
   h->fake = root_override != NULL;
+#else
+  if (root_override) /* a test seam: a release build has none */
+    return PX_LOG_ERRNO(PX_EINVAL, EINVAL,
+                        "cgroup_root is a test seam: this build reads "
+                        "/sys/fs/cgroup only");
+#endif
   if (path_exists(root, "cgroup.controllers"))
     px_strlcpy(v2root, root, sizeof v2root);
   else if (px_snprintf(v2root, sizeof v2root, "%s/unified", root) != 0 ||
@@ -347,7 +364,7 @@ int px__cg_job_create(const px__cg_host_t *h, const char *name,
   if (h->v2_base) {
     if ((rc = make_dir(h, h->v2_base, name, &j->v2)) != 0)
       return rc;
-    if (!h->fake) {
+    if (!FAKE(h)) {
       j->v2_fd = open(j->v2, O_PATH | O_DIRECTORY | O_CLOEXEC);
       if (j->v2_fd < 0)
         return PX_LOG_ERRNO(PX_EJOB, errno, "open(job v2 cgroup)");
@@ -380,23 +397,23 @@ static int limits_memory(const px__cg_host_t *h, px__cg_job_t *j,
     return PX_EJOB;
   }
   if (h->memory == PX_CG_V2) {
-    if ((rc = cg_write(h->fake, j->v2, "memory.max", v)) != 0)
+    if ((rc = cg_write(FAKE(h), j->v2, "memory.max", v)) != 0)
       return rc;
     /* No swap: the limit is on memory, not on memory+swap. */
-    if (path_exists(j->v2, "memory.swap.max") || h->fake)
-      if ((rc = cg_write(h->fake, j->v2, "memory.swap.max", "0")) != 0)
+    if (path_exists(j->v2, "memory.swap.max") || FAKE(h))
+      if ((rc = cg_write(FAKE(h), j->v2, "memory.swap.max", "0")) != 0)
         return rc;
     /* One OOM kill takes the whole job, as the verdict does. */
-    if (path_exists(j->v2, "memory.oom.group") || h->fake)
-      if ((rc = cg_write(h->fake, j->v2, "memory.oom.group", "1")) != 0)
+    if (path_exists(j->v2, "memory.oom.group") || FAKE(h))
+      if ((rc = cg_write(FAKE(h), j->v2, "memory.oom.group", "1")) != 0)
         return rc;
   } else {
     const char *d = j->v1[PX_CG1_MEMORY];
-    if ((rc = cg_write(h->fake, d, "memory.limit_in_bytes", v)) != 0)
+    if ((rc = cg_write(FAKE(h), d, "memory.limit_in_bytes", v)) != 0)
       return rc;
     /* memsw must be >= the memory limit: written after it. */
     if (h->v1_memsw &&
-        (rc = cg_write(h->fake, d, "memory.memsw.limit_in_bytes", v)) != 0)
+        (rc = cg_write(FAKE(h), d, "memory.memsw.limit_in_bytes", v)) != 0)
       return rc;
     /* v1 charges TCP socket buffers to a memory cgroup only once its
      * kmem.tcp limit was written (v2 charges them to memory.current):
@@ -404,7 +421,7 @@ static int limits_memory(const px__cg_host_t *h, px__cg_job_t *j,
      * 24). Its own budget here, the size of the memory limit. UNIX socket
      * buffers are kernel memory v1 charges to the limit anyway. */
     if (h->v1_kmem_tcp &&
-        (rc = cg_write(h->fake, d, "memory.kmem.tcp.limit_in_bytes", v)) != 0)
+        (rc = cg_write(FAKE(h), d, "memory.kmem.tcp.limit_in_bytes", v)) != 0)
       return rc;
   }
   j->enf |= PX_ENF(PX_ENF_CGROUP_MEMORY);
@@ -419,7 +436,7 @@ static int limits_pids(const px__cg_host_t *h, px__cg_job_t *j, uint64_t n) {
     PX_LOG(PX_LOG_ERROR, "write(pids.max) failed [injected]");
     return PX_EJOB;
   }
-  rc = cg_write(h->fake,
+  rc = cg_write(FAKE(h),
                 h->pids == PX_CG_V2 ? j->v2 : j->v1[PX_CG1_PIDS], "pids.max",
                 v);
   if (rc == 0)
@@ -436,7 +453,7 @@ static int open_mem_events(const px__cg_host_t *h, px__cg_job_t *j) {
     PX_LOG(PX_LOG_ERROR, "memory events failed [injected]");
     return PX_EJOB;
   }
-  if (h->fake)
+  if (FAKE(h))
     return 0;
   if (h->memory == PX_CG_V2) {
     px_snprintf(p, sizeof p, "%s/memory.events", j->v2);
@@ -487,10 +504,10 @@ int px__cg_job_place(const px__cg_host_t *h, px__cg_job_t *j, pid_t pid,
     return PX_EJOB;
   }
   if (j->v2 && !in_v2)
-    if ((rc = cg_write(h->fake, j->v2, "cgroup.procs", v)) != 0)
+    if ((rc = cg_write(FAKE(h), j->v2, "cgroup.procs", v)) != 0)
       return rc;
   for (i = 0; i < PX_CG1_COUNT; i++)
-    if (j->v1[i] && (rc = cg_write(h->fake, j->v1[i], "cgroup.procs", v)))
+    if (j->v1[i] && (rc = cg_write(FAKE(h), j->v1[i], "cgroup.procs", v)))
       return rc;
   return 0;
 }
@@ -514,13 +531,13 @@ static void kill_listed(const char *dir) {
 int px__cg_job_kill(const px__cg_host_t *h, px__cg_job_t *j) {
   const char *fz = j->v1[PX_CG1_FREEZER];
   if (j->v2 && h->v2_kill)
-    return cg_write(h->fake, j->v2, "cgroup.kill", "1");
+    return cg_write(FAKE(h), j->v2, "cgroup.kill", "1");
   if (fz) {
     /* Frozen tasks cannot fork away from the kill; SIGKILL is delivered
      * when they thaw. */
-    cg_write(h->fake, fz, "freezer.state", "FROZEN");
+    cg_write(FAKE(h), fz, "freezer.state", "FROZEN");
     kill_listed(fz);
-    cg_write(h->fake, fz, "freezer.state", "THAWED");
+    cg_write(FAKE(h), fz, "freezer.state", "THAWED");
     return 0;
   }
   return PX_ENOTSUP;
@@ -626,7 +643,7 @@ static void remove_dir(const px__cg_host_t *h, char **dirp) {
   int tries;
   if (!*dirp)
     return;
-  if (h->fake) {
+  if (FAKE(h)) {
     DIR *d = opendir(*dirp);
     struct dirent *de;
     while (d && (de = readdir(d)) != NULL)

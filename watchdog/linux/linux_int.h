@@ -52,7 +52,7 @@ enum { PX_CG1_MEMORY, PX_CG1_PIDS, PX_CG1_CPUACCT, PX_CG1_FREEZER,
 
 /* What this host offers, detected once at open. */
 typedef struct {
-  int fake;                  /* root overridden (tests): plain files */
+  int fake;                  /* root overridden (test seam): plain files */
   px__cg_mode_t memory;      /* limit + peak + OOM events */
   px__cg_mode_t pids;        /* pids.max + events */
   px__cg_mode_t cpu;         /* CPU time accounting (cpu_ms limit) */

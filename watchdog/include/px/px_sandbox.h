@@ -91,7 +91,8 @@ typedef struct {
   uint64_t job_dir_files;  /* Windows: job dir entries (default 16384) */
   uint64_t job_handles;    /* Windows: open handles of a job's processes
                               together (default 20000) */
-  const char *cgroup_root; /* Linux: override cgroup mount root (tests) */
+  const char *cgroup_root; /* Linux: override cgroup mount root (a test
+                              seam: refused without PX_TEST_SEAMS) */
   int allow_degraded;      /* run when a control is unavailable on this
                               host (reported as "degraded"); default 0 */
   const char *container_endpoint; /* container backend: the Docker Engine
