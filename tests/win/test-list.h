@@ -160,7 +160,28 @@ PX_TEST_ENTRY(winspawn, winidentity_logon_hint, 30)
 PX_TEST_ENTRY(enforce, enforce_job_account, 60)
 PX_TEST_ENTRY(enforce, enforce_job_no_machine_auth, 60)
 PX_TEST_ENTRY(enforce, enforce_job_account_shells, 120)
-#include "tests/win/list-adversarial.h"
+/* ---- adversarial ---- */
+/* The adversarial suite through the Windows service
+ * (tests/adversarial/win, registered by tests/adversarial/adversarial.cmake). */
+PX_TEST_ENTRY(adversarial, advw_limits, 240)
+PX_TEST_ENTRY(adversarial, advw_memory_spread, 120)
+PX_TEST_ENTRY(adversarial, advw_environment, 120)
+PX_TEST_ENTRY(adversarial, advw_orphan_child, 120)
+PX_TEST_ENTRY(adversarial, advw_kb_rollback, 120)
+PX_TEST_ENTRY(adversarial, advw_cleanup_links, 120)
+PX_TEST_ENTRY(adversarial, advw_protocol, 180)
+PX_TEST_ENTRY(adversarial, advw_disconnect, 120)
+PX_TEST_ENTRY(adversarial, advw_breakaway, 120)
+/* resource exhaustion: threads, kernel-mode CPU, handles */
+PX_TEST_ENTRY(adversarial, advw_thread_bomb, 120)
+PX_TEST_ENTRY(adversarial, advw_busy_kernel, 120)
+PX_TEST_ENTRY(adversarial, advw_handle_bomb, 120)
+/* disk: fill, sparse, many files (the job directory caps) */
+PX_TEST_ENTRY(adversarial, advw_disk, 180)
+/* real Windows only (labels win win-enforce; SKIP under Wine) */
+PX_TEST_ENTRY(adversarial-enforce, advwe_filesystem, 180)
+PX_TEST_ENTRY(adversarial-enforce, advwe_network, 120)
+PX_TEST_ENTRY(adversarial-enforce, advwe_escape, 120)
 /* service/win/setup.c: tests/win/test_setup.c */
 PX_TEST_ENTRY(setup, setup_sddl_rules, 30)
 PX_TEST_ENTRY(setup, setup_apply_verify, 60)
