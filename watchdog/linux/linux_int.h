@@ -462,16 +462,12 @@ void px__plan_free(px__plan_t *p);
 /* clone3 + placement + release; fills sb->pidfd/pid and the stream fds.
  * On failure the child is dead and reaped; returns PX_E*. */
 int px__spawn(px_sandbox_t *sb);
-/* The backend's spawner thread (parent of every job's pid 1). */
+/* spawner.c: the backend's spawner thread (parent of every job's pid 1). */
 int px__spawner_open(px__spawner_t **out);
 void px__spawner_close(px__spawner_t *sp);
 /* Run fn(arg) on the spawner thread, one call at a time; its result and
  * errno come back. */
 pid_t px__spawner_call(px__spawner_t *sp, pid_t (*fn)(void *), void *arg);
-/* In a pool stub (shares the daemon's memory): clone the job's pid 1 as a
- * sibling (CLONE_PARENT) into the stub's cgroups and network namespace;
- * the child runs the setup steps. The pid, or -1 with errno. */
-pid_t px__spawn_from_stub(px_sandbox_t *sb);
 /* Bring lo up in the caller's network namespace (async-signal-safe).
  * 0, or -1 with errno. */
 int px__lnx_loopback_up(void);
@@ -491,9 +487,13 @@ px__slot_t *px__pool_take(px__pool_t *p, int eligible);
 void px__pool_stats(px__pool_t *p, px__pool_stats_t *out);
 /* The slot's cgroups (moved into the sandbox at take). */
 px__cg_job_t *px__slot_cgroups(px__slot_t *s);
-/* Hand sb to the slot's stub: the job's pid (its pidfd in sb->pidfd), or
- * -1 with errno. The stub has exited when it returns. */
-pid_t px__slot_spawn(px__slot_t *s, px_sandbox_t *sb);
+/* Hand sb to the slot's stub, which clones the job's pid 1 with
+ * from_stub (spawn.c's: a sibling through CLONE_PARENT, in the stub's
+ * cgroups and network namespace; the pid, or -1 with errno): the job's
+ * pid (its pidfd in sb->pidfd), or -1 with errno. The stub has exited
+ * when it returns. */
+pid_t px__slot_spawn(px__slot_t *s, px_sandbox_t *sb,
+                     pid_t (*from_stub)(px_sandbox_t *sb));
 /* Kill the stub if alive and free the slot (and its cgroups if it still
  * owns them). NULL is fine. */
 void px__slot_discard(const px__lnx_backend_t *be, px__slot_t *s);

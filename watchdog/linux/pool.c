@@ -87,6 +87,9 @@ struct px__slot_s {
   int cmd[2];       /* owned: [0] the stub reads the sandbox address */
   int res[2];       /* owned: [1] the stub writes ready / the job's pid */
   void *stack;      /* owned: the stub's stack (shared memory) */
+  /* What the stub calls to clone the job (spawn.c's, given to
+   * px__slot_spawn: this file does not name it), set before the command. */
+  pid_t (*from_stub)(px_sandbox_t *sb);
 };
 
 typedef struct {
@@ -155,7 +158,7 @@ static PX_LNX_NO_ASAN int stub_main(void *arg) {
     _exit(1);
   if (read(s->cmd[0], &addr, sizeof addr) != (ssize_t)sizeof addr || !addr)
     _exit(0); /* the slot was thrown away */
-  r.pid = px__spawn_from_stub((px_sandbox_t *)addr); /* shared memory */
+  r.pid = s->from_stub((px_sandbox_t *)addr); /* shared memory */
   r.err = r.pid < 0 ? errno : 0;
   if (write(s->res[1], &r, sizeof r) != (ssize_t)sizeof r) {
     /* the daemon sees EOF: the job failed */
@@ -564,10 +567,12 @@ void px__pool_stats(px__pool_t *p, px__pool_stats_t *out) {
 
 px__cg_job_t *px__slot_cgroups(px__slot_t *s) { return &s->cg; }
 
-pid_t px__slot_spawn(px__slot_t *s, px_sandbox_t *sb) {
+pid_t px__slot_spawn(px__slot_t *s, px_sandbox_t *sb,
+                     pid_t (*from_stub)(px_sandbox_t *sb)) {
   stub_res_t r;
   uintptr_t addr = (uintptr_t)sb;
   int rc;
+  s->from_stub = from_stub;
   sb->slot_mnt_fd = s->mnt_fd; /* moved: dropped after the job */
   s->mnt_fd = -1;
   /* The stub clones the job (sharing our descriptor table) between our

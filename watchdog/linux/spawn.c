@@ -24,7 +24,6 @@
 #include "linux_int.h"
 
 #include "px/px_error.h"
-#include "px/px_fence.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
 
@@ -580,65 +579,6 @@ static uint64_t clone_flags(const px__plan_t *p) {
   return f;
 }
 
-/* --- the spawner thread --------------------------------------------------
- * Every job's pid 1 is cloned by one thread that lives as long as the
- * backend: its parent-death signal (SIGKILL) fires when that *thread* ends,
- * so an engine worker thread that exits must not be the parent, while a
- * daemon that dies (even by SIGKILL) takes every job with it. One clone at
- * a time; the rest of the spawn stays on the caller's thread. */
-struct px__spawner_s {
-  px_mutex_t mu;          /* guards everything below */
-  px_mutex_t call_mu;     /* one request at a time */
-  px_cond_t cv;
-  px_thread_t thr;
-  int running, stop;
-  pid_t (*fn)(void *);    /* the request being served, or NULL */
-  void *arg;              /* borrowed */
-  int done, err;
-  pid_t pid;
-};
-
-static void spawner_main(void *arg) {
-  px__spawner_t *sp = arg;
-  px_mutex_lock(&sp->mu);
-  while (!sp->stop) {
-    pid_t pid;
-    if (!sp->fn || sp->done) {
-      px_cond_wait(&sp->cv, &sp->mu);
-      continue;
-    }
-    errno = 0;
-    px_fence_clone_begin();
-    pid = sp->fn(sp->arg);
-    px_fence_clone_end();
-    sp->pid = pid;
-    sp->err = pid < 0 ? errno : 0;
-    sp->done = 1;
-    px_cond_broadcast(&sp->cv);
-  }
-  px_mutex_unlock(&sp->mu);
-}
-
-pid_t px__spawner_call(px__spawner_t *sp, pid_t (*fn)(void *), void *arg) {
-  pid_t pid;
-  int err;
-  px_mutex_lock(&sp->call_mu);
-  px_mutex_lock(&sp->mu);
-  sp->fn = fn;
-  sp->arg = arg;
-  sp->done = 0;
-  px_cond_broadcast(&sp->cv);
-  while (!sp->done)
-    px_cond_wait(&sp->cv, &sp->mu);
-  pid = sp->pid;
-  err = sp->err;
-  sp->fn = NULL;
-  px_mutex_unlock(&sp->mu);
-  px_mutex_unlock(&sp->call_mu);
-  errno = err;
-  return pid;
-}
-
 /* On the spawner thread: clone the job's pid 1 (cold path). */
 static pid_t clone_job(void *arg) {
   px_sandbox_t *sb = arg;
@@ -665,46 +605,11 @@ static PX_LNX_NO_ASAN int stub_child(void *arg) {
  * its execve the child runs our setup steps (system calls only) on its
  * own stack in the memory the stub shares with the daemon, instead of
  * copying the daemon's page tables for an exec that throws them away. */
-PX_LNX_NO_ASAN pid_t px__spawn_from_stub(px_sandbox_t *sb) {
+static PX_LNX_NO_ASAN pid_t spawn_from_stub(px_sandbox_t *sb) {
   return (pid_t)clone(stub_child,
                       (char *)sb->plan.child_stack + PX_LNX_CHILD_STACK,
                       CLONE_VM | CLONE_PARENT | CLONE_PIDFD | SIGCHLD, sb,
                       &sb->pidfd);
-}
-
-int px__spawner_open(px__spawner_t **out) {
-  px__spawner_t *sp = calloc(1, sizeof *sp);
-  int rc;
-  if (!sp)
-    return PX_ENOMEM;
-  if (px_mutex_init(&sp->mu) != 0 || px_mutex_init(&sp->call_mu) != 0 ||
-      px_cond_init(&sp->cv) != 0) {
-    free(sp);
-    return PX_ENOMEM;
-  }
-  if ((rc = px_thread_create(&sp->thr, spawner_main, sp)) != 0) {
-    px__spawner_close(sp);
-    return rc;
-  }
-  sp->running = 1;
-  *out = sp;
-  return 0;
-}
-
-void px__spawner_close(px__spawner_t *sp) {
-  if (!sp)
-    return;
-  if (sp->running) {
-    px_mutex_lock(&sp->mu);
-    sp->stop = 1;
-    px_cond_broadcast(&sp->cv);
-    px_mutex_unlock(&sp->mu);
-    px_thread_join(sp->thr);
-  }
-  px_cond_destroy(&sp->cv);
-  px_mutex_destroy(&sp->call_mu);
-  px_mutex_destroy(&sp->mu);
-  free(sp);
 }
 
 /* The pipes of a spawn: [i][0] read end, [i][1] write end. */
@@ -760,7 +665,7 @@ int px__spawn(px_sandbox_t *sb) {
     goto cleanup;
   }
   if (sb->slot)
-    pid = px__slot_spawn(sb->slot, sb);
+    pid = px__slot_spawn(sb->slot, sb, spawn_from_stub);
   else
     pid = px__spawner_call(sb->be->spawner, clone_job, sb);
   if (pid < 0) {
