@@ -57,40 +57,6 @@ static int recover(px__ctr_t *be) {
   return 0;
 }
 
-/* Each configured image must be there (or be pulled when allowed); the
- * missing ones are logged and remembered: their jobs fail at prepare. */
-static int check_images(px__ctr_t *be) {
-  const char *const *im;
-  for (im = be->opts.container_images; im && *im; im++) {
-    int have = px__dk_image_present(be->endpoint, *im);
-    if (have == 0 && be->opts.container_pull &&
-        px__dk_image_pull(be->endpoint, *im) == 0)
-      have = px__dk_image_present(be->endpoint, *im);
-    if (have < 0)
-      return have;
-    if (have)
-      continue;
-    PX_LOG(PX_LOG_ERROR, "container image %s is not present%s: its "
-                         "runtime's jobs will fail", *im,
-           be->opts.container_pull ? " and could not be pulled"
-                                   : " (containers.pull is \"never\")");
-    if (px_array_reserve(&be->missing, &be->cap_missing, be->nmissing + 1,
-                         sizeof *be->missing, 4) ||
-        !(be->missing[be->nmissing] = px_strdup(*im)))
-      return PX_ENOMEM;
-    be->nmissing++;
-  }
-  return 0;
-}
-
-int px__ctr_image_missing(const px__ctr_t *be, const char *image) {
-  size_t i;
-  for (i = 0; i < be->nmissing; i++)
-    if (strcmp(be->missing[i], image) == 0)
-      return 1;
-  return 0;
-}
-
 static int ctr_open(const px_backend_opts_t *opts, void **state) {
   px__ctr_t *be;
   int rc;
@@ -141,7 +107,7 @@ static int ctr_open(const px_backend_opts_t *opts, void **state) {
    * image jobs, with no warm pool: status says why. */
   if ((rc = px__dk_ping(be->endpoint)) || (rc = px__ctr_gate_check(be)) ||
       (be->remote && !be->gate_error && (rc = px__ctr_deliver_open(be))) ||
-      (rc = recover(be)) || (rc = check_images(be)) ||
+      (rc = recover(be)) || (rc = px__ctr_images_check(be)) ||
       (rc = px__ctr_reaper_start(be)) ||
       (!be->gate_error && (rc = px__ctr_pool_start(be)))) {
     PX_LOG(PX_LOG_ERROR, "container backend: the Docker Engine at %s does "

@@ -119,6 +119,9 @@ void px__ctr_violation(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
  * into on_output, enforces wall and CPU time, then fills the outcome. */
 void px__ctr_run(void *arg);
 
+/* images.c: check every configured image at open (pull when allowed),
+ * remember the missing ones. 0 or PX_E* (engine unreachable, OOM). */
+int px__ctr_images_check(px__ctr_t *be);
 /* 1 when `image` is a configured image the engine does not have. */
 int px__ctr_image_missing(const px__ctr_t *be, const char *image);
 
