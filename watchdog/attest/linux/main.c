@@ -6,23 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-extern char **environ;
-
-const char *pxa_env_prefixed(const char *prefix) {
-  size_t n = strlen(prefix);
-  char **e;
-  for (e = environ; e && *e; e++)
-    if (strncmp(*e, prefix, n) == 0 && strchr(*e, '='))
-      return strchr(*e, '=') + 1;
-  return NULL;
-}
-
-const char *pxa_errno_str(int e) {
-  static char buf[96];
-  snprintf(buf, sizeof buf, "errno %d (%s)", e, strerror(e));
-  return buf;
-}
-
 void pxa_run_checks(const pxa_args_t *a) {
   if (a->egress) { /* the positive control of net_loopback */
     pxa_check_net(a);
