@@ -32,10 +32,6 @@
 
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26",
                                        "2024-11-05", NULL};
-/* RFC 5424 levels as MCP names them, most verbose first. */
-static const char *const levels[] = {"debug",    "info",  "notice",
-                                     "warning",  "error", "critical",
-                                     "alert",    "emergency", NULL};
 
 void mcp_server_init(mcp_server_t *s, const ctl_args_t *args,
                      void (*write)(void *ctx, const char *line, size_t len),
@@ -54,67 +50,6 @@ void mcp_server_free(mcp_server_t *s) {
   if (s->exec)
     px_client_close(s->exec);
   s->exec = NULL;
-}
-
-/* Print obj as one line and send it; obj is taken. */
-static void emit(mcp_server_t *s, cJSON *obj) {
-  char *text = obj ? cJSON_PrintUnformatted(obj) : NULL;
-  cJSON_Delete(obj);
-  if (!text) {
-    fputs("phoenixctl mcp: out of memory encoding a message\n", stderr);
-    return;
-  }
-  s->write(s->write_ctx, text, strlen(text));
-  free(text);
-}
-
-static cJSON *envelope(const cJSON *id) {
-  cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "jsonrpc", "2.0");
-  cJSON_AddItemToObject(o, "id", id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull());
-  return o;
-}
-
-void mcp_send_result(mcp_server_t *s, const cJSON *id, cJSON *result) {
-  cJSON *o = envelope(id);
-  cJSON_AddItemToObject(o, "result", result ? result : cJSON_CreateObject());
-  emit(s, o);
-}
-
-void mcp_send_error(mcp_server_t *s, const cJSON *id, int code, const char *msg) {
-  cJSON *o = envelope(id), *e = cJSON_AddObjectToObject(o, "error");
-  cJSON_AddNumberToObject(e, "code", code);
-  cJSON_AddStringToObject(e, "message", msg);
-  emit(s, o);
-}
-
-void mcp_send_notification(mcp_server_t *s, const char *method, cJSON *params) {
-  cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "jsonrpc", "2.0");
-  cJSON_AddStringToObject(o, "method", method);
-  if (params)
-    cJSON_AddItemToObject(o, "params", params);
-  emit(s, o);
-}
-
-static int level_index(const char *name) {
-  int i;
-  for (i = 0; levels[i]; i++)
-    if (strcmp(levels[i], name) == 0)
-      return i;
-  return -1;
-}
-
-void mcp_log(mcp_server_t *s, const char *level, const char *text) {
-  cJSON *p;
-  int i = level_index(level);
-  if (i < s->log_level || !s->initialized)
-    return;
-  p = cJSON_CreateObject();
-  cJSON_AddStringToObject(p, "level", level);
-  cJSON_AddStringToObject(p, "logger", "phoenixctl");
-  cJSON_AddStringToObject(p, "data", text);
-  mcp_send_notification(s, "notifications/message", p);
 }
 
 /* ---- methods ---- */
@@ -152,7 +87,7 @@ static void on_initialize(mcp_server_t *s, const cJSON *id, const cJSON *params)
 
 static void on_set_level(mcp_server_t *s, const cJSON *id, const cJSON *params) {
   const cJSON *lv = cJSON_GetObjectItemCaseSensitive(params, "level");
-  int i = cJSON_IsString(lv) ? level_index(lv->valuestring) : -1;
+  int i = cJSON_IsString(lv) ? mcp_level_index(lv->valuestring) : -1;
   if (i < 0) {
     mcp_send_error(s, id, RPC_INVALID_PARAMS, "logging/setLevel: level must be an RFC 5424 level name");
     return;

@@ -70,12 +70,16 @@ void mcp_server_free(mcp_server_t *s);
 /* Handle one input line (without its newline); never fails: whatever
  * the line holds, the answer (if any) is written. */
 void mcp_handle_line(mcp_server_t *s, const char *line, size_t len);
+/* ---- mcp_send.c ---- */
 /* Send a JSON-RPC result / error / notification (obj and data are taken). */
 void mcp_send_result(mcp_server_t *s, const cJSON *id, cJSON *result);
 void mcp_send_error(mcp_server_t *s, const cJSON *id, int code, const char *msg);
 void mcp_send_notification(mcp_server_t *s, const char *method, cJSON *params);
 /* notifications/message at level ("info", "warning", "error") if enabled. */
 void mcp_log(mcp_server_t *s, const char *level, const char *text);
+/* The index of an MCP log level name ("debug" 0 .. "emergency" 7), or -1
+ * (mcp_send.c). */
+int mcp_level_index(const char *name);
 
 /* ---- mcp_tools.c ---- */
 /* tools/list's `tools` array for this caller (asks the executor). */
