@@ -217,13 +217,35 @@ TEST_IMPL(winfault_kill) {
   return 0;
 }
 
+/* When process pid was created (FILETIME ticks), 0 when it cannot be
+ * read (gone, or not ours to query). */
+static uint64_t created_of(DWORD pid) {
+  HANDLE h = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
+  FILETIME c, e, k, u;
+  uint64_t t = 0;
+  if (h && GetProcessTimes(h, &c, &e, &k, &u))
+    t = ((uint64_t)c.dwHighDateTime << 32) | c.dwLowDateTime;
+  if (h)
+    CloseHandle(h);
+  return t;
+}
+
 /* The descendants of `root` (by parent, each created after its parent),
- * this test's own snapshot, independent of the backend's walk. */
+ * this test's own snapshot, independent of the backend's walk. The
+ * creation times matter: a process keeps the pid of a parent that died,
+ * Wine reuses small pids at once, and the other test groups ctest runs
+ * beside this one make processes all the time - without the check, one
+ * of theirs whose dead parent's pid is now a probe's looks like the
+ * job's (a CI round counted six of them as "outlived the job"). */
 static size_t descendants(DWORD root, DWORD *pids, size_t cap) {
   HANDLE snap = CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
   static PROCESSENTRY32W pe[512];
+  static uint64_t born[512];
+  uint64_t pborn[64];
+  uint64_t root_born = created_of(root);
   size_t n = 0, np = 0, i, k, grew = 1;
   ASSERT(snap != INVALID_HANDLE_VALUE);
+  ASSERT(cap <= 64);
   pe[0].dwSize = sizeof pe[0];
   if (Process32FirstW(snap, &pe[0]))
     do {
@@ -232,15 +254,22 @@ static size_t descendants(DWORD root, DWORD *pids, size_t cap) {
         pe[np].dwSize = sizeof pe[np];
     } while (np < 512 && Process32NextW(snap, &pe[np]));
   CloseHandle(snap);
+  for (i = 0; i < np; i++)
+    born[i] = created_of(pe[i].th32ProcessID);
   while (grew) {
     grew = 0;
     for (i = 0; i < np; i++) {
-      int parent = pe[i].th32ParentProcessID == root, known = 0;
+      /* Created after the parent it names, or it is not that parent's. */
+      int parent = pe[i].th32ParentProcessID == root && born[i] &&
+                   born[i] >= root_born,
+          known = 0;
       for (k = 0; k < n; k++) {
-        parent |= pe[i].th32ParentProcessID == pids[k];
+        parent |= pe[i].th32ParentProcessID == pids[k] && born[i] &&
+                  born[i] >= pborn[k];
         known |= pe[i].th32ProcessID == pids[k];
       }
       if (parent && !known && n < cap && wt_pid_alive(pe[i].th32ProcessID)) {
+        pborn[n] = born[i];
         pids[n++] = pe[i].th32ProcessID;
         grew = 1;
       }
