@@ -203,8 +203,12 @@ static int check_file(ctx_t *c, px_kbfs_dir_t *dir, const char *name,
   unsigned char h[PX_SHA256_LEN];
   px_sha256_t s;
   int rc, same;
-  if (px__kb_same_stat(e, lst) && lst->nlink <= 1)
-    return 0; /* untouched: stat only */
+  /* Untouched, by the listing's stat alone - only when the listing knows
+   * the file has one name. A write through another hard link updates
+   * that link's directory entry only (NTFS), so a second name makes a
+   * listing stale; and a Windows listing cannot count names (nlink 0). */
+  if (px__kb_same_stat(e, lst) && lst->nlink == 1)
+    return 0;
   rc = px_kbfs_open_read(dir, name, w->mode == PX__KB_FIX, &f, &st);
   if (rc == PX_ELOOP || rc == PX_EINVAL || rc == PX_ENOENT) {
     /* Swapped for something else since the listing. */
@@ -216,6 +220,10 @@ static int check_file(ctx_t *c, px_kbfs_dir_t *dir, const char *name,
   }
   if (rc)
     return fail(c, e->path, "open", rc);
+  if (rc == 0 && st.nlink == 1 && px__kb_same_stat(e, &st)) {
+    px_kbfs_close(&f); /* the handle's stat is the file's own: untouched */
+    return 0;
+  }
   if (st.nlink > 1 && !px__kb_same_stat(e, &st)) {
     /* Changed and linked from elsewhere: replace, never write through. */
     px_kbfs_close(&f);

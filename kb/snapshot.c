@@ -39,11 +39,20 @@ static int add_file(px_kb_t *kb, px_kbfs_dir_t *dir, const px__kb_dirent_t *de,
   px__kb_entry_t e;
   px_kbfs_stat_t st = de->st;
   long prev = kb->last ? px__kb_manifest_find(kb->last, path) : -1;
+  int rc;
+  /* The stat-only shortcut below trusts what it compares: a listing only
+   * when it knows the file has one name (a write through another hard
+   * link leaves this name's directory entry stale on NTFS; a Windows
+   * listing cannot count names), else the file's own stat by handle. */
+  if (prev >= 0 && st.nlink != 1 &&
+      (rc = px_kbfs_stat_at(dir, de->name, &st)) != 0 && rc != PX_ENOENT)
+    return rc;
   entry_from(&e, path, &st);
-  if (prev >= 0 && px__kb_same_stat(&kb->last->e[prev], &st)) {
+  if (prev >= 0 && st.type == PX_KBFS_FILE &&
+      px__kb_same_stat(&kb->last->e[prev], &st)) {
     memcpy(e.hash, kb->last->e[prev].hash, sizeof e.hash); /* stat only */
   } else {
-    int rc = px__kb_store_file(kb, dir, de->name, e.hash, &st);
+    rc = px__kb_store_file(kb, dir, de->name, e.hash, &st);
     if (rc == PX_ELOOP) {
       /* Listed as a file, opened as a link (swapped meanwhile, or Wine
        * showing a Unix symlink as its target): record it as a link. */

@@ -52,6 +52,23 @@ LONG px_win_open_at(HANDLE parent, const WCHAR *name, size_t len,
   return st;
 }
 
+/* Why a directory could not be reopened for its listing: gone (deleted,
+ * or being deleted, since its parent's listing: its content is moot, not
+ * unknown), refused, or another failure. */
+static int list_error(LONG st) {
+  switch ((unsigned long)st) {
+  case 0xC0000034UL: /* STATUS_OBJECT_NAME_NOT_FOUND */
+  case 0xC000003AUL: /* STATUS_OBJECT_PATH_NOT_FOUND */
+  case 0xC0000056UL: /* STATUS_DELETE_PENDING */
+  case 0xC0000123UL: /* STATUS_FILE_DELETED */
+    return PX_ENOENT;
+  case 0xC0000022UL: /* STATUS_ACCESS_DENIED */
+    return PX_EACCES;
+  default:
+    return PX_EIO;
+  }
+}
+
 /* Give fn every entry of one batch but . and ..; 0 or fn's value. */
 static int batch(HANDLE dir, const unsigned char *buf, px_win_dir_fn fn,
                  void *ctx) {
@@ -90,7 +107,7 @@ int px_win_dir_list(HANDLE dir, px_win_dir_fn fn, void *ctx) {
                            FILE_DIRECTORY_FILE | FILE_OPEN_FOR_BACKUP_INTENT,
                            NULL, &h);
   if (st < 0)
-    return (unsigned long)st == 0xC0000022UL ? PX_EACCES : PX_EIO;
+    return list_error(st);
   if (!(buf = malloc(LIST_BUF))) {
     CloseHandle(h);
     return PX_ENOMEM;
@@ -98,7 +115,9 @@ int px_win_dir_list(HANDLE dir, px_win_dir_fn fn, void *ctx) {
   while (rc == 0) {
     if (!GetFileInformationByHandleEx(h, cls, buf, LIST_BUF)) {
       DWORD err = GetLastError();
-      if (err != ERROR_NO_MORE_FILES)
+      /* ERROR_FILE_NOT_FOUND: a directory with no entry at all, not even
+       * "." (a volume root): empty, as the end is. */
+      if (err != ERROR_NO_MORE_FILES && err != ERROR_FILE_NOT_FOUND)
         rc = err == ERROR_ACCESS_DENIED ? PX_EACCES : PX_EIO;
       break;
     }

@@ -407,9 +407,14 @@ static int list_entry(void *ctx, HANDLE dir, const px_win_dirent_t *e) {
 
 int px_kbfs_list(px_kbfs_dir_t *d, px_kbfs_list_fn fn, void *ctx) {
   list_t l = {d, fn, ctx};
+  int rc;
   /* The one by-handle listing (px_winapi.h): through a fresh handle on
    * the directory, which also gets past Wine's cached listings. */
-  return px_win_dir_list(d->h, list_entry, &l);
+  rc = px_win_dir_list(d->h, list_entry, &l);
+  if (rc == PX_EACCES || rc == PX_EIO || rc == PX_ENOENT)
+    PX_LOG(PX_LOG_ERROR, "kb: cannot list %s: %s", px_kbfs_dir_path(d),
+           px_strerror(rc));
+  return rc;
 }
 
 int px_kbfs_stat_at(px_kbfs_dir_t *d, const char *name, px_kbfs_stat_t *st) {

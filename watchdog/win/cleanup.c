@@ -110,6 +110,8 @@ static int empty_dir(HANDLE dir, int depth, px__winbe_rm_counts_t *c,
   for (;;) {
     pass_t p = {depth, c, 0, 0};
     int lrc = px_win_dir_list(dir, remove_entry, &p);
+    if (lrc == PX_ENOENT && !p.seen)
+      return 0; /* the directory itself is gone: nothing left in it */
     if (top && first)
       c->entries = p.seen;
     first = 0;

@@ -158,10 +158,15 @@ static int descend(const walk_t *w, HANDLE dir, const px_win_dirent_t *e) {
     child = *w;
     child.depth = w->depth + 1;
     child.name = name;
-    /* A directory we cannot list (a job re-ACLed it): content unknown. */
+    /* Gone since the listing (the job deleted it): its size is moot. A
+     * directory we cannot list (a job re-ACLed it): content unknown. */
     rc = px_win_dir_list(h, walk_entry, &child);
-    if (rc != 0 && rc != WALK_OVER)
+    if (rc == PX_ENOENT)
+      rc = 0;
+    else if (rc != 0 && rc != WALK_OVER)
       rc = PX_EACCES;
+  } else if (!name) {
+    rc = PX_EACCES; /* where it is cannot be read: content unknown */
   }
   free(name);
   CloseHandle(h);

@@ -232,8 +232,9 @@ typedef struct {
  * listing and is returned by px_win_dir_list. */
 typedef int (*px_win_dir_fn)(void *ctx, HANDLE dir, const px_win_dirent_t *e);
 /* List directory `dir` once from its start, every entry but . and ..,
- * through a fresh handle on it. 0, fn's value, or PX_EACCES / PX_EIO /
- * PX_ENOMEM when it cannot be listed. */
+ * through a fresh handle on it. 0, fn's value, PX_ENOENT when the
+ * directory is gone or being deleted, or PX_EACCES / PX_EIO / PX_ENOMEM
+ * when it cannot be listed. */
 int px_win_dir_list(HANDLE dir, px_win_dir_fn fn, void *ctx);
 
 #endif /* PX_WIN_WINAPI_H */
