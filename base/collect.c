@@ -180,6 +180,8 @@ static int ext_is(const char *ext, const char *want) {
 
 /* Does the content carry the signature of image type t? */
 static int signature_ok(const char *t, const unsigned char *d, size_t n) {
+  if (!d)
+    n = 0; /* no content: no signature */
   if (strcmp(t, "image/png") == 0)
     return n >= 8 && memcmp(d, "\x89PNG\r\n\x1a\n", 8) == 0;
   if (strcmp(t, "image/jpeg") == 0)

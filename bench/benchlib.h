@@ -1,7 +1,7 @@
 /* benchlib.h - what the Linux benchmarks share: a series of samples and
  * its percentiles, the monotonic clock in ms, the directory of the running
  * benchmark, and a phoenix-executor of its own (beside it in the build
- * tree, private socket and work root). Benchmarks only: not in px_core. */
+ * tree, private socket and work root). Benchmarks only: in no layer library. */
 #ifndef PX_BENCH_LIB_H
 #define PX_BENCH_LIB_H
 

@@ -42,7 +42,7 @@ checks=$(grep -v '^\s*#' "$here/clang-tidy-checks" | sed 's/\s*#.*$//' | grep -v
 # The project's files but bench/ (the lead's benchmark programs, not
 # shipped), headers of the project included; findings matched by
 # clang-tidy.supp are dropped.
-src="^$(pwd)/(include|service|config|watchdog|kb|tools|tests)/"
+src="^$(pwd)/(base|service|config|watchdog|kb|tools|tests)/"
 run-clang-tidy-14 -p "$build" -j "$jobs" -quiet -checks="$checks" \
     -header-filter="$src" "$src" > "$build/clang-tidy.raw" 2>&1
 sed 's/\x1b\[[0-9;]*m//g' "$build/clang-tidy.raw" |
