@@ -552,13 +552,13 @@ static void bench_layers(const daemon_t *plain, const opts_t *o, cJSON *out) {
  * the way the backend applies it. */
 enum { L_PLAIN, L_NS, L_NETNS, L_SECCOMP, L_LANDLOCK, L_COUNT };
 
-static double layer_spawn(int layer, const px__bpf_t *bpf, int abi) {
+static double layer_spawn(int layer, const px__lnx_bpf_t *bpf, int abi) {
   char *argv[] = {"/bin/true", NULL};
   double t0 = now_ms();
   int st;
   pid_t pid = fork();
   if (pid == 0) {
-    px__ll_rule_t rule = {"/tmp", 1};
+    px__lnx_ll_rule_t rule = {"/tmp", 1};
     if (layer == L_NS || layer == L_NETNS) {
       int flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
       pid_t inner;
@@ -572,10 +572,10 @@ static double layer_spawn(int layer, const px__bpf_t *bpf, int abi) {
       waitpid(inner, &st, 0);
       _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
     }
-    if (layer == L_SECCOMP &&
-        (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || px__seccomp_load(bpf) != 0))
+    if (layer == L_SECCOMP && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+                               px__lnx_seccomp_load(bpf) != 0))
       _exit(126);
-    if (layer == L_LANDLOCK && px__landlock_apply(abi, &rule, 1, 0) != 0)
+    if (layer == L_LANDLOCK && px__lnx_landlock_apply(abi, &rule, 1, 0) != 0)
       _exit(126);
     execv(argv[0], argv);
     _exit(127);
@@ -596,16 +596,16 @@ static void bench_layer_costs(const opts_t *o, cJSON *out) {
   static const char *const keys[L_COUNT] = {"plain", "namespaces", "netns",
                                             "seccomp", "landlock"};
   series_t t[L_COUNT], cg = {0};
-  px__bpf_t bpf;
-  px__cg_host_t host;
+  px__lnx_bpf_t bpf;
+  px__lnx_cg_host_t host;
   px_limits_t lim;
-  int abi = px__landlock_abi(), i, l, n = o->rounds;
+  int abi = px__lnx_landlock_abi(), i, l, n = o->rounds;
   double base;
   char key[64];
 
   memset(t, 0, sizeof t);
   memset(&bpf, 0, sizeof bpf);
-  if (px__seccomp_build(0, &bpf) != 0)
+  if (px__lnx_seccomp_build(0, &bpf) != 0)
     return;
   for (i = 0; i < n; i++)
     for (l = 0; l < L_COUNT; l++) {
@@ -613,28 +613,28 @@ static void bench_layer_costs(const opts_t *o, cJSON *out) {
       if (v >= 0)
         push(&t[l], v);
     }
-  px__seccomp_free(&bpf);
+  px__lnx_seccomp_free(&bpf);
   /* cgroups: a job's cgroups made, limited and removed in every hierarchy. */
   memset(&host, 0, sizeof host);
   memset(&lim, 0, sizeof lim);
   lim.memory_bytes = 256u << 20;
   lim.processes = 16;
   lim.cpu_ms = 10000;
-  if (px__cg_detect(&host, NULL) == 0) {
+  if (px__lnx_cg_detect(&host, NULL) == 0) {
     for (i = 0; i < n; i++) {
-      px__cg_job_t j;
+      px__lnx_cg_job_t j;
       char name[64];
       double t0 = now_ms();
       int ok;
-      px__cg_job_init(&j);
+      px__lnx_cg_job_init(&j);
       snprintf(name, sizeof name, "px-bench-%d-%d", (int)getpid(), i);
-      ok = px__cg_job_create(&host, name, &j) == 0 &&
-           px__cg_job_limits(&host, &j, &lim) == 0;
-      px__cg_job_destroy(&host, &j);
+      ok = px__lnx_cg_job_create(&host, name, &j) == 0 &&
+           px__lnx_cg_job_limits(&host, &j, &lim) == 0;
+      px__lnx_cg_job_destroy(&host, &j);
       if (ok)
         push(&cg, now_ms() - t0);
     }
-    px__cg_host_free(&host);
+    px__lnx_cg_host_free(&host);
   }
   printf("\neach sandbox layer's own setup cost, %d rounds, ms (p50; + over plain)\n", n);
   base = pct(&t[L_PLAIN], .5);
@@ -853,7 +853,7 @@ static void slot_cost(const daemon_t *d, int *cgroups, int *procs) {
   memset(&be, 0, sizeof be);
   snprintf(work, sizeof work, "%s/jobs", d->dir);
   be.work_root = work;
-  px__pool_prefix(&be, prefix, sizeof prefix);
+  px__lnx_pool_prefix(&be, prefix, sizeof prefix);
   snprintf(cmd, sizeof cmd,
            "d=$(find /sys/fs/cgroup -maxdepth 8 -type d -name '%s*');"
            "for x in $d; do echo C; done;"

@@ -396,7 +396,7 @@ static int set_str(px__cfg_ctx_t *ctx, const cJSON *it, const char *path,
     return f->type == F_STRN
                ? px__cfg_fail(ctx, path, "must be a string or null")
                : PX_ECONFIG;
-  if (f->type == F_PATH && !px__config_path_absolute(s))
+  if (f->type == F_PATH && !px__cfg_path_absolute(s))
     return px__cfg_fail(ctx, path, "must be an absolute path");
   if (f->check && !f->check(s))
     return px__cfg_fail(ctx, path, "%s", f->rule);
@@ -515,7 +515,7 @@ static int check_zmq(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
     return px__cfg_fail(ctx, "transports.zmq.secret_key_file",
                         "required for a tcp endpoint (CURVE) unless "
                         "insecure is true");
-  if (!px__config_path_absolute(z->secret_key_file))
+  if (!px__cfg_path_absolute(z->secret_key_file))
     return px__cfg_fail(ctx, "transports.zmq.secret_key_file",
                         "must be an absolute path");
   if (z->nclient_keys == 0)
@@ -694,7 +694,7 @@ int px_config_from_json(const char *text, size_t len, px_config_t **out,
     return px__cfg_fail(&ctx, "", "not valid UTF-8 text");
   if (!(cfg = calloc(1, sizeof *cfg)))
     return PX_ENOMEM;
-  if ((rc = px__config_defaults(cfg)) != 0)
+  if ((rc = px__cfg_defaults(cfg)) != 0)
     goto cleanup;
   root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
   if (!root) {
@@ -719,7 +719,7 @@ cleanup:
   return rc;
 }
 
-void px__config_release(px_config_t *cfg) {
+void px__cfg_release(px_config_t *cfg) {
   size_t i;
   px_transport_config_t *t = &cfg->transports;
   free(t->pipe_name);
@@ -756,7 +756,7 @@ void px__config_release(px_config_t *cfg) {
 void px_config_free(px_config_t *cfg) {
   if (!cfg)
     return;
-  px__config_release(cfg);
+  px__cfg_release(cfg);
   free(cfg);
 }
 
@@ -835,9 +835,9 @@ char *px_config_default_json(void) {
   px_config_t cfg;
   char *text = NULL;
   memset(&cfg, 0, sizeof cfg);
-  if (px__config_defaults(&cfg) == 0)
+  if (px__cfg_defaults(&cfg) == 0)
     text = px_config_to_json(&cfg);
-  px__config_release(&cfg);
+  px__cfg_release(&cfg);
   return text;
 }
 
@@ -860,7 +860,7 @@ int px_config_load(const char *path, px_config_t **out, char *err,
 }
 
 int px_config_load_default(px_config_t **out, char *err, size_t errsz) {
-  char *path = px__config_default_file();
+  char *path = px__cfg_default_file();
   int rc;
   *out = NULL;
   if (!path)
@@ -875,5 +875,5 @@ int px_config_load_default(px_config_t **out, char *err, size_t errsz) {
 }
 
 char *px_config_default_path(void) {
-  return px__config_default_file();
+  return px__cfg_default_file();
 }

@@ -43,26 +43,26 @@ void px__cfg_free_ruleset(px_audit_ruleset_t *set);
 void px__cfg_free_strv(char **v, size_t n);
 
 /* Fill cfg with the built-in defaults (defaults.c). 0 or PX_ENOMEM; on
- * failure cfg holds what was built (px__config_release frees it). */
-int px__config_defaults(px_config_t *cfg);
+ * failure cfg holds what was built (px__cfg_release frees it). */
+int px__cfg_defaults(px_config_t *cfg);
 /* Names of the built-in runtimes of this platform (static). A printed
  * config lists a missing one as null so that it parses back the same. */
-size_t px__config_default_runtime_names(const char *const **names);
+size_t px__cfg_default_runtime_names(const char *const **names);
 /* Release everything cfg owns, not cfg itself. */
-void px__config_release(px_config_t *cfg);
+void px__cfg_release(px_config_t *cfg);
 /* A ruleset copied from the shipped table. 0 or PX_ENOMEM. */
 int px__cfg_ruleset_from_default(const char *name, px_audit_ruleset_t *out);
 
 /* Platform (config/linux/platform.c, config/win/platform.c). */
 /* 1 if path is absolute for this platform ("/x" or "C:\x", "\\srv\x"). */
-int px__config_path_absolute(const char *path);
+int px__cfg_path_absolute(const char *path);
 /* malloc'd platform default paths; NULL on OOM. */
-char *px__config_default_file(void); /* executor.json */
-char *px__config_default_kb_store(void);
-char *px__config_default_work_root(void);
+char *px__cfg_default_file(void); /* executor.json */
+char *px__cfg_default_kb_store(void);
+char *px__cfg_default_work_root(void);
 /* Directory holding the OS's own programs with a trailing separator
  * ("C:\Windows\System32\" / "/usr/bin/"), malloc'd. */
-char *px__config_system_dir(void);
+char *px__cfg_system_dir(void);
 
 /* The platform file checks are fault sites (px/px_fault.h, test-seam
  * builds): "config.filecheck_open", "config.filecheck_stat" (fstat /
@@ -71,7 +71,7 @@ char *px__config_system_dir(void);
 #ifdef _WIN32
 /* Windows test seam: apply the owner/DACL rules to a security descriptor
  * given as SDDL ("O:SYD:(A;;FA;;;SY)..."), as they apply to a file's. */
-int px__config_check_sddl(const char *sddl, unsigned flags, char *err,
+int px__cfg_check_sddl(const char *sddl, unsigned flags, char *err,
                           size_t errsz);
 #endif
 

@@ -167,7 +167,7 @@ static int parse_runtime(px__cfg_ctx_t *ctx, const cJSON *obj, const char *path,
     return px__cfg_fail(ctx, path, "command is required");
   /* A host runtime's program is a host path; an image runtime's is looked
    * up in the container's PATH by the gate. */
-  if (!rt->image && !px__config_path_absolute(rt->command[0])) {
+  if (!rt->image && !px__cfg_path_absolute(rt->command[0])) {
     px__cfg_join(child, sizeof child, path, "command");
     px__cfg_index(at0, sizeof at0, child, 0);
     return px__cfg_fail(ctx, at0, "the program must be an absolute "
@@ -271,7 +271,7 @@ cJSON *px__cfg_emit_runtimes(const px_config_t *cfg) {
   }
   {
     const char *const *names = NULL;
-    size_t n = px__config_default_runtime_names(&names);
+    size_t n = px__cfg_default_runtime_names(&names);
     for (i = 0; all && i < n; i++)
       if (find_runtime(cfg, names[i]) == (size_t)-1 &&
           !cJSON_AddNullToObject(all, names[i])) {
@@ -734,7 +734,7 @@ int px__cfg_parse_kb_roots(px__cfg_ctx_t *ctx, const cJSON *it,
     }
     if ((rc = px__cfg_str(ctx, e, child, 0, &s)) != 0)
       return rc;
-    if (!px__config_path_absolute(s))
+    if (!px__cfg_path_absolute(s))
       return px__cfg_fail(ctx, child, "must be an absolute path");
     if (at == kb->nroots) {
       px_kb_root_conf_t *grown = NULL;

@@ -61,7 +61,7 @@ static char *cat(const char *a, const char *b) {
 }
 
 static int default_runtimes(px_config_t *cfg) {
-  char *sys = px__config_system_dir(); /* C:\Windows\System32\ */
+  char *sys = px__cfg_system_dir(); /* C:\Windows\System32\ */
   char *win = NULL, *cmd = NULL, *ps = NULL, *path = NULL, *comspec = NULL;
   size_t n;
   int rc = PX_ENOMEM;
@@ -185,8 +185,8 @@ static int default_strings(px_config_t *cfg) {
    * group, created by `PhoenixExecutor.exe install` (service/win/group.c). */
   t->pipe_client_group = px_strdup("PhoenixExecutor Users");
   t->socket_path = px_strdup("/run/phoenix-executor/executor.sock");
-  cfg->work_root = px__config_default_work_root();
-  cfg->kb.store = px__config_default_kb_store();
+  cfg->work_root = px__cfg_default_work_root();
+  cfg->kb.store = px__cfg_default_kb_store();
 #ifdef _WIN32
   cfg->containers.endpoint = px_strdup("npipe:////./pipe/docker_engine");
 #else
@@ -277,7 +277,7 @@ static void default_numbers(px_config_t *cfg) {
   cfg->request.max_env_value_bytes = 32767; /* Windows' own limit */
 }
 
-size_t px__config_default_runtime_names(const char *const **names) {
+size_t px__cfg_default_runtime_names(const char *const **names) {
 #ifdef _WIN32
   static const char *const n[] = {"cmd", "powershell"};
 #else
@@ -287,7 +287,7 @@ size_t px__config_default_runtime_names(const char *const **names) {
   return sizeof n / sizeof n[0];
 }
 
-int px__config_defaults(px_config_t *cfg) {
+int px__cfg_defaults(px_config_t *cfg) {
   int rc;
   memset(cfg, 0, sizeof *cfg);
   default_numbers(cfg);

@@ -140,7 +140,7 @@ static int build_kb(const px_config_t *cfg, px_job_spec_t *s) {
   return 0;
 }
 
-static int build_argv(const px__attest_os_t *os, const char *probe,
+static int build_argv(const px__svc_attest_os_t *os, const char *probe,
                       const px_limits_t *l, int egress, px_job_spec_t *s) {
   size_t i;
   int rc;
@@ -158,7 +158,7 @@ static int build_argv(const px__attest_os_t *os, const char *probe,
   return rc;
 }
 
-static int build_job(const px_service_t *svc, const px__attest_os_t *os,
+static int build_job(const px_service_t *svc, const px__svc_attest_os_t *os,
                      const char *probe, int egress, px_engine_job_t *job) {
   px_job_spec_t *s = &job->spec;
   int rc;
@@ -188,7 +188,7 @@ static int build_job(const px_service_t *svc, const px__attest_os_t *os,
 
 /* Submit both jobs and wait for their results (or the budget). Returns 1
  * when both ended in time. */
-static int run_jobs(px_service_t *svc, const px__attest_os_t *os,
+static int run_jobs(px_service_t *svc, const px__svc_attest_os_t *os,
                     const char *probe, waiter_t *w, px_attest_report_t *r) {
   px_engine_client_opts_t co;
   px_engine_client_t *c = NULL;
@@ -245,8 +245,8 @@ static void parse_output(px_attest_report_t *r, const char *out) {
 static void add_complete(px_attest_report_t *r) {
   char missing[PX_ATTEST_OBSERVED_MAX] = "missing:";
   size_t i, nmissing = 0, used = strlen(missing);
-  for (i = 0; px__attest_expected[i]; i++) {
-    const char *n = px__attest_expected[i];
+  for (i = 0; px__svc_attest_expected[i]; i++) {
+    const char *n = px__svc_attest_expected[i];
     if (px_attest_find(r, n))
       continue;
     nmissing++;
@@ -264,7 +264,7 @@ static void add_complete(px_attest_report_t *r) {
  * (attest_os.c) may be; any other fails unsupported_allowed. */
 static void add_unsupported(px_attest_report_t *r) {
   char names[PX_ATTEST_OBSERVED_MAX - 40], obs[PX_ATTEST_OBSERVED_MAX];
-  size_t n = px_attest_unsupported_refused(r, px__attest_may_be_unsupported,
+  size_t n = px_attest_unsupported_refused(r, px__svc_attest_may_be_unsupported,
                                            names, sizeof names);
   if (n)
     px_snprintf(obs, sizeof obs, "unsupported here, must pass: %s", names);
@@ -307,7 +307,7 @@ static void publish(px_service_t *svc, const px_attest_report_t *r) {
 }
 
 static void attest_into(px_service_t *svc, px_attest_report_t *r) {
-  px__attest_os_t os;
+  px__svc_attest_os_t os;
   waiter_t w;
   char probe[1024];
   uint64_t t0 = px_now_ms();
@@ -318,14 +318,14 @@ static void attest_into(px_service_t *svc, px_attest_report_t *r) {
   memset(&w, 0, sizeof w);
   px_mutex_init(&w.lock);
   px_cond_init(&w.cv);
-  if ((rc = px__attest_probe_path(probe, sizeof probe)) != 0)
+  if ((rc = px__svc_attest_probe_path(probe, sizeof probe)) != 0)
     px_attest_add(r, "probe_present", PX_ATTEST_FAIL,
                   "px-attest is not installed beside the service executable");
-  else if ((rc = px__attest_os_open(svc->cfg, &os)) != 0)
+  else if ((rc = px__svc_attest_os_open(svc->cfg, &os)) != 0)
     px_attest_add(r, "attest_setup", PX_ATTEST_FAIL, px_strerror(rc));
   else
     in_time = run_jobs(svc, &os, probe, &w, r);
-  px__attest_os_close(&os);
+  px__svc_attest_os_close(&os);
   if (rc == 0) {
     add_ran(r, &w, 0);
     add_ran(r, &w, 1);
@@ -420,7 +420,7 @@ void px_service_attestation(px_service_t *svc, px_attest_report_t *out) {
   px_mutex_unlock(&svc->attest_lock);
 }
 
-int px__service_may_run(px_service_t *svc, char *why, size_t whysz) {
+int px__svc_service_may_run(px_service_t *svc, char *why, size_t whysz) {
   char failed[160];
   px_attest_state_t st;
 #ifdef PX_TEST_SEAMS

@@ -27,23 +27,23 @@ typedef struct {
                                         from outside the sandbox
                                         (net_listener_control) */
   char listener_obs[96];
-} px__attest_os_t;
+} px__svc_attest_os_t;
 
 /* The checks a probe must report, per platform (attest_os.c), and those
  * of them that may be "unsupported" there (NULL-terminated): any other
  * unsupported check fails unsupported_allowed. */
-extern const char *const px__attest_expected[];
-extern const char *const px__attest_may_be_unsupported[];
+extern const char *const px__svc_attest_expected[];
+extern const char *const px__svc_attest_may_be_unsupported[];
 
 /* The probe beside the running executable (px-attest / px-attest.exe),
  * into out. 0, PX_ENOENT (not there), PX_ERANGE. */
-int px__attest_probe_path(char *out, size_t outsz);
+int px__svc_attest_probe_path(char *out, size_t outsz);
 
 /* Open the listener on 127.0.0.1 (an ephemeral port), the platform's
  * scratch (Windows: a sibling directory in the work root that no job may
  * open) and extra arguments (Linux: the host's namespace ids). 0 or PX_E*;
- * px__attest_os_close releases a partial state too. */
-int px__attest_os_open(const px_config_t *cfg, px__attest_os_t *os);
-void px__attest_os_close(px__attest_os_t *os);
+ * px__svc_attest_os_close releases a partial state too. */
+int px__svc_attest_os_open(const px_config_t *cfg, px__svc_attest_os_t *os);
+void px__svc_attest_os_close(px__svc_attest_os_t *os);
 
 #endif

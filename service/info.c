@@ -157,8 +157,9 @@ static int add_request_bounds(cJSON *o, const px_request_limits_t *r) {
          add_u64(ro, "max_args", r->max_args) || add_u64(ro, "max_env", r->max_env);
 }
 
-char *px__encode_describe(const px_service_t *svc, const px_client_policy_t *pol,
-                          const char *backend) {
+char *px__svc_encode_describe(const px_service_t *svc,
+                              const px_client_policy_t *pol,
+                              const char *backend) {
   const px_config_t *cfg = svc->cfg;
   cJSON *o = cJSON_CreateObject();
   int bad = !o;
@@ -216,7 +217,8 @@ static int add_by_name(cJSON *o, const char *name, const uint64_t *v, unsigned n
 static const char *status_namer(unsigned i) { return px_status_name((px_status_t)i); }
 static const char *limit_namer(unsigned i) { return px_limit_name((px_limit_t)i); }
 
-char *px__encode_metrics(const px_metrics_t *m, const px_status_info_t *st) {
+char *px__svc_encode_metrics(const px_metrics_t *m,
+                             const px_status_info_t *st) {
   static const char *const prio[PX_PRIO_COUNT] = {"critical", "high", "normal", "low"};
   cJSON *o = cJSON_CreateObject(), *q, *kb;
   unsigned i;
@@ -320,7 +322,7 @@ static int add_containers(cJSON *o, const px_status_info_t *s) {
   return bad;
 }
 
-char *px__encode_status(const px_status_info_t *s) {
+char *px__svc_encode_status(const px_status_info_t *s) {
   cJSON *o = cJSON_CreateObject();
   int bad;
   if (!o)

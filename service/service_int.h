@@ -38,18 +38,19 @@ struct px_session_s {
 
 /* 0 when `run` may go ahead; else PX_EACCES with the reason (the failed
  * checks) in why (attest.c). */
-int px__service_may_run(px_service_t *svc, char *why, size_t whysz);
+int px__svc_service_may_run(px_service_t *svc, char *why, size_t whysz);
 /* The `describe` answer for a client with policy pol (NULL: none) and the
  * `metrics` answer (info.c). malloc'd JSON, NULL on OOM. */
-char *px__encode_describe(const px_service_t *svc, const px_client_policy_t *pol,
-                          const char *backend);
-char *px__encode_metrics(const px_metrics_t *m, const px_status_info_t *st);
+char *px__svc_encode_describe(const px_service_t *svc,
+                              const px_client_policy_t *pol,
+                              const char *backend);
+char *px__svc_encode_metrics(const px_metrics_t *m, const px_status_info_t *st);
 /* The `status` answer (info.c): enforcement_available as a list of names,
  * queue as {critical, high, normal, low, max}, counters as {accepted, ok,
  * ...}. malloc'd JSON, NULL on OOM. */
-char *px__encode_status(const px_status_info_t *s);
+char *px__svc_encode_status(const px_status_info_t *s);
 
 /* The engine event callback of every session (session.c). */
-void px__session_on_event(void *ctx, const px_engine_event_t *ev);
+void px__svc_session_on_event(void *ctx, const px_engine_event_t *ev);
 
 #endif

@@ -101,7 +101,7 @@ static void handle_run(px_session_t *s, px_run_request_t *run) {
   }
   /* Fail closed: no job runs in a sandbox the attestation did not verify
    * (px_attest.h). */
-  if (px__service_may_run(s->svc, why, sizeof why) != 0) {
+  if (px__svc_service_may_run(s->svc, why, sizeof why) != 0) {
     reject(s, run->id, PX_CODE_SANDBOX_UNVERIFIED, why, NULL);
     return;
   }
@@ -139,7 +139,7 @@ static void send_status(px_session_t *s) {
     px_service_attestation(s->svc, a);
     st.attestation = a;
   }
-  send_locked(s, px__encode_status(&st));
+  send_locked(s, px__svc_encode_status(&st));
   free(a);
 }
 
@@ -149,7 +149,7 @@ static int is_admin(const px_session_t *s) { return s->policy && s->policy->admi
 static void send_describe(px_session_t *s) {
   px_status_info_t st;
   px_engine_status(s->svc->eng, &st);
-  send_locked(s, px__encode_describe(s->svc, s->policy, st.backend));
+  send_locked(s, px__svc_encode_describe(s->svc, s->policy, st.backend));
 }
 
 static void send_metrics(px_session_t *s) {
@@ -157,7 +157,7 @@ static void send_metrics(px_session_t *s) {
   px_metrics_t m;
   px_engine_status(s->svc->eng, &st);
   px_engine_metrics(s->svc->eng, &m);
-  send_locked(s, px__encode_metrics(&m, &st));
+  send_locked(s, px__svc_encode_metrics(&m, &st));
 }
 
 static void kb_error(px_session_t *s, int rc, const char *what) {
@@ -332,7 +332,7 @@ static void peer_to_client_id(const px_peer_t *p, px_client_id_t *id,
   }
 }
 
-void px__session_on_event(void *ctx, const px_engine_event_t *ev) {
+void px__svc_session_on_event(void *ctx, const px_engine_event_t *ev) {
   px_session_t *s = ctx;
   switch (ev->type) {
   case PX_ENGINE_EV_ACCEPTED:
@@ -379,7 +379,7 @@ px_session_t *px_session_open(px_service_t *svc, const px_peer_t *peer,
   client_name(peer, name, sizeof name);
   px_peer_identity(peer, ident, sizeof ident);
   memset(&eo, 0, sizeof eo);
-  eo.on_event = px__session_on_event;
+  eo.on_event = px__svc_session_on_event;
   eo.ctx = s;
   eo.max_concurrent = s->policy ? s->policy->max_concurrent : 0;
   eo.name = name;

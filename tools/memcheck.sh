@@ -71,7 +71,7 @@ mkdir -p "$dir/jobs"
 # tmpfs job directories: Valgrind 3.19 (Debian 12) knows neither the new
 # mount API (fsopen/fsconfig/fsmount) nor LOOP_CONFIGURE, and warns on the
 # loop ioctls the disk-backed ones need. Nor does it know clone3, so under
-# it no job can start at all (px__spawn: clone3 ENOSYS; the attestation
+# it no job can start at all (px__lnx_spawn: clone3 ENOSYS; the attestation
 # fails and every run is refused sandbox_unverified, as it must be): the
 # session then covers the protocol, refusals, the attestation's failure
 # path, scram/resume and status, and the job paths run under ASan+UBSan.

@@ -19,7 +19,7 @@ static volatile LONG call_count[PX_WAPI_COUNT_];
 
 /* 1 if this call must fail (and sets the last error): the site
  * "winapi.<Name>" is armed in the fault registry. */
-static int fault_hit(px__winapi_id_t id, const char *site) {
+static int fault_hit(px__base_winapi_id_t id, const char *site) {
   int err;
   InterlockedIncrement(&call_count[id]);
   err = px_fault_hit(site);
@@ -29,24 +29,24 @@ static int fault_hit(px__winapi_id_t id, const char *site) {
   return 1;
 }
 
-unsigned long px__winapi_calls(px__winapi_id_t id) {
+unsigned long px__base_winapi_calls(px__base_winapi_id_t id) {
   return (unsigned)id < PX_WAPI_COUNT_ ? (unsigned long)call_count[id] : 0;
 }
 
-#define PX_WAPI_DEF_(ret, name, fail, params, args)                          \
-  ret px__w_##name params {                                                  \
-    if (fault_hit(PX_WAPI_##name, "winapi." #name))                          \
-      return (fail);                                                         \
-    return name args;                                                        \
+#define PX_WAPI_DEF_(ret, name, fail, params, args)                            \
+  ret px__base_w_##name params {                                               \
+    if (fault_hit(PX_WAPI_##name, "winapi." #name))                            \
+      return (fail);                                                           \
+    return name args;                                                          \
   }
 #else
 #define PX_WAPI_DEF_(ret, name, fail, params, args)                          \
-  ret px__w_##name params { return name args; }
+  ret px__base_w_##name params { return name args; }
 #endif
 PX_WINAPI_MAP(PX_WAPI_DEF_)
 #undef PX_WAPI_DEF_
 
-const char *px__winapi_name(px__winapi_id_t id) {
+const char *px__base_winapi_name(px__base_winapi_id_t id) {
   return (unsigned)id < PX_WAPI_COUNT_ ? api_names[id] : "?";
 }
 

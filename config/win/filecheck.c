@@ -161,7 +161,7 @@ static int check_security(HANDLE h, unsigned flags, const char *path, char *err,
   return rc;
 }
 
-int px__config_check_sddl(const char *sddl, unsigned flags, char *err,
+int px__cfg_check_sddl(const char *sddl, unsigned flags, char *err,
                           size_t errsz) {
   PSECURITY_DESCRIPTOR sd = NULL;
   PSID owner = NULL;

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int px__config_path_absolute(const char *p) {
+int px__cfg_path_absolute(const char *p) {
   if (!p)
     return 0;
   /* "C:\..." or "C:/..." */
@@ -44,31 +44,31 @@ static char *program_data(const char *leaf) {
   char buf[MAX_PATH * 3];
   /* An unusable %ProgramData% falls back to the usual location. */
   snprintf(buf, sizeof buf, "%s\\PhoenixOrch\\%s",
-           base && px__config_path_absolute(base) ? base : "C:\\ProgramData",
+           base && px__cfg_path_absolute(base) ? base : "C:\\ProgramData",
            leaf);
   free(base);
   return px_strdup(buf);
 }
 
-char *px__config_default_file(void) {
+char *px__cfg_default_file(void) {
   return program_data("executor.json");
 }
 
-char *px__config_default_kb_store(void) {
+char *px__cfg_default_kb_store(void) {
   return program_data("kb-store");
 }
 
-char *px__config_default_work_root(void) {
+char *px__cfg_default_work_root(void) {
   return px_strdup("C:\\PhoenixOrch\\Temp");
 }
 
-char *px__config_system_dir(void) {
+char *px__cfg_system_dir(void) {
   WCHAR w[MAX_PATH];
   UINT n = GetSystemDirectoryW(w, MAX_PATH);
   char *s = (n > 0 && n < MAX_PATH - 1) ? utf8(w) : NULL;
   char *out;
   size_t len;
-  if (!s || !px__config_path_absolute(s)) {
+  if (!s || !px__cfg_path_absolute(s)) {
     free(s);
     return px_strdup("C:\\Windows\\System32\\");
   }

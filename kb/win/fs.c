@@ -109,7 +109,7 @@ static int map_win32(DWORD e) {
 }
 
 /* Quiet results (absent, exists) are returned without a log line. */
-int px__kbfs_nt_result(NTSTATUS st, const char *call) {
+int px__kb_fs_nt_result(NTSTATUS st, const char *call) {
   DWORD e;
   if (st == STATUS_OBJECT_NAME_NOT_FOUND || st == KB_STATUS_PATH_NOT_FOUND ||
       st == KB_STATUS_DELETE_PENDING)
@@ -135,7 +135,7 @@ static int valid_name(const char *name) {
  * the service at start) get past a DACL a job put on its own files, so a
  * job cannot make its files unremovable; without the privileges it is a
  * no-op. */
-NTSTATUS px__kbfs_open_rel(HANDLE root, const char *name, ACCESS_MASK access,
+NTSTATUS px__kb_fs_open_rel(HANDLE root, const char *name, ACCESS_MASK access,
                          ULONG share, ULONG disposition, ULONG options,
                          HANDLE *out, int *conv_err) {
   size_t wlen = 0;
@@ -326,13 +326,13 @@ int px_kbfs_open_dir(px_kbfs_dir_t *parent, const char *name,
   *out = NULL;
   if (!valid_name(name))
     return PX_EINVAL;
-  s = px__kbfs_open_rel(parent->h, name,
+  s = px__kb_fs_open_rel(parent->h, name,
                FILE_LIST_DIRECTORY | FILE_TRAVERSE | FILE_READ_ATTRIBUTES,
                SHARE_ALL, FILE_OPEN, 0, &h, &conv);
   if (conv)
     return PX_EINVAL;
   if (s < 0)
-    return px__kbfs_nt_result(s, "NtCreateFile(dir)");
+    return px__kb_fs_nt_result(s, "NtCreateFile(dir)");
   rc = handle_stat(h, &st, NULL);
   if (rc == 0 && st.type != PX_KBFS_DIR)
     rc = st.type == PX_KBFS_LINK ? PX_ELOOP : PX_EINVAL;
@@ -423,12 +423,12 @@ int px_kbfs_stat_at(px_kbfs_dir_t *d, const char *name, px_kbfs_stat_t *st) {
   int conv, rc;
   if (!valid_name(name))
     return PX_EINVAL;
-  s = px__kbfs_open_rel(d->h, name, FILE_READ_ATTRIBUTES, SHARE_ALL, FILE_OPEN, 0, &h,
-               &conv);
+  s = px__kb_fs_open_rel(d->h, name, FILE_READ_ATTRIBUTES, SHARE_ALL, FILE_OPEN,
+                         0, &h, &conv);
   if (conv)
     return PX_EINVAL;
   if (s < 0)
-    return px__kbfs_nt_result(s, "NtCreateFile(stat)");
+    return px__kb_fs_nt_result(s, "NtCreateFile(stat)");
   rc = handle_stat(h, st, NULL);
   if (rc == 0 && check_final(d, h, name) != 0) {
     memset(st, 0, sizeof *st);
@@ -448,7 +448,7 @@ int px_kbfs_open_read(px_kbfs_dir_t *d, const char *name, int meta,
   *out = NULL;
   if (!valid_name(name))
     return PX_EINVAL;
-  s = px__kbfs_open_rel(d->h, name,
+  s = px__kb_fs_open_rel(d->h, name,
                GENERIC_READ | FILE_READ_ATTRIBUTES |
                    (meta ? FILE_WRITE_ATTRIBUTES : 0),
                SHARE_ALL, FILE_OPEN,
@@ -456,7 +456,7 @@ int px_kbfs_open_read(px_kbfs_dir_t *d, const char *name, int meta,
   if (conv)
     return PX_EINVAL;
   if (s < 0)
-    return px__kbfs_nt_result(s, "NtCreateFile(read)");
+    return px__kb_fs_nt_result(s, "NtCreateFile(read)");
   rc = handle_stat(h, &tmp, NULL);
   if (rc == 0 && tmp.type != PX_KBFS_FILE)
     rc = tmp.type == PX_KBFS_LINK ? PX_ELOOP : PX_EINVAL;
@@ -492,7 +492,7 @@ int px_kbfs_create_temp(px_kbfs_dir_t *d, px_kbfs_file_t **out) {
              ".px-kb-tmp-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
              r[3], r[4], r[5], r[6], r[7]);
     /* DELETE: the commit renames through this very handle. */
-    s = px__kbfs_open_rel(d->h, name,
+    s = px__kb_fs_open_rel(d->h, name,
                  GENERIC_WRITE | DELETE | FILE_READ_ATTRIBUTES |
                      FILE_WRITE_ATTRIBUTES,
                  FILE_SHARE_READ, FILE_CREATE, FILE_NON_DIRECTORY_FILE, &f->h,
@@ -505,7 +505,7 @@ int px_kbfs_create_temp(px_kbfs_dir_t *d, px_kbfs_file_t **out) {
     }
     if (s != KB_STATUS_NAME_COLLISION) {
       free(f);
-      return px__kbfs_nt_result(s, "NtCreateFile(temp)");
+      return px__kb_fs_nt_result(s, "NtCreateFile(temp)");
     }
   }
   free(f);
@@ -609,8 +609,10 @@ static void clear_readonly(HANDLE dir, const char *name) {
   int conv;
   DWORD attrs;
   px_kbfs_stat_t st;
-  if (px__kbfs_open_rel(dir, name, FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES,
-               SHARE_ALL, FILE_OPEN, 0, &h, &conv) < 0 || conv)
+  if (px__kb_fs_open_rel(dir, name,
+                         FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES,
+                         SHARE_ALL, FILE_OPEN, 0, &h, &conv) < 0 ||
+      conv)
     return;
   if (handle_stat(h, &st, &attrs) == 0 && (attrs & FILE_ATTRIBUTE_READONLY))
     set_attrs(h, 0, 0, attrs & ~(DWORD)FILE_ATTRIBUTE_READONLY);
@@ -637,7 +639,8 @@ int px_kbfs_commit(px_kbfs_file_t **fp, const char *name) {
     s = rename_handle(f->h, f->dir->h, name);
   }
   if (s < 0) {
-    int rc = px__kbfs_nt_result(s, "NtSetInformationFile(FileRenameInformation)");
+    int rc =
+        px__kb_fs_nt_result(s, "NtSetInformationFile(FileRenameInformation)");
     px_kbfs_abort(fp);
     return rc;
   }
@@ -691,7 +694,7 @@ static int remove_by_replacing(px_kbfs_dir_t *d, const char *name) {
     return rc;
   s = rename_handle(f->h, d->h, name);
   if (s < 0) {
-    rc = px__kbfs_nt_result(s, "NtSetInformationFile(FileRenameInformation)");
+    rc = px__kb_fs_nt_result(s, "NtSetInformationFile(FileRenameInformation)");
     px_kbfs_abort(&f);
     return rc == 0 ? PX_ELOOP : rc;
   }
@@ -710,12 +713,13 @@ int px_kbfs_remove(px_kbfs_dir_t *d, const char *name) {
     return PX_EINVAL;
   /* Opened as itself (FILE_OPEN_REPARSE_POINT): deleting a junction or a
    * symlink removes the link, never its target. */
-  s = px__kbfs_open_rel(d->h, name, DELETE | FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES,
-               SHARE_ALL, FILE_OPEN, 0, &h, &conv);
+  s = px__kb_fs_open_rel(d->h, name,
+                         DELETE | FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES,
+                         SHARE_ALL, FILE_OPEN, 0, &h, &conv);
   if (conv)
     return PX_EINVAL;
   if (s < 0)
-    return px__kbfs_nt_result(s, "NtCreateFile(remove)");
+    return px__kb_fs_nt_result(s, "NtCreateFile(remove)");
   if (check_final(d, h, name) != 0) {
     CloseHandle(h);
     return remove_by_replacing(d, name);
@@ -726,7 +730,8 @@ int px_kbfs_remove(px_kbfs_dir_t *d, const char *name) {
   if (rc == 0) {
     s = delete_handle(h);
     if (s < 0)
-      rc = px__kbfs_nt_result(s, "NtSetInformationFile(FileDispositionInformation)");
+      rc = px__kb_fs_nt_result(
+          s, "NtSetInformationFile(FileDispositionInformation)");
   }
   CloseHandle(h);
   return rc;
@@ -738,12 +743,12 @@ int px_kbfs_mkdir(px_kbfs_dir_t *d, const char *name) {
   int conv;
   if (!valid_name(name))
     return PX_EINVAL;
-  s = px__kbfs_open_rel(d->h, name, FILE_LIST_DIRECTORY, SHARE_ALL, FILE_CREATE,
-               FILE_DIRECTORY_FILE, &h, &conv);
+  s = px__kb_fs_open_rel(d->h, name, FILE_LIST_DIRECTORY, SHARE_ALL,
+                         FILE_CREATE, FILE_DIRECTORY_FILE, &h, &conv);
   if (conv)
     return PX_EINVAL;
   if (s < 0)
-    return px__kbfs_nt_result(s, "NtCreateFile(mkdir)");
+    return px__kb_fs_nt_result(s, "NtCreateFile(mkdir)");
   CloseHandle(h);
   return 0;
 }
@@ -754,15 +759,15 @@ int px_kbfs_rename(px_kbfs_dir_t *d, const char *from, const char *to) {
   int conv, rc = 0;
   if (!valid_name(from) || !valid_name(to))
     return PX_EINVAL;
-  s = px__kbfs_open_rel(d->h, from, DELETE | FILE_READ_ATTRIBUTES, SHARE_ALL, FILE_OPEN,
-               0, &h, &conv);
+  s = px__kb_fs_open_rel(d->h, from, DELETE | FILE_READ_ATTRIBUTES, SHARE_ALL,
+                         FILE_OPEN, 0, &h, &conv);
   if (conv)
     return PX_EINVAL;
   if (s < 0)
-    return px__kbfs_nt_result(s, "NtCreateFile(rename)");
+    return px__kb_fs_nt_result(s, "NtCreateFile(rename)");
   s = rename_handle(h, d->h, to);
   if (s < 0)
-    rc = px__kbfs_nt_result(s, "NtSetInformationFile(FileRenameInformation)");
+    rc = px__kb_fs_nt_result(s, "NtSetInformationFile(FileRenameInformation)");
   CloseHandle(h);
   return rc;
 }
@@ -774,17 +779,18 @@ int px_kbfs_move(px_kbfs_dir_t *from, const char *name, px_kbfs_dir_t *to,
   int conv, rc;
   if (!valid_name(name) || !valid_name(newname))
     return PX_EINVAL;
-  s = px__kbfs_open_rel(from->h, name, DELETE | FILE_READ_ATTRIBUTES, SHARE_ALL,
-               FILE_OPEN, 0, &h, &conv);
+  s = px__kb_fs_open_rel(from->h, name, DELETE | FILE_READ_ATTRIBUTES,
+                         SHARE_ALL, FILE_OPEN, 0, &h, &conv);
   if (conv)
     return PX_EINVAL;
   if (s < 0)
-    return px__kbfs_nt_result(s, "NtCreateFile(move)");
+    return px__kb_fs_nt_result(s, "NtCreateFile(move)");
   rc = check_final(from, h, name);
   if (rc == 0) {
     s = rename_handle2(h, to->h, newname, FALSE);
     if (s < 0)
-      rc = px__kbfs_nt_result(s, "NtSetInformationFile(FileRenameInformation)");
+      rc =
+          px__kb_fs_nt_result(s, "NtSetInformationFile(FileRenameInformation)");
   }
   CloseHandle(h);
   return rc;

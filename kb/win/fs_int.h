@@ -30,10 +30,10 @@ struct px_kbfs_file_s {
 /* NtCreateFile of `name` relative to `root`, always with
  * FILE_OPEN_REPARSE_POINT; *conv_err set when the name cannot be
  * converted. */
-NTSTATUS px__kbfs_open_rel(HANDLE root, const char *name, ACCESS_MASK access,
+NTSTATUS px__kb_fs_open_rel(HANDLE root, const char *name, ACCESS_MASK access,
                            ULONG share, ULONG disposition, ULONG options,
                            HANDLE *out, int *conv_err);
 /* An NTSTATUS as a PX_E* (logged unless it is a quiet "absent"/"exists"). */
-int px__kbfs_nt_result(NTSTATUS st, const char *call);
+int px__kb_fs_nt_result(NTSTATUS st, const char *call);
 
 #endif /* PX_KB_WIN_FS_INT_H */

@@ -175,14 +175,14 @@ int px_kbfs_test_open_write(px_kbfs_dir_t *d, const char *name, int truncate,
   NTSTATUS s;
   int conv;
   *out = NULL;
-  s = px__kbfs_open_rel(d->h, name,
+  s = px__kb_fs_open_rel(d->h, name,
                GENERIC_WRITE | FILE_READ_ATTRIBUTES | FILE_WRITE_ATTRIBUTES,
                SHARE_ALL, truncate ? FILE_OVERWRITE : FILE_OPEN,
                FILE_NON_DIRECTORY_FILE, &h, &conv);
   if (conv)
     return PX_EINVAL;
   if (s < 0)
-    return px__kbfs_nt_result(s, "NtCreateFile(write)");
+    return px__kb_fs_nt_result(s, "NtCreateFile(write)");
   *out = calloc(1, sizeof **out);
   if (!*out) {
     CloseHandle(h);

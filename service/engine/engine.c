@@ -67,7 +67,7 @@ static void worker_main(void *arg) {
         it = px_queue_pop(eng->q, px_now_ms());
     }
     if (it) {
-      px__job_t *job = it->data;
+      px__engine_job_t *job = it->data;
       job->state = JOB_RUNNING;
       job->counted_running = 1;
       eng->running++;
@@ -225,9 +225,9 @@ int px_engine_client_open(px_engine_t *eng, const px_engine_client_opts_t *o,
 
 /* A job taken out of the queue by a non-worker thread (engine lock held):
  * it stays in the active list until its result is delivered. */
-static px__job_t *drain_item(px_engine_t *eng, px_queue_item_t *it,
+static px__engine_job_t *drain_item(px_engine_t *eng, px_queue_item_t *it,
                              job_reason_t why) {
-  px__job_t *job = it->data;
+  px__engine_job_t *job = it->data;
   job->state = JOB_DRAINED;
   job->reason = why;
   px__engine_active_add(eng, job);
@@ -236,9 +236,9 @@ static px__job_t *drain_item(px_engine_t *eng, px_queue_item_t *it,
 
 /* Deliver the results of jobs drained from the queue (not under any
  * lock): aborted or cancelled by their reason. */
-static void finish_drained(px_engine_t *eng, px__job_t *list) {
+static void finish_drained(px_engine_t *eng, px__engine_job_t *list) {
   while (list) {
-    px__job_t *job = list;
+    px__engine_job_t *job = list;
     list = job->dnext;
     px__engine_finish_unrun(eng, job,
                             job->reason == REASON_ABORT ? PX_STATUS_ABORTED
@@ -250,9 +250,9 @@ static void finish_drained(px_engine_t *eng, px__job_t *list) {
  * the queue into *list (linked by dnext, oldest level first); kill the
  * running ones. Engine lock held; never allocates, so it cannot fail. */
 static size_t drain_locked(px_engine_t *eng, px_engine_client_t *c,
-                           job_reason_t why, px__job_t **list,
+                           job_reason_t why, px__engine_job_t **list,
                            unsigned *killed) {
-  px__job_t *job, **tail = list;
+  px__engine_job_t *job, **tail = list;
   px_queue_item_t *it;
   size_t n = 0;
   *list = NULL;
@@ -283,7 +283,7 @@ unsigned px_engine_client_jobs(px_engine_t *eng, px_engine_client_t *c) {
 
 void px_engine_client_close(px_engine_t *eng, px_engine_client_t *c,
                             int cancel_jobs) {
-  px__job_t *jobs = NULL;
+  px__engine_job_t *jobs = NULL;
   unsigned killed = 0;
   if (!eng || !c)
     return;
@@ -308,7 +308,7 @@ void px_engine_client_close(px_engine_t *eng, px_engine_client_t *c,
 /* 1 if client c has a job with this id in flight (engine lock held). */
 static int in_flight(px_engine_t *eng, px_engine_client_t *c,
                      const char *id) {
-  px__job_t *job;
+  px__engine_job_t *job;
   if (px_queue_find(eng->q, c->qc, id))
     return 1;
   for (job = eng->active; job; job = job->next)
@@ -317,7 +317,7 @@ static int in_flight(px_engine_t *eng, px_engine_client_t *c,
   return 0;
 }
 
-static void fill_key(px_engine_t *eng, px__job_t *job) {
+static void fill_key(px_engine_t *eng, px__engine_job_t *job) {
   uint32_t rnd = 0;
   if (job->j.spec.key[0])
     return;
@@ -329,7 +329,7 @@ static void fill_key(px_engine_t *eng, px__job_t *job) {
 
 /* Under cb_lock: queue the job or say why not (engine lock taken here). */
 static px_code_t enqueue(px_engine_t *eng, px_engine_client_t *c,
-                         px__job_t *job, uint64_t *pos) {
+                         px__engine_job_t *job, uint64_t *pos) {
   px_code_t code = PX_CODE_NONE;
   int rc;
   px_mutex_lock(&eng->lock);
@@ -373,13 +373,13 @@ static px_code_t enqueue(px_engine_t *eng, px_engine_client_t *c,
   return code;
 }
 
-static void deliver_rejection(px_engine_t *eng, px__job_t *job,
+static void deliver_rejection(px_engine_t *eng, px__engine_job_t *job,
                               px_code_t code, const char *msg);
 
 int px_engine_submit_take(px_engine_t *eng, px_engine_client_t *c,
                           px_engine_job_t *job, uint64_t *position,
                           px_code_t *refusal) {
-  px__job_t *jb;
+  px__engine_job_t *jb;
   px_code_t code;
   uint64_t pos = 0;
   px_code_t dummy;
@@ -438,7 +438,7 @@ int px_engine_submit_take(px_engine_t *eng, px_engine_client_t *c,
 /* The rejected result of a job that is in the active list. A submit of
  * the same id could slip in between the unlock in submit and this
  * delivery; in_flight sees the job in the active list until then. */
-static void deliver_rejection(px_engine_t *eng, px__job_t *job,
+static void deliver_rejection(px_engine_t *eng, px__engine_job_t *job,
                               px_code_t code, const char *msg) {
   px_result_t r;
   px_engine_event_t ev;
@@ -473,7 +473,7 @@ static void deliver_rejection(px_engine_t *eng, px__job_t *job,
 int px_engine_reject(px_engine_t *eng, px_engine_client_t *c, const char *id,
                      px_code_t code, const char *message,
                      px_audit_finding_t *audit, size_t naudit) {
-  px__job_t *jb;
+  px__engine_job_t *jb;
   if (!eng || !c || !id || strlen(id) > PX_JOB_ID_MAX) {
     px_engine_job_t tmp = {0};
     tmp.audit = audit;
@@ -513,7 +513,7 @@ int px_engine_reject(px_engine_t *eng, px_engine_client_t *c, const char *id,
 int px_engine_cancel(px_engine_t *eng, px_engine_client_t *c,
                      const char *id) {
   px_queue_item_t *it;
-  px__job_t *job = NULL;
+  px__engine_job_t *job = NULL;
   int rc = PX_ENOENT;
   if (!eng || !c || !id)
     return PX_EINVAL;
@@ -524,7 +524,7 @@ int px_engine_cancel(px_engine_t *eng, px_engine_client_t *c,
     job = drain_item(eng, it, REASON_CANCEL);
     rc = 0;
   } else {
-    px__job_t *a;
+    px__engine_job_t *a;
     for (a = eng->active; a; a = a->next)
       if (a->client == c && a->state == JOB_RUNNING &&
           strcmp(a->j.spec.id, id) == 0) {
@@ -543,7 +543,7 @@ int px_engine_cancel(px_engine_t *eng, px_engine_client_t *c,
 /* ---- scram, resume, status, stop ---- */
 
 unsigned px_engine_scram(px_engine_t *eng) {
-  px__job_t *jobs = NULL;
+  px__engine_job_t *jobs = NULL;
   size_t n;
   unsigned killed = 0;
   if (!eng)
@@ -645,7 +645,7 @@ void px_engine_metrics(px_engine_t *eng, px_metrics_t *m) {
 }
 
 void px_engine_stop(px_engine_t *eng) {
-  px__job_t *jobs = NULL;
+  px__engine_job_t *jobs = NULL;
   size_t n = 0;
   unsigned killed = 0, i;
   if (!eng)

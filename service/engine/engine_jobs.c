@@ -24,7 +24,7 @@ void px_engine_job_clear(px_engine_job_t *job) {
   memset(job, 0, sizeof *job);
 }
 
-void px__engine_job_free(px__job_t *job) {
+void px__engine_job_free(px__engine_job_t *job) {
   px_engine_job_clear(&job->j);
   px_outguard_free(job->guard);
   free(job);
@@ -32,7 +32,7 @@ void px__engine_job_free(px__job_t *job) {
 
 /* ---- active list, accounting (engine lock) ---- */
 
-void px__engine_active_add(px_engine_t *eng, px__job_t *job) {
+void px__engine_active_add(px_engine_t *eng, px__engine_job_t *job) {
   job->prev = NULL;
   job->next = eng->active;
   if (eng->active)
@@ -40,7 +40,7 @@ void px__engine_active_add(px_engine_t *eng, px__job_t *job) {
   eng->active = job;
 }
 
-void px__engine_active_del(px_engine_t *eng, px__job_t *job) {
+void px__engine_active_del(px_engine_t *eng, px__engine_job_t *job) {
   if (job->prev)
     job->prev->next = job->next;
   else if (eng->active == job)
@@ -64,8 +64,8 @@ void px__engine_client_free(px_engine_t *eng, px_engine_client_t *c) {
   free(c);
 }
 
-px__ident_t *px__engine_ident_ref(px_engine_t *eng, const char *key) {
-  px__ident_t *id;
+px__engine_ident_t *px__engine_ident_ref(px_engine_t *eng, const char *key) {
+  px__engine_ident_t *id;
   for (id = eng->idents; id; id = id->next)
     if (strcmp(id->key, key) == 0)
       break;
@@ -82,8 +82,8 @@ px__ident_t *px__engine_ident_ref(px_engine_t *eng, const char *key) {
   return id;
 }
 
-void px__engine_ident_unref(px_engine_t *eng, px__ident_t *id) {
-  px__ident_t **pp;
+void px__engine_ident_unref(px_engine_t *eng, px__engine_ident_t *id) {
+  px__engine_ident_t **pp;
   if (!id || --id->refs > 0)
     return;
   for (pp = &eng->idents; *pp; pp = &(*pp)->next)
@@ -95,7 +95,7 @@ void px__engine_ident_unref(px_engine_t *eng, px__ident_t *id) {
   free(id);
 }
 
-size_t px__engine_ident_queued(px_engine_t *eng, const px__ident_t *id) {
+size_t px__engine_ident_queued(px_engine_t *eng, const px__engine_ident_t *id) {
   const px_engine_client_t *c;
   size_t n = 0;
   for (c = eng->clients; c; c = c->next)
@@ -109,7 +109,7 @@ void px__engine_client_unref_locked(px_engine_t *eng, px_engine_client_t *c) {
     px__engine_client_free(eng, c);
 }
 
-void px__engine_account_locked_cb(px_engine_t *eng, px__job_t *job,
+void px__engine_account_locked_cb(px_engine_t *eng, px__engine_job_t *job,
                                   const px_result_t *r) {
   uint64_t wait = job->t_started_ms > job->t_queued_ms
                       ? job->t_started_ms - job->t_queued_ms : 0;
@@ -127,7 +127,7 @@ void px__engine_account_locked_cb(px_engine_t *eng, px__job_t *job,
   px_mutex_unlock(&eng->lock);
 }
 
-void px__engine_job_done(px_engine_t *eng, px__job_t *job) {
+void px__engine_job_done(px_engine_t *eng, px__engine_job_t *job) {
   px_mutex_lock(&eng->lock);
   px__engine_client_unref_locked(eng, job->client);
   eng->pending--;

@@ -14,7 +14,7 @@
 
 /* ---- events ---- */
 
-void px__engine_emit(px__job_t *job, const px_engine_event_t *ev) {
+void px__engine_emit(px__engine_job_t *job, const px_engine_event_t *ev) {
   px_engine_client_t *c = job->client;
   px_mutex_lock(&c->cb_lock);
   if (!c->closed && !job->result_sent)
@@ -24,7 +24,7 @@ void px__engine_emit(px__job_t *job, const px_engine_event_t *ev) {
 
 /* The `started` event, once, before any output and never after the
  * result. Called by on_started, by on_output and by the worker. */
-static void ensure_started(px__job_t *job) {
+static void ensure_started(px__engine_job_t *job) {
   px_engine_client_t *c = job->client;
   px_mutex_lock(&c->cb_lock);
   if (!job->started_sent && !job->result_sent) {
@@ -45,7 +45,7 @@ static const char *reason_name(job_reason_t why) {
                                                                : "none";
 }
 
-void px__engine_kill_locked(px_engine_t *eng, px__job_t *job,
+void px__engine_kill_locked(px_engine_t *eng, px__engine_job_t *job,
                             job_reason_t why) {
   char qid[80];
   if (job->state != JOB_RUNNING || job->reason != REASON_NONE)
@@ -75,7 +75,7 @@ static unsigned kill_event(px_limit_t limit) {
   }
 }
 
-static void log_end(const px__job_t *job, const px_result_t *r) {
+static void log_end(const px__engine_job_t *job, const px_result_t *r) {
   char qid[80];
   if ((int)(r->status == PX_STATUS_KILLED ? PX_LOG_CRITICAL : PX_LOG_INFO) <
       px_log_threshold)
@@ -102,7 +102,7 @@ static void log_end(const px__job_t *job, const px_result_t *r) {
 }
 
 /* Deliver r as the job's one result, then release the job. */
-static void deliver(px_engine_t *eng, px__job_t *job, px_result_t *r) {
+static void deliver(px_engine_t *eng, px__engine_job_t *job, px_result_t *r) {
   px_engine_client_t *c = job->client;
   px_engine_event_t ev;
   memset(&ev, 0, sizeof ev);
@@ -120,7 +120,7 @@ static void deliver(px_engine_t *eng, px__job_t *job, px_result_t *r) {
   px__engine_job_done(eng, job);
 }
 
-static void result_init(px_result_t *r, px__job_t *job) {
+static void result_init(px_result_t *r, px__engine_job_t *job) {
   memset(r, 0, sizeof *r);
   px_strlcpy(r->id, job->j.spec.id, sizeof r->id);
   r->exit_code = -1;
@@ -130,7 +130,7 @@ static void result_init(px_result_t *r, px__job_t *job) {
   job->j.naudit = 0;
 }
 
-void px__engine_finish_unrun(px_engine_t *eng, px__job_t *job,
+void px__engine_finish_unrun(px_engine_t *eng, px__engine_job_t *job,
                              px_status_t status) {
   px_result_t r;
   result_init(&r, job);
@@ -144,7 +144,7 @@ static void cb_started(void *ctx) { ensure_started(ctx); }
 
 static int cb_output(void *ctx, px_stream_t stream, const char *data,
                      size_t len) {
-  px__job_t *job = ctx;
+  px__engine_job_t *job = ctx;
   int was = px_outguard_killed(job->guard), rc;
   ensure_started(job);
   rc = px_outguard_feed(job->guard, stream, data, len, px_now_ms());
@@ -157,7 +157,7 @@ static int cb_output(void *ctx, px_stream_t stream, const char *data,
 
 static void guard_emit(void *ctx, px_stream_t stream, const char *data,
                        size_t len) {
-  px__job_t *job = ctx;
+  px__engine_job_t *job = ctx;
   px_engine_event_t ev;
   memset(&ev, 0, sizeof ev);
   ev.type = PX_ENGINE_EV_OUTPUT;
@@ -178,7 +178,7 @@ typedef struct {
   px_collector_t *files; /* owned; when the run asked for files */
 } run_t;
 
-static job_reason_t reason_of(px_engine_t *eng, px__job_t *job) {
+static job_reason_t reason_of(px_engine_t *eng, px__engine_job_t *job) {
   job_reason_t r;
   px_mutex_lock(&eng->lock);
   r = job->reason;
@@ -186,7 +186,7 @@ static job_reason_t reason_of(px_engine_t *eng, px__job_t *job) {
   return r;
 }
 
-static int guard_new(px_engine_t *eng, px__job_t *job) {
+static int guard_new(px_engine_t *eng, px__engine_job_t *job) {
   px_outguard_opts_t o = eng->o.output;
   if (job->j.spec.limits.output_bytes)
     o.limit_bytes = job->j.spec.limits.output_bytes;
@@ -196,7 +196,7 @@ static int guard_new(px_engine_t *eng, px__job_t *job) {
 }
 
 const px_backend_ops_t *px__engine_backend(const px_engine_t *eng,
-                                           const px__job_t *job) {
+                                           const px__engine_job_t *job) {
   return job->j.spec.image ? eng->o.container : eng->o.backend;
 }
 
@@ -215,7 +215,7 @@ static void collect_files(const px_backend_ops_t *ops, px_sandbox_t *sb,
 }
 
 /* prepare, start, wait, release; the kill op may run while job->sb is set. */
-static void run_sandbox(px_engine_t *eng, px__job_t *job, run_t *rn) {
+static void run_sandbox(px_engine_t *eng, px__engine_job_t *job, run_t *rn) {
   const px_backend_ops_t *ops = px__engine_backend(eng, job);
   void *state = job->j.spec.image ? eng->cstate : eng->bstate;
   px_sandbox_events_t ev = {job, cb_output, cb_started};
@@ -262,7 +262,7 @@ static px_code_t failure_code(int err) {
 }
 
 /* The verdict (see px_engine.h). */
-static void decide(px__job_t *job, job_reason_t why, const run_t *rn,
+static void decide(px__engine_job_t *job, job_reason_t why, const run_t *rn,
                    px_result_t *r) {
   const px_outcome_t *oc = &rn->oc;
   px_violation_t gv;
@@ -313,7 +313,7 @@ static int want_rollback(px_kb_rollback_t mode, px_status_t st) {
          (mode == PX_KB_ROLLBACK_ON_VIOLATION && st == PX_STATUS_KILLED);
 }
 
-void px__engine_run(px_engine_t *eng, px__job_t *job) {
+void px__engine_run(px_engine_t *eng, px__engine_job_t *job) {
   const px_kb_hooks_t *kb = &eng->o.kb;
   px_result_t r;
   run_t rn;

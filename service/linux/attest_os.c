@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 /* What the Linux probe must report (watchdog/attest/linux/). */
-const char *const px__attest_expected[] = {
+const char *const px__svc_attest_expected[] = {
     "ns_pid",        "ns_mnt",         "ns_net",    "ns_ipc",
     "ns_uts",        "ns_user",        "seccomp",   "no_new_privs",
     "capabilities",  "uid",            "landlock",  "write_outside",
@@ -28,11 +28,11 @@ const char *const px__attest_expected[] = {
 
 /* What may be "unsupported" on Linux: kb_write without a KB root; a
  * namespace check when the daemon's own id cannot be read (ns.c). */
-const char *const px__attest_may_be_unsupported[] = {
+const char *const px__svc_attest_may_be_unsupported[] = {
     "kb_write", "ns_pid", "ns_mnt", "ns_net", "ns_ipc", "ns_uts", "ns_user",
     NULL};
 
-int px__attest_probe_path(char *out, size_t outsz) {
+int px__svc_attest_probe_path(char *out, size_t outsz) {
   char exe[1024], *slash;
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   struct stat st;
@@ -51,7 +51,7 @@ int px__attest_probe_path(char *out, size_t outsz) {
   return 0;
 }
 
-static int listen_loopback(px__attest_os_t *os) {
+static int listen_loopback(px__svc_attest_os_t *os) {
   struct sockaddr_in a;
   socklen_t len = sizeof a;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -69,7 +69,7 @@ static int listen_loopback(px__attest_os_t *os) {
 }
 
 /* "--host-ns" "pid:4026531836,mnt:...,user:..." */
-static int host_ns(px__attest_os_t *os) {
+static int host_ns(px__svc_attest_os_t *os) {
   static const char *const kinds[] = {"pid", "mnt", "net", "ipc", "uts", "user"};
   char buf[256], path[64];
   size_t i, used = 0;
@@ -91,7 +91,7 @@ static int host_ns(px__attest_os_t *os) {
   return 0;
 }
 
-int px__attest_os_open(const px_config_t *cfg, px__attest_os_t *os) {
+int px__svc_attest_os_open(const px_config_t *cfg, px__svc_attest_os_t *os) {
   int rc;
   (void)cfg;
   memset(os, 0, sizeof *os);
@@ -102,7 +102,7 @@ int px__attest_os_open(const px_config_t *cfg, px__attest_os_t *os) {
   return 0;
 }
 
-void px__attest_os_close(px__attest_os_t *os) {
+void px__svc_attest_os_close(px__svc_attest_os_t *os) {
   size_t i;
   if (os->sock >= 0)
     close((int)os->sock);

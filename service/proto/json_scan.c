@@ -270,7 +270,7 @@ int px_json_check(const char *p, size_t len, char *msg, size_t msgsz) {
   return PX_EPROTO;
 }
 
-int px__json_number_text(const char *p, size_t len, size_t ordinal,
+int px__proto_json_number_text(const char *p, size_t len, size_t ordinal,
                          const char **text, size_t *tlen) {
   scan_t s;
   memset(&s, 0, sizeof s);
@@ -297,7 +297,7 @@ static int walk_numbers(const cJSON *node, const cJSON *target, size_t *n) {
   return 0;
 }
 
-int px__json_number_ordinal(const cJSON *root, const cJSON *target,
+int px__proto_json_number_ordinal(const cJSON *root, const cJSON *target,
                             size_t *ordinal) {
   size_t n = 0;
   if (!cJSON_IsNumber(target) || !walk_numbers(root, target, &n))

@@ -223,7 +223,7 @@ static int parse_env(ctx_t *c, px_run_request_t *r) {
   r->nenv = count;
   for (it = obj->child; it; it = it->next, i++) {
     const char *k = shown(it->string, buf, sizeof buf);
-    if (!px__env_name_valid(it->string, c->lim->max_env_name_len))
+    if (!px__proto_env_name_valid(it->string, c->lim->max_env_name_len))
       return BAD(c,
                  "env.%s: invalid name (want [A-Za-z_][A-Za-z0-9_]*, "
                  "at most %zu bytes)",
@@ -296,7 +296,7 @@ static int parse_file(ctx_t *c, const cJSON *obj, size_t i, px_job_file_t *f) {
   enc = cJSON_GetObjectItemCaseSensitive(obj, "encoding");
   if (!cJSON_IsString(path))
     return BAD(c, "files[%zu].path: missing or not a string", i);
-  if (px__file_path_check(path->valuestring, c->lim->max_path_len, why,
+  if (px__proto_file_path_check(path->valuestring, c->lim->max_path_len, why,
                           sizeof why) != 0)
     return BAD(c, "files[%zu].path: %s", i, why);
   if (!cJSON_IsString(content))
@@ -347,10 +347,10 @@ static int parse_limit(ctx_t *c, const cJSON *it, uint64_t *out) {
   int rc;
   if (!cJSON_IsNumber(it))
     return BAD(c, "limits.%s: must be a positive integer", it->string);
-  if (px__json_number_ordinal(c->root, it, &ord) != 0 ||
-      px__json_number_text(c->payload, c->len, ord, &text, &tlen) != 0)
+  if (px__proto_json_number_ordinal(c->root, it, &ord) != 0 ||
+      px__proto_json_number_text(c->payload, c->len, ord, &text, &tlen) != 0)
     return fail_code(c, PX_CODE_INTERNAL, "limits.%s: number lost", it->string);
-  rc = px__parse_pos_int(text, tlen, out);
+  rc = px__proto_parse_pos_int(text, tlen, out);
   if (rc == PX_ERANGE)
     return BAD(c, "limits.%s: larger than 9223372036854775807", it->string);
   if (rc != 0)
@@ -405,9 +405,9 @@ static int parse_collect_cap(ctx_t *c, const cJSON *obj, const char *name,
   if (!it)
     return 0;
   if (!cJSON_IsNumber(it) ||
-      px__json_number_ordinal(c->root, it, &ord) != 0 ||
-      px__json_number_text(c->payload, c->len, ord, &text, &tlen) != 0 ||
-      px__parse_pos_int(text, tlen, out) != 0)
+      px__proto_json_number_ordinal(c->root, it, &ord) != 0 ||
+      px__proto_json_number_text(c->payload, c->len, ord, &text, &tlen) != 0 ||
+      px__proto_parse_pos_int(text, tlen, out) != 0)
     return BAD(c, "collect.%s: must be a positive integer", name);
   return 0;
 }

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int px__parse_pos_int(const char *text, size_t len, uint64_t *out) {
+int px__proto_parse_pos_int(const char *text, size_t len, uint64_t *out) {
   uint64_t v = 0;
   size_t i;
   if (len == 0 || text[0] < '1' || text[0] > '9')
@@ -43,7 +43,7 @@ static int is_alpha_(int c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
 }
 
-int px__env_name_valid(const char *name, size_t max_len) {
+int px__proto_env_name_valid(const char *name, size_t max_len) {
   size_t i;
   if (!is_alpha_((unsigned char)name[0]))
     return 0;
@@ -109,7 +109,7 @@ static int check_component(const char *c, size_t len, char *why, size_t whysz) {
   return 0;
 }
 
-int px__file_path_check(const char *path, size_t max_len, char *why,
+int px__proto_file_path_check(const char *path, size_t max_len, char *why,
                         size_t whysz) {
   size_t len = strlen(path), start = 0, i;
   if (len == 0)
@@ -172,7 +172,7 @@ char *px_base64_encode(const unsigned char *d, size_t len) {
   return s;
 }
 
-size_t px__base64_decoded_len(const char *s, size_t len) {
+size_t px__proto_base64_decoded_len(const char *s, size_t len) {
   size_t pad = 0;
   if (len >= 1 && s[len - 1] == '=')
     pad++;
@@ -212,7 +212,7 @@ int px_base64_decode(const char *s, size_t len, size_t max,
   *out = NULL;
   if (len % 4 != 0)
     return PX_EINVAL;
-  if (px__base64_decoded_len(s, len) > max)
+  if (px__proto_base64_decoded_len(s, len) > max)
     return PX_ERANGE;
   buf = malloc(len / 4 * 3 + 1);
   if (!buf)

@@ -25,7 +25,7 @@
 #include <string.h>
 
 /* What the Windows probe must report (watchdog/attest/win/). */
-const char *const px__attest_expected[] = {
+const char *const px__svc_attest_expected[] = {
     "integrity",        "user_sid",          "groups_deny_only",
     "restricting_sids", "appcontainer",      "write_outside",
     "write_inside",     "kb_write",          "sibling_dir",
@@ -39,17 +39,17 @@ const char *const px__attest_expected[] = {
  * runs without (no configuration file, no KB). Never the AppContainer,
  * the user, the integrity level, the restricted token, the job limits or
  * the per-job desktop: each must pass outside Wine (issue 23). */
-const char *const px__attest_may_be_unsupported[] = {
+const char *const px__svc_attest_may_be_unsupported[] = {
     "kb_write", "read_config", "read_kb_store", NULL};
 
 static char *g_config_path; /* owned: the service's --config (or NULL) */
 
-void px__attest_config_path(const char *path) {
+void px__svc_attest_config_path(const char *path) {
   free(g_config_path);
   g_config_path = path ? px_strdup(path) : NULL;
 }
 
-int px__attest_probe_path(char *out, size_t outsz) {
+int px__svc_attest_probe_path(char *out, size_t outsz) {
   WCHAR exe[MAX_PATH + 32], *slash;
   DWORD n = GetModuleFileNameW(NULL, exe, MAX_PATH);
   char *u;
@@ -72,7 +72,7 @@ int px__attest_probe_path(char *out, size_t outsz) {
 /* The positive control of the probe's loopback refusals: the service,
  * outside any sandbox, connects to the same listener (the connection
  * waits in the backlog; nobody accepts it). */
-static void listener_control(px__attest_os_t *os, struct sockaddr_in a) {
+static void listener_control(px__svc_attest_os_t *os, struct sockaddr_in a) {
   SOCKET c = WSASocketW(AF_INET, SOCK_STREAM, IPPROTO_TCP, NULL, 0,
                         WSA_FLAG_NO_HANDLE_INHERIT);
   int e = 0;
@@ -86,7 +86,7 @@ static void listener_control(px__attest_os_t *os, struct sockaddr_in a) {
               e ? "failed" : "connected");
 }
 
-static int listen_loopback(px__attest_os_t *os) {
+static int listen_loopback(px__svc_attest_os_t *os) {
   struct sockaddr_in a;
   int len = sizeof a;
   SOCKET s;
@@ -112,7 +112,7 @@ static int listen_loopback(px__attest_os_t *os) {
 }
 
 /* work_root\px-attest-sibling-<pid>: created, removed at close. */
-static int make_sibling(const px_config_t *cfg, px__attest_os_t *os) {
+static int make_sibling(const px_config_t *cfg, px__svc_attest_os_t *os) {
   char path[1024];
   wchar_t *w;
   BOOL ok;
@@ -130,7 +130,7 @@ static int make_sibling(const px_config_t *cfg, px__attest_os_t *os) {
   return 0;
 }
 
-static int push2(px__attest_os_t *os, const char *opt, const char *val) {
+static int push2(px__svc_attest_os_t *os, const char *opt, const char *val) {
   if (os->nargs + 2 > PX_ATTEST_OS_MAX_ARGS)
     return PX_ERANGE;
   if (!(os->args[os->nargs++] = px_strdup(opt)) ||
@@ -142,14 +142,14 @@ static int push2(px__attest_os_t *os, const char *opt, const char *val) {
 /* A pipe instance with the service's pipe descriptor, under a name of its
  * own (the real pipe may not be listening yet): the probe must not open
  * it (pipe_open). */
-static int make_pipe(const px_config_t *cfg, px__attest_os_t *os) {
+static int make_pipe(const px_config_t *cfg, px__svc_attest_os_t *os) {
   char name[128];
   WCHAR *w;
   void *sd = NULL;
   SECURITY_ATTRIBUTES sa;
   HANDLE h;
   int rc;
-  if ((rc = px__pipe_security(cfg->transports.pipe_client_group,
+  if ((rc = px__svc_pipe_security(cfg->transports.pipe_client_group,
                               cfg->transports.pipe_client_sid, &sd)) != 0)
     return rc;
   px_snprintf(name, sizeof name, "\\\\.\\pipe\\PhoenixExecutor-attest-%lu",
@@ -176,7 +176,7 @@ static int make_pipe(const px_config_t *cfg, px__attest_os_t *os) {
  * and the KB store: what the probe compares with or must not read. Under
  * Wine there is no job account: --job-user is left out and user_sid
  * fails (degraded). */
-static int name_protected(const px_config_t *cfg, px__attest_os_t *os) {
+static int name_protected(const px_config_t *cfg, px__svc_attest_os_t *os) {
   void *sid = NULL;
   LPWSTR ws = NULL;
   char *u = NULL;
@@ -196,7 +196,7 @@ static int name_protected(const px_config_t *cfg, px__attest_os_t *os) {
   return rc;
 }
 
-int px__attest_os_open(const px_config_t *cfg, px__attest_os_t *os) {
+int px__svc_attest_os_open(const px_config_t *cfg, px__svc_attest_os_t *os) {
   int rc;
   memset(os, 0, sizeof *os);
   os->sock = -1;
@@ -206,7 +206,7 @@ int px__attest_os_open(const px_config_t *cfg, px__attest_os_t *os) {
   return 0;
 }
 
-void px__attest_os_close(px__attest_os_t *os) {
+void px__svc_attest_os_close(px__svc_attest_os_t *os) {
   size_t i;
   if (os->sock != -1) {
     closesocket((SOCKET)os->sock);

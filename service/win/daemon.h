@@ -66,19 +66,19 @@ size_t px_pipe_server_clients(px_pipe_server_t *srv);
  * none), owned by SYSTEM when owner_system (the service runs as
  * LocalSystem), in out. 0, or PX_EINVAL when a SID is not a valid SID
  * string (they are checked, not pasted). */
-int px__pipe_sddl(const char *group_sid, const char *client_sid,
+int px__svc_pipe_sddl(const char *group_sid, const char *client_sid,
                   int owner_system, char *out, size_t outsz);
 /* Build the pipe's security descriptor: client_group (a name, NULL: none)
  * resolved with px_win_clients_group_sid (created if missing), then
- * px__pipe_sddl; *sd is LocalFree'd by the caller. 0, PX_ECONFIG (a bad
+ * px__svc_pipe_sddl; *sd is LocalFree'd by the caller. 0, PX_ECONFIG (a bad
  * SID, a group that cannot be resolved or created: logged) or PX_EACL.
  * Under Wine, which keeps no local groups, the group is left out (said). */
-int px__pipe_security(const char *client_group, const char *client_sid,
+int px__svc_pipe_security(const char *client_group, const char *client_sid,
                       void **sd);
 
 /* The configuration file the service was started with (NULL: built-in
  * defaults), for the attestation's read_config probe (attest_os.c). */
-void px__attest_config_path(const char *path);
+void px__svc_attest_config_path(const char *path);
 
 /* ---- the pipe's client group (group.c) ---- */
 
@@ -100,7 +100,7 @@ int px_win_clients_group_sid(const char *name, int create, char *out,
  * enabled group SIDs. Refuses (PX_EACCES, logged) a client whose token is
  * restricted, below medium integrity, or carries a job SID (S-1-5-117-*):
  * that is code running inside a sandbox. */
-int px__pipe_peer(void *pipe, px_peer_t *peer);
+int px__svc_pipe_peer(void *pipe, px_peer_t *peer);
 
 /* ---- logging (eventlog.c) ---- */
 
@@ -112,12 +112,12 @@ void px_eventlog_sink(void *ctx, const px_log_entry_t *entry);
 void px_eventlog_close(void);
 /* Tests: entries go to fn (type, event ID, the text) instead of
  * ReportEventW (Wine's is a stub); NULL restores ReportEventW. */
-typedef void (*px__eventlog_writer_fn)(void *ctx, unsigned short type,
+typedef void (*px__svc_eventlog_writer_fn)(void *ctx, unsigned short type,
                                        unsigned long id, const wchar_t *text);
-void px__eventlog_set_writer(px__eventlog_writer_fn fn, void *ctx);
+void px__svc_eventlog_set_writer(px__svc_eventlog_writer_fn fn, void *ctx);
 /* Tests: replace the per-client rate limiter (service/evt_limit.h) with
  * one of interval_ms on clock (NULL: the real clock). 0 or PX_ENOMEM. */
-int px__eventlog_set_limit(uint64_t interval_ms, uint64_t (*clock)(void *),
+int px__svc_eventlog_set_limit(uint64_t interval_ms, uint64_t (*clock)(void *),
                            void *ctx);
 /* The text-log sink: px_log_file_sink with "[E1001] " in front of entries
  * that carry an event ID; ctx is the px_log_file_t. */

@@ -85,7 +85,7 @@ CHECK_(PX_EVENT_EVENTS_SUPPRESSED, MSG_EVENTS_SUPPRESSED);
 static HANDLE g_source; /* owned; NULL when closed */
 static px_evt_limit_t *g_limit; /* owned; NULL when closed or OOM */
 static int g_limit_failed;      /* the limiter could not be made */
-static px__eventlog_writer_fn g_writer; /* NULL: ReportEventW */
+static px__svc_eventlog_writer_fn g_writer; /* NULL: ReportEventW */
 static void *g_writer_ctx;
 
 int px_eventlog_open(const wchar_t *source) {
@@ -133,12 +133,12 @@ void px_eventlog_close(void) {
   g_limit = NULL;
 }
 
-void px__eventlog_set_writer(px__eventlog_writer_fn fn, void *ctx) {
+void px__svc_eventlog_set_writer(px__svc_eventlog_writer_fn fn, void *ctx) {
   g_writer = fn;
   g_writer_ctx = ctx;
 }
 
-int px__eventlog_set_limit(uint64_t interval_ms, px_evt_clock_fn clock,
+int px__svc_eventlog_set_limit(uint64_t interval_ms, px_evt_clock_fn clock,
                            void *ctx) {
   px_evt_limit_t *l = px_evt_limit_new(interval_ms, LIMIT_SLOTS, clock, ctx);
   if (!l)

@@ -439,7 +439,7 @@ static int start_core(daemon_t *d) {
   px_recovery_stats_t rs;
   if ((rc = load_config(d)) != 0)
     return rc;
-  px__attest_config_path(d->a.config_path);
+  px__svc_attest_config_path(d->a.config_path);
   checkpoint();
   if ((rc = setup_logging(d)) != 0)
     return rc;

@@ -36,7 +36,7 @@
  * here as long as the clients are the dedicated group; the deny ACEs
  * name every SID jobs carry that a DACL can name. The per-job SIDs
  * (S-1-5-117-1-*) are fresh for every job and a DACL cannot match a SID
- * prefix, so px__pipe_peer checks again on every connection: a restricted
+ * prefix, so px__svc_pipe_peer checks again on every connection: a restricted
  * token, an integrity level below Medium, or any S-1-5-117-* SID is
  * refused.
  *
@@ -115,7 +115,7 @@ static int allow_ace(const char *what, const char *sid, char *out, size_t outsz)
   return px_snprintf(out, outsz, "(A;;" CLIENT_ACCESS ";;;%s)", sid);
 }
 
-int px__pipe_sddl(const char *group_sid, const char *client_sid,
+int px__svc_pipe_sddl(const char *group_sid, const char *client_sid,
                   int owner_system, char *out, size_t outsz) {
   char group[256], client[256];
   int rc;
@@ -172,7 +172,7 @@ static int group_sid(const char *name, char *out, size_t outsz) {
   return rc == 0 ? 0 : PX_ECONFIG;
 }
 
-int px__pipe_security(const char *client_group, const char *client_sid,
+int px__svc_pipe_security(const char *client_group, const char *client_sid,
                       void **sd) {
   char sddl[768], gsid[192];
   WCHAR w[768];
@@ -181,7 +181,7 @@ int px__pipe_security(const char *client_group, const char *client_sid,
   *sd = NULL;
   if ((rc = group_sid(client_group, gsid, sizeof gsid)) != 0)
     return rc;
-  if ((rc = px__pipe_sddl(gsid, client_sid, running_as_system(), sddl,
+  if ((rc = px__svc_pipe_sddl(gsid, client_sid, running_as_system(), sddl,
                           sizeof sddl)) != 0)
     return rc == PX_EINVAL ? PX_ECONFIG : rc;
   if (!MultiByteToWideChar(CP_UTF8, 0, sddl, -1, w, 768))
@@ -270,7 +270,7 @@ static int identify_token(HANDLE tok, px_peer_t *peer) {
   return rc;
 }
 
-int px__pipe_peer(void *pipe, px_peer_t *peer) {
+int px__svc_pipe_peer(void *pipe, px_peer_t *peer) {
   HANDLE tok = NULL;
   ULONG pid = 0;
   int rc;

@@ -373,7 +373,7 @@ static const char *refusal(px_pipe_server_t *srv, const conn_t *c) {
  * cannot be served. */
 static int open_session(px_pipe_server_t *srv, conn_t *c) {
   const char *why;
-  if (px__pipe_peer(c->pipe, &c->peer) != 0)
+  if (px__svc_pipe_peer(c->pipe, &c->peer) != 0)
     return -1;
   c->pc = px_conn_new(srv->opts.max_frame, &conn_io, c);
   if (c->pc)
@@ -595,7 +595,8 @@ int px_pipe_server_open(const px_pipe_server_opts_t *opts,
     server_free(srv);
     return opts->ops && opts->name ? PX_ENOMEM : PX_EINVAL;
   }
-  if ((rc = px__pipe_security(opts->client_group, opts->client_sid, &srv->sd)) != 0) {
+  if ((rc = px__svc_pipe_security(opts->client_group, opts->client_sid,
+                                  &srv->sd)) != 0) {
     server_free(srv);
     return rc;
   }

@@ -32,7 +32,7 @@
  * a link at any level or a component others may change refused. Not a
  * drive root. */
 static HANDLE open_root(const WCHAR *root) {
-  px__path_req_t rq;
+  px_win_path_req_t rq;
   HANDLE h = NULL;
   char why[512];
   size_t n = wcslen(root);
@@ -45,10 +45,10 @@ static HANDLE open_root(const WCHAR *root) {
   rq.path = root;
   /* Own from the PhoenixOrch folder down (C:\\PhoenixOrch\\Temp: both);
    * never an ancestor such as C:\\ProgramData. */
-  rq.owned = px__path_owned_depth(root, NULL);
+  rq.owned = px_win_path_owned_depth(root, NULL);
   rq.create = 1;
   rq.acl = 1;
-  if (px__path_open(&rq, &h, why, sizeof why) != 0) {
+  if (px_win_path_open(&rq, &h, why, sizeof why) != 0) {
     PX_LOG(PX_LOG_ERROR, "recovery: refusing to clean the work root: %s", why);
     return NULL;
   }
@@ -76,7 +76,7 @@ static void report(const char *work_root, const px_recovery_stats_t *st,
 
 int px_recover_work_root(const char *work_root, px_recovery_stats_t *out) {
   px_recovery_stats_t st;
-  px__winbe_rm_counts_t c;
+  px_win_rm_counts_t c;
   WCHAR *wroot = NULL;
   HANDLE root = NULL;
   int rc;
@@ -89,7 +89,7 @@ int px_recover_work_root(const char *work_root, px_recovery_stats_t *out) {
     report(work_root, &st, PX_EIO);
     return PX_EIO;
   }
-  rc = px__winbe_empty_dir(root, &c);
+  rc = px_win_empty_dir(root, &c);
   st.entries = c.entries;
   st.failures = c.left;
   st.dirs = c.dirs;

@@ -76,8 +76,8 @@ static PSID self_sid(void) {
   return out;
 }
 
-int px__setup_check_sddl(const char *sddl, const char *self_sid_str, char *why,
-                         size_t whysz) {
+int px__svc_setup_check_sddl(const char *sddl, const char *self_sid_str,
+                             char *why, size_t whysz) {
   PSECURITY_DESCRIPTOR sd = NULL;
   WCHAR *w = px_win_wide(sddl, PX_WIDE_REPLACE, NULL), *ws = self_sid_str ? px_win_wide(self_sid_str, PX_WIDE_REPLACE, NULL) : NULL;
   PSID self = ws ? sid_new(ws) : NULL;
@@ -91,7 +91,7 @@ int px__setup_check_sddl(const char *sddl, const char *self_sid_str, char *why,
   if (w && (!self_sid_str || self) &&
       ConvertStringSecurityDescriptorToSecurityDescriptorW(w, SDDL_REVISION_1, &sd,
                                                            NULL))
-    rc = px__path_check_sd(sd, PX__PATH_OWNED, self, why, whysz);
+    rc = px_win_path_check_sd(sd, PX__PATH_OWNED, self, why, whysz);
   else
     snprintf(why, whysz, "bad SDDL");
   if (sd)
@@ -134,7 +134,8 @@ static int kb_sd_matches(PSECURITY_DESCRIPTOR sd, PSID self, PSID acct,
   ACL_SIZE_INFORMATION info;
   int seen[5] = {0, 0, 0, 0, 0}, rc;
   /* Owner: the ancestor rule's (SYSTEM, Administrators, the service). */
-  if ((rc = px__path_check_sd(sd, PX__PATH_SYSTEM, self, why, whysz)) != 0 &&
+  if ((rc = px_win_path_check_sd(sd, PX__PATH_SYSTEM, self, why, whysz)) !=
+          0 &&
       strstr(why, "owner"))
     return rc;
   if (!GetSecurityDescriptorControl(sd, &ctl, &rev) || !(ctl & SE_DACL_PROTECTED) ||
@@ -171,7 +172,7 @@ static int kb_sd_matches(PSECURITY_DESCRIPTOR sd, PSID self, PSID acct,
   return 0;
 }
 
-int px__setup_kb_check_sddl(const char *sddl, char *why, size_t whysz) {
+int px__svc_setup_kb_check_sddl(const char *sddl, char *why, size_t whysz) {
   PSECURITY_DESCRIPTOR sd = NULL;
   WCHAR *w = px_win_wide(sddl, PX_WIDE_REPLACE, NULL);
   int rc = PX_EACL;
@@ -246,7 +247,7 @@ static int kb_apply(HANDLE h, PSID acct, char *why, size_t whysz) {
 /* One KB root: its ancestors by the walk, then its own DACL exactly. */
 static int kb_root(const px_win_setup_t *s, const char *path, int apply, PSID self,
                    char *why, size_t whysz) {
-  px__path_req_t rq;
+  px_win_path_req_t rq;
   WCHAR *w = px_win_wide(path, PX_WIDE_REPLACE, NULL);
   HANDLE h = NULL;
   void *acct = NULL; /* the job account (identity.c) */
@@ -258,7 +259,7 @@ static int kb_root(const px_win_setup_t *s, const char *path, int apply, PSID se
   rq.path = w;
   rq.acl = s->acl;
   rq.access = apply ? WRITE_DAC | WRITE_OWNER : 0; /* WRITE_OWNER: the label */
-  rc = px__path_open(&rq, &h, why, whysz);
+  rc = px_win_path_open(&rq, &h, why, whysz);
   if (rc == 0 && s->kb_acl && px_win_job_account_sid(apply, &acct) != 0) {
     acct = NULL;
     if (!px_os_under_wine()) { /* Wine has no account database: its jobs
@@ -289,7 +290,7 @@ static int kb_root(const px_win_setup_t *s, const char *path, int apply, PSID se
 
 static int walk(const px_win_setup_t *s, const char *path, int file, int apply,
                 char *why, size_t whysz) {
-  px__path_req_t rq;
+  px_win_path_req_t rq;
   WCHAR *w = px_win_wide(path, PX_WIDE_REPLACE, NULL);
   HANDLE h = NULL;
   int rc, fixable = 0;
@@ -297,12 +298,12 @@ static int walk(const px_win_setup_t *s, const char *path, int file, int apply,
     return PX_ENOMEM;
   memset(&rq, 0, sizeof rq);
   rq.path = w;
-  rq.owned = px__path_owned_depth(w, &fixable);
+  rq.owned = px_win_path_owned_depth(w, &fixable);
   rq.create = apply && !file;
   rq.fix = apply && !file && fixable;
   rq.file = file;
   rq.acl = s->acl;
-  rc = px__path_open(&rq, &h, why, whysz);
+  rc = px_win_path_open(&rq, &h, why, whysz);
   px_handle_close(&h);
   free(w);
   return rc;

@@ -31,21 +31,21 @@ typedef struct {
 } px_win_setup_t;
 
 /* Each path is opened from the volume root down by handle
- * (watchdog/win/include/px/px_win_pathcheck.h): no reparse point at any level, the final
- * path the configured one, every ancestor owned by SYSTEM, Administrators,
- * TrustedInstaller or the service with no non-administrator allowed to
- * delete, rename or re-ACL it. The service's own directories - the
+ * (watchdog/win/include/px/px_win_pathcheck.h): no reparse point at any level,
+ * the final path the configured one, every ancestor owned by SYSTEM,
+ * Administrators, TrustedInstaller or the service with no non-administrator
+ * allowed to delete, rename or re-ACL it. The service's own directories - the
  * components of data_dir, work_root, kb_store and config_path from the
- * PhoenixOrch folder down (px__path_owned_depth, watchdog/win/include/px/px_win_pathcheck.h; never C:\ProgramData or
- * any other folder above it, which are only checked) - also grant no
- * write-type right to anybody else.
- * Apply, idempotently: creates the missing own directories with a
+ * PhoenixOrch folder down (px_win_path_owned_depth,
+ * watchdog/win/include/px/px_win_pathcheck.h; never C:\ProgramData or any other
+ * folder above it, which are only checked) - also grant no write-type right to
+ * anybody else. Apply, idempotently: creates the missing own directories with a
  * protected DACL (SYSTEM and Administrators full control, inherited
  * inside; owner Administrators); gives an own directory whose owner is
  * trusted but whose DACL is open the same DACL; gives each KB root (owner
  * trusted) exactly the protected DACL {SYSTEM, Administrators: full;
- * KB reader S-1-15-3-1024-...-1: read/execute; KB writer S-1-15-3-1024-...-2: modify}
- * with a Low no-write-up label, propagated inside. A foreign owner is
+ * KB reader S-1-15-3-1024-...-1: read/execute; KB writer S-1-15-3-1024-...-2:
+ * modify} with a Low no-write-up label, propagated inside. A foreign owner is
  * never "fixed": an administrator must look at it.
  * Verify: the same walks, nothing changed.
  * 0, or PX_EACL / PX_ELOOP / PX_ENOENT / PX_EINVAL / PX_ENOMEM with `why`
@@ -67,10 +67,10 @@ int px_win_setup_claim(const char *dir, char *why, size_t whysz);
 /* The own-directory rule on a descriptor given as SDDL (tests).
  * self_sid: the service account's SID string (NULL: none). 0 or PX_EACL;
  * why (when not NULL) names the first offending SID. */
-int px__setup_check_sddl(const char *sddl, const char *self_sid, char *why,
+int px__svc_setup_check_sddl(const char *sddl, const char *self_sid, char *why,
                          size_t whysz);
 /* The KB root rule on a descriptor given as SDDL (tests). 0 or PX_EACL. */
-int px__setup_kb_check_sddl(const char *sddl, char *why, size_t whysz);
+int px__svc_setup_kb_check_sddl(const char *sddl, char *why, size_t whysz);
 
 #ifdef __cplusplus
 }

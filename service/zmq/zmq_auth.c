@@ -27,7 +27,7 @@
 #define ZAP_PART_MAX 256
 #define KEY_FILE_MAX 4096
 
-int px__zmq_ratelimit(px__zmq_ratelimit_t *rl, const char *what) {
+int px__svc_zmq_ratelimit(px__svc_zmq_ratelimit_t *rl, const char *what) {
   uint64_t now = px_now_ms();
   if (rl->window_start_ms == 0 ||
       now - rl->window_start_ms >= PX__ZMQ_LOG_WINDOW_MS) {
@@ -45,7 +45,7 @@ int px__zmq_ratelimit(px__zmq_ratelimit_t *rl, const char *what) {
   return 0;
 }
 
-void px__zmq_wipe(void *p, size_t n) {
+void px__svc_zmq_wipe(void *p, size_t n) {
   volatile unsigned char *v = p;
   while (n--)
     *v++ = 0;
@@ -85,7 +85,8 @@ static int key_line(char *text, const char **key, size_t *len) {
   return found == 1 ? 0 : PX_ECONFIG;
 }
 
-int px__zmq_load_secret(const char *path, char *secret_z85, char *public_z85) {
+int px__svc_zmq_load_secret(const char *path, char *secret_z85,
+                            char *public_z85) {
   char err[512] = "", *data = NULL;
   uint8_t raw[32];
   const char *key = NULL;
@@ -109,11 +110,11 @@ int px__zmq_load_secret(const char *path, char *secret_z85, char *public_z85) {
         zmq_curve_public(public_z85, secret_z85) != 0)
       rc = PX_ECONFIG;
   }
-  px__zmq_wipe(raw, sizeof raw);
-  px__zmq_wipe(data, len);
+  px__svc_zmq_wipe(raw, sizeof raw);
+  px__svc_zmq_wipe(data, len);
   free(data);
   if (rc != 0) {
-    px__zmq_wipe(secret_z85, PX__ZMQ_KEY_LEN + 1);
+    px__svc_zmq_wipe(secret_z85, PX__ZMQ_KEY_LEN + 1);
     PX_LOG(PX_LOG_ERROR,
            "transports.zmq.secret_key_file %s: expected one line with a "
            "40-character Z85 CURVE secret key (px_keygen writes one)",
@@ -188,24 +189,24 @@ static int key_allowed(const px_zmq_config_t *z, const char *key) {
 }
 
 static void zap_one(void *zap, zap_req_t *r, const px_zmq_config_t *z,
-                    int refuse_all, px__zmq_ratelimit_t *rl) {
+                    int refuse_all, px__svc_zmq_ratelimit_t *rl) {
   char key[PX__ZMQ_KEY_LEN + 1] = "", addr[80] = "\"\"";
   if (r->n > 3)
     px_log_quote(addr, sizeof addr, r->data[3], r->len[3]);
   if (r->truncated || r->n != 7 || !part_is(r, 0, "1.0") ||
       !part_is(r, 5, "CURVE") || r->len[6] != 32 ||
       !zmq_z85_encode(key, (const uint8_t *)r->data[6], 32)) {
-    if (px__zmq_ratelimit(rl, "ZAP refusals"))
+    if (px__svc_zmq_ratelimit(rl, "ZAP refusals"))
       PX_LOG(PX_LOG_WARN,
              "ZAP: refused a malformed or non-CURVE handshake from %s", addr);
     zap_reply(zap, r, "400", "refused", "");
   } else if (refuse_all) {
-    if (px__zmq_ratelimit(rl, "ZAP refusals"))
+    if (px__svc_zmq_ratelimit(rl, "ZAP refusals"))
       PX_LOG(PX_LOG_INFO, "ZAP: refused client key %s from %s: not accepting",
              key, addr);
     zap_reply(zap, r, "400", "not accepting clients", "");
   } else if (!key_allowed(z, key)) {
-    if (px__zmq_ratelimit(rl, "ZAP refusals"))
+    if (px__svc_zmq_ratelimit(rl, "ZAP refusals"))
       PX_LOG(PX_LOG_WARN,
              "ZAP: refused client key %s from %s: not in "
              "transports.zmq.client_keys",
@@ -217,8 +218,8 @@ static void zap_one(void *zap, zap_req_t *r, const px_zmq_config_t *z,
   }
 }
 
-void px__zmq_zap_serve(void *zap, const px_zmq_config_t *z, int refuse_all,
-                       px__zmq_ratelimit_t *rl) {
+void px__svc_zmq_zap_serve(void *zap, const px_zmq_config_t *z, int refuse_all,
+                       px__svc_zmq_ratelimit_t *rl) {
   zap_req_t *r = malloc(sizeof *r);
   if (!r) {
     PX_LOG(PX_LOG_ERROR, "ZAP: out of memory (requests wait)");

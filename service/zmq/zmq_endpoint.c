@@ -105,7 +105,7 @@ struct px_zmq_endpoint_s {
   px_thread_t thread;
   int thread_started;
   /* Endpoint thread only: log limits for what clients can trigger. */
-  px__zmq_ratelimit_t rl_zap, rl_handshake, rl_malformed;
+  px__svc_zmq_ratelimit_t rl_zap, rl_handshake, rl_malformed;
   px_mutex_t qlock; /* guards everything below and peer->dead */
   void *wake_tx;    /* PAIR, used under qlock only */
   outmsg_t *q_head, *q_tail;
@@ -262,7 +262,7 @@ static void on_monitor_event(px_zmq_endpoint_t *ep, unsigned event,
   } else if (event & (ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
                       ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                       ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)) {
-    if (!px__zmq_ratelimit(&ep->rl_handshake, "failed ZeroMQ handshakes"))
+    if (!px__svc_zmq_ratelimit(&ep->rl_handshake, "failed ZeroMQ handshakes"))
       return;
     PX_LOG(PX_LOG_WARN,
            "ZeroMQ handshake on %s failed (%s, code 0x%x): no session", addr,
@@ -380,8 +380,8 @@ static void read_inbound(px_zmq_endpoint_t *ep) {
         zmq_msg_size(&parts[0]) <= RID_MAX && zmq_msg_size(&parts[1]) == 0 &&
         zmq_msg_size(&parts[2]) > 0 && zmq_msg_size(&parts[2]) <= ep->max_msg)
       deliver(ep, &parts[0], &parts[2]);
-    else if (n > 0 &&
-             px__zmq_ratelimit(&ep->rl_malformed, "malformed ZeroMQ messages"))
+    else if (n > 0 && px__svc_zmq_ratelimit(&ep->rl_malformed,
+                                            "malformed ZeroMQ messages"))
       PX_LOG(PX_LOG_WARN,
              "malformed ZeroMQ message dropped (%d parts; expected "
              "[identity][empty][json of 1..%u bytes])",
@@ -534,7 +534,7 @@ static void loop_thread(void *arg) {
     }
     drain_wake(ep);
     if (ep->zap)
-      px__zmq_zap_serve(ep->zap, &ep->cfg->transports.zmq,
+      px__svc_zmq_zap_serve(ep->zap, &ep->cfg->transports.zmq,
                         flag(ep, &ep->stop_accept), &ep->rl_zap);
     read_inbound(ep);
     flush_backlogs(ep);
@@ -611,8 +611,8 @@ static int setup_security(px_zmq_endpoint_t *ep, char *secret) {
                          "required unless insecure is true");
     return PX_ECONFIG;
   }
-  if ((rc = px__zmq_load_secret(z->secret_key_file, secret, ep->public_key)) !=
-      0)
+  if ((rc = px__svc_zmq_load_secret(z->secret_key_file, secret,
+                                    ep->public_key)) != 0)
     return rc;
   if (!(ep->zap = make_socket(ep, ZMQ_REP)))
     return PX_EIO;
@@ -739,7 +739,7 @@ int px_zmq_endpoint_open(const px_config_t *cfg, px_service_t *svc,
   if ((rc = setup_security(ep, secret)) != 0 || (rc = setup_wake(ep)) != 0 ||
       (rc = setup_router(ep, secret)) != 0)
     goto fail;
-  px__zmq_wipe(secret, sizeof secret);
+  px__svc_zmq_wipe(secret, sizeof secret);
   if ((rc = px_thread_create(&ep->thread, loop_thread, ep)) != 0)
     goto fail;
   ep->thread_started = 1;
@@ -750,7 +750,7 @@ int px_zmq_endpoint_open(const px_config_t *cfg, px_service_t *svc,
   return 0;
 
 fail:
-  px__zmq_wipe(secret, sizeof secret);
+  px__svc_zmq_wipe(secret, sizeof secret);
   PX_LOG(PX_LOG_ERROR, "the ZeroMQ endpoint did not start (%s)",
          px_strerror(rc));
   teardown(ep, 0);

@@ -21,7 +21,8 @@
  * Returns 0 with secret_z85 and public_z85 filled (41 bytes each; the
  * caller wipes secret_z85 after use), or the PX_E* of the file check,
  * PX_ECONFIG for a malformed key. Logged. */
-int px__zmq_load_secret(const char *path, char *secret_z85, char *public_z85);
+int px__svc_zmq_load_secret(const char *path, char *secret_z85,
+                            char *public_z85);
 
 /* A log rate limit for what clients can trigger at will (refused and
  * failed handshakes: libzmq clients reconnect every 100 ms; malformed
@@ -30,14 +31,14 @@ typedef struct {
   uint64_t window_start_ms;
   unsigned logged;     /* entries logged in this window */
   unsigned suppressed; /* entries not logged in this window */
-} px__zmq_ratelimit_t;
+} px__svc_zmq_ratelimit_t;
 
 /* 1 if one more entry may be logged now: at most PX__ZMQ_LOG_BURST per
  * PX__ZMQ_LOG_WINDOW_MS. Opening a new window after suppression logs how
  * many `what` entries were left out. */
 #define PX__ZMQ_LOG_BURST 5
 #define PX__ZMQ_LOG_WINDOW_MS 10000
-int px__zmq_ratelimit(px__zmq_ratelimit_t *rl, const char *what);
+int px__svc_zmq_ratelimit(px__svc_zmq_ratelimit_t *rl, const char *what);
 
 /* Answer every ZAP request waiting on the REP socket zap (non-blocking).
  * A CURVE client whose public key is in z->client_keys is accepted with
@@ -45,10 +46,10 @@ int px__zmq_ratelimit(px__zmq_ratelimit_t *rl, const char *what);
  * mechanism, a malformed request, or refuse_all while the endpoint stops
  * accepting) is refused with status 400 and logged at WARN (rate-limited
  * by rl). */
-void px__zmq_zap_serve(void *zap, const px_zmq_config_t *z, int refuse_all,
-                       px__zmq_ratelimit_t *rl);
+void px__svc_zmq_zap_serve(void *zap, const px_zmq_config_t *z, int refuse_all,
+                       px__svc_zmq_ratelimit_t *rl);
 
 /* Overwrite n bytes so the compiler cannot drop it (secret keys). */
-void px__zmq_wipe(void *p, size_t n);
+void px__svc_zmq_wipe(void *p, size_t n);
 
 #endif /* PX_ZMQ_INT_H */

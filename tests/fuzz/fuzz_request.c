@@ -61,7 +61,8 @@ static void check_request(const px_request_t *req,
       r->nargs > lim->max_args || r->nenv > lim->max_env)
     abort();
   for (i = 0; i < r->nfiles; i++)
-    if (px__file_path_check(r->files[i].path, lim->max_path_len, NULL, 0) ||
+    if (px__proto_file_path_check(r->files[i].path, lim->max_path_len, NULL,
+                                  0) ||
         r->files[i].len > lim->max_file_bytes)
       abort();
 }

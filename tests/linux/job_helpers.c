@@ -105,10 +105,10 @@ int th_open_disk_pool(th_backend_t *b, uint64_t inodes, unsigned pool,
 }
 
 int th_pool_wait(th_backend_t *b, unsigned n) {
-  px__pool_stats_t st;
+  px__lnx_pool_stats_t st;
   int i;
   for (i = 0; i < 1000; i++) {
-    px__pool_stats(((px__lnx_backend_t *)b->state)->pool, &st);
+    px__lnx_pool_stats(((px__lnx_backend_t *)b->state)->pool, &st);
     if (st.ready >= n)
       return 0;
     px_sleep_ms(5);

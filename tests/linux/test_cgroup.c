@@ -83,9 +83,9 @@ static const char *fake_v1(const char *root, const char *ctrl, char *buf,
 }
 
 TEST_IMPL(cgroup_fake_v2) {
-  px__cg_host_t h;
-  px__cg_job_t j;
-  px__cg_stat_t st;
+  px__lnx_cg_host_t h;
+  px__lnx_cg_job_t j;
+  px__lnx_cg_stat_t st;
   px_limits_t lim = {1000, 0, 64u << 20, 10, 0, 0};
   char root[300], base[1200], path[512];
   snprintf(root, sizeof root, "%scg2", px_test_tmpdir());
@@ -95,18 +95,18 @@ TEST_IMPL(cgroup_fake_v2) {
   put(root, "cgroup.controllers", "cpuset cpu io memory pids\n");
   put(base, "cgroup.controllers", "cpuset cpu io memory pids\n");
   put(base, "cgroup.subtree_control", "memory pids\n");
-  ASSERT_OK(px__cg_detect(&h, root));
+  ASSERT_OK(px__lnx_cg_detect(&h, root));
   ASSERT_STR_EQ(h.v2_base, base);
   ASSERT_EQ(h.memory, PX_CG_V2);
   ASSERT_EQ(h.pids, PX_CG_V2);
   ASSERT_EQ(h.cpu, PX_CG_V2);
   ASSERT_EQ(h.v2_kill, 1);
   ASSERT_EQ(h.freezer, PX_CG_NONE);
-  px__cg_job_init(&j);
-  ASSERT_OK(px__cg_job_create(&h, "px-job1", &j));
+  px__lnx_cg_job_init(&j);
+  ASSERT_OK(px__lnx_cg_job_create(&h, "px-job1", &j));
   ASSERT_NOT_NULL(j.v2);
   ASSERT_NULL(j.v1[PX_CG1_MEMORY]);
-  ASSERT_OK(px__cg_job_limits(&h, &j, &lim));
+  ASSERT_OK(px__lnx_cg_job_limits(&h, &j, &lim));
   ASSERT_STR_EQ(get(j.v2, "memory.max"), "67108864");
   ASSERT_STR_EQ(get(j.v2, "memory.swap.max"), "0");
   ASSERT_STR_EQ(get(j.v2, "memory.oom.group"), "1");
@@ -115,9 +115,9 @@ TEST_IMPL(cgroup_fake_v2) {
   ASSERT(j.enf & PX_ENF(PX_ENF_CGROUP_PIDS));
   ASSERT(j.enf & PX_ENF(PX_ENF_CGROUP_CPU));
   ASSERT(j.enf & PX_ENF(PX_ENF_CGROUP_KILL));
-  ASSERT_OK(px__cg_job_place(&h, &j, 4242, 0));
+  ASSERT_OK(px__lnx_cg_job_place(&h, &j, 4242, 0));
   ASSERT_STR_EQ(get(j.v2, "cgroup.procs"), "4242");
-  ASSERT_EQ(px__cg_job_empty(&h, &j), 0);
+  ASSERT_EQ(px__lnx_cg_job_empty(&h, &j), 0);
   /* What the kernel would show after a run. */
   put(j.v2, "cpu.stat", "usage_usec 1500000\nuser_usec 1000000\n"
                         "system_usec 500000\nnr_periods 0\n");
@@ -127,7 +127,7 @@ TEST_IMPL(cgroup_fake_v2) {
   put(j.v2, "pids.current", "3\n");
   put(j.v2, "pids.peak", "10\n");
   put(j.v2, "pids.events", "max 2\n");
-  ASSERT_OK(px__cg_job_stat(&h, &j, &st));
+  ASSERT_OK(px__lnx_cg_job_stat(&h, &j, &st));
   ASSERT_EQ(st.have_cpu, 1);
   ASSERT_UINT_EQ(st.cpu_ns, 1500000000ull);
   ASSERT_UINT_EQ(st.user_ns, 1000000000ull);
@@ -136,20 +136,20 @@ TEST_IMPL(cgroup_fake_v2) {
   ASSERT_UINT_EQ(st.oom_kills, 1);
   ASSERT_UINT_EQ(st.pids_peak, 10);
   ASSERT_UINT_EQ(st.pids_max_hits, 2);
-  ASSERT_OK(px__cg_job_kill(&h, &j));
+  ASSERT_OK(px__lnx_cg_job_kill(&h, &j));
   ASSERT_STR_EQ(get(j.v2, "cgroup.kill"), "1");
   put(j.v2, "cgroup.procs", "");
-  ASSERT_EQ(px__cg_job_empty(&h, &j), 1);
+  ASSERT_EQ(px__lnx_cg_job_empty(&h, &j), 1);
   snprintf(path, sizeof path, "%s", j.v2);
-  px__cg_job_destroy(&h, &j);
+  px__lnx_cg_job_destroy(&h, &j);
   ASSERT(access(path, F_OK) != 0);
   ASSERT_NULL(j.v2);
-  px__cg_host_free(&h);
+  px__lnx_cg_host_free(&h);
   return 0;
 }
 
 TEST_IMPL(cgroup_fake_v2_enables_controllers) {
-  px__cg_host_t h;
+  px__lnx_cg_host_t h;
   char root[300], base[1200], path[512];
   snprintf(root, sizeof root, "%scg2e", px_test_tmpdir());
   own("", path, sizeof path);
@@ -158,16 +158,16 @@ TEST_IMPL(cgroup_fake_v2_enables_controllers) {
   put(root, "cgroup.controllers", "memory pids\n");
   put(base, "cgroup.controllers", "memory pids\n");
   put(base, "cgroup.subtree_control", "\n");
-  ASSERT_OK(px__cg_detect(&h, root));
+  ASSERT_OK(px__lnx_cg_detect(&h, root));
   /* The fake tree stores what was written. */
   ASSERT_STR_EQ(get(base, "cgroup.subtree_control"), "+memory +pids");
-  px__cg_host_free(&h);
+  px__lnx_cg_host_free(&h);
   return 0;
 }
 
 TEST_IMPL(cgroup_fake_hybrid) {
-  px__cg_host_t h;
-  px__cg_job_t j;
+  px__lnx_cg_host_t h;
+  px__lnx_cg_job_t j;
   px_limits_t lim = {1000, 0, 32u << 20, 5, 0, 0};
   char root[300], mem[900], pids[900], cpu[900], fz[900], uni[1200];
   char path[512];
@@ -188,41 +188,41 @@ TEST_IMPL(cgroup_fake_hybrid) {
   put(fake_v1(root, "cpuacct", cpu, sizeof cpu), "cpuacct.usage", "0");
   put(fake_v1(root, "freezer", fz, sizeof fz), "freezer.state", "THAWED");
   put(fz, "cgroup.procs", "");
-  ASSERT_OK(px__cg_detect(&h, root));
+  ASSERT_OK(px__lnx_cg_detect(&h, root));
   ASSERT_STR_EQ(h.v2_base, uni);
   ASSERT_EQ(h.memory, PX_CG_V1);
   ASSERT_EQ(h.pids, PX_CG_V1);
   ASSERT_EQ(h.cpu, PX_CG_V2); /* v2 cpu.stat beats v1 cpuacct */
   ASSERT_EQ(h.v1_memsw, 1);
   ASSERT_EQ(h.v2_kill, 1);
-  px__cg_job_init(&j);
-  ASSERT_OK(px__cg_job_create(&h, "px-job2", &j));
+  px__lnx_cg_job_init(&j);
+  ASSERT_OK(px__lnx_cg_job_create(&h, "px-job2", &j));
   ASSERT_NOT_NULL(j.v2);
   ASSERT_NOT_NULL(j.v1[PX_CG1_MEMORY]);
   ASSERT_NOT_NULL(j.v1[PX_CG1_PIDS]);
   ASSERT_NULL(j.v1[PX_CG1_CPUACCT]); /* not needed: v2 accounts */
   ASSERT_NULL(j.v1[PX_CG1_FREEZER]); /* not needed: cgroup.kill */
-  ASSERT_OK(px__cg_job_limits(&h, &j, &lim));
+  ASSERT_OK(px__lnx_cg_job_limits(&h, &j, &lim));
   ASSERT_STR_EQ(get(j.v1[PX_CG1_MEMORY], "memory.limit_in_bytes"),
                 "33554432");
   ASSERT_STR_EQ(get(j.v1[PX_CG1_MEMORY], "memory.memsw.limit_in_bytes"),
                 "33554432");
   ASSERT_STR_EQ(get(j.v1[PX_CG1_PIDS], "pids.max"), "5");
-  ASSERT_OK(px__cg_job_place(&h, &j, 777, 1)); /* v2 by CLONE_INTO_CGROUP */
+  ASSERT_OK(px__lnx_cg_job_place(&h, &j, 777, 1)); /* v2 by CLONE_INTO_CGROUP */
   ASSERT_STR_EQ(get(j.v2, "cgroup.procs"), "(missing)");
   ASSERT_STR_EQ(get(j.v1[PX_CG1_MEMORY], "cgroup.procs"), "777");
   ASSERT_STR_EQ(get(j.v1[PX_CG1_PIDS], "cgroup.procs"), "777");
   put(j.v1[PX_CG1_MEMORY], "cgroup.procs", "");
   put(j.v1[PX_CG1_PIDS], "cgroup.procs", "");
-  px__cg_job_destroy(&h, &j);
-  px__cg_host_free(&h);
+  px__lnx_cg_job_destroy(&h, &j);
+  px__lnx_cg_host_free(&h);
   return 0;
 }
 
 TEST_IMPL(cgroup_fake_v1_only) {
-  px__cg_host_t h;
-  px__cg_job_t j;
-  px__cg_stat_t st;
+  px__lnx_cg_host_t h;
+  px__lnx_cg_job_t j;
+  px__lnx_cg_stat_t st;
   px_limits_t lim = {1000, 0, 32u << 20, 5, 0, 0};
   char root[600], mem[900], pids[900], cpu[900], fz[900];
   snprintf(root, sizeof root, "%scg1", px_test_tmpdir());
@@ -230,7 +230,7 @@ TEST_IMPL(cgroup_fake_v1_only) {
   put(fake_v1(root, "pids", pids, sizeof pids), "pids.max", "max");
   put(fake_v1(root, "cpuacct", cpu, sizeof cpu), "cpuacct.usage", "0");
   put(fake_v1(root, "freezer", fz, sizeof fz), "freezer.state", "THAWED");
-  ASSERT_OK(px__cg_detect(&h, root));
+  ASSERT_OK(px__lnx_cg_detect(&h, root));
   ASSERT_NULL(h.v2_base);
   ASSERT_EQ(h.memory, PX_CG_V1);
   ASSERT_EQ(h.pids, PX_CG_V1);
@@ -238,11 +238,11 @@ TEST_IMPL(cgroup_fake_v1_only) {
   ASSERT_EQ(h.freezer, PX_CG_V1);
   ASSERT_EQ(h.v2_kill, 0);
   ASSERT_EQ(h.v1_memsw, 0);
-  px__cg_job_init(&j);
-  ASSERT_OK(px__cg_job_create(&h, "px-job3", &j));
+  px__lnx_cg_job_init(&j);
+  ASSERT_OK(px__lnx_cg_job_create(&h, "px-job3", &j));
   ASSERT_NOT_NULL(j.v1[PX_CG1_CPUACCT]);
   ASSERT_NOT_NULL(j.v1[PX_CG1_FREEZER]);
-  ASSERT_OK(px__cg_job_limits(&h, &j, &lim));
+  ASSERT_OK(px__lnx_cg_job_limits(&h, &j, &lim));
   ASSERT(!(j.enf & PX_ENF(PX_ENF_CGROUP_KILL)));
   put(j.v1[PX_CG1_CPUACCT], "cpuacct.usage", "2500000000\n");
   put(j.v1[PX_CG1_CPUACCT], "cpuacct.usage_user", "2000000000\n");
@@ -253,7 +253,7 @@ TEST_IMPL(cgroup_fake_v1_only) {
       "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n");
   put(j.v1[PX_CG1_PIDS], "pids.current", "5\n");
   put(j.v1[PX_CG1_PIDS], "pids.events", "max 7\n");
-  ASSERT_OK(px__cg_job_stat(&h, &j, &st));
+  ASSERT_OK(px__lnx_cg_job_stat(&h, &j, &st));
   ASSERT_UINT_EQ(st.cpu_ns, 2500000000ull);
   ASSERT_UINT_EQ(st.user_ns, 2000000000ull);
   ASSERT_UINT_EQ(st.mem_peak, 33554432);
@@ -262,17 +262,17 @@ TEST_IMPL(cgroup_fake_v1_only) {
   ASSERT_UINT_EQ(st.pids_max_hits, 7);
   /* Kill without cgroup.kill: freeze, kill the listed tasks, thaw. */
   put(j.v1[PX_CG1_FREEZER], "cgroup.procs", "");
-  ASSERT_OK(px__cg_job_kill(&h, &j));
+  ASSERT_OK(px__lnx_cg_job_kill(&h, &j));
   ASSERT_STR_EQ(get(j.v1[PX_CG1_FREEZER], "freezer.state"), "THAWED");
-  px__cg_job_destroy(&h, &j);
-  px__cg_host_free(&h);
+  px__lnx_cg_job_destroy(&h, &j);
+  px__lnx_cg_host_free(&h);
   return 0;
 }
 
 TEST_IMPL(cgroup_host_detect) {
-  px__cg_host_t h;
+  px__lnx_cg_host_t h;
   TH_REQUIRE_ROOT();
-  ASSERT_OK(px__cg_detect(&h, NULL));
+  ASSERT_OK(px__lnx_cg_detect(&h, NULL));
   printf("host: v2 %s memory %d pids %d cpu %d freezer %d kill %d\n",
          h.v2_base ? h.v2_base : "-", h.memory, h.pids, h.cpu, h.freezer,
          h.v2_kill);
@@ -281,7 +281,7 @@ TEST_IMPL(cgroup_host_detect) {
     ASSERT_NOT_NULL(h.v2_base);
   if (access("/sys/fs/cgroup/memory/memory.limit_in_bytes", F_OK) == 0)
     ASSERT(h.memory != PX_CG_NONE);
-  px__cg_host_free(&h);
+  px__lnx_cg_host_free(&h);
   return 0;
 }
 

@@ -60,13 +60,13 @@ static const char cfg_ctr[] =
     "\"max_concurrent\":0,\"admin\":true}],"
     "\"queue\":{\"per_client_max\":1000}}";
 
-#define NEED_ENGINE()                                                        \
-  do {                                                                       \
-    if (getuid() != 0)                                                       \
-      RETURN_SKIP("needs root (containers, bind mounts)");                   \
-    if (px__dk_ping(ENDPOINT) != 0)                                          \
-      RETURN_SKIP("no Docker Engine at " ENDPOINT                            \
-                  " (tests/linux/dockerd.sh start)");                        \
+#define NEED_ENGINE()                                                          \
+  do {                                                                         \
+    if (getuid() != 0)                                                         \
+      RETURN_SKIP("needs root (containers, bind mounts)");                     \
+    if (px__ctr_dk_ping(ENDPOINT) != 0)                                        \
+      RETURN_SKIP("no Docker Engine at " ENDPOINT                              \
+                  " (tests/linux/dockerd.sh start)");                          \
   } while (0)
 
 /* Containers carrying our label, as the engine reports them, less the
@@ -74,10 +74,10 @@ static const char cfg_ctr[] =
  * containers.pool 1 per job-dir mode). A finished job's container goes
  * to the reaper: wait up to 10 s for it. -1 when slots are too many. */
 static int our_containers_now(void) {
-  px__dk_resp_t r;
+  px__ctr_dk_resp_t r;
   cJSON *doc, *it;
   int n = 0, slots = 0;
-  if (px__dk_http(ENDPOINT, "GET",
+  if (px__ctr_dk_http(ENDPOINT, "GET",
                   PX_DK_API "/containers/json?all=1&filters=%7B%22label%22%3A"
                             "%5B%22" LABEL "%22%5D%7D",
                   NULL, 10000, &r) != 0 || r.status != 200)
@@ -94,7 +94,7 @@ static int our_containers_now(void) {
       n++;
   }
   cJSON_Delete(doc);
-  px__dk_resp_free(&r);
+  px__ctr_dk_resp_free(&r);
   return slots > 2 ? -1 : n;
 }
 
@@ -105,8 +105,8 @@ static int our_containers_settle(int want) {
   for (i = 0; i < 100 && (n = our_containers_now()) != want; i++)
     usleep(100000);
   if (n != want) { /* say which: names and states */
-    px__dk_resp_t r;
-    if (px__dk_http(ENDPOINT, "GET",
+    px__ctr_dk_resp_t r;
+    if (px__ctr_dk_http(ENDPOINT, "GET",
                     PX_DK_API "/containers/json?all=1&filters=%7B%22label%22"
                               "%3A%5B%22" LABEL "%22%5D%7D",
                     NULL, 10000, &r) == 0) {
@@ -119,7 +119,7 @@ static int our_containers_settle(int want) {
                adv_str(it, "Status"));
       }
       cJSON_Delete(doc);
-      px__dk_resp_free(&r);
+      px__ctr_dk_resp_free(&r);
     }
   }
   return n;
@@ -534,7 +534,7 @@ TEST_IMPL(container_remote_archive) {
   adv_env_t e;
   cJSON *r;
   NEED_ENGINE();
-  if (px__dk_ping(TCP_ENDPOINT) != 0)
+  if (px__ctr_dk_ping(TCP_ENDPOINT) != 0)
     RETURN_SKIP("the test engine does not listen on " TCP_ENDPOINT
                 " (tests/linux/dockerd.sh start)");
   ASSERT_OK(adv_start(&e, cfg_tcp));
@@ -708,7 +708,7 @@ TEST_IMPL(container_adversarial_shell) {
   ASSERT_OK(adv_start(&e, cfg_unix));
   shell_payloads(&e, 0);
   adv_stop(&e);
-  if (px__dk_ping(TCP_ENDPOINT) != 0)
+  if (px__ctr_dk_ping(TCP_ENDPOINT) != 0)
     RETURN_SKIP("the engine's own kernel done; no " TCP_ENDPOINT
                 " for the remote half");
   ASSERT_OK(adv_start(&e, cfg_remote));
@@ -736,13 +736,14 @@ TEST_IMPL(container_adversarial_shell) {
   "\"max_concurrent\":0,\"admin\":true}]"
 
 static int py_image_present(void) {
-  px__dk_resp_t r;
+  px__ctr_dk_resp_t r;
   int ok;
-  if (px__dk_http(ENDPOINT, "GET", PX_DK_API "/images/px-test%2Fpython:3/json",
-                  NULL, 10000, &r) != 0)
+  if (px__ctr_dk_http(ENDPOINT, "GET",
+                      PX_DK_API "/images/px-test%2Fpython:3/json", NULL, 10000,
+                      &r) != 0)
     return 0;
   ok = r.status == 200;
-  px__dk_resp_free(&r);
+  px__ctr_dk_resp_free(&r);
   return ok;
 }
 
@@ -1083,7 +1084,7 @@ TEST_IMPL(container_adversarial_python) {
    * reaches): the payloads that need no KB root (refused remotely) and no
    * host path inside the container (escape.py's probes name host paths
    * that a remote engine's containers have no relation to). */
-  if (px__dk_ping(TCP_ENDPOINT) != 0)
+  if (px__ctr_dk_ping(TCP_ENDPOINT) != 0)
     RETURN_SKIP("the engine's own kernel done; no " TCP_ENDPOINT
                 " for the remote half");
   setenv("PX_ADV_LEAK", "daemon-secret", 1);
@@ -1111,7 +1112,7 @@ TEST_IMPL(container_adversarial_python) {
  * every job above reads its container's cgroups back (cgroup_memory,
  * cgroup_pids in container_ok_and_read_back, the usage of each result). */
 TEST_IMPL(container_cgstat_not_root) {
-  px__dk_cgstat_t cg;
+  px__ctr_dk_cgstat_t cg;
   pid_t child;
   int status;
   char path[64], line[256] = "";
@@ -1134,9 +1135,9 @@ TEST_IMPL(container_cgstat_not_root) {
     usleep(1000);
   }
   ASSERT_STR_CONTAINS(line, ") Z ");
-  ASSERT_EQ(px__dk_cgstat((unsigned long)child, &cg), PX_ENOENT);
+  ASSERT_EQ(px__ctr_dk_cgstat((unsigned long)child, &cg), PX_ENOENT);
   ASSERT_EQ(waitpid(child, &status, 0), child);
-  ASSERT_EQ(px__dk_cgstat((unsigned long)child, &cg), PX_ENOENT); /* gone */
+  ASSERT_EQ(px__ctr_dk_cgstat((unsigned long)child, &cg), PX_ENOENT); /* gone */
   /* a live host process in the root cgroups: this test's pid 1 */
   f = fopen("/proc/1/cgroup", "r");
   ASSERT_NOT_NULL(f);
@@ -1144,7 +1145,7 @@ TEST_IMPL(container_cgstat_not_root) {
     ;
   fclose(f);
   if (strstr(line, ":memory:/\n"))
-    ASSERT_EQ(px__dk_cgstat(1, &cg), PX_ENOENT);
+    ASSERT_EQ(px__ctr_dk_cgstat(1, &cg), PX_ENOENT);
   return 0;
 }
 
@@ -1335,7 +1336,7 @@ TEST_IMPL(container_collect) {
   ctr_collect_all(&e, 0);
   ASSERT_EQ(our_containers(), 0);
   adv_stop(&e);
-  if (px__dk_ping(TCP_ENDPOINT) != 0)
+  if (px__ctr_dk_ping(TCP_ENDPOINT) != 0)
     RETURN_SKIP("the local engine done; no " TCP_ENDPOINT
                 " for the remote half");
   ASSERT_OK(adv_start(&e, cfg_remote));
@@ -1492,8 +1493,8 @@ TEST_IMPL(container_collect_archive_reader) {
   fake_out_t o;
   const px_out_file_t *f;
   /* One archive of hostile entries, each beside collected controls. */
-  px__tar_dir(&t, "job", 0755, 0, 0);
-  px__tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
+  px__ctr_tar_dir(&t, "job", 0755, 0, 0);
+  px__ctr_tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
   raw_hdr(&t, "/etc/abs.png", 12, '0', 3, NULL);
   raw_data(&t, "abs", 3);
   raw_hdr(&t, "job/../up.png", 13, '0', 2, NULL);
@@ -1512,10 +1513,10 @@ TEST_IMPL(container_collect_archive_reader) {
   raw_data(&t, "long", 4);
   raw_hdr(&t, "job/s.png", 9, '2', 0, "/etc/shadow");
   raw_hdr(&t, "job/p.png", 9, '6', 0, NULL);
-  px__tar_file(&t, "job/h1.png", 0644, 0, 0, "two", 3);
+  px__ctr_tar_file(&t, "job/h1.png", 0644, 0, 0, "two", 3);
   raw_hdr(&t, "job/h2.png", 10, '1', 0, "job/h1.png");
-  px__tar_file(&t, "job/last.png", 0644, 0, 0, png, sizeof png - 1);
-  px__tar_end(&t);
+  px__ctr_tar_file(&t, "job/last.png", 0644, 0, 0, png, sizeof png - 1);
+  px__ctr_tar_end(&t);
   fake_collect(&t, 0, 1u << 20, 5000, &o);
   fake_print("hostile", &o);
   ASSERT_NULL(o.r.collect.stopped);
@@ -1546,10 +1547,10 @@ TEST_IMPL(container_collect_archive_reader) {
   px_result_free(&o.r);
   /* A bad checksum: what came before it stays, the walk says why. */
   px_buf_reset(&t);
-  px__tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
-  px__tar_file(&t, "job/bad.png", 0644, 0, 0, png, sizeof png - 1);
+  px__ctr_tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
+  px__ctr_tar_file(&t, "job/bad.png", 0644, 0, 0, png, sizeof png - 1);
   t.data[1024 + 148] ^= 1; /* the second header's checksum */
-  px__tar_end(&t);
+  px__ctr_tar_end(&t);
   fake_collect(&t, 0, 1u << 20, 5000, &o);
   fake_print("checksum", &o);
   ASSERT_STR_CONTAINS(o.r.collect.stopped, "malformed header");
@@ -1558,7 +1559,7 @@ TEST_IMPL(container_collect_archive_reader) {
   px_result_free(&o.r);
   /* Cut short: no end-of-archive blocks, then the engine closes. */
   px_buf_reset(&t);
-  px__tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
+  px__ctr_tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
   raw_hdr(&t, "job/cut.png", 11, '0', 5000, NULL);
   fake_collect(&t, 0, 1u << 20, 5000, &o);
   fake_print("cut", &o);
@@ -1587,7 +1588,7 @@ TEST_IMPL(container_collect_archive_reader) {
   px_result_free(&o.r);
   /* An engine that stalls mid-archive: the deadline ends it, promptly. */
   px_buf_reset(&t);
-  px__tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
+  px__ctr_tar_file(&t, "job/ok.png", 0644, 0, 0, png, sizeof png - 1);
   fake_collect(&t, 20, 1u << 20, 800, &o);
   fake_print("stall", &o);
   ASSERT_STR_CONTAINS(o.r.collect.stopped, "did not arrive in time");

@@ -39,13 +39,13 @@
 #define ENDPOINT "unix://" PX_TEST_DOCKER_SOCK
 #define IMAGE "px-test/busybox:1"
 
-#define NEED_ENGINE()                                                        \
-  do {                                                                       \
-    if (getuid() != 0)                                                       \
-      RETURN_SKIP("needs root (containers, bind mounts)");                   \
-    if (px__dk_ping(ENDPOINT) != 0)                                          \
-      RETURN_SKIP("no Docker Engine at " ENDPOINT                            \
-                  " (tests/linux/dockerd.sh start)");                        \
+#define NEED_ENGINE()                                                          \
+  do {                                                                         \
+    if (getuid() != 0)                                                         \
+      RETURN_SKIP("needs root (containers, bind mounts)");                     \
+    if (px__ctr_dk_ping(ENDPOINT) != 0)                                        \
+      RETURN_SKIP("no Docker Engine at " ENDPOINT                              \
+                  " (tests/linux/dockerd.sh start)");                          \
   } while (0)
 
 /* The daemon's config: one image runtime, the gate at `gate`, `pool` warm
@@ -61,10 +61,10 @@ static void cfg_with(char *out, size_t cap, const char *gate, int pool) {
 
 /* Containers carrying our label, as the engine lists them; -1 on error. */
 static int labelled(void) {
-  px__dk_resp_t r;
+  px__ctr_dk_resp_t r;
   cJSON *doc;
   int n;
-  if (px__dk_http(ENDPOINT, "GET",
+  if (px__ctr_dk_http(ENDPOINT, "GET",
                   PX_DK_API "/containers/json?all=1&filters=%7B%22label%22%3A"
                             "%5B%22org.phoenix-executor.job%22%5D%7D",
                   NULL, 10000, &r) != 0 || r.status != 200)
@@ -72,7 +72,7 @@ static int labelled(void) {
   doc = cJSON_Parse(px_buf_cstr(&r.body));
   n = cJSON_IsArray(doc) ? cJSON_GetArraySize(doc) : -1;
   cJSON_Delete(doc);
-  px__dk_resp_free(&r);
+  px__ctr_dk_resp_free(&r);
   return n;
 }
 

@@ -231,9 +231,9 @@ TEST_IMPL(disk_dir_crash_recovery) {
   NEED_LOOP();
   ASSERT_OK(th_open_disk(&b, 1024));
   be = b.state;
-  ASSERT_OK(px__jobdir_create(be->work_root_fd, be->work_root, "crashed",
+  ASSERT_OK(px__lnx_jobdir_create(be->work_root_fd, be->work_root, "crashed",
                               0, 0, be->run_uid, be->run_gid, &dir));
-  ASSERT_OK(px__disk_mount(be, "crashed", dir, 16 * MiB, 256, be->run_uid,
+  ASSERT_OK(px__lnx_disk_mount(be, "crashed", dir, 16 * MiB, 256, be->run_uid,
                            be->run_gid));
   snprintf(img, sizeof img, "%s/.px-img/stray.img", b.work_root);
   fd = open(img, O_WRONLY | O_CREAT | O_EXCL, 0600);
@@ -268,9 +268,9 @@ TEST_IMPL(disk_dir_made_ahead) {
   NEED_LOOP();
   ASSERT_OK(th_open_disk_pool(&b, 1024, 2, 32 * MiB));
   be = b.state;
-  for (i = 0; i < 500 && px__dpool_ready(be->dpool, NULL) < 2; i++)
+  for (i = 0; i < 500 && px__lnx_dpool_ready(be->dpool, NULL) < 2; i++)
     usleep(20000);
-  ASSERT_EQ(px__dpool_ready(be->dpool, NULL), 2);
+  ASSERT_EQ(px__lnx_dpool_ready(be->dpool, NULL), 2);
   ASSERT_EQ(loops_below(b.work_root), 2); /* attached, on no path */
   ASSERT_EQ(mounts_below(b.work_root), 0);
   th_spec(&s, argv);
@@ -281,7 +281,7 @@ TEST_IMPL(disk_dir_made_ahead) {
   ASSERT_EQ(r.o.exit_code, 0);
   ASSERT(r.o.enforcement & PX_ENF(PX_ENF_DISK_WORKDIR));
   ASSERT(r.out.len > 2 && memcmp(r.out.data, "0\n", 2) == 0);
-  px__dpool_ready(be->dpool, &taken);
+  px__lnx_dpool_ready(be->dpool, &taken);
   ASSERT_UINT_EQ(taken, 1);
   th_spec(&s, argv);
   s.caps = PX_CAP_FS_WRITE_TMP;
@@ -290,7 +290,7 @@ TEST_IMPL(disk_dir_made_ahead) {
   printf("made now: %.*s\n", (int)r2.out.len, (const char *)r2.out.data);
   ASSERT_EQ(r2.o.exit_code, 0);
   ASSERT(r2.out.len > 2 && memcmp(r2.out.data, "0\n", 2) == 0);
-  px__dpool_ready(be->dpool, &taken);
+  px__lnx_dpool_ready(be->dpool, &taken);
   ASSERT_UINT_EQ(taken, 1); /* another size: made for the job */
   th_free(&r);
   th_free(&r2);

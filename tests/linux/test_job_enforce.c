@@ -413,7 +413,7 @@ TEST_IMPL(enforce_probe_egress) {
   /* The host's network: a refused connection proves it was reached. */
   EXPECT(r.out.data, "connect", "ALLOWED");
   EXPECT(r.out.data, "udp", "ALLOWED");
-  if (px__landlock_abi() >= 4)
+  if (px__lnx_landlock_abi() >= 4)
     EXPECT(r.out.data, "listen", "DENIED EACCES"); /* Landlock bind rule */
   ASSERT(!(r.o.enforcement & PX_ENF(PX_ENF_NET_NAMESPACE)));
   th_free(&r);

@@ -78,7 +78,7 @@ TEST_IMPL(faults_every_step_fails_closed) {
       ASSERT(r.o.error_msg[0] != '\0');
       snprintf(ran, sizeof ran, "%s/ran", sb->job_dir);
       ASSERT(access(ran, F_OK) != 0);
-      ASSERT_EQ(px__cg_job_empty(&((px__lnx_backend_t *)b.state)->cg,
+      ASSERT_EQ(px__lnx_cg_job_empty(&((px__lnx_backend_t *)b.state)->cg,
                                  &sb->cg), 1);
       if (step >= PX_STEP_SYNC && !strstr(r.o.error_msg, name))
         px__test_fail(__FILE__, __LINE__, "step %s: message \"%s\"", name,

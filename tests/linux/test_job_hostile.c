@@ -405,7 +405,7 @@ static int dumpable_after_job(unsigned pool) {
   th_backend_t b;
   th_run_t r = {0};
   px_job_spec_t s;
-  px__pool_stats_t st;
+  px__lnx_pool_stats_t st;
   const char *argv[] = {"/bin/true", NULL};
   int rc = -1, old = read_suid_dumpable();
   if (old < 0 || th_open_uid(&b, NULL, pool, 0, 0, 0) != 0)
@@ -415,7 +415,7 @@ static int dumpable_after_job(unsigned pool) {
     goto out;
   th_spec(&s, argv);
   if (th_run(&b, &s, &r) == 0 && r.o.exit_code == 0) {
-    px__pool_stats(((px__lnx_backend_t *)b.state)->pool, &st);
+    px__lnx_pool_stats(((px__lnx_backend_t *)b.state)->pool, &st);
     if (st.taken == pool)
       rc = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
   }

@@ -15,9 +15,9 @@
 
 #include "watchdog/linux/linux_int.h"
 
-static px__pool_stats_t stats(th_backend_t *b) {
-  px__pool_stats_t st;
-  px__pool_stats(((px__lnx_backend_t *)b->state)->pool, &st);
+static px__lnx_pool_stats_t stats(th_backend_t *b) {
+  px__lnx_pool_stats_t st;
+  px__lnx_pool_stats(((px__lnx_backend_t *)b->state)->pool, &st);
   return st;
 }
 
@@ -33,7 +33,7 @@ TEST_IMPL(pool_jobs_use_slots) {
   px_sandbox_t *sb = NULL;
   const char *argv[] = {"/bin/sh", "-c", "echo in; read x", NULL};
   const char *probe[] = {NULL, "loopback", "route=192.0.2.1:80", NULL};
-  px__pool_stats_t st0, st1;
+  px__lnx_pool_stats_t st0, st1;
   uint64_t enf_pooled;
   TH_REQUIRE_ROOT();
   /* The cold path's bits, for comparison. */
@@ -114,7 +114,7 @@ TEST_IMPL(pool_nothing_leaks_between_jobs) {
       "echo nofile: $(ulimit -n); echo umask: $(umask); echo env: ${LEFT:--}",
       NULL};
   th_run_t rc = {0};
-  px__pool_stats_t st0;
+  px__lnx_pool_stats_t st0;
   TH_REQUIRE_ROOT();
   /* What a fresh job sees, on the cold path. */
   ASSERT_OK(th_open_pool(&b, NULL, 0, 0));
@@ -156,7 +156,7 @@ TEST_IMPL(pool_faults_make_no_slot) {
   th_run_t r = {0}, r2 = {0};
   px_job_spec_t s;
   const char *argv[] = {"/bin/true", NULL};
-  px__pool_stats_t st;
+  px__lnx_pool_stats_t st;
   TH_REQUIRE_ROOT();
   ASSERT_OK(th_fault_step("cgroup_place"));
   ASSERT_OK(th_open_pool(&b, NULL, 0, 1));
@@ -236,7 +236,7 @@ TEST_IMPL(pool_daemon_sigkill_leaves_nothing) {
     if (th_open_pool(&b, NULL, 0, 3) != 0 || th_pool_wait(&b, 3) != 0)
       _exit(1);
     be = b.state;
-    px__pool_prefix(be, prefix, sizeof prefix);
+    px__lnx_pool_prefix(be, prefix, sizeof prefix);
     snprintf(base, sizeof base, "%s %s", prefix,
              be->cg.v2_base ? be->cg.v2_base : be->cg.v1_base[PX_CG1_PIDS]);
     if (write(pfd[1], base, strlen(base)) < 0)
@@ -374,7 +374,7 @@ TEST_IMPL(pool_refill_workers_keep_size) {
   th_backend_t b;
   px_job_spec_t s;
   const char *argv[] = {"/bin/true", NULL};
-  px__pool_stats_t st;
+  px__lnx_pool_stats_t st;
   int i, fds0, fds1 = -1, tries;
   TH_REQUIRE_ROOT();
   ASSERT_OK(th_open_pool(&b, NULL, 0, 4));
@@ -415,7 +415,7 @@ TEST_IMPL(pool_job_waits_for_slot_being_made) {
   px_job_spec_t s[3];
   px_sandbox_t *sb[3] = {NULL, NULL, NULL};
   const char *argv[] = {"/bin/true", NULL};
-  px__pool_stats_t st;
+  px__lnx_pool_stats_t st;
   int i;
   TH_REQUIRE_ROOT();
   ASSERT_OK(th_open_pool(&b, NULL, 0, 1));

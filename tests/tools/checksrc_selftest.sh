@@ -39,6 +39,11 @@ printf '/* private */\n' > config/config_int.h
 expect_flag service/i.c '#include "engine/queue.h"' "reaches into another layer (service/engine/)"
 expect_flag service/win/j.c '#include "../../config/config_int.h"' "climbs with .."
 expect_flag config/k.c '#include "service/conn.h"' "not in the layer's folder (config/)"
+# 8. One symbol prefix per library:
+expect_flag service/engine/l.c 'int px__job_count(void);' "a private symbol of service/engine/ is px__engine_..."
+mkdir -p kb
+expect_flag kb/m.c 'int px__kbfs_open(void);' "a private symbol of kb/ is px__kb_..."
+printf 'int px__engine_job_count(void);\n' > service/engine/n.c
 # Comments, strings and member calls are not calls to the OS:
 printf '/* kill(p) */ void f(struct o *ops) { ops->kill(0); puts("strcpy("); }\n' > service/g.c
 # Allowed places and the opt-out marker:

@@ -270,7 +270,7 @@ TEST_IMPL(config_file_owner) {
              cases[i].sddl);
       continue;
     }
-    rc = px__config_check_sddl(cases[i].sddl, cases[i].flags, err, sizeof err);
+    rc = px__cfg_check_sddl(cases[i].sddl, cases[i].flags, err, sizeof err);
     if (cases[i].ok ? rc != 0 : rc == 0)
       px__test_fail(__FILE__, __LINE__, "%s: rc %d (%s)", cases[i].sddl, rc,
                     rc ? err : "accepted");

@@ -59,7 +59,7 @@ TEST_IMPL(ctr_tar_job_files) {
   f[2].path = "lib/c.txt"; /* lib/ again: not a second directory entry */
   f[2].data = NULL;
   f[2].len = 0;
-  ASSERT_OK(px__tar_job_files(&b, f, 3, 65534, 65533));
+  ASSERT_OK(px__ctr_tar_job_files(&b, f, 3, 65534, 65533));
   /* job.sh, lib, lib/a, lib/a/b.txt, lib/c.txt, and two zero blocks:
    * 512 each, plus one data block for each non-empty file. */
   ASSERT_EQ(b.len, (size_t)512 * (5 + 2 + 2));
@@ -102,7 +102,7 @@ TEST_IMPL(ctr_tar_names) {
                                     "a/../b", "a//b",        "./a",
                                     "a/.",    "a\\b",        "a/"};
   for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    ASSERT_EQ(px__tar_file(&b, bad[i], 0644, 0, 0, "x", 1), PX_EINVAL);
+    ASSERT_EQ(px__ctr_tar_file(&b, bad[i], 0644, 0, 0, "x", 1), PX_EINVAL);
     ASSERT_EQ(b.len, 0); /* nothing written for a refused name */
   }
   /* A long name goes into prefix + name, split at a '/'. */
@@ -110,19 +110,19 @@ TEST_IMPL(ctr_tar_names) {
   longname[150] = '/';
   memset(longname + 151, 'f', 90);
   longname[241] = 0;
-  ASSERT_OK(px__tar_file(&b, longname, 0644, 0, 0, "", 0));
+  ASSERT_OK(px__ctr_tar_file(&b, longname, 0644, 0, 0, "", 0));
   check_header((const unsigned char *)b.data);
   full_name((const unsigned char *)b.data, name, sizeof name);
   ASSERT_STR_EQ(name, longname);
   /* One ustar cannot hold: refused, never truncated. */
   memset(longname, 'd', 200);
   longname[200] = 0;
-  ASSERT_EQ(px__tar_file(&b, longname, 0644, 0, 0, "", 0), PX_ERANGE);
+  ASSERT_EQ(px__ctr_tar_file(&b, longname, 0644, 0, 0, "", 0), PX_ERANGE);
   memset(longname, 'd', 160);
   longname[160] = '/';
   memset(longname + 161, 'f', 20);
   longname[181] = 0;
-  ASSERT_EQ(px__tar_file(&b, longname, 0644, 0, 0, "", 0), PX_ERANGE);
+  ASSERT_EQ(px__ctr_tar_file(&b, longname, 0644, 0, 0, "", 0), PX_ERANGE);
   px_buf_free(&b);
   return 0;
 }

@@ -200,7 +200,7 @@ TEST_IMPL(encode_status_shape) {
   st.counters[PX_STATUS_OK] = 7;
   st.counters[PX_STATUS_ABORTED] = 1;
   st.uptime_ms = UINT64_C(1) << 60;
-  s = px__encode_status(&st);
+  s = px__svc_encode_status(&st);
   o = parsed(s);
   assert_keys(o, "type,version,backend,enforcement_available,queue,running,"
                  "workers,paused,counters,uptime_ms");

@@ -13,7 +13,7 @@ static px_parse_error_t err;
 
 static int path_ok(const char *p) {
   char why[96] = "";
-  int rc = px__file_path_check(p, 200, why, sizeof why);
+  int rc = px__proto_file_path_check(p, 200, why, sizeof why);
   if (rc != 0 && rc != PX_EINVAL)
     px__test_fail(__FILE__, __LINE__, "bad rc %d", rc);
   return rc == 0;
@@ -104,7 +104,7 @@ static int b64(const char *s, const char *want, size_t want_len) {
     ASSERT_NOT_NULL(out);
     ASSERT_UINT_EQ(n, want_len);
     ASSERT_MEM_EQ(out, want, want_len);
-    ASSERT_UINT_EQ(px__base64_decoded_len(s, strlen(s)), want_len);
+    ASSERT_UINT_EQ(px__proto_base64_decoded_len(s, strlen(s)), want_len);
   } else {
     ASSERT_NULL(out);
   }

@@ -715,17 +715,17 @@ TEST_IMPL(zmq_streaming_from_workers) {
 }
 
 TEST_IMPL(zmq_log_rate_limit) {
-  px__zmq_ratelimit_t rl;
+  px__svc_zmq_ratelimit_t rl;
   int i, allowed = 0;
   memset(&rl, 0, sizeof rl);
   for (i = 0; i < 50; i++)
-    allowed += px__zmq_ratelimit(&rl, "test entries");
+    allowed += px__svc_zmq_ratelimit(&rl, "test entries");
   ASSERT_EQ(allowed, PX__ZMQ_LOG_BURST);
   ASSERT_EQ(rl.suppressed, 50 - PX__ZMQ_LOG_BURST);
   /* A new window logs the count once and allows a burst again. */
   cap_start();
   rl.window_start_ms -= PX__ZMQ_LOG_WINDOW_MS;
-  ASSERT_EQ(px__zmq_ratelimit(&rl, "test entries"), 1);
+  ASSERT_EQ(px__svc_zmq_ratelimit(&rl, "test entries"), 1);
   ASSERT(cap_has("45 more test entries were not logged in the last 10 s"));
   ASSERT_EQ(rl.suppressed, 0);
   return 0;

@@ -47,15 +47,15 @@ static const char *endpoint(void) {
   return g_ep;
 }
 
-#define NEED_ENGINE()                                                        \
-  do {                                                                       \
-    FILE *gate_ = fopen(PX_CTR_GATE_PATH, "rb");                             \
-    if (!gate_)                                                              \
-      RETURN_SKIP("no Linux px-ctr-gate at " PX_CTR_GATE_PATH);              \
-    fclose(gate_);                                                           \
-    if (px__dk_ping(endpoint()) != 0)                                        \
-      RETURN_SKIP("no Docker Engine on loopback TCP "                        \
-                  "(tests/linux/dockerd.sh start)");                         \
+#define NEED_ENGINE()                                                          \
+  do {                                                                         \
+    FILE *gate_ = fopen(PX_CTR_GATE_PATH, "rb");                               \
+    if (!gate_)                                                                \
+      RETURN_SKIP("no Linux px-ctr-gate at " PX_CTR_GATE_PATH);                \
+    fclose(gate_);                                                             \
+    if (px__ctr_dk_ping(endpoint()) != 0)                                      \
+      RETURN_SKIP("no Docker Engine on loopback TCP "                          \
+                  "(tests/linux/dockerd.sh start)");                           \
   } while (0)
 
 static void be_open(wt_backend_t *b, int allow_degraded) {
@@ -120,8 +120,8 @@ static int run(wt_backend_t *b, ctr_job_t *j, wt_capture_t *c,
 static size_t ours(void) {
   char **ids = NULL;
   size_t n = 0;
-  ASSERT_OK(px__dk_list_labelled(endpoint(), LABEL, &ids, &n));
-  px__dk_ids_free(ids, n);
+  ASSERT_OK(px__ctr_dk_list_labelled(endpoint(), LABEL, &ids, &n));
+  px__ctr_dk_ids_free(ids, n);
   return n;
 }
 

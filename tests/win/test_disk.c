@@ -73,7 +73,7 @@ static void rm_tree(const WCHAR *dir) {
 
 TEST_IMPL(windisk_usage) {
   WCHAR root[MAX_PATH], p[2048], deep[2048], outside[MAX_PATH];
-  px__dir_usage_t u;
+  px__winbe_dir_usage_t u;
   int i, linked;
   scratch(root, MAX_PATH, L"usage");
   scratch(outside, MAX_PATH, L"outside");
@@ -218,7 +218,7 @@ int pc_unplant(const WCHAR *link, const char *kind);
  * PXW() seam: a refusal there is content unknown (fail closed). */
 TEST_IMPL(windisk_links_not_followed) {
   WCHAR root[MAX_PATH], outside[MAX_PATH], p[2048];
-  px__dir_usage_t u;
+  px__winbe_dir_usage_t u;
   const char *kind = "";
   int i;
   scratch(root, MAX_PATH, L"links");

@@ -37,7 +37,7 @@ static void assert_no_probe(void) {
 }
 
 typedef struct {
-  px__winapi_id_t id;
+  px__base_winapi_id_t id;
   unsigned nth;
   int want;
 } fault_t;
@@ -63,11 +63,11 @@ static void prepare_faults(const fault_t *f, size_t n, int with_file) {
     wt_fault(f[i].id, f[i].nth, ERROR_ACCESS_DENIED);
     rc = ops()->prepare(b.state, &j.spec, &ev, &sb);
     px_fault_reset();
-    printf("fault %s #%u -> %s\n", px__winapi_name(f[i].id), f[i].nth,
+    printf("fault %s #%u -> %s\n", px__base_winapi_name(f[i].id), f[i].nth,
            px_err_name(rc));
     if (rc != f[i].want)
       px__test_fail(__FILE__, __LINE__, "%s #%u: prepare returned %s, want %s",
-                    px__winapi_name(f[i].id), f[i].nth, px_err_name(rc),
+                    px__base_winapi_name(f[i].id), f[i].nth, px_err_name(rc),
                     px_err_name(f[i].want));
     ASSERT_NULL(sb);
     ASSERT_EQ(GetFileAttributesA(dir), INVALID_FILE_ATTRIBUTES);
@@ -156,7 +156,7 @@ TEST_IMPL(winfault_spawn) {
 /* Faults at start: the check before resume and the resume itself. */
 TEST_IMPL(winfault_start) {
   static const struct {
-    px__winapi_id_t id;
+    px__base_winapi_id_t id;
     int want;
   } f[] = {{PX_WAPI_IsProcessInJob, PX_EJOB}, {PX_WAPI_ResumeThread, PX_ESPAWN}};
   size_t i;
@@ -399,7 +399,7 @@ TEST_IMPL(winfault_tolerated) {
 
 /* The injector itself: nth counting and reset. */
 TEST_IMPL(winfault_injector) {
-  unsigned long before = px__winapi_calls(PX_WAPI_CreateJobObjectW);
+  unsigned long before = px__base_winapi_calls(PX_WAPI_CreateJobObjectW);
   HANDLE h;
   ASSERT_OK(px_fault_arm("winapi.CreateJobObjectW", 2, ERROR_ACCESS_DENIED));
   h = PXW(CreateJobObjectW)(NULL, NULL);
@@ -410,8 +410,8 @@ TEST_IMPL(winfault_injector) {
   h = PXW(CreateJobObjectW)(NULL, NULL); /* one-shot */
   ASSERT_NOT_NULL(h);
   CloseHandle(h);
-  ASSERT_EQ(px__winapi_calls(PX_WAPI_CreateJobObjectW) - before, 3);
-  ASSERT_STR_EQ(px__winapi_name(PX_WAPI_ResumeThread), "ResumeThread");
+  ASSERT_EQ(px__base_winapi_calls(PX_WAPI_CreateJobObjectW) - before, 3);
+  ASSERT_STR_EQ(px__base_winapi_name(PX_WAPI_ResumeThread), "ResumeThread");
   px_fault_reset();
   return 0;
 }
@@ -505,12 +505,13 @@ TEST_IMPL(winfault_assign_fallback) {
   wt_open(&b);
   wt_job(&j, "report", NULL);
   wt_capture_init(&c);
-  assigns = px__winapi_calls(PX_WAPI_AssignProcessToJobObject);
+  assigns = px__base_winapi_calls(PX_WAPI_AssignProcessToJobObject);
   ASSERT_OK(px_fault_arm("winapi.UpdateProcThreadAttribute", 2,
                          ERROR_NOT_SUPPORTED));
   ASSERT_OK(wt_run(&b, &j, &c, &o));
   px_fault_reset();
-  ASSERT_EQ(px__winapi_calls(PX_WAPI_AssignProcessToJobObject) - assigns, 1);
+  ASSERT_EQ(px__base_winapi_calls(PX_WAPI_AssignProcessToJobObject) - assigns,
+            1);
   ASSERT(wt_has_line(wt_stdout(&c), "IN_JOB 1"));
   ASSERT_EQ(o.exited, 1);
   ASSERT_EQ(o.exit_code, 0);

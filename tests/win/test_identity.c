@@ -151,19 +151,19 @@ TEST_IMPL(winfault_identity_prepare) {
 
 /* One identity.c call failing: its step fails closed with the error, and
  * the calls after it are never made. */
-static void step_fault(px__winapi_id_t id, int step, PSID sid, int want,
-                       px__winapi_id_t next) {
-  unsigned long before = px__winapi_calls(next);
+static void step_fault(px__base_winapi_id_t id, int step, PSID sid, int want,
+                       px__base_winapi_id_t next) {
+  unsigned long before = px__base_winapi_calls(next);
   int rc;
   wt_fault(id, 1, ERROR_ACCESS_DENIED);
   rc = px__winbe_test_identity_step(step, sid);
   px_fault_reset();
-  printf("fault %s -> %s\n", px__winapi_name(id), px_err_name(rc));
+  printf("fault %s -> %s\n", px__base_winapi_name(id), px_err_name(rc));
   if (rc != want)
     px__test_fail(__FILE__, __LINE__, "%s: step %d returned %s, want %s",
-                  px__winapi_name(id), step, px_err_name(rc),
+                  px__base_winapi_name(id), step, px_err_name(rc),
                   px_err_name(want));
-  ASSERT_UINT_EQ(px__winapi_calls(next), before);
+  ASSERT_UINT_EQ(px__base_winapi_calls(next), before);
 }
 
 TEST_IMPL(winfault_identity) {
@@ -185,9 +185,9 @@ TEST_IMPL(winfault_identity) {
   if (px_test_under_wine()) {
     /* Wine 8 has no MSV1_0 package: the logon stops before LsaLogonUser,
      * closed, without any fault. */
-    unsigned long before = px__winapi_calls(PX_WAPI_LsaLogonUser);
+    unsigned long before = px__base_winapi_calls(PX_WAPI_LsaLogonUser);
     ASSERT_EQ(px__winbe_test_identity_step(3, NULL), PX_ETOKEN);
-    ASSERT_UINT_EQ(px__winapi_calls(PX_WAPI_LsaLogonUser), before);
+    ASSERT_UINT_EQ(px__base_winapi_calls(PX_WAPI_LsaLogonUser), before);
   } else {
     step_fault(PX_WAPI_LsaLogonUser, 3, NULL, PX_ETOKEN,
                PX_WAPI_CreateRestrictedToken);

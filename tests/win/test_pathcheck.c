@@ -159,7 +159,8 @@ static void sddl_of(HANDLE h, char *out, size_t outsz) {
   LocalFree(sd);
 }
 
-static int check_sddl(const char *sddl, px__path_rule_t rule, char *why, size_t n) {
+static int check_sddl(const char *sddl, px_win_path_rule_t rule, char *why,
+                      size_t n) {
   PSECURITY_DESCRIPTOR sd = NULL;
   WCHAR w[512];
   int rc;
@@ -167,7 +168,7 @@ static int check_sddl(const char *sddl, px__path_rule_t rule, char *why, size_t 
   if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(w, SDDL_REVISION_1, &sd,
                                                             NULL))
     return PX_EINVAL;
-  rc = px__path_check_sd(sd, rule, NULL, why, n);
+  rc = px_win_path_check_sd(sd, rule, NULL, why, n);
   LocalFree(sd);
   return rc;
 }
@@ -233,7 +234,7 @@ TEST_IMPL(pathcheck_wine_acl_facts) {
   sddl_of(h, s, sizeof s);
   printf("a directory created without a descriptor: %s\n", s);
   CloseHandle(h);
-  ASSERT_OK(px__path_admin_sd(&sd));
+  ASSERT_OK(px_win_path_admin_sd(&sd));
   {
     SECURITY_ATTRIBUTES sa = {sizeof sa, sd, FALSE};
     wide(w, px_test_tmpdir(), "admin");
@@ -249,7 +250,8 @@ TEST_IMPL(pathcheck_wine_acl_facts) {
 }
 
 /* rq for base + rel with `owned` trailing components the service's. */
-static void req(px__path_req_t *rq, WCHAR *buf, const char *rel, unsigned owned) {
+static void req(px_win_path_req_t *rq, WCHAR *buf, const char *rel,
+                unsigned owned) {
   wide(buf, px_test_tmpdir(), rel);
   memset(rq, 0, sizeof *rq);
   rq->path = buf;
@@ -266,15 +268,15 @@ static void mkdir_rel(const char *rel) {
 /* Missing owned components are created; an existing tree opens; the
  * handle pins the last component (no rename while it is held). */
 TEST_IMPL(pathcheck_walk_creates) {
-  px__path_req_t rq;
+  px_win_path_req_t rq;
   WCHAR p[MAX_PATH], from[MAX_PATH], to[MAX_PATH];
   HANDLE h = NULL;
   char why[512] = "";
   req(&rq, p, "PhoenixOrch\\Temp", 2);
-  ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_ENOENT);
+  ASSERT_EQ(px_win_path_open(&rq, &h, why, sizeof why), PX_ENOENT);
   ASSERT(strstr(why, "PhoenixOrch") != NULL && strstr(why, "does not exist"));
   rq.create = 1;
-  ASSERT_OK(px__path_open(&rq, &h, why, sizeof why));
+  ASSERT_OK(px_win_path_open(&rq, &h, why, sizeof why));
   ASSERT(h != NULL);
   /* Held without FILE_SHARE_DELETE: neither it nor its parent moves. */
   wide(from, px_test_tmpdir(), "PhoenixOrch\\Temp");
@@ -284,15 +286,15 @@ TEST_IMPL(pathcheck_walk_creates) {
   ASSERT(MoveFileW(from, to)); /* positive control */
   ASSERT(MoveFileW(to, from));
   rq.create = 0;
-  ASSERT_OK(px__path_open(&rq, &h, why, sizeof why));
+  ASSERT_OK(px_win_path_open(&rq, &h, why, sizeof why));
   CloseHandle(h);
   /* Bad spellings are refused before anything is opened. */
   rq.path = L"relative\\dir";
-  ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EINVAL);
+  ASSERT_EQ(px_win_path_open(&rq, &h, why, sizeof why), PX_EINVAL);
   rq.path = L"C:\\a\\..\\b";
-  ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EINVAL);
+  ASSERT_EQ(px_win_path_open(&rq, &h, why, sizeof why), PX_EINVAL);
   rq.path = L"\\\\server\\share\\x";
-  ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EINVAL);
+  ASSERT_EQ(px_win_path_open(&rq, &h, why, sizeof why), PX_EINVAL);
   return 0;
 }
 
@@ -301,7 +303,7 @@ TEST_IMPL(pathcheck_walk_creates) {
  * refused, though the tree it points to would pass. */
 static void junction_each_level(const char *const *levels, size_t n, unsigned owned) {
   WCHAR p[MAX_PATH], link[MAX_PATH], real[MAX_PATH], target[MAX_PATH];
-  px__path_req_t rq;
+  px_win_path_req_t rq;
   HANDLE h = NULL;
   char rel[MAX_PATH], why[512];
   const char *kind = "";
@@ -314,7 +316,8 @@ static void junction_each_level(const char *const *levels, size_t n, unsigned ow
     mkdir_rel(levels[k]);
   }
   req(&rq, p, levels[n - 1], owned);
-  ASSERT_OK(px__path_open(&rq, &h, why, sizeof why)); /* positive control */
+  ASSERT_OK(
+      px_win_path_open(&rq, &h, why, sizeof why)); /* positive control */
   CloseHandle(h);
   for (i = 0; i < n; i++) {
     wide(link, px_test_tmpdir(), levels[i]);
@@ -327,14 +330,14 @@ static void junction_each_level(const char *const *levels, size_t n, unsigned ow
       px__test_fail(__FILE__, __LINE__, "cannot plant a %s (error %lu)", kind,
                     (unsigned long)GetLastError());
     h = NULL;
-    ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_ELOOP);
+    ASSERT_EQ(px_win_path_open(&rq, &h, why, sizeof why), PX_ELOOP);
     ASSERT(h == NULL);
     printf("level %zu, %s: %s\n", i, kind, why);
     ASSERT(strstr(why, "reparse point") != NULL || strstr(why, "final path") != NULL);
     ASSERT(pc_unplant(link, kind));
     ASSERT(MoveFileW(real, link));
   }
-  ASSERT_OK(px__path_open(&rq, &h, why, sizeof why));
+  ASSERT_OK(px_win_path_open(&rq, &h, why, sizeof why));
   CloseHandle(h);
 }
 
@@ -353,28 +356,30 @@ TEST_IMPL(pathcheck_junction_kb_root) {
 
 /* Each fail-closed branch that goes through the PXW() seam. */
 TEST_IMPL(pathcheck_faults) {
-  px__path_req_t rq;
+  px_win_path_req_t rq;
   WCHAR p[MAX_PATH];
   HANDLE h = NULL;
   char why[512];
   mkdir_rel("x");
   req(&rq, p, "x", 1);
-  ASSERT_OK(px__path_open(&rq, &h, why, sizeof why));
+  ASSERT_OK(px_win_path_open(&rq, &h, why, sizeof why));
   CloseHandle(h);
   ASSERT_OK(px_fault_arm("winapi.CreateFileW", 1, ERROR_ACCESS_DENIED));
-  ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EIO);
+  ASSERT_EQ(px_win_path_open(&rq, &h, why, sizeof why), PX_EIO);
   ASSERT(strstr(why, "volume root") != NULL);
   ASSERT_OK(px_fault_arm("winapi.GetSecurityInfo", 1, ERROR_ACCESS_DENIED));
-  ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EACL); /* the volume */
+  ASSERT_EQ(px_win_path_open(&rq, &h, why, sizeof why),
+            PX_EACL); /* the volume */
   ASSERT_OK(px_fault_arm("winapi.GetSecurityInfo", 2, ERROR_ACCESS_DENIED));
-  ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EACL); /* a component */
+  ASSERT_EQ(px_win_path_open(&rq, &h, why, sizeof why),
+            PX_EACL); /* a component */
   ASSERT(strstr(why, "cannot be read") != NULL);
   ASSERT(h == NULL);
   px_fault_reset();
   /* Without the ACL check (Wine's degraded mode) the read is not made. */
   rq.acl = 0;
   ASSERT_OK(px_fault_arm("winapi.GetSecurityInfo", 1, ERROR_ACCESS_DENIED));
-  ASSERT_OK(px__path_open(&rq, &h, why, sizeof why));
+  ASSERT_OK(px_win_path_open(&rq, &h, why, sizeof why));
   CloseHandle(h);
   px_fault_reset();
   return 0;
@@ -417,7 +422,7 @@ int pc_chmod(const WCHAR *path, const char *mode) {
  * fix itself sticks (Wine maps the admin-only DACL back to a mode). On
  * Windows the same is shown on real DACLs by setup_enforce_dacls. */
 TEST_IMPL(pathcheck_open_owned_dir) {
-  px__path_req_t rq;
+  px_win_path_req_t rq;
   WCHAR p[MAX_PATH];
   HANDLE h = NULL;
   char why[512];
@@ -426,11 +431,12 @@ TEST_IMPL(pathcheck_open_owned_dir) {
     RETURN_SKIP("needs Wine's mode-derived DACLs (Windows: setup_enforce_dacls)");
   mkdir_rel("own");
   req(&rq, p, "own", 1);
-  ASSERT_OK(px__path_open(&rq, &h, why, sizeof why)); /* positive control */
+  ASSERT_OK(
+      px_win_path_open(&rq, &h, why, sizeof why)); /* positive control */
   CloseHandle(h);
   ASSERT(pc_chmod(p, "o+w"));
   for (i = 0; i < 100; i++) { /* Wine cannot wait for a Unix child */
-    if ((rc = px__path_open(&rq, &h, why, sizeof why)) != 0)
+    if ((rc = px_win_path_open(&rq, &h, why, sizeof why)) != 0)
       break;
     CloseHandle(h);
     Sleep(50);
@@ -440,16 +446,16 @@ TEST_IMPL(pathcheck_open_owned_dir) {
   ASSERT(strstr(why, "S-1-1-0") != NULL && strstr(why, "may write in") != NULL);
   rq.fix = 1;
   ASSERT_OK(px_fault_arm("winapi.SetSecurityInfo", 1, ERROR_ACCESS_DENIED));
-  ASSERT_EQ(px__path_open(&rq, &h, why, sizeof why), PX_EACL);
+  ASSERT_EQ(px_win_path_open(&rq, &h, why, sizeof why), PX_EACL);
   px_fault_reset();
   printf("%s\n", why);
   ASSERT(strstr(why, "setting the admin-only DACL failed") != NULL);
   /* Without the fault: the fix is applied through the handle and the
    * directory then passes (Wine maps the new DACL back to a Unix mode). */
-  ASSERT_OK(px__path_open(&rq, &h, why, sizeof why));
+  ASSERT_OK(px_win_path_open(&rq, &h, why, sizeof why));
   CloseHandle(h);
   rq.fix = 0;
-  ASSERT_OK(px__path_open(&rq, &h, why, sizeof why)); /* it stuck */
+  ASSERT_OK(px_win_path_open(&rq, &h, why, sizeof why)); /* it stuck */
   CloseHandle(h);
   return 0;
 }

@@ -25,44 +25,52 @@
 TEST_IMPL(setup_sddl_rules) {
   char why[256];
   /* What apply writes: passes. */
-  ASSERT_OK(px__setup_check_sddl("O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)", NULL,
-                                 why, sizeof why));
+  ASSERT_OK(px__svc_setup_check_sddl("O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)",
+                                     NULL, why, sizeof why));
   /* Owner SYSTEM, Users may read: passes. */
-  ASSERT_OK(px__setup_check_sddl("O:SYD:(A;;FA;;;SY)(A;;FR;;;BU)", NULL, why,
-                                 sizeof why));
+  ASSERT_OK(px__svc_setup_check_sddl("O:SYD:(A;;FA;;;SY)(A;;FR;;;BU)", NULL,
+                                     why, sizeof why));
   /* Users may write data: refused, the SID named. */
-  ASSERT_EQ(px__setup_check_sddl("O:BAD:(A;;FA;;;BA)(A;;0x2;;;BU)", NULL, why,
-                                 sizeof why),
+  ASSERT_EQ(px__svc_setup_check_sddl("O:BAD:(A;;FA;;;BA)(A;;0x2;;;BU)", NULL,
+                                     why, sizeof why),
             PX_EACL);
   ASSERT(strstr(why, "S-1-5-32-545") != NULL);
   /* Everyone generic write, Authenticated Users delete, WRITE_DAC: refused. */
-  ASSERT_EQ(px__setup_check_sddl("O:BAD:(A;;GW;;;WD)", NULL, why, sizeof why),
-            PX_EACL);
-  ASSERT_EQ(px__setup_check_sddl("O:BAD:(A;;SD;;;AU)", NULL, why, sizeof why),
-            PX_EACL);
-  ASSERT_EQ(px__setup_check_sddl("O:BAD:(A;;WD;;;BU)", NULL, why, sizeof why),
-            PX_EACL);
+  ASSERT_EQ(
+      px__svc_setup_check_sddl("O:BAD:(A;;GW;;;WD)", NULL, why, sizeof why),
+      PX_EACL);
+  ASSERT_EQ(
+      px__svc_setup_check_sddl("O:BAD:(A;;SD;;;AU)", NULL, why, sizeof why),
+      PX_EACL);
+  ASSERT_EQ(
+      px__svc_setup_check_sddl("O:BAD:(A;;WD;;;BU)", NULL, why, sizeof why),
+      PX_EACL);
   /* No DACL, a NULL DACL, an owner who is not an administrator: refused.
    * (Wine's SDDL parser turns NO_ACCESS_CONTROL into an empty DACL.) */
-  ASSERT_EQ(px__setup_check_sddl("O:BA", NULL, why, sizeof why), PX_EACL);
+  ASSERT_EQ(px__svc_setup_check_sddl("O:BA", NULL, why, sizeof why), PX_EACL);
   if (!px_test_under_wine())
-    ASSERT_EQ(px__setup_check_sddl("O:BAD:NO_ACCESS_CONTROL", NULL, why, sizeof why),
+    ASSERT_EQ(px__svc_setup_check_sddl("O:BAD:NO_ACCESS_CONTROL", NULL, why,
+                                       sizeof why),
               PX_EACL);
-  ASSERT_EQ(px__setup_check_sddl("O:BUD:(A;;FA;;;BA)", NULL, why, sizeof why),
-            PX_EACL);
+  ASSERT_EQ(
+      px__svc_setup_check_sddl("O:BUD:(A;;FA;;;BA)", NULL, why, sizeof why),
+      PX_EACL);
   ASSERT(strstr(why, "owner") != NULL);
   /* Inherit-only grants do not apply to the object; deny ACEs restrict;
    * OWNER RIGHTS is allowed (it is the owner). */
-  ASSERT_OK(px__setup_check_sddl("O:BAD:(A;OICIIO;FA;;;BU)(D;;FA;;;WD)(A;;FA;;;OW)",
-                                 NULL, why, sizeof why));
+  ASSERT_OK(px__svc_setup_check_sddl(
+      "O:BAD:(A;OICIIO;FA;;;BU)(D;;FA;;;WD)(A;;FA;;;OW)", NULL, why,
+      sizeof why));
   /* The service's own account may write (a non-LocalSystem install). */
-  ASSERT_EQ(px__setup_check_sddl("O:BAD:(A;;FA;;;S-1-5-21-1-2-3-1001)", NULL, why,
-                                 sizeof why),
+  ASSERT_EQ(px__svc_setup_check_sddl("O:BAD:(A;;FA;;;S-1-5-21-1-2-3-1001)",
+                                     NULL, why, sizeof why),
             PX_EACL);
-  ASSERT_OK(px__setup_check_sddl("O:S-1-5-21-1-2-3-1001D:(A;;FA;;;S-1-5-21-1-2-3-1001)",
-                                 "S-1-5-21-1-2-3-1001", why, sizeof why));
+  ASSERT_OK(px__svc_setup_check_sddl(
+      "O:S-1-5-21-1-2-3-1001D:(A;;FA;;;S-1-5-21-1-2-3-1001)",
+      "S-1-5-21-1-2-3-1001", why, sizeof why));
   /* Garbage is refused, not trusted. */
-  ASSERT_EQ(px__setup_check_sddl("not sddl", NULL, why, sizeof why), PX_EACL);
+  ASSERT_EQ(px__svc_setup_check_sddl("not sddl", NULL, why, sizeof why),
+            PX_EACL);
   return 0;
 }
 
@@ -80,7 +88,7 @@ static void setup_paths(px_win_setup_t *s, char *data, char *work, char *store,
   WCHAR w[MAX_PATH];
   WCHAR wd[MAX_PATH];
   snprintf(data, MAX_PATH, "%sPhoenixOrch", px_test_tmpdir());
-  /* "Own" begins at a folder named PhoenixOrch (px__path_owned_depth):
+  /* "Own" begins at a folder named PhoenixOrch (px_win_path_owned_depth):
    * tmp\w stands for C:\, which the service only checks. */
   snprintf(work, MAX_PATH, "%sw", px_test_tmpdir());
   wpath(wd, work);
@@ -181,39 +189,40 @@ TEST_IMPL(setup_kb_rules) {
   char why[384];
 #define KB_OK "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)" \
               "(A;OICI;0x1301ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)"
-  ASSERT_OK(px__setup_kb_check_sddl(KB_OK, why, sizeof why));
+  ASSERT_OK(px__svc_setup_kb_check_sddl(KB_OK, why, sizeof why));
   /* Any order. */
-  ASSERT_OK(px__setup_kb_check_sddl(
+  ASSERT_OK(px__svc_setup_kb_check_sddl(
       "O:SYD:P(A;OICI;0x1301ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)(A;OICI;FA;;;BA)"
       "(A;OICI;0x1200a9;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)(A;OICI;FA;;;SY)", why, sizeof why));
   /* Inherits from the parent (not protected): refused. */
-  ASSERT_EQ(px__setup_kb_check_sddl(
+  ASSERT_EQ(px__svc_setup_kb_check_sddl(
                 "O:BAD:(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)"
                 "(A;OICI;0x1301ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)", why, sizeof why),
             PX_EACL);
   /* One more ACE (ProgramData's Users: create files): refused. */
-  ASSERT_EQ(px__setup_kb_check_sddl(KB_OK "(A;CI;0x100116;;;BU)", why, sizeof why),
+  ASSERT_EQ(px__svc_setup_kb_check_sddl(KB_OK "(A;CI;0x100116;;;BU)", why,
+                                        sizeof why),
             PX_EACL);
   /* The writer with WRITE_DAC, the reader with write, one missing: refused. */
-  ASSERT_EQ(px__setup_kb_check_sddl(
+  ASSERT_EQ(px__svc_setup_kb_check_sddl(
                 "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)"
                 "(A;OICI;0x13c1ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)", why, sizeof why),
             PX_EACL);
-  ASSERT_EQ(px__setup_kb_check_sddl(
+  ASSERT_EQ(px__svc_setup_kb_check_sddl(
                 "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1301ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)"
                 "(A;OICI;0x1301ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)", why, sizeof why),
             PX_EACL);
-  ASSERT_EQ(px__setup_kb_check_sddl(
+  ASSERT_EQ(px__svc_setup_kb_check_sddl(
                 "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)",
                 why, sizeof why),
             PX_EACL);
   /* Not inherited inside (the files would keep their old DACLs): refused. */
-  ASSERT_EQ(px__setup_kb_check_sddl(
+  ASSERT_EQ(px__svc_setup_kb_check_sddl(
                 "O:BAD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;;0x1200a9;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)"
                 "(A;OICI;0x1301ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)", why, sizeof why),
             PX_EACL);
   /* A user's KB root: refused, never re-ACL'd. */
-  ASSERT_EQ(px__setup_kb_check_sddl(
+  ASSERT_EQ(px__svc_setup_kb_check_sddl(
                 "O:BUD:P(A;OICI;FA;;;SY)(A;OICI;FA;;;BA)(A;OICI;0x1200a9;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-1)"
                 "(A;OICI;0x1301ff;;;S-1-15-3-1024-1103650307-587436279-842308733-2256934479-2)", why, sizeof why),
             PX_EACL);
@@ -375,22 +384,27 @@ TEST_IMPL(setup_claim_precreated) {
  * machine. */
 TEST_IMPL(setup_owned_depth) {
   int fix = -1;
-  ASSERT_EQ(px__path_owned_depth(L"C:\\ProgramData\\PhoenixOrch", &fix), 1);
+  ASSERT_EQ(px_win_path_owned_depth(L"C:\\ProgramData\\PhoenixOrch", &fix),
+            1);
   ASSERT_EQ(fix, 1);
-  ASSERT_EQ(px__path_owned_depth(L"C:\\ProgramData\\PhoenixOrch\\kb-store", &fix), 2);
-  ASSERT_EQ(px__path_owned_depth(L"C:\\ProgramData\\phoenixorch\\executor.json", &fix), 2);
-  ASSERT_EQ(px__path_owned_depth(L"C:\\PhoenixOrch\\Temp", &fix), 2);
-  ASSERT_EQ(px__path_owned_depth(L"C:\\PhoenixOrch\\Temp\\", &fix), 2);
+  ASSERT_EQ(px_win_path_owned_depth(
+                L"C:\\ProgramData\\PhoenixOrch\\kb-store", &fix),
+            2);
+  ASSERT_EQ(px_win_path_owned_depth(
+                L"C:\\ProgramData\\phoenixorch\\executor.json", &fix),
+            2);
+  ASSERT_EQ(px_win_path_owned_depth(L"C:\\PhoenixOrch\\Temp", &fix), 2);
+  ASSERT_EQ(px_win_path_owned_depth(L"C:\\PhoenixOrch\\Temp\\", &fix), 2);
   ASSERT_EQ(fix, 1);
   /* PhoenixOrchW is not the product folder: the directory and its
    * parent are checked as own (created when missing), never fixed. */
-  ASSERT_EQ(px__path_owned_depth(L"C:\\PhoenixOrchW\\Temp", &fix), 2);
+  ASSERT_EQ(px_win_path_owned_depth(L"C:\\PhoenixOrchW\\Temp", &fix), 2);
   ASSERT_EQ(fix, 0);
-  ASSERT_EQ(px__path_owned_depth(L"D:\\jobs\\work", &fix), 2);
+  ASSERT_EQ(px_win_path_owned_depth(L"D:\\jobs\\work", &fix), 2);
   ASSERT_EQ(fix, 0);
-  ASSERT_EQ(px__path_owned_depth(L"D:\\jobs", &fix), 1);
+  ASSERT_EQ(px_win_path_owned_depth(L"D:\\jobs", &fix), 1);
   ASSERT_EQ(fix, 0);
-  ASSERT_EQ(px__path_owned_depth(L"C:\\", &fix), 0);
+  ASSERT_EQ(px_win_path_owned_depth(L"C:\\", &fix), 0);
   return 0;
 }
 
@@ -472,12 +486,12 @@ TEST_IMPL(setup_never_reacls_programdata) {
   /* First run: may create C:\\ProgramData\\PhoenixOrch (admin-only). */
   rc = px_win_setup_apply(&s, why, sizeof why);
   printf("apply: %d %s\n", rc, why);
-  calls = px__winapi_calls(PX_WAPI_SetSecurityInfo);
+  calls = px__base_winapi_calls(PX_WAPI_SetSecurityInfo);
   ASSERT_OK(px_fault_arm("winapi.SetSecurityInfo", 1, ERROR_ACCESS_DENIED));
   rc = px_win_setup_apply(&s, why, sizeof why);
   px_fault_reset();
   printf("apply again: %d %s; SetSecurityInfo calls %lu\n", rc, why,
-         px__winapi_calls(PX_WAPI_SetSecurityInfo) - calls);
+         px__base_winapi_calls(PX_WAPI_SetSecurityInfo) - calls);
   n2 = sd_bytes(pd, after, sizeof after);
   s2 = sd_bytes(sib, safter, sizeof safter);
   if (wine) {
@@ -485,7 +499,7 @@ TEST_IMPL(setup_never_reacls_programdata) {
     wait_sd_change(pd, after, n2);
   }
   ASSERT(n1 > 0 && s1 > 0);
-  ASSERT_EQ(px__winapi_calls(PX_WAPI_SetSecurityInfo) - calls, 0);
+  ASSERT_EQ(px__base_winapi_calls(PX_WAPI_SetSecurityInfo) - calls, 0);
   ASSERT(strstr(why, "setting the admin-only DACL") == NULL);
   /* A finding on C:\\ProgramData (an ancestor) stops the start, named;
    * otherwise the start goes on. Nothing is "fixed" either way. */

@@ -348,7 +348,7 @@ TEST_IMPL(winspawn_runtime_rule) {
   char why[512];
   size_t i;
   for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    int rc = px__win_runtime_check_sddl(cases[i].sddl, why, sizeof why);
+    int rc = px_win_runtime_check_sddl(cases[i].sddl, why, sizeof why);
     if (rc != cases[i].want)
       px__test_fail(__FILE__, __LINE__, "%s: %d (%s), want %d", cases[i].sddl,
                     rc, why, cases[i].want);

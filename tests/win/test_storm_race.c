@@ -380,7 +380,7 @@ TEST_IMPL(storm_client_read_race) {
   size_t have = 0;
   unsigned expect = 0, timeouts = 0;
   uint64_t end = px_now_ms() + 60000;
-  px__conn_t *c = NULL;
+  px__cli_conn_t *c = NULL;
   px_thread_t t;
   feed_t f;
   _snwprintf(name, 95, L"\\\\.\\pipe\\px-read-race-%lu", GetCurrentProcessId());
@@ -393,13 +393,13 @@ TEST_IMPL(storm_client_read_race) {
                             PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT, 1,
                             65536, 65536, 0, NULL);
   ASSERT(f.pipe != INVALID_HANDLE_VALUE);
-  ASSERT_OK(px__stream_connect(addr, &c, err, sizeof err));
+  ASSERT_OK(px__cli_stream_connect(addr, &c, err, sizeof err));
   ASSERT(ConnectNamedPipe(f.pipe, NULL) || GetLastError() == ERROR_PIPE_CONNECTED);
   ASSERT_OK(px_thread_create(&t, feed_main, &f));
   /* until every number written has arrived (bounded: a lost one never
    * arrives) */
   while (!(f.done && expect == (unsigned)f.written) && px_now_ms() < end) {
-    long r = px__stream_read(c, buf + have, sizeof buf - have, 1);
+    long r = px__cli_stream_read(c, buf + have, sizeof buf - have, 1);
     size_t off = 0;
     if (r == PX_ETIMEDOUT) {
       timeouts++;
@@ -425,7 +425,7 @@ TEST_IMPL(storm_client_read_race) {
   ASSERT_EQ(expect, (unsigned)f.written);
   ASSERT_GE(f.written, 1000); /* enough bursts for the race to show */
   ASSERT_GE(timeouts, 1);     /* the reads did time out between bursts */
-  px__stream_close(c);
+  px__cli_stream_close(c);
   CloseHandle(f.pipe);
   return 0;
 }

@@ -199,8 +199,8 @@ TEST_IMPL(evt_rate_limit_per_client) {
   memset(&w, 0, sizeof w);
   snprintf(path, sizeof path, "%slimited.log", px_test_tmpdir());
   ASSERT_OK(px_eventlog_open(L"PhoenixExecutorTest"));
-  px__eventlog_set_writer(capture_writer, &w);
-  ASSERT_OK(px__eventlog_set_limit(60000, fake_clock, NULL));
+  px__svc_eventlog_set_writer(capture_writer, &w);
+  ASSERT_OK(px__svc_eventlog_set_limit(60000, fake_clock, NULL));
   ASSERT_OK(px_log_file_open(path, 1 << 20, 2, &f));
   px_log_clear_sinks();
   ASSERT_OK(px_log_add_sink(px_eventlog_sink, NULL, PX_LOG_INFO));
@@ -245,7 +245,7 @@ TEST_IMPL(evt_rate_limit_per_client) {
   ASSERT_EQ(w.n, 7);
   ASSERT_STR_CONTAINS(w.text[6], "1 further events about jobs of client "
                                  "S-1-5-21-7-7-7-1001");
-  px__eventlog_set_writer(NULL, NULL);
+  px__svc_eventlog_set_writer(NULL, NULL);
   /* The text log has every one. */
   px_log_file_close(f);
   fp = fopen(path, "rb");

@@ -169,21 +169,24 @@ TEST_IMPL(pipe_first_instance_refuses_squatter) {
 TEST_IMPL(pipe_security_descriptor) {
   char sddl[768];
   void *sd = NULL;
-  ASSERT_OK(px__pipe_sddl("S-1-5-21-1-2-3-1010", "S-1-5-32-545", 0, sddl, sizeof sddl));
+  ASSERT_OK(px__svc_pipe_sddl("S-1-5-21-1-2-3-1010", "S-1-5-32-545", 0, sddl,
+                              sizeof sddl));
   ASSERT_STR_EQ(sddl, DENY_JOBS_SDDL "(A;;0x0012019b;;;S-1-5-21-1-2-3-1010)"
                       "(A;;0x0012019b;;;S-1-5-32-545)S:(ML;;NWNR;;;ME)");
   /* An injection attempt through either SID is refused. */
-  ASSERT_EQ(px__pipe_sddl(NULL, "S-1-5-32-545)(A;;GA;;;WD", 0, sddl, sizeof sddl),
-            PX_EINVAL);
-  ASSERT_EQ(px__pipe_sddl("S-1-5-32-545)(A;;GA;;;WD", NULL, 0, sddl, sizeof sddl),
-            PX_EINVAL);
-  ASSERT_EQ(px__pipe_sddl(NULL, "WD", 0, sddl, sizeof sddl), PX_EINVAL);
-  ASSERT_OK(px__pipe_sddl(NULL, NULL, 0, sddl, sizeof sddl));
+  ASSERT_EQ(
+      px__svc_pipe_sddl(NULL, "S-1-5-32-545)(A;;GA;;;WD", 0, sddl, sizeof sddl),
+      PX_EINVAL);
+  ASSERT_EQ(
+      px__svc_pipe_sddl("S-1-5-32-545)(A;;GA;;;WD", NULL, 0, sddl, sizeof sddl),
+      PX_EINVAL);
+  ASSERT_EQ(px__svc_pipe_sddl(NULL, "WD", 0, sddl, sizeof sddl), PX_EINVAL);
+  ASSERT_OK(px__svc_pipe_sddl(NULL, NULL, 0, sddl, sizeof sddl));
   ASSERT_STR_EQ(sddl, DENY_JOBS_SDDL "S:(ML;;NWNR;;;ME)");
   /* The service as LocalSystem owns its pipe as SYSTEM, explicitly. */
-  ASSERT_OK(px__pipe_sddl(NULL, NULL, 1, sddl, sizeof sddl));
+  ASSERT_OK(px__svc_pipe_sddl(NULL, NULL, 1, sddl, sizeof sddl));
   ASSERT_STR_EQ(sddl, "O:SY" DENY_JOBS_SDDL "S:(ML;;NWNR;;;ME)");
-  ASSERT_OK(px__pipe_security(NULL, "S-1-5-32-545", &sd));
+  ASSERT_OK(px__svc_pipe_security(NULL, "S-1-5-32-545", &sd));
   ASSERT_NOT_NULL(sd);
   LocalFree(sd);
   /* Fail closed: a server with a bad client SID does not listen at all. */
@@ -573,7 +576,7 @@ TEST_IMPL(pipe_client_group) {
   ASSERT_OK(px_win_clients_group_create(name)); /* idempotent */
   ASSERT_OK(px_win_clients_group_sid(name, 0, sid, sizeof sid));
   ASSERT_STR_CONTAINS(sid, "S-1-5-21-");
-  ASSERT_OK(px__pipe_sddl(sid, NULL, 0, sddl, sizeof sddl));
+  ASSERT_OK(px__svc_pipe_sddl(sid, NULL, 0, sddl, sizeof sddl));
   ASSERT_STR_CONTAINS(sddl, sid);
   /* A user account of the same kind of name is not a group. */
   ASSERT_EQ(px_win_clients_group_sid("SYSTEM", 0, sid, sizeof sid), PX_ENOENT);
@@ -620,7 +623,7 @@ TEST_IMPL(pipe_service_refuses_squatted_name) {
 /* Issue 23 1.2: a member of the client group, and only of it, opens the
  * pipe with the access each client asks for. AccessCheck (implemented by
  * wineserver as by the Windows kernel) on the service's real pipe
- * descriptor (px__pipe_sddl), the file generic mapping applied the way
+ * descriptor (px__svc_pipe_sddl), the file generic mapping applied the way
  * the I/O manager applies it at CreateFile. The token: this process's,
  * with Administrators made deny-only (Wine honours deny-only groups), so
  * only the client ACE can grant; the group is its user SID. On the old
@@ -672,7 +675,7 @@ TEST_IMPL(pipe_client_access_check) {
   /* The service's descriptor with this user as the client group, owned
    * by SYSTEM as the LocalSystem service makes it; AccessCheck wants a
    * primary group too (the kernel fills it in from the creator's token). */
-  ASSERT_OK(px__pipe_sddl(user, NULL, 1, sddl, sizeof sddl));
+  ASSERT_OK(px__svc_pipe_sddl(user, NULL, 1, sddl, sizeof sddl));
   ASSERT(strncmp(sddl, "O:SY", 4) == 0);
   swprintf(wsddl, 1024, L"O:SYG:SY%hs", sddl + 4);
   ASSERT(ConvertStringSecurityDescriptorToSecurityDescriptorW(wsddl, SDDL_REVISION_1,
@@ -686,12 +689,14 @@ TEST_IMPL(pipe_client_access_check) {
             ERROR_ACCESS_DENIED);
   /* ... and what the clients ask for now is granted, exactly. */
   printf("phoenixctl asks 0x%08lx, the Python client 0x%08lx\n",
-         px__stream_pipe_access(), (unsigned long)py);
-  ASSERT_EQ(access_for(imp, sd, (DWORD)px__stream_pipe_access(), &granted), 0);
-  ASSERT_EQ(granted, (DWORD)px__stream_pipe_access());
+         px__cli_stream_pipe_access(), (unsigned long)py);
+  ASSERT_EQ(access_for(imp, sd, (DWORD)px__cli_stream_pipe_access(), &granted),
+            0);
+  ASSERT_EQ(granted, (DWORD)px__cli_stream_pipe_access());
   ASSERT_EQ(access_for(imp, sd, py, &granted), 0);
   ASSERT_EQ(granted, py);
-  ASSERT_EQ(px__stream_pipe_access() & (FILE_APPEND_DATA | GENERIC_WRITE), 0);
+  ASSERT_EQ(px__cli_stream_pipe_access() & (FILE_APPEND_DATA | GENERIC_WRITE),
+            0);
   LocalFree(sd);
   CloseHandle(full);
   CloseHandle(imp);

@@ -218,8 +218,8 @@ int wt_token_has_group(const char *sid) {
   return found;
 }
 
-void wt_fault(px__winapi_id_t id, unsigned nth, DWORD err) {
+void wt_fault(px__base_winapi_id_t id, unsigned nth, DWORD err) {
   char site[96];
-  snprintf(site, sizeof site, "winapi.%s", px__winapi_name(id));
+  snprintf(site, sizeof site, "winapi.%s", px__base_winapi_name(id));
   ASSERT_OK(px_fault_arm(site, nth, (int)err));
 }

@@ -77,6 +77,6 @@ int wt_pid_alive(unsigned long pid);
  * px/px_fault.h): its nth call from now fails with `err` as last-error.
  * For tables of faults; a single fault reads better as
  * px_fault_arm("winapi.Name", nth, err). Clear with px_fault_reset(). */
-void wt_fault(px__winapi_id_t id, unsigned nth, DWORD err);
+void wt_fault(px__base_winapi_id_t id, unsigned nth, DWORD err);
 
 #endif

@@ -14,7 +14,7 @@
 
 struct px_client_s {
   px_target_kind_t kind;
-  px__conn_t *stream;      /* owned (local) */
+  px__cli_conn_t *stream;      /* owned (local) */
   px_frame_decoder_t *dec;  /* owned (local) */
   void *zctx, *zsock;       /* owned (zmq) */
   char pending[65536];      /* bytes read but not yet fed */
@@ -22,7 +22,7 @@ struct px_client_s {
 };
 
 const char *px_client_default_address(void) {
-  return px__stream_default_address();
+  return px__cli_stream_default_address();
 }
 
 /* A client key file: what px_keygen writes ("# public-key: PUB" then the
@@ -95,13 +95,14 @@ int px_client_connect(const px_target_t *t, px_client_t **out, char *err,
     rc = t->address ? zmq_connect_client(t, c, err, errsz) : PX_EINVAL;
   } else {
     c->dec = px_frame_decoder_new(0xffffffffu);
-    rc = c->dec ? px__stream_connect(t->address ? t->address
-                                                : px__stream_default_address(),
-                                     &c->stream, err, errsz)
-                : PX_ENOMEM;
+    rc = c->dec
+             ? px__cli_stream_connect(
+                   t->address ? t->address : px__cli_stream_default_address(),
+                   &c->stream, err, errsz)
+             : PX_ENOMEM;
     /* Before the first byte: a squatter on the name gets nothing. */
     if (rc == 0)
-      rc = px__stream_verify(c->stream, t, err, errsz);
+      rc = px__cli_stream_verify(c->stream, t, err, errsz);
   }
   if (rc != 0) {
     px_client_close(c);
@@ -122,7 +123,7 @@ int px_client_send(px_client_t *c, const char *json, size_t len) {
     return 0;
   }
   if ((rc = px_frame_encode(&b, json, len)) == 0)
-    rc = px__stream_write(c->stream, b.data, b.len);
+    rc = px__cli_stream_write(c->stream, b.data, b.len);
   px_buf_free(&b);
   return rc;
 }
@@ -130,7 +131,7 @@ int px_client_send(px_client_t *c, const char *json, size_t len) {
 int px_client_send_raw(px_client_t *c, const void *data, size_t len) {
   if (c->kind == PX_TARGET_ZMQ)
     return PX_ENOTSUP;
-  return px__stream_write(c->stream, data, len);
+  return px__cli_stream_write(c->stream, data, len);
 }
 
 static int zmq_recv_one(px_client_t *c, char **json, size_t *len, int timeout_ms) {
@@ -184,7 +185,8 @@ int px_client_recv(px_client_t *c, char **json, size_t *len, int timeout_ms) {
         break;
     }
     {
-      long n = px__stream_read(c->stream, c->pending, sizeof c->pending, timeout_ms);
+      long n = px__cli_stream_read(c->stream, c->pending, sizeof c->pending,
+                                   timeout_ms);
       if (n == 0)
         return PX_ECLOSED;
       if (n < 0)
@@ -198,7 +200,7 @@ int px_client_recv(px_client_t *c, char **json, size_t *len, int timeout_ms) {
 void px_client_close(px_client_t *c) {
   if (!c)
     return;
-  px__stream_close(c->stream);
+  px__cli_stream_close(c->stream);
   px_frame_decoder_free(c->dec);
   if (c->zsock)
     zmq_close(c->zsock);

@@ -66,21 +66,22 @@ int px_client_recv(px_client_t *c, char **json, size_t *len, int timeout_ms);
 void px_client_close(px_client_t *c);
 
 /* ---- the per-platform stream layer (linux/conn.c, win/conn.c) ---- */
-typedef struct px__conn_s px__conn_t;
-int px__stream_connect(const char *address, px__conn_t **out, char *err,
+typedef struct px__cli_conn_s px__cli_conn_t;
+int px__cli_stream_connect(const char *address, px__cli_conn_t **out, char *err,
                        size_t errsz);
 /* Write all bytes; 0 or PX_ECLOSED/PX_EIO. */
-int px__stream_write(px__conn_t *s, const void *data, size_t len);
+int px__cli_stream_write(px__cli_conn_t *s, const void *data, size_t len);
 /* Read up to cap bytes, waiting at most timeout_ms (-1 forever): >0 bytes,
  * 0 on EOF, PX_ETIMEDOUT, or another PX_E*. */
-long px__stream_read(px__conn_t *s, void *buf, size_t cap, int timeout_ms);
-void px__stream_close(px__conn_t *s);
+long px__cli_stream_read(px__cli_conn_t *s, void *buf, size_t cap,
+                         int timeout_ms);
+void px__cli_stream_close(px__cli_conn_t *s);
 /* Check the server at the other end against t->server_check before
  * anything is sent. 0, or PX_EINTEGRITY (the server is not the expected
  * one) or another PX_E* (it cannot be checked), message in err. */
-int px__stream_verify(px__conn_t *s, const px_target_t *t, char *err,
+int px__cli_stream_verify(px__cli_conn_t *s, const px_target_t *t, char *err,
                       size_t errsz);
-const char *px__stream_default_address(void);
+const char *px__cli_stream_default_address(void);
 #ifdef _WIN32
 /* The access a Windows client asks for on the service's pipe
  * (tools/phoenixctl/win/conn.c): FILE_READ_DATA | FILE_WRITE_DATA |
@@ -88,7 +89,7 @@ const char *px__stream_default_address(void);
  * READ_CONTROL for the owner check. Never GENERIC_WRITE: for a pipe that
  * includes FILE_APPEND_DATA = FILE_CREATE_PIPE_INSTANCE, which the client
  * group's ACE leaves out (service/win/pipe_sec.c). */
-unsigned long px__stream_pipe_access(void);
+unsigned long px__cli_stream_pipe_access(void);
 #endif
 
 #endif

@@ -30,9 +30,9 @@ static void be_free(px__ctr_t *be) {
     return;
   px__ctr_pool_stop(be);
   px__ctr_reaper_stop(be);
-  px__dk_ids_free(be->missing, be->nmissing);
+  px__ctr_dk_ids_free(be->missing, be->nmissing);
   if (be->idmap_fd >= 0)
-    px__dk_idmap_close(be->idmap_fd);
+    px__ctr_dk_idmap_close(be->idmap_fd);
   free(be->endpoint);
   free(be->gate);
   free(be->user);
@@ -46,14 +46,14 @@ static void be_free(px__ctr_t *be) {
 static int recover(px__ctr_t *be) {
   char **ids = NULL;
   size_t n = 0, i;
-  int rc = px__dk_list_labelled(be->endpoint, PX_CTR_LABEL, &ids, &n);
+  int rc = px__ctr_dk_list_labelled(be->endpoint, PX_CTR_LABEL, &ids, &n);
   if (rc)
     return rc;
   for (i = 0; i < n; i++)
-    if (px__dk_remove(be->endpoint, ids[i]) == 0)
+    if (px__ctr_dk_remove(be->endpoint, ids[i]) == 0)
       PX_LOG(PX_LOG_WARN, "removed container %.12s left by an earlier run",
              ids[i]);
-  px__dk_ids_free(ids, n);
+  px__ctr_dk_ids_free(ids, n);
   return 0;
 }
 
@@ -93,19 +93,19 @@ static int ctr_open(const px_backend_opts_t *opts, void **state) {
     unsigned long kgid = opts->kb_owner_uid && opts->kb_owner_gid
                              ? opts->kb_owner_gid
                              : PX_KB_OWNER_DEFAULT;
-    px__dk_idmap_open(kuid, kgid, uid, gid, &be->idmap_fd);
+    px__ctr_dk_idmap_open(kuid, kgid, uid, gid, &be->idmap_fd);
   }
   if (be->host_kernel) {
     unsigned long engine = 0;
-    if ((rc = px__dk_engine_pid(be->endpoint, &engine)) ||
-        (rc = px__dk_engine_ns(engine))) {
+    if ((rc = px__ctr_dk_engine_pid(be->endpoint, &engine)) ||
+        (rc = px__ctr_dk_engine_ns(engine))) {
       be_free(be);
       return rc;
     }
   }
   /* An unusable gate (gatecheck.c) leaves the backend open but refusing
    * image jobs, with no warm pool: status says why. */
-  if ((rc = px__dk_ping(be->endpoint)) || (rc = px__ctr_gate_check(be)) ||
+  if ((rc = px__ctr_dk_ping(be->endpoint)) || (rc = px__ctr_gate_check(be)) ||
       (be->remote && !be->gate_error && (rc = px__ctr_deliver_open(be))) ||
       (rc = recover(be)) || (rc = px__ctr_images_check(be)) ||
       (rc = px__ctr_reaper_start(be)) ||
@@ -141,8 +141,8 @@ static uint64_t ctr_enforcement(void *state) {
 }
 
 static void sb_free(px_sandbox_t *sb) {
-  px__dk_stream_close(&sb->st);
-  px__dk_stream_close(&sb->stats);
+  px__ctr_dk_stream_close(&sb->st);
+  px__ctr_dk_stream_close(&sb->stats);
   px_cond_destroy(&sb->cv);
   px_mutex_destroy(&sb->lock);
   free(sb);
@@ -158,7 +158,7 @@ static void ctr_release(px_sandbox_t *sb) {
   if (sb->killer_started)
     px_thread_join(sb->killer);
   if (sb->id[0] && !sb->done) /* never ran to its end: stop it now */
-    px__dk_kill(sb->be->endpoint, sb->id);
+    px__ctr_dk_kill(sb->be->endpoint, sb->id);
   px__ctr_reap(sb->be, sb->id, sb->dir, sb->kbdirs,
                sb->kbdirs ? sb->spec->nkb : 0);
   sb->dir = NULL;
@@ -186,7 +186,7 @@ static int kb_views(px_sandbox_t *sb) {
                       sb->be->work_root, sp->key, i))
       return PX_ENOMEM;
     sb->kbdirs[i] = px_buf_take(&b, NULL);
-    if ((rc = px__dk_kb_view(sb->be->idmap_fd, sp->kb[i].host_path,
+    if ((rc = px__ctr_dk_kb_view(sb->be->idmap_fd, sp->kb[i].host_path,
                              sb->kbdirs[i], sp->kb[i].writable)))
       return rc;
   }
@@ -194,7 +194,7 @@ static int kb_views(px_sandbox_t *sb) {
 }
 
 static int write_files(px_sandbox_t *sb) {
-  return px__dk_jobdir_write(sb->dir, sb->spec->files, sb->spec->nfiles);
+  return px__ctr_dk_jobdir_write(sb->dir, sb->spec->files, sb->spec->nfiles);
 }
 
 static int ctr_prepare(void *state, const px_job_spec_t *spec,
@@ -239,14 +239,14 @@ static int ctr_prepare(void *state, const px_job_spec_t *spec,
     rc = be->remote ? 0 : write_files(sb); /* remote: at start */
   } else if (be->remote) {
     if ((rc = px__ctr_create_json(sb, &json)) == 0 &&
-        (rc = px__dk_create(be->endpoint, sb->name, json, sb->id)) == 0)
+        (rc = px__ctr_dk_create(be->endpoint, sb->name, json, sb->id)) == 0)
       rc = px__ctr_deliver_gate(be, sb->id);
-  } else if ((rc = px__dk_jobdir_create(be->work_root, spec->key, cap,
+  } else if ((rc = px__ctr_dk_jobdir_create(be->work_root, spec->key, cap,
                                         (spec->caps & PX_CAP_FS_WRITE_TMP) != 0,
                                         &sb->dir)) == 0 &&
              (rc = write_files(sb)) == 0 && (rc = kb_views(sb)) == 0 &&
              (rc = px__ctr_create_json(sb, &json)) == 0) {
-    rc = px__dk_create(be->endpoint, sb->name, json, sb->id);
+    rc = px__ctr_dk_create(be->endpoint, sb->name, json, sb->id);
   }
   if (rc) {
     free(json);
@@ -273,23 +273,23 @@ static int feed_gate(px_sandbox_t *sb) {
   px_buf_t h = {0};
   int rc = px__ctr_gate_header(sb, &h);
   if (rc == 0)
-    rc = px__dk_conn_write(sb->st.conn, h.data, h.len);
+    rc = px__ctr_dk_conn_write(sb->st.conn, h.data, h.len);
   if (rc == 0 && sb->spec->stdin_len)
-    rc = px__dk_conn_write(sb->st.conn, sb->spec->stdin_data,
+    rc = px__ctr_dk_conn_write(sb->st.conn, sb->spec->stdin_data,
                            sb->spec->stdin_len);
   if (rc == 0)
-    rc = px__dk_conn_shutdown_write(sb->st.conn);
+    rc = px__ctr_dk_conn_shutdown_write(sb->st.conn);
   px_buf_free(&h);
   return rc;
 }
 
 static int ctr_start(px_sandbox_t *sb) {
-  px__dk_state_t st;
+  px__ctr_dk_state_t st;
   int rc;
   if ((!sb->prestarted &&
-       ((rc = px__dk_attach(sb->be->endpoint, sb->id, &sb->st)) ||
-        (rc = px__dk_start(sb->be->endpoint, sb->id)))) ||
-      (rc = px__dk_inspect(sb->be->endpoint, sb->id, &st)))
+       ((rc = px__ctr_dk_attach(sb->be->endpoint, sb->id, &sb->st)) ||
+        (rc = px__ctr_dk_start(sb->be->endpoint, sb->id)))) ||
+      (rc = px__ctr_dk_inspect(sb->be->endpoint, sb->id, &st)))
     return rc;
   if (!st.running || !st.pid) {
     PX_LOG(PX_LOG_ERROR, "container of job %s stopped before its job was "
@@ -306,7 +306,7 @@ static int ctr_start(px_sandbox_t *sb) {
   /* A remote engine's accounting comes from its stats stream: without it
    * the CPU-time limit could not be enforced, so no stream, no job. */
   if (sb->be->remote && ((rc = px__ctr_deliver_files(sb)) ||
-                         (rc = px__dk_stats_open(sb->be->endpoint, sb->id,
+                         (rc = px__ctr_dk_stats_open(sb->be->endpoint, sb->id,
                                                  &sb->stats))))
     return rc;
   sb->start_ms = px_now_ms();

@@ -54,7 +54,7 @@ typedef struct {
 } ent_t;
 
 typedef struct {
-  px__dk_stream_t s;
+  px__ctr_dk_stream_t s;
   unsigned char buf[RDBUF];
   size_t off, len;
   uint64_t total, cap, deadline;
@@ -83,7 +83,7 @@ static int get(ar_t *a, void *dst, uint64_t n) {
         a->why = "archive: the engine's archive did not arrive in time";
         return -1;
       }
-      r = px__dk_stream_read(&a->s, a->buf, sizeof a->buf,
+      r = px__ctr_dk_stream_read(&a->s, a->buf, sizeof a->buf,
                              (int)(a->deadline - now));
       if (r <= 0) {
         a->why = r == PX_ETIMEDOUT
@@ -541,7 +541,7 @@ static void ar_free(ar_t *a) {
   free(a->long_name);
   free(a->pax_link);
   free(a->long_link);
-  px__dk_stream_close(&a->s);
+  px__ctr_dk_stream_close(&a->s);
 }
 
 int px__ctr_collect_archive(const char *ep, const char *id,
@@ -556,7 +556,7 @@ int px__ctr_collect_archive(const char *ep, const char *id,
   a->spec = spec;
   a->cap = max_stream;
   a->deadline = px_now_ms() + (uint64_t)timeout_ms;
-  rc = px__dk_archive_get(ep, id, PX_CTR_JOB_DIR, &a->s);
+  rc = px__ctr_dk_archive_get(ep, id, PX_CTR_JOB_DIR, &a->s);
   if (rc) {
     px_collector_stopped(c, "walk: the engine's archive of the job directory "
                             "could not be read");
@@ -568,7 +568,7 @@ int px__ctr_collect_archive(const char *ep, const char *id,
     px_collector_stopped(c, a->why);
     PX_LOG(PX_LOG_WARN, "container %.12s: collect: %s", id, a->why);
   }
-  px__dk_stream_close(&a->s); /* before the replay: the engine is done */
+  px__ctr_dk_stream_close(&a->s); /* before the replay: the engine is done */
   replay(a, c);
   ar_free(a);
   free(a);

@@ -68,8 +68,8 @@ struct px_sandbox_s {
   char **kbdirs;              /* owned: host mount of each KB root (the
                                  idmapped view bound into the container),
                                  spec->nkb entries, NULL until made */
-  px__dk_stream_t st;         /* the attach stream; the thread's */
-  px__dk_stream_t stats;      /* remote: the engine's stats stream (CPU
+  px__ctr_dk_stream_t st;         /* the attach stream; the thread's */
+  px__ctr_dk_stream_t stats;      /* remote: the engine's stats stream (CPU
                                  time, memory, pids); the thread's */
   unsigned long pid;          /* the gate (the container's init) */
   int prestarted;             /* a warm slot: its gate is already running */

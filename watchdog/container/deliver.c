@@ -67,16 +67,16 @@ int px__ctr_deliver_open(px__ctr_t *be) {
   px_buf_t bin = {0};
   int rc = read_gate(be->gate, &bin);
   if (rc == 0)
-    rc = px__tar_file(&be->gate_tar, PX_CTR_GATE_NAME, 0755, 0, 0, bin.data,
+    rc = px__ctr_tar_file(&be->gate_tar, PX_CTR_GATE_NAME, 0755, 0, 0, bin.data,
                       bin.len);
   if (rc == 0)
-    rc = px__tar_end(&be->gate_tar);
+    rc = px__ctr_tar_end(&be->gate_tar);
   px_buf_free(&bin);
   return rc;
 }
 
 int px__ctr_deliver_gate(px__ctr_t *be, const char *id) {
-  return px__dk_archive_put(be->endpoint, id, PX_CTR_GATE_DIR,
+  return px__ctr_dk_archive_put(be->endpoint, id, PX_CTR_GATE_DIR,
                             be->gate_tar.data, be->gate_tar.len);
 }
 
@@ -89,9 +89,9 @@ int px__ctr_deliver_files(px_sandbox_t *sb) {
     return 0;
   if (sp->caps & PX_CAP_FS_WRITE_TMP)
     px__ctr_user_ids(sb->be, &uid, &gid);
-  rc = px__tar_job_files(&tar, sp->files, sp->nfiles, uid, gid);
+  rc = px__ctr_tar_job_files(&tar, sp->files, sp->nfiles, uid, gid);
   if (rc == 0)
-    rc = px__dk_archive_put(sb->be->endpoint, sb->id, PX_CTR_JOB_DIR,
+    rc = px__ctr_dk_archive_put(sb->be->endpoint, sb->id, PX_CTR_JOB_DIR,
                             tar.data, tar.len);
   if (rc)
     PX_LOG(PX_LOG_ERROR, "job %s: its files could not be delivered into "

@@ -27,7 +27,7 @@ static const char *mkpath(path_t *p, const char *pre, const char *arg,
                           const char *post) {
   px_buf_reset(&p->b);
   if (px_buf_append_str(&p->b, PX_DK_API) || px_buf_append_str(&p->b, pre) ||
-      (arg && px__dk_urlenc(&p->b, arg)) ||
+      (arg && px__ctr_dk_urlenc(&p->b, arg)) ||
       (post && px_buf_append_str(&p->b, post)))
     return NULL;
   return px_buf_cstr(&p->b);
@@ -36,16 +36,16 @@ static const char *mkpath(path_t *p, const char *pre, const char *arg,
 /* One call whose answer must have one of the accepted statuses. */
 static int call(const char *ep, const char *method, const char *pre,
                 const char *arg, const char *post, const char *json, int t_ms,
-                const int *ok, px__dk_resp_t *keep) {
+                const int *ok, px__ctr_dk_resp_t *keep) {
   path_t p = {{0}};
-  px__dk_resp_t r;
+  px__ctr_dk_resp_t r;
   const char *path = mkpath(&p, pre, arg, post);
   int rc, i;
   if (!path) {
     px_buf_free(&p.b);
     return PX_ENOMEM;
   }
-  rc = px__dk_http(ep, method, path, json, t_ms, &r);
+  rc = px__ctr_dk_http(ep, method, path, json, t_ms, &r);
   if (rc == 0) {
     rc = PX_EPROTO;
     for (i = 0; ok[i]; i++)
@@ -62,19 +62,19 @@ static int call(const char *ep, const char *method, const char *pre,
   if (rc == 0 && keep)
     *keep = r;
   else
-    px__dk_resp_free(&r);
+    px__ctr_dk_resp_free(&r);
   px_buf_free(&p.b);
   return rc;
 }
 
-int px__dk_ping(const char *ep) {
+int px__ctr_dk_ping(const char *ep) {
   static const int ok[] = {200, 0};
   return call(ep, "GET", "/_ping", NULL, NULL, NULL, T_CALL, ok, NULL);
 }
 
-int px__dk_engine_arch(const char *ep, char *arch, size_t cap) {
+int px__ctr_dk_engine_arch(const char *ep, char *arch, size_t cap) {
   static const int ok[] = {200, 0};
-  px__dk_resp_t r;
+  px__ctr_dk_resp_t r;
   cJSON *doc;
   const cJSON *a;
   int rc = call(ep, "GET", "/version", NULL, NULL, NULL, T_CALL, ok, &r);
@@ -86,26 +86,26 @@ int px__dk_engine_arch(const char *ep, char *arch, size_t cap) {
            ? 0
            : PX_EPROTO;
   cJSON_Delete(doc);
-  px__dk_resp_free(&r);
+  px__ctr_dk_resp_free(&r);
   return rc;
 }
 
-int px__dk_image_present(const char *ep, const char *image) {
+int px__ctr_dk_image_present(const char *ep, const char *image) {
   static const int ok[] = {200, 0};
   int rc = call(ep, "GET", "/images/", image, "/json", NULL, T_CALL, ok, NULL);
   return rc == 0 ? 1 : rc == PX_ENOENT ? 0 : rc;
 }
 
-int px__dk_image_pull(const char *ep, const char *image) {
+int px__ctr_dk_image_pull(const char *ep, const char *image) {
   static const int ok[] = {200, 0};
   return call(ep, "POST", "/images/create?fromImage=", image, NULL, NULL,
               T_PULL, ok, NULL);
 }
 
-int px__dk_create(const char *ep, const char *name, const char *json,
+int px__ctr_dk_create(const char *ep, const char *name, const char *json,
                   char *id) {
   static const int ok[] = {201, 0};
-  px__dk_resp_t r;
+  px__ctr_dk_resp_t r;
   cJSON *doc;
   const cJSON *jid;
   int rc = call(ep, "POST", "/containers/create?name=", name, NULL, json,
@@ -123,21 +123,22 @@ int px__dk_create(const char *ep, const char *name, const char *json,
   if (rc == 0)
     memcpy(id, jid->valuestring, strlen(jid->valuestring) + 1);
   cJSON_Delete(doc);
-  px__dk_resp_free(&r);
+  px__ctr_dk_resp_free(&r);
   return rc;
 }
 
-int px__dk_start(const char *ep, const char *id) {
+int px__ctr_dk_start(const char *ep, const char *id) {
   static const int ok[] = {204, 304, 0};
   return call(ep, "POST", "/containers/", id, "/start", NULL, T_SLOW, ok, NULL);
 }
 
-int px__dk_attach(const char *ep, const char *id, px__dk_stream_t *out) {
+int px__ctr_dk_attach(const char *ep, const char *id,
+                      px__ctr_dk_stream_t *out) {
   path_t p = {{0}};
   const char *path =
       mkpath(&p, "/containers/", id,
              "/attach?stream=1&stdin=1&stdout=1&stderr=1");
-  int rc = path ? px__dk_hijack(ep, path, T_CALL, out) : PX_ENOMEM;
+  int rc = path ? px__ctr_dk_hijack(ep, path, T_CALL, out) : PX_ENOMEM;
   px_buf_free(&p.b);
   return rc;
 }
@@ -147,9 +148,9 @@ static long long num(const cJSON *o, const char *k) {
   return cJSON_IsNumber(v) ? (long long)v->valuedouble : 0;
 }
 
-int px__dk_inspect(const char *ep, const char *id, px__dk_state_t *st) {
+int px__ctr_dk_inspect(const char *ep, const char *id, px__ctr_dk_state_t *st) {
   static const int ok[] = {200, 0};
-  px__dk_resp_t r;
+  px__ctr_dk_resp_t r;
   cJSON *doc;
   const cJSON *s;
   int rc = call(ep, "GET", "/containers/", id, "/json", NULL, T_CALL, ok, &r);
@@ -168,11 +169,11 @@ int px__dk_inspect(const char *ep, const char *id, px__dk_state_t *st) {
     rc = PX_EPROTO;
   }
   cJSON_Delete(doc);
-  px__dk_resp_free(&r);
+  px__ctr_dk_resp_free(&r);
   return rc;
 }
 
-int px__dk_signal(const char *ep, const char *id, const char *sig) {
+int px__ctr_dk_signal(const char *ep, const char *id, const char *sig) {
   static const int ok[] = {204, 409, 0}; /* 409: not running */
   char post[64];
   if (px_snprintf(post, sizeof post, "/kill?signal=%s", sig))
@@ -180,46 +181,47 @@ int px__dk_signal(const char *ep, const char *id, const char *sig) {
   return call(ep, "POST", "/containers/", id, post, NULL, T_CALL, ok, NULL);
 }
 
-int px__dk_kill(const char *ep, const char *id) {
-  return px__dk_signal(ep, id, "SIGKILL");
+int px__ctr_dk_kill(const char *ep, const char *id) {
+  return px__ctr_dk_signal(ep, id, "SIGKILL");
 }
 
-int px__dk_remove(const char *ep, const char *id) {
+int px__ctr_dk_remove(const char *ep, const char *id) {
   static const int ok[] = {204, 0};
   int rc = call(ep, "DELETE", "/containers/", id, "?force=1&v=1", NULL, T_SLOW,
                 ok, NULL);
   return rc == PX_ENOENT ? 0 : rc;
 }
 
-int px__dk_rename(const char *ep, const char *id, const char *name) {
+int px__ctr_dk_rename(const char *ep, const char *id, const char *name) {
   static const int ok[] = {204, 0};
   px_buf_t post = {0};
   int rc;
-  if (px_buf_append_str(&post, "/rename?name=") || px__dk_urlenc(&post, name))
+  if (px_buf_append_str(&post, "/rename?name=") ||
+      px__ctr_dk_urlenc(&post, name))
     return PX_ENOMEM;
   rc = call(ep, "POST", "/containers/", id, post.data, NULL, T_CALL, ok, NULL);
   px_buf_free(&post);
   return rc;
 }
 
-int px__dk_update(const char *ep, const char *id, const char *json) {
+int px__ctr_dk_update(const char *ep, const char *id, const char *json) {
   static const int ok[] = {200, 0};
   return call(ep, "POST", "/containers/", id, "/update", json, T_CALL, ok,
               NULL);
 }
 
-void px__dk_ids_free(char **ids, size_t n) {
+void px__ctr_dk_ids_free(char **ids, size_t n) {
   size_t i;
   for (i = 0; i < n; i++)
     free(ids[i]);
   free(ids);
 }
 
-int px__dk_list_labelled(const char *ep, const char *label, char ***ids,
+int px__ctr_dk_list_labelled(const char *ep, const char *label, char ***ids,
                          size_t *n) {
   static const int ok[] = {200, 0};
   px_buf_t f = {0};
-  px__dk_resp_t r;
+  px__ctr_dk_resp_t r;
   cJSON *doc = NULL;
   const cJSON *it;
   size_t cap = 0;
@@ -248,9 +250,9 @@ int px__dk_list_labelled(const char *ep, const char *label, char ***ids,
     (*n)++;
   }
   cJSON_Delete(doc);
-  px__dk_resp_free(&r);
+  px__ctr_dk_resp_free(&r);
   if (rc) {
-    px__dk_ids_free(*ids, *n);
+    px__ctr_dk_ids_free(*ids, *n);
     *ids = NULL;
     *n = 0;
   }
@@ -266,15 +268,17 @@ static uint64_t num_at(const cJSON *o, const char *const *path) {
   return (uint64_t)o->valuedouble;
 }
 
-int px__dk_stats_open(const char *ep, const char *id, px__dk_stream_t *out) {
+int px__ctr_dk_stats_open(const char *ep, const char *id,
+                          px__ctr_dk_stream_t *out) {
   path_t p = {{0}};
   const char *path = mkpath(&p, "/containers/", id, "/stats?stream=true");
-  int rc = path ? px__dk_get_stream(ep, path, T_CALL, out) : PX_ENOMEM;
+  int rc = path ? px__ctr_dk_get_stream(ep, path, T_CALL, out) : PX_ENOMEM;
   px_buf_free(&p.b);
   return rc;
 }
 
-int px__dk_stats_parse(const char *json, size_t len, px__dk_cgstat_t *out) {
+int px__ctr_dk_stats_parse(const char *json, size_t len,
+                           px__ctr_dk_cgstat_t *out) {
   static const char *const cpu[] = {"cpu_stats", "cpu_usage", "total_usage",
                                     NULL};
   static const char *const peak[] = {"memory_stats", "max_usage", NULL};
@@ -296,19 +300,19 @@ int px__dk_stats_parse(const char *json, size_t len, px__dk_cgstat_t *out) {
   return rc;
 }
 
-int px__dk_archive_put(const char *ep, const char *id, const char *dir,
+int px__ctr_dk_archive_put(const char *ep, const char *id, const char *dir,
                        const void *tar, size_t len) {
   path_t p = {{0}};
   px_buf_t post = {0};
-  px__dk_resp_t r;
+  px__ctr_dk_resp_t r;
   const char *path = NULL;
   int rc = PX_ENOMEM;
   memset(&r, 0, sizeof r);
   if (px_buf_append_str(&post, "/archive?path=") == 0 &&
-      px__dk_urlenc(&post, dir) == 0)
+      px__ctr_dk_urlenc(&post, dir) == 0)
     path = mkpath(&p, "/containers/", id, px_buf_cstr(&post));
   if (path)
-    rc = px__dk_http_body(ep, "PUT", path, "application/x-tar", tar, len,
+    rc = px__ctr_dk_http_body(ep, "PUT", path, "application/x-tar", tar, len,
                           T_SLOW, &r);
   if (rc == 0 && r.status != 200) {
     char q[200];
@@ -317,23 +321,23 @@ int px__dk_archive_put(const char *ep, const char *id, const char *dir,
                         r.body.len));
     rc = r.status == 404 ? PX_ENOENT : PX_EPROTO;
   }
-  px__dk_resp_free(&r);
+  px__ctr_dk_resp_free(&r);
   px_buf_free(&post);
   px_buf_free(&p.b);
   return rc;
 }
 
-int px__dk_archive_get(const char *ep, const char *id, const char *dir,
-                       px__dk_stream_t *out) {
+int px__ctr_dk_archive_get(const char *ep, const char *id, const char *dir,
+                       px__ctr_dk_stream_t *out) {
   path_t p = {{0}};
   px_buf_t post = {0};
   const char *path = NULL;
   int rc = PX_ENOMEM;
   if (px_buf_append_str(&post, "/archive?path=") == 0 &&
-      px__dk_urlenc(&post, dir) == 0)
+      px__ctr_dk_urlenc(&post, dir) == 0)
     path = mkpath(&p, "/containers/", id, px_buf_cstr(&post));
   if (path)
-    rc = px__dk_get_stream(ep, path, T_SLOW, out);
+    rc = px__ctr_dk_get_stream(ep, path, T_SLOW, out);
   px_buf_free(&post);
   px_buf_free(&p.b);
   return rc;

@@ -73,12 +73,12 @@ int px__ctr_gate_check(px__ctr_t *be) {
   char arch[32], why[200], buf[160];
   const char *bad = NULL;
   size_t n = 0;
-  int rc = px__dk_gate_header(be->gate, h, sizeof h, &n, why, sizeof why);
+  int rc = px__ctr_dk_gate_header(be->gate, h, sizeof h, &n, why, sizeof why);
   if (rc == PX_ESANDBOX)
     bad = why;
   else if (rc)
     return rc;
-  else if ((rc = px__dk_engine_arch(be->endpoint, arch, sizeof arch)))
+  else if ((rc = px__ctr_dk_engine_arch(be->endpoint, arch, sizeof arch)))
     return rc;
   else
     bad = elf_mismatch(h, n, arch, buf, sizeof buf);

@@ -22,14 +22,14 @@
 #define HDR_MAX (16u * 1024u)
 #define BODY_MAX (8u * 1024u * 1024u)
 
-void px__dk_resp_free(px__dk_resp_t *r) {
+void px__ctr_dk_resp_free(px__ctr_dk_resp_t *r) {
   if (!r)
     return;
   px_buf_free(&r->body);
   r->status = 0;
 }
 
-int px__dk_urlenc(px_buf_t *b, const char *s) {
+int px__ctr_dk_urlenc(px_buf_t *b, const char *s) {
   static const char hex[] = "0123456789ABCDEF";
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
@@ -44,14 +44,14 @@ int px__dk_urlenc(px_buf_t *b, const char *s) {
 }
 
 /* A reader over a stream with what was read ahead kept in `pre`. */
-static long rd(px__dk_stream_t *s, void *p, size_t n, uint64_t deadline) {
+static long rd(px__ctr_dk_stream_t *s, void *p, size_t n, uint64_t deadline) {
   uint64_t now = px_now_ms();
   if (now >= deadline)
     return PX_ETIMEDOUT;
-  return px__dk_stream_read(s, p, n, (int)(deadline - now));
+  return px__ctr_dk_stream_read(s, p, n, (int)(deadline - now));
 }
 
-long px__dk_stream_read(px__dk_stream_t *s, void *p, size_t n,
+long px__ctr_dk_stream_read(px__ctr_dk_stream_t *s, void *p, size_t n,
                         int timeout_ms) {
   if (s->pre_off < s->pre_len) {
     size_t k = s->pre_len - s->pre_off;
@@ -61,17 +61,17 @@ long px__dk_stream_read(px__dk_stream_t *s, void *p, size_t n,
     s->pre_off += k;
     return (long)k;
   }
-  return px__dk_conn_read(s->conn, p, n, timeout_ms);
+  return px__ctr_dk_conn_read(s->conn, p, n, timeout_ms);
 }
 
-void px__dk_stream_close(px__dk_stream_t *s) {
-  px__dk_conn_close(&s->conn);
+void px__ctr_dk_stream_close(px__ctr_dk_stream_t *s) {
+  px__ctr_dk_conn_close(&s->conn);
   s->pre_off = s->pre_len = 0;
 }
 
-static int send_request(px__dk_conn_t *c, const char *method, const char *path,
-                        const char *ctype, const void *body, size_t blen,
-                        const char *extra) {
+static int send_request(px__ctr_dk_conn_t *c, const char *method,
+                        const char *path, const char *ctype, const void *body,
+                        size_t blen, const char *extra) {
   px_buf_t b = {0};
   int rc = px_buf_printf(&b,
                          "%s %s HTTP/1.1\r\nHost: docker\r\n"
@@ -88,20 +88,21 @@ static int send_request(px__dk_conn_t *c, const char *method, const char *path,
   if (rc == 0 && ctype && blen <= 65536)
     rc = px_buf_append(&b, body, blen);
   if (rc == 0)
-    rc = px__dk_conn_write(c, b.data, b.len);
+    rc = px__ctr_dk_conn_write(c, b.data, b.len);
   if (rc == 0 && ctype && blen > 65536)
-    rc = px__dk_conn_write(c, body, blen);
+    rc = px__ctr_dk_conn_write(c, body, blen);
   px_buf_free(&b);
   return rc ? (rc == PX_ENOMEM ? rc : PX_EIO) : 0;
 }
 
 /* Read up to the blank line after the headers into hdr (NUL-terminated);
  * what came after it stays in s->pre. */
-static int read_headers(px__dk_stream_t *s, px_buf_t *hdr, uint64_t deadline) {
+static int read_headers(px__ctr_dk_stream_t *s, px_buf_t *hdr,
+                        uint64_t deadline) {
   char tmp[2048];
   for (;;) {
     const char *end;
-    long n = px__dk_conn_read(s->conn, tmp, sizeof tmp,
+    long n = px__ctr_dk_conn_read(s->conn, tmp, sizeof tmp,
                               (int)(deadline > px_now_ms()
                                         ? deadline - px_now_ms()
                                         : 0));
@@ -159,7 +160,7 @@ static const char *header(const char *h, const char *name, size_t *vlen) {
   return NULL;
 }
 
-static int read_exact(px__dk_stream_t *s, px_buf_t *body, uint64_t n,
+static int read_exact(px__ctr_dk_stream_t *s, px_buf_t *body, uint64_t n,
                       uint64_t deadline) {
   char tmp[8192];
   while (n > 0) {
@@ -176,7 +177,7 @@ static int read_exact(px__dk_stream_t *s, px_buf_t *body, uint64_t n,
 }
 
 /* One CRLF-terminated line (chunk sizes and trailers). */
-static int read_line(px__dk_stream_t *s, char *out, size_t cap,
+static int read_line(px__ctr_dk_stream_t *s, char *out, size_t cap,
                      uint64_t deadline) {
   size_t n = 0;
   for (;;) {
@@ -196,7 +197,8 @@ static int read_line(px__dk_stream_t *s, char *out, size_t cap,
   }
 }
 
-static int read_chunked(px__dk_stream_t *s, px_buf_t *body, uint64_t deadline) {
+static int read_chunked(px__ctr_dk_stream_t *s, px_buf_t *body,
+                        uint64_t deadline) {
   char line[128];
   for (;;) {
     char *end;
@@ -220,7 +222,8 @@ static int read_chunked(px__dk_stream_t *s, px_buf_t *body, uint64_t deadline) {
   }
 }
 
-static int read_to_eof(px__dk_stream_t *s, px_buf_t *body, uint64_t deadline) {
+static int read_to_eof(px__ctr_dk_stream_t *s, px_buf_t *body,
+                       uint64_t deadline) {
   char tmp[8192];
   for (;;) {
     long r = rd(s, tmp, sizeof tmp, deadline);
@@ -235,7 +238,7 @@ static int read_to_eof(px__dk_stream_t *s, px_buf_t *body, uint64_t deadline) {
   }
 }
 
-static int read_body(px__dk_stream_t *s, const char *h, px_buf_t *body,
+static int read_body(px__ctr_dk_stream_t *s, const char *h, px_buf_t *body,
                      uint64_t deadline) {
   size_t vl = 0;
   const char *te = header(h, "Transfer-Encoding", &vl);
@@ -255,20 +258,21 @@ static int read_body(px__dk_stream_t *s, const char *h, px_buf_t *body,
 
 static int open_and_send(const char *endpoint, const char *method,
                          const char *path, const char *ctype, const void *body,
-                         size_t blen, const char *extra, px__dk_stream_t *s) {
+                         size_t blen, const char *extra,
+                         px__ctr_dk_stream_t *s) {
   int rc;
   memset(s, 0, sizeof *s);
-  if ((rc = px__dk_conn_open(endpoint, &s->conn)))
+  if ((rc = px__ctr_dk_conn_open(endpoint, &s->conn)))
     return rc;
   if ((rc = send_request(s->conn, method, path, ctype, body, blen, extra)))
-    px__dk_stream_close(s);
+    px__ctr_dk_stream_close(s);
   return rc;
 }
 
-int px__dk_http_body(const char *endpoint, const char *method,
+int px__ctr_dk_http_body(const char *endpoint, const char *method,
                      const char *path, const char *ctype, const void *body,
-                     size_t blen, int timeout_ms, px__dk_resp_t *resp) {
-  px__dk_stream_t s;
+                     size_t blen, int timeout_ms, px__ctr_dk_resp_t *resp) {
+  px__ctr_dk_stream_t s;
   px_buf_t hdr = {0};
   uint64_t deadline = px_now_ms() + (uint64_t)timeout_ms;
   int rc;
@@ -286,24 +290,24 @@ int px__dk_http_body(const char *endpoint, const char *method,
   if (rc == 0)
     px_buf_cstr(&resp->body);
   else
-    px__dk_resp_free(resp);
+    px__ctr_dk_resp_free(resp);
   px_buf_free(&hdr);
-  px__dk_stream_close(&s);
+  px__ctr_dk_stream_close(&s);
   if (rc && rc != PX_ENOMEM)
     PX_LOG(PX_LOG_ERROR, "Docker Engine %s %s: %s", method, path,
            px_strerror(rc));
   return rc;
 }
 
-int px__dk_http(const char *endpoint, const char *method, const char *path,
-                const char *json, int timeout_ms, px__dk_resp_t *resp) {
-  return px__dk_http_body(endpoint, method, path,
+int px__ctr_dk_http(const char *endpoint, const char *method, const char *path,
+                const char *json, int timeout_ms, px__ctr_dk_resp_t *resp) {
+  return px__ctr_dk_http_body(endpoint, method, path,
                           json ? "application/json" : NULL, json,
                           json ? strlen(json) : 0, timeout_ms, resp);
 }
 
-int px__dk_get_stream(const char *endpoint, const char *path, int timeout_ms,
-                      px__dk_stream_t *out) {
+int px__ctr_dk_get_stream(const char *endpoint, const char *path,
+                          int timeout_ms, px__ctr_dk_stream_t *out) {
   px_buf_t req = {0}, hdr = {0};
   uint64_t deadline = px_now_ms() + (uint64_t)timeout_ms;
   int rc, status;
@@ -314,8 +318,8 @@ int px__dk_get_stream(const char *endpoint, const char *path, int timeout_ms,
                           "User-Agent: phoenix-executor\r\n\r\n",
                     path))
     return PX_ENOMEM;
-  if ((rc = px__dk_conn_open(endpoint, &out->conn)) == 0 &&
-      (rc = px__dk_conn_write(out->conn, req.data, req.len)) == 0 &&
+  if ((rc = px__ctr_dk_conn_open(endpoint, &out->conn)) == 0 &&
+      (rc = px__ctr_dk_conn_write(out->conn, req.data, req.len)) == 0 &&
       (rc = read_headers(out, &hdr, deadline)) == 0) {
     status = parse_status(hdr.data);
     if (status != 200) {
@@ -327,12 +331,12 @@ int px__dk_get_stream(const char *endpoint, const char *path, int timeout_ms,
   px_buf_free(&req);
   px_buf_free(&hdr);
   if (rc)
-    px__dk_stream_close(out);
+    px__ctr_dk_stream_close(out);
   return rc;
 }
 
-int px__dk_hijack(const char *endpoint, const char *path, int timeout_ms,
-                  px__dk_stream_t *out) {
+int px__ctr_dk_hijack(const char *endpoint, const char *path, int timeout_ms,
+                  px__ctr_dk_stream_t *out) {
   px_buf_t hdr = {0};
   uint64_t deadline = px_now_ms() + (uint64_t)timeout_ms;
   int rc, status;
@@ -347,6 +351,6 @@ int px__dk_hijack(const char *endpoint, const char *path, int timeout_ms,
   }
   px_buf_free(&hdr);
   if (rc)
-    px__dk_stream_close(out);
+    px__ctr_dk_stream_close(out);
   return rc;
 }

@@ -14,10 +14,10 @@
 int px__ctr_images_check(px__ctr_t *be) {
   const char *const *im;
   for (im = be->opts.container_images; im && *im; im++) {
-    int have = px__dk_image_present(be->endpoint, *im);
+    int have = px__ctr_dk_image_present(be->endpoint, *im);
     if (have == 0 && be->opts.container_pull &&
-        px__dk_image_pull(be->endpoint, *im) == 0)
-      have = px__dk_image_present(be->endpoint, *im);
+        px__ctr_dk_image_pull(be->endpoint, *im) == 0)
+      have = px__ctr_dk_image_present(be->endpoint, *im);
     if (have < 0)
       return have;
     if (have)

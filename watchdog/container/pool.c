@@ -41,7 +41,7 @@ struct px__ctr_slot_s {
   char id[PX_DK_ID_MAX + 1];
   char key[48];      /* ".pool-<n>": its name and job dir are derived */
   char *dir;         /* owned: its job directory */
-  px__dk_stream_t st; /* owned: attached before the start and kept, since
+  px__ctr_dk_stream_t st; /* owned: attached before the start and kept, since
                          a StdinOnce container's stdin closes when it runs
                          with no client attached */
   const char *image; /* borrowed from the backend's options */
@@ -74,7 +74,7 @@ static int slot_make(px__ctr_t *be, const char *image, int writable,
   tmp.spec = &spec;
   snprintf(name, sizeof name, "px%s", s->key);
   rc = be->remote ? 0 /* no host directory: deliver.c */
-                  : px__dk_jobdir_create(be->work_root, s->key,
+                  : px__ctr_dk_jobdir_create(be->work_root, s->key,
                                          be->opts.tmpfs_bytes
                                              ? be->opts.tmpfs_bytes
                                              : 64u << 20,
@@ -83,19 +83,19 @@ static int slot_make(px__ctr_t *be, const char *image, int writable,
   if (rc == 0)
     rc = px__ctr_create_json(&tmp, &json);
   if (rc == 0)
-    rc = px__dk_create(be->endpoint, name, json, s->id);
+    rc = px__ctr_dk_create(be->endpoint, name, json, s->id);
   if (rc == 0 && be->remote)
     rc = px__ctr_deliver_gate(be, s->id);
   if (rc == 0)
-    rc = px__dk_attach(be->endpoint, s->id, &s->st);
+    rc = px__ctr_dk_attach(be->endpoint, s->id, &s->st);
   if (rc == 0)
-    rc = px__dk_start(be->endpoint, s->id);
+    rc = px__ctr_dk_start(be->endpoint, s->id);
   free(json);
   if (rc) {
-    px__dk_stream_close(&s->st);
+    px__ctr_dk_stream_close(&s->st);
     if (s->id[0])
-      px__dk_remove(be->endpoint, s->id);
-    px__dk_jobdir_remove(s->dir);
+      px__ctr_dk_remove(be->endpoint, s->id);
+    px__ctr_dk_jobdir_remove(s->dir);
     free(s->dir);
     s->dir = NULL;
   }
@@ -103,10 +103,10 @@ static int slot_make(px__ctr_t *be, const char *image, int writable,
 }
 
 static void slot_drop(px__ctr_t *be, px__ctr_slot_t *s) {
-  px__dk_stream_close(&s->st);
+  px__ctr_dk_stream_close(&s->st);
   if (s->id[0])
-    px__dk_remove(be->endpoint, s->id);
-  px__dk_jobdir_remove(s->dir);
+    px__ctr_dk_remove(be->endpoint, s->id);
+  px__ctr_dk_jobdir_remove(s->dir);
   free(s->dir);
   memset(s, 0, sizeof *s);
 }
@@ -240,7 +240,7 @@ static int set_limits(px__ctr_t *be, const char *id, const px_job_spec_t *sp) {
        cJSON_AddNumberToObject(u, "PidsLimit",
                                (double)sp->limits.processes + 1)) &&
       (json = cJSON_PrintUnformatted(u)))
-    rc = px__dk_update(be->endpoint, id, json);
+    rc = px__ctr_dk_update(be->endpoint, id, json);
   free(json);
   cJSON_Delete(u);
   return rc;

@@ -36,17 +36,17 @@ struct px__ctr_task_s {
 static void task_run(px__ctr_t *be, px__ctr_task_t *t) {
   size_t i;
   if (t->kind == TASK_RENAME) {
-    px__dk_rename(be->endpoint, t->id, t->name);
+    px__ctr_dk_rename(be->endpoint, t->id, t->name);
   } else {
-    if (t->id[0] && px__dk_remove(be->endpoint, t->id))
+    if (t->id[0] && px__ctr_dk_remove(be->endpoint, t->id))
       PX_LOG(PX_LOG_ERROR, "container %.12s could not be removed; the next "
                            "start removes it", t->id);
     for (i = 0; i < t->nkb; i++) {
-      px__dk_jobdir_remove(t->kbdirs[i]);
+      px__ctr_dk_jobdir_remove(t->kbdirs[i]);
       free(t->kbdirs[i]);
     }
     free(t->kbdirs);
-    px__dk_jobdir_remove(t->dir);
+    px__ctr_dk_jobdir_remove(t->dir);
   }
   free(t->dir);
   free(t->name);

@@ -41,7 +41,7 @@ void px__ctr_violation(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
 
 static void kill_thread(void *arg) {
   px_sandbox_t *sb = arg;
-  px__dk_kill(sb->be->endpoint, sb->id);
+  px__ctr_dk_kill(sb->be->endpoint, sb->id);
 }
 
 void px__ctr_kill_pending(px_sandbox_t *sb) {
@@ -59,7 +59,7 @@ void px__ctr_kill_pending(px_sandbox_t *sb) {
   if (px_thread_create(&sb->killer, kill_thread, sb) == 0)
     sb->killer_started = 1;
   else
-    px__dk_kill(sb->be->endpoint, sb->id);
+    px__ctr_dk_kill(sb->be->endpoint, sb->id);
 }
 
 typedef struct {
@@ -72,7 +72,7 @@ typedef struct {
   uint64_t cpu_ns;
   uint64_t oom_kills;
   px_buf_t sline;        /* remote: the stats stream's partial line */
-  px__dk_cgstat_t scg;   /* remote: the latest sample */
+  px__ctr_dk_cgstat_t scg;   /* remote: the latest sample */
   int have_scg;
   /* The gate's end record, per stream (index stream - 1): the bytes of
    * sb->end_prefix matched so far are held back from on_output; then its
@@ -191,10 +191,11 @@ static void drain_stats(px_sandbox_t *sb, demux_t *d) {
   char buf[16384];
   for (;;) {
     const char *nl;
-    long n = sb->stats.conn ? px__dk_stream_read(&sb->stats, buf, sizeof buf, 0)
-                            : 0;
+    long n = sb->stats.conn
+                 ? px__ctr_dk_stream_read(&sb->stats, buf, sizeof buf, 0)
+                 : 0;
     if (n == 0 || (n < 0 && n != PX_ETIMEDOUT))
-      px__dk_stream_close(&sb->stats); /* ended: the last sample stays */
+      px__ctr_dk_stream_close(&sb->stats); /* ended: the last sample stays */
     if (n <= 0)
       return;
     if (px_buf_append(&d->sline, buf, (size_t)n) || d->sline.len > STATS_LINE_MAX)
@@ -202,8 +203,8 @@ static void drain_stats(px_sandbox_t *sb, demux_t *d) {
     while (d->sline.len &&
            (nl = memchr(d->sline.data, '\n', d->sline.len)) != NULL) {
       size_t k = (size_t)(nl - d->sline.data) + 1;
-      px__dk_cgstat_t cg;
-      if (px__dk_stats_parse(d->sline.data, k - 1, &cg) == 0) {
+      px__ctr_dk_cgstat_t cg;
+      if (px__ctr_dk_stats_parse(d->sline.data, k - 1, &cg) == 0) {
         d->scg = cg;
         d->have_scg = 1;
       }
@@ -216,10 +217,10 @@ static void drain_stats(px_sandbox_t *sb, demux_t *d) {
 /* The container's accounting: its cgroups on this host, or the latest
  * sample of a remote engine's stats stream. 1 when *cg was filled. */
 static int accounting(px_sandbox_t *sb, demux_t *d, int final,
-                      px__dk_cgstat_t *cg) {
+                      px__ctr_dk_cgstat_t *cg) {
   (void)final;
   if (sb->be->host_kernel)
-    return px__dk_cgstat(sb->pid, cg) == 0;
+    return px__ctr_dk_cgstat(sb->pid, cg) == 0;
   drain_stats(sb, d);
   *cg = d->scg;
   return d->have_scg;
@@ -230,7 +231,7 @@ static int accounting(px_sandbox_t *sb, demux_t *d, int final,
 static void tick(px_sandbox_t *sb, demux_t *d, int final) {
   const px_limits_t *l = &sb->spec->limits;
   uint64_t now = px_now_ms();
-  px__dk_cgstat_t cg;
+  px__ctr_dk_cgstat_t cg;
   if (accounting(sb, d, final, &cg)) {
     if (cg.mem_peak > d->peak_mem)
       d->peak_mem = cg.mem_peak;
@@ -280,7 +281,7 @@ static void pump(px_sandbox_t *sb, demux_t *d) {
       continue;
     }
     px__ctr_kill_pending(sb);
-    n = px__dk_stream_read(&sb->st, buf, sizeof buf, tick_ms);
+    n = px__ctr_dk_stream_read(&sb->st, buf, sizeof buf, tick_ms);
     if (n == PX_ETIMEDOUT)
       continue;
     if (n <= 0)
@@ -294,16 +295,16 @@ static void pump(px_sandbox_t *sb, demux_t *d) {
 /* The stream ended without the gate's record (a kill, or the engine lost
  * the container): wait until the engine says the container has stopped
  * (kill it if it has not within EXIT_WAIT_MS), then its state. */
-static int final_state(px_sandbox_t *sb, px__dk_state_t *st) {
+static int final_state(px_sandbox_t *sb, px__ctr_dk_state_t *st) {
   uint64_t until = px_now_ms() + EXIT_WAIT_MS;
   int rc;
-  while ((rc = px__dk_inspect(sb->be->endpoint, sb->id, st)) == 0 &&
+  while ((rc = px__ctr_dk_inspect(sb->be->endpoint, sb->id, st)) == 0 &&
          st->running) {
     if (px_now_ms() >= until) { /* once more, from here: the stream is
                                    over, nothing can block the engine */
       px__ctr_violation(sb, PX_LIMIT_NONE, 0, 0, PX_DETECT_WATCHDOG);
       sb->kill_sent = 1;
-      px__dk_kill(sb->be->endpoint, sb->id);
+      px__ctr_dk_kill(sb->be->endpoint, sb->id);
       until = px_now_ms() + EXIT_WAIT_MS;
     }
     px__ctr_kill_pending(sb);
@@ -312,8 +313,8 @@ static int final_state(px_sandbox_t *sb, px__dk_state_t *st) {
   return rc;
 }
 
-static void fill(px_sandbox_t *sb, const demux_t *d, const px__dk_state_t *st,
-                 int rc) {
+static void fill(px_sandbox_t *sb, const demux_t *d,
+                 const px__ctr_dk_state_t *st, int rc) {
   px_outcome_t *o = &sb->outcome;
   const px_limits_t *l = &sb->spec->limits;
   o->usage.wall_ms = px_now_ms() - sb->start_ms;
@@ -344,7 +345,7 @@ static void fill(px_sandbox_t *sb, const demux_t *d, const px__dk_state_t *st,
 void px__ctr_run(void *arg) {
   px_sandbox_t *sb = arg;
   demux_t d;
-  px__dk_state_t st;
+  px__ctr_dk_state_t st;
   int rc;
   memset(&d, 0, sizeof d);
   memset(&st, 0, sizeof st);
@@ -374,7 +375,7 @@ void px__ctr_run(void *arg) {
     rc = final_state(sb, &st);
     PX_LOG(PX_LOG_DEBUG, "job %s: container stopped", sb->spec->key);
   }
-  px__dk_stream_close(&sb->stats);
+  px__ctr_dk_stream_close(&sb->stats);
   px_buf_free(&d.sline);
   px_mutex_lock(&sb->lock);
   fill(sb, &d, &st, rc);

@@ -312,8 +312,9 @@ int px__ctr_gate_header(px_sandbox_t *sb, px_buf_t *out) {
 /* ---- read back -------------------------------------------------------- */
 
 /* What must be in effect for every container job, and what was seen. */
-static uint64_t seen_bits(const px_sandbox_t *sb, const px__dk_procsec_t *ps,
-                          const px__dk_cgstat_t *cg) {
+static uint64_t seen_bits(const px_sandbox_t *sb,
+                          const px__ctr_dk_procsec_t *ps,
+                          const px__ctr_dk_cgstat_t *cg) {
   const px_limits_t *l = &sb->spec->limits;
   uint64_t b = PX_ENF(PX_ENF_CONTAINER);
   if (ps->seccomp_mode == 2)
@@ -350,13 +351,13 @@ static uint64_t required_bits(const px_sandbox_t *sb) {
 }
 
 int px__ctr_verify(px_sandbox_t *sb) {
-  px__dk_procsec_t ps;
-  px__dk_cgstat_t cg;
+  px__ctr_dk_procsec_t ps;
+  px__ctr_dk_cgstat_t cg;
   uint64_t want = required_bits(sb), seen = PX_ENF(PX_ENF_CONTAINER);
   unsigned bit;
-  int rc = sb->be->host_kernel ? px__dk_procsec(sb->pid, &ps) : PX_ENOTSUP;
+  int rc = sb->be->host_kernel ? px__ctr_dk_procsec(sb->pid, &ps) : PX_ENOTSUP;
   if (rc == 0)
-    rc = px__dk_cgstat(sb->pid, &cg);
+    rc = px__ctr_dk_cgstat(sb->pid, &cg);
   if (rc == 0) {
     seen = seen_bits(sb, &ps, &cg);
     sb->cpu0_ns = cg.cpu_ns; /* the gate's own, before the job */

@@ -94,12 +94,12 @@ static int put_header(px_buf_t *b, const char *name, char type, unsigned mode,
   return px_buf_append(b, h, sizeof h) ? PX_ENOMEM : 0;
 }
 
-int px__tar_dir(px_buf_t *b, const char *name, unsigned mode,
+int px__ctr_tar_dir(px_buf_t *b, const char *name, unsigned mode,
                 unsigned long uid, unsigned long gid) {
   return put_header(b, name, '5', mode, uid, gid, 0);
 }
 
-int px__tar_file(px_buf_t *b, const char *name, unsigned mode,
+int px__ctr_tar_file(px_buf_t *b, const char *name, unsigned mode,
                  unsigned long uid, unsigned long gid, const void *data,
                  size_t len) {
   static const unsigned char zero[BLOCK];
@@ -112,7 +112,7 @@ int px__tar_file(px_buf_t *b, const char *name, unsigned mode,
   return 0;
 }
 
-int px__tar_end(px_buf_t *b) {
+int px__ctr_tar_end(px_buf_t *b) {
   static const unsigned char zero[2 * BLOCK];
   return px_buf_append(b, zero, sizeof zero) ? PX_ENOMEM : 0;
 }
@@ -140,23 +140,23 @@ static int parents(px_buf_t *b, px_buf_t *seen, const char *path,
     if (px_buf_append_str(seen, key + 1))
       return PX_ENOMEM;
     key[n + 1] = 0;
-    if ((rc = px__tar_dir(b, key + 1, 0755, uid, gid)))
+    if ((rc = px__ctr_tar_dir(b, key + 1, 0755, uid, gid)))
       return rc;
   }
   return 0;
 }
 
-int px__tar_job_files(px_buf_t *b, const px_job_file_t *files, size_t n,
+int px__ctr_tar_job_files(px_buf_t *b, const px_job_file_t *files, size_t n,
                       unsigned long uid, unsigned long gid) {
   px_buf_t seen = {0};
   size_t i;
   int rc = 0;
   for (i = 0; rc == 0 && i < n; i++)
     if ((rc = parents(b, &seen, files[i].path, uid, gid)) == 0)
-      rc = px__tar_file(b, files[i].path, 0644, uid, gid, files[i].data,
+      rc = px__ctr_tar_file(b, files[i].path, 0644, uid, gid, files[i].data,
                         files[i].len);
   if (rc == 0)
-    rc = px__tar_end(b);
+    rc = px__ctr_tar_end(b);
   px_buf_free(&seen);
   return rc;
 }

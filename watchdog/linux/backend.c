@@ -8,7 +8,7 @@
  * (tmpfs, files), the job's cgroups with their limits and the exec plan;
  * start spawns (spawn.c) and hands the job to the watchdog; wait blocks on
  * the job's condition until the watchdog retired it; kill is
- * px__job_kill; release kills leftovers and removes cgroups and job dir.
+ * px__lnx_job_kill; release kills leftovers and removes cgroups and job dir.
  *
  * Fail closed: a limit the policy sets that this host cannot apply makes
  * prepare fail with PX_ENOTSUP, unless allow_degraded (then rlimit
@@ -122,9 +122,9 @@ static void lnx_close(void *state);
  * sharing a cgroup never reap each other's jobs. */
 static void recover_one(px__lnx_backend_t *be, const char *key) {
   char p[PX_LNX_PATH_MAX];
-  px__cg_job_t j;
+  px__lnx_cg_job_t j;
   int i;
-  px__cg_job_init(&j);
+  px__lnx_cg_job_init(&j);
   if (be->cg.v2_base &&
       px_snprintf(p, sizeof p, "%s/px-%s", be->cg.v2_base, key) == 0 &&
       access(p, F_OK) == 0)
@@ -134,8 +134,8 @@ static void recover_one(px__lnx_backend_t *be, const char *key) {
         px_snprintf(p, sizeof p, "%s/px-%s", be->cg.v1_base[i], key) == 0 &&
         access(p, F_OK) == 0)
       j.v1[i] = px_strdup(p);
-  px__cg_job_destroy(&be->cg, &j);
-  px__jobdir_remove(be->work_root_fd, be->work_root, key, 1);
+  px__lnx_cg_job_destroy(&be->cg, &j);
+  px__lnx_jobdir_remove(be->work_root_fd, be->work_root, key, 1);
 }
 
 static void recover_leftovers(px__lnx_backend_t *be) {
@@ -198,25 +198,25 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
   be->run_uid = opts->sandbox_uid ? (uid_t)opts->sandbox_uid : PX_LNX_RUN_UID;
   be->run_gid = opts->sandbox_gid ? (gid_t)opts->sandbox_gid : PX_LNX_RUN_GID;
   be->cap_last = read_cap_last();
-  be->landlock_abi = px__landlock_abi();
+  be->landlock_abi = px__lnx_landlock_abi();
   if ((rc = open_work_root(be, opts->work_root)) != 0 ||
-      (rc = px__cg_detect(&be->cg, opts->cgroup_root)) != 0 ||
-      (rc = px__mnt_skeleton(be->stage, be->etc_dir,
+      (rc = px__lnx_cg_detect(&be->cg, opts->cgroup_root)) != 0 ||
+      (rc = px__lnx_mnt_skeleton(be->stage, be->etc_dir,
                              opts->ro_binds ? opts->ro_binds
                                             : px__lnx_default_binds,
                              be->tmpfs_bytes, be->run_uid, be->run_gid,
                              &be->skel)) != 0 ||
-      (rc = px__seccomp_build(0, &be->bpf[0])) != 0 ||
-      (rc = px__seccomp_build(1, &be->bpf[1])) != 0)
+      (rc = px__lnx_seccomp_build(0, &be->bpf[0])) != 0 ||
+      (rc = px__lnx_seccomp_build(1, &be->bpf[1])) != 0)
     goto fail;
   make_idmap(be, opts);
   /* Unusable disk-backed job dirs do not stop the daemon: every job that
    * needs one fails (fail closed), and the log says why. */
-  if (be->is_root && be->job_dir_disk && px__disk_probe(be) == 0) {
-    px__disk_recover(be);
-    if ((rc = px__disk_template(
+  if (be->is_root && be->job_dir_disk && px__lnx_disk_probe(be) == 0) {
+    px__lnx_disk_recover(be);
+    if ((rc = px__lnx_disk_template(
              be, opts->job_dir_default_bytes,
-             px__disk_inodes(opts->job_dir_default_bytes,
+             px__lnx_disk_inodes(opts->job_dir_default_bytes,
                              be->job_dir_inodes))) != 0)
       goto fail;
   }
@@ -227,14 +227,14 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
   }
   be->available = host_available(be);
   recover_leftovers(be);
-  px__pool_recover(be);
-  if ((rc = px__wd_open(be, &be->wd)) != 0 ||
-      (rc = px__spawner_open(&be->spawner)) != 0 ||
-      (rc = px__reaper_open(be, &be->reaper)) != 0 ||
+  px__lnx_pool_recover(be);
+  if ((rc = px__lnx_wd_open(be, &be->wd)) != 0 ||
+      (rc = px__lnx_spawner_open(&be->spawner)) != 0 ||
+      (rc = px__lnx_reaper_open(be, &be->reaper)) != 0 ||
       (be->is_root &&
-       (rc = px__pool_open(be, opts->pool_size, &be->pool)) != 0) ||
-      (rc = px__dpool_open(be, opts->pool_size, opts->job_dir_default_bytes,
-                           px__disk_inodes(opts->job_dir_default_bytes,
+       (rc = px__lnx_pool_open(be, opts->pool_size, &be->pool)) != 0) ||
+      (rc = px__lnx_dpool_open(be, opts->pool_size, opts->job_dir_default_bytes,
+                           px__lnx_disk_inodes(opts->job_dir_default_bytes,
                                            be->job_dir_inodes),
                            &be->dpool)) != 0)
     goto fail;
@@ -256,16 +256,16 @@ static void lnx_close(void *state) {
   px__lnx_backend_t *be = state;
   if (!be)
     return;
-  px__pool_close(be->pool); /* before the spawner: stubs are its children */
-  px__dpool_close(be->dpool);
-  px__disk_template_free(be);
-  px__spawner_close(be->spawner);
-  px__wd_close(be->wd);
-  px__reaper_close(be->reaper); /* drains: uses cg and work_root below */
-  px__seccomp_free(&be->bpf[0]);
-  px__seccomp_free(&be->bpf[1]);
-  px__mnt_plan_free(&be->skel);
-  px__cg_host_free(&be->cg);
+  px__lnx_pool_close(be->pool); /* before the spawner: stubs are its children */
+  px__lnx_dpool_close(be->dpool);
+  px__lnx_disk_template_free(be);
+  px__lnx_spawner_close(be->spawner);
+  px__lnx_wd_close(be->wd);
+  px__lnx_reaper_close(be->reaper); /* drains: uses cg and work_root below */
+  px__lnx_seccomp_free(&be->bpf[0]);
+  px__lnx_seccomp_free(&be->bpf[1]);
+  px__lnx_mnt_plan_free(&be->skel);
+  px__lnx_cg_host_free(&be->cg);
   if (be->stage)
     rmdir(be->stage);
   if (be->etc_dir && be->work_root_fd >= 0) {
@@ -368,7 +368,7 @@ static void job_dir_caps(px_sandbox_t *sb) {
   sb->job_dir_disk = be->job_dir_disk;
   if (sb->job_dir_disk) {
     sb->dir_bytes = d ? d : be->tmpfs_bytes;
-    sb->dir_inodes = px__disk_inodes(sb->dir_bytes, be->job_dir_inodes);
+    sb->dir_inodes = px__lnx_disk_inodes(sb->dir_bytes, be->job_dir_inodes);
   } else {
     sb->dir_bytes = d && d < be->tmpfs_bytes ? d : be->tmpfs_bytes;
     sb->dir_inodes = PX_LNX_TMPFS_INODES;
@@ -414,17 +414,17 @@ static int prepare_steps(px_sandbox_t *sb) {
     return rc;
   PX__STAMP(sb, PX_T_PREPARE);
   job_dir_caps(sb);
-  if ((rc = px__jobdir_create(be->work_root_fd, be->work_root, spec->key,
+  if ((rc = px__lnx_jobdir_create(be->work_root_fd, be->work_root, spec->key,
                               sb->dir_bytes, be->is_root && !sb->job_dir_disk,
                               be->run_uid, be->run_gid, &sb->job_dir)) != 0)
     return rc;
   if (sb->job_dir_disk &&
-      (rc = px__disk_mount(be, spec->key, sb->job_dir, sb->dir_bytes,
+      (rc = px__lnx_disk_mount(be, spec->key, sb->job_dir, sb->dir_bytes,
                            sb->dir_inodes, be->run_uid, be->run_gid)) != 0)
     return rc;
   sb->job_dir_mounted = be->is_root;
   PX__STAMP(sb, PX_T_JOBDIR);
-  if ((rc = px__jobdir_write(sb->job_dir, spec->files, spec->nfiles,
+  if ((rc = px__lnx_jobdir_write(sb->job_dir, spec->files, spec->nfiles,
                              spec->first_file_executable,
                              be->run_uid, be->run_gid)) != 0)
     return rc;
@@ -432,18 +432,18 @@ static int prepare_steps(px_sandbox_t *sb) {
   /* A warm slot (pool.c) when one fits: its cgroups are made and its stub
    * placed in them. Either way the limits are written at start, by
    * spawn.c's release_child, the one writer of a job's limits. */
-  sb->slot = px__pool_take(be->pool, be->is_root &&
+  sb->slot = px__lnx_pool_take(be->pool, be->is_root &&
                                          !(spec->caps & PX_CAP_NET_EGRESS));
   if (sb->slot) {
-    sb->cg = *px__slot_cgroups(sb->slot); /* moved */
-    px__cg_job_init(px__slot_cgroups(sb->slot));
+    sb->cg = *px__lnx_slot_cgroups(sb->slot); /* moved */
+    px__lnx_cg_job_init(px__lnx_slot_cgroups(sb->slot));
   } else {
     px_snprintf(cgname, sizeof cgname, "px-%s", spec->key);
-    if ((rc = px__cg_job_create(&be->cg, cgname, &sb->cg)) != 0)
+    if ((rc = px__lnx_cg_job_create(&be->cg, cgname, &sb->cg)) != 0)
       return rc;
   }
   PX__STAMP(sb, PX_T_CGROUPS);
-  rc = px__plan_build(sb);
+  rc = px__lnx_plan_build(sb);
   PX__STAMP(sb, PX_T_PLAN);
   return rc;
 }
@@ -465,7 +465,7 @@ static int lnx_prepare(void *state, const px_job_spec_t *spec,
     sb->ev = *events;
   sb->pidfd = sb->in_fd = sb->wall_tfd = sb->slot_mnt_fd = -1;
   sb->out_fd[0] = sb->out_fd[1] = sb->pause_tfd[0] = sb->pause_tfd[1] = -1;
-  px__cg_job_init(&sb->cg);
+  px__lnx_cg_job_init(&sb->cg);
   if (px_mutex_init(&sb->mu) != 0 || px_cond_init(&sb->cv) != 0) {
     free(sb);
     return PX_ENOMEM;
@@ -513,18 +513,18 @@ static int lnx_start(px_sandbox_t *sb) {
   if (cancelled)
     return PX_ECANCELED;
   PX__STAMP(sb, PX_T_START);
-  if ((rc = px__spawn(sb)) != 0)
+  if ((rc = px__lnx_spawn(sb)) != 0)
     return start_failed(sb, rc);
   sb->enf = job_enforcement(sb);
   px_mutex_lock(&sb->mu);
   sb->state = PX_SB_RUNNING;
   px_mutex_unlock(&sb->mu);
-  if ((rc = px__wd_add(sb->be->wd, sb)) != 0) {
+  if ((rc = px__lnx_wd_add(sb->be->wd, sb)) != 0) {
     /* The watchdog reaps it through the tick once killed. */
     px_snprintf(sb->outcome.error_msg, sizeof sb->outcome.error_msg,
                 "watchdog registration failed");
     sb->outcome.error = rc;
-    px__job_kill(sb);
+    px__lnx_job_kill(sb);
     return rc;
   }
   PX__STAMP(sb, PX_T_WATCHED);
@@ -534,7 +534,7 @@ static int lnx_start(px_sandbox_t *sb) {
   cancelled = sb->kill_requested;
   px_mutex_unlock(&sb->mu);
   if (cancelled)
-    px__job_kill(sb); /* kill() raced with start */
+    px__lnx_job_kill(sb); /* kill() raced with start */
   return 0;
 }
 
@@ -553,7 +553,7 @@ static int lnx_wait(px_sandbox_t *sb, px_outcome_t *out) {
 }
 
 static int lnx_kill(px_sandbox_t *sb) {
-  px__job_kill(sb);
+  px__lnx_job_kill(sb);
   return 0;
 }
 
@@ -563,35 +563,36 @@ static void lnx_release(px_sandbox_t *sb) {
     return;
   be = sb->be;
   PX__STAMP(sb, PX_T_RELEASE);
-  px__slot_discard(be, sb->slot); /* prepared, never started */
+  px__lnx_slot_discard(be, sb->slot); /* prepared, never started */
   sb->slot = NULL;
-  px__job_kill(sb);
+  px__lnx_job_kill(sb);
   px_mutex_lock(&sb->mu);
   while (sb->state == PX_SB_RUNNING)
     px_cond_wait(&sb->cv, &sb->mu);
   px_mutex_unlock(&sb->mu);
-  px__reaper_take_fd(be->reaper, &sb->slot_mnt_fd);
+  px__lnx_reaper_take_fd(be->reaper, &sb->slot_mnt_fd);
   /* Every process is dead now: the rest is bookkeeping the reaper does
    * while the engine delivers the result (inline if it cannot take it). */
-  if (px__reaper_take(be->reaper, &sb->cg, sb->job_dir ? sb->spec->key : NULL,
-                      sb->job_dir_mounted) != 0) {
-    px__cg_job_destroy(&be->cg, &sb->cg);
+  if (px__lnx_reaper_take(be->reaper, &sb->cg,
+                          sb->job_dir ? sb->spec->key : NULL,
+                          sb->job_dir_mounted) != 0) {
+    px__lnx_cg_job_destroy(&be->cg, &sb->cg);
     if (sb->job_dir)
-      px__jobdir_remove(be->work_root_fd, be->work_root, sb->spec->key,
+      px__lnx_jobdir_remove(be->work_root_fd, be->work_root, sb->spec->key,
                         sb->job_dir_mounted);
   }
   PX__STAMP(sb, PX_T_RELEASED);
-  px__stamps_log(sb);
+  px__lnx_stamps_log(sb);
   free(sb->job_dir);
-  px__plan_free(&sb->plan);
+  px__lnx_plan_free(&sb->plan);
   px_cond_destroy(&sb->cv);
   px_mutex_destroy(&sb->mu);
   free(sb);
 }
 
 static void lnx_pool_stats(void *state, px_pool_info_t *out) {
-  px__pool_stats_t st;
-  px__pool_stats(((px__lnx_backend_t *)state)->pool, &st);
+  px__lnx_pool_stats_t st;
+  px__lnx_pool_stats(((px__lnx_backend_t *)state)->pool, &st);
   out->size = st.size;
   out->ready = st.ready;
   out->taken = st.taken;

@@ -184,7 +184,7 @@ static int has_word(const char *text, const char *word) {
 }
 
 /* A short-lived child cgroup tells what a job cgroup will contain. */
-static void probe_v2_child(px__cg_host_t *h) {
+static void probe_v2_child(px__lnx_cg_host_t *h) {
   char p[PX_LNX_PATH_MAX];
   if (FAKE(h)) { /* what a kernel >= 5.19 shows */
     h->v2_kill = 1;
@@ -208,7 +208,7 @@ static void probe_v2_child(px__cg_host_t *h) {
 /* Pure v2: enable the controllers for children of the daemon's cgroup. If
  * the kernel refuses because the daemon's cgroup holds processes (the "no
  * internal processes" rule), move the daemon into a leaf first. */
-static void enable_v2_controllers(px__cg_host_t *h, const char *avail) {
+static void enable_v2_controllers(px__lnx_cg_host_t *h, const char *avail) {
   char want[64] = "", have[512] = "";
   char leaf[PX_LNX_PATH_MAX], pid[32];
   cg_read(h->v2_base, "cgroup.subtree_control", have, sizeof have);
@@ -230,7 +230,7 @@ static void enable_v2_controllers(px__cg_host_t *h, const char *avail) {
     cg_write(FAKE(h), h->v2_base, "cgroup.subtree_control", want);
 }
 
-static void detect_v2(px__cg_host_t *h, const char *v2root) {
+static void detect_v2(px__lnx_cg_host_t *h, const char *v2root) {
   char own[PX_LNX_PATH_MAX], ctrls[512] = "", sub[512] = "";
   if (own_path("", own, sizeof own) != 0)
     return;
@@ -259,7 +259,7 @@ static void detect_v2(px__cg_host_t *h, const char *v2root) {
   probe_v2_child(h);
 }
 
-static void detect_v1(px__cg_host_t *h, const char *root) {
+static void detect_v1(px__lnx_cg_host_t *h, const char *root) {
   static const char *const limit_file[PX_CG1_COUNT] = {
       "memory.limit_in_bytes", "pids.max", "cpuacct.usage", "freezer.state"};
   char own[PX_LNX_PATH_MAX], mnt[PX_LNX_PATH_MAX];
@@ -298,7 +298,7 @@ static void detect_v1(px__cg_host_t *h, const char *root) {
     h->freezer = PX_CG_V1;
 }
 
-int px__cg_detect(px__cg_host_t *h, const char *root_override) {
+int px__lnx_cg_detect(px__lnx_cg_host_t *h, const char *root_override) {
   const char *root = root_override ? root_override : "/sys/fs/cgroup";
   char v2root[PX_LNX_PATH_MAX];
   memset(h, 0, sizeof *h);
@@ -325,7 +325,7 @@ int px__cg_detect(px__cg_host_t *h, const char *root_override) {
   return 0;
 }
 
-void px__cg_host_free(px__cg_host_t *h) {
+void px__lnx_cg_host_free(px__lnx_cg_host_t *h) {
   int i;
   free(h->v2_base);
   for (i = 0; i < PX_CG1_COUNT; i++)
@@ -333,14 +333,14 @@ void px__cg_host_free(px__cg_host_t *h) {
   memset(h, 0, sizeof *h);
 }
 
-void px__cg_job_init(px__cg_job_t *j) {
+void px__lnx_cg_job_init(px__lnx_cg_job_t *j) {
   memset(j, 0, sizeof *j);
   j->v2_fd = -1;
   j->oom_efd = -1;
   j->mem_events_fd = -1;
 }
 
-static int make_dir(const px__cg_host_t *h, const char *base,
+static int make_dir(const px__lnx_cg_host_t *h, const char *base,
                     const char *name, char **out) {
   char p[PX_LNX_PATH_MAX];
   if (px_snprintf(p, sizeof p, "%s/%s", base, name) != 0)
@@ -358,8 +358,8 @@ static int make_dir(const px__cg_host_t *h, const char *base,
   return *out ? 0 : PX_ENOMEM;
 }
 
-int px__cg_job_create(const px__cg_host_t *h, const char *name,
-                      px__cg_job_t *j) {
+int px__lnx_cg_job_create(const px__lnx_cg_host_t *h, const char *name,
+                      px__lnx_cg_job_t *j) {
   int rc, i;
   if (h->v2_base) {
     if ((rc = make_dir(h, h->v2_base, name, &j->v2)) != 0)
@@ -387,7 +387,7 @@ int px__cg_job_create(const px__cg_host_t *h, const char *name,
   return 0;
 }
 
-static int limits_memory(const px__cg_host_t *h, px__cg_job_t *j,
+static int limits_memory(const px__lnx_cg_host_t *h, px__lnx_cg_job_t *j,
                          uint64_t bytes) {
   char v[32];
   int rc;
@@ -428,7 +428,8 @@ static int limits_memory(const px__cg_host_t *h, px__cg_job_t *j,
   return 0;
 }
 
-static int limits_pids(const px__cg_host_t *h, px__cg_job_t *j, uint64_t n) {
+static int limits_pids(const px__lnx_cg_host_t *h, px__lnx_cg_job_t *j,
+                       uint64_t n) {
   char v[32];
   int rc;
   px_snprintf(v, sizeof v, "%" PRIu64, n);
@@ -446,7 +447,7 @@ static int limits_pids(const px__cg_host_t *h, px__cg_job_t *j, uint64_t n) {
 
 /* OOM notification: v1 eventfd on memory.oom_control; v2 memory.events
  * signals EPOLLPRI on change. */
-static int open_mem_events(const px__cg_host_t *h, px__cg_job_t *j) {
+static int open_mem_events(const px__lnx_cg_host_t *h, px__lnx_cg_job_t *j) {
   char p[PX_LNX_PATH_MAX], reg[64];
   int cfd, rc;
   if (PX_LNX_INJECTED(PX_STEP_CGROUP_EVENTS)) {
@@ -475,7 +476,7 @@ static int open_mem_events(const px__cg_host_t *h, px__cg_job_t *j) {
   return rc;
 }
 
-int px__cg_job_limits(const px__cg_host_t *h, px__cg_job_t *j,
+int px__lnx_cg_job_limits(const px__lnx_cg_host_t *h, px__lnx_cg_job_t *j,
                       const px_limits_t *lim) {
   int rc;
   if (lim->memory_bytes && h->memory != PX_CG_NONE) {
@@ -494,8 +495,8 @@ int px__cg_job_limits(const px__cg_host_t *h, px__cg_job_t *j,
   return 0;
 }
 
-int px__cg_job_place(const px__cg_host_t *h, px__cg_job_t *j, pid_t pid,
-                     int in_v2) {
+int px__lnx_cg_job_place(const px__lnx_cg_host_t *h, px__lnx_cg_job_t *j,
+                         pid_t pid, int in_v2) {
   char v[32];
   int i, rc;
   px_snprintf(v, sizeof v, "%ld", (long)pid);
@@ -528,7 +529,7 @@ static void kill_listed(const char *dir) {
   }
 }
 
-int px__cg_job_kill(const px__cg_host_t *h, px__cg_job_t *j) {
+int px__lnx_cg_job_kill(const px__lnx_cg_host_t *h, px__lnx_cg_job_t *j) {
   const char *fz = j->v1[PX_CG1_FREEZER];
   if (j->v2 && h->v2_kill)
     return cg_write(FAKE(h), j->v2, "cgroup.kill", "1");
@@ -550,7 +551,8 @@ static int dir_empty(const char *dir) {
   return buf[0] == '\0';
 }
 
-int px__cg_job_empty(const px__cg_host_t *h, const px__cg_job_t *j) {
+int px__lnx_cg_job_empty(const px__lnx_cg_host_t *h,
+                         const px__lnx_cg_job_t *j) {
   int i;
   (void)h;
   if (!dir_empty(j->v2))
@@ -561,8 +563,8 @@ int px__cg_job_empty(const px__cg_host_t *h, const px__cg_job_t *j) {
   return 1;
 }
 
-static void stat_cpu(const px__cg_host_t *h, const px__cg_job_t *j,
-                     px__cg_stat_t *st) {
+static void stat_cpu(const px__lnx_cg_host_t *h, const px__lnx_cg_job_t *j,
+                     px__lnx_cg_stat_t *st) {
   char buf[1024];
   uint64_t v;
   if (h->cpu == PX_CG_V2 && j->v2 &&
@@ -592,8 +594,8 @@ static void stat_cpu(const px__cg_host_t *h, const px__cg_job_t *j,
   }
 }
 
-static void stat_mem(const px__cg_host_t *h, const px__cg_job_t *j,
-                     px__cg_stat_t *st) {
+static void stat_mem(const px__lnx_cg_host_t *h, const px__lnx_cg_job_t *j,
+                     px__lnx_cg_stat_t *st) {
   char buf[1024];
   if (h->memory == PX_CG_V2 && j->v2) {
     st->have_mem = read_u64(j->v2, "memory.current", &st->mem_current) == 0;
@@ -613,8 +615,8 @@ static void stat_mem(const px__cg_host_t *h, const px__cg_job_t *j,
     st->mem_peak = st->mem_current;
 }
 
-static void stat_pids(const px__cg_host_t *h, const px__cg_job_t *j,
-                      px__cg_stat_t *st) {
+static void stat_pids(const px__lnx_cg_host_t *h, const px__lnx_cg_job_t *j,
+                      px__lnx_cg_stat_t *st) {
   char buf[256];
   const char *d = h->pids == PX_CG_V2 ? j->v2
                   : h->pids == PX_CG_V1 ? j->v1[PX_CG1_PIDS]
@@ -628,8 +630,8 @@ static void stat_pids(const px__cg_host_t *h, const px__cg_job_t *j,
     keyed_u64(buf, "max", &st->pids_max_hits);
 }
 
-int px__cg_job_stat(const px__cg_host_t *h, const px__cg_job_t *j,
-                    px__cg_stat_t *st) {
+int px__lnx_cg_job_stat(const px__lnx_cg_host_t *h, const px__lnx_cg_job_t *j,
+                    px__lnx_cg_stat_t *st) {
   memset(st, 0, sizeof *st);
   stat_cpu(h, j, st);
   stat_mem(h, j, st);
@@ -639,7 +641,7 @@ int px__cg_job_stat(const px__cg_host_t *h, const px__cg_job_t *j,
 
 /* rmdir a cgroup; the kernel refuses (EBUSY) while tasks are exiting, so
  * retry for a short while. A fake tree holds files: remove them first. */
-static void remove_dir(const px__cg_host_t *h, char **dirp) {
+static void remove_dir(const px__lnx_cg_host_t *h, char **dirp) {
   int tries;
   if (!*dirp)
     return;
@@ -665,10 +667,10 @@ static void remove_dir(const px__cg_host_t *h, char **dirp) {
   *dirp = NULL;
 }
 
-void px__cg_job_destroy(const px__cg_host_t *h, px__cg_job_t *j) {
+void px__lnx_cg_job_destroy(const px__lnx_cg_host_t *h, px__lnx_cg_job_t *j) {
   int i;
-  if (!px__cg_job_empty(h, j)) {
-    px__cg_job_kill(h, j);
+  if (!px__lnx_cg_job_empty(h, j)) {
+    px__lnx_cg_job_kill(h, j);
     for (i = 0; i < PX_CG1_COUNT; i++)
       if (j->v1[i])
         kill_listed(j->v1[i]);

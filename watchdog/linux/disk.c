@@ -29,7 +29,7 @@
  * So nothing the job wrote outlives its directory's unmount (release, or
  * crash recovery, which unmounts every job directory it finds), and no
  * image or loop device outlives the daemon: an image left between create
- * and unlink by a crash is removed by px__disk_recover at the next open.
+ * and unlink by a crash is removed by px__lnx_disk_recover at the next open.
  *
  * The size cap is the file system's size (the kernel answers ENOSPC, and
  * EDQUOT never arises), the file cap its inode count (ENOSPC too). Fail
@@ -68,7 +68,7 @@
 static const char *const mkfs_paths[] = {"/usr/sbin/mke2fs", "/sbin/mke2fs",
                                          NULL};
 
-int px__disk_probe(px__lnx_backend_t *be) {
+int px__lnx_disk_probe(px__lnx_backend_t *be) {
   size_t i;
   int fd;
   be->mkfs = NULL;
@@ -101,7 +101,7 @@ int px__disk_probe(px__lnx_backend_t *be) {
 /* Images left by a daemon that died between creating and unlinking one.
  * Their loop devices, if any, detached themselves when its fds closed
  * (LO_FLAGS_AUTOCLEAR). */
-void px__disk_recover(const px__lnx_backend_t *be) {
+void px__lnx_disk_recover(const px__lnx_backend_t *be) {
   int fd = openat(be->work_root_fd, IMG_DIR,
                   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), n = 0;
   DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -265,7 +265,7 @@ static int fs_root_ready(int m) {
 /* Copy the template's allocated extents into the new image (same size):
  * the file system mke2fs would have written, for a fraction of its cost.
  * Explicit offsets: threads share the template fd. */
-static int clone_tmpl(const px__disk_tmpl_t *t, int img_fd) {
+static int clone_tmpl(const px__lnx_disk_tmpl_t *t, int img_fd) {
   size_t i;
   for (i = 0; i < t->n; i++) {
     loff_t in = (loff_t)t->ext[i].off, out = in;
@@ -282,10 +282,10 @@ static int clone_tmpl(const px__disk_tmpl_t *t, int img_fd) {
 }
 
 /* The template's fit: same size, files and owner. */
-static const px__disk_tmpl_t *tmpl_for(const px__lnx_backend_t *be,
+static const px__lnx_disk_tmpl_t *tmpl_for(const px__lnx_backend_t *be,
                                        uint64_t bytes, uint64_t inodes,
                                        uid_t uid, gid_t gid) {
-  const px__disk_tmpl_t *t = be->dtmpl;
+  const px__lnx_disk_tmpl_t *t = be->dtmpl;
   return t && t->bytes == bytes && t->inodes == inodes &&
                  uid == be->run_uid && gid == be->run_gid
              ? t
@@ -331,9 +331,10 @@ cleanup:
 
 /* --- the template ------------------------------------------------------- */
 
-int px__disk_template(px__lnx_backend_t *be, uint64_t bytes, uint64_t inodes) {
+int px__lnx_disk_template(px__lnx_backend_t *be, uint64_t bytes,
+                          uint64_t inodes) {
   char img[PX_LNX_PATH_MAX];
-  px__disk_tmpl_t *t;
+  px__lnx_disk_tmpl_t *t;
   off_t off = 0, data, hole;
   int fd, rc;
   bytes &= ~(uint64_t)4095;
@@ -377,7 +378,7 @@ int px__disk_template(px__lnx_backend_t *be, uint64_t bytes, uint64_t inodes) {
   return 0;
 }
 
-void px__disk_template_free(px__lnx_backend_t *be) {
+void px__lnx_disk_template_free(px__lnx_backend_t *be) {
   if (!be->dtmpl)
     return;
   close(be->dtmpl->fd);
@@ -389,7 +390,7 @@ void px__disk_template_free(px__lnx_backend_t *be) {
 
 #define DPOOL_MAX 8
 
-struct px__dpool_s {
+struct px__lnx_dpool_s {
   const px__lnx_backend_t *be; /* borrowed */
   uint64_t bytes, inodes;      /* what every ready one is */
   px_mutex_t mu;
@@ -402,7 +403,7 @@ struct px__dpool_s {
 };
 
 static void dpool_main(void *arg) {
-  px__dpool_t *p = arg;
+  px__lnx_dpool_t *p = arg;
   char name[64];
   int m;
   for (;;) {
@@ -429,13 +430,13 @@ static void dpool_main(void *arg) {
   }
 }
 
-uint64_t px__disk_inodes(uint64_t bytes, uint64_t want) {
+uint64_t px__lnx_disk_inodes(uint64_t bytes, uint64_t want) {
   return want < bytes / 8192u ? want : bytes / 8192u;
 }
 
-int px__dpool_open(const px__lnx_backend_t *be, size_t want, uint64_t bytes,
-                   uint64_t inodes, px__dpool_t **out) {
-  px__dpool_t *p;
+int px__lnx_dpool_open(const px__lnx_backend_t *be, size_t want, uint64_t bytes,
+                   uint64_t inodes, px__lnx_dpool_t **out) {
+  px__lnx_dpool_t *p;
   int rc;
   *out = NULL;
   if (want == 0 || bytes == 0 || !be->mkfs)
@@ -455,7 +456,7 @@ int px__dpool_open(const px__lnx_backend_t *be, size_t want, uint64_t bytes,
   return 0;
 }
 
-void px__dpool_close(px__dpool_t *p) {
+void px__lnx_dpool_close(px__lnx_dpool_t *p) {
   size_t i;
   if (!p)
     return;
@@ -471,7 +472,7 @@ void px__dpool_close(px__dpool_t *p) {
   free(p);
 }
 
-size_t px__dpool_ready(px__dpool_t *p, uint64_t *taken) {
+size_t px__lnx_dpool_ready(px__lnx_dpool_t *p, uint64_t *taken) {
   size_t n;
   if (taken)
     *taken = 0;
@@ -486,7 +487,7 @@ size_t px__dpool_ready(px__dpool_t *p, uint64_t *taken) {
 }
 
 /* A ready file system of this size, or -1. */
-static int dpool_take(px__dpool_t *p, uint64_t bytes, uint64_t inodes) {
+static int dpool_take(px__lnx_dpool_t *p, uint64_t bytes, uint64_t inodes) {
   int m = -1;
   if (!p || bytes != p->bytes || inodes != p->inodes)
     return -1;
@@ -500,7 +501,7 @@ static int dpool_take(px__dpool_t *p, uint64_t bytes, uint64_t inodes) {
   return m;
 }
 
-int px__disk_mount(const px__lnx_backend_t *be, const char *key,
+int px__lnx_disk_mount(const px__lnx_backend_t *be, const char *key,
                    const char *path, uint64_t bytes, uint64_t inodes,
                    uid_t uid, gid_t gid) {
   char name[128];

@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int px__relpath_ok(const char *path) {
+int px__lnx_relpath_ok(const char *path) {
   const char *p = path, *slash;
   if (!path || !*path || *path == '/' || strlen(path) > 1024)
     return 0;
@@ -70,7 +70,7 @@ static void rm_tree_at(int parent, const char *name, int depth) {
   unlinkat(parent, name, AT_REMOVEDIR);
 }
 
-void px__jobdir_remove(int root_fd, const char *root_path, const char *key,
+void px__lnx_jobdir_remove(int root_fd, const char *root_path, const char *key,
                        int mounted) {
   char p[PX_LNX_PATH_MAX];
   if (px_snprintf(p, sizeof p, "%s/%s", root_path, key) != 0)
@@ -81,7 +81,7 @@ void px__jobdir_remove(int root_fd, const char *root_path, const char *key,
   rm_tree_at(root_fd, key, 0);
 }
 
-int px__jobdir_create(int root_fd, const char *root_path, const char *key,
+int px__lnx_jobdir_create(int root_fd, const char *root_path, const char *key,
                       uint64_t tmpfs_bytes, int use_tmpfs, uid_t uid,
                       gid_t gid, char **out_path) {
   char p[PX_LNX_PATH_MAX], opts[160];
@@ -93,7 +93,7 @@ int px__jobdir_create(int root_fd, const char *root_path, const char *key,
     if (errno != EEXIST)
       return PX_LOG_ERRNO(PX_ESANDBOX, errno, "mkdirat(job dir)");
     /* A leftover of a crashed daemon: clear it, then start fresh. */
-    px__jobdir_remove(root_fd, root_path, key, 1);
+    px__lnx_jobdir_remove(root_fd, root_path, key, 1);
     if (mkdirat(root_fd, key, 0700) != 0)
       return PX_LOG_ERRNO(PX_ESANDBOX, errno, "mkdirat(job dir)");
   }
@@ -155,7 +155,7 @@ static int write_one(int top, const px_job_file_t *f, int exec, uid_t uid,
   char rel[1100];
   char *base;
   int pfd, fd, rc;
-  if (!px__relpath_ok(f->path) || px_strlcpy(rel, f->path, sizeof rel) != 0)
+  if (!px__lnx_relpath_ok(f->path) || px_strlcpy(rel, f->path, sizeof rel) != 0)
     return PX_EINVAL;
   pfd = open_parent(top, rel, &base, uid, gid);
   if (pfd < 0)
@@ -176,7 +176,7 @@ static int write_one(int top, const px_job_file_t *f, int exec, uid_t uid,
   return rc;
 }
 
-int px__jobdir_write(const char *dir, const px_job_file_t *files, size_t n,
+int px__lnx_jobdir_write(const char *dir, const px_job_file_t *files, size_t n,
                      int first_exec, uid_t uid, gid_t gid) {
   size_t i;
   int dfd, rc = 0;

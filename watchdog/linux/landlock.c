@@ -48,7 +48,7 @@ struct ll_ruleset_attr {
   (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE |               \
    LANDLOCK_ACCESS_FS_READ_DIR)
 
-int px__landlock_abi(void) {
+int px__lnx_landlock_abi(void) {
   long abi = syscall(__NR_landlock_create_ruleset, NULL, 0,
                      LANDLOCK_CREATE_RULESET_VERSION);
   return abi < 0 ? 0 : (int)abi;
@@ -81,7 +81,7 @@ static int add_path(int ruleset, const char *path, uint64_t access) {
   return (int)rc;
 }
 
-int px__landlock_apply(int abi, const px__ll_rule_t *rules, size_t n,
+int px__lnx_landlock_apply(int abi, const px__lnx_ll_rule_t *rules, size_t n,
                        int egress) {
   struct ll_ruleset_attr attr;
   size_t attr_size = sizeof(uint64_t);

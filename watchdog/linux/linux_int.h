@@ -45,7 +45,7 @@
 
 /* --- cgroup.c ----------------------------------------------------------- */
 
-typedef enum { PX_CG_NONE = 0, PX_CG_V1 = 1, PX_CG_V2 = 2 } px__cg_mode_t;
+typedef enum { PX_CG_NONE = 0, PX_CG_V1 = 1, PX_CG_V2 = 2 } px__lnx_cg_mode_t;
 
 enum { PX_CG1_MEMORY, PX_CG1_PIDS, PX_CG1_CPUACCT, PX_CG1_FREEZER,
        PX_CG1_COUNT };
@@ -53,17 +53,17 @@ enum { PX_CG1_MEMORY, PX_CG1_PIDS, PX_CG1_CPUACCT, PX_CG1_FREEZER,
 /* What this host offers, detected once at open. */
 typedef struct {
   int fake;                  /* root overridden (test seam): plain files */
-  px__cg_mode_t memory;      /* limit + peak + OOM events */
-  px__cg_mode_t pids;        /* pids.max + events */
-  px__cg_mode_t cpu;         /* CPU time accounting (cpu_ms limit) */
-  px__cg_mode_t freezer;     /* v1 freezer used for kill without v2 */
+  px__lnx_cg_mode_t memory;      /* limit + peak + OOM events */
+  px__lnx_cg_mode_t pids;        /* pids.max + events */
+  px__lnx_cg_mode_t cpu;         /* CPU time accounting (cpu_ms limit) */
+  px__lnx_cg_mode_t freezer;     /* v1 freezer used for kill without v2 */
   int v2_kill;               /* cgroup.kill exists in v2 child cgroups */
   int v1_memsw;              /* memory.memsw.limit_in_bytes exists */
   int v1_kmem_tcp;           /* memory.kmem.tcp.limit_in_bytes exists */
   int v2_peak;               /* memory.peak exists (v2) */
   char *v2_base;             /* owned: daemon's v2 cgroup dir, or NULL */
   char *v1_base[PX_CG1_COUNT]; /* owned: daemon's v1 dirs, or NULL */
-} px__cg_host_t;
+} px__lnx_cg_host_t;
 
 /* One job's cgroups. */
 typedef struct {
@@ -73,7 +73,7 @@ typedef struct {
   int oom_efd;               /* owned: v1 OOM eventfd, or -1 */
   int mem_events_fd;         /* owned: v2 memory.events (EPOLLPRI), or -1 */
   uint64_t enf;              /* PX_ENF bits applied */
-} px__cg_job_t;
+} px__lnx_cg_job_t;
 
 typedef struct {
   int have_cpu, have_mem, have_pids;
@@ -82,61 +82,61 @@ typedef struct {
   uint64_t pids_current, pids_peak;
   uint64_t oom_kills;        /* OOM kills inside the job */
   uint64_t pids_max_hits;    /* forks refused at pids.max */
-} px__cg_stat_t;
+} px__lnx_cg_stat_t;
 
 /* Detect controllers below `root_override` (NULL: /sys/fs/cgroup) into
  * *h (its strings are owned by h). Returns 0: absence is not an error. */
-int px__cg_detect(px__cg_host_t *h, const char *root_override);
-/* Free what px__cg_detect allocated; idempotent. */
-void px__cg_host_free(px__cg_host_t *h);
+int px__lnx_cg_detect(px__lnx_cg_host_t *h, const char *root_override);
+/* Free what px__lnx_cg_detect allocated; idempotent. */
+void px__lnx_cg_host_free(px__lnx_cg_host_t *h);
 /* An empty job (no dirs, fds -1): safe to destroy. */
-void px__cg_job_init(px__cg_job_t *j);
+void px__lnx_cg_job_init(px__lnx_cg_job_t *j);
 /* Create the job's cgroups named `name` below the daemon's own. */
-int px__cg_job_create(const px__cg_host_t *h, const char *name,
-                      px__cg_job_t *j);
+int px__lnx_cg_job_create(const px__lnx_cg_host_t *h, const char *name,
+                      px__lnx_cg_job_t *j);
 /* Write the limits of `lim` (0 = unlimited) and open event sources. */
-int px__cg_job_limits(const px__cg_host_t *h, px__cg_job_t *j,
+int px__lnx_cg_job_limits(const px__lnx_cg_host_t *h, px__lnx_cg_job_t *j,
                       const px_limits_t *lim);
 /* Put pid into every job cgroup it is not in yet (in_v2: placed by
  * CLONE_INTO_CGROUP already). */
-int px__cg_job_place(const px__cg_host_t *h, px__cg_job_t *j, pid_t pid,
-                     int in_v2);
+int px__lnx_cg_job_place(const px__lnx_cg_host_t *h, px__lnx_cg_job_t *j,
+                         pid_t pid, int in_v2);
 /* Kill every process: cgroup.kill, else freezer + SIGKILL. Returns 0 when
  * a cgroup mechanism was used, PX_ENOTSUP when none exists. */
-int px__cg_job_kill(const px__cg_host_t *h, px__cg_job_t *j);
+int px__lnx_cg_job_kill(const px__lnx_cg_host_t *h, px__lnx_cg_job_t *j);
 /* 1 when no process is left in any of the job's cgroups. */
-int px__cg_job_empty(const px__cg_host_t *h, const px__cg_job_t *j);
+int px__lnx_cg_job_empty(const px__lnx_cg_host_t *h, const px__lnx_cg_job_t *j);
 /* Read the job's accounting (fields left 0 where the host has none). */
-int px__cg_job_stat(const px__cg_host_t *h, const px__cg_job_t *j,
-                    px__cg_stat_t *st);
+int px__lnx_cg_job_stat(const px__lnx_cg_host_t *h, const px__lnx_cg_job_t *j,
+                    px__lnx_cg_stat_t *st);
 /* Close fds, remove the cgroups (kills leftovers first). Idempotent. */
-void px__cg_job_destroy(const px__cg_host_t *h, px__cg_job_t *j);
+void px__lnx_cg_job_destroy(const px__lnx_cg_host_t *h, px__lnx_cg_job_t *j);
 
 /* --- seccomp.c / landlock.c --------------------------------------------- */
 
 typedef struct {
   struct sock_filter *filter; /* owned */
   unsigned short len;
-} px__bpf_t;
+} px__lnx_bpf_t;
 
 /* Build the deny-list filter once into *out (owned by the caller, freed
- * with px__seccomp_free); !egress (the job's own netns, loopback only)
+ * with px__lnx_seccomp_free); !egress (the job's own netns, loopback only)
  * also allows AF_NETLINK/NETLINK_ROUTE. 0 or PX_E*. */
-int px__seccomp_build(int egress, px__bpf_t *out);
-void px__seccomp_free(px__bpf_t *p);
+int px__lnx_seccomp_build(int egress, px__lnx_bpf_t *out);
+void px__lnx_seccomp_free(px__lnx_bpf_t *p);
 /* Child side: load it (async-signal-safe). Returns 0 or -errno. */
-int px__seccomp_load(const px__bpf_t *p);
+int px__lnx_seccomp_load(const px__lnx_bpf_t *p);
 
 /* Landlock ABI of this kernel, 0 when absent/disabled. */
-int px__landlock_abi(void);
+int px__lnx_landlock_abi(void);
 typedef struct {
   const char *path; /* inside the sandbox */
   int rw;
-} px__ll_rule_t;
+} px__lnx_ll_rule_t;
 /* Child side, after pivot_root: read+exec everywhere, rw on rules with rw,
  * with egress (the host's network) TCP bind denied; scoping.
  * Returns 0 or -errno (async-signal-safe). */
-int px__landlock_apply(int abi, const px__ll_rule_t *rules, size_t n,
+int px__lnx_landlock_apply(int abi, const px__lnx_ll_rule_t *rules, size_t n,
                        int egress);
 
 /* --- mounts.c ------------------------------------------------------------ */
@@ -155,90 +155,92 @@ typedef enum {
   PX_MNT_DEVPTS,     /* a new devpts instance on dst, options src */
   PX_MNT_ATTACH,     /* move the detached tree fd (owned) onto dst */
   PX_MNT_REMOUNT_RO  /* remount dst read-only */
-} px__mnt_kind_t;
+} px__lnx_mnt_kind_t;
 
 typedef struct {
-  px__mnt_kind_t kind;
+  px__lnx_mnt_kind_t kind;
   int step;             /* PX_STEP_* reported when it fails */
   char *src;            /* owned: host path, symlink target or options */
   char *dst;            /* owned: absolute path in the staging root */
   unsigned long flags;  /* flags of the source mount to keep */
   int fd;               /* IDMAP kinds: the idmap user namespace
                            (borrowed); ATTACH: the detached tree (owned) */
-} px__mnt_op_t;
+} px__lnx_mnt_op_t;
 
 typedef struct {
-  px__mnt_op_t *ops;
+  px__lnx_mnt_op_t *ops;
   size_t n, cap;
-} px__mnt_plan_t;
+} px__lnx_mnt_plan_t;
 
 /* Backend-wide skeleton: the ro bind list, /dev (with /dev/shm, a tmpfs
  * of shm_bytes, and /dev/pts), /proc, /job, /tmp, and the generated /etc
  * identity files (passwd, group, nsswitch.conf, hosts) naming uid/gid,
  * written into etc_dir on the host and bound read-only, appended to *plan
  * (which owns its strings). 0 or PX_E*. */
-int px__mnt_skeleton(const char *stage, const char *etc_dir,
+int px__lnx_mnt_skeleton(const char *stage, const char *etc_dir,
                      const char *const *binds, uint64_t shm_bytes, uid_t uid,
-                     gid_t gid, px__mnt_plan_t *plan);
+                     gid_t gid, px__lnx_mnt_plan_t *plan);
 /* Append one operation (src may be NULL; both strings are copied). */
-int px__mnt_add(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
+int px__lnx_mnt_add(px__lnx_mnt_plan_t *plan, px__lnx_mnt_kind_t kind, int step,
                 const char *src, const char *dst);
 /* mkdir ops for every missing parent of stage+rel, then the bind of host
  * path src (directory, file or symlink) there. Missing src: nothing, 0. */
-int px__mnt_add_bind(px__mnt_plan_t *plan, int step, const char *src,
+int px__lnx_mnt_add_bind(px__lnx_mnt_plan_t *plan, int step, const char *src,
                      const char *stage, const char *rel, int rw);
-void px__mnt_plan_free(px__mnt_plan_t *plan);
+void px__lnx_mnt_plan_free(px__lnx_mnt_plan_t *plan);
 /* Daemon side, for a job in a warm slot: a detached copy of host path src
  * (open_tree), made read-only unless rw, nosuid, nodev, idmapped through
  * idmap_fd when >= 0 and the file system can, to be attached at dst (a
  * path inside the job's root) by the child. 0 or PX_E*. */
-int px__mnt_add_detached(px__mnt_plan_t *plan, int step, const char *src,
-                         const char *dst, int rw, int idmap_fd);
+int px__lnx_mnt_add_detached(px__lnx_mnt_plan_t *plan, int step,
+                             const char *src, const char *dst, int rw,
+                             int idmap_fd);
 /* Stub side (warm slot): in the stub's new mount namespace, build the root
  * from the skeleton (all but /proc, which needs the job's pid namespace),
  * a small tmpfs on /kb for the job's mount points, make the root read-only
  * and pivot into it. 0 or -errno with *step set (async-signal-safe). */
-int px__mnt_stub(const char *stage, const px__mnt_plan_t *skel, int *step);
+int px__lnx_mnt_stub(const char *stage, const px__lnx_mnt_plan_t *skel,
+                     int *step);
 /* Pool, once (in a process of its own): a new mount namespace holding
  * the sandbox root built from the skeleton without the mounts that must
  * be fresh per sandbox (/dev/shm, /dev/pts, /proc), read-only, pivoted
  * into. *ns_fd (O_CLOEXEC, owned by the caller; it keeps the namespace
  * alive) is opened before the pivot. 0 or -errno with *step set
  * (async-signal-safe). */
-int px__mnt_template(const char *stage, const px__mnt_plan_t *skel,
+int px__lnx_mnt_template(const char *stage, const px__lnx_mnt_plan_t *skel,
                      int *ns_fd, int *step);
 /* Stub side (warm slot): enter the template, unshare a private copy of
  * it, mount the per-sandbox instances (/dev/shm tmpfs, /dev/pts devpts)
  * and a small tmpfs on /kb for the job's mount points. The same root as
- * px__mnt_stub makes, for a copy of a few dozen mounts instead of the
+ * px__lnx_mnt_stub makes, for a copy of a few dozen mounts instead of the
  * host's whole tree plus every bind. 0 or -errno with *step set. */
-int px__mnt_stub_from(int tmpl_fd, const char *stage,
-                      const px__mnt_plan_t *skel, int *step);
+int px__lnx_mnt_stub_from(int tmpl_fd, const char *stage,
+                      const px__lnx_mnt_plan_t *skel, int *step);
 /* Child side in a warm slot: a fresh /proc, the job's attach operations
  * (paths inside the root), /kb read-only, cwd /job. 0 or -errno. */
-int px__mnt_child_pooled(const px__mnt_plan_t *job, int *step);
+int px__lnx_mnt_child_pooled(const px__lnx_mnt_plan_t *job, int *step);
 /* Child side: build the root from skeleton + job ops and pivot into it.
  * Returns 0 or -errno with *step set (async-signal-safe). */
-int px__mnt_child(const char *stage, const px__mnt_plan_t *skel,
-                  const px__mnt_plan_t *job, int *step);
+int px__lnx_mnt_child(const char *stage, const px__lnx_mnt_plan_t *skel,
+                  const px__lnx_mnt_plan_t *job, int *step);
 
 /* Host side job dir: root_path/key created fresh (a leftover is removed
  * first), a size-capped tmpfs mounted on it when use_tmpfs, owned by
  * uid/gid. *out_path (malloc'd, caller frees) is its host path. */
-int px__jobdir_create(int root_fd, const char *root_path, const char *key,
+int px__lnx_jobdir_create(int root_fd, const char *root_path, const char *key,
                       uint64_t tmpfs_bytes, int use_tmpfs, uid_t uid,
                       gid_t gid, char **out_path);
 /* Write the spec's files below dir (paths re-validated, no symlink
  * followed, O_EXCL; files[0] mode 0755 when first_exec, else 0644). 0,
  * PX_EINVAL for a bad path, or PX_E*. */
-int px__jobdir_write(const char *dir, const px_job_file_t *files, size_t n,
+int px__lnx_jobdir_write(const char *dir, const px_job_file_t *files, size_t n,
                      int first_exec, uid_t uid, gid_t gid);
 /* Unmount (when mounted) and remove root_path/key without following any
  * link the job planted. */
-void px__jobdir_remove(int root_fd, const char *root_path, const char *key,
+void px__lnx_jobdir_remove(int root_fd, const char *root_path, const char *key,
                        int mounted);
 /* 1 when `path` is a safe relative file name (no "..", not absolute). */
-int px__relpath_ok(const char *path);
+int px__lnx_relpath_ok(const char *path);
 
 /* --- disk.c ------------------------------------------------------------- */
 
@@ -253,48 +255,49 @@ typedef struct {
     uint64_t off, len;
   } ext[64];
   size_t n;
-} px__disk_tmpl_t;
+} px__lnx_disk_tmpl_t;
 
 /* At open: find mke2fs, check /dev/loop-control, make <work_root>/.px-img.
  * Sets be->mkfs (NULL when unusable: every disk-backed job then fails,
  * logged). 0 or PX_E*. */
-int px__disk_probe(px__lnx_backend_t *be);
+int px__lnx_disk_probe(px__lnx_backend_t *be);
 /* Remove job images a crashed daemon left in <work_root>/.px-img. */
-void px__disk_recover(const px__lnx_backend_t *be);
+void px__lnx_disk_recover(const px__lnx_backend_t *be);
 /* Mount a fresh ext4 of `bytes` with `inodes` files, root owned by
  * uid:gid, mode 0700, on the existing empty directory `path` (the job dir
  * of `key`): one made ahead (be->dpool) when it fits, else made now.
  * Fail closed: 0, or PX_ESANDBOX (logged) with nothing left mounted,
  * attached or on disk. Unmounting `path` frees everything. */
-int px__disk_mount(const px__lnx_backend_t *be, const char *key,
+int px__lnx_disk_mount(const px__lnx_backend_t *be, const char *key,
                    const char *path, uint64_t bytes, uint64_t inodes,
                    uid_t uid, gid_t gid);
 /* Make the template for job dirs of `bytes` and `inodes` (the default
- * size), after px__disk_probe. Its absence is no error (logged): job
+ * size), after px__lnx_disk_probe. Its absence is no error (logged): job
  * dirs then run mke2fs each. 0 or PX_ENOMEM. */
-int px__disk_template(px__lnx_backend_t *be, uint64_t bytes, uint64_t inodes);
-void px__disk_template_free(px__lnx_backend_t *be);
+int px__lnx_disk_template(px__lnx_backend_t *be, uint64_t bytes,
+                          uint64_t inodes);
+void px__lnx_disk_template_free(px__lnx_backend_t *be);
 /* Files of a disk-backed job dir of `bytes`: want, at most one per 8 KiB
  * (ext4's inode tables take 256 bytes an inode from the size). */
-uint64_t px__disk_inodes(uint64_t bytes, uint64_t want);
+uint64_t px__lnx_disk_inodes(uint64_t bytes, uint64_t want);
 /* The warm pool's part: a thread keeping `want` file systems of `bytes`
  * and `inodes` made ahead (detached mounts: nothing on any path, nothing
  * left by a crash). want 0, bytes 0 or no mkfs: none (*out NULL). */
-typedef struct px__dpool_s px__dpool_t;
-int px__dpool_open(const px__lnx_backend_t *be, size_t want, uint64_t bytes,
-                   uint64_t inodes, px__dpool_t **out);
+typedef struct px__lnx_dpool_s px__lnx_dpool_t;
+int px__lnx_dpool_open(const px__lnx_backend_t *be, size_t want, uint64_t bytes,
+                   uint64_t inodes, px__lnx_dpool_t **out);
 /* Stop the thread, release the ready ones, free. NULL is fine. */
-void px__dpool_close(px__dpool_t *p);
+void px__lnx_dpool_close(px__lnx_dpool_t *p);
 /* How many are ready now, and (taken, when not NULL) how many jobs took
  * one so far (0 for NULL). */
-size_t px__dpool_ready(px__dpool_t *p, uint64_t *taken);
+size_t px__lnx_dpool_ready(px__lnx_dpool_t *p, uint64_t *taken);
 
 /* --- the backend --------------------------------------------------------- */
 
-typedef struct px__wd_s px__wd_t;
-typedef struct px__spawner_s px__spawner_t;
-typedef struct px__pool_s px__pool_t;
-typedef struct px__slot_s px__slot_t;
+typedef struct px__lnx_wd_s px__lnx_wd_t;
+typedef struct px__lnx_spawner_s px__lnx_spawner_t;
+typedef struct px__lnx_pool_s px__lnx_pool_t;
+typedef struct px__lnx_slot_s px__lnx_slot_t;
 
 /* Pool counters (pool.c), for status and the bench. */
 typedef struct {
@@ -305,7 +308,7 @@ typedef struct {
   uint64_t made, failed;  /* slots made, slot makes that failed */
   uint64_t waited;        /* jobs that found none ready and waited for
                              one being made (taken or cold after) */
-} px__pool_stats_t;
+} px__lnx_pool_stats_t;
 
 struct px__lnx_backend_s {
   char *work_root;           /* owned */
@@ -318,8 +321,8 @@ struct px__lnx_backend_s {
   uint64_t job_dir_inodes;   /* their file cap */
   const char *mkfs;          /* mke2fs found at open (static string), or
                                 NULL: disk-backed job dirs unavailable */
-  struct px__dpool_s *dpool; /* owned: job dirs made ahead, or NULL */
-  px__disk_tmpl_t *dtmpl;    /* owned: the default size's template, or
+  struct px__lnx_dpool_s *dpool; /* owned: job dirs made ahead, or NULL */
+  px__lnx_disk_tmpl_t *dtmpl;    /* owned: the default size's template, or
                                 NULL */
   int allow_degraded;
   int is_root;               /* euid 0: no user namespace */
@@ -329,39 +332,39 @@ struct px__lnx_backend_s {
   int landlock_abi;
   int idmap_fd;              /* owned: userns mapping the KB owner uid to
                                 the job uid (KB mounts), or -1 */
-  px__cg_host_t cg;
-  px__mnt_plan_t skel;
-  px__bpf_t bpf[2];          /* [0] no egress, [1] egress */
+  px__lnx_cg_host_t cg;
+  px__lnx_mnt_plan_t skel;
+  px__lnx_bpf_t bpf[2];          /* [0] no egress, [1] egress */
   uint64_t available;        /* PX_ENF bits this host can apply */
-  px__wd_t *wd;              /* owned */
-  px__spawner_t *spawner;    /* owned: the thread every job is cloned from */
-  px__pool_t *pool;          /* owned: warm slots (pool.c), or NULL */
-  struct px__reaper_s *reaper; /* owned: cleans finished jobs (reaper.c) */
+  px__lnx_wd_t *wd;              /* owned */
+  px__lnx_spawner_t *spawner; /* owned: the thread every job is cloned from */
+  px__lnx_pool_t *pool;          /* owned: warm slots (pool.c), or NULL */
+  struct px__lnx_reaper_s *reaper; /* owned: cleans finished jobs (reaper.c) */
 };
 
 /* reaper.c: finished jobs' cgroups and directories, removed off the job's
  * critical path (processes are already dead when they get here). */
-typedef struct px__reaper_s px__reaper_t;
-int px__reaper_open(px__lnx_backend_t *be, px__reaper_t **out);
+typedef struct px__lnx_reaper_s px__lnx_reaper_t;
+int px__lnx_reaper_open(px__lnx_backend_t *be, px__lnx_reaper_t **out);
 /* Hand over a dead job's cgroups (moved: *cg is reset) and its job dir
  * key (copied; NULL: none). 0, or an error when the caller must clean up
  * itself (queue full, stopping, out of memory). */
-int px__reaper_take(px__reaper_t *r, px__cg_job_t *cg, const char *key,
-                    int mounted);
+int px__lnx_reaper_take(px__lnx_reaper_t *r, px__lnx_cg_job_t *cg,
+                        const char *key, int mounted);
 /* Hand over *fd to be closed by the reaper (a finished job's slot mount
  * namespace: its mounts are torn down at the close); closes it inline
  * when the reaper cannot take it. *fd is -1 afterwards. */
-void px__reaper_take_fd(px__reaper_t *r, int *fd);
+void px__lnx_reaper_take_fd(px__lnx_reaper_t *r, int *fd);
 /* Finish every queued cleanup, stop the thread, free. NULL is fine. */
-void px__reaper_close(px__reaper_t *r);
+void px__lnx_reaper_close(px__lnx_reaper_t *r);
 
 /* The exec plan a child follows: everything precomputed by the parent so
  * that the child only makes system calls (it is a fork of a threaded
  * process: no malloc, no locks). */
 typedef struct {
   const px__lnx_backend_t *be;
-  px__mnt_plan_t mnt;        /* job-specific mount ops */
-  px__ll_rule_t ll[3 + 16];
+  px__lnx_mnt_plan_t mnt;        /* job-specific mount ops */
+  px__lnx_ll_rule_t ll[3 + 16];
   size_t nll;
   char **argv, **envp;       /* owned, NULL-terminated */
   char *search_path;         /* owned: PATH for argv[0] lookup */
@@ -373,9 +376,9 @@ typedef struct {
                                 (PX_LNX_CHILD_STACK bytes), or NULL */
   /* fds, child ends, set by spawn */
   int sync_rd, err_wr, in_rd, out_wr, errout_wr;
-} px__plan_t;
+} px__lnx_plan_t;
 
-typedef enum { PX_SB_PREPARED, PX_SB_RUNNING, PX_SB_DONE } px__sb_state_t;
+typedef enum { PX_SB_PREPARED, PX_SB_RUNNING, PX_SB_DONE } px__lnx_sb_state_t;
 
 /* Step stamps of one job's path through the backend (CLOCK_MONOTONIC ns),
  * logged at "trace" level when the job is released: the per-step costs
@@ -395,16 +398,16 @@ typedef enum {
   PX_T_RELEASE,   /* release entered */
   PX_T_RELEASED,  /* release done (cleanup handed to the reaper) */
   PX_T_COUNT
-} px__stamp_t;
+} px__lnx_stamp_t;
 
 #define PX__STAMP(sb, t) ((sb)->stamp[(t)] = px_now_ns())
 /* Log sb's stamps as one trace line (nothing below the trace level). */
-void px__stamps_log(const struct px_sandbox_s *sb);
+void px__lnx_stamps_log(const struct px_sandbox_s *sb);
 
 typedef struct {
   px_sandbox_t *sb;
   int kind;
-} px__wd_reg_t;
+} px__lnx_wd_reg_t;
 
 struct px_sandbox_s {
   px__lnx_backend_t *be;      /* borrowed */
@@ -412,18 +415,18 @@ struct px_sandbox_s {
   px_sandbox_events_t ev;
   px_mutex_t mu;
   px_cond_t cv;
-  px__sb_state_t state;
+  px__lnx_sb_state_t state;
   int kill_sent, kill_requested, output_killed;
   char *job_dir;              /* owned: host path */
   int job_dir_mounted;
   int job_dir_disk;           /* an ext4 image, not a tmpfs */
   uint64_t dir_bytes, dir_inodes; /* the job dir's caps (0: none) */
   uint64_t dir_full_ms;       /* watchdog: when it was first seen full */
-  px__cg_job_t cg;
-  px__plan_t plan;
-  px__slot_t *slot;           /* owned: the warm slot it runs in, or NULL */
+  px__lnx_cg_job_t cg;
+  px__lnx_plan_t plan;
+  px__lnx_slot_t *slot;           /* owned: the warm slot it runs in, or NULL */
   int slot_mnt_fd;            /* owned: its slot's mount ns, held until
-                                 release (px__reaper_take_fd), or -1 */
+                                 release (px__lnx_reaper_take_fd), or -1 */
   int placed_v2;              /* born in its v2 cgroup (CLONE_INTO_CGROUP) */
   /* process */
   int pidfd;                  /* owned */
@@ -437,7 +440,7 @@ struct px_sandbox_s {
   size_t in_off;
   int wall_tfd, pause_tfd[2];
   int paused[2];
-  px__wd_reg_t reg[10];       /* epoll keys, by watchdog.c REG_* kind */
+  px__lnx_wd_reg_t reg[10];       /* epoll keys, by watchdog.c REG_* kind */
   /* accounting */
   uint64_t start_ms, end_ms;
   uint64_t peak_mem, peak_pids;
@@ -457,58 +460,60 @@ int px__lnx_collect(px_sandbox_t *sb, px_collector_t *c);
 
 /* spawn.c: fill sb->plan from sb->spec (0, PX_EINVAL, PX_ENOMEM); free
  * it (idempotent). */
-int px__plan_build(px_sandbox_t *sb);
-void px__plan_free(px__plan_t *p);
+int px__lnx_plan_build(px_sandbox_t *sb);
+void px__lnx_plan_free(px__lnx_plan_t *p);
 /* clone3 + placement + release; fills sb->pidfd/pid and the stream fds.
  * On failure the child is dead and reaped; returns PX_E*. */
-int px__spawn(px_sandbox_t *sb);
+int px__lnx_spawn(px_sandbox_t *sb);
 /* spawner.c: the backend's spawner thread (parent of every job's pid 1). */
-int px__spawner_open(px__spawner_t **out);
-void px__spawner_close(px__spawner_t *sp);
+int px__lnx_spawner_open(px__lnx_spawner_t **out);
+void px__lnx_spawner_close(px__lnx_spawner_t *sp);
 /* Run fn(arg) on the spawner thread, one call at a time; its result and
  * errno come back. */
-pid_t px__spawner_call(px__spawner_t *sp, pid_t (*fn)(void *), void *arg);
+pid_t px__lnx_spawner_call(px__lnx_spawner_t *sp, pid_t (*fn)(void *),
+                           void *arg);
 /* Bring lo up in the caller's network namespace (async-signal-safe).
  * 0, or -1 with errno. */
 int px__lnx_loopback_up(void);
 
 /* pool.c: warm slots. open with size 0 makes none (*out NULL). */
-int px__pool_open(px__lnx_backend_t *be, size_t size, px__pool_t **out);
-void px__pool_close(px__pool_t *p);
+int px__lnx_pool_open(px__lnx_backend_t *be, size_t size, px__lnx_pool_t **out);
+void px__lnx_pool_close(px__lnx_pool_t *p);
 /* "px-slot-<tag>-": the prefix of this work root's slot cgroups. */
-void px__pool_prefix(const px__lnx_backend_t *be, char *out, size_t n);
+void px__lnx_pool_prefix(const px__lnx_backend_t *be, char *out, size_t n);
 /* Remove the slot cgroups a crashed daemon left for this work root. */
-void px__pool_recover(const px__lnx_backend_t *be);
+void px__lnx_pool_recover(const px__lnx_backend_t *be);
 /* A ready slot for a job, or NULL (cold path; counted). eligible: the job
  * can run in a slot at all (root mode, no net:egress). With none ready
  * while one is being made (and making works), waits for it, bounded
  * (POOL_WAIT_MS, pool.c). NULL pool: NULL. */
-px__slot_t *px__pool_take(px__pool_t *p, int eligible);
-void px__pool_stats(px__pool_t *p, px__pool_stats_t *out);
+px__lnx_slot_t *px__lnx_pool_take(px__lnx_pool_t *p, int eligible);
+void px__lnx_pool_stats(px__lnx_pool_t *p, px__lnx_pool_stats_t *out);
 /* The slot's cgroups (moved into the sandbox at take). */
-px__cg_job_t *px__slot_cgroups(px__slot_t *s);
+px__lnx_cg_job_t *px__lnx_slot_cgroups(px__lnx_slot_t *s);
 /* Hand sb to the slot's stub, which clones the job's pid 1 with
  * from_stub (spawn.c's: a sibling through CLONE_PARENT, in the stub's
  * cgroups and network namespace; the pid, or -1 with errno): the job's
  * pid (its pidfd in sb->pidfd), or -1 with errno. The stub has exited
  * when it returns. */
-pid_t px__slot_spawn(px__slot_t *s, px_sandbox_t *sb,
+pid_t px__lnx_slot_spawn(px__lnx_slot_t *s, px_sandbox_t *sb,
                      pid_t (*from_stub)(px_sandbox_t *sb));
 /* Kill the stub if alive and free the slot (and its cgroups if it still
  * owns them). NULL is fine. */
-void px__slot_discard(const px__lnx_backend_t *be, px__slot_t *s);
+void px__lnx_slot_discard(const px__lnx_backend_t *be, px__lnx_slot_t *s);
 
 /* watchdog.c: start the watchdog thread (*out owned by the backend);
  * stop and free it (jobs must have been released). */
-int px__wd_open(px__lnx_backend_t *be, px__wd_t **out);
-void px__wd_close(px__wd_t *wd);
+int px__lnx_wd_open(px__lnx_backend_t *be, px__lnx_wd_t **out);
+void px__lnx_wd_close(px__lnx_wd_t *wd);
 /* Hand a started job to the watchdog thread (registers its fds). */
-int px__wd_add(px__wd_t *wd, px_sandbox_t *sb);
+int px__lnx_wd_add(px__lnx_wd_t *wd, px_sandbox_t *sb);
 /* Record a violation (first wins) and kill; thread-safe. */
-void px__job_violation(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
-                       uint64_t observed, px_detector_t by);
+void px__lnx_job_violation(px_sandbox_t *sb, px_limit_t limit,
+                           uint64_t configured, uint64_t observed,
+                           px_detector_t by);
 /* Kill every process of the job; thread-safe, idempotent. */
-void px__job_kill(px_sandbox_t *sb);
+void px__lnx_job_kill(px_sandbox_t *sb);
 
 /* Default ro bind list (NULL-terminated). */
 extern const char *const px__lnx_default_binds[];

@@ -48,9 +48,9 @@ const char *const px__lnx_default_binds[] = {
 static const char *const dev_nodes[] = {"null", "zero", "full", "random",
                                         "urandom", NULL};
 
-int px__mnt_add(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
+int px__lnx_mnt_add(px__lnx_mnt_plan_t *plan, px__lnx_mnt_kind_t kind, int step,
                 const char *src, const char *dst) {
-  px__mnt_op_t *op;
+  px__lnx_mnt_op_t *op;
   if (px_array_reserve(&plan->ops, &plan->cap, plan->n + 1, sizeof *plan->ops,
                        32))
     return PX_ENOMEM;
@@ -69,7 +69,7 @@ int px__mnt_add(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
   return 0;
 }
 
-void px__mnt_plan_free(px__mnt_plan_t *plan) {
+void px__lnx_mnt_plan_free(px__lnx_mnt_plan_t *plan) {
   size_t i;
   for (i = 0; i < plan->n; i++) {
     if (plan->ops[i].kind == PX_MNT_ATTACH && plan->ops[i].fd >= 0)
@@ -81,7 +81,7 @@ void px__mnt_plan_free(px__mnt_plan_t *plan) {
   memset(plan, 0, sizeof *plan);
 }
 
-static int have_dir(const px__mnt_plan_t *plan, const char *dst) {
+static int have_dir(const px__lnx_mnt_plan_t *plan, const char *dst) {
   size_t i;
   for (i = 0; i < plan->n; i++)
     if (plan->ops[i].kind == PX_MNT_MKDIR && strcmp(plan->ops[i].dst, dst) == 0)
@@ -90,7 +90,7 @@ static int have_dir(const px__mnt_plan_t *plan, const char *dst) {
 }
 
 /* mkdir ops for each parent of dst below its first component's parent. */
-static int add_parents(px__mnt_plan_t *plan, int step, const char *dst,
+static int add_parents(px__lnx_mnt_plan_t *plan, int step, const char *dst,
                        size_t root_len) {
   char p[PX_LNX_PATH_MAX];
   char *s;
@@ -99,7 +99,7 @@ static int add_parents(px__mnt_plan_t *plan, int step, const char *dst,
     return PX_ERANGE;
   for (s = p + root_len + 1; (s = strchr(s, '/')) != NULL; s++) {
     *s = '\0';
-    if (!have_dir(plan, p) && (rc = px__mnt_add(plan, PX_MNT_MKDIR, step,
+    if (!have_dir(plan, p) && (rc = px__lnx_mnt_add(plan, PX_MNT_MKDIR, step,
                                                 NULL, p)) != 0)
       return rc;
     *s = '/';
@@ -123,7 +123,7 @@ static unsigned long kept_flags(const char *src) {
   return f;
 }
 
-int px__mnt_add_bind(px__mnt_plan_t *plan, int step, const char *src,
+int px__lnx_mnt_add_bind(px__lnx_mnt_plan_t *plan, int step, const char *src,
                      const char *stage, const char *rel, int rw) {
   struct stat st;
   char target[PX_LNX_PATH_MAX], dst[PX_LNX_PATH_MAX];
@@ -139,27 +139,28 @@ int px__mnt_add_bind(px__mnt_plan_t *plan, int step, const char *src,
     if (n <= 0)
       return 0;
     target[n] = '\0';
-    return px__mnt_add(plan, PX_MNT_SYMLINK, step, target, dst);
+    return px__lnx_mnt_add(plan, PX_MNT_SYMLINK, step, target, dst);
   }
   if (S_ISDIR(st.st_mode)) {
     if (!have_dir(plan, dst) &&
-        (rc = px__mnt_add(plan, PX_MNT_MKDIR, step, NULL, dst)) != 0)
+        (rc = px__lnx_mnt_add(plan, PX_MNT_MKDIR, step, NULL, dst)) != 0)
       return rc;
-  } else if ((rc = px__mnt_add(plan, PX_MNT_FILE, step, NULL, dst)) != 0) {
+  } else if ((rc = px__lnx_mnt_add(plan, PX_MNT_FILE, step, NULL, dst)) != 0) {
     return rc;
   }
-  rc = px__mnt_add(plan, rw ? PX_MNT_BIND_RW : PX_MNT_BIND_RO, step, src, dst);
+  rc = px__lnx_mnt_add(plan, rw ? PX_MNT_BIND_RW : PX_MNT_BIND_RO, step, src,
+                       dst);
   if (rc == 0)
     plan->ops[plan->n - 1].flags = kept_flags(src);
   return rc;
 }
 
-static int add_at(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
+static int add_at(px__lnx_mnt_plan_t *plan, px__lnx_mnt_kind_t kind, int step,
                   const char *src, const char *stage, const char *rel) {
   char p[PX_LNX_PATH_MAX];
   if (px_snprintf(p, sizeof p, "%s%s", stage, rel) != 0)
     return PX_ERANGE;
-  return px__mnt_add(plan, kind, step, src, p);
+  return px__lnx_mnt_add(plan, kind, step, src, p);
 }
 
 /* /dev/shm and /dev/pts: POSIX shared memory and semaphores
@@ -169,7 +170,7 @@ static int add_at(px__mnt_plan_t *plan, px__mnt_kind_t kind, int step,
  * /dev/pts is a new devpts instance: the job sees only its own terminals,
  * and TIOCSTI stays refused by seccomp. */
 static int skeleton_shm_pts(const char *stage, uint64_t shm_bytes,
-                            px__mnt_plan_t *plan) {
+                            px__lnx_mnt_plan_t *plan) {
   char opts[96];
   int rc;
   px_snprintf(opts, sizeof opts, "size=%" PRIu64 ",nr_inodes=1024,mode=1777",
@@ -191,7 +192,7 @@ static int skeleton_shm_pts(const char *stage, uint64_t shm_bytes,
 }
 
 static int skeleton_dev(const char *stage, uint64_t shm_bytes,
-                        px__mnt_plan_t *plan) {
+                        px__lnx_mnt_plan_t *plan) {
   char src[64], rel[64];
   size_t i;
   int rc = 0;
@@ -223,11 +224,11 @@ static int skeleton_dev(const char *stage, uint64_t shm_bytes,
 
 /* 1 when a bind (or an earlier generated file) already covers stage+rel:
  * the admin's bind list wins over a generated file. */
-static int covered(const px__mnt_plan_t *plan, const char *stage,
+static int covered(const px__lnx_mnt_plan_t *plan, const char *stage,
                    const char *rel) {
   size_t i, sl = strlen(stage);
   for (i = 0; i < plan->n; i++) {
-    const px__mnt_op_t *op = &plan->ops[i];
+    const px__lnx_mnt_op_t *op = &plan->ops[i];
     const char *d = op->dst + sl;
     size_t dl = strlen(d);
     if (op->kind == PX_MNT_MKDIR || op->kind == PX_MNT_TMPFS ||
@@ -272,7 +273,7 @@ static int write_host_file(int dir_fd, const char *name, const char *text) {
  * for writing there could be copied into a concurrent child and make a
  * read-only remount fail). */
 static int skeleton_etc(const char *stage, const char *etc_dir, uid_t uid,
-                        gid_t gid, px__mnt_plan_t *plan) {
+                        gid_t gid, px__lnx_mnt_plan_t *plan) {
   char passwd[256], group[128], src[PX_LNX_PATH_MAX], dst[64];
   static const char nss[] = "passwd: files\ngroup: files\nshadow: files\n"
                             "hosts: files\nnetworks: files\n"
@@ -303,15 +304,15 @@ static int skeleton_etc(const char *stage, const char *etc_dir, uid_t uid,
       continue;
     if ((rc = write_host_file(dfd, files[i][0], files[i][1])) == 0 &&
         px_snprintf(src, sizeof src, "%s/%s", etc_dir, files[i][0]) == 0)
-      rc = px__mnt_add_bind(plan, PX_STEP_ETC_FILES, src, stage, dst, 0);
+      rc = px__lnx_mnt_add_bind(plan, PX_STEP_ETC_FILES, src, stage, dst, 0);
   }
   close(dfd);
   return rc;
 }
 
-int px__mnt_skeleton(const char *stage, const char *etc_dir,
+int px__lnx_mnt_skeleton(const char *stage, const char *etc_dir,
                      const char *const *binds, uint64_t shm_bytes, uid_t uid,
-                     gid_t gid, px__mnt_plan_t *plan) {
+                     gid_t gid, px__lnx_mnt_plan_t *plan) {
   char tmp[PX_LNX_PATH_MAX];
   size_t i;
   int rc = 0;
@@ -321,7 +322,8 @@ int px__mnt_skeleton(const char *stage, const char *etc_dir,
       PX_LOG(PX_LOG_ERROR, "ro bind must be an absolute path below /");
       return PX_EINVAL;
     }
-    rc = px__mnt_add_bind(plan, PX_STEP_BIND_RO, binds[i], stage, binds[i], 0);
+    rc = px__lnx_mnt_add_bind(plan, PX_STEP_BIND_RO, binds[i], stage, binds[i],
+                              0);
   }
   if (rc == 0)
     rc = skeleton_etc(stage, etc_dir, uid, gid, plan);
@@ -363,8 +365,9 @@ struct px_mount_attr {
   uint64_t attr_set, attr_clr, propagation, userns_fd;
 };
 
-int px__mnt_add_detached(px__mnt_plan_t *plan, int step, const char *src,
-                         const char *dst, int rw, int idmap_fd) {
+int px__lnx_mnt_add_detached(px__lnx_mnt_plan_t *plan, int step,
+                             const char *src, const char *dst, int rw,
+                             int idmap_fd) {
   struct px_mount_attr attr;
   int t, rc;
   if (PX_LNX_INJECTED(step))
@@ -392,7 +395,7 @@ int px__mnt_add_detached(px__mnt_plan_t *plan, int step, const char *src,
     return rc;
   }
 add:
-  if ((rc = px__mnt_add(plan, PX_MNT_ATTACH, step, NULL, dst)) != 0) {
+  if ((rc = px__lnx_mnt_add(plan, PX_MNT_ATTACH, step, NULL, dst)) != 0) {
     close(t);
     return rc;
   }
@@ -406,7 +409,7 @@ add:
  * appear (and are created) as the job's own, so kb:write works without
  * handing the tree to uid 65534 on the host. Returns 1 when the file
  * system cannot do it (the caller binds plainly), 0 or -errno. */
-static int idmap_bind(const px__mnt_op_t *op) {
+static int idmap_bind(const px__lnx_mnt_op_t *op) {
   struct px_mount_attr attr;
   int t, rc = 0;
   t = (int)syscall(SYS_open_tree, AT_FDCWD, op->src,
@@ -427,7 +430,7 @@ static int idmap_bind(const px__mnt_op_t *op) {
   return rc;
 }
 
-static int run_op(const px__mnt_op_t *op) {
+static int run_op(const px__lnx_mnt_op_t *op) {
   unsigned long base = MS_REMOUNT | MS_BIND | MS_NOSUID | op->flags;
   if (PX_LNX_INJECTED(op->step))
     return -EPERM;
@@ -494,7 +497,7 @@ static int run_op(const px__mnt_op_t *op) {
   return -EINVAL;
 }
 
-static int run_plan(const px__mnt_plan_t *p, int *step) {
+static int run_plan(const px__lnx_mnt_plan_t *p, int *step) {
   size_t i;
   int rc;
   for (i = 0; i < p->n; i++) {
@@ -512,7 +515,8 @@ static int run_plan(const px__mnt_plan_t *p, int *step) {
     return -errno; /* the call's, or the injected fault's */                 \
   } while (0)
 
-int px__mnt_stub(const char *stage, const px__mnt_plan_t *skel, int *step) {
+int px__lnx_mnt_stub(const char *stage, const px__lnx_mnt_plan_t *skel,
+                     int *step) {
   char kb[PX_LNX_PATH_MAX];
   size_t i, n = strlen(stage);
   int rc;
@@ -554,13 +558,13 @@ int px__mnt_stub(const char *stage, const px__mnt_plan_t *skel, int *step) {
 /* Mounts of the skeleton that must be a fresh instance in every sandbox
  * (a writable tmpfs, a devpts instance, proc): never part of the shared
  * template. The /dev tmpfs itself is made read-only and may be shared. */
-static int per_instance(const px__mnt_op_t *op, const char *stage) {
+static int per_instance(const px__lnx_mnt_op_t *op, const char *stage) {
   const char *rel = op->dst + strlen(stage);
   return op->kind == PX_MNT_PROC || op->kind == PX_MNT_DEVPTS ||
          (op->kind == PX_MNT_TMPFS && strcmp(rel, "/dev") != 0);
 }
 
-int px__mnt_template(const char *stage, const px__mnt_plan_t *skel,
+int px__lnx_mnt_template(const char *stage, const px__lnx_mnt_plan_t *skel,
                      int *ns_fd, int *step) {
   size_t i;
   int rc;
@@ -595,8 +599,8 @@ int px__mnt_template(const char *stage, const px__mnt_plan_t *skel,
   return 0;
 }
 
-int px__mnt_stub_from(int tmpl_fd, const char *stage,
-                      const px__mnt_plan_t *skel, int *step) {
+int px__lnx_mnt_stub_from(int tmpl_fd, const char *stage,
+                      const px__lnx_mnt_plan_t *skel, int *step) {
   char dst[PX_LNX_PATH_MAX];
   size_t i, n = strlen(stage);
   int rc;
@@ -606,7 +610,7 @@ int px__mnt_stub_from(int tmpl_fd, const char *stage,
       setns(tmpl_fd, CLONE_NEWNS) != 0 || unshare(CLONE_NEWNS) != 0)
     FAIL_STEP(PX_STEP_MOUNT_PRIVATE);
   for (i = 0; i < skel->n; i++) {
-    px__mnt_op_t op = skel->ops[i];
+    px__lnx_mnt_op_t op = skel->ops[i];
     if (!per_instance(&op, stage) || op.kind == PX_MNT_PROC)
       continue; /* proc: the job's own pid namespace, by its pid 1 */
     if (strlen(op.dst) - n + 1 > sizeof dst) {
@@ -628,7 +632,7 @@ int px__mnt_stub_from(int tmpl_fd, const char *stage,
   return 0;
 }
 
-int px__mnt_child_pooled(const px__mnt_plan_t *job, int *step) {
+int px__lnx_mnt_child_pooled(const px__lnx_mnt_plan_t *job, int *step) {
   int rc;
   if (PX_LNX_INJECTED(PX_STEP_MOUNT_PROC) ||
       mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL))
@@ -645,8 +649,8 @@ int px__mnt_child_pooled(const px__mnt_plan_t *job, int *step) {
   return 0;
 }
 
-int px__mnt_child(const char *stage, const px__mnt_plan_t *skel,
-                  const px__mnt_plan_t *job, int *step) {
+int px__lnx_mnt_child(const char *stage, const px__lnx_mnt_plan_t *skel,
+                  const px__lnx_mnt_plan_t *job, int *step) {
   int rc;
   /* Nothing we mount may propagate back to the host. */
   if (PX_LNX_INJECTED(PX_STEP_MOUNT_PRIVATE) ||

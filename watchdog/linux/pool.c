@@ -75,11 +75,11 @@
  * CPUs from the refill. */
 #define POOL_WAIT_MS 200
 
-struct px__slot_s {
+struct px__lnx_slot_s {
   const px__lnx_backend_t *be; /* borrowed */
   int tmpl_fd;      /* borrowed: the pool's template mount ns, or -1 */
   char name[80];    /* cgroup name: px-slot-<tag>-<pid>-<n> */
-  px__cg_job_t cg;  /* owned until taken (then the sandbox's) */
+  px__lnx_cg_job_t cg;  /* owned until taken (then the sandbox's) */
   pid_t stub_pid;
   pid_t daemon_pid;
   int stub_pidfd;   /* owned */
@@ -88,7 +88,7 @@ struct px__slot_s {
   int res[2];       /* owned: [1] the stub writes ready / the job's pid */
   void *stack;      /* owned: the stub's stack (shared memory) */
   /* What the stub calls to clone the job (spawn.c's, given to
-   * px__slot_spawn: this file does not name it), set before the command. */
+   * px__lnx_slot_spawn: this file does not name it), set before the command. */
   pid_t (*from_stub)(px_sandbox_t *sb);
 };
 
@@ -97,7 +97,7 @@ typedef struct {
   int32_t err;
 } stub_res_t;
 
-struct px__pool_s {
+struct px__lnx_pool_s {
   px__lnx_backend_t *be; /* borrowed */
   px_mutex_t mu;
   px_cond_t cv;
@@ -106,12 +106,12 @@ struct px__pool_s {
   size_t size;                  /* slots to keep ready */
   size_t making;                /* slots being made now (guarded by mu) */
   int failing;                  /* the last slot make failed (mu) */
-  px__slot_t *ready[POOL_MAX];  /* guarded by mu */
+  px__lnx_slot_t *ready[POOL_MAX];  /* guarded by mu */
   size_t n;
   uint64_t seq;
   char tag[16];
   int tmpl_fd;                  /* owned: template mount namespace, or -1 */
-  px__pool_stats_t st;          /* guarded by mu */
+  px__lnx_pool_stats_t st;          /* guarded by mu */
 };
 
 /* --- the stub (shares the daemon's memory: system calls only) ---------- */
@@ -126,7 +126,7 @@ static int stub_prepare(const px__lnx_backend_t *be, int tmpl_fd,
   if (unshare(CLONE_NEWNET) != 0 || px__lnx_loopback_up() != 0)
     return errno ? errno : EIO;
   if (tmpl_fd >= 0) { /* a copy of the pool's template root */
-    rc = px__mnt_stub_from(tmpl_fd, be->stage, &be->skel, step);
+    rc = px__lnx_mnt_stub_from(tmpl_fd, be->stage, &be->skel, step);
     if (rc < 0)
       return -rc;
   }
@@ -139,12 +139,12 @@ static int stub_prepare(const px__lnx_backend_t *be, int tmpl_fd,
     return errno;
   if (tmpl_fd >= 0)
     return 0;
-  rc = px__mnt_stub(be->stage, &be->skel, step);
+  rc = px__lnx_mnt_stub(be->stage, &be->skel, step);
   return rc < 0 ? -rc : 0;
 }
 
 static PX_LNX_NO_ASAN int stub_main(void *arg) {
-  px__slot_t *s = arg;
+  px__lnx_slot_t *s = arg;
   stub_res_t r = {0, 0};
   uintptr_t addr = 0; /* the sandbox, in the memory we share */
   int step = 0;
@@ -169,7 +169,7 @@ static PX_LNX_NO_ASAN int stub_main(void *arg) {
 /* On the spawner thread: the stub's parent is the thread every job's
  * parent is. */
 static pid_t clone_stub(void *arg) {
-  px__slot_t *s = arg;
+  px__lnx_slot_t *s = arg;
   return (pid_t)clone(stub_main, (char *)s->stack + STUB_STACK,
                       CLONE_VM | CLONE_FILES | CLONE_PIDFD | SIGCHLD, s,
                       &s->stub_pidfd);
@@ -183,7 +183,7 @@ static void close_fd(int *fd) {
   *fd = -1;
 }
 
-static void reap_stub(px__slot_t *s, int kill_it) {
+static void reap_stub(px__lnx_slot_t *s, int kill_it) {
   siginfo_t si;
   if (s->stub_pidfd < 0)
     return;
@@ -198,11 +198,11 @@ static void reap_stub(px__slot_t *s, int kill_it) {
 
 /* Kill the stub (if any), free what the slot still owns (its cgroups too,
  * unless a sandbox took them). NULL is fine. */
-void px__slot_discard(const px__lnx_backend_t *be, px__slot_t *s) {
+void px__lnx_slot_discard(const px__lnx_backend_t *be, px__lnx_slot_t *s) {
   if (!s)
     return;
   reap_stub(s, 1);
-  px__cg_job_destroy(&be->cg, &s->cg);
+  px__lnx_cg_job_destroy(&be->cg, &s->cg);
   close_fd(&s->mnt_fd);
   close_fd(&s->cmd[0]);
   close_fd(&s->cmd[1]);
@@ -212,7 +212,7 @@ void px__slot_discard(const px__lnx_backend_t *be, px__slot_t *s) {
   free(s);
 }
 
-static int read_res(px__slot_t *s, stub_res_t *r) {
+static int read_res(px__lnx_slot_t *s, stub_res_t *r) {
   struct pollfd pfd;
   ssize_t n;
   pfd.fd = s->res[0];
@@ -231,9 +231,9 @@ static int read_res(px__slot_t *s, stub_res_t *r) {
  * path): the job's pid 1 is then not the last holder, so the namespace's
  * mounts are not torn down in its exit, between the job's end and the
  * daemon seeing it, but when the reaper drops the reference after the
- * job (px__reaper_take_fd). The stub is our unreaped child: its pid
+ * job (px__lnx_reaper_take_fd). The stub is our unreaped child: its pid
  * names it. */
-static int hold_mnt_ns(px__slot_t *s) {
+static int hold_mnt_ns(px__lnx_slot_t *s) {
   char path[64];
   px_snprintf(path, sizeof path, "/proc/%ld/ns/mnt", (long)s->stub_pid);
   s->mnt_fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -242,9 +242,9 @@ static int hold_mnt_ns(px__slot_t *s) {
   return 0;
 }
 
-static int slot_make(px__pool_t *p, px__slot_t **out) {
+static int slot_make(px__lnx_pool_t *p, px__lnx_slot_t **out) {
   px__lnx_backend_t *be = p->be;
-  px__slot_t *s = calloc(1, sizeof *s);
+  px__lnx_slot_t *s = calloc(1, sizeof *s);
   stub_res_t r;
   pid_t pid;
   uint64_t t[5], seq;
@@ -253,7 +253,7 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
   if (!s)
     return PX_ENOMEM;
   t[0] = px_now_ns();
-  px__cg_job_init(&s->cg);
+  px__lnx_cg_job_init(&s->cg);
   s->stub_pidfd = s->cmd[0] = s->cmd[1] = s->res[0] = s->res[1] = -1;
   s->mnt_fd = -1;
   s->daemon_pid = getpid();
@@ -266,7 +266,7 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
   px_mutex_unlock(&p->mu);
   px_snprintf(s->name, sizeof s->name, "px-slot-%s-%ld-%llu", p->tag,
               (long)s->daemon_pid, (unsigned long long)seq);
-  if ((rc = px__cg_job_create(&be->cg, s->name, &s->cg)) != 0)
+  if ((rc = px__lnx_cg_job_create(&be->cg, s->name, &s->cg)) != 0)
     goto fail;
   t[1] = px_now_ns();
   if (pipe2(s->cmd, O_CLOEXEC) != 0 || pipe2(s->res, O_CLOEXEC) != 0 ||
@@ -274,7 +274,7 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
     rc = PX_LOG_ERRNO(PX_ESPAWN, errno, "pool: pipe2/malloc");
     goto fail;
   }
-  pid = px__spawner_call(be->spawner, clone_stub, s);
+  pid = px__lnx_spawner_call(be->spawner, clone_stub, s);
   if (pid < 0) {
     rc = PX_LOG_ERRNO(PX_ESPAWN, errno, "pool: clone(stub)");
     goto fail;
@@ -282,7 +282,7 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
   s->stub_pid = pid;
   t[2] = px_now_ns();
   /* The slow part of a cold spawn, done here: v1 migrations. */
-  if ((rc = px__cg_job_place(&be->cg, &s->cg, pid, 0)) != 0)
+  if ((rc = px__lnx_cg_job_place(&be->cg, &s->cg, pid, 0)) != 0)
     goto fail;
   t[3] = px_now_ns();
   if ((rc = read_res(s, &r)) != 0)
@@ -305,7 +305,7 @@ static int slot_make(px__pool_t *p, px__slot_t **out) {
   *out = s;
   return 0;
 fail:
-  px__slot_discard(be, s);
+  px__lnx_slot_discard(be, s);
   return rc;
 }
 
@@ -327,7 +327,7 @@ static PX_LNX_NO_ASAN int tmpl_main(void *arg) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 ||
       getppid() != t->daemon_pid)
     _exit(1);
-  rc = px__mnt_template(t->be->stage, &t->be->skel, &t->ns_fd, &t->step);
+  rc = px__lnx_mnt_template(t->be->stage, &t->be->skel, &t->ns_fd, &t->step);
   t->err = rc < 0 ? -rc : 0;
   _exit(0);
 }
@@ -341,7 +341,7 @@ static pid_t clone_tmpl(void *arg) {
 
 /* The pool's template (p->tmpl_fd), or -1 and slots build their root
  * from scratch (the slower way, same result). */
-static void make_template(px__pool_t *p) {
+static void make_template(px__lnx_pool_t *p) {
   tmpl_arg_t t;
   siginfo_t si;
   memset(&t, 0, sizeof t);
@@ -351,7 +351,7 @@ static void make_template(px__pool_t *p) {
   t.err = EIO;
   if (!(t.stack = malloc(STUB_STACK)))
     goto out;
-  if (px__spawner_call(p->be->spawner, clone_tmpl, &t) < 0) {
+  if (px__lnx_spawner_call(p->be->spawner, clone_tmpl, &t) < 0) {
     t.err = errno;
     goto out;
   }
@@ -378,11 +378,11 @@ out:
 
 /* One refill worker: makes a slot whenever ready + being made < size. */
 static void pool_main(void *arg) {
-  px__pool_t *p = arg;
+  px__lnx_pool_t *p = arg;
   int backoff_ms = 0;
   px_mutex_lock(&p->mu);
   while (!p->stop) {
-    px__slot_t *s = NULL;
+    px__lnx_slot_t *s = NULL;
     int rc;
     if (p->n + p->making >= p->size) {
       px_cond_wait(&p->cv, &p->mu);
@@ -407,7 +407,7 @@ static void pool_main(void *arg) {
     p->st.made++;
     if (p->stop || p->n >= p->size) {
       px_mutex_unlock(&p->mu);
-      px__slot_discard(p->be, s);
+      px__lnx_slot_discard(p->be, s);
       px_mutex_lock(&p->mu);
       continue;
     }
@@ -435,32 +435,32 @@ static int remove_slots_below(const px__lnx_backend_t *be, const char *base,
   if (!d)
     return 0;
   while ((de = readdir(d)) != NULL) {
-    px__cg_job_t j;
+    px__lnx_cg_job_t j;
     if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 ||
         px_snprintf(p, sizeof p, "%s/%s", base, de->d_name) != 0)
       continue;
-    px__cg_job_init(&j);
+    px__lnx_cg_job_init(&j);
     if (v1_index < 0)
       j.v2 = px_strdup(p);
     else
       j.v1[v1_index] = px_strdup(p);
-    px__cg_job_destroy(&be->cg, &j);
+    px__lnx_cg_job_destroy(&be->cg, &j);
     n++;
   }
   closedir(d);
   return n;
 }
 
-void px__pool_prefix(const px__lnx_backend_t *be, char *out, size_t n) {
+void px__lnx_pool_prefix(const px__lnx_backend_t *be, char *out, size_t n) {
   char tag[16];
   make_tag(be->work_root, tag, sizeof tag);
   px_snprintf(out, n, "px-slot-%s-", tag);
 }
 
-void px__pool_recover(const px__lnx_backend_t *be) {
+void px__lnx_pool_recover(const px__lnx_backend_t *be) {
   char prefix[40];
   int i, n = 0;
-  px__pool_prefix(be, prefix, sizeof prefix);
+  px__lnx_pool_prefix(be, prefix, sizeof prefix);
   if (be->cg.v2_base)
     n += remove_slots_below(be, be->cg.v2_base, prefix, -1);
   for (i = 0; i < PX_CG1_COUNT; i++)
@@ -470,8 +470,9 @@ void px__pool_recover(const px__lnx_backend_t *be) {
     PX_LOG(PX_LOG_WARN, "removed %d pool slot cgroup(s) of a previous run", n);
 }
 
-int px__pool_open(px__lnx_backend_t *be, size_t size, px__pool_t **out) {
-  px__pool_t *p;
+int px__lnx_pool_open(px__lnx_backend_t *be, size_t size,
+                      px__lnx_pool_t **out) {
+  px__lnx_pool_t *p;
   int rc;
   *out = NULL;
   if (size == 0)
@@ -491,7 +492,7 @@ int px__pool_open(px__lnx_backend_t *be, size_t size, px__pool_t **out) {
   make_template(p); /* before any worker: every slot is a copy of it */
   while (p->nthr < POOL_REFILL_WORKERS && (size_t)p->nthr < size) {
     if ((rc = px_thread_create(&p->thr[p->nthr], pool_main, p)) != 0) {
-      px__pool_close(p);
+      px__lnx_pool_close(p);
       return rc;
     }
     p->nthr++;
@@ -500,7 +501,7 @@ int px__pool_open(px__lnx_backend_t *be, size_t size, px__pool_t **out) {
   return 0;
 }
 
-void px__pool_close(px__pool_t *p) {
+void px__lnx_pool_close(px__lnx_pool_t *p) {
   size_t i;
   int k;
   if (!p)
@@ -512,7 +513,7 @@ void px__pool_close(px__pool_t *p) {
   for (k = 0; k < p->nthr; k++)
     px_thread_join(p->thr[k]);
   for (i = 0; i < p->n; i++)
-    px__slot_discard(p->be, p->ready[i]);
+    px__lnx_slot_discard(p->be, p->ready[i]);
   if (p->tmpl_fd >= 0)
     close(p->tmpl_fd);
   px_cond_destroy(&p->cv);
@@ -522,7 +523,7 @@ void px__pool_close(px__pool_t *p) {
 
 /* With mu held and no slot ready: wait (at most POOL_WAIT_MS) while a
  * refill worker is making one, or is about to, and making works. */
-static void wait_for_slot(px__pool_t *p) {
+static void wait_for_slot(px__lnx_pool_t *p) {
   uint64_t deadline = px_now_ms() + POOL_WAIT_MS, now;
   int counted = 0;
   while (p->n == 0 && !p->stop && !p->failing && p->nthr > 0 &&
@@ -534,8 +535,8 @@ static void wait_for_slot(px__pool_t *p) {
   }
 }
 
-px__slot_t *px__pool_take(px__pool_t *p, int eligible) {
-  px__slot_t *s = NULL;
+px__lnx_slot_t *px__lnx_pool_take(px__lnx_pool_t *p, int eligible) {
+  px__lnx_slot_t *s = NULL;
   if (!p)
     return NULL;
   px_mutex_lock(&p->mu);
@@ -552,7 +553,7 @@ px__slot_t *px__pool_take(px__pool_t *p, int eligible) {
   return s;
 }
 
-void px__pool_stats(px__pool_t *p, px__pool_stats_t *out) {
+void px__lnx_pool_stats(px__lnx_pool_t *p, px__lnx_pool_stats_t *out) {
   memset(out, 0, sizeof *out);
   if (!p)
     return;
@@ -565,9 +566,9 @@ void px__pool_stats(px__pool_t *p, px__pool_stats_t *out) {
 
 /* --- a job in a slot ------------------------------------------------------ */
 
-px__cg_job_t *px__slot_cgroups(px__slot_t *s) { return &s->cg; }
+px__lnx_cg_job_t *px__lnx_slot_cgroups(px__lnx_slot_t *s) { return &s->cg; }
 
-pid_t px__slot_spawn(px__slot_t *s, px_sandbox_t *sb,
+pid_t px__lnx_slot_spawn(px__lnx_slot_t *s, px_sandbox_t *sb,
                      pid_t (*from_stub)(px_sandbox_t *sb)) {
   stub_res_t r;
   uintptr_t addr = (uintptr_t)sb;
@@ -598,7 +599,7 @@ pid_t px__slot_spawn(px__slot_t *s, px_sandbox_t *sb,
 
 /* --- step stamps ------------------------------------------------------------ */
 
-void px__stamps_log(const px_sandbox_t *sb) {
+void px__lnx_stamps_log(const px_sandbox_t *sb) {
   static const char *const name[PX_T_COUNT] = {
       "prepare", "jobdir", "files", "cgroups", "plan",    "start", "cloned",
       "placed",  "execed", "watched", "exited", "release", "released"};

@@ -27,13 +27,13 @@
 
 typedef struct reap_item_s {
   struct reap_item_s *next;
-  px__cg_job_t cg;  /* owned (moved in) */
+  px__lnx_cg_job_t cg;  /* owned (moved in) */
   char *key;        /* owned; NULL: no job directory */
   int mounted;
   int fd;           /* owned: closed here (a slot's mount ns), or -1 */
 } reap_item_t;
 
-struct px__reaper_s {
+struct px__lnx_reaper_s {
   px__lnx_backend_t *be; /* borrowed */
   px_mutex_t mu;
   px_cond_t cv;
@@ -46,15 +46,16 @@ struct px__reaper_s {
 static void clean(px__lnx_backend_t *be, reap_item_t *it) {
   if (it->fd >= 0)
     close(it->fd);
-  px__cg_job_destroy(&be->cg, &it->cg);
+  px__lnx_cg_job_destroy(&be->cg, &it->cg);
   if (it->key)
-    px__jobdir_remove(be->work_root_fd, be->work_root, it->key, it->mounted);
+    px__lnx_jobdir_remove(be->work_root_fd, be->work_root, it->key,
+                          it->mounted);
   free(it->key);
   free(it);
 }
 
 static void reaper_main(void *arg) {
-  px__reaper_t *r = arg;
+  px__lnx_reaper_t *r = arg;
   for (;;) {
     reap_item_t *it;
     px_mutex_lock(&r->mu);
@@ -74,8 +75,8 @@ static void reaper_main(void *arg) {
   }
 }
 
-int px__reaper_open(px__lnx_backend_t *be, px__reaper_t **out) {
-  px__reaper_t *r = calloc(1, sizeof *r);
+int px__lnx_reaper_open(px__lnx_backend_t *be, px__lnx_reaper_t **out) {
+  px__lnx_reaper_t *r = calloc(1, sizeof *r);
   int rc;
   if (!r)
     return PX_ENOMEM;
@@ -90,7 +91,7 @@ int px__reaper_open(px__lnx_backend_t *be, px__reaper_t **out) {
 }
 
 /* Queue it (0), or PX_EBUSY when stopping or full. */
-static int enqueue(px__reaper_t *r, reap_item_t *it) {
+static int enqueue(px__lnx_reaper_t *r, reap_item_t *it) {
   px_mutex_lock(&r->mu);
   if (r->stop || r->n >= PX__REAP_MAX) {
     px_mutex_unlock(&r->mu);
@@ -107,13 +108,13 @@ static int enqueue(px__reaper_t *r, reap_item_t *it) {
   return 0;
 }
 
-void px__reaper_take_fd(px__reaper_t *r, int *fd) {
+void px__lnx_reaper_take_fd(px__lnx_reaper_t *r, int *fd) {
   reap_item_t *it;
   if (*fd < 0)
     return;
   it = r ? calloc(1, sizeof *it) : NULL;
   if (it) {
-    px__cg_job_init(&it->cg);
+    px__lnx_cg_job_init(&it->cg);
     it->fd = *fd;
     if (enqueue(r, it) == 0) {
       *fd = -1;
@@ -125,8 +126,8 @@ void px__reaper_take_fd(px__reaper_t *r, int *fd) {
   *fd = -1;
 }
 
-int px__reaper_take(px__reaper_t *r, px__cg_job_t *cg, const char *key,
-                    int mounted) {
+int px__lnx_reaper_take(px__lnx_reaper_t *r, px__lnx_cg_job_t *cg,
+                        const char *key, int mounted) {
   reap_item_t *it;
   if (!r)
     return PX_EINVAL;
@@ -143,11 +144,11 @@ int px__reaper_take(px__reaper_t *r, px__cg_job_t *cg, const char *key,
     free(it);
     return PX_EBUSY; /* the caller cleans inline */
   }
-  px__cg_job_init(cg);
+  px__lnx_cg_job_init(cg);
   return 0;
 }
 
-void px__reaper_close(px__reaper_t *r) {
+void px__lnx_reaper_close(px__lnx_reaper_t *r) {
   if (!r)
     return;
   px_mutex_lock(&r->mu);

@@ -251,7 +251,7 @@ static int add_rules(scmp_filter_ctx ctx, int egress) {
 }
 
 /* libseccomp 2.5 exports BPF only to an fd: a memfd holds it. */
-static int export_bpf(scmp_filter_ctx ctx, px__bpf_t *out) {
+static int export_bpf(scmp_filter_ctx ctx, px__lnx_bpf_t *out) {
   int fd = memfd_create("px-seccomp", MFD_CLOEXEC);
   off_t size;
   int rc = PX_ESANDBOX;
@@ -282,7 +282,7 @@ cleanup:
   return rc;
 }
 
-int px__seccomp_build(int egress, px__bpf_t *out) {
+int px__lnx_seccomp_build(int egress, px__lnx_bpf_t *out) {
   scmp_filter_ctx ctx;
   int rc;
   memset(out, 0, sizeof *out);
@@ -303,13 +303,13 @@ int px__seccomp_build(int egress, px__bpf_t *out) {
   return rc;
 }
 
-void px__seccomp_free(px__bpf_t *p) {
+void px__lnx_seccomp_free(px__lnx_bpf_t *p) {
   free(p->filter);
   p->filter = NULL;
   p->len = 0;
 }
 
-int px__seccomp_load(const px__bpf_t *p) {
+int px__lnx_seccomp_load(const px__lnx_bpf_t *p) {
   struct sock_fprog prog;
   prog.len = p->len;
   prog.filter = p->filter;

@@ -80,7 +80,7 @@ static int kb_name_ok(const char *n) {
   return 1;
 }
 
-static int build_env(px__plan_t *p, const px_job_spec_t *spec) {
+static int build_env(px__lnx_plan_t *p, const px_job_spec_t *spec) {
   size_t i, k, n = 0, cap = spec->envc + spec->nkb + 5;
   char **envp = calloc(cap, sizeof *envp);
   static const char *const ours[] = {"HOME", "TMPDIR", "TMP", "TEMP"};
@@ -126,11 +126,11 @@ static int build_env(px__plan_t *p, const px_job_spec_t *spec) {
 /* A job in a warm slot: its root is built and pivoted already; the job
  * dir and KB roots come as detached trees made here (the slot's mount
  * namespace predates the job dir's tmpfs) and attached by the child. */
-static int build_mounts_pooled(px__plan_t *p, px_sandbox_t *sb, int rw) {
+static int build_mounts_pooled(px__lnx_plan_t *p, px_sandbox_t *sb, int rw) {
   const px_job_spec_t *spec = sb->spec;
   size_t i;
   int rc;
-  rc = px__mnt_add_detached(&p->mnt, PX_STEP_MOUNT_JOB, sb->job_dir,
+  rc = px__lnx_mnt_add_detached(&p->mnt, PX_STEP_MOUNT_JOB, sb->job_dir,
                             PX_LNX_JOB_MNT, rw, -1);
   for (i = 0; rc == 0 && i < spec->nkb; i++) {
     char rel[96];
@@ -139,9 +139,9 @@ static int build_mounts_pooled(px__plan_t *p, px_sandbox_t *sb, int rw) {
         i >= 16)
       return PX_EINVAL;
     px_snprintf(rel, sizeof rel, "%s/%s", PX_LNX_KB_MNT, kb->name);
-    if ((rc = px__mnt_add(&p->mnt, PX_MNT_MKDIR, PX_STEP_MOUNT_KB, NULL,
+    if ((rc = px__lnx_mnt_add(&p->mnt, PX_MNT_MKDIR, PX_STEP_MOUNT_KB, NULL,
                           rel)) != 0 ||
-        (rc = px__mnt_add_detached(&p->mnt, PX_STEP_MOUNT_KB, kb->host_path,
+        (rc = px__lnx_mnt_add_detached(&p->mnt, PX_STEP_MOUNT_KB, kb->host_path,
                                    rel, kb->writable, sb->be->idmap_fd)) != 0)
       return rc;
     if (kb->writable) {
@@ -152,7 +152,7 @@ static int build_mounts_pooled(px__plan_t *p, px_sandbox_t *sb, int rw) {
   return rc;
 }
 
-static int build_mounts(px__plan_t *p, px_sandbox_t *sb) {
+static int build_mounts(px__lnx_plan_t *p, px_sandbox_t *sb) {
   const px_job_spec_t *spec = sb->spec;
   const char *stage = sb->be->stage;
   int rw = (spec->caps & PX_CAP_FS_WRITE_TMP) != 0;
@@ -167,7 +167,7 @@ static int build_mounts(px__plan_t *p, px_sandbox_t *sb) {
   }
   if (p->pooled)
     return build_mounts_pooled(p, sb, rw);
-  rc = px__mnt_add_bind(&p->mnt, PX_STEP_MOUNT_JOB, sb->job_dir, stage,
+  rc = px__lnx_mnt_add_bind(&p->mnt, PX_STEP_MOUNT_JOB, sb->job_dir, stage,
                         PX_LNX_JOB_MNT, rw);
   if (rc != 0)
     return rc;
@@ -178,14 +178,14 @@ static int build_mounts(px__plan_t *p, px_sandbox_t *sb) {
         i >= 16)
       return PX_EINVAL;
     px_snprintf(rel, sizeof rel, "%s/%s", PX_LNX_KB_MNT, kb->name);
-    rc = px__mnt_add_bind(&p->mnt, PX_STEP_MOUNT_KB, kb->host_path, stage, rel,
-                          kb->writable);
+    rc = px__lnx_mnt_add_bind(&p->mnt, PX_STEP_MOUNT_KB, kb->host_path, stage,
+                              rel, kb->writable);
     if (rc != 0)
       return rc;
     if (sb->be->idmap_fd >= 0 && p->mnt.n > 0 &&
         (p->mnt.ops[p->mnt.n - 1].kind == PX_MNT_BIND_RO ||
          p->mnt.ops[p->mnt.n - 1].kind == PX_MNT_BIND_RW)) {
-      px__mnt_op_t *op = &p->mnt.ops[p->mnt.n - 1];
+      px__lnx_mnt_op_t *op = &p->mnt.ops[p->mnt.n - 1];
       op->kind = kb->writable ? PX_MNT_IDMAP_RW : PX_MNT_IDMAP_RO;
       op->fd = sb->be->idmap_fd;
     }
@@ -198,8 +198,8 @@ static int build_mounts(px__plan_t *p, px_sandbox_t *sb) {
   return 0;
 }
 
-int px__plan_build(px_sandbox_t *sb) {
-  px__plan_t *p = &sb->plan;
+int px__lnx_plan_build(px_sandbox_t *sb) {
+  px__lnx_plan_t *p = &sb->plan;
   const px_job_spec_t *spec = sb->spec;
   size_t i;
   int rc;
@@ -226,7 +226,7 @@ int px__plan_build(px_sandbox_t *sb) {
   return 0;
 }
 
-void px__plan_free(px__plan_t *p) {
+void px__lnx_plan_free(px__lnx_plan_t *p) {
   size_t i;
   free(p->argv);
   if (p->envp)
@@ -236,7 +236,7 @@ void px__plan_free(px__plan_t *p) {
   free(p->search_path);
   free(p->child_stack); /* the child has exec'd or is dead */
   p->child_stack = NULL;
-  px__mnt_plan_free(&p->mnt);
+  px__lnx_mnt_plan_free(&p->mnt);
   p->argv = p->envp = NULL;
   p->search_path = NULL;
 }
@@ -270,7 +270,7 @@ static int set_rl(int res, rlim_t soft, rlim_t hard) {
   return setrlimit(res, &rl);
 }
 
-static int child_rlimits(const px__plan_t *p) {
+static int child_rlimits(const px__lnx_plan_t *p) {
   if (set_rl(RLIMIT_CORE, 0, 0) != 0 ||
       set_rl(RLIMIT_NOFILE, PX_LNX_NOFILE, PX_LNX_NOFILE) != 0 ||
       set_rl(RLIMIT_FSIZE, p->fsize, p->fsize) != 0 ||
@@ -361,7 +361,7 @@ static size_t cat(char *dst, size_t off, size_t cap, const char *s,
 }
 
 /* execve argv[0], searching PATH for a bare name like execvp. */
-static int child_exec(const px__plan_t *p) {
+static int child_exec(const px__lnx_plan_t *p) {
   const char *prog = p->argv[0], *dir = p->search_path;
   char buf[PX_LNX_PATH_MAX];
   int err = ENOENT;
@@ -386,7 +386,7 @@ static int child_exec(const px__plan_t *p) {
 }
 
 static PX_LNX_NO_ASAN __attribute__((noreturn)) void
-child_main(const px__plan_t *p) {
+child_main(const px__lnx_plan_t *p) {
   const px__lnx_backend_t *be = p->be;
   char go;
   int step = 0, rc;
@@ -404,8 +404,8 @@ child_main(const px__plan_t *p) {
   CHILD_STEP(p, PX_STEP_NETNS,
              p->egress || p->pooled || px__lnx_loopback_up() == 0);
   CHILD_STEP(p, PX_STEP_HOSTNAME, p->pooled || sethostname("px", 2) == 0);
-  rc = p->pooled ? px__mnt_child_pooled(&p->mnt, &step)
-                 : px__mnt_child(be->stage, &be->skel, &p->mnt, &step);
+  rc = p->pooled ? px__lnx_mnt_child_pooled(&p->mnt, &step)
+                 : px__lnx_mnt_child(be->stage, &be->skel, &p->mnt, &step);
   if (rc != 0)
     child_fail(p->err_wr, step, -rc);
   CHILD_STEP(p, PX_STEP_RLIMITS, child_rlimits(p) == 0);
@@ -440,13 +440,13 @@ child_main(const px__plan_t *p) {
   CHILD_STEP(p, PX_STEP_NO_NEW_PRIVS,
              prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
   if (be->landlock_abi > 0) {
-    rc = px__landlock_apply(be->landlock_abi, p->ll, p->nll, p->egress);
+    rc = px__lnx_landlock_apply(be->landlock_abi, p->ll, p->nll, p->egress);
     if (PX_LNX_INJECTED(PX_STEP_LANDLOCK))
       rc = -EPERM;
     if (rc != 0)
       child_fail(p->err_wr, PX_STEP_LANDLOCK, -rc);
   }
-  rc = px__seccomp_load(&be->bpf[p->egress ? 1 : 0]);
+  rc = px__lnx_seccomp_load(&be->bpf[p->egress ? 1 : 0]);
   if (PX_LNX_INJECTED(PX_STEP_SECCOMP))
     rc = -EPERM;
   if (rc != 0)
@@ -568,7 +568,7 @@ static int read_setup(px_sandbox_t *sb, int err_rd) {
                                                        : PX_ESANDBOX;
 }
 
-static uint64_t clone_flags(const px__plan_t *p) {
+static uint64_t clone_flags(const px__lnx_plan_t *p) {
   uint64_t f = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
   if (p->pooled) /* the slot's stub made every namespace ahead of time */
     return 0;
@@ -630,9 +630,9 @@ static int open_pipes(int fds[P_COUNT][2]) {
  * stub has left its cgroups by now), the cold child's placement (a slot's
  * child is born in its cgroups), id maps, release, verdict of its setup. */
 static int release_child(px_sandbox_t *sb, int fds[P_COUNT][2]) {
-  int rc = px__cg_job_limits(&sb->be->cg, &sb->cg, &sb->spec->limits);
+  int rc = px__lnx_cg_job_limits(&sb->be->cg, &sb->cg, &sb->spec->limits);
   if (rc == 0 && !sb->slot)
-    rc = px__cg_job_place(&sb->be->cg, &sb->cg, sb->pid, sb->placed_v2);
+    rc = px__lnx_cg_job_place(&sb->be->cg, &sb->cg, sb->pid, sb->placed_v2);
   if (rc != 0 ||
       (sb->plan.userns && (rc = write_id_maps(sb->be, sb->pid)) != 0))
     return rc;
@@ -646,8 +646,8 @@ static int release_child(px_sandbox_t *sb, int fds[P_COUNT][2]) {
   return rc;
 }
 
-int px__spawn(px_sandbox_t *sb) {
-  px__plan_t *p = &sb->plan;
+int px__lnx_spawn(px_sandbox_t *sb) {
+  px__lnx_plan_t *p = &sb->plan;
   int fds[P_COUNT][2];
   int rc, i;
   pid_t pid;
@@ -665,9 +665,9 @@ int px__spawn(px_sandbox_t *sb) {
     goto cleanup;
   }
   if (sb->slot)
-    pid = px__slot_spawn(sb->slot, sb, spawn_from_stub);
+    pid = px__lnx_slot_spawn(sb->slot, sb, spawn_from_stub);
   else
-    pid = px__spawner_call(sb->be->spawner, clone_job, sb);
+    pid = px__lnx_spawner_call(sb->be->spawner, clone_job, sb);
   if (pid < 0) {
     rc = PX_LOG_ERRNO(PX_ESPAWN, errno, sb->slot ? "clone3 (pool)" : "clone3");
     kill_and_reap(sb); /* a slot's child may exist with its pid unknown */
@@ -692,7 +692,7 @@ int px__spawn(px_sandbox_t *sb) {
   sb->out_fd[1] = fds[P_EOUT][0];
   fds[P_IN][1] = fds[P_OUT][0] = fds[P_EOUT][0] = -1;
 cleanup:
-  px__slot_discard(sb->be, sb->slot); /* used once; its cgroups are ours */
+  px__lnx_slot_discard(sb->be, sb->slot); /* used once; its cgroups are ours */
   sb->slot = NULL;
   for (i = 0; i < P_COUNT; i++) {
     close_fd(&fds[i][0]);

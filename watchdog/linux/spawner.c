@@ -16,7 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-struct px__spawner_s {
+struct px__lnx_spawner_s {
   px_mutex_t mu;          /* guards everything below */
   px_mutex_t call_mu;     /* one request at a time */
   px_cond_t cv;
@@ -29,7 +29,7 @@ struct px__spawner_s {
 };
 
 static void spawner_main(void *arg) {
-  px__spawner_t *sp = arg;
+  px__lnx_spawner_t *sp = arg;
   px_mutex_lock(&sp->mu);
   while (!sp->stop) {
     pid_t pid;
@@ -49,7 +49,8 @@ static void spawner_main(void *arg) {
   px_mutex_unlock(&sp->mu);
 }
 
-pid_t px__spawner_call(px__spawner_t *sp, pid_t (*fn)(void *), void *arg) {
+pid_t px__lnx_spawner_call(px__lnx_spawner_t *sp, pid_t (*fn)(void *),
+                           void *arg) {
   pid_t pid;
   int err;
   px_mutex_lock(&sp->call_mu);
@@ -69,8 +70,8 @@ pid_t px__spawner_call(px__spawner_t *sp, pid_t (*fn)(void *), void *arg) {
   return pid;
 }
 
-int px__spawner_open(px__spawner_t **out) {
-  px__spawner_t *sp = calloc(1, sizeof *sp);
+int px__lnx_spawner_open(px__lnx_spawner_t **out) {
+  px__lnx_spawner_t *sp = calloc(1, sizeof *sp);
   int rc;
   if (!sp)
     return PX_ENOMEM;
@@ -80,7 +81,7 @@ int px__spawner_open(px__spawner_t **out) {
     return PX_ENOMEM;
   }
   if ((rc = px_thread_create(&sp->thr, spawner_main, sp)) != 0) {
-    px__spawner_close(sp);
+    px__lnx_spawner_close(sp);
     return rc;
   }
   sp->running = 1;
@@ -88,7 +89,7 @@ int px__spawner_open(px__spawner_t **out) {
   return 0;
 }
 
-void px__spawner_close(px__spawner_t *sp) {
+void px__lnx_spawner_close(px__lnx_spawner_t *sp) {
   if (!sp)
     return;
   if (sp->running) {

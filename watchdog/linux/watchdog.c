@@ -13,7 +13,7 @@
  * are hints, the tick is the rule (CPU time against cpu_ms, OOM kills,
  * pids.max hits, the wall clock).
  *
- * Verdicts are decided in one place, px__job_violation: the first one
+ * Verdicts are decided in one place, px__lnx_job_violation: the first one
  * recorded wins, then the job is killed (cgroup.kill, else freezer, plus
  * SIGKILL of the namespace's pid 1 through its pidfd). A job is finished
  * when its pid 1 is reaped, both output pipes reached EOF and its cgroups
@@ -46,7 +46,7 @@
 enum { WD_WAKE, WD_TICK, WD_PIDFD, WD_OUT, WD_ERR, WD_IN, WD_WALL,
        WD_PAUSE_OUT, WD_PAUSE_ERR, WD_MEM };
 
-struct px__wd_s {
+struct px__lnx_wd_s {
   px__lnx_backend_t *be;     /* borrowed */
   int epfd, wake_fd, tick_fd; /* owned */
   px_thread_t thr;
@@ -55,7 +55,7 @@ struct px__wd_s {
   px_mutex_t mu;             /* guards the jobs list head */
   px_sandbox_t *jobs;        /* running jobs */
   px_sandbox_t *retired;     /* finished in this batch */
-  px__wd_reg_t wake_reg, tick_reg;
+  px__lnx_wd_reg_t wake_reg, tick_reg;
   char buf[READ_CHUNK];
 };
 
@@ -65,7 +65,8 @@ static void close_fd(int *fd) {
   *fd = -1;
 }
 
-static int ep_add(px__wd_t *wd, int fd, uint32_t ev, px__wd_reg_t *reg) {
+static int ep_add(px__lnx_wd_t *wd, int fd, uint32_t ev,
+                  px__lnx_wd_reg_t *reg) {
   struct epoll_event e;
   memset(&e, 0, sizeof e);
   e.events = ev;
@@ -73,7 +74,7 @@ static int ep_add(px__wd_t *wd, int fd, uint32_t ev, px__wd_reg_t *reg) {
   return epoll_ctl(wd->epfd, EPOLL_CTL_ADD, fd, &e);
 }
 
-static void ep_del_close(px__wd_t *wd, int *fd) {
+static void ep_del_close(px__lnx_wd_t *wd, int *fd) {
   if (*fd < 0)
     return;
   epoll_ctl(wd->epfd, EPOLL_CTL_DEL, *fd, NULL);
@@ -101,13 +102,13 @@ static void drain_fd(int fd) {
 
 /* --- kill and verdict ---------------------------------------------------- */
 
-void px__job_kill(px_sandbox_t *sb) {
+void px__lnx_job_kill(px_sandbox_t *sb) {
   px_mutex_lock(&sb->mu);
   sb->kill_requested = 1;
   if (sb->state == PX_SB_RUNNING && !sb->kill_sent) {
     sb->kill_sent = 1;
     sb->outcome.killed = 1;
-    px__cg_job_kill(&sb->be->cg, &sb->cg);
+    px__lnx_cg_job_kill(&sb->be->cg, &sb->cg);
     /* SIGKILL to pid 1 of the namespace takes every process in it. */
     if (sb->pidfd >= 0)
       syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
@@ -137,10 +138,11 @@ static int record_violation(px_sandbox_t *sb, px_limit_t limit,
   return record;
 }
 
-void px__job_violation(px_sandbox_t *sb, px_limit_t limit, uint64_t configured,
-                       uint64_t observed, px_detector_t by) {
+void px__lnx_job_violation(px_sandbox_t *sb, px_limit_t limit,
+                           uint64_t configured, uint64_t observed,
+                           px_detector_t by) {
   if (record_violation(sb, limit, configured, observed, by))
-    px__job_kill(sb);
+    px__lnx_job_kill(sb);
 }
 
 /* The job dir is full when fewer than this many bytes are left to the job:
@@ -163,7 +165,7 @@ static void check_dir(px_sandbox_t *sb, int final) {
   int full = 0;
   if (sb->dir_full_ms) {
     if (!final && now - sb->dir_full_ms >= PX__DIR_FULL_GRACE_MS)
-      px__job_kill(sb);
+      px__lnx_job_kill(sb);
     return;
   }
   if (!sb->job_dir_mounted || !sb->dir_bytes || statvfs(sb->job_dir, &v) != 0)
@@ -184,11 +186,11 @@ static void check_dir(px_sandbox_t *sb, int final) {
 
 /* Accounting-based checks: every tick, on memory events and at the end;
  * the figures read come back in *out when it is not NULL. */
-static void check_stats(px_sandbox_t *sb, int final, px__cg_stat_t *out) {
+static void check_stats(px_sandbox_t *sb, int final, px__lnx_cg_stat_t *out) {
   const px_limits_t *lim = &sb->spec->limits;
-  px__cg_stat_t st;
+  px__lnx_cg_stat_t st;
   uint64_t now = px_now_ms(), cpu_ms;
-  px__cg_job_stat(&sb->be->cg, &sb->cg, &st);
+  px__lnx_cg_job_stat(&sb->be->cg, &sb->cg, &st);
   if (out)
     *out = st;
   if (st.mem_peak > sb->peak_mem)
@@ -199,22 +201,22 @@ static void check_stats(px_sandbox_t *sb, int final, px__cg_stat_t *out) {
     sb->peak_pids = st.pids_current;
   cpu_ms = st.cpu_ns / 1000000u;
   if (st.oom_kills > 0 && lim->memory_bytes)
-    px__job_violation(sb, PX_LIMIT_MEMORY, lim->memory_bytes,
+    px__lnx_job_violation(sb, PX_LIMIT_MEMORY, lim->memory_bytes,
                       sb->peak_mem > lim->memory_bytes ? sb->peak_mem
                                                        : lim->memory_bytes,
                       PX_DETECT_OS);
   if (st.pids_max_hits > 0 && lim->processes)
-    px__job_violation(sb, PX_LIMIT_PROCESSES, lim->processes,
+    px__lnx_job_violation(sb, PX_LIMIT_PROCESSES, lim->processes,
                       sb->peak_pids > lim->processes ? sb->peak_pids
                                                      : lim->processes,
                       PX_DETECT_OS);
   if (lim->cpu_ms && st.have_cpu && cpu_ms >= lim->cpu_ms)
-    px__job_violation(sb, PX_LIMIT_CPU, lim->cpu_ms, cpu_ms,
+    px__lnx_job_violation(sb, PX_LIMIT_CPU, lim->cpu_ms, cpu_ms,
                       PX_DETECT_WATCHDOG);
   check_dir(sb, final);
   if (!final && lim->wall_ms && !sb->exited_seen &&
       now - sb->start_ms >= lim->wall_ms)
-    px__job_violation(sb, PX_LIMIT_WALL, lim->wall_ms, now - sb->start_ms,
+    px__lnx_job_violation(sb, PX_LIMIT_WALL, lim->wall_ms, now - sb->start_ms,
                       PX_DETECT_WATCHDOG);
 }
 
@@ -222,9 +224,9 @@ static void check_stats(px_sandbox_t *sb, int final, px__cg_stat_t *out) {
 
 /* st: the job's final accounting (read once, by check_stats). */
 static void fill_outcome(px_sandbox_t *sb, const struct rusage *ru,
-                         const px__cg_stat_t *stp) {
+                         const px__lnx_cg_stat_t *stp) {
   px_outcome_t *o = &sb->outcome;
-  px__cg_stat_t st = *stp;
+  px__lnx_cg_stat_t st = *stp;
   o->exited = sb->wstatus_kind == CLD_EXITED;
   if (sb->wstatus_kind == CLD_EXITED) {
     o->exit_code = sb->wstatus_code;
@@ -252,14 +254,14 @@ static void fill_outcome(px_sandbox_t *sb, const struct rusage *ru,
   o->enforcement = sb->enf;
 }
 
-static void try_finish(px__wd_t *wd, px_sandbox_t *sb) {
+static void try_finish(px__lnx_wd_t *wd, px_sandbox_t *sb) {
   px_sandbox_t **pp;
-  px__cg_stat_t st;
+  px__lnx_cg_stat_t st;
   if (sb->finishing || !sb->exited_seen || sb->out_fd[0] >= 0 ||
       sb->out_fd[1] >= 0)
     return;
-  if (!px__cg_job_empty(&sb->be->cg, &sb->cg)) {
-    px__cg_job_kill(&sb->be->cg, &sb->cg); /* re-checked every tick */
+  if (!px__lnx_cg_job_empty(&sb->be->cg, &sb->cg)) {
+    px__lnx_cg_job_kill(&sb->be->cg, &sb->cg); /* re-checked every tick */
     return;
   }
   sb->end_ms = px_now_ms();
@@ -288,7 +290,7 @@ static void try_finish(px__wd_t *wd, px_sandbox_t *sb) {
 }
 
 /* End of a batch: hand finished jobs back to their waiters. */
-static void retire(px__wd_t *wd) {
+static void retire(px__lnx_wd_t *wd) {
   px_sandbox_t *sb, *next;
   px_mutex_lock(&wd->mu);
   sb = wd->retired;
@@ -307,7 +309,7 @@ static void retire(px__wd_t *wd) {
 
 /* --- event handlers ------------------------------------------------------ */
 
-static void on_pidfd(px__wd_t *wd, px_sandbox_t *sb) {
+static void on_pidfd(px__lnx_wd_t *wd, px_sandbox_t *sb) {
   siginfo_t si;
   struct rusage ru;
   long rc;
@@ -327,7 +329,7 @@ static void on_pidfd(px__wd_t *wd, px_sandbox_t *sb) {
   sb->ru = ru;
 }
 
-static void pause_stream(px__wd_t *wd, px_sandbox_t *sb, int i, int ms) {
+static void pause_stream(px__lnx_wd_t *wd, px_sandbox_t *sb, int i, int ms) {
   epoll_ctl(wd->epfd, EPOLL_CTL_DEL, sb->out_fd[i], NULL);
   if (sb->pause_tfd[i] < 0) {
     sb->pause_tfd[i] = timerfd_create(CLOCK_MONOTONIC,
@@ -345,7 +347,7 @@ static void pause_stream(px__wd_t *wd, px_sandbox_t *sb, int i, int ms) {
   arm_ms(sb->pause_tfd[i], (uint64_t)ms, 0);
 }
 
-static void on_stream(px__wd_t *wd, px_sandbox_t *sb, int i) {
+static void on_stream(px__lnx_wd_t *wd, px_sandbox_t *sb, int i) {
   int round;
   for (round = 0; round < 16; round++) {
     ssize_t n = read(sb->out_fd[i], wd->buf, sizeof wd->buf);
@@ -365,7 +367,7 @@ static void on_stream(px__wd_t *wd, px_sandbox_t *sb, int i) {
                                 wd->buf, (size_t)n);
       if (rc == PX_OUTPUT_KILL) {
         sb->output_killed = 1; /* the rest is drained and dropped */
-        px__job_kill(sb);
+        px__lnx_job_kill(sb);
       } else if (rc > 0) {
         pause_stream(wd, sb, i, rc);
         return;
@@ -374,7 +376,7 @@ static void on_stream(px__wd_t *wd, px_sandbox_t *sb, int i) {
   }
 }
 
-static void on_stdin(px__wd_t *wd, px_sandbox_t *sb) {
+static void on_stdin(px__lnx_wd_t *wd, px_sandbox_t *sb) {
   const px_job_spec_t *s = sb->spec;
   while (sb->in_fd >= 0 && sb->in_off < s->stdin_len) {
     ssize_t n = write(sb->in_fd, s->stdin_data + sb->in_off,
@@ -400,9 +402,9 @@ static void on_stdin(px__wd_t *wd, px_sandbox_t *sb) {
   ep_del_close(wd, &sb->in_fd);
 }
 
-static void on_event(px__wd_t *wd, px__wd_reg_t *reg) {
+static void on_event(px__lnx_wd_t *wd, px__lnx_wd_reg_t *reg) {
   px_sandbox_t *sb = reg->sb;
-  /* Not before px__wd_add registered every fd and listed the job: acting
+  /* Not before px__lnx_wd_add registered every fd and listed the job: acting
    * earlier (the job may end within microseconds) could finish it while
    * its registration is still under way, leaving an fd registered that
    * nothing removes. The events are level-triggered: they come again. */
@@ -423,7 +425,7 @@ static void on_event(px__wd_t *wd, px__wd_reg_t *reg) {
   case WD_WALL:
     drain_fd(sb->wall_tfd);
     if (!sb->exited_seen)
-      px__job_violation(sb, PX_LIMIT_WALL, sb->spec->limits.wall_ms,
+      px__lnx_job_violation(sb, PX_LIMIT_WALL, sb->spec->limits.wall_ms,
                         px_now_ms() - sb->start_ms, PX_DETECT_WATCHDOG);
     break;
   case WD_PAUSE_OUT:
@@ -452,7 +454,7 @@ static void on_event(px__wd_t *wd, px__wd_reg_t *reg) {
   try_finish(wd, sb);
 }
 
-static void on_tick(px__wd_t *wd) {
+static void on_tick(px__lnx_wd_t *wd) {
   px_sandbox_t *sb, *next;
   drain_fd(wd->tick_fd);
   px_mutex_lock(&wd->mu);
@@ -476,7 +478,7 @@ static void on_tick(px__wd_t *wd) {
 }
 
 static void wd_main(void *arg) {
-  px__wd_t *wd = arg;
+  px__lnx_wd_t *wd = arg;
   struct epoll_event evs[MAX_EVENTS];
   sigset_t pipe_set;
   sigemptyset(&pipe_set);
@@ -491,7 +493,7 @@ static void wd_main(void *arg) {
       break;
     }
     for (i = 0; i < n; i++) {
-      px__wd_reg_t *reg = evs[i].data.ptr;
+      px__lnx_wd_reg_t *reg = evs[i].data.ptr;
       if (reg->kind == WD_WAKE)
         drain_fd(wd->wake_fd);
       else if (reg->kind == WD_TICK)
@@ -518,7 +520,7 @@ static void init_regs(px_sandbox_t *sb) {
   }
 }
 
-int px__wd_add(px__wd_t *wd, px_sandbox_t *sb) {
+int px__lnx_wd_add(px__lnx_wd_t *wd, px_sandbox_t *sb) {
   const px_limits_t *lim = &sb->spec->limits;
   uint64_t el;
   int i, err;
@@ -566,8 +568,8 @@ int px__wd_add(px__wd_t *wd, px_sandbox_t *sb) {
   return 0;
 }
 
-int px__wd_open(px__lnx_backend_t *be, px__wd_t **out) {
-  px__wd_t *wd = calloc(1, sizeof *wd);
+int px__lnx_wd_open(px__lnx_backend_t *be, px__lnx_wd_t **out) {
+  px__lnx_wd_t *wd = calloc(1, sizeof *wd);
   int rc = PX_EIO;
   if (!wd)
     return PX_ENOMEM;
@@ -594,20 +596,20 @@ int px__wd_open(px__lnx_backend_t *be, px__wd_t **out) {
   *out = wd;
   return 0;
 fail:
-  px__wd_close(wd);
+  px__lnx_wd_close(wd);
   return rc;
 }
 
 /* Kill every job still running and give the thread a few seconds to
  * retire them, so their waiters return before the thread is gone. */
-static void drain_jobs(px__wd_t *wd) {
+static void drain_jobs(px__lnx_wd_t *wd) {
   int tries;
   for (tries = 0; tries < 500; tries++) {
     px_sandbox_t *sb, *first;
     px_mutex_lock(&wd->mu);
     first = wd->jobs;
     for (sb = first; sb; sb = sb->next)
-      px__job_kill(sb);
+      px__lnx_job_kill(sb);
     px_mutex_unlock(&wd->mu);
     if (!first)
       return;
@@ -615,7 +617,7 @@ static void drain_jobs(px__wd_t *wd) {
   }
 }
 
-void px__wd_close(px__wd_t *wd) {
+void px__lnx_wd_close(px__lnx_wd_t *wd) {
   uint64_t one = 1;
   if (!wd)
     return;

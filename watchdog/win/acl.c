@@ -147,7 +147,7 @@ int px__winbe_dir_create(px__winbe_t *be, px_sandbox_t *sb) {
     return PX_LOG_WIN32(PX_EACL, GetLastError(), "SetSecurityDescriptorDacl");
   /* Fresh or nothing, relative to the verified work root's handle (no
    * path is resolved again): an existing name may have been planted. */
-  rc = px__path_mkdir_at(be->root_h, sb->dir + rl + 1, &sd,
+  rc = px_win_path_mkdir_at(be->root_h, sb->dir + rl + 1, &sd,
                          READ_CONTROL | WRITE_OWNER, &h);
   if (rc != 0) {
     free(sb->dir);

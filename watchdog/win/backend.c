@@ -35,7 +35,7 @@
  * rename or replace it) and every job directory is created relative to
  * it (acl.c). The final path is read from it, for cleanup's check. */
 static int work_root_init(px__winbe_t *be, const char *root) {
-  px__path_req_t rq;
+  px_win_path_req_t rq;
   char why[512];
   WCHAR *buf = NULL;
   size_t n;
@@ -51,10 +51,10 @@ static int work_root_init(px__winbe_t *be, const char *root) {
     be->work_root[--n] = 0;
   memset(&rq, 0, sizeof rq);
   rq.path = be->work_root;
-  rq.owned = px__path_owned_depth(be->work_root, NULL); /* pathcheck.h */
+  rq.owned = px_win_path_owned_depth(be->work_root, NULL); /* pathcheck.h */
   rq.create = 1;
   rq.acl = 1;
-  if ((rc = px__path_open(&rq, &be->root_h, why, sizeof why)) != 0) {
+  if ((rc = px_win_path_open(&rq, &be->root_h, why, sizeof why)) != 0) {
     PX_LOG(PX_LOG_ERROR, "work root refused: %s", why);
     be->root_h = NULL;
     return rc;
@@ -331,7 +331,7 @@ static void slow_end_log(px_sandbox_t *sb) {
 
 static void teardown(px_sandbox_t *sb) {
   px__winbe_t *be = sb->be;
-  px__pipe_t *ps[3] = {&sb->in, &sb->out, &sb->err};
+  px__winbe_pipe_t *ps[3] = {&sb->in, &sb->out, &sb->err};
   px_sandbox_t **pp;
   int i, over;
   px_mutex_lock(&be->lock);
@@ -374,7 +374,7 @@ static void teardown(px_sandbox_t *sb) {
   px_handle_close(&sb->base_token);
   px__winbe_desktop_close(sb); /* no process of the job is left on it */
   if (sb->dir && be->work_root_final &&
-      px__winbe_remove_tree(sb->dir, be->work_root_final))
+      px_win_remove_tree(sb->dir, be->work_root_final))
     PX_LOG(PX_LOG_ERROR, "job %s: directory not fully removed", sb->spec->key);
   free(sb->dir);
   sb->dir = NULL;

@@ -1,5 +1,5 @@
 /* cleanup.c - remove a tree a job controlled without ever following a
- * link: a finished job's directory, and (through px__winbe_empty_dir) the
+ * link: a finished job's directory, and (through px_win_empty_dir) the
  * leftovers a crashed run left in the work root (service/win/recovery.c).
  *
  * A job may have planted junctions, symlinks or hard links there for the
@@ -80,12 +80,12 @@ static HANDLE open_rel(HANDLE parent, const WCHAR *name, size_t len) {
   return h;
 }
 
-static int remove_handle(HANDLE h, int depth, px__winbe_rm_counts_t *c);
+static int remove_handle(HANDLE h, int depth, px_win_rm_counts_t *c);
 
 /* One pass over a directory's listing: what it saw and removed. */
 typedef struct {
   int depth;
-  px__winbe_rm_counts_t *c;
+  px_win_rm_counts_t *c;
   uint64_t seen, deleted;
 } pass_t;
 
@@ -104,7 +104,7 @@ static int remove_entry(void *ctx, HANDLE dir, const px_win_dirent_t *e) {
 /* Delete every entry of directory `dir`. Repeats the listing until it is
  * empty; a pass that deletes nothing fails (something refuses to go).
  * top: `dir` is the directory being emptied (its entries are counted). */
-static int empty_dir(HANDLE dir, int depth, px__winbe_rm_counts_t *c,
+static int empty_dir(HANDLE dir, int depth, px_win_rm_counts_t *c,
                      int top) {
   int first = 1;
   for (;;) {
@@ -134,7 +134,7 @@ static int empty_dir(HANDLE dir, int depth, px__winbe_rm_counts_t *c,
 
 /* Remove what handle h names, as the handle says it is: a reparse point
  * or file as itself, a real directory after emptying it. */
-static int remove_handle(HANDLE h, int depth, px__winbe_rm_counts_t *c) {
+static int remove_handle(HANDLE h, int depth, px_win_rm_counts_t *c) {
   BY_HANDLE_FILE_INFORMATION fi;
   DWORD a;
   int rc, link, dir;
@@ -162,7 +162,7 @@ static int remove_handle(HANDLE h, int depth, px__winbe_rm_counts_t *c) {
   return 0;
 }
 
-int px__winbe_empty_dir(HANDLE dir, px__winbe_rm_counts_t *counts) {
+int px_win_empty_dir(HANDLE dir, px_win_rm_counts_t *counts) {
   int rc, scoped;
   memset(counts, 0, sizeof *counts);
   scoped = px_os_priv_scope_enter() == 0; /* see remove_tree */
@@ -189,7 +189,7 @@ static int inside_root(HANDLE h, const WCHAR *root_final) {
   return ok;
 }
 
-int px__winbe_remove_tree(const WCHAR *dir, const WCHAR *root_final) {
+int px_win_remove_tree(const WCHAR *dir, const WCHAR *root_final) {
   BY_HANDLE_FILE_INFORMATION fi;
   HANDLE h;
   int rc;

@@ -52,7 +52,7 @@ typedef struct {
   uint64_t max_bytes, max_entries;
   int named_streams, depth;
   const WCHAR *name;
-  px__dir_usage_t *u;
+  px__winbe_dir_usage_t *u;
 } walk_t;
 
 #define WALK_OVER 1 /* a cap was passed: the listing stops, not an error */
@@ -96,7 +96,7 @@ static int is_below(const WCHAR *child, const WCHAR *parent, const WCHAR *name,
 
 /* The named streams of the file `name` in directory dir, added to u. */
 static void add_streams(HANDLE dir, const WCHAR *name, size_t n,
-                        px__dir_usage_t *u) {
+                        px__winbe_dir_usage_t *u) {
   HANDLE h = NULL;
   unsigned char buf[4096];
   FILE_STREAM_INFO *si;
@@ -120,7 +120,7 @@ static void add_streams(HANDLE dir, const WCHAR *name, size_t n,
   CloseHandle(h);
 }
 
-static int over(const px__dir_usage_t *u, uint64_t max_bytes,
+static int over(const px__winbe_dir_usage_t *u, uint64_t max_bytes,
                 uint64_t max_entries) {
   return (max_bytes && u->bytes > max_bytes) ||
          (max_entries && u->entries > max_entries);
@@ -191,7 +191,7 @@ static int walk_entry(void *ctx, HANDLE dir, const px_win_dirent_t *e) {
 
 int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
                         uint64_t max_entries, int named_streams,
-                        px__dir_usage_t *u) {
+                        px__winbe_dir_usage_t *u) {
   BY_HANDLE_FILE_INFORMATION fi;
   walk_t w;
   HANDLE h;

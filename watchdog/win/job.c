@@ -268,7 +268,8 @@ static int pid_in(const DWORD *pids, size_t n, DWORD pid) {
 
 /* Wine's job accounting reads 0 and GetProcessTimes' user time too: sum
  * GetThreadTimes over every thread of the job's processes instead. */
-static void cpu_from_threads(const DWORD *pids, size_t n, px__job_sample_t *s) {
+static void cpu_from_threads(const DWORD *pids, size_t n,
+                             px__winbe_job_sample_t *s) {
   HANDLE snap = CreateToolhelp32Snapshot(TH32CS_SNAPTHREAD, 0);
   THREADENTRY32 te;
   uint64_t user = 0, kernel = 0;
@@ -329,7 +330,8 @@ static int console_host(DWORD pid) {
 /* Commit and open handles summed over the job's processes. No job limit
  * counts handles (their objects live in the kernel's pools, not in the
  * job's commit), so the watchdog does. */
-static void from_processes(const DWORD *pids, size_t n, px__job_sample_t *s) {
+static void from_processes(const DWORD *pids, size_t n,
+                           px__winbe_job_sample_t *s) {
   size_t i;
   for (i = 0; i < n; i++) {
     PROCESS_MEMORY_COUNTERS_EX pmc;
@@ -358,7 +360,7 @@ int px__winbe_job_hosts(HANDLE job, uint64_t *listed, uint64_t *hosts) {
   return rc;
 }
 
-int px__winbe_job_sample(HANDLE job, px__job_sample_t *s) {
+int px__winbe_job_sample(HANDLE job, px__winbe_job_sample_t *s) {
   JOBOBJECT_BASIC_ACCOUNTING_INFORMATION acc;
   JOBOBJECT_EXTENDED_LIMIT_INFORMATION ext;
   DWORD pids[256];

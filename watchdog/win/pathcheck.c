@@ -84,7 +84,7 @@ static int admin_sid(PSID sid, PSID self) {
          (self && EqualSid(sid, self));
 }
 
-static int trusted_owner(PSID sid, px__path_rule_t rule, PSID self) {
+static int trusted_owner(PSID sid, px_win_path_rule_t rule, PSID self) {
   return admin_sid(sid, self) ||
          (rule == PX__PATH_SYSTEM && sid_is(sid, SID_TRUSTED_INSTALLER));
 }
@@ -116,8 +116,8 @@ static long offending_ace(PACL dacl, DWORD rights, PSID self, PSID *who,
 }
 
 /* The rule with an explicit set of forbidden rights. */
-static int check_sd(PSECURITY_DESCRIPTOR sd, px__path_rule_t rule, DWORD rights,
-                    PSID self, char *why, size_t whysz) {
+static int check_sd(PSECURITY_DESCRIPTOR sd, px_win_path_rule_t rule,
+                    DWORD rights, PSID self, char *why, size_t whysz) {
   PSID owner = NULL, who = NULL;
   PACL dacl = NULL;
   BOOL present = FALSE, defaulted = FALSE;
@@ -145,14 +145,14 @@ static int check_sd(PSECURITY_DESCRIPTOR sd, px__path_rule_t rule, DWORD rights,
   return 0;
 }
 
-int px__path_check_sd(PSECURITY_DESCRIPTOR sd, px__path_rule_t rule, PSID self,
-                      char *why, size_t whysz) {
+int px_win_path_check_sd(PSECURITY_DESCRIPTOR sd, px_win_path_rule_t rule,
+                            PSID self, char *why, size_t whysz) {
   return check_sd(sd, rule,
                   rule == PX__PATH_OWNED ? OWNED_RIGHTS : ANCESTOR_RIGHTS, self,
                   why, whysz);
 }
 
-int px__path_admin_sd(PSECURITY_DESCRIPTOR *out) {
+int px_win_path_admin_sd(PSECURITY_DESCRIPTOR *out) {
   *out = NULL;
   if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(
           SDDL_ADMIN_ONLY, SDDL_REVISION_1, out, NULL))
@@ -181,8 +181,9 @@ static int nt_error(LONG st) {
   }
 }
 
-int px__path_mkdir_at(HANDLE parent, const WCHAR *name, PSECURITY_DESCRIPTOR sd,
-                      DWORD access, HANDLE *out) {
+int px_win_path_mkdir_at(HANDLE parent, const WCHAR *name,
+                            PSECURITY_DESCRIPTOR sd, DWORD access,
+                            HANDLE *out) {
   HANDLE h = NULL;
   LONG st = px_win_open_at(parent, name, wcslen(name), access | FILE_LIST_DIRECTORY,
                              FILE_SHARE_READ | FILE_SHARE_WRITE,
@@ -205,7 +206,7 @@ int px__path_mkdir_at(HANDLE parent, const WCHAR *name, PSECURITY_DESCRIPTOR sd,
 /* ---- the walk ---- */
 
 typedef struct {
-  const px__path_req_t *rq;
+  const px_win_path_req_t *rq;
   PSID self;           /* owned (LocalFree) */
   WCHAR *want;         /* owned: the expected final path so far */
   size_t wantlen;
@@ -265,7 +266,8 @@ static int check_final(walk_t *w, HANDLE h) {
 
 /* The owner and DACL of h against its rule; with rq->fix an owned one
  * with a trusted owner gets the admin-only protected DACL first. */
-static int check_acl(walk_t *w, HANDLE h, px__path_rule_t rule, int volume_root) {
+static int check_acl(walk_t *w, HANDLE h, px_win_path_rule_t rule,
+                     int volume_root) {
   PSECURITY_DESCRIPTOR sd = NULL, fix = NULL;
   PACL dacl = NULL;
   BOOL present = FALSE, defaulted = FALSE;
@@ -293,7 +295,7 @@ static int check_acl(walk_t *w, HANDLE h, px__path_rule_t rule, int volume_root)
       break;
     /* Owned, trusted owner, DACL open to others (a folder created under
      * C:\ inherits Authenticated Users: Modify): make it admin-only. */
-    if (px__path_admin_sd(&fix) != 0)
+    if (px_win_path_admin_sd(&fix) != 0)
       break;
     GetSecurityDescriptorDacl(fix, &present, &dacl, &defaulted);
     st = PXW(SetSecurityInfo)(h, SE_FILE_OBJECT,
@@ -336,7 +338,7 @@ static int open_volume(walk_t *w, HANDLE *out) {
 /* Open component `name` (len chars) below parent, creating it when asked. */
 static int open_component(walk_t *w, HANDLE parent, const WCHAR *name,
                           size_t len, int owned, int last, HANDLE *out) {
-  const px__path_req_t *rq = w->rq;
+  const px_win_path_req_t *rq = w->rq;
   DWORD access = READ_CONTROL | FILE_READ_ATTRIBUTES |
                  (owned && rq->fix ? WRITE_DAC : 0) |
                  (last ? rq->access : 0) |
@@ -351,7 +353,7 @@ static int open_component(walk_t *w, HANDLE parent, const WCHAR *name,
     return 0;
   rc = nt_error(st);
   if (rc == PX_ENOENT && owned && rq->create && !(last && rq->file)) {
-    if ((rc = px__path_admin_sd(&sd)) != 0)
+    if ((rc = px_win_path_admin_sd(&sd)) != 0)
       return rc;
     st = px_win_open_at(parent, name, len, access, share, 2 /* FILE_CREATE */,
                           opts, sd, out);
@@ -409,7 +411,7 @@ static int split(const WCHAR *p, size_t *start, size_t *len, size_t *n) {
 }
 
 static int walk(walk_t *w, HANDLE *out) {
-  const px__path_req_t *rq = w->rq;
+  const px_win_path_req_t *rq = w->rq;
   size_t start[MAX_COMPONENTS], len[MAX_COMPONENTS], n = 0, i;
   HANDLE cur = NULL, next = NULL;
   int rc;
@@ -465,7 +467,7 @@ out:
  * the parent is the volume root: created admin-only when missing, held to
  * the own rule), but *fixable is 0: a component found open is refused,
  * never re-ACL'd. */
-unsigned px__path_owned_depth(const WCHAR *p, int *fixable) {
+unsigned px_win_path_owned_depth(const WCHAR *p, int *fixable) {
   static const WCHAR product[] = L"PhoenixOrch";
   const size_t plen = sizeof product / sizeof product[0] - 1;
   unsigned n = 0, from = 0;
@@ -494,7 +496,8 @@ unsigned px__path_owned_depth(const WCHAR *p, int *fixable) {
   return n < 2 ? n : 2;
 }
 
-int px__path_open(const px__path_req_t *rq, HANDLE *out, char *why, size_t whysz) {
+int px_win_path_open(const px_win_path_req_t *rq, HANDLE *out, char *why,
+                        size_t whysz) {
   walk_t w;
   char dummy[8];
   int rc;

@@ -131,7 +131,8 @@ cleanup:
   return rc;
 }
 
-int px__win_runtime_check_sddl(const char *sddl, char *why, size_t whysz) {
+int px_win_runtime_check_sddl(const char *sddl, char *why,
+                                     size_t whysz) {
   PSECURITY_DESCRIPTOR sd = NULL;
   WCHAR *w = px_win_wide(sddl, 0, NULL);
   int rc = PX_EINVAL;

@@ -454,7 +454,7 @@ cleanup:
   return rc;
 }
 
-static int pipe_pair(px_sandbox_t *sb, px__pipe_t *p, int outbound,
+static int pipe_pair(px_sandbox_t *sb, px__winbe_pipe_t *p, int outbound,
                      HANDLE *child, PSECURITY_DESCRIPTOR sd) {
   SECURITY_ATTRIBUTES inherit = {sizeof inherit, NULL, TRUE};
   SECURITY_ATTRIBUTES server = {sizeof server, sd, FALSE};

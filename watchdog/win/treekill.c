@@ -99,7 +99,8 @@ static int end_one(HANDLE h) {
  * tree. Returns the number found alive (terminated now), or -1 when the
  * round cannot vouch for the tree (no snapshot, a process of it that
  * cannot be opened). */
-static int round_once(px_sandbox_t *sb, tree_t *t, px__tree_report_t *rep) {
+static int round_once(px_sandbox_t *sb, tree_t *t,
+                      px__winbe_tree_report_t *rep) {
   PROCESSENTRY32W pe;
   HANDLE snap, live[64];
   DWORD self = GetCurrentProcessId();
@@ -160,7 +161,7 @@ static int round_once(px_sandbox_t *sb, tree_t *t, px__tree_report_t *rep) {
   return blind ? -1 : alive;
 }
 
-int px__winbe_tree_kill(px_sandbox_t *sb, px__tree_report_t *rep) {
+int px__winbe_tree_kill(px_sandbox_t *sb, px__winbe_tree_report_t *rep) {
   tree_t *t = calloc(1, sizeof *t);
   int r = -1;
   memset(rep, 0, sizeof *rep);

@@ -69,7 +69,7 @@ void px__winbe_unref(px_sandbox_t *sb) {
  * result (enforcement "watchdog_tree_kill") once it ended a process.
  * 0 when a whole round found nothing of the job alive. */
 static int tree_kill_logged(px_sandbox_t *sb) {
-  px__tree_report_t rep;
+  px__winbe_tree_report_t rep;
   int rc = px__winbe_tree_kill(sb, &rep);
   if (rep.by_job || rep.by_parent) {
     sb->outcome.enforcement |= PX_ENF(PX_ENF_TREE_KILL);
@@ -143,7 +143,7 @@ static px_sandbox_t *find(px__winbe_t *be, ULONG_PTR key) {
 
 /* ---- pipes ---------------------------------------------------------- */
 
-static void read_issue(px_sandbox_t *sb, px__pipe_t *p) {
+static void read_issue(px_sandbox_t *sb, px__winbe_pipe_t *p) {
   if (p->closed || p->eof || p->pending || !p->h)
     return;
   memset(&p->ov, 0, sizeof p->ov);
@@ -159,7 +159,7 @@ static void read_issue(px_sandbox_t *sb, px__pipe_t *p) {
 }
 
 static void stdin_issue(px_sandbox_t *sb) {
-  px__pipe_t *p = &sb->in;
+  px__winbe_pipe_t *p = &sb->in;
   size_t len = sb->spec->stdin_len;
   if (len == 0 || !sb->spec->stdin_data) {
     px_handle_close(&p->h); /* EOF at once */
@@ -181,7 +181,7 @@ static void stdin_issue(px_sandbox_t *sb) {
 }
 
 int px__winbe_io_begin(px__winbe_t *be, px_sandbox_t *sb) {
-  px__pipe_t *ps[3] = {&sb->in, &sb->out, &sb->err};
+  px__winbe_pipe_t *ps[3] = {&sb->in, &sb->out, &sb->err};
   int i;
   for (i = 0; i < 3; i++)
     if (!PXW(CreateIoCompletionPort)(ps[i]->h, be->port, PX__KEY_IO, 0))
@@ -197,7 +197,7 @@ int px__winbe_io_begin(px__winbe_t *be, px_sandbox_t *sb) {
 
 /* ---- completion ----------------------------------------------------- */
 
-static void usage_update(px_sandbox_t *sb, const px__job_sample_t *s) {
+static void usage_update(px_sandbox_t *sb, const px__winbe_job_sample_t *s) {
   px_usage_t *u = &sb->outcome.usage;
   if (s->cpu_ms > u->cpu_ms) {
     u->cpu_ms = s->cpu_ms;
@@ -215,7 +215,7 @@ static void usage_update(px_sandbox_t *sb, const px__job_sample_t *s) {
 }
 
 static void finish(px_sandbox_t *sb) {
-  px__job_sample_t s;
+  px__winbe_job_sample_t s;
   DWORD code = 0;
   if (sb->job && px__winbe_job_sample(sb->job, &s) == 0)
     usage_update(sb, &s);
@@ -244,14 +244,14 @@ static void maybe_finish(px_sandbox_t *sb) {
 }
 
 /* 1 when p's read waits on an empty pipe. */
-static int caught_up(px__pipe_t *p) {
+static int caught_up(px__winbe_pipe_t *p) {
   DWORD avail = 0;
   return p->pending && p->h &&
          PeekNamedPipe(p->h, NULL, 0, NULL, &avail, NULL) && avail == 0;
 }
 
 static void drain_check(px_sandbox_t *sb, uint64_t now) {
-  px__pipe_t *ps[2] = {&sb->out, &sb->err};
+  px__winbe_pipe_t *ps[2] = {&sb->out, &sb->err};
   uint64_t since;
   int i;
   if (!sb->zero)
@@ -273,7 +273,8 @@ static void drain_check(px_sandbox_t *sb, uint64_t now) {
   }
 }
 
-static void on_io(px__winbe_t *be, px__pipe_t *p, DWORD bytes, DWORD err) {
+static void on_io(px__winbe_t *be, px__winbe_pipe_t *p, DWORD bytes,
+                  DWORD err) {
   px_sandbox_t *sb = p->sb;
   int r = PX_OUTPUT_CONTINUE;
   px_mutex_lock(&be->lock);
@@ -352,7 +353,7 @@ static int limit_message(DWORD msg) {
 static void on_job(px__winbe_t *be, ULONG_PTR key, DWORD msg, DWORD pid) {
   px_sandbox_t *sb;
   const px_limits_t *l;
-  px__job_sample_t s;
+  px__winbe_job_sample_t s;
   px_mutex_lock(&be->lock);
   sb = find(be, key);
   if (!sb) { /* released already: a late message */
@@ -423,14 +424,14 @@ static void on_job(px__winbe_t *be, ULONG_PTR key, DWORD msg, DWORD pid) {
  * report their image but one while no console host is confirmed yet (it
  * may be that one). Under load a bomb's children stay unidentified for
  * long; not counting them let a tree grow far past its limit. */
-static uint64_t procs_for_limit(const px__job_sample_t *s) {
+static uint64_t procs_for_limit(const px__winbe_job_sample_t *s) {
   uint64_t unknown = s->unknown;
   if (s->hosts == 0 && unknown > 0)
     unknown--;
   return s->active + unknown;
 }
 
-static void check_limits(px_sandbox_t *sb, const px__job_sample_t *s) {
+static void check_limits(px_sandbox_t *sb, const px__winbe_job_sample_t *s) {
   const px_limits_t *l = &sb->spec->limits;
   uint64_t mem = s->memory_bytes > s->peak_bytes ? s->memory_bytes
                                                   : s->peak_bytes;
@@ -595,7 +596,7 @@ static void kill_progress(px_sandbox_t *sb, uint64_t now) {
 /* The watchdog thread's tick, under be->lock: only what costs no OS call
  * per process, so that no deadline waits behind a measurement. */
 static void tick_one(px_sandbox_t *sb, uint64_t now) {
-  px__pipe_t *ps[2] = {&sb->out, &sb->err};
+  px__winbe_pipe_t *ps[2] = {&sb->out, &sb->err};
   int i;
   for (i = 0; i < 2; i++)
     if (!ps[i]->pending && !ps[i]->eof && ps[i]->resume_at &&
@@ -630,7 +631,7 @@ static uint64_t dir_cap(const px__winbe_t *be, const px_sandbox_t *sb) {
  * be listed twice in a row fails closed (once may be a directory the job
  * is deleting). */
 static void disk_verdict(px__winbe_t *be, px_sandbox_t *sb, int rc,
-                         const px__dir_usage_t *u) {
+                         const px__winbe_dir_usage_t *u) {
   if (sb->state != PX__SB_RUNNING || sb->kill_requested)
     return;
   if (rc == PX_EACCES && ++sb->disk_denied < 2)
@@ -676,7 +677,7 @@ static void disk_pass(px__winbe_t *be, uint64_t now) {
   }
   px_mutex_unlock(&be->lock);
   for (i = 0; i < n; i++) {
-    px__dir_usage_t u;
+    px__winbe_dir_usage_t u;
     int rc = px__winbe_dir_usage(dirs[i], caps[i], be->dir_files,
                                  be->named_streams, &u);
     free(dirs[i]);
@@ -707,7 +708,8 @@ static void tick(px__winbe_t *be) {
 /* ---- the sampler: accounting outside be->lock --------------------- */
 
 /* One measurement's verdict, under be->lock. */
-static void sample_apply(px_sandbox_t *sb, int rc, const px__job_sample_t *s) {
+static void sample_apply(px_sandbox_t *sb, int rc,
+                         const px__winbe_job_sample_t *s) {
   if (sb->released || sb->state != PX__SB_RUNNING || sb->zero || rc != 0)
     return;
   usage_update(sb, s);
@@ -743,7 +745,7 @@ static void sample_pass(px__winbe_t *be) {
   }
   px_mutex_unlock(&be->lock);
   for (i = 0; i < n; i++) {
-    px__job_sample_t s;
+    px__winbe_job_sample_t s;
     int rc = px__winbe_job_sample(jobs[i], &s);
     px_handle_close(&jobs[i]);
     px_mutex_lock(&be->lock);
@@ -796,7 +798,7 @@ static void watchdog_main(void *arg) {
     } else if (key == PX__KEY_QUIT) {
       break;
     } else if (key == PX__KEY_IO) {
-      on_io(be, (px__pipe_t *)(void *)ov, bytes, err);
+      on_io(be, (px__winbe_pipe_t *)(void *)ov, bytes, err);
     } else if (key >= PX__KEY_FIRST_JOB) {
       on_job(be, key, bytes, (DWORD)(ULONG_PTR)ov);
     } /* PX__KEY_WAKE: just loop */

@@ -74,14 +74,14 @@ typedef struct {
   int closed;                 /* h closed by release: never re-issue */
   uint64_t resume_at;         /* paused by back-pressure until (ms) */
   char buf[16384];
-} px__pipe_t;
+} px__winbe_pipe_t;
 
 typedef enum {
   PX__SB_NEW = 0, /* preparing, no process */
   PX__SB_SPAWNED, /* suspended child in the job */
   PX__SB_RUNNING, /* resumed */
   PX__SB_ENDED    /* outcome final, wait() may return */
-} px__sb_state_t;
+} px__winbe_sb_state_t;
 
 typedef struct px__winbe_s {
   px_backend_opts_t opts;   /* copied; strings below are owned copies */
@@ -124,7 +124,7 @@ struct px_sandbox_s {
   int refs;                   /* owner + each in-flight overlapped op */
   int released;               /* release() started: no more callbacks */
   int in_callback;            /* the watchdog is inside on_output */
-  px__sb_state_t state;
+  px__winbe_sb_state_t state;
   px_cond_t cond;             /* state changes, callbacks finished */
 
   HANDLE job;                 /* owned: the Job Object */
@@ -143,7 +143,7 @@ struct px_sandbox_s {
   WCHAR desktop_name[128];    /* "<station>\\job", STARTUPINFO.lpDesktop */
   WCHAR *dir;                 /* owned: the job directory */
   HANDLE child_in, child_out, child_err; /* owned until spawn hands them */
-  px__pipe_t in, out, err;
+  px__winbe_pipe_t in, out, err;
 
   uint64_t start_ms, deadline_ms, zero_ms;
   uint64_t disk_next_ms;      /* the next job directory measurement */
@@ -181,7 +181,7 @@ typedef struct {
   uint64_t handles;      /* open handles of the job's processes (0 under
                             Wine, which does not count them) */
   int cpu_fallback, mem_fallback; /* 1: read from the processes, not the job */
-} px__job_sample_t;
+} px__winbe_job_sample_t;
 
 /* job.c */
 /* Create sb->job (owned by sb) with every limit of the spec, UI
@@ -191,7 +191,7 @@ typedef struct {
 int px__winbe_job_create(px__winbe_t *be, struct px_sandbox_s *sb);
 /* Fill *s from the job's accounting, falling back to its processes where
  * the job reads zero (Wine). 0 or PX_EJOB. */
-int px__winbe_job_sample(HANDLE job, px__job_sample_t *s);
+int px__winbe_job_sample(HANDLE job, px__winbe_job_sample_t *s);
 /* The job's distinct process ids (at most cap) into pids; *n their count.
  * 0 or PX_EJOB. */
 int px__winbe_job_pids(HANDLE job, DWORD *pids, size_t cap, size_t *n);
@@ -207,7 +207,7 @@ typedef struct {
   unsigned by_job;    /* processes ended found by job membership */
   unsigned by_parent; /* ... found only by their parent */
   DWORD last_error;   /* of a failed snapshot, else 0 */
-} px__tree_report_t;
+} px__winbe_tree_report_t;
 enum { PX__TREE_BY_JOB = 1, PX__TREE_BY_PARENT = 2 };
 /* End the job's process tree without the OS's job kill: rounds of a
  * Toolhelp snapshot, terminating every process that is in sb->job or
@@ -217,20 +217,20 @@ enum { PX__TREE_BY_JOB = 1, PX__TREE_BY_PARENT = 2 };
  * PX_EBUSY when processes were still found at the last round;
  * PX_ESANDBOX when the tree cannot be vouched for (no snapshot, a
  * possible member that cannot be opened); PX_ENOMEM. */
-int px__winbe_tree_kill(struct px_sandbox_s *sb, px__tree_report_t *rep);
+int px__winbe_tree_kill(struct px_sandbox_s *sb, px__winbe_tree_report_t *rep);
 
 /* disk.c */
 typedef struct {
   uint64_t bytes;   /* file lengths (sparse or not) plus named streams */
   uint64_t entries; /* files and directories, links counted not followed */
-} px__dir_usage_t;
+} px__winbe_dir_usage_t;
 /* Measure dir into *u, stopping once bytes > max_bytes or entries >
  * max_entries (0: no cap). named_streams: also count files' named
  * streams. 0; PX_EACCES when a directory below could not be listed (its
  * content is unknown); PX_ENOMEM. */
 int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
                         uint64_t max_entries, int named_streams,
-                        px__dir_usage_t *u);
+                        px__winbe_dir_usage_t *u);
 /* Does the volume holding path keep named streams (1 when unknown)? */
 int px__winbe_volume_named_streams(const WCHAR *path);
 

@@ -166,22 +166,23 @@ typedef enum {
   PX_WINAPI_MAP(PX_WAPI_ID_)
 #undef PX_WAPI_ID_
   PX_WAPI_COUNT_
-} px__winapi_id_t;
+} px__base_winapi_id_t;
 
-#define PX_WAPI_DECL_(ret, name, fail, params, args) ret px__w_##name params;
+#define PX_WAPI_DECL_(ret, name, fail, params, args)                           \
+  ret px__base_w_##name params;
 PX_WINAPI_MAP(PX_WAPI_DECL_)
 #undef PX_WAPI_DECL_
 
 /* Call a security-path Win32 function through the table. */
-#define PXW(name) px__w_##name
+#define PXW(name) px__base_w_##name
 
 #ifdef PX_TEST_SEAMS
 /* How many calls of `id` the table saw (injected failures included). Test
  * builds only. */
-unsigned long px__winapi_calls(px__winapi_id_t id);
+unsigned long px__base_winapi_calls(px__base_winapi_id_t id);
 #endif
 /* The entry's name ("SetInformationJobObject"), for messages. */
-const char *px__winapi_name(px__winapi_id_t id);
+const char *px__base_winapi_name(px__base_winapi_id_t id);
 
 /* Close *h if it is a handle (NULL and INVALID_HANDLE_VALUE are "none")
  * and clear it. Idempotent. */

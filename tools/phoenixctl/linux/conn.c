@@ -13,18 +13,18 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-struct px__conn_s {
+struct px__cli_conn_s {
   int fd; /* owned */
 };
 
-const char *px__stream_default_address(void) {
+const char *px__cli_stream_default_address(void) {
   return "/run/phoenix-executor/executor.sock";
 }
 
-int px__stream_connect(const char *address, px__conn_t **out, char *err,
+int px__cli_stream_connect(const char *address, px__cli_conn_t **out, char *err,
                        size_t errsz) {
   struct sockaddr_un sa;
-  px__conn_t *s;
+  px__cli_conn_t *s;
   int fd;
 
   memset(&sa, 0, sizeof sa);
@@ -51,7 +51,7 @@ int px__stream_connect(const char *address, px__conn_t **out, char *err,
   return 0;
 }
 
-int px__stream_write(px__conn_t *s, const void *data, size_t len) {
+int px__cli_stream_write(px__cli_conn_t *s, const void *data, size_t len) {
   const char *p = data;
   while (len) {
     ssize_t n = send(s->fd, p, len, MSG_NOSIGNAL);
@@ -66,7 +66,8 @@ int px__stream_write(px__conn_t *s, const void *data, size_t len) {
   return 0;
 }
 
-long px__stream_read(px__conn_t *s, void *buf, size_t cap, int timeout_ms) {
+long px__cli_stream_read(px__cli_conn_t *s, void *buf, size_t cap,
+                         int timeout_ms) {
   struct pollfd p = {s->fd, POLLIN, 0};
   ssize_t n;
   int pr;
@@ -85,7 +86,7 @@ long px__stream_read(px__conn_t *s, void *buf, size_t cap, int timeout_ms) {
   return (long)n;
 }
 
-void px__stream_close(px__conn_t *s) {
+void px__cli_stream_close(px__cli_conn_t *s) {
   if (!s)
     return;
   close(s->fd);
@@ -96,7 +97,7 @@ void px__stream_close(px__conn_t *s) {
  * planted by an ordinary user (a stale path, a writable directory, a
  * --socket typo) gets nothing. PX_SERVER_PID: the peer's pid. Both as the
  * kernel recorded them (SO_PEERCRED), before a byte is sent. */
-int px__stream_verify(px__conn_t *s, const px_target_t *t, char *err,
+int px__cli_stream_verify(px__cli_conn_t *s, const px_target_t *t, char *err,
                       size_t errsz) {
   struct ucred cred;
   socklen_t len = sizeof cred;

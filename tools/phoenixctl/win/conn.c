@@ -1,7 +1,7 @@
 /* conn.c (Windows) - the client's named-pipe stream. Overlapped reads so
  * that a receive can time out.
  *
- * Server verification (px__stream_verify), before the first byte is
+ * Server verification (px__cli_stream_verify), before the first byte is
  * sent: anyone can create a pipe of a name nobody holds, e.g. while the
  * service is stopped or restarting, and a client that writes first would
  * hand its code (and whatever the job carries) to that squatter. So the
@@ -24,29 +24,31 @@
 
 #define SERVICE_NAME L"PhoenixExecutor"
 
-struct px__conn_s {
+struct px__cli_conn_s {
   HANDLE pipe;  /* owned */
   HANDLE event; /* owned, for overlapped reads */
 };
 
-const char *px__stream_default_address(void) { return "\\\\.\\pipe\\PhoenixExecutor"; }
+const char *px__cli_stream_default_address(void) {
+  return "\\\\.\\pipe\\PhoenixExecutor";
+}
 
 /* Exactly the rights the client group's ACE grants that a client uses
  * ("Named Pipe Security and Access Rights": GENERIC_WRITE maps to
  * FILE_GENERIC_WRITE, whose FILE_APPEND_DATA is FILE_CREATE_PIPE_INSTANCE
  * on a pipe, so asking for it is ERROR_ACCESS_DENIED for a client the
  * ACE leaves it out for). READ_CONTROL: the owner check in
- * px__stream_verify reads the pipe's owner. */
+ * px__cli_stream_verify reads the pipe's owner. */
 #define PIPE_CLIENT_ACCESS                                                   \
   (FILE_READ_DATA | FILE_WRITE_DATA | FILE_READ_ATTRIBUTES |                 \
    FILE_WRITE_ATTRIBUTES | SYNCHRONIZE | READ_CONTROL)
 
-unsigned long px__stream_pipe_access(void) { return PIPE_CLIENT_ACCESS; }
+unsigned long px__cli_stream_pipe_access(void) { return PIPE_CLIENT_ACCESS; }
 
-int px__stream_connect(const char *address, px__conn_t **out, char *err,
+int px__cli_stream_connect(const char *address, px__cli_conn_t **out, char *err,
                        size_t errsz) {
   WCHAR name[512];
-  px__conn_t *s;
+  px__cli_conn_t *s;
   HANDLE h = INVALID_HANDLE_VALUE;
   int tries;
 
@@ -82,7 +84,8 @@ int px__stream_connect(const char *address, px__conn_t **out, char *err,
   return 0;
 }
 
-static int wait_io(px__conn_t *s, OVERLAPPED *ov, DWORD *got, int timeout_ms) {
+static int wait_io(px__cli_conn_t *s, OVERLAPPED *ov, DWORD *got,
+                   int timeout_ms) {
   DWORD w = WaitForSingleObject(s->event, timeout_ms < 0 ? INFINITE : (DWORD)timeout_ms);
   if (w == WAIT_TIMEOUT) {
     CancelIoEx(s->pipe, ov);
@@ -99,7 +102,7 @@ static int wait_io(px__conn_t *s, OVERLAPPED *ov, DWORD *got, int timeout_ms) {
   return 0;
 }
 
-int px__stream_write(px__conn_t *s, const void *data, size_t len) {
+int px__cli_stream_write(px__cli_conn_t *s, const void *data, size_t len) {
   const char *p = data;
   while (len) {
     OVERLAPPED ov;
@@ -119,7 +122,8 @@ int px__stream_write(px__conn_t *s, const void *data, size_t len) {
   return 0;
 }
 
-long px__stream_read(px__conn_t *s, void *buf, size_t cap, int timeout_ms) {
+long px__cli_stream_read(px__cli_conn_t *s, void *buf, size_t cap,
+                         int timeout_ms) {
   OVERLAPPED ov;
   DWORD got = 0;
   int rc;
@@ -141,7 +145,7 @@ long px__stream_read(px__conn_t *s, void *buf, size_t cap, int timeout_ms) {
   return (long)got;
 }
 
-void px__stream_close(px__conn_t *s) {
+void px__cli_stream_close(px__cli_conn_t *s) {
   if (!s)
     return;
   CloseHandle(s->pipe);
@@ -195,7 +199,7 @@ static int owner_is_system(HANDLE pipe, char *out, size_t outsz) {
   return sys;
 }
 
-int px__stream_verify(px__conn_t *s, const px_target_t *t, char *err,
+int px__cli_stream_verify(px__cli_conn_t *s, const px_target_t *t, char *err,
                       size_t errsz) {
   ULONG server = 0;
   DWORD expected, why = 0;

@@ -131,7 +131,7 @@ static void groups(HANDLE t) {
 /* Every job runs in an AppContainer (watchdog/win/token.c): not being in
  * one is a failure. TokenIsAppContainer unknown (before Windows 8) is
  * "unsupported", which the service accepts on no Windows host
- * (service/win/attest_os.c, px__attest_may_be_unsupported). */
+ * (service/win/attest_os.c, px__svc_attest_may_be_unsupported). */
 static void appcontainer(HANDLE t) {
   DWORD ac = 0, n = 0;
   if (!GetTokenInformation(t, TokenIsAppContainer, &ac, sizeof ac, &n))

@@ -19,7 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-struct px__dk_conn_s {
+struct px__ctr_dk_conn_s {
   int fd; /* owned */
 };
 
@@ -85,8 +85,8 @@ static int connect_tcp(const char *hostport, int *fd) {
   return 0;
 }
 
-int px__dk_conn_open(const char *endpoint, px__dk_conn_t **out) {
-  px__dk_conn_t *c;
+int px__ctr_dk_conn_open(const char *endpoint, px__ctr_dk_conn_t **out) {
+  px__ctr_dk_conn_t *c;
   int fd = -1, rc;
   *out = NULL;
   if (strncmp(endpoint, "unix://", 7) == 0)
@@ -107,7 +107,7 @@ int px__dk_conn_open(const char *endpoint, px__dk_conn_t **out) {
   return 0;
 }
 
-int px__dk_conn_write(px__dk_conn_t *c, const void *p, size_t n) {
+int px__ctr_dk_conn_write(px__ctr_dk_conn_t *c, const void *p, size_t n) {
   const char *s = p;
   while (n > 0) {
     ssize_t w = send(c->fd, s, n, MSG_NOSIGNAL);
@@ -122,7 +122,8 @@ int px__dk_conn_write(px__dk_conn_t *c, const void *p, size_t n) {
   return 0;
 }
 
-long px__dk_conn_read(px__dk_conn_t *c, void *p, size_t n, int timeout_ms) {
+long px__ctr_dk_conn_read(px__ctr_dk_conn_t *c, void *p, size_t n,
+                          int timeout_ms) {
   struct pollfd pfd = {c->fd, POLLIN, 0};
   for (;;) {
     ssize_t r;
@@ -142,13 +143,13 @@ long px__dk_conn_read(px__dk_conn_t *c, void *p, size_t n, int timeout_ms) {
   }
 }
 
-int px__dk_conn_shutdown_write(px__dk_conn_t *c) {
+int px__ctr_dk_conn_shutdown_write(px__ctr_dk_conn_t *c) {
   if (shutdown(c->fd, SHUT_WR) != 0)
     return PX_LOG_ERRNO(PX_EIO, errno, "shutdown(SHUT_WR)");
   return 0;
 }
 
-int px__dk_engine_pid(const char *endpoint, unsigned long *pid) {
+int px__ctr_dk_engine_pid(const char *endpoint, unsigned long *pid) {
   struct ucred cred;
   socklen_t len = sizeof cred;
   int fd = -1, rc;
@@ -164,7 +165,7 @@ int px__dk_engine_pid(const char *endpoint, unsigned long *pid) {
   return rc;
 }
 
-void px__dk_conn_close(px__dk_conn_t **c) {
+void px__ctr_dk_conn_close(px__ctr_dk_conn_t **c) {
   if (!c || !*c)
     return;
   close((*c)->fd);

@@ -109,7 +109,7 @@ static int is_root(const char *path, const char *ctl) {
   return path[0] && strcmp(path, root) == 0;
 }
 
-int px__dk_cgstat(unsigned long pid, px__dk_cgstat_t *out) {
+int px__ctr_dk_cgstat(unsigned long pid, px__ctr_dk_cgstat_t *out) {
   cg_paths_t cp;
   char f[600];
   uint64_t v;
@@ -196,7 +196,7 @@ static int root_ro(unsigned long pid) {
   return ro;
 }
 
-int px__dk_procsec(unsigned long pid, px__dk_procsec_t *out) {
+int px__ctr_dk_procsec(unsigned long pid, px__ctr_dk_procsec_t *out) {
   char path[64];
   uint64_t v = 0;
   int rc;
@@ -229,7 +229,7 @@ int px__dk_procsec(unsigned long pid, px__dk_procsec_t *out) {
 
 /* ---- the gate file ---------------------------------------------------- */
 
-int px__dk_gate_header(const char *path, unsigned char *hdr, size_t cap,
+int px__ctr_dk_gate_header(const char *path, unsigned char *hdr, size_t cap,
                        size_t *n, char *why, size_t whycap) {
   struct stat st;
   ssize_t r = -1;
@@ -265,7 +265,7 @@ int px__dk_gate_header(const char *path, unsigned char *hdr, size_t cap,
 /* The native backend's (base/linux/idmap.c): the KB owner's uid/gid
  * on disk is the job's inside, so what a container job writes to a KB is
  * the KB owner's on the host, never root's (issue 24). */
-void px__dk_idmap_open(unsigned long owner_uid, unsigned long owner_gid,
+void px__ctr_dk_idmap_open(unsigned long owner_uid, unsigned long owner_gid,
                        unsigned long job_uid, unsigned long job_gid, int *fd) {
   *fd = px_os_idmap_userns(owner_uid, job_uid, owner_gid, job_gid);
   if (*fd < 0)
@@ -273,4 +273,4 @@ void px__dk_idmap_open(unsigned long owner_uid, unsigned long owner_gid,
                         "roots are bound plainly");
 }
 
-void px__dk_idmap_close(int fd) { close(fd); }
+void px__ctr_dk_idmap_close(int fd) { close(fd); }

@@ -8,7 +8,7 @@
  * mount namespace of its own (ProtectHome, ProtectKernelModules, ...):
  * mounts made there never reach the engine, which would bind an empty
  * directory. So every step here runs in the engine's mount namespace
- * (found at open through the socket's peer: px__dk_engine_pid): directly
+ * (found at open through the socket's peer: px__ctr_dk_engine_pid): directly
  * when the daemon is already in it, else in a forked child that joins it
  * (setns(CLONE_NEWNS) refuses a multithreaded caller). The child does only system calls and reports a failure as
  * (step, errno) over a pipe; the parent logs it: no lock is taken after
@@ -60,10 +60,10 @@ static int fail(host_err_t *e, const char *step) {
 }
 
 /* The engine's mount namespace when it is not ours (-1: it is ours, or
- * unknown). Set once by px__dk_engine_ns before any job; read only. */
+ * unknown). Set once by px__ctr_dk_engine_ns before any job; read only. */
 static int g_engine_ns = -1;
 
-int px__dk_engine_ns(unsigned long engine_pid) {
+int px__ctr_dk_engine_ns(unsigned long engine_pid) {
   char path[64];
   struct stat a, b;
   int fd;
@@ -146,7 +146,7 @@ static int mk_fn(void *arg, host_err_t *e) {
   return 0;
 }
 
-int px__dk_jobdir_create(const char *work_root, const char *key,
+int px__ctr_dk_jobdir_create(const char *work_root, const char *key,
                          uint64_t max_bytes, int writable, char **path) {
   px_buf_t b = {0};
   mk_t m;
@@ -240,7 +240,7 @@ static int wr_fn(void *arg, host_err_t *e) {
   return 0;
 }
 
-int px__dk_jobdir_write(const char *dir, const px_job_file_t *files,
+int px__ctr_dk_jobdir_write(const char *dir, const px_job_file_t *files,
                         size_t n) {
   wr_t w = {dir, files, n};
   return n ? host_run(wr_fn, &w) : 0;
@@ -255,7 +255,7 @@ static int rm_fn(void *arg, host_err_t *e) {
   return 0;
 }
 
-void px__dk_jobdir_remove(const char *dir) {
+void px__ctr_dk_jobdir_remove(const char *dir) {
   if (dir)
     host_run(rm_fn, (void *)(uintptr_t)dir);
 }
@@ -332,7 +332,8 @@ static int bind_fn(void *arg, host_err_t *e) {
   return rc;
 }
 
-int px__dk_kb_view(int userns_fd, const char *src, const char *dst, int rw) {
+int px__ctr_dk_kb_view(int userns_fd, const char *src, const char *dst,
+                       int rw) {
   bind_t b = {userns_fd, rw, src, dst};
   return host_run(bind_fn, &b);
 }

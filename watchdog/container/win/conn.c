@@ -32,7 +32,7 @@
 
 #define PIPE_BUSY_WAIT_MS 2000
 
-struct px__dk_conn_s {
+struct px__ctr_dk_conn_s {
   HANDLE pipe;  /* owned, or INVALID_HANDLE_VALUE */
   SOCKET sock;  /* owned, or INVALID_SOCKET */
   HANDLE ev;    /* owned: the overlapped event of the pipe's I/O */
@@ -60,7 +60,7 @@ static int pipe_name(const char *ep, WCHAR *out, size_t cap) {
   return 0;
 }
 
-static int open_pipe(const char *ep, px__dk_conn_t *c) {
+static int open_pipe(const char *ep, px__ctr_dk_conn_t *c) {
   WCHAR name[256];
   int tries;
   if (pipe_name(ep, name, sizeof name / sizeof name[0]))
@@ -88,7 +88,7 @@ static int open_pipe(const char *ep, px__dk_conn_t *c) {
 }
 
 /* "127.0.0.1:2375", "localhost:2375" or "[::1]:2375". */
-static int open_tcp(const char *hostport, px__dk_conn_t *c) {
+static int open_tcp(const char *hostport, px__ctr_dk_conn_t *c) {
   struct addrinfo hints, *res = NULL;
   WSADATA w;
   char host[64];
@@ -129,8 +129,8 @@ static int open_tcp(const char *hostport, px__dk_conn_t *c) {
   return rc;
 }
 
-int px__dk_conn_open(const char *endpoint, px__dk_conn_t **out) {
-  px__dk_conn_t *c = calloc(1, sizeof *c);
+int px__ctr_dk_conn_open(const char *endpoint, px__ctr_dk_conn_t **out) {
+  px__ctr_dk_conn_t *c = calloc(1, sizeof *c);
   int rc;
   *out = NULL;
   if (!c)
@@ -144,7 +144,7 @@ int px__dk_conn_open(const char *endpoint, px__dk_conn_t **out) {
   else
     rc = PX_EINVAL; /* unix:// has no engine on Windows */
   if (rc) {
-    px__dk_conn_close(&c);
+    px__ctr_dk_conn_close(&c);
     return rc;
   }
   *out = c;
@@ -153,7 +153,7 @@ int px__dk_conn_open(const char *endpoint, px__dk_conn_t **out) {
 
 /* One overlapped pipe operation, waited for up to timeout_ms (INFINITE
  * for -1); on a timeout it is cancelled and PX_ETIMEDOUT returned. */
-static long pipe_io(px__dk_conn_t *c, int write, void *p, DWORD n,
+static long pipe_io(px__ctr_dk_conn_t *c, int write, void *p, DWORD n,
                     int timeout_ms) {
   OVERLAPPED ov;
   DWORD got = 0, err;
@@ -188,7 +188,7 @@ static long pipe_io(px__dk_conn_t *c, int write, void *p, DWORD n,
   return (long)got;
 }
 
-int px__dk_conn_write(px__dk_conn_t *c, const void *p, size_t n) {
+int px__ctr_dk_conn_write(px__ctr_dk_conn_t *c, const void *p, size_t n) {
   const char *s = p;
   while (n > 0) {
     DWORD k = n > 65536 ? 65536 : (DWORD)n;
@@ -208,7 +208,8 @@ int px__dk_conn_write(px__dk_conn_t *c, const void *p, size_t n) {
   return 0;
 }
 
-long px__dk_conn_read(px__dk_conn_t *c, void *p, size_t n, int timeout_ms) {
+long px__ctr_dk_conn_read(px__ctr_dk_conn_t *c, void *p, size_t n,
+                          int timeout_ms) {
   DWORD k = n > 65536 ? 65536 : (DWORD)n;
   fd_set rd;
   struct timeval tv, *tvp = NULL;
@@ -233,7 +234,7 @@ long px__dk_conn_read(px__dk_conn_t *c, void *p, size_t n, int timeout_ms) {
   return r;
 }
 
-int px__dk_conn_shutdown_write(px__dk_conn_t *c) {
+int px__ctr_dk_conn_shutdown_write(px__ctr_dk_conn_t *c) {
   if (c->pipe != INVALID_HANDLE_VALUE) {
     /* The empty message: the engine's end of our input. */
     long w = pipe_io(c, 1, (void *)"", 0, 10000);
@@ -244,8 +245,8 @@ int px__dk_conn_shutdown_write(px__dk_conn_t *c) {
   return 0;
 }
 
-void px__dk_conn_close(px__dk_conn_t **cp) {
-  px__dk_conn_t *c;
+void px__ctr_dk_conn_close(px__ctr_dk_conn_t **cp) {
+  px__ctr_dk_conn_t *c;
   if (!cp || !*cp)
     return;
   c = *cp;
@@ -262,7 +263,7 @@ void px__dk_conn_close(px__dk_conn_t **cp) {
 }
 
 /* No Unix socket peer on Windows: the engine is never on this kernel. */
-int px__dk_engine_pid(const char *endpoint, unsigned long *pid) {
+int px__ctr_dk_engine_pid(const char *endpoint, unsigned long *pid) {
   (void)endpoint;
   *pid = 0;
   return PX_ENOTSUP;

@@ -14,24 +14,24 @@
 #include <stdio.h>
 #include <string.h>
 
-int px__dk_cgstat(unsigned long pid, px__dk_cgstat_t *out) {
+int px__ctr_dk_cgstat(unsigned long pid, px__ctr_dk_cgstat_t *out) {
   (void)pid;
   memset(out, 0, sizeof *out);
   return PX_ENOTSUP;
 }
 
-int px__dk_procsec(unsigned long pid, px__dk_procsec_t *out) {
+int px__ctr_dk_procsec(unsigned long pid, px__ctr_dk_procsec_t *out) {
   (void)pid;
   memset(out, 0, sizeof *out);
   return PX_ENOTSUP;
 }
 
-int px__dk_engine_ns(unsigned long engine_pid) {
+int px__ctr_dk_engine_ns(unsigned long engine_pid) {
   (void)engine_pid;
   return PX_ENOTSUP;
 }
 
-int px__dk_jobdir_create(const char *work_root, const char *key,
+int px__ctr_dk_jobdir_create(const char *work_root, const char *key,
                          uint64_t max_bytes, int writable, char **path) {
   (void)work_root;
   (void)key;
@@ -41,16 +41,17 @@ int px__dk_jobdir_create(const char *work_root, const char *key,
   return PX_ENOTSUP;
 }
 
-int px__dk_jobdir_write(const char *dir, const px_job_file_t *files,
+int px__ctr_dk_jobdir_write(const char *dir, const px_job_file_t *files,
                         size_t n) {
   (void)dir;
   (void)files;
   return n ? PX_ENOTSUP : 0;
 }
 
-void px__dk_jobdir_remove(const char *dir) { (void)dir; }
+void px__ctr_dk_jobdir_remove(const char *dir) { (void)dir; }
 
-int px__dk_kb_view(int userns_fd, const char *src, const char *dst, int rw) {
+int px__ctr_dk_kb_view(int userns_fd, const char *src, const char *dst,
+                       int rw) {
   (void)userns_fd;
   (void)src;
   (void)dst;
@@ -58,7 +59,7 @@ int px__dk_kb_view(int userns_fd, const char *src, const char *dst, int rw) {
   return PX_ENOTSUP;
 }
 
-void px__dk_idmap_open(unsigned long owner_uid, unsigned long owner_gid,
+void px__ctr_dk_idmap_open(unsigned long owner_uid, unsigned long owner_gid,
                        unsigned long job_uid, unsigned long job_gid, int *fd) {
   (void)owner_uid;
   (void)owner_gid;
@@ -67,11 +68,11 @@ void px__dk_idmap_open(unsigned long owner_uid, unsigned long owner_gid,
   *fd = -1;
 }
 
-void px__dk_idmap_close(int fd) { (void)fd; }
+void px__ctr_dk_idmap_close(int fd) { (void)fd; }
 
 /* Windows: the file must open and read as a file (a directory does not);
  * who may change it is its ACL's business (the installer's directory). */
-int px__dk_gate_header(const char *path, unsigned char *hdr, size_t cap,
+int px__ctr_dk_gate_header(const char *path, unsigned char *hdr, size_t cap,
                        size_t *n, char *why, size_t whycap) {
   FILE *f = fopen(path, "rb");
   *n = 0;

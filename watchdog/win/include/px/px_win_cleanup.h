@@ -13,16 +13,16 @@ typedef struct {
   uint64_t left;    /* of those, still there when it gave up */
   uint64_t dirs, files, links; /* removed, at every depth; links are
                                   removed as themselves, never followed */
-} px__winbe_rm_counts_t;
+} px_win_rm_counts_t;
 
 /* Remove dir and everything below it without following any reparse
  * point, refusing when dir resolves outside root_final. 0 when removed or
  * absent, else an error (logged). */
-int px__winbe_remove_tree(const WCHAR *dir, const WCHAR *root_final);
+int px_win_remove_tree(const WCHAR *dir, const WCHAR *root_final);
 
 /* Remove everything inside the directory open as `dir` (it stays), by the
  * same rules, counting into *counts. 0, or an error (logged) with
  * counts->left saying how many entries remain. */
-int px__winbe_empty_dir(HANDLE dir, px__winbe_rm_counts_t *counts);
+int px_win_empty_dir(HANDLE dir, px_win_rm_counts_t *counts);
 
 #endif

@@ -22,7 +22,7 @@ typedef enum {
   PX__PATH_OWNED = 1   /* the service's own directory: as above, and no
                         * other SID may write, add, link or delete
                         * anything in it either */
-} px__path_rule_t;
+} px_win_path_rule_t;
 
 typedef struct {
   const WCHAR *path; /* absolute "X:\a\b" ('/' accepted, no \\?\, no UNC,
@@ -39,7 +39,7 @@ typedef struct {
                         final path - Wine, which keeps no real ACLs) */
   DWORD access;      /* extra access wanted on the last component's
                         handle (e.g. WRITE_DAC) */
-} px__path_req_t;
+} px_win_path_req_t;
 
 /* Open every component of rq->path from the volume root down, each one
  * relative to its parent's handle (NtCreateFile, FILE_OPEN_REPARSE_POINT),
@@ -54,7 +54,7 @@ typedef struct {
  * differs), PX_ENOENT (missing, not created), PX_EINVAL (bad path),
  * PX_EIO/PX_ENOMEM; `why` names the path and the rule (for the Event Log;
  * also logged). */
-int px__path_open(const px__path_req_t *rq, HANDLE *out, char *why,
+int px_win_path_open(const px_win_path_req_t *rq, HANDLE *out, char *why,
                   size_t whysz);
 
 /* How many trailing components of the absolute path p are the service's
@@ -66,23 +66,23 @@ int px__path_open(const px__path_req_t *rq, HANDLE *out, char *why,
  * when the parent is the volume root), created admin-only when missing and
  * held to the own rule, but *fixable (may be NULL) is 0: never re-ACL'd
  * when found (rq->fix must stay 0), a finding refuses the path. */
-unsigned px__path_owned_depth(const WCHAR *p, int *fixable);
+unsigned px_win_path_owned_depth(const WCHAR *p, int *fixable);
 
 /* The rule on a security descriptor (self: the service's own user SID,
  * NULL: none). 0 or PX_EACL with `why` naming the offending SID. */
-int px__path_check_sd(PSECURITY_DESCRIPTOR sd, px__path_rule_t rule,
+int px_win_path_check_sd(PSECURITY_DESCRIPTOR sd, px_win_path_rule_t rule,
                       PSID self, char *why, size_t whysz);
 
 /* The admin-only protected descriptor (owner Administrators; SYSTEM and
  * Administrators full control, inherited): *out LocalFree'd by the
  * caller. 0 or PX_EACL. */
-int px__path_admin_sd(PSECURITY_DESCRIPTOR *out);
+int px_win_path_admin_sd(PSECURITY_DESCRIPTOR *out);
 
 /* Create directory `name` relative to the open directory `parent` with
  * descriptor sd (NULL: inherit), never following or reusing anything:
  * PX_EEXIST when the name exists. *out (may be NULL): the new directory's
  * handle with `access`. 0 or error (logged). */
-int px__path_mkdir_at(HANDLE parent, const WCHAR *name,
+int px_win_path_mkdir_at(HANDLE parent, const WCHAR *name,
                       PSECURITY_DESCRIPTOR sd, DWORD access, HANDLE *out);
 
 /* (Relative opens: px_win_open_at, px/px_winapi.h.) */

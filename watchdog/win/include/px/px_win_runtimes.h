@@ -18,7 +18,7 @@
 /* The DACL rule on a descriptor given as SDDL (tests): 0 when a job token
  * may read and execute an object with this descriptor, else PX_EACCES with
  * `why` naming the half of the access check that fails. */
-int px__win_runtime_check_sddl(const char *sddl, char *why, size_t whysz);
+int px_win_runtime_check_sddl(const char *sddl, char *why, size_t whysz);
 
 /* Can a job read and execute `exe` (absolute path, UTF-8) and read its
  * directory? Evaluated on the file's and the directory's DACLs for the
