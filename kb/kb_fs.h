@@ -131,24 +131,6 @@ int px_kbfs_sanitize_dir(px_kbfs_dir_t *d, uint64_t *fixed);
  * NTFS journals metadata). */
 int px_kbfs_sync_dir(px_kbfs_dir_t *d);
 
-#ifdef PX_TEST_SEAMS
-/* Test helpers (test-seam builds only): plant links. PX_ENOTSUP where the
- * platform (or Wine) cannot make one. `target` is an absolute host path. */
-int px_kbfs_test_symlink(px_kbfs_dir_t *d, const char *name,
-                         const char *target, int target_is_dir);
-int px_kbfs_test_hardlink(px_kbfs_dir_t *d, const char *name,
-                          const char *target);
-int px_kbfs_test_junction(px_kbfs_dir_t *d, const char *name,
-                          const char *target);
-/* chmod entry `name` of d to mode (07777, set-id bits included: what a
- * job can do to its own files), without following a link. PX_ENOTSUP on
- * Windows. */
-int px_kbfs_test_set_mode(px_kbfs_dir_t *d, const char *name, uint32_t mode);
-/* Open an existing regular file for writing in place (what a job does;
- * tests only: the KB code never writes through an existing name). */
-int px_kbfs_test_open_write(px_kbfs_dir_t *d, const char *name, int truncate,
-                            px_kbfs_file_t **out);
-#endif
 /* Set a file's size (sparse where the filesystem allows), for big tests. */
 int px_kbfs_set_size(px_kbfs_file_t *f, uint64_t size);
 /* Host path separator. */

@@ -7,6 +7,7 @@
  * with fstat to be regular files before use.
  */
 #include "kb_fs.h"
+#include "linux/fs_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -23,19 +24,6 @@
 #include "px/px_log.h"
 #include "px/px_os.h"
 #include "px/px_util.h"
-
-struct px_kbfs_dir_s {
-  int fd;     /* owned */
-  char *path; /* owned, for logs */
-  uid_t uid;  /* the KB owner for what we create, 0: leave (set_owner) */
-  gid_t gid;
-};
-
-struct px_kbfs_file_s {
-  int fd;            /* owned */
-  px_kbfs_dir_t *dir; /* borrowed: temp files only */
-  char tmp[40];      /* temp name, "" for files opened for reading */
-};
 
 static int valid_name(const char *name) {
   return name && name[0] && strcmp(name, ".") != 0 &&
@@ -531,53 +519,6 @@ int px_kbfs_sync_dir(px_kbfs_dir_t *d) {
     return PX_LOG_ERRNO(px_err_from_errno(errno), errno, "fsync(dir)");
   return 0;
 }
-
-#ifdef PX_TEST_SEAMS /* the test helpers of kb_fs.h */
-int px_kbfs_test_symlink(px_kbfs_dir_t *d, const char *name,
-                         const char *target, int target_is_dir) {
-  (void)target_is_dir;
-  if (symlinkat(target, d->fd, name) != 0)
-    return px_err_from_errno(errno);
-  return 0;
-}
-
-int px_kbfs_test_hardlink(px_kbfs_dir_t *d, const char *name,
-                          const char *target) {
-  if (linkat(AT_FDCWD, target, d->fd, name, 0) != 0)
-    return px_err_from_errno(errno);
-  return 0;
-}
-
-int px_kbfs_test_junction(px_kbfs_dir_t *d, const char *name,
-                          const char *target) {
-  (void)d, (void)name, (void)target;
-  return PX_ENOTSUP; /* junctions are a Windows thing */
-}
-
-int px_kbfs_test_set_mode(px_kbfs_dir_t *d, const char *name, uint32_t mode) {
-  /* fchmodat cannot refuse a link before fchmodat2: the tests never plant
-   * one where they chmod. */
-  if (fchmodat(d->fd, name, (mode_t)(mode & 07777), 0) != 0)
-    return px_err_from_errno(errno);
-  return 0;
-}
-
-int px_kbfs_test_open_write(px_kbfs_dir_t *d, const char *name, int truncate,
-                            px_kbfs_file_t **out) {
-  int fd = openat(d->fd, name,
-                  O_WRONLY | O_NOFOLLOW | O_CLOEXEC | (truncate ? O_TRUNC : 0));
-  *out = NULL;
-  if (fd < 0)
-    return px_err_from_errno(errno);
-  *out = calloc(1, sizeof **out);
-  if (!*out) {
-    close(fd);
-    return PX_ENOMEM;
-  }
-  (*out)->fd = fd;
-  return 0;
-}
-#endif
 
 int px_kbfs_set_size(px_kbfs_file_t *f, uint64_t size) {
   if (ftruncate(f->fd, (off_t)size) != 0)

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kb/kb_fs.h"
+#include "tests/support/kb_fs_test.h" /* and kb/kb_fs.h */
 #include "px/px_kb.h"
 
 /* A scratch KB: roots "mind" and "soul", a store, an "outside" dir. */

@@ -1,8 +1,8 @@
-/* fs_test.c (Windows) - the test-only helpers of the KB filesystem layer
- * (kb_fs.h): plant symlinks, hard links and junctions, write in place.
- * Never called by the KB itself; compiled only into test-seam builds. */
-#include "kb_fs.h"
-#include "win/fs_int.h"
+/* kb_fs_test_win.c - the KB filesystem layer's test helpers on Windows
+ * (kb_fs_test.h): plant symlinks, hard links and junctions, write in
+ * place. Linked into the test binaries only, never the KB. */
+#include "tests/support/kb_fs_test.h"
+#include "kb/win/fs_int.h"
 
 #include <winioctl.h>
 
@@ -12,7 +12,6 @@
 #include "px/px_error.h"
 #include "px/px_util.h"
 
-#ifdef PX_TEST_SEAMS
 static WCHAR *join_wide(const px_kbfs_dir_t *d, const char *name) {
   px_buf_t b = {0};
   WCHAR *w;
@@ -191,4 +190,3 @@ int px_kbfs_test_open_write(px_kbfs_dir_t *d, const char *name, int truncate,
   (*out)->h = h;
   return 0;
 }
-#endif /* PX_TEST_SEAMS */
