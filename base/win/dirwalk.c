@@ -15,10 +15,14 @@
  * - and how deep it goes is its own (watchdog/win/cleanup.c, disk.c,
  * kb/win/fs.c).
  *
- * Each listing opens a fresh handle on the directory (its empty name
+ * px_win_dir_list opens a fresh handle on the directory (its empty name
  * relative to it): Wine caches a handle's directory contents at the first
  * query and a restart scan does not refresh them, so a walker that lists
- * again after deleting would see the old entries.
+ * again after deleting (cleanup, the KB's rollback) would see the old
+ * entries. A walker that lists each directory once, through the handle
+ * it opened to descend into it (the disk measure, on every watchdog tick),
+ * uses px_win_dir_list_once and saves that second NtCreateFile per
+ * directory.
  */
 #include "px/px_winapi.h"
 
@@ -95,23 +99,13 @@ static int batch(HANDLE dir, const unsigned char *buf, px_win_dir_fn fn,
   }
 }
 
-int px_win_dir_list(HANDLE dir, px_win_dir_fn fn, void *ctx) {
+/* List through h itself, from its start. */
+static int list_through(HANDLE h, px_win_dir_fn fn, void *ctx) {
   FILE_INFO_BY_HANDLE_CLASS cls = FileIdBothDirectoryRestartInfo;
-  unsigned char *buf;
-  HANDLE h;
+  unsigned char *buf = malloc(LIST_BUF);
   int rc = 0;
-  LONG st = px_win_open_at(dir, L"", 0, FILE_LIST_DIRECTORY,
-                           FILE_SHARE_READ | FILE_SHARE_WRITE |
-                               FILE_SHARE_DELETE,
-                           1 /* FILE_OPEN */,
-                           FILE_DIRECTORY_FILE | FILE_OPEN_FOR_BACKUP_INTENT,
-                           NULL, &h);
-  if (st < 0)
-    return list_error(st);
-  if (!(buf = malloc(LIST_BUF))) {
-    CloseHandle(h);
+  if (!buf)
     return PX_ENOMEM;
-  }
   while (rc == 0) {
     if (!GetFileInformationByHandleEx(h, cls, buf, LIST_BUF)) {
       DWORD err = GetLastError();
@@ -125,6 +119,25 @@ int px_win_dir_list(HANDLE dir, px_win_dir_fn fn, void *ctx) {
     rc = batch(h, buf, fn, ctx);
   }
   free(buf);
+  return rc;
+}
+
+int px_win_dir_list(HANDLE dir, px_win_dir_fn fn, void *ctx) {
+  HANDLE h;
+  int rc;
+  LONG st = px_win_open_at(dir, L"", 0, FILE_LIST_DIRECTORY,
+                           FILE_SHARE_READ | FILE_SHARE_WRITE |
+                               FILE_SHARE_DELETE,
+                           1 /* FILE_OPEN */,
+                           FILE_DIRECTORY_FILE | FILE_OPEN_FOR_BACKUP_INTENT,
+                           NULL, &h);
+  if (st < 0)
+    return list_error(st);
+  rc = list_through(h, fn, ctx);
   CloseHandle(h);
   return rc;
+}
+
+int px_win_dir_list_once(HANDLE dir, px_win_dir_fn fn, void *ctx) {
+  return list_through(dir, fn, ctx);
 }

@@ -12,11 +12,11 @@
  * The walk is the one by-handle walk (base/win/dirwalk.c, as cleanup.c's
  * and the KB's): the job directory is opened as itself, every directory
  * below RELATIVE TO ITS PARENT'S HANDLE (px_win_open_at: NtCreateFile with
- * RootDirectory and FILE_OPEN_REPARSE_POINT), listed through its handle
- * (px_win_dir_list), and only descended into
- * when the handle says it is a plain directory whose object name is its
- * parent's plus its own (Wine follows Unix symlinks despite the flag:
- * this catches that). So it never follows a reparse point (a job may
+ * RootDirectory and FILE_OPEN_REPARSE_POINT), listed once through the
+ * handle it was opened with (px_win_dir_list_once: one open per directory
+ * per tick), and only descended into when the handle says it is a plain
+ * directory whose object name is its parent's plus its own (Wine follows
+ * Unix symlinks despite the flag: this catches that). So it never follows a reparse point (a job may
  * plant junctions and symbolic links: their targets are not its bytes,
  * and following them is how a privileged walker gets lured elsewhere) and
  * a component swapped between the listing and the open cannot redirect
@@ -160,7 +160,7 @@ static int descend(const walk_t *w, HANDLE dir, const px_win_dirent_t *e) {
     child.name = name;
     /* Gone since the listing (the job deleted it): its size is moot. A
      * directory we cannot list (a job re-ACLed it): content unknown. */
-    rc = px_win_dir_list(h, walk_entry, &child);
+    rc = px_win_dir_list_once(h, walk_entry, &child);
     if (rc == PX_ENOENT)
       rc = 0;
     else if (rc != 0 && rc != WALK_OVER)
@@ -221,7 +221,7 @@ int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
   w.depth = 0;
   w.name = name;
   w.u = u;
-  rc = px_win_dir_list(h, walk_entry, &w);
+  rc = px_win_dir_list_once(h, walk_entry, &w);
   free(name);
   CloseHandle(h);
   if (rc == WALK_OVER)

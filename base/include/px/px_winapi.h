@@ -237,5 +237,10 @@ typedef int (*px_win_dir_fn)(void *ctx, HANDLE dir, const px_win_dirent_t *e);
  * directory is gone or being deleted, or PX_EACCES / PX_EIO / PX_ENOMEM
  * when it cannot be listed. */
 int px_win_dir_list(HANDLE dir, px_win_dir_fn fn, void *ctx);
+/* The same through `dir` itself, with no second open: for a handle the
+ * caller opened for synchronous I/O with FILE_LIST_DIRECTORY and lists
+ * only this once (Wine would answer a second listing of a handle from
+ * its first). 0, fn's value, or PX_EACCES / PX_EIO / PX_ENOMEM. */
+int px_win_dir_list_once(HANDLE dir, px_win_dir_fn fn, void *ctx);
 
 #endif /* PX_WIN_WINAPI_H */
