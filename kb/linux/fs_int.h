@@ -1,5 +1,5 @@
 /* fs_int.h (Linux) - what kb/linux/fs.c shares with the KB's test helpers
- * (tests/support/kb_fs_test_linux.c): the handles' insides. Internal to
+ * (tests/support/linux/kb_fs_test.c): the handles' insides. Internal to
  * kb/linux and its tests. */
 #ifndef PX_KB_LINUX_FS_INT_H
 #define PX_KB_LINUX_FS_INT_H

@@ -1,5 +1,5 @@
 /* fs_int.h (Windows) - what kb/win/fs.c shares with its test helpers
- * (tests/support/kb_fs_test_win.c). Internal to kb/win and its tests. */
+ * (tests/support/win/kb_fs_test.c). Internal to kb/win and its tests. */
 #ifndef PX_KB_WIN_FS_INT_H
 #define PX_KB_WIN_FS_INT_H
 

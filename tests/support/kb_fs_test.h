@@ -1,7 +1,7 @@
 /* kb_fs_test.h - test helpers of the KB filesystem layer (kb/kb_fs.h):
  * what a job or an attacker does to a KB directory, done through a KB
  * directory handle. One implementation per platform
- * (kb_fs_test_linux.c, kb_fs_test_win.c), linked into the test binaries
+ * (linux/kb_fs_test.c, win/kb_fs_test.c), linked into the test binaries
  * only: the KB library itself has no test code. */
 #ifndef PX_TESTS_SUPPORT_KB_FS_TEST_H
 #define PX_TESTS_SUPPORT_KB_FS_TEST_H

@@ -1,4 +1,4 @@
-/* kb_fs_test_linux.c - the KB filesystem layer's test helpers on Linux
+/* kb_fs_test.c (Linux) - the KB filesystem layer's test helpers on Linux
  * (kb_fs_test.h): plant links, chmod, write in place through a KB
  * directory handle. Linked into the test binaries only, never the KB. */
 #include "tests/support/kb_fs_test.h"

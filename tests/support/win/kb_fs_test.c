@@ -1,4 +1,4 @@
-/* kb_fs_test_win.c - the KB filesystem layer's test helpers on Windows
+/* kb_fs_test.c (Windows) - the KB filesystem layer's test helpers on Windows
  * (kb_fs_test.h): plant symlinks, hard links and junctions, write in
  * place. Linked into the test binaries only, never the KB. */
 #include "tests/support/kb_fs_test.h"
