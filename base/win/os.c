@@ -1,5 +1,6 @@
 /* os.c (Windows) - px_os.h on SRWLOCK, CONDITION_VARIABLE and QPC. */
 #include "px/px_os.h"
+#include "px/px_winapi.h" /* px_win_wide */
 
 #include "px/px_error.h"
 #include "px/px_win_error.h"
@@ -139,19 +140,8 @@ int px_proc_footprint(unsigned long pid, px_proc_footprint_t *out) {
   return rc;
 }
 
-/* UTF-8 to a malloc'd UTF-16 string, or NULL (invalid UTF-8, OOM). */
-static WCHAR *utf16(const char *s) {
-  int n = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, NULL, 0);
-  WCHAR *w = n > 0 ? malloc((size_t)n * sizeof *w) : NULL;
-  if (w && MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, s, -1, w, n) != n) {
-    free(w);
-    w = NULL;
-  }
-  return w;
-}
-
 int px_os_mkdir(const char *path) {
-  WCHAR *w = utf16(path);
+  WCHAR *w = px_win_wide(path, 0, NULL);
   int rc = PX_EIO;
   if (w && CreateDirectoryW(w, NULL))
     rc = 0;
@@ -163,7 +153,7 @@ int px_os_mkdir(const char *path) {
 
 int px_os_write_file(const char *path, const void *data, size_t len,
                      int overwrite) {
-  WCHAR *w = utf16(path);
+  WCHAR *w = px_win_wide(path, 0, NULL);
   HANDLE h;
   DWORD n, err;
   const char *p = data;

@@ -6,6 +6,7 @@
 #include "config_int.h"
 
 #include "px/px_util.h"
+#include "px/px_winapi.h" /* px_win_utf8 */
 
 #include <windows.h>
 
@@ -24,23 +25,10 @@ int px__cfg_path_absolute(const char *p) {
   return p[0] == '\\' && p[1] == '\\' && p[2] && p[2] != '\\';
 }
 
-/* A UTF-8 copy of a wide string; NULL on failure. */
-static char *utf8(const WCHAR *w) {
-  int n = WideCharToMultiByte(CP_UTF8, 0, w, -1, NULL, 0, NULL, NULL);
-  char *s;
-  if (n <= 0 || !(s = malloc((size_t)n)))
-    return NULL;
-  if (WideCharToMultiByte(CP_UTF8, 0, w, -1, s, n, NULL, NULL) != n) {
-    free(s);
-    return NULL;
-  }
-  return s;
-}
-
 static char *program_data(const char *leaf) {
   WCHAR w[MAX_PATH];
   DWORD n = GetEnvironmentVariableW(L"ProgramData", w, MAX_PATH);
-  char *base = (n > 0 && n < MAX_PATH) ? utf8(w) : NULL;
+  char *base = (n > 0 && n < MAX_PATH) ? px_win_utf8(w, PX_WIDE_NUL, 0) : NULL;
   char buf[MAX_PATH * 3];
   /* An unusable %ProgramData% falls back to the usual location. */
   snprintf(buf, sizeof buf, "%s\\PhoenixOrch\\%s",
@@ -65,7 +53,7 @@ char *px__cfg_default_work_root(void) {
 char *px__cfg_system_dir(void) {
   WCHAR w[MAX_PATH];
   UINT n = GetSystemDirectoryW(w, MAX_PATH);
-  char *s = (n > 0 && n < MAX_PATH - 1) ? utf8(w) : NULL;
+  char *s = (n > 0 && n < MAX_PATH - 1) ? px_win_utf8(w, PX_WIDE_NUL, 0) : NULL;
   char *out;
   size_t len;
   if (!s || !px__cfg_path_absolute(s)) {

@@ -31,6 +31,7 @@
 #include "px/px_util.h"
 #include "evt_limit.h"
 #include "px/px_win_error.h"
+#include "px/px_winapi.h" /* px_win_wide */
 
 #include "messages.h" /* checksrc: allow - windmc makes it from installer/messages.mc in the build tree */
 
@@ -175,7 +176,8 @@ static int pass_limit(const px_log_entry_t *e, uint64_t *suppressed) {
 }
 
 void px_eventlog_sink(void *ctx, const px_log_entry_t *e) {
-  WCHAR text[1200];
+  WCHAR text[1200], *w;
+  size_t wlen;
   uint64_t suppressed;
   int n, pass;
   (void)ctx;
@@ -188,13 +190,19 @@ void px_eventlog_sink(void *ctx, const px_log_entry_t *e) {
     px_evt_limit_sweep(g_limit, 0, write_summary, NULL);
   if (!pass)
     return;
-  /* A message the converter cannot take is still reported, as "?". */
-  if (!(n = MultiByteToWideChar(CP_UTF8, 0, e->msg, -1, text, 1100))) {
+  /* The one converter (px_winapi.h), bad bytes as U+FFFD; a message past
+   * 1,099 units is cut, and one it cannot take (out of memory) is still
+   * reported, as "?". */
+  if ((w = px_win_wide(e->msg, PX_WIDE_REPLACE, &wlen)) != NULL) {
+    wlen = wlen < 1099 ? wlen : 1099;
+    memcpy(text, w, wlen * sizeof *text);
+    free(w);
+  } else {
     text[0] = L'?';
-    text[1] = 0;
-    n = 2;
+    wlen = 1;
   }
-  text[1099] = 0;
+  text[wlen] = 0;
+  n = (int)wlen + 1;
   if (suppressed)
     _snwprintf(text + n - 1, 1200 - (size_t)n,
                L" (and %llu more events about this client's jobs in the last "

@@ -52,6 +52,7 @@
 #include "px/px_log.h"
 #include "px/px_util.h"
 #include "px/px_win_error.h"
+#include "px/px_winapi.h" /* px_win_wide */
 
 #include <windows.h>
 #include <sddl.h>
@@ -175,8 +176,9 @@ static int group_sid(const char *name, char *out, size_t outsz) {
 int px__svc_pipe_security(const char *client_group, const char *client_sid,
                       void **sd) {
   char sddl[768], gsid[192];
-  WCHAR w[768];
+  WCHAR *w;
   PSECURITY_DESCRIPTOR p = NULL;
+  BOOL ok;
   int rc;
   *sd = NULL;
   if ((rc = group_sid(client_group, gsid, sizeof gsid)) != 0)
@@ -184,10 +186,14 @@ int px__svc_pipe_security(const char *client_group, const char *client_sid,
   if ((rc = px__svc_pipe_sddl(gsid, client_sid, running_as_system(), sddl,
                           sizeof sddl)) != 0)
     return rc == PX_EINVAL ? PX_ECONFIG : rc;
-  if (!MultiByteToWideChar(CP_UTF8, 0, sddl, -1, w, 768))
-    return PX_LOG_WIN32(PX_EACL, GetLastError(), "MultiByteToWideChar(SDDL)");
-  if (!ConvertStringSecurityDescriptorToSecurityDescriptorW(w, SDDL_REVISION_1,
-                                                            &p, NULL))
+  if (!(w = px_win_wide(sddl, 0, NULL))) { /* the SDDL is ASCII */
+    PX_LOG(PX_LOG_ERROR, "pipe SDDL: out of memory");
+    return PX_ENOMEM;
+  }
+  ok = ConvertStringSecurityDescriptorToSecurityDescriptorW(w, SDDL_REVISION_1,
+                                                            &p, NULL);
+  free(w);
+  if (!ok)
     return PX_LOG_WIN32(PX_EACL, GetLastError(),
                         "ConvertStringSecurityDescriptorToSecurityDescriptorW");
   *sd = p;

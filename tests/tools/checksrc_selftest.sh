@@ -44,12 +44,17 @@ expect_flag service/engine/l.c 'int px__job_count(void);' "a private symbol of s
 mkdir -p kb
 expect_flag kb/m.c 'int px__kbfs_open(void);' "a private symbol of kb/ is px__kb_..."
 printf 'int px__engine_job_count(void);\n' > service/engine/n.c
+# 9. One UTF-16 converter:
+mkdir -p service/win
+expect_flag service/win/o.c 'void f(void) { MultiByteToWideChar(65001, 0, "", -1, 0, 0); }' "UTF-16 conversion outside base/win/wide.c"
 # Comments, strings and member calls are not calls to the OS:
 printf '/* kill(p) */ void f(struct o *ops) { ops->kill(0); puts("strcpy("); }\n' > service/g.c
 # Allowed places and the opt-out marker:
 printf 'void g(int p) { kill(p, 9); }\n' > service/linux/spawn.c
 mkdir -p base
 printf '#include "px/px_error.h"\n#include <string.h>\n' > base/ok.c
+mkdir -p base/win
+printf 'void f(void) { WideCharToMultiByte(65001, 0, 0, -1, 0, 0, 0, 0); }\n' > base/win/wide.c
 printf 'void f(char *d) { strcpy(d, "x"); } /* checksrc: allow - test */\n' > service/f.c
 # A layer's own private headers, from its subfolders too:
 mkdir -p service/win config/linux

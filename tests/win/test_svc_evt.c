@@ -184,6 +184,54 @@ static int count_containing(const written_t *w, const char *needle) {
   return n;
 }
 
+typedef struct {
+  int n;
+  size_t len;           /* of the last text, in UTF-16 units */
+  wchar_t first, fffd;  /* its first unit; U+FFFD if it has one */
+} wide_seen_t;
+
+static void wide_writer(void *ctx, unsigned short type, unsigned long id,
+                        const wchar_t *text) {
+  wide_seen_t *w = ctx;
+  (void)type, (void)id;
+  w->n++;
+  w->len = wcslen(text);
+  w->first = text[0];
+  w->fffd = wcschr(text, 0xFFFD) ? 0xFFFD : 0;
+}
+
+/* The sink's text goes through the one converter: a message longer than
+ * an entry is cut, not replaced by "?" (what a fixed-buffer conversion
+ * did: it fails as a whole when the buffer is short); bytes that are not
+ * UTF-8 become U+FFFD and the rest stays. */
+TEST_IMPL(evt_sink_text_long_and_invalid) {
+  static char longmsg[3001];
+  wide_seen_t w;
+  px_log_entry_t e;
+  memset(&w, 0, sizeof w);
+  memset(&e, 0, sizeof e);
+  memset(longmsg, 'x', 3000);
+  e.file = __FILE__;
+  e.func = __func__;
+  e.level = PX_LOG_WARN;
+  ASSERT_OK(px_eventlog_open(L"PhoenixExecutorTest"));
+  px__svc_eventlog_set_writer(wide_writer, &w);
+  e.msg = longmsg;
+  px_eventlog_sink(NULL, &e);
+  ASSERT_EQ(w.n, 1);
+  ASSERT_UINT_EQ(w.len, 1099);
+  ASSERT_EQ(w.first, L'x');
+  e.msg = "bad \xff byte";
+  px_eventlog_sink(NULL, &e);
+  ASSERT_EQ(w.n, 2);
+  ASSERT_EQ(w.first, L'b');
+  ASSERT_EQ(w.fffd, 0xFFFD);
+  ASSERT_UINT_EQ(w.len, 10); /* "bad ", U+FFFD, " byte" */
+  px__svc_eventlog_set_writer(NULL, NULL);
+  px_eventlog_close();
+  return 0;
+}
+
 /* 200 kills of client A's jobs (from two connections) and one of B's
  * within a minute: the Event Log gets one of A's and B's; the next of
  * A's after the interval says 199 were held back; a client that went

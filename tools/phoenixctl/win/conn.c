@@ -15,6 +15,7 @@
 #include "client.h"
 
 #include "px/px_error.h"
+#include "px/px_winapi.h" /* px_win_wide */
 
 #include <windows.h>
 #include <aclapi.h>
@@ -47,12 +48,13 @@ unsigned long px__cli_stream_pipe_access(void) { return PIPE_CLIENT_ACCESS; }
 
 int px__cli_stream_connect(const char *address, px__cli_conn_t **out, char *err,
                        size_t errsz) {
-  WCHAR name[512];
+  WCHAR *name;
   px__cli_conn_t *s;
   HANDLE h = INVALID_HANDLE_VALUE;
+  DWORD gle;
   int tries;
 
-  if (!MultiByteToWideChar(CP_UTF8, 0, address, -1, name, 512)) {
+  if (!(name = px_win_wide(address, 0, NULL))) { /* invalid UTF-8 or OOM */
     snprintf(err, errsz, "bad pipe name: %s", address);
     return PX_EINVAL;
   }
@@ -68,10 +70,12 @@ int px__cli_stream_connect(const char *address, px__cli_conn_t **out, char *err,
       break;
     WaitNamedPipeW(name, 100); /* every instance busy: wait for one */
   }
+  gle = GetLastError();
+  free(name);
   if (h == INVALID_HANDLE_VALUE) {
     snprintf(err, errsz, "cannot open pipe %s: Win32 error %lu", address,
-             GetLastError());
-    return GetLastError() == ERROR_FILE_NOT_FOUND ? PX_ENOENT : PX_EIO;
+             gle);
+    return gle == ERROR_FILE_NOT_FOUND ? PX_ENOENT : PX_EIO;
   }
   s = calloc(1, sizeof *s);
   if (!s || !(s->event = CreateEventW(NULL, TRUE, FALSE, NULL))) {
