@@ -86,6 +86,7 @@ static int batch(HANDLE dir, const unsigned char *buf, px_win_dir_fn fn,
       int rc;
       d.attrs = e->FileAttributes;
       d.size = (uint64_t)e->EndOfFile.QuadPart;
+      d.alloc = (uint64_t)e->AllocationSize.QuadPart;
       d.mtime = e->LastWriteTime.QuadPart;
       d.ctime = e->ChangeTime.QuadPart;
       d.file_id = (uint64_t)e->FileId.QuadPart;

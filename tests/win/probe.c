@@ -24,6 +24,7 @@
  *                             WROTE <bytes>, then FILL DONE or FILL FAILED
  *                             <err> (first failing write), then sleeps
  *                             600000 ms
+ *   px_probe fill-open MB     fill-disk, the file kept open while it sleeps
  *   px_probe many-files N     creates f<i>.txt, i < N, in the cwd, prints
  *                             FILES <n> DONE or FILES FAILED <n> <err>,
  *                             then sleeps 600000 ms
@@ -369,7 +370,7 @@ static int handles(long n) {
   return 0;
 }
 
-static int fill_disk(long mb) {
+static int fill_disk(long mb, int keep_open) {
   static char chunk[1 << 20];
   unsigned long long wrote = 0;
   DWORD err = 0, w;
@@ -387,7 +388,8 @@ static int fill_disk(long mb) {
         err = ERROR_DISK_FULL; /* a short write: the volume is full */
       wrote += w;
     }
-    CloseHandle(h);
+    if (!keep_open) /* kept: the directory entry's size may lag (NTFS) */
+      CloseHandle(h);
   }
   out("WROTE %llu", wrote);
   if (err)
@@ -626,7 +628,9 @@ int wmain(int argc, WCHAR **argv) {
   if (!wcscmp(m, L"handles") && argc > 2)
     return handles(_wtol(argv[2]));
   if (!wcscmp(m, L"fill-disk") && argc > 2)
-    return fill_disk(_wtol(argv[2]));
+    return fill_disk(_wtol(argv[2]), 0);
+  if (!wcscmp(m, L"fill-open") && argc > 2)
+    return fill_disk(_wtol(argv[2]), 1);
   if (!wcscmp(m, L"many-files") && argc > 2)
     return many_files(_wtol(argv[2]));
   if (!wcscmp(m, L"sparse") && argc > 2)

@@ -20,10 +20,13 @@
  * plant junctions and symbolic links: their targets are not its bytes,
  * and following them is how a privileged walker gets lured elsewhere) and
  * a component swapped between the listing and the open cannot redirect
- * it. It counts a file by its
- * length whether or not it is sparse (a 1 TiB sparse file is a 1 TiB
- * file to anything that reads it, the KB snapshot included), adds the
- * named streams of each file where the volume has them, and stops as soon
+ * it. It counts a file by its length or its allocation, whichever is
+ * more: a 1 TiB sparse file is a 1 TiB file to anything that reads it
+ * (the KB snapshot included), and space a job preallocated without
+ * writing is disk it holds. Where the volume has named streams (NTFS) it
+ * reads each file's streams through the file's own handle, which it opens
+ * anyway for them: a directory entry's size lags while a writer keeps the
+ * file open (paper run D2, docs/windows-verification.md). It stops as soon
  * as either cap is passed, so its cost is bounded by the caps. Depth is
  * bounded (128 levels: one handle per level); a deeper tree, or a
  * directory that cannot be listed, is content unknown (PX_EACCES: the
@@ -94,30 +97,46 @@ static int is_below(const WCHAR *child, const WCHAR *parent, const WCHAR *name,
          CompareStringOrdinal(child + pl + 1, (int)n, name, (int)n, TRUE) == CSTR_EQUAL;
 }
 
-/* The named streams of the file `name` in directory dir, added to u. */
-static void add_streams(HANDLE dir, const WCHAR *name, size_t n,
-                        px__winbe_dir_usage_t *u) {
+static uint64_t umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* What file e of directory dir holds, read through its own handle where
+ * the volume has named streams (NTFS, where each file is opened anyway):
+ * every stream's length or allocation, whichever is more, the unnamed
+ * one at least what the listing said. A directory entry's size is
+ * updated lazily, so a file a job keeps open while it grows (or
+ * preallocates) would look small in the listing; its stream sizes come
+ * from the file itself. Gone or not a file any more: the listing's. */
+static uint64_t file_bytes(HANDLE dir, const px_win_dirent_t *e,
+                           int named_streams) {
+  uint64_t listed = umax(e->size, e->alloc), sum = 0;
   HANDLE h = NULL;
   unsigned char buf[4096];
   FILE_STREAM_INFO *si;
-  if (px_win_open_at(dir, name, n, FILE_READ_ATTRIBUTES,
-                       FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                       1 /* FILE_OPEN */, 0x40 /* FILE_NON_DIRECTORY_FILE */, NULL,
-                       &h) < 0)
-    return; /* gone, or not a file any more */
-  if (GetFileInformationByHandleEx(h, FileStreamInfo, buf, sizeof buf)) {
-    si = (FILE_STREAM_INFO *)(void *)buf;
-    for (;;) {
-      size_t sl = si->StreamNameLength / sizeof(WCHAR);
-      if (!(sl == 7 && wcsncmp(si->StreamName, L"::$DATA", 7) == 0))
-        u->bytes += (uint64_t)si->StreamSize.QuadPart; /* not the file itself */
-      if (!si->NextEntryOffset ||
-          (size_t)((unsigned char *)si - buf) + si->NextEntryOffset >= sizeof buf)
-        break;
-      si = (FILE_STREAM_INFO *)(void *)((unsigned char *)si + si->NextEntryOffset);
-    }
+  if (!named_streams ||
+      px_win_open_at(dir, e->name, e->len, FILE_READ_ATTRIBUTES,
+                     FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                     1 /* FILE_OPEN */, 0x40 /* FILE_NON_DIRECTORY_FILE */,
+                     NULL, &h) < 0)
+    return listed;
+  if (!GetFileInformationByHandleEx(h, FileStreamInfo, buf, sizeof buf)) {
+    CloseHandle(h);
+    return listed;
+  }
+  si = (FILE_STREAM_INFO *)(void *)buf;
+  for (;;) {
+    size_t sl = si->StreamNameLength / sizeof(WCHAR);
+    uint64_t b = umax((uint64_t)si->StreamSize.QuadPart,
+                      (uint64_t)si->StreamAllocationSize.QuadPart);
+    if (sl == 7 && wcsncmp(si->StreamName, L"::$DATA", 7) == 0)
+      b = umax(b, listed); /* the file itself */
+    sum += b;
+    if (!si->NextEntryOffset ||
+        (size_t)((unsigned char *)si - buf) + si->NextEntryOffset >= sizeof buf)
+      break;
+    si = (FILE_STREAM_INFO *)(void *)((unsigned char *)si + si->NextEntryOffset);
   }
   CloseHandle(h);
+  return umax(sum, listed);
 }
 
 static int over(const px__winbe_dir_usage_t *u, uint64_t max_bytes,
@@ -177,15 +196,16 @@ static int descend(const walk_t *w, HANDLE dir, const px_win_dirent_t *e) {
 static int walk_entry(void *ctx, HANDLE dir, const px_win_dirent_t *e) {
   const walk_t *w = ctx;
   w->u->entries++;
-  w->u->bytes += e->size;
+  if (e->attrs & (FILE_ATTRIBUTE_REPARSE_POINT | FILE_ATTRIBUTE_DIRECTORY))
+    w->u->bytes += e->size;
+  else
+    w->u->bytes += file_bytes(dir, e, w->named_streams);
   if (over(w->u, w->max_bytes, w->max_entries))
     return WALK_OVER;
   if (e->attrs & FILE_ATTRIBUTE_REPARSE_POINT)
     return 0; /* counted, never followed */
   if (e->attrs & FILE_ATTRIBUTE_DIRECTORY)
     return descend(w, dir, e);
-  if (w->named_streams)
-    add_streams(dir, e->name, e->len, w->u);
   return 0;
 }
 

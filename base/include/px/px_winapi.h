@@ -224,6 +224,7 @@ typedef struct {
   size_t len;      /* in WCHARs */
   DWORD attrs;     /* FILE_ATTRIBUTE_*: a reparse point says so here */
   uint64_t size;   /* end of file */
+  uint64_t alloc;  /* allocation size (preallocated, or less when sparse) */
   int64_t mtime;   /* FILETIME units */
   int64_t ctime;   /* change time, FILETIME units */
   uint64_t file_id;
