@@ -30,7 +30,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
-#include <net/if.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
@@ -38,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -321,24 +319,6 @@ static int child_pdeathsig(int err_wr) {
     return -1;
   }
   return 0;
-}
-
-/* The job's own network namespace starts with lo down: bring it up so
- * that servers and clients inside one job reach each other (127.0.0.0/8,
- * ::1). Nothing else exists in it: there is no route out. */
-int px__lnx_loopback_up(void) {
-  struct ifreq ifr;
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = -1;
-  if (fd < 0)
-    return -1;
-  memset(&ifr, 0, sizeof ifr);
-  memcpy(ifr.ifr_name, "lo", 3);
-  if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
-    ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-    rc = ioctl(fd, SIOCSIFFLAGS, &ifr);
-  }
-  close(fd);
-  return rc;
 }
 
 static void child_signals(void) {
