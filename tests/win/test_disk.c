@@ -257,6 +257,34 @@ TEST_IMPL(windisk_preallocated) {
   return 0;
 }
 
+/* A file whose stream list does not fit (a job that made thousands of
+ * named streams) is content unknown, and the watchdog fails closed on
+ * it; a volume that cannot list streams leaves the listing's size. The
+ * query's answers injected through the call table (Wine has no named
+ * streams). */
+TEST_IMPL(windisk_streams_unknown) {
+  WCHAR root[MAX_PATH], p[2048];
+  px__winbe_dir_usage_t u;
+  scratch(root, MAX_PATH, L"streams");
+  _snwprintf(p, 2048, L"%ls\\a.txt", root);
+  put(p, 1000);
+  ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 1,
+                         ERROR_MORE_DATA));
+  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, 1, &u), PX_EACCES);
+  px_fault_reset();
+  /* Controls: no stream query on this volume, and no fault at all. */
+  ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 1,
+                         ERROR_INVALID_PARAMETER));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, 1, &u));
+  px_fault_reset();
+  ASSERT_UINT_GE(u.bytes, 1000);
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, 1, &u));
+  ASSERT_UINT_GE(u.bytes, 1000);
+  ASSERT_UINT_EQ(u.entries, 1);
+  rm_tree(root);
+  return 0;
+}
+
 /* test_pathcheck.c: a junction (Windows) or a Unix symlink (Wine). */
 int pc_plant(const WCHAR *link, const WCHAR *target, const char **kind);
 int pc_unplant(const WCHAR *link, const char *kind);

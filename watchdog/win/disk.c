@@ -16,11 +16,11 @@
  * handle it was opened with (px_win_dir_list_once: one open per directory
  * per tick), and only descended into when the handle says it is a plain
  * directory whose object name is its parent's plus its own (Wine follows
- * Unix symlinks despite the flag: this catches that). So it never follows a reparse point (a job may
- * plant junctions and symbolic links: their targets are not its bytes,
- * and following them is how a privileged walker gets lured elsewhere) and
- * a component swapped between the listing and the open cannot redirect
- * it. It counts a file by its length or its allocation, whichever is
+ * Unix symlinks despite the flag: this catches that). So it never follows
+ * a reparse point (a job may plant junctions and symbolic links: their
+ * targets are not its bytes, and following them is how a privileged
+ * walker gets lured elsewhere) and a component swapped between the
+ * listing and the open cannot redirect it. It counts a file by its length or its allocation, whichever is
  * more: a 1 TiB sparse file is a 1 TiB file to anything that reads it
  * (the KB snapshot included), and space a job preallocated without
  * writing is disk it holds. Where the volume has named streams (NTFS) it
@@ -28,9 +28,10 @@
  * anyway for them: a directory entry's size lags while a writer keeps the
  * file open (paper run D2, docs/windows-verification.md). It stops as soon
  * as either cap is passed, so its cost is bounded by the caps. Depth is
- * bounded (128 levels: one handle per level); a deeper tree, or a
- * directory that cannot be listed, is content unknown (PX_EACCES: the
- * watchdog fails closed).
+ * bounded (128 levels: one handle per level); a deeper tree, a
+ * directory that cannot be listed, or a file with more streams than 64
+ * KiB of their list holds, is content unknown (PX_EACCES: the watchdog
+ * fails closed).
  */
 #include "win_int.h"
 
@@ -45,6 +46,7 @@
 
 #define MAX_DEPTH 128
 #define NAME_CAP (65536 + sizeof(UNICODE_STRING))
+#define STREAM_BUF (64 * 1024) /* hundreds of long-named streams */
 
 typedef NTSTATUS(NTAPI *nt_query_object_fn)(HANDLE, ULONG, PVOID, ULONG, PULONG);
 static nt_query_object_fn nt_query_object;
@@ -53,7 +55,8 @@ static nt_query_object_fn nt_query_object;
  * directory's NT object name (what its children's names must extend). */
 typedef struct {
   uint64_t max_bytes, max_entries;
-  int named_streams, depth;
+  int depth;
+  unsigned char *streams; /* STREAM_BUF for FileStreamInfo; NULL: none */
   const WCHAR *name;
   px__winbe_dir_usage_t *u;
 } walk_t;
@@ -99,44 +102,50 @@ static int is_below(const WCHAR *child, const WCHAR *parent, const WCHAR *name,
 
 static uint64_t umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-/* What file e of directory dir holds, read through its own handle where
- * the volume has named streams (NTFS, where each file is opened anyway):
- * every stream's length or allocation, whichever is more, the unnamed
- * one at least what the listing said. A directory entry's size is
- * updated lazily, so a file a job keeps open while it grows (or
- * preallocates) would look small in the listing; its stream sizes come
- * from the file itself. Gone or not a file any more: the listing's. */
-static uint64_t file_bytes(HANDLE dir, const px_win_dirent_t *e,
-                           int named_streams) {
-  uint64_t listed = umax(e->size, e->alloc), sum = 0;
+/* What file e of directory dir holds, into *bytes: read through its own
+ * handle where the volume has named streams (NTFS, where each file is
+ * opened for them anyway), every stream's length or allocation, whichever
+ * is more, the unnamed one at least what the listing said. A directory
+ * entry's size is updated lazily, so a file a job keeps open while it
+ * grows (or preallocates) would look small in the listing; its streams'
+ * sizes come from the file itself. Gone or not a file any more: the
+ * listing's. 0, or PX_EACCES when its streams do not fit the buffer (a
+ * job that made thousands: content unknown, fail closed). */
+static int file_bytes(const walk_t *w, HANDLE dir, const px_win_dirent_t *e,
+                      uint64_t *bytes) {
+  uint64_t sum = 0;
   HANDLE h = NULL;
-  unsigned char buf[4096];
   FILE_STREAM_INFO *si;
-  if (!named_streams ||
+  size_t at = 0;
+  *bytes = umax(e->size, e->alloc);
+  if (!w->streams ||
       px_win_open_at(dir, e->name, e->len, FILE_READ_ATTRIBUTES,
                      FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
                      1 /* FILE_OPEN */, 0x40 /* FILE_NON_DIRECTORY_FILE */,
                      NULL, &h) < 0)
-    return listed;
-  if (!GetFileInformationByHandleEx(h, FileStreamInfo, buf, sizeof buf)) {
+    return 0;
+  if (!PXW(GetFileInformationByHandleEx)(h, FileStreamInfo, w->streams,
+                                         STREAM_BUF)) {
+    DWORD err = GetLastError();
     CloseHandle(h);
-    return listed;
-  }
-  si = (FILE_STREAM_INFO *)(void *)buf;
-  for (;;) {
-    size_t sl = si->StreamNameLength / sizeof(WCHAR);
-    uint64_t b = umax((uint64_t)si->StreamSize.QuadPart,
-                      (uint64_t)si->StreamAllocationSize.QuadPart);
-    if (sl == 7 && wcsncmp(si->StreamName, L"::$DATA", 7) == 0)
-      b = umax(b, listed); /* the file itself */
-    sum += b;
-    if (!si->NextEntryOffset ||
-        (size_t)((unsigned char *)si - buf) + si->NextEntryOffset >= sizeof buf)
-      break;
-    si = (FILE_STREAM_INFO *)(void *)((unsigned char *)si + si->NextEntryOffset);
+    return err == ERROR_MORE_DATA ? PX_EACCES : 0;
   }
   CloseHandle(h);
-  return umax(sum, listed);
+  for (;;) {
+    uint64_t b;
+    si = (FILE_STREAM_INFO *)(void *)(w->streams + at);
+    b = umax((uint64_t)si->StreamSize.QuadPart,
+             (uint64_t)si->StreamAllocationSize.QuadPart);
+    if (si->StreamNameLength == 7 * sizeof(WCHAR) &&
+        wcsncmp(si->StreamName, L"::$DATA", 7) == 0)
+      b = umax(b, *bytes); /* the file itself */
+    sum += b;
+    if (!si->NextEntryOffset || at + si->NextEntryOffset >= STREAM_BUF)
+      break;
+    at += si->NextEntryOffset;
+  }
+  *bytes = umax(sum, *bytes);
+  return 0;
 }
 
 static int over(const px__winbe_dir_usage_t *u, uint64_t max_bytes,
@@ -195,11 +204,12 @@ static int descend(const walk_t *w, HANDLE dir, const px_win_dirent_t *e) {
 /* Count one entry; descend into a real subdirectory. */
 static int walk_entry(void *ctx, HANDLE dir, const px_win_dirent_t *e) {
   const walk_t *w = ctx;
+  uint64_t b = e->size;
   w->u->entries++;
-  if (e->attrs & (FILE_ATTRIBUTE_REPARSE_POINT | FILE_ATTRIBUTE_DIRECTORY))
-    w->u->bytes += e->size;
-  else
-    w->u->bytes += file_bytes(dir, e, w->named_streams);
+  if (!(e->attrs & (FILE_ATTRIBUTE_REPARSE_POINT | FILE_ATTRIBUTE_DIRECTORY)) &&
+      file_bytes(w, dir, e, &b) != 0)
+    return PX_EACCES;
+  w->u->bytes += b;
   if (over(w->u, w->max_bytes, w->max_entries))
     return WALK_OVER;
   if (e->attrs & FILE_ATTRIBUTE_REPARSE_POINT)
@@ -237,11 +247,17 @@ int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
   }
   w.max_bytes = max_bytes;
   w.max_entries = max_entries;
-  w.named_streams = named_streams;
+  w.streams = NULL;
+  if (named_streams && !(w.streams = malloc(STREAM_BUF))) {
+    free(name);
+    CloseHandle(h);
+    return PX_ENOMEM;
+  }
   w.depth = 0;
   w.name = name;
   w.u = u;
   rc = px_win_dir_list_once(h, walk_entry, &w);
+  free(w.streams);
   free(name);
   CloseHandle(h);
   if (rc == WALK_OVER)

@@ -98,6 +98,8 @@
     (LPCWSTR p, DWORD a, DWORD s, LPSECURITY_ATTRIBUTES sa, DWORD c, DWORD f, \
      HANDLE t),                                                               \
     (p, a, s, sa, c, f, t))                                                   \
+  X(BOOL, GetFileInformationByHandleEx, FALSE,                               \
+    (HANDLE h, FILE_INFO_BY_HANDLE_CLASS c, LPVOID b, DWORD n), (h, c, b, n)) \
   X(BOOL, WriteFile, FALSE,                                                   \
     (HANDLE h, LPCVOID b, DWORD n, LPDWORD w, LPOVERLAPPED o),                \
     (h, b, n, w, o))                                                          \
