@@ -219,6 +219,7 @@ px_engine_client_t *eh_client_ident(px_engine_t *eng, ctx_t *cx, col_t *col,
 
 void eh_fix_open_cap(eh_fix_t *f, unsigned workers, px_engine_opts_t *o,
                      unsigned cap) {
+  memset(f, 0, sizeof *f);
   f->col = eh_col_new();
   f->eng = eh_engine(workers, o);
   f->c = eh_client(f->eng, &f->cx, f->col, 0, cap);
@@ -232,9 +233,15 @@ int eh_fix_submit(eh_fix_t *f, px_engine_job_t j) {
   return eh_submit(f->eng, f->c, j);
 }
 
+void eh_fix_client2(eh_fix_t *f) {
+  f->c2 = eh_client(f->eng, &f->cx2, f->col, 1, 0);
+}
+
 void eh_fix_close(eh_fix_t *f) {
   if (f->c)
     px_engine_client_close(f->eng, f->c, 0);
+  if (f->c2)
+    px_engine_client_close(f->eng, f->c2, 0);
   px_engine_free(f->eng);
   eh_col_free(f->col);
   memset(f, 0, sizeof *f);

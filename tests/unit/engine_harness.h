@@ -97,6 +97,8 @@ typedef struct {
   ctx_t cx;
   px_engine_t *eng;      /* owned */
   px_engine_client_t *c; /* tag 0, no cap; NULL: not closed by eh_fix_close */
+  ctx_t cx2;
+  px_engine_client_t *c2; /* eh_fix_client2's, tag 1; NULL: none or closed */
 } eh_fix_t;
 
 /* A new collector, an engine of workers (o may be NULL: defaults) and
@@ -107,7 +109,10 @@ void eh_fix_open_cap(eh_fix_t *f, unsigned workers, px_engine_opts_t *o,
                      unsigned cap);
 /* eh_submit through client c. */
 int eh_fix_submit(eh_fix_t *f, px_engine_job_t j);
-/* Close client c (not cancelling), free the engine, then the collector. */
+/* A second client, c2: tag 1, no cap. */
+void eh_fix_client2(eh_fix_t *f);
+/* Close clients c and c2 (not cancelling), free the engine, then the
+ * collector. */
 void eh_fix_close(eh_fix_t *f);
 /* Every job's status is one of the mask's, bits PX_EH_ST(status). */
 #define PX_EH_ST(s) (1u << (s))

@@ -223,18 +223,16 @@ TEST_IMPL(engine_priority_order_one_worker) {
 }
 
 TEST_IMPL(engine_client_cap) {
-  eh_fix_t f;
-  ctx_t cb;
-  px_engine_client_t *b;
+  eh_fix_t f; /* clients a: f.c (tag 0, cap 1), b: f.c2 (tag 1) */
   px_status_info_t st;
-  eh_fix_open_cap(&f, 4, NULL, 1); /* client a: tag 0, cap 1 */
-  b = eh_client(f.eng, &cb, f.col, 1, 0);
+  eh_fix_open_cap(&f, 4, NULL, 1);
+  eh_fix_client2(&f);
   ASSERT_OK(eh_fix_submit(&f, eh_job("a1", PX_PRIO_CRITICAL, "hang", NULL)));
   ASSERT_OK(eh_fix_submit(&f, eh_job("a2", PX_PRIO_CRITICAL, "hang", NULL)));
   ASSERT_OK(eh_fix_submit(&f, eh_job("a3", PX_PRIO_CRITICAL, "exit 0", NULL)));
   eh_wait_started(f.col, 1);
-  /* a (f.c) is at its cap: b's low-priority job still runs. */
-  ASSERT_OK(eh_submit(f.eng, b, eh_job("b1", PX_PRIO_LOW, "exit 0", NULL)));
+  /* a is at its cap: b's low-priority job still runs. */
+  ASSERT_OK(eh_submit(f.eng, f.c2, eh_job("b1", PX_PRIO_LOW, "exit 0", NULL)));
   eh_wait_results(f.col, 1);
   ASSERT_EQ(eh_find(f.col, 1, "b1")->status, PX_STATUS_OK);
   px_engine_status(f.eng, &st);
@@ -247,7 +245,6 @@ TEST_IMPL(engine_client_cap) {
   ASSERT_EQ(f.col->max_running[0], 1);
   ASSERT_EQ(eh_find(f.col, 0, "a3")->status, PX_STATUS_OK);
   eh_check_all(f.col);
-  px_engine_client_close(f.eng, b, 0);
   eh_fix_close(&f);
   return 0;
 }
@@ -334,27 +331,26 @@ TEST_IMPL(engine_scram_then_resume) {
 }
 
 TEST_IMPL(engine_duplicate_and_unknown_id) {
-  eh_fix_t f; /* client a: f.c, tag 0 */
-  ctx_t cb;
-  px_engine_client_t *b;
+  eh_fix_t f; /* clients a: f.c (tag 0), b: f.c2 (tag 1) */
   px_engine_job_t j;
   px_code_t why = PX_CODE_NONE;
   eh_fix_open(&f, 2, NULL);
-  b = eh_client(f.eng, &cb, f.col, 1, 0);
+  eh_fix_client2(&f);
   ASSERT_OK(eh_fix_submit(&f, eh_job("x", PX_PRIO_NORMAL, "hang", NULL)));
   eh_wait_started(f.col, 1);
   j = eh_job("x", PX_PRIO_NORMAL, "exit 0", NULL);
   ASSERT_EQ(px_engine_submit_take(f.eng, f.c, &j, NULL, &why), PX_EEXIST);
   ASSERT_EQ(why, PX_CODE_DUPLICATE_ID);
   /* Another client may use the same id. */
-  ASSERT_OK(eh_submit(f.eng, b, eh_job("x", PX_PRIO_NORMAL, "exit 0", NULL)));
+  ASSERT_OK(
+      eh_submit(f.eng, f.c2, eh_job("x", PX_PRIO_NORMAL, "exit 0", NULL)));
   eh_wait_results(f.col, 1);
   ASSERT_EQ(eh_find(f.col, 1, "x")->status, PX_STATUS_OK);
   /* The first job was not disturbed: still running, one accepted. */
   ASSERT_EQ(eh_find(f.col, 0, "x")->nresults, 0);
   ASSERT_EQ(eh_find(f.col, 0, "x")->ntypes, 2);
   ASSERT_EQ(px_engine_cancel(f.eng, f.c, "nope"), PX_ENOENT);
-  ASSERT_EQ(px_engine_cancel(f.eng, b, "x"), PX_ENOENT); /* already done */
+  ASSERT_EQ(px_engine_cancel(f.eng, f.c2, "x"), PX_ENOENT); /* already done */
   ASSERT_OK(px_engine_cancel(f.eng, f.c, "x"));
   eh_wait_results(f.col, 2);
   ASSERT_EQ(eh_find(f.col, 0, "x")->status, PX_STATUS_CANCELLED);
@@ -362,7 +358,6 @@ TEST_IMPL(engine_duplicate_and_unknown_id) {
   ASSERT_OK(eh_fix_submit(&f, eh_job("x", PX_PRIO_NORMAL, "exit 0", NULL)));
   eh_wait_results(f.col, 3);
   eh_check_all(f.col);
-  px_engine_client_close(f.eng, b, 0);
   eh_fix_close(&f);
   return 0;
 }

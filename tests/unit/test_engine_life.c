@@ -37,21 +37,20 @@ TEST_IMPL(engine_stop_aborts_everything) {
 }
 
 TEST_IMPL(engine_client_close) {
-  eh_fix_t f; /* client a: f.c, tag 0 */
-  ctx_t cb;
-  px_engine_client_t *b;
+  eh_fix_t f; /* clients a: f.c (tag 0), b: f.c2 (tag 1) */
   px_status_info_t st;
   int events;
   eh_fix_open(&f, 1, NULL);
-  b = eh_client(f.eng, &cb, f.col, 1, 0);
+  eh_fix_client2(&f);
   ASSERT_OK(eh_fix_submit(&f, eh_job("run", PX_PRIO_NORMAL, "hang", NULL)));
   eh_wait_started(f.col, 1);
   ASSERT_OK(eh_fix_submit(&f, eh_job("q", PX_PRIO_NORMAL, NULL)));
   /* b disconnects without cancelling while its job waits behind a's: the
    * job still runs to its end, unheard. */
   ASSERT_OK(eh_submit(
-      f.eng, b, eh_job("keep", PX_PRIO_NORMAL, "sleep 20", "exit 0", NULL)));
-  px_engine_client_close(f.eng, b, 0);
+      f.eng, f.c2, eh_job("keep", PX_PRIO_NORMAL, "sleep 20", "exit 0", NULL)));
+  px_engine_client_close(f.eng, f.c2, 0);
+  f.c2 = NULL;
   /* a disconnects and cancels: its running and queued jobs are
    * cancelled, and it hears nothing more. */
   px_mutex_lock(&f.col->m);
@@ -187,16 +186,14 @@ TEST_IMPL(engine_race_scram_vs_start) {
 TEST_IMPL(engine_race_stop) {
   int round;
   for (round = 0; round < 60; round++) {
-    eh_fix_t f;
-    ctx_t cy;
-    px_engine_client_t *d;
+    eh_fix_t f; /* clients c: f.c (tag 0), d: f.c2 (tag 1) */
     char id[32];
     int k;
     eh_fix_open(&f, 3, NULL);
-    d = eh_client(f.eng, &cy, f.col, 1, 0);
+    eh_fix_client2(&f);
     for (k = 0; k < 8; k++) {
       snprintf(id, sizeof id, "t%d", k);
-      ASSERT_OK(eh_submit(f.eng, k % 2 ? f.c : d,
+      ASSERT_OK(eh_submit(f.eng, k % 2 ? f.c : f.c2,
                           eh_job(id, (px_priority_t)(k % PX_PRIO_COUNT),
                                  k % 3 ? "exit 0" : "hang", NULL)));
     }
@@ -209,7 +206,8 @@ TEST_IMPL(engine_race_stop) {
                                  PX_EH_ST(PX_STATUS_CANCELLED));
     eh_check_all(f.col);
     px_engine_client_close(f.eng, f.c, 1);
-    f.c = NULL; /* d never closed: free handles it */
+    f.c = NULL;
+    f.c2 = NULL; /* d never closed: free handles it */
     eh_fix_close(&f);
   }
   return 0;
