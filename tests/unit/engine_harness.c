@@ -60,8 +60,7 @@ void eh_on_event(void *p, const px_engine_event_t *ev) {
     for (i = 0; i < 2; i++) {
       r->out_len[i] = res->out_len[i];
       r->trunc[i] = res->out_truncated[i];
-      r->out[i] = res->out[i] ? px_strndup(res->out[i], res->out_len[i])
-                              : NULL;
+      r->out[i] = res->out[i] ? px_strndup(res->out[i], res->out_len[i]) : NULL;
     }
     break;
   }
@@ -135,8 +134,8 @@ void eh_check_sequence(const rec_t *r) {
       ASSERT_EQ(seen_started, 1);
       break;
     default:
-      px__test_fail(__FILE__, __LINE__, "job %s: event %d before result",
-                    r->id, r->types[i]);
+      px__test_fail(__FILE__, __LINE__, "job %s: event %d before result", r->id,
+                    r->types[i]);
     }
   }
 }
@@ -189,23 +188,74 @@ px_engine_t *eh_engine(unsigned workers, px_engine_opts_t *o) {
   return eng;
 }
 
-px_engine_client_t *eh_client(px_engine_t *eng, ctx_t *cx, col_t *col,
-                                    int tag, unsigned cap) {
-  px_engine_client_opts_t co;
+static px_engine_client_t *client_open(px_engine_t *eng, ctx_t *cx, col_t *col,
+                                       int tag, px_engine_client_opts_t *co) {
   px_engine_client_t *c = NULL;
   cx->col = col;
   cx->tag = tag;
-  memset(&co, 0, sizeof co);
-  co.on_event = eh_on_event;
-  co.ctx = cx;
-  co.max_concurrent = cap;
-  co.name = "test";
-  ASSERT_OK(px_engine_client_open(eng, &co, &c));
+  co->on_event = eh_on_event;
+  co->ctx = cx;
+  ASSERT_OK(px_engine_client_open(eng, co, &c));
   return c;
 }
 
-int eh_submit(px_engine_t *eng, px_engine_client_t *c,
-                  px_engine_job_t j) {
+px_engine_client_t *eh_client(px_engine_t *eng, ctx_t *cx, col_t *col, int tag,
+                              unsigned cap) {
+  px_engine_client_opts_t co;
+  memset(&co, 0, sizeof co);
+  co.max_concurrent = cap;
+  co.name = "test";
+  return client_open(eng, cx, col, tag, &co);
+}
+
+px_engine_client_t *eh_client_ident(px_engine_t *eng, ctx_t *cx, col_t *col,
+                                    int tag, const char *identity) {
+  px_engine_client_opts_t co;
+  memset(&co, 0, sizeof co);
+  co.name = identity;
+  co.identity = identity;
+  return client_open(eng, cx, col, tag, &co);
+}
+
+void eh_fix_open_cap(eh_fix_t *f, unsigned workers, px_engine_opts_t *o,
+                     unsigned cap) {
+  memset(f, 0, sizeof *f);
+  f->col = eh_col_new();
+  f->eng = eh_engine(workers, o);
+  f->c = eh_client(f->eng, &f->cx, f->col, 0, cap);
+}
+
+void eh_fix_open(eh_fix_t *f, unsigned workers, px_engine_opts_t *o) {
+  eh_fix_open_cap(f, workers, o, 0);
+}
+
+int eh_fix_submit(eh_fix_t *f, px_engine_job_t j) {
+  return eh_submit(f->eng, f->c, j);
+}
+
+void eh_fix_client2(eh_fix_t *f) {
+  f->c2 = eh_client(f->eng, &f->cx2, f->col, 1, 0);
+}
+
+void eh_fix_close(eh_fix_t *f) {
+  if (f->c)
+    px_engine_client_close(f->eng, f->c, 0);
+  if (f->c2)
+    px_engine_client_close(f->eng, f->c2, 0);
+  px_engine_free(f->eng);
+  eh_col_free(f->col);
+  memset(f, 0, sizeof *f);
+}
+
+void eh_check_statuses(col_t *col, unsigned mask) {
+  int i;
+  for (i = 0; i < col->nrecs; i++)
+    if (!(mask & PX_EH_ST(col->recs[i].status)))
+      px__test_fail(__FILE__, __LINE__, "job %s: unexpected status %d",
+                    col->recs[i].id, (int)col->recs[i].status);
+}
+
+int eh_submit(px_engine_t *eng, px_engine_client_t *c, px_engine_job_t j) {
   return px_engine_submit_take(eng, c, &j, NULL, NULL);
 }
 
@@ -222,14 +272,12 @@ int eh_kb_snapshot(void *ctx, const px_job_spec_t *spec, void **snap) {
   return 0;
 }
 
-void eh_kb_finish(void *ctx, void *snap, int rollback,
-                      px_kb_result_t *out) {
+void eh_kb_finish(void *ctx, void *snap, int rollback, px_kb_result_t *out) {
   kbrec_t *k = ctx;
   px_mutex_lock(&k->m);
   k->finishes++;
   if (rollback && k->nrolled < 8)
-    snprintf(k->rolled[k->nrolled++], sizeof k->rolled[0], "%s",
-             (char *)snap);
+    snprintf(k->rolled[k->nrolled++], sizeof k->rolled[0], "%s", (char *)snap);
   px_mutex_unlock(&k->m);
   out->present = 1;
   out->rolled_back = rollback;
@@ -242,4 +290,13 @@ int eh_rolled(kbrec_t *k, const char *id) {
     if (strcmp(k->rolled[i], id) == 0)
       return 1;
   return 0;
+}
+
+void eh_kb_opts(kbrec_t *k, px_engine_opts_t *o) {
+  memset(k, 0, sizeof *k);
+  ASSERT_OK(px_mutex_init(&k->m));
+  px_engine_opts_default(o);
+  o->kb.ctx = k;
+  o->kb.snapshot = eh_kb_snapshot;
+  o->kb.finish = eh_kb_finish;
 }

@@ -7,104 +7,88 @@
 /* ---- stop, close, reject ---- */
 
 TEST_IMPL(engine_stop_aborts_everything) {
-  col_t *col = eh_col_new();
-  ctx_t cx;
+  eh_fix_t f;
   kbrec_t k;
   px_engine_opts_t o;
-  px_engine_t *eng;
-  px_engine_client_t *c;
   px_engine_job_t j;
   px_code_t why;
-  int i;
-  memset(&k, 0, sizeof k);
-  ASSERT_OK(px_mutex_init(&k.m));
-  px_engine_opts_default(&o);
-  o.kb.ctx = &k;
-  o.kb.snapshot = eh_kb_snapshot;
-  o.kb.finish = eh_kb_finish;
-  eng = eh_engine(2, &o);
-  c = eh_client(eng, &cx, col, 0, 0);
-  ASSERT_OK(eh_submit(eng, c, eh_job("r1", PX_PRIO_NORMAL, "hang", NULL)));
-  ASSERT_OK(eh_submit(eng, c, eh_job("r2", PX_PRIO_NORMAL, "hang", NULL)));
-  eh_wait_started(col, 2);
-  ASSERT_OK(eh_submit(eng, c, eh_job("q1", PX_PRIO_NORMAL, NULL)));
-  ASSERT_OK(eh_submit(eng, c, eh_job("q2", PX_PRIO_NORMAL, NULL)));
-  ASSERT_OK(eh_submit(eng, c, eh_job("q3", PX_PRIO_NORMAL, NULL)));
-  px_engine_stop(eng);
+  eh_kb_opts(&k, &o);
+  eh_fix_open(&f, 2, &o);
+  ASSERT_OK(eh_fix_submit(&f, eh_job("r1", PX_PRIO_NORMAL, "hang", NULL)));
+  ASSERT_OK(eh_fix_submit(&f, eh_job("r2", PX_PRIO_NORMAL, "hang", NULL)));
+  eh_wait_started(f.col, 2);
+  ASSERT_OK(eh_fix_submit(&f, eh_job("q1", PX_PRIO_NORMAL, NULL)));
+  ASSERT_OK(eh_fix_submit(&f, eh_job("q2", PX_PRIO_NORMAL, NULL)));
+  ASSERT_OK(eh_fix_submit(&f, eh_job("q3", PX_PRIO_NORMAL, NULL)));
+  px_engine_stop(f.eng);
   /* Every result is out when stop returns. */
-  ASSERT_EQ(col->results, 5);
-  for (i = 0; i < col->nrecs; i++)
-    ASSERT_EQ(col->recs[i].status, PX_STATUS_ABORTED);
+  ASSERT_EQ(f.col->results, 5);
+  eh_check_statuses(f.col, PX_EH_ST(PX_STATUS_ABORTED));
   ASSERT_EQ(k.finishes, 2); /* the running jobs' KB hooks ran */
-  ASSERT_UINT_GE(eh_find(col, 0, "r1")->usage.processes, 1);
+  ASSERT_UINT_GE(eh_find(f.col, 0, "r1")->usage.processes, 1);
   j = eh_job("late", PX_PRIO_NORMAL, NULL);
-  ASSERT_EQ(px_engine_submit_take(eng, c, &j, NULL, &why), PX_EBUSY);
+  ASSERT_EQ(px_engine_submit_take(f.eng, f.c, &j, NULL, &why), PX_EBUSY);
   ASSERT_EQ(why, PX_CODE_PAUSED);
-  px_engine_stop(eng); /* idempotent */
-  eh_check_all(col);
-  px_engine_client_close(eng, c, 0);
-  px_engine_free(eng);
+  px_engine_stop(f.eng); /* idempotent */
+  eh_check_all(f.col);
+  eh_fix_close(&f);
   px_mutex_destroy(&k.m);
-  eh_col_free(col);
   return 0;
 }
 
 TEST_IMPL(engine_client_close) {
-  col_t *col = eh_col_new();
-  ctx_t ca, cb;
-  px_engine_t *eng = eh_engine(1, NULL);
-  px_engine_client_t *a = eh_client(eng, &ca, col, 0, 0);
-  px_engine_client_t *b = eh_client(eng, &cb, col, 1, 0);
+  eh_fix_t f; /* clients a: f.c (tag 0), b: f.c2 (tag 1) */
   px_status_info_t st;
   int events;
-  ASSERT_OK(eh_submit(eng, a, eh_job("run", PX_PRIO_NORMAL, "hang", NULL)));
-  eh_wait_started(col, 1);
-  ASSERT_OK(eh_submit(eng, a, eh_job("q", PX_PRIO_NORMAL, NULL)));
+  eh_fix_open(&f, 1, NULL);
+  eh_fix_client2(&f);
+  ASSERT_OK(eh_fix_submit(&f, eh_job("run", PX_PRIO_NORMAL, "hang", NULL)));
+  eh_wait_started(f.col, 1);
+  ASSERT_OK(eh_fix_submit(&f, eh_job("q", PX_PRIO_NORMAL, NULL)));
   /* b disconnects without cancelling while its job waits behind a's: the
    * job still runs to its end, unheard. */
-  ASSERT_OK(eh_submit(eng, b, eh_job("keep", PX_PRIO_NORMAL, "sleep 20",
-                                     "exit 0", NULL)));
-  px_engine_client_close(eng, b, 0);
+  ASSERT_OK(eh_submit(
+      f.eng, f.c2, eh_job("keep", PX_PRIO_NORMAL, "sleep 20", "exit 0", NULL)));
+  px_engine_client_close(f.eng, f.c2, 0);
+  f.c2 = NULL;
   /* a disconnects and cancels: its running and queued jobs are
    * cancelled, and it hears nothing more. */
-  px_mutex_lock(&col->m);
-  events = col->events; /* a: accepted, started, accepted; b: accepted */
-  px_mutex_unlock(&col->m);
+  px_mutex_lock(&f.col->m);
+  events = f.col->events; /* a: accepted, started, accepted; b: accepted */
+  px_mutex_unlock(&f.col->m);
   ASSERT_EQ(events, 4);
-  px_engine_client_close(eng, a, 1);
+  px_engine_client_close(f.eng, f.c, 1);
+  f.c = NULL;
   do { /* nobody hears them end: watch the counters */
     px_sleep_ms(5);
-    px_engine_status(eng, &st);
+    px_engine_status(f.eng, &st);
   } while (st.counters[PX_STATUS_OK] + st.counters[PX_STATUS_CANCELLED] < 3);
-  px_engine_stop(eng);
-  px_mutex_lock(&col->m);
-  ASSERT_EQ(col->events, events);
-  px_mutex_unlock(&col->m);
-  px_engine_status(eng, &st);
+  px_engine_stop(f.eng);
+  px_mutex_lock(&f.col->m);
+  ASSERT_EQ(f.col->events, events);
+  px_mutex_unlock(&f.col->m);
+  px_engine_status(f.eng, &st);
   ASSERT_UINT_EQ(st.counters[PX_STATUS_CANCELLED], 2);
   ASSERT_UINT_EQ(st.counters[PX_STATUS_OK], 1);
-  px_engine_free(eng);
-  eh_col_free(col);
+  eh_fix_close(&f);
   return 0;
 }
 
 TEST_IMPL(engine_reject_counts) {
-  col_t *col = eh_col_new();
-  ctx_t cx;
-  px_engine_t *eng = eh_engine(1, NULL);
-  px_engine_client_t *c = eh_client(eng, &cx, col, 0, 0);
+  eh_fix_t fx;
   px_audit_finding_t *f = calloc(1, sizeof *f);
   px_status_info_t st;
   rec_t *r;
   px_engine_job_t j;
+  eh_fix_open(&fx, 1, NULL);
   ASSERT_NOT_NULL(f);
   f->rule = px_strdup("py-socket");
   f->message = px_strdup("opens a socket");
   f->line = 3;
   f->severity = PX_SEV_HIGH;
-  ASSERT_OK(px_engine_reject(eng, c, "bad", PX_CODE_AUDIT_REJECTED,
+  ASSERT_OK(px_engine_reject(fx.eng, fx.c, "bad", PX_CODE_AUDIT_REJECTED,
                              "audit finding at or above high", f, 1));
-  r = eh_find(col, 0, "bad");
+  r = eh_find(fx.col, 0, "bad");
   ASSERT_EQ(r->status, PX_STATUS_REJECTED);
   ASSERT_EQ(r->code, PX_CODE_AUDIT_REJECTED);
   ASSERT_UINT_EQ(r->naudit, 1);
@@ -115,129 +99,116 @@ TEST_IMPL(engine_reject_counts) {
   j.audit[0].rule = px_strdup("py-exec");
   j.audit[0].message = px_strdup("starts a process");
   j.naudit = 1;
-  ASSERT_OK(px_engine_submit_take(eng, c, &j, NULL, NULL));
-  eh_wait_results(col, 2);
-  ASSERT_UINT_EQ(eh_find(col, 0, "good")->naudit, 1);
-  px_engine_status(eng, &st);
+  ASSERT_OK(px_engine_submit_take(fx.eng, fx.c, &j, NULL, NULL));
+  eh_wait_results(fx.col, 2);
+  ASSERT_UINT_EQ(eh_find(fx.col, 0, "good")->naudit, 1);
+  px_engine_status(fx.eng, &st);
   ASSERT_UINT_EQ(st.counters[PX_STATUS_REJECTED], 1);
   ASSERT_UINT_EQ(st.accepted, 1);
   /* A refusal for an id still in flight is not delivered. */
-  ASSERT_OK(eh_submit(eng, c, eh_job("busy", PX_PRIO_NORMAL, "hang", NULL)));
-  eh_wait_started(col, 2);
-  ASSERT_EQ(px_engine_reject(eng, c, "busy", PX_CODE_FORBIDDEN, "no", NULL,
-                             0),
-            PX_EEXIST);
-  ASSERT_EQ(eh_find(col, 0, "busy")->ntypes, 2); /* accepted, started */
-  ASSERT_OK(px_engine_cancel(eng, c, "busy"));
-  eh_wait_results(col, 3);
+  ASSERT_OK(eh_fix_submit(&fx, eh_job("busy", PX_PRIO_NORMAL, "hang", NULL)));
+  eh_wait_started(fx.col, 2);
+  ASSERT_EQ(
+      px_engine_reject(fx.eng, fx.c, "busy", PX_CODE_FORBIDDEN, "no", NULL, 0),
+      PX_EEXIST);
+  ASSERT_EQ(eh_find(fx.col, 0, "busy")->ntypes, 2); /* accepted, started */
+  ASSERT_OK(px_engine_cancel(fx.eng, fx.c, "busy"));
+  eh_wait_results(fx.col, 3);
   /* Bad ids are refused before anything is delivered. */
   j = eh_job("no spaces", PX_PRIO_NORMAL, NULL);
-  ASSERT_EQ(px_engine_submit_take(eng, c, &j, NULL, NULL), PX_EINVAL);
-  eh_check_all(col);
-  px_engine_client_close(eng, c, 0);
-  px_engine_free(eng);
-  eh_col_free(col);
+  ASSERT_EQ(px_engine_submit_take(fx.eng, fx.c, &j, NULL, NULL), PX_EINVAL);
+  eh_check_all(fx.col);
+  eh_fix_close(&fx);
   return 0;
 }
 
 /* ---- races: exactly one result, always ---- */
 
 TEST_IMPL(engine_race_cancel_vs_completion) {
-  col_t *col = eh_col_new();
-  ctx_t cx;
-  px_engine_t *eng = eh_engine(4, NULL);
-  px_engine_client_t *c = eh_client(eng, &cx, col, 0, 0);
+  eh_fix_t f;
   px_status_info_t st;
   char id[32];
   int i, n = 400, cancelled = 0, ok = 0;
+  eh_fix_open(&f, 4, NULL);
   for (i = 0; i < n; i++) {
     int rc;
     snprintf(id, sizeof id, "r%d", i);
-    ASSERT_OK(eh_submit(eng, c, eh_job(id, PX_PRIO_NORMAL,
-                                   i % 3 ? "exit 0" : "sleep 1", NULL)));
+    ASSERT_OK(eh_fix_submit(
+        &f, eh_job(id, PX_PRIO_NORMAL, i % 3 ? "exit 0" : "sleep 1", NULL)));
     if (i % 5 == 4)
       px_sleep_ms(1); /* let some finish first */
-    rc = px_engine_cancel(eng, c, id);
+    rc = px_engine_cancel(f.eng, f.c, id);
     ASSERT(rc == 0 || rc == PX_ENOENT);
   }
-  eh_wait_results(col, n);
-  for (i = 0; i < col->nrecs; i++) {
-    ASSERT(col->recs[i].status == PX_STATUS_OK ||
-           col->recs[i].status == PX_STATUS_CANCELLED);
-    if (col->recs[i].status == PX_STATUS_OK)
+  eh_wait_results(f.col, n);
+  for (i = 0; i < f.col->nrecs; i++) {
+    ASSERT(f.col->recs[i].status == PX_STATUS_OK ||
+           f.col->recs[i].status == PX_STATUS_CANCELLED);
+    if (f.col->recs[i].status == PX_STATUS_OK)
       ok++;
     else
       cancelled++;
   }
   ASSERT_EQ(ok + cancelled, n);
-  ASSERT_EQ(col->nrecs, n);
-  eh_check_all(col);
-  px_engine_status(eng, &st);
+  ASSERT_EQ(f.col->nrecs, n);
+  eh_check_all(f.col);
+  px_engine_status(f.eng, &st);
   ASSERT_UINT_EQ(st.counters[PX_STATUS_OK], (uint64_t)ok);
   ASSERT_UINT_EQ(st.counters[PX_STATUS_CANCELLED], (uint64_t)cancelled);
-  px_engine_client_close(eng, c, 0);
-  px_engine_free(eng);
-  eh_col_free(col);
+  eh_fix_close(&f);
   return 0;
 }
 
 TEST_IMPL(engine_race_scram_vs_start) {
-  col_t *col = eh_col_new();
-  ctx_t cx;
-  px_engine_t *eng = eh_engine(3, NULL);
-  px_engine_client_t *c = eh_client(eng, &cx, col, 0, 0);
+  eh_fix_t f;
   char id[32];
-  int round, k, n = 0, i;
+  int round, k, n = 0;
+  eh_fix_open(&f, 3, NULL);
   for (round = 0; round < 200; round++) {
     for (k = 0; k < 4; k++) {
       snprintf(id, sizeof id, "s%d-%d", round, k);
-      ASSERT_OK(eh_submit(eng, c, eh_job(id, PX_PRIO_NORMAL,
-                                     k % 2 ? "sleep 1" : "exit 0", NULL)));
+      ASSERT_OK(eh_fix_submit(
+          &f, eh_job(id, PX_PRIO_NORMAL, k % 2 ? "sleep 1" : "exit 0", NULL)));
       n++;
     }
-    (void)px_engine_scram(eng);
-    px_engine_resume(eng);
+    (void)px_engine_scram(f.eng);
+    px_engine_resume(f.eng);
   }
-  eh_wait_results(col, n);
-  ASSERT_EQ(col->nrecs, n);
-  for (i = 0; i < col->nrecs; i++)
-    ASSERT(col->recs[i].status == PX_STATUS_OK ||
-           col->recs[i].status == PX_STATUS_ABORTED);
-  eh_check_all(col);
-  px_engine_client_close(eng, c, 0);
-  px_engine_free(eng);
-  eh_col_free(col);
+  eh_wait_results(f.col, n);
+  ASSERT_EQ(f.col->nrecs, n);
+  eh_check_statuses(f.col,
+                    PX_EH_ST(PX_STATUS_OK) | PX_EH_ST(PX_STATUS_ABORTED));
+  eh_check_all(f.col);
+  eh_fix_close(&f);
   return 0;
 }
 
 TEST_IMPL(engine_race_stop) {
   int round;
   for (round = 0; round < 60; round++) {
-    col_t *col = eh_col_new();
-    ctx_t cx, cy;
-    px_engine_t *eng = eh_engine(3, NULL);
-    px_engine_client_t *c = eh_client(eng, &cx, col, 0, 0);
-    px_engine_client_t *d = eh_client(eng, &cy, col, 1, 0);
+    eh_fix_t f; /* clients c: f.c (tag 0), d: f.c2 (tag 1) */
     char id[32];
-    int k, i;
+    int k;
+    eh_fix_open(&f, 3, NULL);
+    eh_fix_client2(&f);
     for (k = 0; k < 8; k++) {
       snprintf(id, sizeof id, "t%d", k);
-      ASSERT_OK(eh_submit(eng, k % 2 ? c : d,
-                       eh_job(id, (px_priority_t)(k % PX_PRIO_COUNT),
-                             k % 3 ? "exit 0" : "hang", NULL)));
+      ASSERT_OK(eh_submit(f.eng, k % 2 ? f.c : f.c2,
+                          eh_job(id, (px_priority_t)(k % PX_PRIO_COUNT),
+                                 k % 3 ? "exit 0" : "hang", NULL)));
     }
     if (round % 2)
-      (void)px_engine_cancel(eng, c, "t1");
-    px_engine_stop(eng);
-    ASSERT_EQ(col->results, 8);
-    for (i = 0; i < col->nrecs; i++)
-      ASSERT(col->recs[i].status == PX_STATUS_OK ||
-             col->recs[i].status == PX_STATUS_ABORTED ||
-             col->recs[i].status == PX_STATUS_CANCELLED);
-    eh_check_all(col);
-    px_engine_client_close(eng, c, 1);
-    px_engine_free(eng); /* d never closed: free handles it */
-    eh_col_free(col);
+      (void)px_engine_cancel(f.eng, f.c, "t1");
+    px_engine_stop(f.eng);
+    ASSERT_EQ(f.col->results, 8);
+    eh_check_statuses(f.col, PX_EH_ST(PX_STATUS_OK) |
+                                 PX_EH_ST(PX_STATUS_ABORTED) |
+                                 PX_EH_ST(PX_STATUS_CANCELLED));
+    eh_check_all(f.col);
+    px_engine_client_close(f.eng, f.c, 1);
+    f.c = NULL;
+    f.c2 = NULL; /* d never closed: free handles it */
+    eh_fix_close(&f);
   }
   return 0;
 }
@@ -296,30 +267,24 @@ TEST_IMPL(fake_backend_contract) {
  * 4096-byte chunk of debt) / 100 bytes per ms = 459 ms. A lower bound
  * only. */
 TEST_IMPL(engine_output_backpressure) {
-  col_t *col = eh_col_new();
-  ctx_t cx;
+  eh_fix_t f;
   px_engine_opts_t o;
-  px_engine_t *eng;
-  px_engine_client_t *c;
   rec_t *r;
   uint64_t t0;
   px_engine_opts_default(&o);
   o.output.rate_bytes_per_s = 100000;
   o.output.burst_bytes = 10000;
-  eng = eh_engine(1, &o);
-  c = eh_client(eng, &cx, col, 0, 0);
+  eh_fix_open(&f, 1, &o);
   t0 = px_now_ms();
-  ASSERT_OK(eh_submit(eng, c, eh_job("flood", PX_PRIO_NORMAL,
-                                     "print-out 60000", "exit 0", NULL)));
-  eh_wait_results(col, 1);
+  ASSERT_OK(eh_fix_submit(
+      &f, eh_job("flood", PX_PRIO_NORMAL, "print-out 60000", "exit 0", NULL)));
+  eh_wait_results(f.col, 1);
   ASSERT_UINT_GE(px_now_ms() - t0, 459);
-  r = eh_find(col, 0, "flood");
+  r = eh_find(f.col, 0, "flood");
   ASSERT_EQ(r->status, PX_STATUS_OK);
   ASSERT_UINT_EQ(r->out_len[0], 60000);
   ASSERT_UINT_GE(r->usage.wall_ms, 459);
-  px_engine_client_close(eng, c, 0);
-  px_engine_free(eng);
-  eh_col_free(col);
+  eh_fix_close(&f);
   return 0;
 }
 
@@ -358,9 +323,7 @@ TEST_IMPL(engine_backend_faults) {
   px_backend_ops_t ops = px_backend_fake;
   px_engine_opts_t o;
   px_engine_t *eng = NULL;
-  col_t *col = eh_col_new();
-  ctx_t cx;
-  px_engine_client_t *c;
+  eh_fix_t f;
   int mode;
   px_engine_opts_default(&o);
   o.workers = 1;
@@ -376,25 +339,22 @@ TEST_IMPL(engine_backend_faults) {
   ops = px_backend_fake;
   ops.prepare = faulty_prepare;
   ops.wait = faulty_wait;
-  eng = eh_engine(1, &o);
-  c = eh_client(eng, &cx, col, 0, 0);
+  eh_fix_open(&f, 1, &o);
   for (mode = FAULT_PREPARE_NULL; mode <= FAULT_SILENT_KILL; mode++) {
     char id[16];
     rec_t *r;
     fault_mode = mode; /* one job at a time: the worker reads it */
     snprintf(id, sizeof id, "f%d", mode);
-    ASSERT_OK(eh_submit(eng, c, eh_job(id, PX_PRIO_NORMAL, "exit 0", NULL)));
-    eh_wait_results(col, mode);
-    r = eh_find(col, 0, id);
+    ASSERT_OK(eh_fix_submit(&f, eh_job(id, PX_PRIO_NORMAL, "exit 0", NULL)));
+    eh_wait_results(f.col, mode);
+    r = eh_find(f.col, 0, id);
     ASSERT_EQ(r->status, PX_STATUS_ERROR);
     ASSERT_EQ(r->code, PX_CODE_SANDBOX_FAILED);
     ASSERT_EQ(r->exit_code, -1);
   }
   fault_mode = FAULT_NONE;
-  eh_check_all(col);
-  px_engine_client_close(eng, c, 0);
-  px_engine_free(eng);
-  eh_col_free(col);
+  eh_check_all(f.col);
+  eh_fix_close(&f);
   return 0;
 }
 
@@ -404,10 +364,9 @@ TEST_IMPL(engine_backend_faults) {
  * floods among them, some cancelled, a scram in the middle: every job
  * ends with exactly one result and the counters add up. */
 TEST_IMPL(engine_mixed_load) {
-  static const char *const scripts[] = {"exit 0",     "exit 2",
-                                        "hog-memory", "fork-bomb",
-                                        "print-out 9000", "sleep 2",
-                                        "spin",       "fail-start"};
+  static const char *const scripts[] = {
+      "exit 0",         "exit 2",  "hog-memory", "fork-bomb",
+      "print-out 9000", "sleep 2", "spin",       "fail-start"};
   col_t *col = eh_col_new();
   ctx_t cx[3];
   px_engine_client_t *c[3];

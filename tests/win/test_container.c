@@ -32,12 +32,6 @@
 #define NO_IMAGE "px-test/not-here:1"
 #define LABEL "org.phoenix-executor.job"
 
-typedef struct {
-  px_job_spec_t spec;
-  char *argv[4];
-  px_job_file_t files[1];
-} ctr_job_t;
-
 static char g_ep[64];
 static const char *const g_images[] = {IMAGE, NO_IMAGE, NULL};
 
@@ -58,30 +52,34 @@ static const char *endpoint(void) {
                   "(tests/linux/dockerd.sh start)");                           \
   } while (0)
 
-static void be_open(wt_backend_t *b, int allow_degraded) {
+/* The container backend on endpoint ep with pool warm slots. */
+static void be_open(wt_backend_t *b, const char *ep, unsigned pool,
+                    int allow_degraded) {
   memset(b, 0, sizeof *b);
+  b->ops = &px_backend_container;
   snprintf(b->root, sizeof b->root, "%sroot", px_test_tmpdir());
   b->opts.work_root = b->root;
   b->opts.tick_ms = 20;
-  b->opts.container_endpoint = endpoint();
+  b->opts.container_endpoint = ep;
   b->opts.container_gate = PX_CTR_GATE_PATH;
   b->opts.container_user = "65534:65534";
   b->opts.container_allow_degraded = allow_degraded;
   b->opts.container_images = g_images;
-  b->opts.container_pool = 1;
+  b->opts.container_pool = pool;
   b->opts.container_slot_limits.wall_ms = 30000;
   b->opts.container_slot_limits.memory_bytes = 256ull << 20;
   b->opts.container_slot_limits.processes = 32;
   ASSERT_OK(px_backend_container.open(&b->opts, &b->state));
 }
 
-static void job(ctr_job_t *j, const char *image, const char *script) {
+/* A job running script as job.sh in image (its strings borrowed). */
+static void job(wt_job_t *j, const char *image, const char *script) {
   static unsigned n;
   memset(j, 0, sizeof *j);
   snprintf(j->spec.id, sizeof j->spec.id, "c%u", n);
   snprintf(j->spec.key, sizeof j->spec.key, "c-%lu-%u", px_getpid(), n++);
-  j->argv[0] = "sh";
-  j->argv[1] = "job.sh";
+  j->argv[0] = (char *)"sh";
+  j->argv[1] = (char *)"job.sh";
   j->spec.argv = j->argv;
   j->spec.argc = 2;
   j->files[0].path = "job.sh";
@@ -96,24 +94,25 @@ static void job(ctr_job_t *j, const char *image, const char *script) {
   j->spec.image = (char *)(uintptr_t)image;
 }
 
-/* prepare + start + wait + release; the first error of prepare or start. */
-static int run(wt_backend_t *b, ctr_job_t *j, wt_capture_t *c,
+/* wt_run with its output in c, made fresh here (the caller frees it);
+ * the first error of prepare or start. */
+static int run(wt_backend_t *b, wt_job_t *j, wt_capture_t *c,
                px_outcome_t *o) {
-  const px_backend_ops_t *ops = &px_backend_container;
-  px_sandbox_events_t ev = wt_events(c);
-  px_sandbox_t *sb = NULL;
   int rc;
-  memset(o, 0, sizeof *o);
-  if ((rc = ops->prepare(b->state, &j->spec, &ev, &sb)))
-    return rc;
-  rc = ops->start(sb);
-  if (rc == 0)
-    ASSERT_OK(ops->wait(sb, o));
-  ops->release(sb);
+  wt_capture_init(c);
+  rc = wt_run(b, j, c, o);
   printf("%-8s rc=%d exit=%lld killed=%d limit=%d out=[%s] err=[%s]\n",
          j->spec.id, rc, (long long)o->exit_code, o->killed,
          (int)o->violation.limit, px_buf_cstr(&c->out), px_buf_cstr(&c->err));
   return rc;
+}
+
+/* The job was killed on limit, the verdict of by. */
+static void expect_killed(const px_outcome_t *o, px_limit_t limit,
+                          px_detector_t by) {
+  ASSERT_EQ(o->killed, 1);
+  ASSERT_EQ(o->violation.limit, limit);
+  ASSERT_EQ(o->violation.detected_by, by);
 }
 
 /* Containers carrying our label, as the engine lists them. */
@@ -128,12 +127,11 @@ static size_t ours(void) {
 TEST_IMPL(wincontainer_jobs) {
   wt_backend_t b;
   wt_capture_t c;
-  ctr_job_t j;
+  wt_job_t j;
   px_outcome_t o;
   NEED_ENGINE();
-  be_open(&b, 1);
+  be_open(&b, endpoint(), 1, 1);
   /* An ok job with output: its file came in by the archive API. */
-  wt_capture_init(&c);
   job(&j, IMAGE, "echo out $(id -u) $(pwd) $(head -c 4 job.sh); echo err >&2");
   ASSERT_OK(run(&b, &j, &c, &o));
   ASSERT_EQ(o.exited, 1);
@@ -146,7 +144,6 @@ TEST_IMPL(wincontainer_jobs) {
   ASSERT(!(o.enforcement & PX_ENF(PX_ENF_SECCOMP_DOCKER)));
   wt_capture_free(&c);
   /* A non-zero exit. */
-  wt_capture_init(&c);
   job(&j, IMAGE, "echo bye; exit 7");
   ASSERT_OK(run(&b, &j, &c, &o));
   ASSERT_EQ(o.exited, 1);
@@ -154,44 +151,33 @@ TEST_IMPL(wincontainer_jobs) {
   ASSERT_STR_EQ(px_buf_cstr(&c.out), "bye\n");
   wt_capture_free(&c);
   /* The wall-time limit: our watchdog kills the container. */
-  wt_capture_init(&c);
   job(&j, IMAGE, "echo start; sleep 60; echo never");
   j.spec.limits.wall_ms = 1500;
   ASSERT_OK(run(&b, &j, &c, &o));
-  ASSERT_EQ(o.killed, 1);
-  ASSERT_EQ(o.violation.limit, PX_LIMIT_WALL);
-  ASSERT_EQ(o.violation.detected_by, PX_DETECT_WATCHDOG);
+  expect_killed(&o, PX_LIMIT_WALL, PX_DETECT_WATCHDOG);
   ASSERT_LT(o.usage.wall_ms, 15000);
   ASSERT_STR_EQ(px_buf_cstr(&c.out), "start\n");
   wt_capture_free(&c);
   /* Memory: the engine's kernel kills, the gate counts the OOM kill in
    * its cgroup and reports it in its end record. */
-  wt_capture_init(&c);
   job(&j, IMAGE, "x=$(head -c 400000000 /dev/zero | tr '\\0' a); echo survived");
   j.spec.limits.memory_bytes = 64ull << 20;
   ASSERT_OK(run(&b, &j, &c, &o));
-  ASSERT_EQ(o.killed, 1);
-  ASSERT_EQ(o.violation.limit, PX_LIMIT_MEMORY);
-  ASSERT_EQ(o.violation.detected_by, PX_DETECT_OS);
+  expect_killed(&o, PX_LIMIT_MEMORY, PX_DETECT_OS);
   wt_capture_free(&c);
   /* CPU time from the engine's stats (a remote engine's cgroups cannot
    * be read here): our watchdog's verdict. */
-  wt_capture_init(&c);
   job(&j, IMAGE, "while :; do :; done");
   j.spec.limits.cpu_ms = 1000;
   ASSERT_OK(run(&b, &j, &c, &o));
-  ASSERT_EQ(o.killed, 1);
-  ASSERT_EQ(o.violation.limit, PX_LIMIT_CPU);
-  ASSERT_EQ(o.violation.detected_by, PX_DETECT_WATCHDOG);
+  expect_killed(&o, PX_LIMIT_CPU, PX_DETECT_WATCHDOG);
   ASSERT_GE(o.usage.cpu_ms, 1000);
   wt_capture_free(&c);
   /* The job dir is root's without fs:write_tmp, the job's with it. */
-  wt_capture_init(&c);
   job(&j, IMAGE, "(touch /job/x) 2>/dev/null && echo ALLOWED || echo DENIED");
   ASSERT_OK(run(&b, &j, &c, &o));
   ASSERT_STR_EQ(px_buf_cstr(&c.out), "DENIED\n");
   wt_capture_free(&c);
-  wt_capture_init(&c);
   job(&j, IMAGE, "echo hi > /job/x && cat /job/x");
   j.spec.caps = PX_CAP_FS_WRITE_TMP;
   ASSERT_OK(run(&b, &j, &c, &o));
@@ -210,7 +196,7 @@ TEST_IMPL(wincontainer_collect) {
   char *pats[1];
   wt_backend_t b;
   wt_capture_t c;
-  ctr_job_t j;
+  wt_job_t j;
   px_outcome_t o;
   px_sandbox_events_t ev;
   px_sandbox_t *sb = NULL;
@@ -219,7 +205,7 @@ TEST_IMPL(wincontainer_collect) {
   size_t i;
   const px_out_file_t *csv = NULL, *lnk = NULL;
   NEED_ENGINE();
-  be_open(&b, 1);
+  be_open(&b, endpoint(), 1, 1);
   wt_capture_init(&c);
   ev = wt_events(&c);
   job(&j, IMAGE, "printf 'a,1\\n' > out.csv; ln -s /etc/passwd link.csv; "
@@ -268,15 +254,16 @@ TEST_IMPL(wincontainer_collect) {
 TEST_IMPL(wincontainer_refusals) {
   wt_backend_t b;
   wt_capture_t c;
-  ctr_job_t j;
+  wt_job_t j;
   px_outcome_t o;
   px_job_kb_t kb = {"mind", "C:\\kb", 0};
   NEED_ENGINE();
-  be_open(&b, 1);
+  be_open(&b, endpoint(), 1, 1);
   /* The image the engine does not have: a typed error, nothing created. */
-  wt_capture_init(&c);
   job(&j, NO_IMAGE, "echo never");
   ASSERT_EQ(run(&b, &j, &c, &o), PX_ENOIMAGE);
+  ASSERT_EQ(c.out.len, 0);
+  wt_capture_free(&c);
   /* KB roots cannot reach a remote engine: refused, never run without. */
   job(&j, IMAGE, "echo never");
   j.spec.kb = &kb;
@@ -287,8 +274,7 @@ TEST_IMPL(wincontainer_refusals) {
   px_backend_container.close(b.state);
   /* Without containers.allow_degraded nothing that cannot be read back
    * runs: the job is refused before it is sent to the gate. */
-  be_open(&b, 0);
-  wt_capture_init(&c);
+  be_open(&b, endpoint(), 1, 0);
   job(&j, IMAGE, "echo never");
   ASSERT_EQ(run(&b, &j, &c, &o), PX_ESANDBOX);
   ASSERT_EQ(c.out.len, 0);
@@ -451,25 +437,14 @@ static void relay_start(relay_t *r) {
 TEST_IMPL(wincontainer_named_pipe) {
   wt_backend_t b;
   wt_capture_t c;
-  ctr_job_t j;
+  wt_job_t j;
   px_outcome_t o;
   static relay_t r; /* its threads outlive the test body: process exit */
   NEED_ENGINE();
   relay_start(&r);
-  memset(&b, 0, sizeof b);
-  snprintf(b.root, sizeof b.root, "%sroot", px_test_tmpdir());
-  b.opts.work_root = b.root;
-  b.opts.tick_ms = 20;
-  b.opts.container_endpoint = r.ep;
-  b.opts.container_gate = PX_CTR_GATE_PATH;
-  b.opts.container_user = "65534:65534";
-  b.opts.container_allow_degraded = 1;
-  b.opts.container_images = g_images;
-  b.opts.container_pool = 0; /* every job: create, attach, start */
-  ASSERT_OK(px_backend_container.open(&b.opts, &b.state));
+  be_open(&b, r.ep, 0, 1); /* no pool: every job create, attach, start */
   /* Output both ways through the pipe, and the job's stdin ended by the
    * empty message: `cat` sees the end of its input. */
-  wt_capture_init(&c);
   job(&j, IMAGE, "cat; echo via-pipe $(id -u); echo err >&2; exit 5");
   j.spec.stdin_data = (const unsigned char *)"from stdin\n";
   j.spec.stdin_len = 11;
@@ -479,7 +454,6 @@ TEST_IMPL(wincontainer_named_pipe) {
   ASSERT_STR_EQ(px_buf_cstr(&c.out), "from stdin\nvia-pipe 65534\n");
   ASSERT_STR_EQ(px_buf_cstr(&c.err), "err\n");
   wt_capture_free(&c);
-  wt_capture_init(&c);
   job(&j, IMAGE, "sleep 60");
   j.spec.limits.wall_ms = 1500;
   ASSERT_OK(run(&b, &j, &c, &o));

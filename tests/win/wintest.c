@@ -139,7 +139,7 @@ px_sandbox_events_t wt_events(wt_capture_t *c) {
 const char *wt_stdout(wt_capture_t *c) { return px_buf_cstr(&c->out); }
 
 int wt_run(wt_backend_t *b, wt_job_t *j, wt_capture_t *c, px_outcome_t *o) {
-  const px_backend_ops_t *ops = px_backend_native();
+  const px_backend_ops_t *ops = b->ops ? b->ops : px_backend_native();
   px_sandbox_events_t ev = wt_events(c);
   px_sandbox_t *sb = NULL;
   int rc;

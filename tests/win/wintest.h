@@ -27,6 +27,7 @@ typedef struct {
   void *state; /* the backend's */
   px_backend_opts_t opts;
   char root[1024];
+  const px_backend_ops_t *ops; /* NULL: px_backend_native() */
 } wt_backend_t;
 
 typedef struct {
@@ -57,8 +58,8 @@ px_sandbox_events_t wt_events(wt_capture_t *c);
 /* The captured stdout as a C string (call after wait). */
 const char *wt_stdout(wt_capture_t *c);
 
-/* prepare + start + wait + release. Returns the first error of prepare or
- * start (the outcome is then zeroed). */
+/* prepare + start + wait + release through b->ops. Returns the first
+ * error of prepare or start (the outcome is then zeroed). */
 int wt_run(wt_backend_t *b, wt_job_t *j, wt_capture_t *c, px_outcome_t *o);
 
 /* 1 if `text` has a line exactly equal to `line`. */

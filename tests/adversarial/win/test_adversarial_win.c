@@ -226,11 +226,38 @@ static cJSON *send_wait(px_client_t *cl, const char *json, const char *id,
   return NULL;
 }
 
+/* A run request of the cmd runtime (type, id, runtime, code). */
+static cJSON *cmd_req(const char *id, const char *code) {
+  cJSON *req = cJSON_CreateObject();
+  cJSON_AddStringToObject(req, "type", "run");
+  cJSON_AddStringToObject(req, "id", id);
+  cJSON_AddStringToObject(req, "runtime", "cmd");
+  cJSON_AddStringToObject(req, "code", code);
+  return req;
+}
+
+/* req as text (the caller frees it); req is deleted. */
+static char *req_text(cJSON *req) {
+  char *text = cJSON_PrintUnformatted(req);
+  cJSON_Delete(req);
+  return text;
+}
+
+/* A client of the console-mode service s started (its pid checked). */
+static int svc_connect(const svc_t *s, px_client_t **cl) {
+  px_target_t t;
+  char err[256];
+  memset(&t, 0, sizeof t);
+  t.address = s->pipe;
+  t.server_check = PX_SERVER_PID;
+  t.server_pid = s->pi.dwProcessId;
+  return px_client_connect(&t, cl, err, sizeof err);
+}
+
 static void svc_start(svc_t *s, const char *extra) {
   WCHAR cmd[2048];
   STARTUPINFOW si;
-  px_target_t t;
-  char err[256], *text;
+  char *text;
   cJSON *cfg, *x, *kb, *roots, *tr;
   uint64_t end;
   FILE *f;
@@ -301,12 +328,8 @@ static void svc_start(svc_t *s, const char *extra) {
   si.cb = sizeof si;
   ASSERT(CreateProcessW(NULL, cmd, NULL, NULL, FALSE, /* checksrc: allow - the service under test */
                         CREATE_NO_WINDOW, NULL, NULL, &si, &s->pi));
-  memset(&t, 0, sizeof t);
-  t.address = s->pipe;
-  t.server_check = PX_SERVER_PID; /* the console-mode service just started */
-  t.server_pid = s->pi.dwProcessId;
   end = px_now_ms() + 30000;
-  while (px_client_connect(&t, &s->cl, err, sizeof err) != 0 && px_now_ms() < end) {
+  while (svc_connect(s, &s->cl) != 0 && px_now_ms() < end) {
     if (WaitForSingleObject(s->pi.hProcess, 0) == WAIT_OBJECT_0)
       break;
     px_sleep_ms(100);
@@ -369,7 +392,7 @@ static void check_host(svc_t *s) {
 /* A cmd job: code with each "PROBE" replaced by the quoted probe path. */
 static cJSON *run_cmd(svc_t *s, const char *id, const char *code,
                       const char *limits, const char *caps) {
-  cJSON *req = cJSON_CreateObject(), *res;
+  cJSON *req, *res;
   char body[8192], *text;
   const char *p;
   size_t n = 0;
@@ -381,16 +404,12 @@ static cJSON *run_cmd(svc_t *s, const char *id, const char *code,
   }
   if (n < sizeof body)
     snprintf(body + n, sizeof body - n, "%s", code);
-  cJSON_AddStringToObject(req, "type", "run");
-  cJSON_AddStringToObject(req, "id", id);
-  cJSON_AddStringToObject(req, "runtime", "cmd");
-  cJSON_AddStringToObject(req, "code", body);
+  req = cmd_req(id, body);
   if (limits)
     cJSON_AddItemToObject(req, "limits", cJSON_Parse(limits));
   if (caps)
     cJSON_AddItemToObject(req, "capabilities", cJSON_Parse(caps));
-  text = cJSON_PrintUnformatted(req);
-  cJSON_Delete(req);
+  text = req_text(req);
   res = send_wait(s->cl, text, id, 60000);
   free(text);
   printf("%-14s status=%s violation=%s/%s wall=%lld cpu=%lld (user %lld kernel %lld) "
@@ -404,62 +423,112 @@ static cJSON *run_cmd(svc_t *s, const char *id, const char *code,
   return res;
 }
 
-static void expect(cJSON *res, const char *status, const char *limit) {
-  ASSERT_NOT_NULL(res);
-  ASSERT_STR_EQ(js(res, "status", NULL), status);
-  if (limit)
-    ASSERT_STR_EQ(js(res, "violation", "limit"), limit);
-  cJSON_Delete(res);
+/* One attack: a cmd job (run_cmd) and what its result must show; a check
+ * left NULL or 0 is not made. */
+typedef struct {
+  const char *a, *b, *op; /* the result's number a (.b), op ">" ">=" "<" "==" */
+  long long v;
+} num_check_t;
+
+typedef struct {
+  const char *id, *code, *limits, *caps;
+  const char *status, *limit; /* status, violation.limit */
+  const char *out;            /* stdout holds this */
+  size_t out_max;             /* stdout at most this long */
+  num_check_t num[3];         /* up to the first with a NULL */
+  const char *by;             /* violation.detected_by */
+  int show_kb;                /* print the result's kb object */
+  int one_result;             /* no second result for id within 1.5 s */
+} attack_t;
+
+/* The common case: KILLED(id, code, limits, limit[, .more = checks]). */
+#define KILLED(id_, code_, limits_, ...)                                       \
+  {.id = id_, .code = code_, .limits = limits_, .status = "killed",           \
+   .limit = __VA_ARGS__}
+
+static void check_num(const cJSON *r, const char *id, const num_check_t *n) {
+  long long got = jn(r, n->a, n->b);
+  int ok = !strcmp(n->op, ">")    ? got > n->v
+           : !strcmp(n->op, ">=") ? got >= n->v
+           : !strcmp(n->op, "<")  ? got < n->v
+                                  : got == n->v;
+  if (!ok)
+    px__test_fail(__FILE__, __LINE__, "%s: %s.%s = %lld, want %s %lld", id,
+                  n->a, n->b, got, n->op, n->v);
 }
+
+/* Run one attack, check its result, then that the host is untouched. */
+static void attack(svc_t *s, const attack_t *a) {
+  cJSON *r = run_cmd(s, a->id, a->code, a->limits, a->caps);
+  size_t i;
+  ASSERT_NOT_NULL(r);
+  if (a->out)
+    ASSERT_STR_CONTAINS(js(r, "stdout", NULL), a->out);
+  if (a->out_max)
+    ASSERT_LE(strlen(js(r, "stdout", NULL)), a->out_max);
+  for (i = 0; i < sizeof a->num / sizeof a->num[0] && a->num[i].a; i++)
+    check_num(r, a->id, &a->num[i]);
+  if (a->by)
+    ASSERT_STR_EQ(js(r, "violation", "detected_by"), a->by);
+  if (a->show_kb) {
+    char *kbj = cJSON_PrintUnformatted(cJSON_GetObjectItem(r, "kb"));
+    printf("kb: %s\n", kbj ? kbj : "?");
+    free(kbj);
+  }
+  if (a->status)
+    ASSERT_STR_EQ(js(r, "status", NULL), a->status);
+  if (a->limit)
+    ASSERT_STR_EQ(js(r, "violation", "limit"), a->limit);
+  cJSON_Delete(r);
+  if (a->one_result) {
+    cJSON *late = send_wait(s->cl, NULL, a->id, 1500);
+    ASSERT(late == NULL);
+  }
+  check_host(s);
+}
+
+/* A service with config extra (may be NULL) and the attacks on it. */
+static int attacks(const char *extra, const attack_t *a, size_t n) {
+  svc_t s;
+  size_t i;
+  svc_start(&s, extra);
+  for (i = 0; i < n; i++)
+    attack(&s, &a[i]);
+  svc_stop(&s);
+  return 0;
+}
+
+#define ATTACKS(extra, t) attacks(extra, t, sizeof t / sizeof t[0])
 
 /* ---- group adversarial: what Wine can show ---- */
 
 TEST_IMPL(advw_limits) {
-  svc_t s;
-  cJSON *r;
-  svc_start(&s, NULL);
-  r = run_cmd(&s, "mem", "@PROBE hog-memory 512", "{\"memory_bytes\":67108864}", NULL);
-  expect(r, "killed", "memory");
-  check_host(&s);
-  r = run_cmd(&s, "busy", "@PROBE busy", "{\"cpu_ms\":1000}", NULL);
-  expect(r, "killed", "cpu_time");
-  check_host(&s);
-  r = run_cmd(&s, "sleep", "@PROBE sleep 600000", "{\"wall_ms\":1500}", NULL);
-  expect(r, "killed", "wall_time");
-  check_host(&s);
-  r = run_cmd(&s, "spawn", "@PROBE spawn 12", "{\"processes\":4}", NULL);
-  expect(r, "killed", "processes");
-  check_host(&s);
-  r = run_cmd(&s, "flood", "@PROBE write 50000000", "{\"output_bytes\":65536}", NULL);
-  ASSERT_NOT_NULL(r);
-  ASSERT_LE(strlen(js(r, "stdout", NULL)), 65536);
-  expect(r, "killed", "output");
-  check_host(&s);
-  /* cmd's own loop: the script itself is the busy loop */
-  r = run_cmd(&s, "cmdloop", ":top\r\ngoto top\r\n", "{\"cpu_ms\":1000,\"wall_ms\":20000}", NULL);
-  ASSERT_NOT_NULL(r);
-  ASSERT_STR_EQ(js(r, "status", NULL), "killed");
-  cJSON_Delete(r);
-  check_host(&s);
-  svc_stop(&s);
-  return 0;
+  static const attack_t t[] = {
+      KILLED("mem", "@PROBE hog-memory 512", "{\"memory_bytes\":67108864}",
+             "memory"),
+      KILLED("busy", "@PROBE busy", "{\"cpu_ms\":1000}", "cpu_time"),
+      KILLED("sleep", "@PROBE sleep 600000", "{\"wall_ms\":1500}", "wall_time"),
+      KILLED("spawn", "@PROBE spawn 12", "{\"processes\":4}", "processes"),
+      KILLED("flood", "@PROBE write 50000000", "{\"output_bytes\":65536}",
+             "output", .out_max = 65536),
+      /* cmd's own loop: the script itself is the busy loop */
+      KILLED("cmdloop", ":top\r\ngoto top\r\n",
+             "{\"cpu_ms\":1000,\"wall_ms\":20000}", NULL),
+  };
+  return ATTACKS(NULL, t);
 }
 
 /* Memory spread over several processes, each under the limit alone: the
  * job's total must still be caught. */
 TEST_IMPL(advw_memory_spread) {
-  svc_t s;
-  cJSON *r;
-  svc_start(&s, NULL);
-  r = run_cmd(&s, "spread",
-              "@start /b \"\" PROBE hog-memory 24\r\n@start /b \"\" PROBE hog-memory 24\r\n"
-              "@start /b \"\" PROBE hog-memory 24\r\n@start /b \"\" PROBE hog-memory 24\r\n"
-              "@start /b \"\" PROBE hog-memory 24\r\n@PROBE sleep 600000\r\n",
-              "{\"memory_bytes\":67108864,\"processes\":16,\"wall_ms\":20000}", NULL);
-  expect(r, "killed", "memory");
-  check_host(&s);
-  svc_stop(&s);
-  return 0;
+  static const attack_t t[] = {KILLED(
+      "spread",
+      "@start /b \"\" PROBE hog-memory 24\r\n@start /b \"\" PROBE hog-memory 24\r\n"
+      "@start /b \"\" PROBE hog-memory 24\r\n@start /b \"\" PROBE hog-memory 24\r\n"
+      "@start /b \"\" PROBE hog-memory 24\r\n@PROBE sleep 600000\r\n",
+      "{\"memory_bytes\":67108864,\"processes\":16,\"wall_ms\":20000}",
+      "memory")};
+  return ATTACKS(NULL, t);
 }
 
 /* The service's own environment never reaches a job: only the runtime's
@@ -473,14 +542,9 @@ TEST_IMPL(advw_environment) {
   svc_start(&s, NULL); /* inherits both */
   SetEnvironmentVariableA("PX_ADV_LEAK", NULL);
   SetEnvironmentVariableA("AWS_SECRET_ACCESS_KEY", NULL);
-  req = cJSON_CreateObject();
-  cJSON_AddStringToObject(req, "type", "run");
-  cJSON_AddStringToObject(req, "id", "env");
-  cJSON_AddStringToObject(req, "runtime", "cmd");
-  cJSON_AddStringToObject(req, "code", "@set\r\n");
+  req = cmd_req("env", "@set\r\n");
   cJSON_AddItemToObject(req, "env", cJSON_Parse("{\"ASKED_FOR\":\"yes\"}"));
-  text = cJSON_PrintUnformatted(req);
-  cJSON_Delete(req);
+  text = req_text(req);
   r = send_wait(s.cl, text, "env", 30000);
   free(text);
   ASSERT_NOT_NULL(r);
@@ -497,54 +561,35 @@ TEST_IMPL(advw_environment) {
 
 /* A process left holding the job's output pipe after the script is gone:
  * the Job Object keeps it (and the pipe) alive, so the job ends at its
- * wall limit - with one result, the parent's output kept, nothing left. */
-static void held_pipe(svc_t *s, const char *id, const char *code) {
-  cJSON *r = run_cmd(s, id, code, "{\"wall_ms\":3000}", NULL), *late;
-  ASSERT_NOT_NULL(r);
-  ASSERT_STR_CONTAINS(js(r, "stdout", NULL), "parent-exits");
-  ASSERT_GE(jn(r, "usage", "processes"), 2);
-  expect(r, "killed", "wall_time");
-  late = send_wait(s->cl, NULL, id, 1500); /* exactly one result */
-  ASSERT(late == NULL);
-  check_host(s);
-}
-
-/* Two ways to leave one: a child the script starts in the background
+ * wall limit - with one result, the parent's output kept, nothing left.
+ * Two ways to leave one: a child the script starts in the background
  * (start /b), and a grandchild the probe starts with its stdout and
  * stderr before exiting at once. */
+#define HELD_PIPE(id, code)                                                    \
+  KILLED(id, code, "{\"wall_ms\":3000}", "wall_time", .out = "parent-exits",   \
+         .num = {{"usage", "processes", ">=", 2}}, .one_result = 1)
+
 TEST_IMPL(advw_orphan_child) {
-  svc_t s;
-  svc_start(&s, NULL);
-  held_pipe(&s, "orphan", "@start /b \"\" PROBE sleep 600000\r\n@echo parent-exits\r\n");
-  held_pipe(&s, "gchild", "@PROBE grandchild\r\n@echo parent-exits\r\n");
-  svc_stop(&s);
-  return 0;
+  static const attack_t t[] = {
+      HELD_PIPE("orphan", "@start /b \"\" PROBE sleep 600000\r\n@echo parent-exits\r\n"),
+      HELD_PIPE("gchild", "@PROBE grandchild\r\n@echo parent-exits\r\n"),
+  };
+  return ATTACKS(NULL, t);
 }
 
 /* A job with kb:write vandalises the KB, then spins past its CPU limit:
  * the rollback restores every byte. */
 TEST_IMPL(advw_kb_rollback) {
-  svc_t s;
-  cJSON *r;
-  svc_start(&s, NULL);
-  r = run_cmd(&s, "kbv",
-              "@del /q \"%PX_KB_MIND%\\facts.md\"\r\n"
-              "@echo CORRUPTED> \"%PX_KB_MIND%\\notes\\plan.txt\"\r\n"
-              "@mkdir \"%PX_KB_MIND%\\new\"\r\n"
-              "@echo planted> \"%PX_KB_MIND%\\new\\x.txt\"\r\n"
-              "@echo vandalised\r\n@PROBE busy\r\n",
-              "{\"cpu_ms\":1000}", "[\"kb:write\"]");
-  ASSERT_NOT_NULL(r);
-  ASSERT_STR_CONTAINS(js(r, "stdout", NULL), "vandalised");
-  {
-    char *kbj = cJSON_PrintUnformatted(cJSON_GetObjectItem(r, "kb"));
-    printf("kb: %s\n", kbj ? kbj : "?");
-    free(kbj);
-  }
-  expect(r, "killed", "cpu_time");
-  check_host(&s); /* KB byte-identical */
-  svc_stop(&s);
-  return 0;
+  static const attack_t t[] = {
+      KILLED("kbv",
+             "@del /q \"%PX_KB_MIND%\\facts.md\"\r\n"
+             "@echo CORRUPTED> \"%PX_KB_MIND%\\notes\\plan.txt\"\r\n"
+             "@mkdir \"%PX_KB_MIND%\\new\"\r\n"
+             "@echo planted> \"%PX_KB_MIND%\\new\\x.txt\"\r\n"
+             "@echo vandalised\r\n@PROBE busy\r\n",
+             "{\"cpu_ms\":1000}", "cpu_time", .caps = "[\"kb:write\"]",
+             .out = "vandalised", .show_kb = 1)};
+  return ATTACKS(NULL, t); /* check_host: the KB byte-identical */
 }
 
 /* First job directory under the work root (its full path), or "". */
@@ -584,15 +629,10 @@ TEST_IMPL(advw_cleanup_links) {
            "@mklink /j junction \"%s\"\r\n@mklink /d dirlink \"%s\"\r\n"
            "@mklink filelink \"%s\\victim.txt\"\r\n@dir /b\r\n@\"%s\" sleep 600000\r\n",
            s.canary, s.canary, s.canary, probe());
-  req = cJSON_CreateObject();
-  cJSON_AddStringToObject(req, "type", "run");
-  cJSON_AddStringToObject(req, "id", "links");
-  cJSON_AddStringToObject(req, "runtime", "cmd");
-  cJSON_AddStringToObject(req, "code", code);
+  req = cmd_req("links", code);
   cJSON_AddItemToObject(req, "limits", cJSON_Parse("{\"wall_ms\":4000}"));
   cJSON_AddItemToObject(req, "capabilities", cJSON_Parse("[\"fs:write_tmp\"]"));
-  text = cJSON_PrintUnformatted(req);
-  cJSON_Delete(req);
+  text = req_text(req);
   ASSERT_OK(px_client_send(s.cl, text, strlen(text)));
   free(text);
   end = px_now_ms() + 3000;
@@ -668,17 +708,12 @@ TEST_IMPL(advw_protocol) {
     cJSON *f;
     char id[16];
     snprintf(id, sizeof id, "p%d", (int)i);
-    req = cJSON_CreateObject();
-    cJSON_AddStringToObject(req, "type", "run");
-    cJSON_AddStringToObject(req, "id", id);
-    cJSON_AddStringToObject(req, "runtime", "cmd");
-    cJSON_AddStringToObject(req, "code", "@echo hi");
+    req = cmd_req(id, "@echo hi");
     f = cJSON_CreateObject();
     cJSON_AddStringToObject(f, "path", bad_paths[i]);
     cJSON_AddStringToObject(f, "content", "x");
     cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "files"), f);
-    text = cJSON_PrintUnformatted(req);
-    cJSON_Delete(req);
+    text = req_text(req);
     expect_rejected(s.cl, text, id, "bad_request");
     free(text);
   }
@@ -686,14 +721,9 @@ TEST_IMPL(advw_protocol) {
   big = malloc(40001);
   memset(big, 'A', 40000);
   big[40000] = 0;
-  req = cJSON_CreateObject();
-  cJSON_AddStringToObject(req, "type", "run");
-  cJSON_AddStringToObject(req, "id", "argv");
-  cJSON_AddStringToObject(req, "runtime", "cmd");
-  cJSON_AddStringToObject(req, "code", "@echo ran");
+  req = cmd_req("argv", "@echo ran");
   cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "args"), cJSON_CreateString(big));
-  text = cJSON_PrintUnformatted(req);
-  cJSON_Delete(req);
+  text = req_text(req);
   free(big);
   r = send_wait(s.cl, text, "argv", 30000);
   free(text);
@@ -704,11 +734,7 @@ TEST_IMPL(advw_protocol) {
   ASSERT_STR_EQ(js(r, "error", "code"), "argv_too_long");
   cJSON_Delete(r);
   /* quoting tricks: arguments reach the script as data, never as commands */
-  req = cJSON_CreateObject();
-  cJSON_AddStringToObject(req, "type", "run");
-  cJSON_AddStringToObject(req, "id", "inject");
-  cJSON_AddStringToObject(req, "runtime", "cmd");
-  cJSON_AddStringToObject(req, "code", "@echo args-seen\r\n");
+  req = cmd_req("inject", "@echo args-seen\r\n");
   {
     cJSON *a = cJSON_AddArrayToObject(req, "args");
     cJSON_AddItemToArray(a, cJSON_CreateString("a & echo INJECTED1"));
@@ -716,8 +742,7 @@ TEST_IMPL(advw_protocol) {
     cJSON_AddItemToArray(a, cJSON_CreateString("| echo INJECTED3"));
     cJSON_AddItemToArray(a, cJSON_CreateString("%PATH%^& echo INJECTED4"));
   }
-  text = cJSON_PrintUnformatted(req);
-  cJSON_Delete(req);
+  text = req_text(req);
   r = send_wait(s.cl, text, "inject", 30000);
   free(text);
   ASSERT_NOT_NULL(r);
@@ -736,15 +761,7 @@ TEST_IMPL(advw_protocol) {
   ASSERT_STR_EQ(js(r, "code", NULL), "frame_too_large");
   cJSON_Delete(r);
   px_client_close(s.cl);
-  {
-    px_target_t t;
-    char err[256];
-    memset(&t, 0, sizeof t);
-    t.address = s.pipe;
-    t.server_check = PX_SERVER_PID;
-    t.server_pid = s.pi.dwProcessId;
-    ASSERT_OK(px_client_connect(&t, &s.cl, err, sizeof err));
-  }
+  ASSERT_OK(svc_connect(&s, &s.cl));
   check_host(&s);
   svc_stop(&s);
   return 0;
@@ -754,30 +771,16 @@ TEST_IMPL(advw_protocol) {
 TEST_IMPL(advw_disconnect) {
   svc_t s;
   px_client_t *c = NULL;
-  px_target_t t;
-  char err[256];
   cJSON *o;
+  char code[1200], *text;
   uint64_t end;
   int started = 0;
   svc_start(&s, NULL);
-  memset(&t, 0, sizeof t);
-  t.address = s.pipe;
-  t.server_check = PX_SERVER_PID;
-  t.server_pid = s.pi.dwProcessId;
-  ASSERT_OK(px_client_connect(&t, &c, err, sizeof err));
-  {
-    cJSON *req = cJSON_CreateObject();
-    char code[1200], *text;
-    snprintf(code, sizeof code, "@\"%s\" sleep 600000", probe());
-    cJSON_AddStringToObject(req, "type", "run");
-    cJSON_AddStringToObject(req, "id", "gone");
-    cJSON_AddStringToObject(req, "runtime", "cmd");
-    cJSON_AddStringToObject(req, "code", code);
-    text = cJSON_PrintUnformatted(req);
-    cJSON_Delete(req);
-    ASSERT_OK(px_client_send(c, text, strlen(text)));
-    free(text);
-  }
+  ASSERT_OK(svc_connect(&s, &c));
+  snprintf(code, sizeof code, "@\"%s\" sleep 600000", probe());
+  text = req_text(cmd_req("gone", code));
+  ASSERT_OK(px_client_send(c, text, strlen(text)));
+  free(text);
   end = px_now_ms() + 20000;
   while (!started && px_now_ms() < end && (o = recv_json(c, 1000)) != NULL) {
     started = !strcmp(js(o, "type", NULL), "started");
@@ -792,16 +795,9 @@ TEST_IMPL(advw_disconnect) {
 
 /* Breakaway from the job object: refused (Wine enforces this one). */
 TEST_IMPL(advw_breakaway) {
-  svc_t s;
-  cJSON *r;
-  svc_start(&s, NULL);
-  r = run_cmd(&s, "breakaway", "@PROBE try-breakaway", NULL, NULL);
-  ASSERT_NOT_NULL(r);
-  ASSERT_STR_CONTAINS(js(r, "stdout", NULL), "BREAKAWAY DENIED");
-  cJSON_Delete(r);
-  check_host(&s);
-  svc_stop(&s);
-  return 0;
+  static const attack_t t[] = {
+      {.id = "breakaway", .code = "@PROBE try-breakaway", .out = "BREAKAWAY DENIED"}};
+  return ATTACKS(NULL, t);
 }
 
 /* ---- resource exhaustion beyond the plain limits (threats.md) ---- */
@@ -813,20 +809,14 @@ TEST_IMPL(advw_breakaway) {
  * kills at the first tick past 64 MiB (after 200-400 ms); on Windows the job memory limit fails the
  * allocations and its message, or the same poll, ends the job. */
 TEST_IMPL(advw_thread_bomb) {
-  svc_t s;
-  cJSON *r;
-  svc_start(&s, NULL);
-  r = run_cmd(&s, "threads", "@PROBE threads 100000",
-              "{\"memory_bytes\":67108864,\"wall_ms\":20000}", NULL);
-  ASSERT_NOT_NULL(r);
   /* observed, not usage.peak: where the OS enforces the limit, the
    * job's peak commit stays at it */
-  ASSERT_GE(jn(r, "violation", "observed"), 67108864);
-  ASSERT_LT(jn(r, "usage", "wall_ms"), 20000);
-  expect(r, "killed", "memory");
-  check_host(&s);
-  svc_stop(&s);
-  return 0;
+  static const attack_t t[] = {
+      KILLED("threads", "@PROBE threads 100000",
+             "{\"memory_bytes\":67108864,\"wall_ms\":20000}", "memory",
+             .num = {{"violation", "observed", ">=", 67108864},
+                     {"usage", "wall_ms", "<", 20000}})};
+  return ATTACKS(NULL, t);
 }
 
 /* A busy loop in kernel mode (a system call on a missing file, then a
@@ -835,19 +825,13 @@ TEST_IMPL(advw_thread_bomb) {
  * share alone is still under it. Under Wine, kernel time is the thread's
  * Linux system time (about 70% of this loop). */
 TEST_IMPL(advw_busy_kernel) {
-  svc_t s;
-  cJSON *r;
-  svc_start(&s, NULL);
-  r = run_cmd(&s, "kbusy", "@PROBE busy-kernel", "{\"cpu_ms\":1000,\"wall_ms\":20000}",
-              NULL);
-  ASSERT_NOT_NULL(r);
-  ASSERT_GE(jn(r, "usage", "cpu_ms"), 1000);
-  ASSERT_LT(jn(r, "usage", "user_ms"), 1000);
-  ASSERT_GT(jn(r, "usage", "kernel_ms"), 0);
-  expect(r, "killed", "cpu_time");
-  check_host(&s);
-  svc_stop(&s);
-  return 0;
+  static const attack_t t[] = {
+      KILLED("kbusy", "@PROBE busy-kernel", "{\"cpu_ms\":1000,\"wall_ms\":20000}",
+             "cpu_time",
+             .num = {{"usage", "cpu_ms", ">=", 1000},
+                     {"usage", "user_ms", "<", 1000},
+                     {"usage", "kernel_ms", ">", 0}})};
+  return ATTACKS(NULL, t);
 }
 
 /* Handle exhaustion: 2,000,000 event handles. No job limit counts
@@ -859,20 +843,15 @@ TEST_IMPL(advw_busy_kernel) {
  * Either way the objects go with the process and the service runs the
  * next job. */
 TEST_IMPL(advw_handle_bomb) {
-  svc_t s;
-  cJSON *r;
-  svc_start(&s, NULL);
-  r = run_cmd(&s, "handles", "@PROBE handles 2000000",
-              "{\"wall_ms\":6000,\"cpu_ms\":60000}", NULL);
-  expect(r, "killed", px_test_under_wine() ? "wall_time" : "handles");
-  check_host(&s);
-  r = run_cmd(&s, "after", "@PROBE handles 1000\r\n", "{\"wall_ms\":3000}", NULL);
-  ASSERT_NOT_NULL(r);
-  ASSERT_STR_CONTAINS(js(r, "stdout", NULL), "HANDLES 1000");
-  expect(r, "killed", "wall_time");
-  check_host(&s);
-  svc_stop(&s);
-  return 0;
+  attack_t t[] = {
+      KILLED("handles", "@PROBE handles 2000000",
+             "{\"wall_ms\":6000,\"cpu_ms\":60000}", "handles"),
+      KILLED("after", "@PROBE handles 1000\r\n", "{\"wall_ms\":3000}",
+             "wall_time", .out = "HANDLES 1000"),
+  };
+  if (px_test_under_wine())
+    t[0].limit = "wall_time";
+  return ATTACKS(NULL, t);
 }
 
 /* Disk: filling the job directory, a huge sparse file, a flood of files.
@@ -880,34 +859,21 @@ TEST_IMPL(advw_handle_bomb) {
  * directory against windows.job_dir_bytes / job_dir_files (here 8 MiB and
  * 500) and kills past them; the written data goes with the directory. */
 TEST_IMPL(advw_disk) {
-  svc_t s;
-  cJSON *r;
-  svc_start(&s, "{\"windows\":{\"job_dir_bytes\":8388608,\"job_dir_files\":500}}");
-  r = run_cmd(&s, "fill", "@PROBE fill-disk 256", "{\"wall_ms\":30000}", NULL);
-  ASSERT_NOT_NULL(r);
-  ASSERT_GT(jn(r, "violation", "observed"), 8388608);
-  ASSERT_STR_EQ(js(r, "violation", "detected_by"), "watchdog");
-  expect(r, "killed", "disk");
-  check_host(&s);
-  r = run_cmd(&s, "sparse", "@PROBE sparse 1024", "{\"wall_ms\":30000}", NULL);
-  ASSERT_NOT_NULL(r);
-  ASSERT_GE(jn(r, "violation", "observed"), 1024ll << 30);
-  expect(r, "killed", "disk");
-  check_host(&s);
-  r = run_cmd(&s, "files", "@PROBE many-files 100000", "{\"wall_ms\":60000}", NULL);
-  ASSERT_NOT_NULL(r);
-  ASSERT_EQ(jn(r, "violation", "configured"), 500);
-  expect(r, "killed", "files");
-  check_host(&s);
-  /* under the caps a job writes what it needs and ends ok */
-  r = run_cmd(&s, "small", "@PROBE many-files 20",
-              "{\"wall_ms\":2000}", NULL);
-  ASSERT_NOT_NULL(r);
-  ASSERT_STR_CONTAINS(js(r, "stdout", NULL), "FILES 20 DONE");
-  expect(r, "killed", "wall_time"); /* the probe sleeps after its files */
-  check_host(&s);
-  svc_stop(&s);
-  return 0;
+  static const attack_t t[] = {
+      KILLED("fill", "@PROBE fill-disk 256", "{\"wall_ms\":30000}", "disk",
+             .num = {{"violation", "observed", ">", 8388608}},
+             .by = "watchdog"),
+      KILLED("sparse", "@PROBE sparse 1024", "{\"wall_ms\":30000}", "disk",
+             .num = {{"violation", "observed", ">=", 1024ll << 30}}),
+      KILLED("files", "@PROBE many-files 100000", "{\"wall_ms\":60000}",
+             "files", .num = {{"violation", "configured", "==", 500}}),
+      /* under the caps a job writes what it needs and ends ok (killed at
+       * the wall: the probe sleeps after its files) */
+      KILLED("small", "@PROBE many-files 20", "{\"wall_ms\":2000}",
+             "wall_time", .out = "FILES 20 DONE"),
+  };
+  return ATTACKS("{\"windows\":{\"job_dir_bytes\":8388608,\"job_dir_files\":500}}",
+                 t);
 }
 
 /* ---- group adversarial-enforce: real Windows only ---- */
