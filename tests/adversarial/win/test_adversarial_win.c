@@ -854,7 +854,8 @@ TEST_IMPL(advw_handle_bomb) {
   return ATTACKS(NULL, t);
 }
 
-/* Disk: filling the job directory, a huge sparse file, a flood of files.
+/* Disk: filling the job directory (closing the file, or keeping it open),
+ * a huge sparse file, a flood of files.
  * Windows has no per-directory quota, so the watchdog measures the job
  * directory against windows.job_dir_bytes / job_dir_files (here 8 MiB and
  * 500) and kills past them; the written data goes with the directory. */
@@ -862,6 +863,11 @@ TEST_IMPL(advw_disk) {
   static const attack_t t[] = {
       KILLED("fill", "@PROBE fill-disk 256", "{\"wall_ms\":30000}", "disk",
              .num = {{"violation", "observed", ">", 8388608}},
+             .by = "watchdog"),
+      /* the file kept open while it grows: NTFS's directory entry lags,
+       * the file's own handle does not (paper run D2) */
+      KILLED("fill-open", "@PROBE fill-open 256", "{\"wall_ms\":30000}",
+             "disk", .num = {{"violation", "observed", ">", 8388608}},
              .by = "watchdog"),
       KILLED("sparse", "@PROBE sparse 1024", "{\"wall_ms\":30000}", "disk",
              .num = {{"violation", "observed", ">=", 1024ll << 30}}),
