@@ -194,7 +194,8 @@ void px_eventlog_sink(void *ctx, const px_log_entry_t *e) {
    * 1,099 units is cut, and one it cannot take (out of memory) is still
    * reported, as "?". */
   if ((w = px_win_wide(e->msg, PX_WIDE_REPLACE, &wlen)) != NULL) {
-    wlen = wlen < 1099 ? wlen : 1099;
+    if (wlen > 1099) /* cut, never between the halves of a pair */
+      wlen = (w[1098] >= 0xD800 && w[1098] <= 0xDBFF) ? 1098 : 1099;
     memcpy(text, w, wlen * sizeof *text);
     free(w);
   } else {

@@ -221,9 +221,15 @@ TEST_IMPL(evt_sink_text_long_and_invalid) {
   ASSERT_EQ(w.n, 1);
   ASSERT_UINT_EQ(w.len, 1099);
   ASSERT_EQ(w.first, L'x');
-  e.msg = "bad \xff byte";
+  /* A pair across the cut is dropped whole: 1,098 units, no lone half. */
+  memset(longmsg, 'x', 3000);
+  memcpy(longmsg + 1098, "\xf0\x9f\x98\x80", 4); /* U+1F600: units 1098-9 */
   px_eventlog_sink(NULL, &e);
   ASSERT_EQ(w.n, 2);
+  ASSERT_UINT_EQ(w.len, 1098);
+  e.msg = "bad \xff byte";
+  px_eventlog_sink(NULL, &e);
+  ASSERT_EQ(w.n, 3);
   ASSERT_EQ(w.first, L'b');
   ASSERT_EQ(w.fffd, 0xFFFD);
   ASSERT_UINT_EQ(w.len, 10); /* "bad ", U+FFFD, " byte" */
