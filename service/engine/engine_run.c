@@ -256,6 +256,8 @@ static void run_sandbox(px_engine_t *eng, px__engine_job_t *job, run_t *rn) {
 }
 
 static px_code_t failure_code(int err) {
+  if (err == PX_EPROCESS) /* the OS call that creates or starts it failed */
+    return PX_CODE_PROCESS_CREATE_FAILED;
   if (err == PX_ESPAWN || err == PX_ENOENT)
     return PX_CODE_SPAWN_FAILED;
   return err == PX_ENOMEM ? PX_CODE_INTERNAL : PX_CODE_SANDBOX_FAILED;

@@ -26,6 +26,8 @@
  *   argv-too-long   prepare fails with PX_ERANGE, as a real backend does
  *                   for a command line over the platform limit
  *   fail-start      start fails with PX_ESPAWN (nothing runs)
+ *   fail-create     start fails with PX_EPROCESS, as a real backend does
+ *                   when the OS refuses to create the process (nothing runs)
  * Without an exit step the job exits 0. An unknown step fails prepare with
  * PX_EINVAL (a typo in a test must not pass silently).
  * Limits: wall_ms (0 = none) is enforced with violation wall_time
@@ -58,7 +60,8 @@ typedef enum {
   STEP_SBERR,
   STEP_FAIL_PREPARE,
   STEP_ARGV_TOO_LONG,
-  STEP_FAIL_START
+  STEP_FAIL_START,
+  STEP_FAIL_CREATE
 } step_kind_t;
 
 typedef struct {
@@ -139,7 +142,8 @@ static int parse_step(const char *a, step_t *st) {
                {"fork-bomb", STEP_FORK},    {"sandbox-error", STEP_SBERR},
                {"fail-prepare", STEP_FAIL_PREPARE},
                {"argv-too-long", STEP_ARGV_TOO_LONG},
-               {"fail-start", STEP_FAIL_START}};
+               {"fail-start", STEP_FAIL_START},
+               {"fail-create", STEP_FAIL_CREATE}};
   size_t i;
   memset(st, 0, sizeof *st);
   for (i = 0; i < sizeof plain / sizeof plain[0]; i++)
@@ -302,6 +306,7 @@ static wake_t run_step(px_sandbox_t *sb, const step_t *st, int *exit_now) {
   case STEP_FAIL_PREPARE:
   case STEP_ARGV_TOO_LONG:
   case STEP_FAIL_START:
+  case STEP_FAIL_CREATE:
     return WAKE_TIME; /* handled by prepare/start */
   }
   return WAKE_TIME;
@@ -423,6 +428,8 @@ static int fake_start(px_sandbox_t *sb) {
   if (sb->spec->argc == 0 || strcmp(sb->spec->argv[0], "fake") != 0 ||
       has_step(sb, STEP_FAIL_START))
     return PX_ESPAWN;
+  if (has_step(sb, STEP_FAIL_CREATE))
+    return PX_EPROCESS;
   sb->out.enforcement = PX_ENF(PX_ENF_WATCHDOG_POLL);
   sb->t0 = px_now_ms();
   rc = px_thread_create(&sb->thr, job_thread, sb);

@@ -283,7 +283,8 @@ TEST_IMPL(code_names_stable) {
                                      "sandbox_failed",
                                      "internal", "kb_unavailable",
                                      "unknown_snapshot", "kb_failed",
-                                     "sandbox_unverified"};
+                                     "sandbox_unverified",
+                                     "process_create_failed"};
   size_t i;
   ASSERT_UINT_EQ(PX_CODE_COUNT_, sizeof want / sizeof want[0]);
   for (i = 0; i < sizeof want / sizeof want[0]; i++)

@@ -106,6 +106,38 @@ TEST_IMPL(engine_status_paths) {
   return 0;
 }
 
+/* The OS refusing to create the job's process (a backend's PX_EPROCESS)
+ * is answered process_create_failed, its own code (issue 25: the storm
+ * and soak tests had to match "process creation failed" in the message);
+ * the other start failures and a missing program stay spawn_failed. */
+TEST_IMPL(engine_process_create_failed) {
+  eh_fix_t f;
+  px_engine_job_t j;
+  rec_t *r;
+  eh_fix_open(&f, 2, NULL);
+  ASSERT_OK(eh_fix_submit(&f, eh_job("os", PX_PRIO_NORMAL, "fail-create", NULL)));
+  ASSERT_OK(eh_fix_submit(&f, eh_job("setup", PX_PRIO_NORMAL, "fail-start", NULL)));
+  j = eh_job("noprog", PX_PRIO_NORMAL, "exit 0", NULL);
+  free(j.spec.argv[0]);
+  j.spec.argv[0] = px_strdup("no-such-program");
+  ASSERT_OK(eh_fix_submit(&f, j));
+  eh_wait_results(f.col, 3);
+  r = eh_find(f.col, 0, "os");
+  ASSERT_EQ(r->status, PX_STATUS_ERROR);
+  ASSERT_EQ(r->code, PX_CODE_PROCESS_CREATE_FAILED);
+  ASSERT_STR_EQ(px_code_name(r->code), "process_create_failed");
+  ASSERT_EQ(r->types[1], PX_ENGINE_EV_RESULT); /* never started */
+  r = eh_find(f.col, 0, "setup");
+  ASSERT_EQ(r->status, PX_STATUS_ERROR);
+  ASSERT_EQ(r->code, PX_CODE_SPAWN_FAILED);
+  r = eh_find(f.col, 0, "noprog");
+  ASSERT_EQ(r->status, PX_STATUS_ERROR);
+  ASSERT_EQ(r->code, PX_CODE_SPAWN_FAILED);
+  eh_check_all(f.col);
+  eh_fix_close(&f);
+  return 0;
+}
+
 /* ---- output ---- */
 
 TEST_IMPL(engine_output_capture_kill_truncate) {

@@ -41,7 +41,8 @@ extern "C" {
   X(PX_EINTEGRITY, -25, "integrity check failed")                            \
   X(PX_EOS,        -26, "operating system error")                           \
   X(PX_ENOIMAGE,   -27, "container image not present")                      \
-  X(PX_ENOENGINE,  -28, "container engine unavailable")
+  X(PX_ENOENGINE,  -28, "container engine unavailable")                     \
+  X(PX_EPROCESS,   -29, "the OS refused to create the process")
 
 typedef enum {
 #define PX_ERR_ENUM_(name, val, msg) name = val,

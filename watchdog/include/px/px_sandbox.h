@@ -130,7 +130,11 @@ typedef struct px_backend_ops_s {
   uint64_t (*enforcement_available)(void *state);
   /* PX_ERANGE from prepare means "the command line built from argv is
    * longer than this platform allows": the engine rejects the job with
-   * argv_too_long. */
+   * argv_too_long. PX_EPROCESS from prepare or start means "the OS call
+   * that creates or starts the job's process failed" (CreateProcessAsUserW,
+   * ResumeThread, clone3): the engine answers process_create_failed; a
+   * missing program is PX_ENOENT, other spawn set-up PX_ESPAWN
+   * (spawn_failed). */
   int (*prepare)(void *state, const px_job_spec_t *spec,
                  const px_sandbox_events_t *events, px_sandbox_t **out);
   int (*start)(px_sandbox_t *sb);

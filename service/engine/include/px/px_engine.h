@@ -20,9 +20,11 @@
  *   prepare failed with PX_ERANGE (the command   rejected (argv_too_long);
  *   line is too long for the platform)           nothing ran
  *   KB snapshot, prepare or start failed         error (sandbox_failed, or
- *                                                spawn_failed for PX_ESPAWN
- *                                                / PX_ENOENT, internal for
- *                                                PX_ENOMEM); not retried
+ *                                                process_create_failed for
+ *                                                PX_EPROCESS, spawn_failed
+ *                                                for PX_ESPAWN / PX_ENOENT,
+ *                                                internal for PX_ENOMEM);
+ *                                                not retried
  *   outcome.error (the backend lost the job)     error (sandbox_failed)
  *   the output guard killed it                   killed, violation output
  *   outcome.violation set                        killed, that violation
