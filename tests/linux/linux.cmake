@@ -60,6 +60,7 @@ target_sources(px_tests_linux PRIVATE
   ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon_kb.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon_collect.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon_attest.c
+  ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon_spawn.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon_clients.c
   ${PROJECT_SOURCE_DIR}/tests/linux/test_daemon_disk.c
   ${PROJECT_SOURCE_DIR}/tests/linux/daemon_helpers.c

@@ -34,6 +34,8 @@ PX_TEST_ENTRY(daemon, daemon_systemd_notify, 60)
 PX_TEST_ENTRY(daemon, daemon_attest_enforced_at_start, 120)
 PX_TEST_ENTRY(daemon, daemon_attest_broken_layer_refuses_runs, 120)
 PX_TEST_ENTRY(daemon, daemon_attest_allow_degraded_runs_marked, 120)
+/* Process creation refused vs a missing program (tests/linux/test_daemon_spawn.c). */
+PX_TEST_ENTRY(daemon, daemon_process_create_failed_typed, 120)
 /* Hostile clients (tests/linux/test_daemon_clients.c). */
 PX_TEST_ENTRY(daemon, daemon_unread_replies_bounded, 120)
 PX_TEST_ENTRY(daemon, daemon_identity_caps_and_admin_reserve, 120)
@@ -100,6 +102,7 @@ PX_TEST_ENTRY(cgroup, cgroup_none_degraded, 30)
 /* watchdog/linux: tests/linux/test_job_faults.c */
 PX_TEST_ENTRY(faults, faults_every_step_fails_closed, 120)
 PX_TEST_ENTRY(faults, faults_unknown_step_rejected, 30)
+PX_TEST_ENTRY(faults, faults_clone_refused_is_eprocess, 60)
 /* watchdog/linux: tests/linux/test_job_pool.c */
 PX_TEST_ENTRY(pool, pool_jobs_use_slots, 60)
 PX_TEST_ENTRY(pool, pool_nothing_leaks_between_jobs, 60)

@@ -2,6 +2,9 @@
  * made to fail by the injection hook, stops the job before it runs. */
 #include "tests/linux/job_helpers.h"
 
+#include "px/px_fault.h"
+
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -104,5 +107,47 @@ TEST_IMPL(faults_unknown_step_rejected) {
   ASSERT_STR_EQ(px__lnx_step_name(9999), "?");
   ASSERT_STR_EQ(px__lnx_step_site(PX_STEP_SECCOMP), "linux.seccomp");
   ASSERT_STR_EQ(px__lnx_step_site(9999), "linux.?");
+  return 0;
+}
+
+/* Issue 25: the kernel refusing the job's clone (the fault stands for
+ * its EAGAIN at a pids limit) is PX_EPROCESS, which the engine answers
+ * process_create_failed; a program that is not there is PX_ENOENT
+ * (spawn_failed), and the same job without the fault runs. Cold, and in
+ * faults_pooled from a warm slot's stub. The daemon's answer on the wire,
+ * with the kernel itself refusing: test_daemon_spawn.c. */
+TEST_IMPL(faults_clone_refused_is_eprocess) {
+  th_backend_t b;
+  const char *ok[] = {"/bin/sh", "-c", "echo ran", NULL};
+  const char *gone[] = {"/no/such/program", NULL};
+  px_job_spec_t s;
+  th_run_t r = {0};
+  px_sandbox_t *sb = NULL;
+  TH_REQUIRE_ROOT();
+  ASSERT_OK(th_open(&b, NULL, 0));
+  th_spec(&s, ok);
+  ASSERT_OK(px_fault_arm("linux.clone3", PX_FAULT_ALWAYS, EAGAIN));
+  ASSERT_EQ(th_begin(&b, &s, &r, &sb), PX_EPROCESS);
+  ASSERT_UINT_EQ(px_fault_fired("linux.clone3"), 1);
+  ASSERT_OK(th_fault_step(NULL));
+  ASSERT_NOT_NULL(sb);
+  ASSERT_OK(b.ops->wait(sb, &r.o));
+  ASSERT_EQ(r.o.error, PX_EPROCESS);
+  ASSERT_EQ(r.started, 0);
+  ASSERT_UINT_EQ(r.out.len, 0);
+  b.ops->release(sb);
+  th_free(&r);
+  memset(&r, 0, sizeof r);
+  th_spec(&s, gone);
+  ASSERT_EQ(th_run(&b, &s, &r), PX_ENOENT);
+  ASSERT_EQ(r.start_rc, PX_ENOENT);
+  th_free(&r);
+  memset(&r, 0, sizeof r);
+  th_spec(&s, ok);
+  ASSERT_OK(th_run(&b, &s, &r));
+  ASSERT_EQ(r.o.exit_code, 0);
+  ASSERT_STR_CONTAINS(r.out.data, "ran");
+  th_free(&r);
+  th_close(&b);
   return 0;
 }

@@ -42,39 +42,44 @@ typedef struct {
   int want;
 } fault_t;
 
+/* One fault at prepare: the nth call of f->id fails with Win32 error
+ * err; prepare must return f->want and leave nothing behind. */
+static void prepare_fault(const fault_t *f, DWORD err, int with_file) {
+  wt_backend_t b;
+  wt_job_t j;
+  px_sandbox_t *sb = NULL;
+  px_sandbox_events_t ev = {0};
+  char dir[1200];
+  int rc;
+  wt_open(&b);
+  wt_job(&j, "sleep", "60000", NULL);
+  if (with_file) {
+    j.files[0].path = "sub/f.txt";
+    j.files[0].data = (unsigned char *)"data";
+    j.files[0].len = 4;
+    j.spec.nfiles = 1;
+  }
+  snprintf(dir, sizeof dir, "%s\\%s", b.root, j.spec.key);
+  wt_fault(f->id, f->nth, err);
+  rc = ops()->prepare(b.state, &j.spec, &ev, &sb);
+  px_fault_reset();
+  printf("fault %s #%u (error %lu) -> %s\n", px__base_winapi_name(f->id),
+         f->nth, (unsigned long)err, px_err_name(rc));
+  if (rc != f->want)
+    px__test_fail(__FILE__, __LINE__, "%s #%u: prepare returned %s, want %s",
+                  px__base_winapi_name(f->id), f->nth, px_err_name(rc),
+                  px_err_name(f->want));
+  ASSERT_NULL(sb);
+  ASSERT_EQ(GetFileAttributesA(dir), INVALID_FILE_ATTRIBUTES);
+  assert_no_probe();
+  wt_job_free(&j);
+  wt_close(&b);
+}
+
 static void prepare_faults(const fault_t *f, size_t n, int with_file) {
   size_t i;
-  for (i = 0; i < n; i++) {
-    wt_backend_t b;
-    wt_job_t j;
-    px_sandbox_t *sb = NULL;
-    px_sandbox_events_t ev = {0};
-    char dir[1200];
-    int rc;
-    wt_open(&b);
-    wt_job(&j, "sleep", "60000", NULL);
-    if (with_file) {
-      j.files[0].path = "sub/f.txt";
-      j.files[0].data = (unsigned char *)"data";
-      j.files[0].len = 4;
-      j.spec.nfiles = 1;
-    }
-    snprintf(dir, sizeof dir, "%s\\%s", b.root, j.spec.key);
-    wt_fault(f[i].id, f[i].nth, ERROR_ACCESS_DENIED);
-    rc = ops()->prepare(b.state, &j.spec, &ev, &sb);
-    px_fault_reset();
-    printf("fault %s #%u -> %s\n", px__base_winapi_name(f[i].id), f[i].nth,
-           px_err_name(rc));
-    if (rc != f[i].want)
-      px__test_fail(__FILE__, __LINE__, "%s #%u: prepare returned %s, want %s",
-                    px__base_winapi_name(f[i].id), f[i].nth, px_err_name(rc),
-                    px_err_name(f[i].want));
-    ASSERT_NULL(sb);
-    ASSERT_EQ(GetFileAttributesA(dir), INVALID_FILE_ATTRIBUTES);
-    assert_no_probe();
-    wt_job_free(&j);
-    wt_close(&b);
-  }
+  for (i = 0; i < n; i++)
+    prepare_fault(&f[i], ERROR_ACCESS_DENIED, with_file);
 }
 
 /* Outside Wine every job's AppContainer SID is the first
@@ -143,7 +148,7 @@ TEST_IMPL(winfault_spawn) {
       {PX_WAPI_InitializeProcThreadAttributeList, 2, PX_ESPAWN},
       {PX_WAPI_UpdateProcThreadAttribute, 1, PX_ESPAWN}, /* handle list */
       {PX_WAPI_UpdateProcThreadAttribute, 2, PX_ESPAWN}, /* job list */
-      {PX_WAPI_CreateProcessAsUserW, 1, PX_ESPAWN},
+      {PX_WAPI_CreateProcessAsUserW, 1, PX_EPROCESS}, /* the OS refused */
       /* The child exists (suspended) from here on: it must die. */
       {PX_WAPI_IsProcessInJob, 1, PX_EJOB},
       {PX_WAPI_CreateIoCompletionPort, 1, PX_ESPAWN},
@@ -153,12 +158,44 @@ TEST_IMPL(winfault_spawn) {
   return 0;
 }
 
+/* Issue 25: CreateProcessAsUserW refused by the OS is PX_EPROCESS
+ * (process_create_failed), whatever the error - "not found" too while the
+ * program is there (Wine 8 under load: error 2 or 1359 for a program that
+ * exists); a program that is not there is PX_ENOENT (spawn_failed), as on
+ * Linux: the positive control, with no fault, Wine's or Windows' own
+ * answer. */
+TEST_IMPL(winfault_create_process) {
+  static const DWORD errs[] = {ERROR_INTERNAL_ERROR, ERROR_NO_SYSTEM_RESOURCES,
+                               ERROR_FILE_NOT_FOUND, ERROR_PATH_NOT_FOUND};
+  fault_t f = {PX_WAPI_CreateProcessAsUserW, 1, PX_EPROCESS};
+  wt_backend_t b;
+  wt_job_t j;
+  px_sandbox_t *sb = NULL;
+  px_sandbox_events_t ev = {0};
+  size_t i;
+  int rc;
+  for (i = 0; i < sizeof errs / sizeof errs[0]; i++)
+    prepare_fault(&f, errs[i], 0);
+  wt_open(&b);
+  wt_job(&j, "exit", "0", NULL);
+  free(j.argv[0]);
+  j.argv[0] = px_strdup("C:\\no\\such\\dir\\program.exe");
+  rc = ops()->prepare(b.state, &j.spec, &ev, &sb);
+  printf("a missing program -> %s\n", px_err_name(rc));
+  ASSERT_EQ(rc, PX_ENOENT);
+  ASSERT_NULL(sb);
+  wt_job_free(&j);
+  wt_close(&b);
+  return 0;
+}
+
 /* Faults at start: the check before resume and the resume itself. */
 TEST_IMPL(winfault_start) {
   static const struct {
     px__base_winapi_id_t id;
     int want;
-  } f[] = {{PX_WAPI_IsProcessInJob, PX_EJOB}, {PX_WAPI_ResumeThread, PX_ESPAWN}};
+  } f[] = {{PX_WAPI_IsProcessInJob, PX_EJOB},
+           {PX_WAPI_ResumeThread, PX_EPROCESS}}; /* creation's second half */
   size_t i;
   for (i = 0; i < 2; i++) {
     wt_backend_t b;

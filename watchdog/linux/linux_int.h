@@ -494,8 +494,11 @@ px__lnx_cg_job_t *px__lnx_slot_cgroups(px__lnx_slot_t *s);
 /* Hand sb to the slot's stub, which clones the job's pid 1 with
  * from_stub (spawn.c's: a sibling through CLONE_PARENT, in the stub's
  * cgroups and network namespace; the pid, or -1 with errno): the job's
- * pid (its pidfd in sb->pidfd), or -1 with errno. The stub has exited
- * when it returns. */
+ * pid (its pidfd in sb->pidfd), -1 with errno when the stub's clone
+ * failed (the kernel refused the process), or PX_LNX_SLOT_LOST when the
+ * stub took no command or gave no answer. The stub has exited when it
+ * returns. */
+#define PX_LNX_SLOT_LOST ((pid_t)-2)
 pid_t px__lnx_slot_spawn(px__lnx_slot_t *s, px_sandbox_t *sb,
                      pid_t (*from_stub)(px_sandbox_t *sb));
 /* Kill the stub if alive and free the slot (and its cgroups if it still

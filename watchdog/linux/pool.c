@@ -276,7 +276,10 @@ static int slot_make(px__lnx_pool_t *p, px__lnx_slot_t **out) {
   }
   pid = px__lnx_spawner_call(be->spawner, clone_stub, s);
   if (pid < 0) {
-    rc = PX_LOG_ERRNO(PX_ESPAWN, errno, "pool: clone(stub)");
+    /* The kernel refused the stub's process. No job sees this code (a
+     * failed slot is counted, retried after a back-off, and the job runs
+     * cold), but it is the same refusal as the job's clone3. */
+    rc = PX_LOG_ERRNO(PX_EPROCESS, errno, "pool: clone(stub)");
     goto fail;
   }
   s->stub_pid = pid;
@@ -581,14 +584,14 @@ pid_t px__lnx_slot_spawn(px__lnx_slot_t *s, px_sandbox_t *sb,
   px_fence_clone_begin();
   if (write(s->cmd[1], &addr, sizeof addr) != (ssize_t)sizeof addr) {
     px_fence_clone_end();
-    return -1;
+    return PX_LNX_SLOT_LOST;
   }
   rc = read_res(s, &r);
   px_fence_clone_end();
   reap_stub(s, rc != 0); /* gone before the job runs: pids counts the job */
   if (rc != 0) {
     errno = EIO;
-    return -1;
+    return PX_LNX_SLOT_LOST;
   }
   if (r.pid <= 0) {
     errno = r.err ? r.err : EIO;

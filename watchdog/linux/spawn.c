@@ -626,11 +626,38 @@ static int release_child(px_sandbox_t *sb, int fds[P_COUNT][2]) {
   return rc;
 }
 
+/* The job's pid 1, from the slot's stub or cold on the spawner thread:
+ * 0 with sb->pid set; PX_EPROCESS when the kernel refused the clone
+ * (EAGAIN at a pids or RLIMIT_NPROC limit, ENOMEM, ENOSPC for namespaces:
+ * the OS did not create the job's process, process_create_failed; the
+ * injected fault stands for that refusal and takes the same answer);
+ * PX_ESPAWN when the stub is gone (not the kernel's doing). */
+static int clone_child(px_sandbox_t *sb) {
+  pid_t pid;
+  int rc;
+  if (PX_LNX_INJECTED(PX_STEP_CLONE))
+    return PX_LOG_ERRNO(PX_EPROCESS, errno, "clone3 [injected]");
+  if (sb->slot)
+    pid = px__lnx_slot_spawn(sb->slot, sb, spawn_from_stub);
+  else
+    pid = px__lnx_spawner_call(sb->be->spawner, clone_job, sb);
+  if (pid >= 0) {
+    sb->pid = pid;
+    return 0;
+  }
+  if (pid == PX_LNX_SLOT_LOST)
+    rc = PX_LOG_ERRNO(PX_ESPAWN, errno, "pool stub");
+  else
+    rc = PX_LOG_ERRNO(PX_EPROCESS, errno,
+                      sb->slot ? "clone (pool)" : "clone3");
+  kill_and_reap(sb); /* a slot's child may exist with its pid unknown */
+  return rc;
+}
+
 int px__lnx_spawn(px_sandbox_t *sb) {
   px__lnx_plan_t *p = &sb->plan;
   int fds[P_COUNT][2];
   int rc, i;
-  pid_t pid;
 
   memset(fds, 0xff, sizeof fds); /* all -1 */
   if ((rc = open_pipes(fds)) != 0)
@@ -640,20 +667,8 @@ int px__lnx_spawn(px_sandbox_t *sb) {
   p->in_rd = fds[P_IN][0];
   p->out_wr = fds[P_OUT][1];
   p->errout_wr = fds[P_EOUT][1];
-  if (PX_LNX_INJECTED(PX_STEP_CLONE)) {
-    rc = PX_LOG_ERRNO(PX_ESPAWN, EPERM, "clone3 [injected]");
+  if ((rc = clone_child(sb)) != 0)
     goto cleanup;
-  }
-  if (sb->slot)
-    pid = px__lnx_slot_spawn(sb->slot, sb, spawn_from_stub);
-  else
-    pid = px__lnx_spawner_call(sb->be->spawner, clone_job, sb);
-  if (pid < 0) {
-    rc = PX_LOG_ERRNO(PX_ESPAWN, errno, sb->slot ? "clone3 (pool)" : "clone3");
-    kill_and_reap(sb); /* a slot's child may exist with its pid unknown */
-    goto cleanup;
-  }
-  sb->pid = pid;
   PX__STAMP(sb, PX_T_CLONED);
   close_fd(&fds[P_SYNC][0]);
   close_fd(&fds[P_ERR][1]);

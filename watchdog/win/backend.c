@@ -258,8 +258,11 @@ static int win_start(px_sandbox_t *sb) {
   sb->outcome.enforcement |= PX_ENF(PX_ENF_WATCHDOG_POLL) |
                              PX_ENF(PX_ENF_JOB_DIR_WATCH);
   sb->state = PX__SB_RUNNING;
+  /* The second half of the OS's process creation (created suspended,
+   * spawn.c): a refusal here, like one of CreateProcessAsUserW, means the
+   * program never ran a single instruction. */
   if (PXW(ResumeThread)(sb->thread) == (DWORD)-1) {
-    rc = PX_LOG_WIN32(PX_ESPAWN, GetLastError(), "ResumeThread");
+    rc = PX_LOG_WIN32(PX_EPROCESS, GetLastError(), "ResumeThread");
     goto fail;
   }
   px_mutex_unlock(&be->lock);
