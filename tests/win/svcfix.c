@@ -480,11 +480,9 @@ void svcfix_assert_no_job_process(unsigned ms) {
 /* ---- Wine's process-creation failures ---- */
 
 int svcfix_wine_creation_failure(svcfix_wine_fails_t *f, const char *status,
-                                 const char *code, const char *message,
-                                 long long exit_code) {
+                                 const char *code, long long exit_code) {
   status = status ? status : "";
   code = code ? code : "";
-  message = message ? message : "";
   if (!px_test_under_wine())
     return 0;
   if (!strcmp(status, "nonzero_exit") && exit_code == 9009) {
@@ -495,14 +493,13 @@ int svcfix_wine_creation_failure(svcfix_wine_fails_t *f, const char *status,
     f->dll_init++; /* STATUS_DLL_INIT_FAILED: seen once in a CI storm */
     return 1;
   }
-  if (!strcmp(status, "error") && !strcmp(code, "spawn_failed") &&
-      strstr(message, "process creation failed")) {
-    f->spawn_failed++;
+  if (!strcmp(status, "error") && !strcmp(code, "process_create_failed")) {
+    f->process_create++; /* the service's CreateProcessAsUserW/ResumeThread */
     return 1;
   }
   return 0;
 }
 
 int svcfix_wine_fails_total(const svcfix_wine_fails_t *f) {
-  return f->exit_9009 + f->spawn_failed + f->dll_init;
+  return f->exit_9009 + f->process_create + f->dll_init;
 }

@@ -64,24 +64,25 @@ int svcfix_job_processes(int verbose);
 void svcfix_assert_no_job_process(unsigned ms);
 
 /* Wine's process-creation failures among job answers (issue 25: the
- * storm and the soak each matched them by string). */
+ * storm and the soak each matched them by string; now by the service's
+ * typed code and the job's exit code). */
 typedef struct {
-  int exit_9009;    /* cmd.exe in the job could not start the program */
-  int spawn_failed; /* the service's CreateProcessAsUserW failed */
-  int dll_init;     /* the process was made but Wine's loader failed it */
+  int exit_9009;      /* cmd.exe in the job could not start the program */
+  int process_create; /* the service's CreateProcessAsUserW (or the
+                         ResumeThread after it) failed */
+  int dll_init;       /* the process was made but Wine's loader failed it */
 } svcfix_wine_fails_t;
-/* Under Wine, 1 when a result - its status, error code and message and
- * exit code - is one of Wine's process-creation failures: `nonzero_exit`
- * with exit code 9009 (cmd.exe: "not recognized") or 0xC0000142
- * (STATUS_DLL_INIT_FAILED: the process was created and Wine's loader
- * failed it before the program ran), or `error` with code `spawn_failed`
- * and "process creation failed" in the message; counted in *f by kind.
- * 0 otherwise, and always on Windows, where none may pass as Wine's (a
- * real 0xC0000142 there is a desktop-heap or DLL fault to look at). NULL
- * strings count as empty. */
+/* Under Wine, 1 when a result - its status, error code and exit code - is
+ * one of Wine's process-creation failures: `nonzero_exit` with exit code
+ * 9009 (cmd.exe: "not recognized") or 0xC0000142 (STATUS_DLL_INIT_FAILED:
+ * the process was created and Wine's loader failed it before the program
+ * ran), or `error` with code `process_create_failed` (the OS refused the
+ * job's process; never `spawn_failed`, the service's own set-up or a
+ * missing program); counted in *f by kind. 0 otherwise, and always on
+ * Windows, where none may pass as Wine's (a real 0xC0000142 there is a
+ * desktop-heap or DLL fault to look at). NULL strings count as empty. */
 int svcfix_wine_creation_failure(svcfix_wine_fails_t *f, const char *status,
-                                 const char *code, const char *message,
-                                 long long exit_code);
+                                 const char *code, long long exit_code);
 /* All kinds together. */
 int svcfix_wine_fails_total(const svcfix_wine_fails_t *f);
 

@@ -361,8 +361,7 @@ static void collect(px_client_t *c, const char *const *ids, int n, int *results,
         results[i]++;
         snprintf(statuses[i], 32, "%s", m.status);
         if (wf && strcmp(m.status, "ok") != 0) {
-          int wine = svcfix_wine_creation_failure(wf, m.status, m.code, m.message,
-                                                  m.exit_code);
+          int wine = svcfix_wine_creation_failure(wf, m.status, m.code, m.exit_code);
           printf("%s: %s %s (%s), exit %lld%s\n", m.id, m.status, m.code, m.message,
                  m.exit_code, wine ? ": Wine's process creation failed" : "");
           if (wine)
@@ -564,7 +563,7 @@ TEST_IMPL(svc_200_jobs_20_clients) {
     wine_fails += svcfix_wine_fails_total(&l[i].wine_fails);
   }
   /* Each job got exactly one answer. Under Wine a job whose process Wine
-   * could not create is answered spawn_failed (or cmd.exe's 9009), as it
+   * could not create is answered process_create_failed (or cmd.exe's 9009), as it
    * must be; such failures are rare (the storm's bound), never on Windows. */
   printf("%d of %d jobs not started by Wine's process creation\n", wine_fails, N * 10);
   ASSERT_LE(wine_fails, 2);
