@@ -10,7 +10,9 @@
 #    then SIGTERM. Valgrind 3.19 (Debian 12) does not implement clone3
 #    (ENOSYS), seccomp, landlock_create_ruleset or the warm pool's clone()
 #    (the session's configuration turns the pool off), so under memcheck the
-#    backend reports no Landlock and every job ends `error`/`spawn_failed`:
+#    backend reports no Landlock and no job starts (clone3 refused: the
+#    attestation's probe ends `error`/`process_create_failed`, every run is
+#    refused `sandbox_unverified`):
 #    the session covers start-up, configuration, transport, session,
 #    engine, results, cancel and orderly stop; the spawn and sandbox paths
 #    are covered by the ASan+UBSan pass instead (docs/testing.md).

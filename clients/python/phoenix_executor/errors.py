@@ -102,7 +102,17 @@ class Paused(ExecutorError):
 
 
 class SpawnFailed(ExecutorError):
+    """The job's process could not be set up: its program is missing, or
+    the service's own preparation for it failed."""
+
     code = "spawn_failed"
+
+
+class ProcessCreateFailed(ExecutorError):
+    """The operating system refused to create (or start) the job's process:
+    nothing ran, and the same job may well succeed when tried again."""
+
+    code = "process_create_failed"
 
 
 class SandboxFailed(ExecutorError):
@@ -125,6 +135,10 @@ class KbFailed(ExecutorError):
     code = "kb_failed"
 
 
+class SandboxUnverified(ExecutorError):
+    code = "sandbox_unverified"
+
+
 class JobFailed(ExecutorError):
     """A job that ran but did not succeed: ``nonzero_exit``, ``killed``,
     ``cancelled`` or ``aborted`` (from :meth:`Result.raise_for_status`)."""
@@ -140,7 +154,8 @@ _BY_CODE: Dict[str, Type[ExecutorError]] = {
     for c in (BadFrame, FrameTooLarge, BadCrc, BadJson, UnknownType, BadRequest, DuplicateId,
               UnknownId, Forbidden, UnknownRuntime, LimitExceedsPolicy, CapabilityDenied,
               AuditRejected, ArgvTooLong, QueueFull, Paused, SpawnFailed, SandboxFailed,
-              Internal, KbUnavailable, UnknownSnapshot, KbFailed)
+              Internal, KbUnavailable, UnknownSnapshot, KbFailed, SandboxUnverified,
+              ProcessCreateFailed)
 }
 
 

@@ -6,6 +6,7 @@
 and runs this.) The framing tests need no daemon.
 """
 import os
+import re
 import socket
 import struct
 import sys
@@ -85,6 +86,25 @@ class FramingTest(unittest.TestCase):
         e = px.error_for("some_future_code", "x")
         self.assertIs(type(e), px.ExecutorError)
         self.assertEqual(e.code, "some_future_code")
+
+    def test_every_service_code_has_a_class(self):
+        # The service's code table: a new code gets its class (issue 25
+        # added process_create_failed, the OS refusing the job's process,
+        # beside spawn_failed). Needs the source tree beside the tests.
+        hdr = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                           "base", "include", "px", "px_result.h")
+        if not os.path.exists(hdr):
+            self.skipTest("no source tree beside the tests: " + hdr)
+        with open(hdr) as f:
+            codes = re.findall(r'X\(PX_CODE_[A-Z_]+, "([a-z_]+)"\)', f.read())
+        self.assertIn("process_create_failed", codes)
+        for c in codes:
+            e = px.error_for(c, "x")
+            self.assertIsNot(type(e), px.ExecutorError, c)
+            self.assertEqual(e.code, c)
+        self.assertIsInstance(px.error_for("process_create_failed", "x"),
+                              px.ProcessCreateFailed)
+        self.assertNotIsInstance(px.error_for("spawn_failed", "x"), px.ProcessCreateFailed)
 
 
 def _read_exact(s, n):
