@@ -108,7 +108,7 @@ static int list_through(HANDLE h, px_win_dir_fn fn, void *ctx) {
   if (!buf)
     return PX_ENOMEM;
   while (rc == 0) {
-    if (!GetFileInformationByHandleEx(h, cls, buf, LIST_BUF)) {
+    if (!PXW(GetFileInformationByHandleEx)(h, cls, buf, LIST_BUF)) {
       DWORD err = GetLastError();
       /* ERROR_FILE_NOT_FOUND: a directory with no entry at all, not even
        * "." (a volume root): empty, as the end is. */

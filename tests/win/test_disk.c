@@ -261,19 +261,25 @@ TEST_IMPL(windisk_preallocated) {
  * named streams) is content unknown, and the watchdog fails closed on
  * it; a volume that cannot list streams leaves the listing's size. The
  * query's answers injected through the call table (Wine has no named
- * streams). */
+ * streams). The calls, in order: the listing of the top (1), a.txt's
+ * FileStandardInfo (2), a.txt's FileStreamInfo (3). */
 TEST_IMPL(windisk_streams_unknown) {
   WCHAR root[MAX_PATH], p[2048];
   px__winbe_dir_usage_t u;
   scratch(root, MAX_PATH, L"streams");
   _snwprintf(p, 2048, L"%ls\\a.txt", root);
   put(p, 1000);
-  ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 1,
+  ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 3,
                          ERROR_MORE_DATA));
   ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, 1, &u), PX_EACCES);
   px_fault_reset();
+  /* A refused query is as unknown as one that does not fit. */
+  ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 3,
+                         ERROR_ACCESS_DENIED));
+  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, 1, &u), PX_EACCES);
+  px_fault_reset();
   /* Controls: no stream query on this volume, and no fault at all. */
-  ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 1,
+  ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 3,
                          ERROR_INVALID_PARAMETER));
   ASSERT_OK(px__winbe_dir_usage(root, 0, 0, 1, &u));
   px_fault_reset();
@@ -281,6 +287,46 @@ TEST_IMPL(windisk_streams_unknown) {
   ASSERT_OK(px__winbe_dir_usage(root, 0, 0, 1, &u));
   ASSERT_UINT_GE(u.bytes, 1000);
   ASSERT_UINT_EQ(u.entries, 1);
+  rm_tree(root);
+  return 0;
+}
+
+/* A subdirectory that cannot be listed is content unknown (the watchdog
+ * fails closed) - unless the job is deleting it, when what it held is
+ * moot: its listing fails (NTFS: ERROR_ACCESS_DENIED for a delete-pending
+ * directory) and its FileStandardInfo says DeletePending. The listing's
+ * failure injected (call 2: the top's listing is call 1). */
+TEST_IMPL(windisk_deleted_subdir) {
+  WCHAR root[MAX_PATH], p[2048];
+  FILE_DISPOSITION_INFO di = {TRUE};
+  FILE_STANDARD_INFO st;
+  px__winbe_dir_usage_t u;
+  HANDLE d;
+  scratch(root, MAX_PATH, L"deleted");
+  _snwprintf(p, 2048, L"%ls\\d", root);
+  ASSERT(CreateDirectoryW(p, NULL));
+  ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 2,
+                         ERROR_ACCESS_DENIED));
+  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, 0, &u), PX_EACCES);
+  px_fault_reset();
+  d = CreateFileW(p, DELETE | FILE_READ_ATTRIBUTES,
+                  FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                  OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
+  ASSERT(d != INVALID_HANDLE_VALUE);
+  ASSERT(SetFileInformationByHandle(d, FileDispositionInfo, &di, sizeof di));
+  if (!GetFileInformationByHandleEx(d, FileStandardInfo, &st, sizeof st) ||
+      !st.DeletePending) {
+    CloseHandle(d);
+    rm_tree(root);
+    RETURN_SKIP("this platform does not report DeletePending on an open "
+                "directory (Wine 8)");
+  }
+  ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 2,
+                         ERROR_ACCESS_DENIED));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, 0, &u));
+  px_fault_reset();
+  ASSERT_UINT_EQ(u.entries, 1);
+  CloseHandle(d); /* deletes it */
   rm_tree(root);
   return 0;
 }

@@ -50,6 +50,9 @@
 
 typedef NTSTATUS(NTAPI *nt_query_object_fn)(HANDLE, ULONG, PVOID, ULONG, PULONG);
 static nt_query_object_fn nt_query_object;
+typedef NTSTATUS(NTAPI *nt_query_volume_fn)(HANDLE, PIO_STATUS_BLOCK, PVOID,
+                                            ULONG, ULONG);
+static nt_query_volume_fn nt_query_volume;
 
 /* The walk below one directory: the caps, the running total, and the
  * directory's NT object name (what its children's names must extend). */
@@ -57,6 +60,7 @@ typedef struct {
   uint64_t max_bytes, max_entries;
   int depth;
   unsigned char *streams; /* STREAM_BUF for FileStreamInfo; NULL: none */
+  uint64_t cluster;       /* the volume's allocation unit, in bytes */
   const WCHAR *name;
   px__winbe_dir_usage_t *u;
 } walk_t;
@@ -68,7 +72,10 @@ static int resolve(void) {
   if (!nt_query_object && nt)
     nt_query_object = (nt_query_object_fn)(void (*)(void))GetProcAddress(
         nt, "NtQueryObject");
-  return nt_query_object ? 0 : PX_ENOTSUP;
+  if (!nt_query_volume && nt)
+    nt_query_volume = (nt_query_volume_fn)(void (*)(void))GetProcAddress(
+        nt, "NtQueryVolumeInformationFile");
+  return nt_query_object && nt_query_volume ? 0 : PX_ENOTSUP;
 }
 
 /* The NT object name of what h really is (after any link the OS or Wine
@@ -100,52 +107,108 @@ static int is_below(const WCHAR *child, const WCHAR *parent, const WCHAR *name,
          CompareStringOrdinal(child + pl + 1, (int)n, name, (int)n, TRUE) == CSTR_EQUAL;
 }
 
-static uint64_t umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
+/* The allocation unit of the volume h is on (FileFsSizeInformation), 4 KiB
+ * when it cannot be read. */
+static uint64_t cluster_of(HANDLE h) {
+  struct { /* FILE_FS_SIZE_INFORMATION (ntifs.h: not in user-mode headers) */
+    LARGE_INTEGER total, avail;
+    ULONG sectors_per_unit, bytes_per_sector;
+  } fs;
+  IO_STATUS_BLOCK io;
+  uint64_t c;
+  if (nt_query_volume(h, &io, &fs, sizeof fs, 3 /* FileFsSizeInformation */) < 0)
+    return 4096;
+  c = (uint64_t)fs.sectors_per_unit * fs.bytes_per_sector;
+  return c ? c : 4096;
+}
 
-/* What file e of directory dir holds, into *bytes: read through its own
- * handle where the volume has named streams (NTFS, where each file is
- * opened for them anyway), every stream's length or allocation, whichever
- * is more, the unnamed one at least what the listing said. A directory
- * entry's size is updated lazily, so a file a job keeps open while it
- * grows (or preallocates) would look small in the listing; its streams'
- * sizes come from the file itself. Gone or not a file any more: the
- * listing's. 0, or PX_EACCES when its streams do not fit the buffer (a
- * job that made thousands: content unknown, fail closed). */
-static int file_bytes(const walk_t *w, HANDLE dir, const px_win_dirent_t *e,
-                      uint64_t *bytes) {
+/* Bytes held beyond what `size` needs: an allocation past the size
+ * rounded up to the cluster (space a job reserved without writing).
+ * Ordinary rounding is not counted, so small files on a volume of 64 KiB
+ * clusters do not pass the cap; a sparse file's allocation is below its
+ * size and adds nothing (it counts at its length). */
+static uint64_t reserved(uint64_t size, uint64_t alloc, uint64_t cluster) {
+  uint64_t need = size % cluster ? size - size % cluster + cluster : size;
+  return alloc > need ? alloc - need : 0;
+}
+
+/* The named streams (and, for a file, the unnamed one) of the object h is
+ * open on, into *bytes: each stream's length and what it reserves. Never
+ * less than *bytes was (the listing's count of the file). 0; PX_EACCES
+ * when the list does not fit the buffer or the query fails otherwise
+ * than "no streams here" (content unknown: the watchdog fails closed). */
+static int stream_bytes(const walk_t *w, HANDLE h, uint64_t *bytes) {
   uint64_t sum = 0;
-  HANDLE h = NULL;
-  FILE_STREAM_INFO *si;
   size_t at = 0;
-  *bytes = umax(e->size, e->alloc);
-  if (!w->streams ||
-      px_win_open_at(dir, e->name, e->len, FILE_READ_ATTRIBUTES,
-                     FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
-                     1 /* FILE_OPEN */, 0x40 /* FILE_NON_DIRECTORY_FILE */,
-                     NULL, &h) < 0)
-    return 0;
+  FILE_STREAM_INFO *si;
   if (!PXW(GetFileInformationByHandleEx)(h, FileStreamInfo, w->streams,
                                          STREAM_BUF)) {
     DWORD err = GetLastError();
-    CloseHandle(h);
-    return err == ERROR_MORE_DATA ? PX_EACCES : 0;
+    /* None (a directory without streams), or a volume without them. */
+    return err == ERROR_HANDLE_EOF || err == ERROR_INVALID_PARAMETER ||
+                   err == ERROR_INVALID_FUNCTION || err == ERROR_NOT_SUPPORTED
+               ? 0
+               : PX_EACCES;
   }
-  CloseHandle(h);
   for (;;) {
-    uint64_t b;
+    uint64_t len;
     si = (FILE_STREAM_INFO *)(void *)(w->streams + at);
-    b = umax((uint64_t)si->StreamSize.QuadPart,
-             (uint64_t)si->StreamAllocationSize.QuadPart);
-    if (si->StreamNameLength == 7 * sizeof(WCHAR) &&
-        wcsncmp(si->StreamName, L"::$DATA", 7) == 0)
-      b = umax(b, *bytes); /* the file itself */
-    sum += b;
+    len = (uint64_t)si->StreamSize.QuadPart;
+    len += reserved(len, (uint64_t)si->StreamAllocationSize.QuadPart,
+                    w->cluster);
+    sum += len;
     if (!si->NextEntryOffset || at + si->NextEntryOffset >= STREAM_BUF)
       break;
     at += si->NextEntryOffset;
   }
-  *bytes = umax(sum, *bytes);
+  *bytes = sum > *bytes ? sum : *bytes;
   return 0;
+}
+
+/* Is the object h is open on being deleted (the job removed it after the
+ * listing)? Then what it holds is moot. */
+static int delete_pending(HANDLE h) {
+  FILE_STANDARD_INFO st;
+  return PXW(GetFileInformationByHandleEx)(h, FileStandardInfo, &st,
+                                           sizeof st) &&
+         st.DeletePending;
+}
+
+/* What entry e of directory dir holds, into *bytes: its length and what
+ * it reserves, from the listing and, where the volume has named streams
+ * (NTFS), from the object itself: every stream, through its own handle
+ * (FILE_READ_ATTRIBUTES: no sharing check, so a writer holding the file
+ * cannot keep the walker out). A directory entry's size lags while a
+ * writer keeps the file open, and a link or junction can carry streams
+ * too; the handle's FileStandardInfo is current. Gone since the listing:
+ * the listing's. 0, or PX_EACCES when it cannot be read (content
+ * unknown). Directories' own streams: descend(). */
+static int entry_bytes(const walk_t *w, HANDLE dir, const px_win_dirent_t *e,
+                       uint64_t *bytes) {
+  FILE_STANDARD_INFO st;
+  HANDLE h = NULL;
+  int rc;
+  LONG nt;
+  *bytes = e->size + reserved(e->size, e->alloc, w->cluster);
+  if (!w->streams)
+    return 0;
+  nt = px_win_open_at(dir, e->name, e->len, FILE_READ_ATTRIBUTES,
+                      FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                      1 /* FILE_OPEN */, 0, NULL, &h);
+  if (nt < 0) /* gone or being deleted: moot; anything else: unknown */
+    return (unsigned long)nt == 0xC0000034UL || (unsigned long)nt == 0xC000003AUL ||
+                   (unsigned long)nt == 0xC0000056UL || (unsigned long)nt == 0xC0000123UL
+               ? 0
+               : PX_EACCES;
+  if (PXW(GetFileInformationByHandleEx)(h, FileStandardInfo, &st, sizeof st) &&
+      !st.Directory) {
+    uint64_t len = (uint64_t)st.EndOfFile.QuadPart;
+    len += reserved(len, (uint64_t)st.AllocationSize.QuadPart, w->cluster);
+    *bytes = len > *bytes ? len : *bytes;
+  }
+  rc = stream_bytes(w, h, bytes);
+  CloseHandle(h);
+  return rc;
 }
 
 static int over(const px__winbe_dir_usage_t *u, uint64_t max_bytes,
@@ -189,10 +252,15 @@ static int descend(const walk_t *w, HANDLE dir, const px_win_dirent_t *e) {
     /* Gone since the listing (the job deleted it): its size is moot. A
      * directory we cannot list (a job re-ACLed it): content unknown. */
     rc = px_win_dir_list_once(h, walk_entry, &child);
-    if (rc == PX_ENOENT)
+    if (rc == PX_ENOENT || (rc != 0 && rc != WALK_OVER && delete_pending(h)))
       rc = 0;
     else if (rc != 0 && rc != WALK_OVER)
       rc = PX_EACCES;
+    if (rc == 0 && w->streams) { /* streams on the directory itself */
+      uint64_t own = 0;
+      rc = stream_bytes(w, h, &own);
+      w->u->bytes += own;
+    }
   } else if (!name) {
     rc = PX_EACCES; /* where it is cannot be read: content unknown */
   }
@@ -206,8 +274,10 @@ static int walk_entry(void *ctx, HANDLE dir, const px_win_dirent_t *e) {
   const walk_t *w = ctx;
   uint64_t b = e->size;
   w->u->entries++;
-  if (!(e->attrs & (FILE_ATTRIBUTE_REPARSE_POINT | FILE_ATTRIBUTE_DIRECTORY)) &&
-      file_bytes(w, dir, e, &b) != 0)
+  /* A directory's own streams are counted when it is entered. */
+  if ((!(e->attrs & FILE_ATTRIBUTE_DIRECTORY) ||
+       (e->attrs & FILE_ATTRIBUTE_REPARSE_POINT)) &&
+      entry_bytes(w, dir, e, &b) != 0)
     return PX_EACCES;
   w->u->bytes += b;
   if (over(w->u, w->max_bytes, w->max_entries))
@@ -253,10 +323,16 @@ int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
     CloseHandle(h);
     return PX_ENOMEM;
   }
+  w.cluster = cluster_of(h);
   w.depth = 0;
   w.name = name;
   w.u = u;
   rc = px_win_dir_list_once(h, walk_entry, &w);
+  if (rc == 0 && w.streams) { /* streams on the job directory itself */
+    uint64_t own = 0;
+    rc = stream_bytes(&w, h, &own);
+    u->bytes += own;
+  }
   free(w.streams);
   free(name);
   CloseHandle(h);
