@@ -14,6 +14,7 @@
 #include "px/px_error.h"
 #include "px/px_os.h"
 #include "px/px_sha256.h"
+#include "tests/linux/container_test.h"
 #include "watchdog/container/dk_int.h"
 
 #include <arpa/inet.h>
@@ -31,20 +32,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#ifndef PX_CTR_GATE_PATH
-#error "PX_CTR_GATE_PATH must name the built px-ctr-gate"
-#endif
-
-/* This build's private engine (tests/CMakeLists.txt keys it by the build
- * directory); the defaults are dockerd.sh's when run by hand, unkeyed. */
-#ifndef PX_TEST_DOCKER_SOCK
-#define PX_TEST_DOCKER_SOCK "/run/px-test-docker/docker.sock"
-#endif
 #ifndef PX_TEST_DOCKER_PORT
 #define PX_TEST_DOCKER_PORT "23751"
 #endif
-#define ENDPOINT "unix://" PX_TEST_DOCKER_SOCK
-#define IMAGE "px-test/busybox:1"
 #define LABEL "org.phoenix-executor.job"
 
 /* Two image runtimes (one whose image does not exist) over the private
@@ -60,14 +50,6 @@ static const char cfg_ctr[] =
     "\"max_concurrent\":0,\"admin\":true}],"
     "\"queue\":{\"per_client_max\":1000}}";
 
-#define NEED_ENGINE()                                                          \
-  do {                                                                         \
-    if (getuid() != 0)                                                         \
-      RETURN_SKIP("needs root (containers, bind mounts)");                     \
-    if (px__ctr_dk_ping(ENDPOINT) != 0)                                        \
-      RETURN_SKIP("no Docker Engine at " ENDPOINT                              \
-                  " (tests/linux/dockerd.sh start)");                          \
-  } while (0)
 
 /* Containers carrying our label, as the engine reports them, less the
  * warm pool's free slots (named px.pool-N, running, at most two here:

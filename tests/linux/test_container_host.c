@@ -18,6 +18,7 @@
 #include "tests/adversarial/linux/adv_util.h"
 
 #include "px/px_error.h"
+#include "tests/linux/container_test.h"
 #include "watchdog/container/dk_int.h"
 
 #include <errno.h>
@@ -29,24 +30,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#ifndef PX_CTR_GATE_PATH
-#error "PX_CTR_GATE_PATH must name the built px-ctr-gate"
-#endif
-#ifndef PX_TEST_DOCKER_SOCK
-#define PX_TEST_DOCKER_SOCK "/run/px-test-docker/docker.sock"
-#endif
-#define ENDPOINT "unix://" PX_TEST_DOCKER_SOCK
-#define IMAGE "px-test/busybox:1"
-
-#define NEED_ENGINE()                                                          \
-  do {                                                                         \
-    if (getuid() != 0)                                                         \
-      RETURN_SKIP("needs root (containers, bind mounts)");                     \
-    if (px__ctr_dk_ping(ENDPOINT) != 0)                                        \
-      RETURN_SKIP("no Docker Engine at " ENDPOINT                              \
-                  " (tests/linux/dockerd.sh start)");                          \
-  } while (0)
 
 /* The daemon's config: one image runtime, the gate at `gate`, `pool` warm
  * containers per mode. */
