@@ -11,27 +11,37 @@
 # job, no snapshot: the tests' and the watchdog's checks cannot see it)
 # and to `wineserver -k`. It would hold ctest's output pipe open until the
 # group's timeout, and outlive CI. So the group's output goes to a file
-# here, and afterwards each Wine process in exactly that state - the
+# here (followed by tail as it grows), and afterwards each Wine process in exactly that state - the
 # loader's command line, one thread, blocked reading a pipe, orphaned - is
 # killed by pid and named, when it is a px_probe of this build tree or
 # runs in this test's prefix (WINEPREFIX in its environment): the
 # service's storm leaves the same of its cmd jobs ("start.exe /b cmd /c
 # main.cmd", in a removed job directory). Any other process is a real
 # Windows process (of a test running beside this one) and is left alone;
-# tools/leftovers.py at the end of CI reports anything left. The exit
-# status is CMD's.
+# tools/leftovers.py at the end of CI reports anything left. Then any
+# Wine process still holding the group's output file (so started by the
+# group, after its runner exited) is ended and named too. The exit status
+# is CMD's.
 set -u
 build=$1
 shift
 log=$(mktemp)
-"$@" >"$log" 2>&1
+# The group writes to a file, shown as it grows (so a group that hangs
+# still shows how far it got); a stray that inherited the file holds no
+# pipe of ctest's.
+"$@" >"$log" 2>&1 &
+cmd_pid=$!
+tail -n +1 -f --pid="$cmd_pid" "$log" &
+tail_pid=$!
+wait "$cmd_pid"
 rc=$?
+wait "$tail_pid"
 win_build="Z:$(printf '%s' "$build" | tr '/' '\\')"
 prefix=${PX_WINEPREFIX:-${WINEPREFIX:-}}
 . "$(dirname "$0")/../../tools/wine-env.sh" env # px_wine_pids_of
 inprefix=" $([ -z "$prefix" ] || px_wine_pids_of "$prefix" | tr '\n' ' ') "
 for pid in $( (pgrep -f 'px_probe\.exe'; printf '%s\n' $inprefix) | sort -u); do
-    cmd=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null) || continue
+    cmd=$({ tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null) || continue
     case "$cmd" in */wine64\ *|*/wine\ *) ;; *) continue ;; esac
     case "$inprefix" in
         *" $pid "*) ;;
@@ -45,6 +55,26 @@ for pid in $( (pgrep -f 'px_probe\.exe'; printf '%s\n' $inprefix) | sort -u); do
             echo "without_strays: ended a half-made Wine process (pid $pid, 1 thread, in $wchan): $cmd"
     fi
 done
-cat "$log"
+# Whatever still holds the group's output file was started by the group
+# and outlived it: Wine's headless console host (conhost.exe --server) of
+# a console process that was killed while being made keeps waiting for a
+# client that never comes (seen once in CI, in winwatchdog's process
+# bomb). A Wine process of that kind is ended and named; the wineserver
+# (started before any group, by tools/wine-env.sh) is never one.
+holders=$(for fd in /proc/[0-9]*/fd/*; do
+    [ "$(readlink "$fd" 2>/dev/null)" = "$log" ] && { p=${fd#/proc/}; echo "${p%%/*}"; }
+done | sort -u)
+for pid in $holders; do
+    cmd=$({ tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null) || continue
+    exe=$(readlink "/proc/$pid/exe" 2>/dev/null)
+    case "$exe" in
+        *wineserver*) continue ;;
+        */wine*) ;; # the loader: a Windows process, or Wine's own (conhost)
+        *) echo "without_strays: pid $pid ($exe) still holds the group's output: $cmd"
+           continue ;;
+    esac
+    kill -9 "$pid" 2>/dev/null &&
+        echo "without_strays: ended a Wine process the group left (pid $pid, holding its output): $cmd"
+done
 rm -f "$log"
 exit "$rc"
