@@ -31,7 +31,7 @@ log=$(mktemp)
 # pipe of ctest's.
 "$@" >"$log" 2>&1 &
 cmd_pid=$!
-tail -n +1 -f --pid="$cmd_pid" "$log" &
+tail -n +1 -f -s 0.2 --pid="$cmd_pid" "$log" &
 tail_pid=$!
 wait "$cmd_pid"
 rc=$?
@@ -61,9 +61,10 @@ done
 # client that never comes (seen once in CI, in winwatchdog's process
 # bomb). A Wine process of that kind is ended and named; the wineserver
 # (started before any group, by tools/wine-env.sh) is never one.
-holders=$(for fd in /proc/[0-9]*/fd/*; do
-    [ "$(readlink "$fd" 2>/dev/null)" = "$log" ] && { p=${fd#/proc/}; echo "${p%%/*}"; }
-done | sort -u)
+# (One find over every process's descriptors: a readlink per descriptor
+# cost seconds per group.)
+holders=$(find /proc/[0-9]*/fd -maxdepth 1 -lname "$log" 2>/dev/null |
+    cut -d/ -f3 | sort -u)
 for pid in $holders; do
     cmd=$({ tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null) || continue
     exe=$(readlink "/proc/$pid/exe" 2>/dev/null)
