@@ -165,6 +165,23 @@ static int stream_bytes(const walk_t *w, HANDLE h, uint64_t *bytes) {
   return 0;
 }
 
+/* Is an open's failure "it is gone" - deleted, being deleted, or swapped
+ * for a file since the listing - so what it held is moot? Anything else
+ * (refused, a sharing violation a job holding it with share mode 0
+ * causes, out of resources) leaves its content unknown. */
+static int gone(LONG nt) {
+  switch ((unsigned long)nt) {
+  case 0xC0000034UL: /* STATUS_OBJECT_NAME_NOT_FOUND */
+  case 0xC000003AUL: /* STATUS_OBJECT_PATH_NOT_FOUND */
+  case 0xC0000056UL: /* STATUS_DELETE_PENDING */
+  case 0xC0000123UL: /* STATUS_FILE_DELETED */
+  case 0xC0000103UL: /* STATUS_NOT_A_DIRECTORY */
+    return 1;
+  default:
+    return 0;
+  }
+}
+
 /* Is the object h is open on being deleted (the job removed it after the
  * listing)? Then what it holds is moot. */
 static int delete_pending(HANDLE h) {
@@ -196,12 +213,13 @@ static int entry_bytes(const walk_t *w, HANDLE dir, const px_win_dirent_t *e,
                       FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
                       1 /* FILE_OPEN */, 0, NULL, &h);
   if (nt < 0) /* gone or being deleted: moot; anything else: unknown */
-    return (unsigned long)nt == 0xC0000034UL || (unsigned long)nt == 0xC000003AUL ||
-                   (unsigned long)nt == 0xC0000056UL || (unsigned long)nt == 0xC0000123UL
-               ? 0
-               : PX_EACCES;
-  if (PXW(GetFileInformationByHandleEx)(h, FileStandardInfo, &st, sizeof st) &&
-      !st.Directory) {
+    return gone(nt) ? 0 : PX_EACCES;
+  if (!PXW(GetFileInformationByHandleEx)(h, FileStandardInfo, &st,
+                                         sizeof st)) {
+    CloseHandle(h);
+    return PX_EACCES;
+  }
+  if (!st.Directory) {
     uint64_t len = (uint64_t)st.EndOfFile.QuadPart;
     len += reserved(len, (uint64_t)st.AllocationSize.QuadPart, w->cluster);
     *bytes = len > *bytes ? len : *bytes;
@@ -233,8 +251,8 @@ static int descend(const walk_t *w, HANDLE dir, const px_win_dirent_t *e) {
                            FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
                            1 /* FILE_OPEN */, 1 /* FILE_DIRECTORY_FILE */,
                            NULL, &h);
-  if (st < 0) /* gone (the job deleted it) or swapped for a file: its */
-    return (unsigned long)st == 0xC0000022UL ? PX_EACCES : 0; /* size is moot */
+  if (st < 0) /* gone (the job deleted it) or swapped for a file: its size */
+    return gone(st) ? 0 : PX_EACCES; /* is moot; refused or held: unknown */
   if (!GetFileInformationByHandle(h, &fi) ||
       (fi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT)) {
     CloseHandle(h); /* swapped for a link after the listing: not followed */
