@@ -27,6 +27,7 @@
 #include "px/px_winapi.h"
 
 #include "px/px_error.h"
+#include "px/px_win_error.h"
 
 #include <stdlib.h>
 
@@ -60,17 +61,11 @@ LONG px_win_open_at(HANDLE parent, const WCHAR *name, size_t len,
  * or being deleted, since its parent's listing: its content is moot, not
  * unknown), refused, or another failure. */
 static int list_error(LONG st) {
-  switch ((unsigned long)st) {
-  case 0xC0000034UL: /* STATUS_OBJECT_NAME_NOT_FOUND */
-  case 0xC000003AUL: /* STATUS_OBJECT_PATH_NOT_FOUND */
-  case 0xC0000056UL: /* STATUS_DELETE_PENDING */
-  case 0xC0000123UL: /* STATUS_FILE_DELETED */
+  if (px_win_status_gone(st))
     return PX_ENOENT;
-  case 0xC0000022UL: /* STATUS_ACCESS_DENIED */
-    return PX_EACCES;
-  default:
-    return PX_EIO;
-  }
+  return (unsigned long)st == 0xC0000022UL /* STATUS_ACCESS_DENIED */
+             ? PX_EACCES
+             : PX_EIO;
 }
 
 /* Give fn every entry of one batch but . and ..; 0 or fn's value. */

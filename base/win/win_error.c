@@ -1,4 +1,5 @@
-/* win_error.c - the one place that maps Win32 error codes to PX_E*. */
+/* win_error.c - the one place that maps Win32 error codes to PX_E*, and
+ * that says which NTSTATUS values mean "gone". */
 #include "px/px_win_error.h"
 
 int px_err_from_win32(DWORD err) {
@@ -49,5 +50,17 @@ int px_err_from_win32(DWORD err) {
   case ERROR_REPARSE_TAG_INVALID:
   case ERROR_ARITHMETIC_OVERFLOW: return PX_EOVERFLOW;
   default: return PX_EOS;
+  }
+}
+
+int px_win_status_gone(LONG st) {
+  switch ((unsigned long)st) {
+  case 0xC0000034UL: /* STATUS_OBJECT_NAME_NOT_FOUND */
+  case 0xC000003AUL: /* STATUS_OBJECT_PATH_NOT_FOUND */
+  case 0xC0000056UL: /* STATUS_DELETE_PENDING */
+  case 0xC0000123UL: /* STATUS_FILE_DELETED */
+    return 1;
+  default:
+    return 0;
   }
 }

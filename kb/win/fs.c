@@ -25,17 +25,13 @@
 #include "px/px_log.h"
 #include "px/px_os.h"
 #include "px/px_util.h"
+#include "px/px_win_error.h"
 
-#ifndef STATUS_OBJECT_NAME_NOT_FOUND
-#define STATUS_OBJECT_NAME_NOT_FOUND ((NTSTATUS)0xC0000034L)
-#endif
-#define KB_STATUS_PATH_NOT_FOUND ((NTSTATUS)0xC000003AL)
 #define KB_STATUS_NAME_COLLISION ((NTSTATUS)0xC0000035L)
 #define KB_STATUS_NOT_A_DIRECTORY ((NTSTATUS)0xC0000103L)
 #define KB_STATUS_FILE_IS_A_DIRECTORY ((NTSTATUS)0xC00000BAL)
 #define KB_STATUS_ACCESS_DENIED ((NTSTATUS)0xC0000022L)
 #define KB_STATUS_CANNOT_DELETE ((NTSTATUS)0xC0000121L)
-#define KB_STATUS_DELETE_PENDING ((NTSTATUS)0xC0000056L)
 #define KB_FILE_RENAME_CLASS 10      /* FileRenameInformation */
 #define KB_FILE_DISPOSITION_CLASS 13 /* FileDispositionInformation */
 #define KB_FILETIME_EPOCH 116444736000000000LL /* 1601 -> 1970 in 100 ns */
@@ -111,8 +107,7 @@ static int map_win32(DWORD e) {
 /* Quiet results (absent, exists) are returned without a log line. */
 int px__kb_fs_nt_result(NTSTATUS st, const char *call) {
   DWORD e;
-  if (st == STATUS_OBJECT_NAME_NOT_FOUND || st == KB_STATUS_PATH_NOT_FOUND ||
-      st == KB_STATUS_DELETE_PENDING)
+  if (px_win_status_gone(st))
     return PX_ENOENT;
   if (st == KB_STATUS_NAME_COLLISION)
     return PX_EEXIST;

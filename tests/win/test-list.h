@@ -88,6 +88,7 @@ PX_TEST_ENTRY(winwatchdog, windisk_preallocated, 60)
 PX_TEST_ENTRY(winwatchdog, windisk_streams_unknown, 60)
 PX_TEST_ENTRY(winwatchdog, windisk_deleted_subdir, 60)
 PX_TEST_ENTRY(winwatchdog, windisk_held_subdir, 60)
+PX_TEST_ENTRY(winwatchdog, windisk_volume_info, 30)
 PX_TEST_ENTRY(winwatchdog, wincollect_walk, 60)
 PX_TEST_ENTRY(winwatchdog, wincollect_job, 60)
 /* the installed service under the SCM (own Wine prefix: installs a service) */

@@ -46,6 +46,23 @@ static void scratch(WCHAR *root, size_t n, const WCHAR *name) {
   ASSERT(CreateDirectoryW(root, NULL));
 }
 
+/* The volume the walk is given: the scratch tree's own (its cluster
+ * size), named streams counted or not as the test asks. */
+static const px__winbe_volume_t *vol(const WCHAR *dir, int streams) {
+  static px__winbe_volume_t v;
+  px__winbe_volume_info(dir, &v);
+  v.named_streams = streams;
+  return &v;
+}
+
+/* A scratch tree <scratch dir>\name holding one empty subdirectory; its
+ * path in sub (2048). */
+static void scratch_with_sub(WCHAR *root, const WCHAR *name, WCHAR *sub) {
+  scratch(root, MAX_PATH, name);
+  _snwprintf(sub, 2048, L"%ls\\sub", root);
+  ASSERT(CreateDirectoryW(sub, NULL));
+}
+
 /* Remove a scratch tree (test files only: plain recursion is fine). */
 static void rm_tree(const WCHAR *dir) {
   WCHAR pat[2048], p[2048];
@@ -107,7 +124,7 @@ TEST_IMPL(windisk_usage) {
          linked ? "created" : "not possible here, not exercised");
 
   opens = px__base_winapi_calls(PX_WAPI_NtCreateFile);
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, 0, &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, 0), &u));
   opens = px__base_winapi_calls(PX_WAPI_NtCreateFile) - opens;
   printf("bytes %llu entries %llu, %lu relative opens\n",
          (unsigned long long)u.bytes, (unsigned long long)u.entries, opens);
@@ -120,14 +137,14 @@ TEST_IMPL(windisk_usage) {
   ASSERT(u.bytes < (uint64_t)1 << 40); /* the link's target is not ours */
 
   /* The caps stop the walk: past either one it returns at once. */
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 2, 0, &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 2, vol(root, 0), &u));
   ASSERT_UINT_EQ(u.entries, 3);
-  ASSERT_OK(px__winbe_dir_usage(root, 1u << 20, 0, 0, &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 1u << 20, 0, vol(root, 0), &u));
   ASSERT(u.bytes > 1u << 20);
 
   /* A directory that is gone measures empty, not as an error. */
   rm_tree(root);
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, 0, &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, 0), &u));
   ASSERT_UINT_EQ(u.entries, 0);
   rm_tree(outside);
   return 0;
@@ -243,14 +260,14 @@ TEST_IMPL(windisk_preallocated) {
   }
   ASSERT_UINT_EQ((uint64_t)si.EndOfFile.QuadPart, 0);
   for (streams = 0; streams <= 1; streams++) {
-    ASSERT_OK(px__winbe_dir_usage(root, 0, 0, streams, &u));
+    ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, streams), &u));
     printf("named streams %d: bytes %llu entries %llu\n", streams,
            (unsigned long long)u.bytes, (unsigned long long)u.entries);
     ASSERT_UINT_EQ(u.entries, 1);
     ASSERT_UINT_GE(u.bytes, (uint64_t)64 << 20);
   }
   /* The cap sees it: a 1 MiB cap is passed. */
-  ASSERT_OK(px__winbe_dir_usage(root, 1u << 20, 0, 1, &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 1u << 20, 0, vol(root, 1), &u));
   ASSERT(u.bytes > 1u << 20);
   CloseHandle(h);
   rm_tree(root);
@@ -271,22 +288,43 @@ TEST_IMPL(windisk_streams_unknown) {
   put(p, 1000);
   ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 3,
                          ERROR_MORE_DATA));
-  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, 1, &u), PX_EACCES);
+  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, vol(root, 1), &u), PX_EACCES);
   px_fault_reset();
   /* A refused query is as unknown as one that does not fit. */
   ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 3,
                          ERROR_ACCESS_DENIED));
-  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, 1, &u), PX_EACCES);
+  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, vol(root, 1), &u), PX_EACCES);
   px_fault_reset();
   /* Controls: no stream query on this volume, and no fault at all. */
   ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 3,
                          ERROR_INVALID_PARAMETER));
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, 1, &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, 1), &u));
   px_fault_reset();
   ASSERT_UINT_GE(u.bytes, 1000);
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, 1, &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, 1), &u));
   ASSERT_UINT_GE(u.bytes, 1000);
   ASSERT_UINT_EQ(u.entries, 1);
+  rm_tree(root);
+  return 0;
+}
+
+/* The work root's volume, read once when the backend opens: an allocation
+ * unit that is a power of two from 512 B to 2 MiB (what NTFS, ReFS, FAT
+ * and Wine's host volumes use); named streams as the volume says. A path
+ * whose volume cannot be read gets the safe defaults: streams looked for,
+ * 4 KiB (and a warning in the log, not asserted here). */
+TEST_IMPL(windisk_volume_info) {
+  WCHAR root[MAX_PATH];
+  px__winbe_volume_t v;
+  scratch(root, MAX_PATH, L"volume");
+  px__winbe_volume_info(root, &v);
+  printf("cluster %llu, named streams %d\n", (unsigned long long)v.cluster,
+         v.named_streams);
+  ASSERT(v.cluster >= 512 && v.cluster <= (2u << 20));
+  ASSERT_UINT_EQ(v.cluster & (v.cluster - 1), 0);
+  px__winbe_volume_info(L"Q:\\no\\such\\volume", &v);
+  if (v.cluster != 4096 || !v.named_streams) /* a Q: drive exists here */
+    printf("Q: is a volume on this host: defaults not checked\n");
   rm_tree(root);
   return 0;
 }
@@ -302,12 +340,10 @@ TEST_IMPL(windisk_deleted_subdir) {
   FILE_STANDARD_INFO st;
   px__winbe_dir_usage_t u;
   HANDLE d;
-  scratch(root, MAX_PATH, L"deleted");
-  _snwprintf(p, 2048, L"%ls\\d", root);
-  ASSERT(CreateDirectoryW(p, NULL));
+  scratch_with_sub(root, L"deleted", p);
   ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 2,
                          ERROR_ACCESS_DENIED));
-  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, 0, &u), PX_EACCES);
+  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, vol(root, 0), &u), PX_EACCES);
   px_fault_reset();
   d = CreateFileW(p, DELETE | FILE_READ_ATTRIBUTES,
                   FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
@@ -323,7 +359,7 @@ TEST_IMPL(windisk_deleted_subdir) {
   }
   ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 2,
                          ERROR_ACCESS_DENIED));
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, 0, &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, 0), &u));
   px_fault_reset();
   ASSERT_UINT_EQ(u.entries, 1);
   CloseHandle(d); /* deletes it */
@@ -338,20 +374,17 @@ TEST_IMPL(windisk_deleted_subdir) {
  * the old walk returned 0 bytes here). Where a platform lets the walker
  * in anyway, it is counted. Never: 0 bytes for a directory holding 1 MiB. */
 TEST_IMPL(windisk_held_subdir) {
-  WCHAR root[MAX_PATH], p[2048];
+  WCHAR root[MAX_PATH], p[2048], file[2048];
   px__winbe_dir_usage_t u;
   HANDLE held;
   int rc;
-  scratch(root, MAX_PATH, L"held");
-  _snwprintf(p, 2048, L"%ls\\sub", root);
-  ASSERT(CreateDirectoryW(p, NULL));
-  _snwprintf(p, 2048, L"%ls\\sub\\big.bin", root);
-  put(p, 1 << 20);
-  _snwprintf(p, 2048, L"%ls\\sub", root);
+  scratch_with_sub(root, L"held", p);
+  _snwprintf(file, 2048, L"%ls\\big.bin", p);
+  put(file, 1 << 20);
   held = CreateFileW(p, FILE_LIST_DIRECTORY, 0 /* no sharing */, NULL,
                      OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
   ASSERT(held != INVALID_HANDLE_VALUE);
-  rc = px__winbe_dir_usage(root, 0, 0, 0, &u);
+  rc = px__winbe_dir_usage(root, 0, 0, vol(root, 0), &u);
   printf("held with share mode 0: rc %d, bytes %llu\n", rc,
          (unsigned long long)u.bytes);
   if (rc == 0)
@@ -360,7 +393,7 @@ TEST_IMPL(windisk_held_subdir) {
     ASSERT_EQ(rc, PX_EACCES);
   CloseHandle(held);
   /* Control: released, it is counted. */
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, 0, &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, 0), &u));
   ASSERT_UINT_GE(u.bytes, 1u << 20);
   rm_tree(root);
   return 0;
@@ -393,19 +426,19 @@ TEST_IMPL(windisk_links_not_followed) {
   _snwprintf(p, 2048, L"%ls\\escape", root);
   if (!pc_plant(p, outside, &kind))
     px__test_fail(__FILE__, __LINE__, "cannot plant a %s", kind);
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, 1, &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, 1), &u));
   printf("%s: bytes %llu entries %llu\n", kind, (unsigned long long)u.bytes,
          (unsigned long long)u.entries);
   ASSERT_UINT_EQ(u.entries, 2); /* a.txt and the link itself */
   ASSERT(u.bytes < (uint64_t)1 << 30);
   /* Positive control: the same tree really inside is counted. */
   _snwprintf(p, 2048, L"%ls", outside);
-  ASSERT_OK(px__winbe_dir_usage(p, 0, 0, 1, &u));
+  ASSERT_OK(px__winbe_dir_usage(p, 0, 0, vol(p, 1), &u));
   ASSERT_UINT_EQ(u.entries, 51);
   ASSERT_UINT_GE(u.bytes, (uint64_t)1 << 40);
   /* The job directory cannot be opened: refused, not "empty". */
   ASSERT_OK(px_fault_arm("winapi.CreateFileW", 1, ERROR_ACCESS_DENIED));
-  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, 1, &u), PX_EACCES);
+  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, vol(root, 1), &u), PX_EACCES);
   px_fault_reset();
   _snwprintf(p, 2048, L"%ls\\escape", root);
   ASSERT(pc_unplant(p, kind));

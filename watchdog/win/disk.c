@@ -37,6 +37,7 @@
 
 #include "px/px_error.h"
 #include "px/px_util.h"
+#include "px/px_win_error.h"
 #include "px/px_win_pathcheck.h"
 
 #include <stdlib.h>
@@ -50,9 +51,6 @@
 
 typedef NTSTATUS(NTAPI *nt_query_object_fn)(HANDLE, ULONG, PVOID, ULONG, PULONG);
 static nt_query_object_fn nt_query_object;
-typedef NTSTATUS(NTAPI *nt_query_volume_fn)(HANDLE, PIO_STATUS_BLOCK, PVOID,
-                                            ULONG, ULONG);
-static nt_query_volume_fn nt_query_volume;
 
 /* The walk below one directory: the caps, the running total, and the
  * directory's NT object name (what its children's names must extend). */
@@ -72,10 +70,7 @@ static int resolve(void) {
   if (!nt_query_object && nt)
     nt_query_object = (nt_query_object_fn)(void (*)(void))GetProcAddress(
         nt, "NtQueryObject");
-  if (!nt_query_volume && nt)
-    nt_query_volume = (nt_query_volume_fn)(void (*)(void))GetProcAddress(
-        nt, "NtQueryVolumeInformationFile");
-  return nt_query_object && nt_query_volume ? 0 : PX_ENOTSUP;
+  return nt_query_object ? 0 : PX_ENOTSUP;
 }
 
 /* The NT object name of what h really is (after any link the OS or Wine
@@ -105,21 +100,6 @@ static int is_below(const WCHAR *child, const WCHAR *parent, const WCHAR *name,
   return child && wcslen(child) == pl + 1 + n && child[pl] == L'\\' &&
          CompareStringOrdinal(child, (int)pl, parent, (int)pl, TRUE) == CSTR_EQUAL &&
          CompareStringOrdinal(child + pl + 1, (int)n, name, (int)n, TRUE) == CSTR_EQUAL;
-}
-
-/* The allocation unit of the volume h is on (FileFsSizeInformation), 4 KiB
- * when it cannot be read. */
-static uint64_t cluster_of(HANDLE h) {
-  struct { /* FILE_FS_SIZE_INFORMATION (ntifs.h: not in user-mode headers) */
-    LARGE_INTEGER total, avail;
-    ULONG sectors_per_unit, bytes_per_sector;
-  } fs;
-  IO_STATUS_BLOCK io;
-  uint64_t c;
-  if (nt_query_volume(h, &io, &fs, sizeof fs, 3 /* FileFsSizeInformation */) < 0)
-    return 4096;
-  c = (uint64_t)fs.sectors_per_unit * fs.bytes_per_sector;
-  return c ? c : 4096;
 }
 
 /* Bytes held beyond what `size` needs: an allocation past the size
@@ -170,16 +150,8 @@ static int stream_bytes(const walk_t *w, HANDLE h, uint64_t *bytes) {
  * (refused, a sharing violation a job holding it with share mode 0
  * causes, out of resources) leaves its content unknown. */
 static int gone(LONG nt) {
-  switch ((unsigned long)nt) {
-  case 0xC0000034UL: /* STATUS_OBJECT_NAME_NOT_FOUND */
-  case 0xC000003AUL: /* STATUS_OBJECT_PATH_NOT_FOUND */
-  case 0xC0000056UL: /* STATUS_DELETE_PENDING */
-  case 0xC0000123UL: /* STATUS_FILE_DELETED */
-  case 0xC0000103UL: /* STATUS_NOT_A_DIRECTORY */
-    return 1;
-  default:
-    return 0;
-  }
+  return px_win_status_gone(nt) ||
+         (unsigned long)nt == 0xC0000103UL; /* STATUS_NOT_A_DIRECTORY */
 }
 
 /* Is the object h is open on being deleted (the job removed it after the
@@ -308,7 +280,7 @@ static int walk_entry(void *ctx, HANDLE dir, const px_win_dirent_t *e) {
 }
 
 int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
-                        uint64_t max_entries, int named_streams,
+                        uint64_t max_entries, const px__winbe_volume_t *vol,
                         px__winbe_dir_usage_t *u) {
   BY_HANDLE_FILE_INFORMATION fi;
   walk_t w;
@@ -336,12 +308,12 @@ int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
   w.max_bytes = max_bytes;
   w.max_entries = max_entries;
   w.streams = NULL;
-  if (named_streams && !(w.streams = malloc(STREAM_BUF))) {
+  if (vol->named_streams && !(w.streams = malloc(STREAM_BUF))) {
     free(name);
     CloseHandle(h);
     return PX_ENOMEM;
   }
-  w.cluster = cluster_of(h);
+  w.cluster = vol->cluster;
   w.depth = 0;
   w.name = name;
   w.u = u;
@@ -361,11 +333,26 @@ int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
   return rc == 0 ? 0 : PX_EACCES;
 }
 
-int px__winbe_volume_named_streams(const WCHAR *path) {
+void px__winbe_volume_info(const WCHAR *path, px__winbe_volume_t *v) {
   WCHAR root[MAX_PATH];
-  DWORD flags = 0;
-  if (!GetVolumePathNameW(path, root, MAX_PATH) ||
-      !GetVolumeInformationW(root, NULL, 0, NULL, NULL, &flags, NULL, 0))
-    return 1; /* unknown: look, it costs only time */
-  return (flags & FILE_NAMED_STREAMS) != 0;
+  DWORD flags = 0, per_cluster = 0, sector = 0;
+  v->named_streams = 1; /* unknown: look, it costs only time */
+  v->cluster = 4096;
+  if (!GetVolumePathNameW(path, root, MAX_PATH)) {
+    PX_LOG(PX_LOG_WARN,
+           "work root's volume unknown (Win32 error %lu): named streams "
+           "counted, disk allocation in 4 KiB units",
+           (unsigned long)GetLastError());
+    return;
+  }
+  if (GetVolumeInformationW(root, NULL, 0, NULL, NULL, &flags, NULL, 0))
+    v->named_streams = (flags & FILE_NAMED_STREAMS) != 0;
+  if (GetDiskFreeSpaceW(root, &per_cluster, &sector, NULL, NULL) &&
+      per_cluster && sector)
+    v->cluster = (uint64_t)per_cluster * sector;
+  else /* W12's guard then assumes 4 KiB: say so, never silently */
+    PX_LOG(PX_LOG_WARN,
+           "work root's cluster size unknown (Win32 error %lu): the disk "
+           "cap assumes 4 KiB when it discounts rounding",
+           (unsigned long)GetLastError());
 }

@@ -165,10 +165,9 @@ int px_win_path_admin_sd(PSECURITY_DESCRIPTOR *out) {
 
 
 static int nt_error(LONG st) {
-  switch ((unsigned long)st) {
-  case 0xC0000034UL: /* STATUS_OBJECT_NAME_NOT_FOUND */
-  case 0xC000003AUL: /* STATUS_OBJECT_PATH_NOT_FOUND */
+  if (px_win_status_gone(st))
     return PX_ENOENT;
+  switch ((unsigned long)st) {
   case 0xC0000035UL: /* STATUS_OBJECT_NAME_COLLISION */
     return PX_EEXIST;
   case 0xC0000022UL: /* STATUS_ACCESS_DENIED */

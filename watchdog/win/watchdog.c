@@ -679,7 +679,7 @@ static void disk_pass(px__winbe_t *be, uint64_t now) {
   for (i = 0; i < n; i++) {
     px__winbe_dir_usage_t u;
     int rc = px__winbe_dir_usage(dirs[i], caps[i], be->dir_files,
-                                 be->named_streams, &u);
+                                 &be->volume, &u);
     free(dirs[i]);
     px_mutex_lock(&be->lock);
     if (!due[i]->released)

@@ -83,6 +83,14 @@ typedef enum {
   PX__SB_ENDED    /* outcome final, wait() may return */
 } px__winbe_sb_state_t;
 
+/* What the disk walk needs of the work root's volume, read once when the
+ * backend opens (it does not change under a running service; disk.c). */
+typedef struct {
+  int named_streams; /* it keeps named streams (1 when unknown) */
+  uint64_t cluster;  /* its allocation unit in bytes (4096 when unknown,
+                        logged) */
+} px__winbe_volume_t;
+
 typedef struct px__winbe_s {
   px_backend_opts_t opts;   /* copied; strings below are owned copies */
   WCHAR *work_root;         /* owned, no trailing separator */
@@ -104,7 +112,7 @@ typedef struct px__winbe_s {
                                    * a property of the host, said once */
   uint64_t dir_bytes, dir_files;  /* job directory caps (disk.c) */
   uint64_t handles_cap;           /* open handles of a job (job.c) */
-  int named_streams;              /* the work root's volume has them */
+  px__winbe_volume_t volume;      /* the work root's (disk.c) */
   HANDLE acct_token;              /* owned: the job account's S4U token
                                    * (identity.c); set once, then only read */
   PSID acct_sid;                  /* owned (LocalFree): its user SID */
@@ -225,14 +233,15 @@ typedef struct {
   uint64_t entries; /* files and directories, links counted not followed */
 } px__winbe_dir_usage_t;
 /* Measure dir into *u, stopping once bytes > max_bytes or entries >
- * max_entries (0: no cap). named_streams: also count files' named
+ * max_entries (0: no cap). vol->named_streams: also count files' named
  * streams. 0; PX_EACCES when a directory below could not be listed (its
  * content is unknown); PX_ENOMEM. */
 int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
-                        uint64_t max_entries, int named_streams,
+                        uint64_t max_entries, const px__winbe_volume_t *vol,
                         px__winbe_dir_usage_t *u);
-/* Does the volume holding path keep named streams (1 when unknown)? */
-int px__winbe_volume_named_streams(const WCHAR *path);
+/* Read the volume holding path (GetVolumeInformationW,
+ * GetDiskFreeSpaceW); what cannot be read gets the safe default above. */
+void px__winbe_volume_info(const WCHAR *path, px__winbe_volume_t *v);
 
 /* token.c */
 /* The well-known SIDs every job token uses (LocalFree each; fixed_free). */

@@ -19,6 +19,11 @@ extern "C" {
 /* Map a GetLastError() value to the closest PX_E* code (PX_EOS when there
  * is no closer match; 0 for ERROR_SUCCESS). */
 int px_err_from_win32(DWORD err);
+/* Does NTSTATUS st say the object is gone - not found (it or a directory
+ * on its path), being deleted, or deleted since it was listed? A walker
+ * takes what such an object held as moot; any other failure (refused, a
+ * sharing violation, out of resources) leaves it unknown. 1 or 0. */
+int px_win_status_gone(LONG st);
 
 /* Log the failure of Win32 call `call` with its error code at ERROR level
  * and evaluate to `code` (a PX_E* value). `err` is evaluated once. */
