@@ -46,11 +46,20 @@ static void scratch(WCHAR *root, size_t n, const WCHAR *name) {
   ASSERT(CreateDirectoryW(root, NULL));
 }
 
-/* The volume the walk is given: the scratch tree's own (its cluster
- * size), named streams counted or not as the test asks. */
-static const px__winbe_volume_t *vol(const WCHAR *dir, int streams) {
+/* The volume the walk is given: the scratch trees' own (the test
+ * directory's: a tree a test removed has none), named streams counted or
+ * not as the test asks. */
+static const px__winbe_volume_t *vol(int streams) {
   static px__winbe_volume_t v;
-  px__winbe_volume_info(dir, &v);
+  WCHAR tmp[MAX_PATH];
+  HANDLE h;
+  ASSERT(MultiByteToWideChar(CP_UTF8, 0, px_test_tmpdir(), -1, tmp, MAX_PATH));
+  h = CreateFileW(tmp, FILE_READ_ATTRIBUTES,
+                  FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
+                  OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
+  ASSERT(h != INVALID_HANDLE_VALUE);
+  px__winbe_volume_info(h, &v);
+  CloseHandle(h);
   v.named_streams = streams;
   return &v;
 }
@@ -124,7 +133,7 @@ TEST_IMPL(windisk_usage) {
          linked ? "created" : "not possible here, not exercised");
 
   opens = px__base_winapi_calls(PX_WAPI_NtCreateFile);
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, 0), &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(0), &u));
   opens = px__base_winapi_calls(PX_WAPI_NtCreateFile) - opens;
   printf("bytes %llu entries %llu, %lu relative opens\n",
          (unsigned long long)u.bytes, (unsigned long long)u.entries, opens);
@@ -137,14 +146,14 @@ TEST_IMPL(windisk_usage) {
   ASSERT(u.bytes < (uint64_t)1 << 40); /* the link's target is not ours */
 
   /* The caps stop the walk: past either one it returns at once. */
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 2, vol(root, 0), &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 2, vol(0), &u));
   ASSERT_UINT_EQ(u.entries, 3);
-  ASSERT_OK(px__winbe_dir_usage(root, 1u << 20, 0, vol(root, 0), &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 1u << 20, 0, vol(0), &u));
   ASSERT(u.bytes > 1u << 20);
 
   /* A directory that is gone measures empty, not as an error. */
   rm_tree(root);
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, 0), &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(0), &u));
   ASSERT_UINT_EQ(u.entries, 0);
   rm_tree(outside);
   return 0;
@@ -260,14 +269,14 @@ TEST_IMPL(windisk_preallocated) {
   }
   ASSERT_UINT_EQ((uint64_t)si.EndOfFile.QuadPart, 0);
   for (streams = 0; streams <= 1; streams++) {
-    ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, streams), &u));
+    ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(streams), &u));
     printf("named streams %d: bytes %llu entries %llu\n", streams,
            (unsigned long long)u.bytes, (unsigned long long)u.entries);
     ASSERT_UINT_EQ(u.entries, 1);
     ASSERT_UINT_GE(u.bytes, (uint64_t)64 << 20);
   }
   /* The cap sees it: a 1 MiB cap is passed. */
-  ASSERT_OK(px__winbe_dir_usage(root, 1u << 20, 0, vol(root, 1), &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 1u << 20, 0, vol(1), &u));
   ASSERT(u.bytes > 1u << 20);
   CloseHandle(h);
   rm_tree(root);
@@ -288,43 +297,64 @@ TEST_IMPL(windisk_streams_unknown) {
   put(p, 1000);
   ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 3,
                          ERROR_MORE_DATA));
-  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, vol(root, 1), &u), PX_EACCES);
+  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, vol(1), &u), PX_EACCES);
   px_fault_reset();
   /* A refused query is as unknown as one that does not fit. */
   ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 3,
                          ERROR_ACCESS_DENIED));
-  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, vol(root, 1), &u), PX_EACCES);
+  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, vol(1), &u), PX_EACCES);
   px_fault_reset();
   /* Controls: no stream query on this volume, and no fault at all. */
   ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 3,
                          ERROR_INVALID_PARAMETER));
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, 1), &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(1), &u));
   px_fault_reset();
   ASSERT_UINT_GE(u.bytes, 1000);
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, 1), &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(1), &u));
   ASSERT_UINT_GE(u.bytes, 1000);
   ASSERT_UINT_EQ(u.entries, 1);
   rm_tree(root);
   return 0;
 }
 
-/* The work root's volume, read once when the backend opens: an allocation
- * unit that is a power of two from 512 B to 2 MiB (what NTFS, ReFS, FAT
- * and Wine's host volumes use); named streams as the volume says. A path
- * whose volume cannot be read gets the safe defaults: streams looked for,
- * 4 KiB (and a warning in the log, not asserted here). */
+/* The work root's volume, read once when the backend opens through its
+ * handle: the allocation unit is the one GetDiskFreeSpaceW (another
+ * documented source) gives for the same volume, and named streams are
+ * what the volume says (Wine: none, so the default, 1, is told apart).
+ * Where a read fails the defaults hold: streams looked for, 4 KiB. */
 TEST_IMPL(windisk_volume_info) {
-  WCHAR root[MAX_PATH];
+  WCHAR root[MAX_PATH], vol[MAX_PATH];
+  DWORD per = 0, bytes = 0, flags = 0;
   px__winbe_volume_t v;
+  HANDLE h, ev;
   scratch(root, MAX_PATH, L"volume");
-  px__winbe_volume_info(root, &v);
-  printf("cluster %llu, named streams %d\n", (unsigned long long)v.cluster,
-         v.named_streams);
-  ASSERT(v.cluster >= 512 && v.cluster <= (2u << 20));
-  ASSERT_UINT_EQ(v.cluster & (v.cluster - 1), 0);
-  px__winbe_volume_info(L"Q:\\no\\such\\volume", &v);
-  if (v.cluster != 4096 || !v.named_streams) /* a Q: drive exists here */
-    printf("Q: is a volume on this host: defaults not checked\n");
+  h = CreateFileW(root, FILE_READ_ATTRIBUTES, FILE_SHARE_READ | FILE_SHARE_WRITE,
+                  NULL, OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
+  ASSERT(h != INVALID_HANDLE_VALUE);
+  ASSERT(GetVolumePathNameW(root, vol, MAX_PATH));
+  ASSERT(GetDiskFreeSpaceW(vol, &per, &bytes, NULL, NULL));
+  ASSERT(GetVolumeInformationW(vol, NULL, 0, NULL, NULL, &flags, NULL, 0));
+  px__winbe_volume_info(h, &v);
+  printf("cluster %llu (GetDiskFreeSpaceW: %lu x %lu), named streams %d\n",
+         (unsigned long long)v.cluster, (unsigned long)per,
+         (unsigned long)bytes, v.named_streams);
+  ASSERT_UINT_EQ(v.cluster, (uint64_t)per * bytes);
+  ASSERT_EQ(v.named_streams, (flags & FILE_NAMED_STREAMS) != 0);
+  /* The flags refused: streams are looked for, the unit still read. */
+  ASSERT_OK(px_fault_arm("winapi.GetVolumeInformationByHandleW", 1,
+                         ERROR_ACCESS_DENIED));
+  px__winbe_volume_info(h, &v);
+  px_fault_reset();
+  ASSERT_EQ(v.named_streams, 1);
+  ASSERT_UINT_EQ(v.cluster, (uint64_t)per * bytes);
+  CloseHandle(h);
+  /* A handle that is no file at all: nothing can be read. */
+  ev = CreateEventW(NULL, TRUE, FALSE, NULL);
+  ASSERT(ev != NULL);
+  px__winbe_volume_info(ev, &v);
+  CloseHandle(ev);
+  ASSERT_EQ(v.named_streams, 1);
+  ASSERT_UINT_EQ(v.cluster, 4096);
   rm_tree(root);
   return 0;
 }
@@ -343,7 +373,7 @@ TEST_IMPL(windisk_deleted_subdir) {
   scratch_with_sub(root, L"deleted", p);
   ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 2,
                          ERROR_ACCESS_DENIED));
-  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, vol(root, 0), &u), PX_EACCES);
+  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, vol(0), &u), PX_EACCES);
   px_fault_reset();
   d = CreateFileW(p, DELETE | FILE_READ_ATTRIBUTES,
                   FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, NULL,
@@ -359,7 +389,7 @@ TEST_IMPL(windisk_deleted_subdir) {
   }
   ASSERT_OK(px_fault_arm("winapi.GetFileInformationByHandleEx", 2,
                          ERROR_ACCESS_DENIED));
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, 0), &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(0), &u));
   px_fault_reset();
   ASSERT_UINT_EQ(u.entries, 1);
   CloseHandle(d); /* deletes it */
@@ -384,7 +414,7 @@ TEST_IMPL(windisk_held_subdir) {
   held = CreateFileW(p, FILE_LIST_DIRECTORY, 0 /* no sharing */, NULL,
                      OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, NULL);
   ASSERT(held != INVALID_HANDLE_VALUE);
-  rc = px__winbe_dir_usage(root, 0, 0, vol(root, 0), &u);
+  rc = px__winbe_dir_usage(root, 0, 0, vol(0), &u);
   printf("held with share mode 0: rc %d, bytes %llu\n", rc,
          (unsigned long long)u.bytes);
   if (rc == 0)
@@ -393,7 +423,7 @@ TEST_IMPL(windisk_held_subdir) {
     ASSERT_EQ(rc, PX_EACCES);
   CloseHandle(held);
   /* Control: released, it is counted. */
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, 0), &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(0), &u));
   ASSERT_UINT_GE(u.bytes, 1u << 20);
   rm_tree(root);
   return 0;
@@ -426,19 +456,19 @@ TEST_IMPL(windisk_links_not_followed) {
   _snwprintf(p, 2048, L"%ls\\escape", root);
   if (!pc_plant(p, outside, &kind))
     px__test_fail(__FILE__, __LINE__, "cannot plant a %s", kind);
-  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(root, 1), &u));
+  ASSERT_OK(px__winbe_dir_usage(root, 0, 0, vol(1), &u));
   printf("%s: bytes %llu entries %llu\n", kind, (unsigned long long)u.bytes,
          (unsigned long long)u.entries);
   ASSERT_UINT_EQ(u.entries, 2); /* a.txt and the link itself */
   ASSERT(u.bytes < (uint64_t)1 << 30);
   /* Positive control: the same tree really inside is counted. */
   _snwprintf(p, 2048, L"%ls", outside);
-  ASSERT_OK(px__winbe_dir_usage(p, 0, 0, vol(p, 1), &u));
+  ASSERT_OK(px__winbe_dir_usage(p, 0, 0, vol(1), &u));
   ASSERT_UINT_EQ(u.entries, 51);
   ASSERT_UINT_GE(u.bytes, (uint64_t)1 << 40);
   /* The job directory cannot be opened: refused, not "empty". */
   ASSERT_OK(px_fault_arm("winapi.CreateFileW", 1, ERROR_ACCESS_DENIED));
-  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, vol(root, 1), &u), PX_EACCES);
+  ASSERT_EQ(px__winbe_dir_usage(root, 0, 0, vol(1), &u), PX_EACCES);
   px_fault_reset();
   _snwprintf(p, 2048, L"%ls\\escape", root);
   ASSERT(pc_unplant(p, kind));

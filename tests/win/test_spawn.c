@@ -4,6 +4,8 @@
  * path checks, Win32 error mapping. */
 #include "tests/win/wintest.h"
 
+#include "kb/win/fs_int.h" /* px__kb_fs_nt_result */
+
 #include "px/px_win_error.h"
 #include "px/px_win_identity.h"
 #include "px/px_win_runtimes.h"
@@ -441,6 +443,18 @@ TEST_IMPL(winspawn_error_map) {
   ASSERT_EQ(px_err_from_win32(ERROR_INVALID_PARAMETER), PX_EINVAL);
   ASSERT_EQ(px_err_from_win32(0xDEADu), PX_EOS);
   ASSERT_EQ(PX_LOG_WIN32(PX_EJOB, ERROR_ACCESS_DENIED, "TestCall"), PX_EJOB);
+  /* The one "gone" list (base/win/win_error.c) and the KB's map over it:
+   * a file deleted since it was listed is absent, not refused. */
+  ASSERT(px_win_status_gone((LONG)0xC0000034L)); /* OBJECT_NAME_NOT_FOUND */
+  ASSERT(px_win_status_gone((LONG)0xC000003AL)); /* OBJECT_PATH_NOT_FOUND */
+  ASSERT(px_win_status_gone((LONG)0xC0000056L)); /* DELETE_PENDING */
+  ASSERT(px_win_status_gone((LONG)0xC0000123L)); /* FILE_DELETED */
+  ASSERT(!px_win_status_gone((LONG)0xC0000022L)); /* ACCESS_DENIED */
+  ASSERT(!px_win_status_gone((LONG)0xC0000043L)); /* SHARING_VIOLATION */
+  ASSERT(!px_win_status_gone((LONG)0xC0000103L)); /* NOT_A_DIRECTORY */
+  ASSERT(!px_win_status_gone(0));
+  ASSERT_EQ(px__kb_fs_nt_result((NTSTATUS)0xC0000123L, "test"), PX_ENOENT);
+  ASSERT_EQ(px__kb_fs_nt_result((NTSTATUS)0xC0000056L, "test"), PX_ENOENT);
   return 0;
 }
 

@@ -131,7 +131,7 @@ static int win_open(const px_backend_opts_t *opts, void **state) {
   be->next_id = PX__KEY_FIRST_JOB;
   if ((rc = work_root_init(be, opts->work_root)))
     goto fail;
-  px__winbe_volume_info(be->work_root_final, &be->volume);
+  px__winbe_volume_info(be->root_h, &be->volume);
   be->port = PXW(CreateIoCompletionPort)(INVALID_HANDLE_VALUE, NULL, 0, 1);
   if (!be->port) {
     rc = PX_LOG_WIN32(PX_EJOB, GetLastError(), "CreateIoCompletionPort");

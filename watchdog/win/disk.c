@@ -51,6 +51,9 @@
 
 typedef NTSTATUS(NTAPI *nt_query_object_fn)(HANDLE, ULONG, PVOID, ULONG, PULONG);
 static nt_query_object_fn nt_query_object;
+typedef NTSTATUS(NTAPI *nt_query_volume_fn)(HANDLE, PIO_STATUS_BLOCK, PVOID,
+                                            ULONG, ULONG);
+static nt_query_volume_fn nt_query_volume;
 
 /* The walk below one directory: the caps, the running total, and the
  * directory's NT object name (what its children's names must extend). */
@@ -70,7 +73,10 @@ static int resolve(void) {
   if (!nt_query_object && nt)
     nt_query_object = (nt_query_object_fn)(void (*)(void))GetProcAddress(
         nt, "NtQueryObject");
-  return nt_query_object ? 0 : PX_ENOTSUP;
+  if (!nt_query_volume && nt)
+    nt_query_volume = (nt_query_volume_fn)(void (*)(void))GetProcAddress(
+        nt, "NtQueryVolumeInformationFile");
+  return nt_query_object && nt_query_volume ? 0 : PX_ENOTSUP;
 }
 
 /* The NT object name of what h really is (after any link the OS or Wine
@@ -333,26 +339,32 @@ int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
   return rc == 0 ? 0 : PX_EACCES;
 }
 
-void px__winbe_volume_info(const WCHAR *path, px__winbe_volume_t *v) {
-  WCHAR root[MAX_PATH];
-  DWORD flags = 0, per_cluster = 0, sector = 0;
+void px__winbe_volume_info(HANDLE h, px__winbe_volume_t *v) {
+  struct { /* FILE_FS_SIZE_INFORMATION (ntifs.h: not in user-mode headers) */
+    LARGE_INTEGER total, avail;
+    ULONG sectors_per_unit, bytes_per_sector;
+  } fs;
+  IO_STATUS_BLOCK io;
+  DWORD flags = 0;
+  LONG st = -1;
   v->named_streams = 1; /* unknown: look, it costs only time */
   v->cluster = 4096;
-  if (!GetVolumePathNameW(path, root, MAX_PATH)) {
-    PX_LOG(PX_LOG_WARN,
-           "work root's volume unknown (Win32 error %lu): named streams "
-           "counted, disk allocation in 4 KiB units",
-           (unsigned long)GetLastError());
-    return;
-  }
-  if (GetVolumeInformationW(root, NULL, 0, NULL, NULL, &flags, NULL, 0))
+  if (PXW(GetVolumeInformationByHandleW)(h, NULL, 0, NULL, NULL, &flags,
+                                         NULL, 0))
     v->named_streams = (flags & FILE_NAMED_STREAMS) != 0;
-  if (GetDiskFreeSpaceW(root, &per_cluster, &sector, NULL, NULL) &&
-      per_cluster && sector)
-    v->cluster = (uint64_t)per_cluster * sector;
-  else /* W12's guard then assumes 4 KiB: say so, never silently */
+  else
     PX_LOG(PX_LOG_WARN,
-           "work root's cluster size unknown (Win32 error %lu): the disk "
-           "cap assumes 4 KiB when it discounts rounding",
+           "work root's volume flags unknown (Win32 error %lu): named "
+           "streams are looked for",
            (unsigned long)GetLastError());
+  /* No access right is needed on h (FILE_FS_SIZE_INFORMATION). */
+  if (resolve() == 0)
+    st = nt_query_volume(h, &io, &fs, sizeof fs, 3 /* FileFsSizeInformation */);
+  if (st >= 0 && fs.sectors_per_unit && fs.bytes_per_sector)
+    v->cluster = (uint64_t)fs.sectors_per_unit * fs.bytes_per_sector;
+  else /* W12's guard then assumes 4 KiB: say so, never silently (B4) */
+    PX_LOG(PX_LOG_WARN,
+           "work root's cluster size unknown (NTSTATUS 0x%08lx): the disk "
+           "cap assumes 4 KiB when it discounts rounding",
+           (unsigned long)st);
 }

@@ -363,12 +363,14 @@ static int open_component(walk_t *w, HANDLE parent, const WCHAR *name,
     }
     rc = nt_error(st);
   }
-  if (rc == PX_ENOENT)
-    return refuse(w, rc, "it does not exist");
   {
     char e[96];
-    snprintf(e, sizeof e, "it cannot be opened as what it should be "
-                          "(NTSTATUS 0x%lx)", (unsigned long)st);
+    if (rc == PX_ENOENT) /* not found, or being deleted (NTSTATUS says) */
+      snprintf(e, sizeof e, "it does not exist (NTSTATUS 0x%lx)",
+               (unsigned long)st);
+    else
+      snprintf(e, sizeof e, "it cannot be opened as what it should be "
+                            "(NTSTATUS 0x%lx)", (unsigned long)st);
     return refuse(w, rc == PX_EINVAL ? PX_ELOOP : rc, e);
   }
 }

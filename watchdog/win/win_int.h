@@ -239,9 +239,11 @@ typedef struct {
 int px__winbe_dir_usage(const WCHAR *dir, uint64_t max_bytes,
                         uint64_t max_entries, const px__winbe_volume_t *vol,
                         px__winbe_dir_usage_t *u);
-/* Read the volume holding path (GetVolumeInformationW,
- * GetDiskFreeSpaceW); what cannot be read gets the safe default above. */
-void px__winbe_volume_info(const WCHAR *path, px__winbe_volume_t *v);
+/* Read the volume h (the work root's handle) is on: its flags
+ * (GetVolumeInformationByHandleW) and allocation unit
+ * (FileFsSizeInformation); what cannot be read gets the safe default
+ * above, logged. */
+void px__winbe_volume_info(HANDLE h, px__winbe_volume_t *v);
 
 /* token.c */
 /* The well-known SIDs every job token uses (LocalFree each; fixed_free). */

@@ -100,6 +100,10 @@
     (p, a, s, sa, c, f, t))                                                   \
   X(BOOL, GetFileInformationByHandleEx, FALSE,                               \
     (HANDLE h, FILE_INFO_BY_HANDLE_CLASS c, LPVOID b, DWORD n), (h, c, b, n)) \
+  X(BOOL, GetVolumeInformationByHandleW, FALSE,                              \
+    (HANDLE h, LPWSTR n, DWORD nn, LPDWORD sn, LPDWORD ml, LPDWORD f,         \
+     LPWSTR fs, DWORD fsn),                                                   \
+    (h, n, nn, sn, ml, f, fs, fsn))                                           \
   X(BOOL, WriteFile, FALSE,                                                   \
     (HANDLE h, LPCVOID b, DWORD n, LPDWORD w, LPOVERLAPPED o),                \
     (h, b, n, w, o))                                                          \
