@@ -68,6 +68,9 @@
 # not the default 4 minutes. Its log is DIR/nN/nats.log.
 #
 # Every wait is bounded; `up` on any failure runs `down` before it exits.
+# With PX_NATS_OWNER_PID=PID, `up` also leaves a reaper (`bash -c ...
+# px-nats-reaper`, host namespace) that runs `down` once PID is gone, so a
+# test killed outright leaves nothing either; `down` ends it.
 # Exit status: 0 done; 1 failed (the reason on stderr); 2 usage.
 set -u
 export LC_ALL=C
@@ -248,6 +251,26 @@ wait_formed() { # SECONDS
 
 # ---- up and down ---------------------------------------------------------
 
+# With PX_NATS_OWNER_PID (a test's own pid), a reaper runs `down` when that
+# process is gone, however it ended: a test killed by SIGKILL (a ctest
+# timeout) cannot run its own cleanup. `down` ends the reaper.
+start_reaper() {
+    [ -n "${PX_NATS_OWNER_PID:-}" ] || return 0
+    setsid bash -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; exec bash "$2" down "$3"' \
+        px-nats-reaper "$PX_NATS_OWNER_PID" "$(realpath "$0")" "$dir" \
+        </dev/null >>"$dir/reaper.log" 2>&1 &
+    echo $! >"$dir/reaper.pid"
+}
+
+stop_reaper() {
+    local pid
+    pid=$(cat "$dir/reaper.pid" 2>/dev/null) || return 0
+    rm -f "$dir/reaper.pid"
+    [ "$pid" != "$$" ] || return 0 # the reaper's own `down`
+    tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q "px-nats-reaper" && kill "$pid" 2>/dev/null
+    return 0
+}
+
 down() {
     local ns pid n i left
     # Every process in the run's namespaces is the run's: the servers and
@@ -272,6 +295,7 @@ down() {
         ip link del "$host_if" || left+=" link:$host_if"
     fi
     rm -f "$state"
+    stop_reaper
     [ -z "$left" ]
 }
 
@@ -289,6 +313,7 @@ up() {
     make_bridge
     make_host_link
     printf 'key=%s\nnet=%s\n' "$key" "$net" >"$state"
+    start_reaper
     for n in 1 2 3; do
         attach "$n"
         write_conf "$n"

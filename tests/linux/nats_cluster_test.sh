@@ -17,7 +17,8 @@
 #      cannot reach the others' cluster ports, and the two others still
 #      take writes; link-up: the cluster forms again and the node's own
 #      replica catches up on the message written while it was cut off;
-#   5. `down` leaves no namespace, link or process of the run.
+#   5. `down` leaves no namespace, link or process of the run (nor the
+#      reaper `up` left for the case this script is killed outright).
 # Exit 77 (skip, reason printed) without root, nats-server, `ip netns`,
 # curl or jq, unless CI=true: CI must not skip it silently.
 set -u
@@ -35,6 +36,10 @@ ip netns list >/dev/null 2>&1 || skip "'ip netns' does not work here (iproute2)"
 for t in curl jq timeout flock; do command -v $t >/dev/null || skip "$t not installed"; done
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/px-nats-test.XXXXXX")
+# Killed outright (a ctest timeout's SIGKILL), this script runs no trap:
+# the cluster's reaper then runs `down` (its namespaces and servers go;
+# the directory stays).
+export PX_NATS_OWNER_PID=$$
 bad=$dir-bad
 failures=0
 t_start=$SECONDS
@@ -63,6 +68,7 @@ leftovers() { # DIR -> prints them
     ip netns list | awk '{print $1}' | grep "^px-nc-$k-" | sed 's/^/netns /'
     ip -o link show "pxh-$k" 2>/dev/null | awk '{print "link", $2}'
     pgrep -af -- "--name px-nats-$k-" | sed 's/^/process /'
+    pgrep -af -- "px-nats-reaper .* $1\$" | sed 's/^/reaper /'
     return 0
 }
 # Poll CMD until it succeeds, at most S seconds.
