@@ -290,10 +290,13 @@ down() {
         sleep 0.1
     done
     [ -z "$left" ] || echo "$prog: processes still alive 5 s after SIGKILL: $left" >&2
-    for ns in $(our_namespaces); do ip netns del "$ns" || left+=" netns:$ns"; done
+    # The host's end first: deleting the bridge namespace would take it
+    # along, but asynchronously (a check right after could still see it).
     if ip link show "$host_if" >/dev/null 2>&1; then
-        ip link del "$host_if" || left+=" link:$host_if"
+        ip link del "$host_if" 2>/dev/null || ! ip link show "$host_if" >/dev/null 2>&1 ||
+            left+=" link:$host_if"
     fi
+    for ns in $(our_namespaces); do ip netns del "$ns" || left+=" netns:$ns"; done
     rm -f "$state"
     stop_reaper
     [ -z "$left" ]
