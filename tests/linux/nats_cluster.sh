@@ -126,7 +126,7 @@ make_bridge() {
 }
 
 make_host_link() { # under the lock: the subnet is taken once the address is on
-    exec {lockfd}>/run/lock/px-nats-cluster.lock || return 1
+    mkdir -p /run/lock && exec {lockfd}>/run/lock/px-nats-cluster.lock || return 1
     flock -w 10 "$lockfd" || { echo "$prog: lock busy" >&2; return 1; }
     pick_subnet
     ip link add "$host_if" type veth peer name host netns "$ns_br" &&

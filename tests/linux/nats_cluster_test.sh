@@ -17,7 +17,9 @@
 #      cannot reach the others' cluster ports, and the two others still
 #      take writes; link-up: the cluster forms again and the node's own
 #      replica catches up on the message written while it was cut off;
-#   5. `down` leaves no namespace, link or process of the run (nor the
+#   5. a client namespace (where a worker can run) reaches every node's
+#      client port; link-down cuts it off, link-up brings it back;
+#   6. `down` leaves no namespace, link or process of the run (nor the
 #      reaper `up` left for the case this script is killed outright).
 # Exit 77 (skip, reason printed) without root, nats-server, `ip netns`,
 # curl or jq, unless CI=true: CI must not skip it silently.
@@ -185,7 +187,19 @@ printf '%s' "$ack" | jq -e '.seq == 4' >/dev/null || fail "fourth ack: $ack"
 until_ok 20 replica_has "$cut" 4 || fail "node $cut's replica does not catch up to seq 4 after link-up"
 until_ok 10 reads "$cut" 4 fourth || fail "message 4 is not readable through node $cut"
 
-step "5. down leaves nothing"
+step "5. a client namespace: reaches every node, and its cable can be cut"
+cns=$("$nc" client-ns "$dir" 1) || die "client-ns failed"
+from_client() { # NODE: a NATS CONNECT/PING from inside the client namespace
+    ip netns exec "$cns" timeout 2 bash -c \
+        "exec 3<>/dev/tcp/$net.$1/4222 && head -c 4 <&3" 2>/dev/null | grep -q INFO
+}
+for n in 1 2 3; do from_client "$n" || fail "client namespace $cns cannot reach node $n"; done
+"$nc" link-down "$dir" c1 || die "link-down c1 failed"
+from_client 1 && fail "client namespace still reaches node 1 after link-down"
+"$nc" link-up "$dir" c1 || die "link-up c1 failed"
+until_ok 10 from_client 1 || fail "client namespace does not reach node 1 after link-up"
+
+step "6. down leaves nothing"
 "$nc" down "$dir" || fail "down reported something left"
 left=$(leftovers "$dir")
 [ -z "$left" ] || fail "down left: $left"
