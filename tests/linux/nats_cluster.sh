@@ -78,7 +78,7 @@ prog=$(basename "$0")
 nats_server=${PX_NATS_SERVER:-nats-server}
 
 die() { echo "$prog: $*" >&2; exit 1; }
-usage() { sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
 # ---- names ---------------------------------------------------------------
 
