@@ -24,6 +24,13 @@
 #   nats_cluster.sh client-ns DIR M  a namespace of its own on the bridge for
 #                                    a worker (M: 1-9, address .(10+M));
 #                                    prints its name (`ip netns exec NAME ...`)
+#   nats_cluster.sh exec DIR N CMD...  run CMD in the network namespace of
+#                                    node N or client cM, and nothing else of
+#                                    it: `nsenter --net`. Not `ip netns exec`,
+#                                    which also mounts a fresh /sys, where
+#                                    /sys/fs/cgroup is empty: a daemon started
+#                                    that way finds no cgroups and fails every
+#                                    job ("not supported on this platform")
 #   nats_cluster.sh ns DIR N         the namespace name of node N (or cM)
 #   nats_cluster.sh url DIR N        nats://ADDR:4222 of node N
 #   nats_cluster.sh urls DIR         the three URLs, comma-separated
@@ -400,6 +407,13 @@ client-ns)
     ip netns list | grep -q "^$(node_ns "c$3")\b" || attach "c$3" || die "cannot make client namespace c$3"
     node_ns "c$3" ;;
 ns) addr_of "${3:?node}" >/dev/null; node_ns "$3" ;;
+exec)
+    [ $# -ge 4 ] || usage
+    addr_of "$3" >/dev/null
+    target=/run/netns/$(node_ns "$3")
+    [ -e "$target" ] || die "no namespace $(node_ns "$3") (client-ns first?)"
+    shift 3
+    exec nsenter --net="$target" "$@" ;;
 url) need_net; echo "nats://$(addr_of "${3:?node}"):4222" ;;
 urls) need_net; urls ;;
 mon) need_net; mon "${3:?node}" "${4:?path}" ;;

@@ -18,7 +18,9 @@
 #      take writes; link-up: the cluster forms again and the node's own
 #      replica catches up on the message written while it was cut off;
 #   5. a client namespace (where a worker can run) reaches every node's
-#      client port; link-down cuts it off, link-up brings it back;
+#      client port; `exec` runs a command in it with the host's mounts
+#      (/sys/fs/cgroup, which `ip netns exec` hides); link-down cuts it
+#      off, link-up brings it back;
 #   6. `down` leaves no namespace, link or process of the run (nor the
 #      reaper `up` left for the case this script is killed outright).
 # Exit 77 (skip, reason printed) without root, nats-server, `ip netns`,
@@ -189,11 +191,16 @@ until_ok 10 reads "$cut" 4 fourth || fail "message 4 is not readable through nod
 
 step "5. a client namespace: reaches every node, and its cable can be cut"
 cns=$("$nc" client-ns "$dir" 1) || die "client-ns failed"
-from_client() { # NODE: a NATS CONNECT/PING from inside the client namespace
-    ip netns exec "$cns" timeout 2 bash -c \
+from_client() { # NODE: a NATS INFO read from inside the client namespace
+    "$nc" exec "$dir" c1 timeout 2 bash -c \
         "exec 3<>/dev/tcp/$net.$1/4222 && head -c 4 <&3" 2>/dev/null | grep -q INFO
 }
 for n in 1 2 3; do from_client "$n" || fail "client namespace $cns cannot reach node $n"; done
+# `exec` keeps the host's mounts (a daemon there needs /sys/fs/cgroup).
+[ "$("$nc" exec "$dir" c1 ls /sys/fs/cgroup | wc -l)" = "$(ls /sys/fs/cgroup | wc -l)" ] ||
+    fail "exec in the client namespace does not see the host's /sys/fs/cgroup"
+[ "$("$nc" exec "$dir" c1 ip -o -4 addr show dev eth0 | awk '{print $4}')" = "$net.11/24" ] ||
+    fail "exec c1 does not run in the client namespace (no eth0 with $net.11)"
 "$nc" link-down "$dir" c1 || die "link-down c1 failed"
 from_client 1 && fail "client namespace still reaches node 1 after link-down"
 "$nc" link-up "$dir" c1 || die "link-up c1 failed"
