@@ -9,8 +9,11 @@
 #                                    leader they agree on (else: an error,
 #                                    and everything made is removed again)
 #   nats_cluster.sh down DIR         end every process in the run's
-#                                    namespaces, delete the namespaces and
-#                                    the host's link (DIR itself stays: logs)
+#                                    namespaces (SIGKILL: stop a daemon
+#                                    started there with `exec` yourself first
+#                                    if it must unmount its job directories),
+#                                    delete the namespaces and the host's
+#                                    link (DIR itself stays: logs)
 #   nats_cluster.sh kill-node DIR N [SIG]   signal node N (default KILL) and
 #                                    wait until it is gone
 #   nats_cluster.sh start-node DIR N start node N again (same store); waits
