@@ -9,9 +9,11 @@ What counts (environment PX_LEFTOVERS_SCOPE):
   machine   (CI on a fresh machine; the default) every wineserver and Wine
             process (a WINEPREFIX in its environment), the private test
             dockerd (tests/linux/dockerd.sh) and its containerd, every
-            process in a job's cgroup ("px-<key>", the Linux backend), and
+            process in a job's cgroup ("px-<key>", the Linux backend),
             every px_probe, px_tests, phoenix-executor or PhoenixExecutor
-            program;
+            program, and the NATS test cluster's servers ("--name
+            px-nats-...") and network namespaces ("px-nc-...",
+            tests/linux/nats_cluster.sh);
   checkout  (a machine shared with other checkouts: tools/ci-repeat.sh)
             only what belongs to this checkout: Wine processes of its
             prefixes (PX_WINEPREFIX, the prefixes tests/win/*.cmake key by
@@ -85,6 +87,8 @@ def why(pid, ours):
         return "wineserver"
     if ("dockerd" in prog or "containerd" in prog) and "px-test-docker" in line:
         return "the private test dockerd"
+    if prog.startswith("nats-server") and "px-nats-" in line:
+        return "a server of the NATS test cluster"
     if any(prog.startswith(p) for p in PROGRAMS) or \
             any(os.path.basename(a.replace("\\", "/")).startswith(("px_probe", "PhoenixExecutor"))
                 for a in argv[:2]):
@@ -121,8 +125,16 @@ def main():
         time.sleep(1)
     for pid, w, cmd in sorted(left):
         print(f"leftover: pid {pid} ({w}): {cmd}")
+    netns = []
+    if SCOPE == "machine" and os.path.isdir("/run/netns"):
+        netns = sorted(n for n in os.listdir("/run/netns") if n.startswith("px-nc-"))
+    for n in netns:
+        print(f"leftover: network namespace {n} (the NATS test cluster)")
+    if netns:
+        print(f"leftovers.py: {len(netns)} network namespace(s) left (scope: {SCOPE})")
     if left:
         print(f"leftovers.py: {len(left)} process(es) left running (scope: {SCOPE})")
+    if left or netns:
         return 1
     print(f"leftovers.py: no process left behind (scope: {SCOPE})")
     return 0

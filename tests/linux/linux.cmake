@@ -1,9 +1,10 @@
 # tests/linux/linux.cmake - px_tests_linux's suites: the Linux backend
 # (sandbox, enforce, cgroup, faults, pool, their pooled reruns and the
 # compat comparison), the probe that runs inside the sandbox, the daemon
-# over its real socket, the install script and the container backend
-# against a private Docker Engine. Included from tests/CMakeLists.txt for
-# the Linux configuration, after the components define their targets.
+# over its real socket, the install script, the namespace NATS cluster
+# and the container backend against a private Docker Engine. Included from
+# tests/CMakeLists.txt for the Linux configuration, after the components
+# define their targets.
 
 # ---- the Linux backend (watchdog/linux/) ----
 target_sources(px_tests_linux PRIVATE
@@ -78,6 +79,15 @@ set_tests_properties(linux.daemon PROPERTIES RUN_SERIAL TRUE)
 add_test(NAME tools.install_linux
   COMMAND bash ${PROJECT_SOURCE_DIR}/tests/tools/install_linux_test.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(tools.install_linux PROPERTIES LABELS "tools;linux;integ" TIMEOUT 120)
+
+# ---- the cluster (issue 27, docs/cluster.md) ----
+# The three-node NATS JetStream cluster in network namespaces that the
+# cluster tests stand on (tests/linux/nats_cluster.sh): it forms, an R3
+# stream survives a node's kill -9 and a cut link, and nothing is left.
+add_test(NAME linux.nats_cluster
+  COMMAND bash ${PROJECT_SOURCE_DIR}/tests/linux/nats_cluster_test.sh)
+set_tests_properties(linux.nats_cluster PROPERTIES
+  LABELS "linux;integ;cluster" TIMEOUT 180 SKIP_RETURN_CODE 77)
 
 # ---- the container backend (watchdog/container/) ----
 # Tests through the real daemon against a private Docker Engine that a
