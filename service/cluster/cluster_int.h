@@ -54,8 +54,8 @@ int px__svc_cl_link_fetch(px__svc_cl_link_t *l, natsMsg **msg);
 int px__svc_cl_link_result(px__svc_cl_link_t *l, const char *id,
                            const char *json, int *duplicate);
 /* How many times this message was delivered (1 the first time, 0 when
- * its metadata cannot be read). */
-uint64_t px__svc_cl_deliveries(natsMsg *m);
+ * its metadata cannot be read); *stream_seq its sequence in PX_JOBS. */
+uint64_t px__svc_cl_deliveries(natsMsg *m, uint64_t *stream_seq);
 /* Close everything; idempotent. */
 void px__svc_cl_link_close(px__svc_cl_link_t *l);
 
@@ -80,6 +80,12 @@ int px__svc_cl_job_parse(const char *data, size_t len,
 void px__svc_cl_job_free(px__svc_cl_job_t *j);
 /* 1 if s is a cluster job id (a subject token and a KV key). */
 int px__svc_cl_id_ok(const char *s);
+
+/* The final answer of a job as a `result` frame: json itself when it is
+ * one; an `error` frame naming the job (duplicate_id, internal: the engine
+ * did not take it) becomes a result of status error with its code and
+ * message. malloc'd; NULL on OOM. */
+char *px__svc_cl_final_result(const char *json, size_t len);
 
 /* json (a result or error frame) with "worker": name and, when submitter
  * is not "", "submitter" added. malloc'd; NULL on a bad frame or OOM. */

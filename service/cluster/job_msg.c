@@ -10,6 +10,7 @@
  */
 #include "cluster/cluster_int.h"
 
+#include "px/px_encode.h"
 #include "px/px_error.h"
 #include "px/px_request.h"
 #include "px/px_util.h"
@@ -120,4 +121,37 @@ cleanup:
     cJSON_free(out);
   cJSON_Delete(o);
   return copy;
+}
+
+static px_code_t code_from_name(const char *name) {
+  int c;
+  for (c = 1; c < (int)PX_CODE_COUNT_; c++)
+    if (strcmp(px_code_name((px_code_t)c), name) == 0)
+      return (px_code_t)c;
+  return PX_CODE_INTERNAL;
+}
+
+char *px__svc_cl_final_result(const char *json, size_t len) {
+  cJSON *o = cJSON_ParseWithLength(json, len);
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(o, "type");
+  const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+  const cJSON *code = cJSON_GetObjectItemCaseSensitive(o, "code");
+  const cJSON *msg = cJSON_GetObjectItemCaseSensitive(o, "message");
+  px_result_t r;
+  char *out = NULL;
+  if (cJSON_IsString(type) && strcmp(type->valuestring, "error") == 0 &&
+      cJSON_IsString(id)) {
+    memset(&r, 0, sizeof r);
+    px_strlcpy(r.id, id->valuestring, sizeof r.id);
+    r.status = PX_STATUS_ERROR;
+    r.exit_code = -1;
+    r.error_code = cJSON_IsString(code) ? code_from_name(code->valuestring)
+                                        : PX_CODE_INTERNAL;
+    r.error_message = cJSON_IsString(msg) ? msg->valuestring : (char *)"";
+    out = px_encode_result(&r); /* r owns nothing: not freed */
+  } else {
+    out = px_strdup(json);
+  }
+  cJSON_Delete(o);
+  return out;
 }

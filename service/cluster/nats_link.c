@@ -282,11 +282,13 @@ int px__svc_cl_link_result(px__svc_cl_link_t *l, const char *id,
   return 0;
 }
 
-uint64_t px__svc_cl_deliveries(natsMsg *m) {
+uint64_t px__svc_cl_deliveries(natsMsg *m, uint64_t *stream_seq) {
   jsMsgMetaData *meta = NULL;
   uint64_t n = 0;
+  *stream_seq = 0;
   if (natsMsg_GetMetaData(&meta, m) == NATS_OK) {
     n = meta->NumDelivered;
+    *stream_seq = meta->Sequence.Stream;
     jsMsgMetaData_Destroy(meta);
   }
   return n;

@@ -41,6 +41,7 @@
 typedef struct {
   char id[PX__CL_ID_MAX + 1];
   natsMsg *msg; /* owned: the job message, acked after its result */
+  uint64_t seq; /* its sequence in PX_JOBS */
   char submitter[PX__CL_SUBMITTER_MAX + 1];
 } job_t;
 
@@ -155,8 +156,11 @@ static void on_cancel(void *ctx, const char *id) {
  * without one), stamped with this worker; 0 once the stream has it. */
 static int publish_final(px_cluster_worker_t *w, const char *id, const char *json,
                          const char *submitter) {
-  char *stamped = px__svc_cl_stamp(json, strlen(json), w->name, submitter);
+  char *result = px__svc_cl_final_result(json, strlen(json)), *stamped = NULL;
   int dup = 0, rc;
+  if (result)
+    stamped = px__svc_cl_stamp(result, strlen(result), w->name, submitter);
+  free(result);
   if (!stamped)
     return PX_ENOMEM;
   rc = px__svc_cl_link_result(&w->link, id, stamped, &dup);
@@ -278,47 +282,60 @@ static void answer_lost(px_cluster_worker_t *w, natsMsg *m, const px__svc_cl_job
     natsMsg_Ack(m, NULL);
 }
 
-/* The marker exists but this is the message's first delivery: not the
- * redelivery of a job whose worker was lost, but a second message with the
- * same job id, or a copy the server delivered after our pull request had
+/* The marker exists but this is the message's first delivery (or the job
+ * is held here under another message): not the redelivery of a job whose
+ * worker was lost, but a second message with the same job id, or a copy the server delivered after our pull request had
  * expired on our side (libnats keeps it until the next fetch, which can
  * come after its ack wait: it was then redelivered to another worker,
  * which may be running it now). Neither is answered here: not acked, the
  * message comes back after the ack wait, and that redelivery answers
  * executor_lost (or the stream drops that answer as a duplicate). */
 static void left_for_redelivery(const px__svc_cl_job_t *j) {
-  PX_LOG(PX_LOG_INFO, "cluster: job %s: a first delivery of a job already "
-                      "started: left to its redelivery", j->id);
+  PX_LOG(PX_LOG_INFO, "cluster: job %s: started already (another message "
+                      "with this id, or a late copy): left to its redelivery", j->id);
 }
 
-/* Into the table and the session. 0, or PX_EEXIST when the job is held
- * here already (m then replaces the old delivery). */
-static int admit(px_cluster_worker_t *w, natsMsg **m, const px__svc_cl_job_t *j) {
+/* Into the table and the session (the caller checked it is not held). */
+static void admit(px_cluster_worker_t *w, natsMsg **m, const px__svc_cl_job_t *j,
+                  uint64_t seq) {
   job_t *held;
   px_mutex_lock(&w->lock);
-  if ((held = find_job(w, j->id)) != NULL) {
-    natsMsg_Destroy(held->msg);
-    held->msg = *m;
-    *m = NULL;
-    px_mutex_unlock(&w->lock);
-    return PX_EEXIST;
-  }
   held = &w->jobs[w->njobs++];
   px_strlcpy(held->id, j->id, sizeof held->id);
   px_strlcpy(held->submitter, j->submitter, sizeof held->submitter);
   held->msg = *m;
+  held->seq = seq;
   *m = NULL;
   px_mutex_unlock(&w->lock);
   PX_LOG(PX_LOG_INFO, "cluster: job %s taken (submitter \"%.64s\")", j->id, j->submitter);
   px_session_on_payload(w->sess, j->payload, j->len);
-  return 0;
+}
+
+/* What to do with a job message whose job this worker holds already: the
+ * same message again (its ack wait ran out while the job ran here: keep
+ * the newer delivery, whose reply subject the server now expects) or
+ * another message with the same job id (left to its redelivery). */
+static void held_again(px_cluster_worker_t *w, natsMsg **m, const px__svc_cl_job_t *j,
+                       uint64_t seq) {
+  job_t *held;
+  px_mutex_lock(&w->lock);
+  if ((held = find_job(w, j->id)) != NULL && held->seq == seq) {
+    natsMsg_Destroy(held->msg);
+    held->msg = *m;
+    *m = NULL;
+  }
+  px_mutex_unlock(&w->lock);
+  if (*m)
+    left_for_redelivery(j);
 }
 
 static void take_message(px_cluster_worker_t *w, natsMsg *m) {
   px__svc_cl_job_t j;
+  uint64_t seq = 0, n;
   int rc, held;
   rc = px__svc_cl_job_parse(natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m),
                             &w->cfg->request, &j);
+  n = px__svc_cl_deliveries(m, &seq);
   if (rc == PX_EINVAL) {
     refuse_message(w, m, &j);
   } else if (rc != 0) {
@@ -327,13 +344,15 @@ static void take_message(px_cluster_worker_t *w, natsMsg *m) {
     px_mutex_lock(&w->lock);
     held = find_job(w, j.id) != NULL;
     px_mutex_unlock(&w->lock);
-    rc = held ? 0 : mark_started(w, j.id);
-    if (rc == PX_EEXIST && !j.idempotent && px__svc_cl_deliveries(m) <= 1)
+    rc = held ? PX_EBUSY : mark_started(w, j.id);
+    if (rc == PX_EBUSY)
+      held_again(w, &m, &j, seq);
+    else if (rc == PX_EEXIST && !j.idempotent && n <= 1)
       left_for_redelivery(&j);
     else if (rc == PX_EEXIST && !j.idempotent)
       answer_lost(w, m, &j);
     else if (rc == 0 || rc == PX_EEXIST) /* idempotent: run again */
-      admit(w, &m, &j);
+      admit(w, &m, &j, seq);
     /* PX_EIO: not acked; redelivered after the ack wait */
   }
   px__svc_cl_job_free(&j);
