@@ -41,8 +41,9 @@ int px__svc_cl_link_open(const px_config_t *cfg, const char *name,
 int px__svc_cl_link_connected(const px__svc_cl_link_t *l);
 /* Create or check the streams, buckets and consumers and subscribe (pull
  * consumers; the cancel subject: l->on_cancel(l->cancel_ctx, id), set by
- * the caller, runs on a NATS thread).
- * Idempotent; call while connected until it returns 0. 0 or PX_EIO. */
+ * the caller, runs on a NATS thread). Idempotent; call while connected
+ * until it returns 0, and again after each reconnect (l->ready = 0: the
+ * server may have lost its store). 0 or PX_EIO. */
 int px__svc_cl_link_setup(const px_config_t *cfg, px__svc_cl_link_t *l);
 /* One job message, highest priority first, each priority's request
  * waiting at most PX__CL_FETCH_WAIT_MS. 0 with *msg (owned by the caller)

@@ -3,9 +3,12 @@
  * (docs/cluster-protocol.md, "Streams, consumers, buckets").
  *
  * Every JetStream object is added idempotently at each (re)connect until it
- * works: an add with the same settings is a no-op on the server; one that
- * exists with other settings is used as it is, and logged. Durations in
- * libnats' JetStream configs are nanoseconds.
+ * works: an add with the same settings is a no-op on the server; a stream
+ * or bucket that exists with other settings is used as it is, and logged;
+ * a durable consumer that exists is updated to this worker's settings
+ * (nats-server 2.9 does that on an add: the last worker of a pool to
+ * connect sets its ack wait). Durations in libnats' JetStream configs are
+ * nanoseconds.
  */
 #include "cluster/cluster_int.h"
 
@@ -139,8 +142,8 @@ static int open_bucket(jsCtx *js, const char *bucket, int64_t ttl, int replicas,
                        kvStore **kv) {
   kvConfig kc;
   natsStatus s;
-  if (*kv)
-    return 0;
+  kvStore_Destroy(*kv); /* again after a reconnect: the server may be new */
+  *kv = NULL;
   kvConfig_Init(&kc);
   kc.Bucket = bucket;
   kc.History = 1;
@@ -185,12 +188,12 @@ static int subscribe_pulls(const px_cluster_config_t *c, px__svc_cl_link_t *l) {
   natsStatus s;
   int i, rc;
   for (i = 0; i < PX__CL_NPRIO; i++) {
-    if (l->pull[i])
-      continue;
     px_snprintf(durable, sizeof durable, "px-%s-%s", c->pool, prio_names[i]);
     px_snprintf(filter, sizeof filter, "px.jobs.%s.%s", c->pool, prio_names[i]);
     if ((rc = add_consumer(l->js, durable, filter, (int64_t)c->ack_wait_ms)) != 0)
       return rc;
+    if (l->pull[i])
+      continue; /* bound by name: it follows the consumer */
     jsSubOptions_Init(&so);
     so.Stream = "PX_JOBS";
     so.Consumer = durable;

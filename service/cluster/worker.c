@@ -409,7 +409,10 @@ typedef struct {
 static void tick(px_cluster_worker_t *w, due_t *d, px_attest_report_t *rep,
                  int *ok, int *logged) {
   uint64_t now = px_now_ms();
-  if (!w->link.ready && now >= d->setup && px__svc_cl_link_connected(&w->link)) {
+  int up = px__svc_cl_link_connected(&w->link);
+  if (!up)
+    w->link.ready = 0; /* set up again once reconnected */
+  if (!w->link.ready && now >= d->setup && up) {
     if (px__svc_cl_link_setup(w->cfg, &w->link) != 0)
       d->setup = now + SETUP_RETRY_MS;
   }

@@ -48,8 +48,8 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 url=nats://127.0.0.1:$port
 sub() { "$sub_bin" -s "$url" "$@"; }
 
-start_nats() {
-  nats-server -js -a 127.0.0.1 -p "$port" -sd "$tmp/js" >>"$tmp/nats.log" 2>&1 &
+start_nats() { # start_nats [STORE]
+  nats-server -js -a 127.0.0.1 -p "$port" -sd "$tmp/${1:-js}" >>"$tmp/nats.log" 2>&1 &
   nats_pid=$!
   local i
   for i in $(seq 100); do
@@ -214,14 +214,14 @@ sub publish np1 "$tmp/np.json" -p nopolicy 2>/dev/null || fail "publish np1"
 r=$(sub result np1 -w 20000) || fail "np1: no result"
 expect "$r" '"code":"forbidden"' np1
 
-echo "== NATS down and back: the workers reconnect"
+echo "== NATS down and back with an empty store: the workers reconnect and set up again"
 kill "$nats_pid"; wait "$nats_pid" 2>/dev/null
 for i in $(seq 100); do
   grep -q "disconnected from NATS" "$tmp/w3/daemon.log" && break; sleep 0.05
 done
 st=$(status_cluster "$tmp/w3/s.sock") || fail "status while down"
 expect "$st" '"connected":false' "status while NATS is down"
-start_nats
+start_nats js-new # streams, consumers and buckets are gone
 job re.json re1 'echo reconnected'
 sub publish re1 "$tmp/re.json" 2>/dev/null || fail "publish re1"
 r=$(sub result re1 -w 30000) || fail "re1: no result after the reconnect"
