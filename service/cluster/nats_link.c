@@ -53,7 +53,8 @@ static void on_connected(natsConnection *nc, void *ctx) {
  * a custom delay: the random part is ours). Attempt 1, 10, 100... logged. */
 static int64_t reconnect_delay(natsConnection *nc, int attempts, void *ctx) {
   unsigned char r = 0;
-  int64_t d = attempts >= 5 ? RECONNECT_MAX_MS : (int64_t)250 << attempts;
+  int64_t d = attempts >= 6 ? RECONNECT_MAX_MS
+                            : (int64_t)250 << (attempts > 1 ? attempts - 1 : 0);
   (void)nc;
   (void)ctx;
   if (d > RECONNECT_MAX_MS)

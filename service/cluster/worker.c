@@ -566,4 +566,5 @@ void px_cluster_worker_close(px_cluster_worker_t *w, uint64_t flush_timeout_ms) 
   px_mutex_unlock(&w->lock);
   px_thread_join(w->thread);
   worker_free(w);
+  nats_Close(); /* libnats' own threads and memory: one worker per process */
 }

@@ -206,6 +206,8 @@ sleep 2 # another ack wait: no second answer for lost1
 count_is lost1 1
 # The killed daemon, started again, recovers (kills) its orphaned job.
 start_worker "$who" '{"slots":1}'
+grep -q "recovered 1 leftover job" "$tmp/$who/daemon.log" ||
+  fail "$who: the orphaned job of the killed daemon was not recovered"
 
 echo "== no {\"cluster\": true} client: cluster jobs are refused by policy"
 start_worker w3 '{"pool":"nopolicy"}' ''
@@ -233,5 +235,16 @@ for i in $(seq 100); do
 done
 expect "$st" '"connected":true' "w3 status after the reconnect"
 grep -q "connected to NATS" "$tmp/w3/daemon.log" || fail "no reconnect logged"
+
+echo "== stop: every worker exits 0 on SIGTERM"
+for n in "${!dpid[@]}"; do
+  kill -TERM "${dpid[$n]}"
+  for i in $(seq 200); do kill -0 "${dpid[$n]}" 2>/dev/null || break; sleep 0.05; done
+  kill -0 "${dpid[$n]}" 2>/dev/null && fail "worker $n still running 10 s after SIGTERM"
+  wait "${dpid[$n]}"
+  rc=$?
+  unset "dpid[$n]"
+  [ "$rc" = 0 ] || fail "worker $n exited $rc"
+done
 
 echo "PASS: cluster worker"
