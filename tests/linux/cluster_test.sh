@@ -11,11 +11,12 @@ build=${1:?usage: cluster_test.sh BUILD_DIR}
 exe=$build/service/phoenix-executor
 ctl=$build/tools/phoenixctl
 sub_bin=$build/tests/px_cl_submit
+hide_landlock=$build/tests/px_hide_landlock
 
 [ "$(id -u)" = 0 ] || { echo "SKIP: the daemon's sandbox needs root"; exit 77; }
 command -v nats-server >/dev/null ||
   { echo "SKIP: nats-server is not installed (tools/setup.sh installs it)"; exit 77; }
-for f in "$exe" "$ctl" "$sub_bin"; do
+for f in "$exe" "$ctl" "$sub_bin" "$hide_landlock"; do
   [ -x "$f" ] || { echo "FAIL: $f is not built"; exit 1; }
 done
 
@@ -72,7 +73,7 @@ start_worker() {
  "clients":[{"name":"root","match":{"unix_uid":0},"capabilities":["*"],"admin":true}${clients:+,$clients}],
  "cluster":$(python3 -c 'import json,sys; c={"mode":"worker","servers":[sys.argv[1]],"name":sys.argv[2],"ack_wait_ms":1500}; c.update(json.loads(sys.argv[3])); print(json.dumps(c))' "$url" "$n" "$extra")}
 JSON
-  "$exe" --config "$d/executor.json" --log-level debug >"$d/daemon.log" 2>&1 &
+  ${WRAP:+"$WRAP"} "$exe" --config "$d/executor.json" --log-level debug >"$d/daemon.log" 2>&1 &
   dpid[$n]=$!
   for i in $(seq 300); do
     grep -q "consumers of pool" "$d/daemon.log" && return 0
@@ -215,6 +216,26 @@ job np.json np1 'echo np'
 sub publish np1 "$tmp/np.json" -p nopolicy 2>/dev/null || fail "publish np1"
 r=$(sub result np1 -w 20000) || fail "np1: no result"
 expect "$r" '"code":"forbidden"' np1
+
+echo "== a worker whose attestation failed takes no jobs"
+if [ "$(python3 -c 'import ctypes,sys; print(ctypes.CDLL(None).syscall(444, None, 0, 1) > 0)')" = True ]; then
+  WRAP=$hide_landlock start_worker w4 '{"pool":"noattest"}'
+  for i in $(seq 40); do grep -q "takes no cluster jobs" "$tmp/w4/daemon.log" && break; sleep 0.05; done
+  grep -q "takes no cluster jobs" "$tmp/w4/daemon.log" || fail "w4: no refusal logged"
+  job na.json na1 'echo should-not-run'
+  sub publish na1 "$tmp/na.json" -p noattest 2>/dev/null || fail "publish na1"
+  sleep 2
+  sub result na1 -w 1 >/dev/null 2>&1 && fail "na1 was answered by a worker whose attestation failed"
+  c=$(sub consumer noattest normal) || fail "consumer noattest"
+  expect "$c" 'ack_pending=0 pending=1' "na1 still waiting in the stream"
+  grep -q "job na1 taken" "$tmp/w4/daemon.log" && fail "w4 took na1"
+  # The control: a healthy worker of that pool takes it.
+  start_worker w5 '{"pool":"noattest"}'
+  r=$(sub result na1 -w 20000) || fail "na1: no result from the healthy worker"
+  expect "$r" '"worker":"w5"' na1
+else
+  echo "SKIP (this case): the kernel has no Landlock, nothing to hide"
+fi
 
 echo "== NATS down and back with an empty store: the workers reconnect and set up again"
 kill "$nats_pid"; wait "$nats_pid" 2>/dev/null

@@ -116,7 +116,14 @@ target_compile_definitions(px_cl_submit PRIVATE _GNU_SOURCE)
 target_link_libraries(px_cl_submit PRIVATE PkgConfig::PX_NATS)
 set_target_properties(px_cl_submit PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY $<TARGET_FILE_DIR:px_tests_linux>)
-add_dependencies(px_tests_linux px_cl_submit)
+# A daemon under it sees no Landlock: its attestation fails.
+add_executable(px_hide_landlock ${PROJECT_SOURCE_DIR}/tests/linux/px_hide_landlock.c)
+target_compile_options(px_hide_landlock PRIVATE ${PX_WARNINGS})
+target_link_libraries(px_hide_landlock PRIVATE ${PX_SECCOMP_LIB})
+target_include_directories(px_hide_landlock PRIVATE ${PX_SECCOMP_INCLUDE})
+set_target_properties(px_hide_landlock PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY $<TARGET_FILE_DIR:px_tests_linux>)
+add_dependencies(px_tests_linux px_cl_submit px_hide_landlock)
 add_test(NAME linux.cluster COMMAND bash
   ${PROJECT_SOURCE_DIR}/tests/linux/cluster_test.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(linux.cluster PROPERTIES LABELS "linux;integ;cluster"
