@@ -50,7 +50,9 @@ url=nats://127.0.0.1:$port
 sub() { "$sub_bin" -s "$url" "$@"; }
 
 start_nats() { # start_nats [STORE]
-  nats-server -js -a 127.0.0.1 -p "$port" -sd "$tmp/${1:-js}" >>"$tmp/nats.log" 2>&1 &
+  # --name px-nats-...: tools/leftovers.py finds it if it outlives a run
+  nats-server -js -a 127.0.0.1 -p "$port" -sd "$tmp/${1:-js}" --name "px-nats-cltest-$$" \
+    >>"$tmp/nats.log" 2>&1 &
   nats_pid=$!
   local i
   for i in $(seq 100); do
@@ -170,8 +172,8 @@ count_is bad2 1
 
 echo "== a KB capability is refused for cluster jobs"
 job kb.json kb1 'echo kb' ',"capabilities":["kb:read"]'
-r=$(sub result kb1 -w 1 2>/dev/null; sub publish kb1 "$tmp/kb.json" 2>/dev/null; sub result kb1 -w 20000) ||
-  fail "kb1: no result"
+sub publish kb1 "$tmp/kb.json" 2>/dev/null || fail "publish kb1"
+r=$(sub result kb1 -w 20000) || fail "kb1: no result"
 expect "$r" '"status":"rejected"' kb1
 expect "$r" '"code":"capability_denied"' kb1
 expect "$r" 'knowledge-base' kb1
@@ -199,8 +201,8 @@ r=$(sub result lost1 -w 30000) || fail "lost1: no result after the kill"
 expect "$r" '"code":"executor_lost"' lost1
 expect "$r" "\"worker\":\"$other\"" lost1
 job after.json after1 'echo after-kill'
-r=$(sub result after1 -w 1 2>/dev/null; sub publish after1 "$tmp/after.json" 2>/dev/null; sub result after1 -w 20000) ||
-  fail "after1: no result"
+sub publish after1 "$tmp/after.json" 2>/dev/null || fail "publish after1"
+r=$(sub result after1 -w 20000) || fail "after1: no result"
 expect "$r" '"status":"ok"' after1
 expect "$r" "\"worker\":\"$other\"" after1
 sleep 2 # another ack wait: no second answer for lost1
