@@ -122,6 +122,8 @@ expect "$r" '"limit":"wall_time"' wall1
 for id in ok1 nz1 wall1; do count_is $id 1; done
 st=$(status_cluster "$tmp/w1/s.sock") || fail "status"
 expect "$st" '{"mode":"worker","connected":true,"pool":"linux-x64","in_flight":0}' status
+st=$("$ctl" --socket "$tmp/w1/s.sock" status) || fail "phoenixctl status"
+expect "$st" 'cluster      worker, pool linux-x64, connected, 0 in flight' "phoenixctl status"
 
 echo "== duplicate submission runs once"
 job dup.json dup1 'echo dup-run'
@@ -246,6 +248,8 @@ for i in $(seq 100); do
 done
 st=$(status_cluster "$tmp/w3/s.sock") || fail "status while down"
 expect "$st" '"connected":false' "status while NATS is down"
+st=$("$ctl" --socket "$tmp/w3/s.sock" status) || fail "phoenixctl status while down"
+expect "$st" 'DISCONNECTED (reconnecting)' "phoenixctl status while NATS is down"
 start_nats js-new # streams, consumers and buckets are gone
 job re.json re1 'echo reconnected'
 sub publish re1 "$tmp/re.json" 2>/dev/null || fail "publish re1"
