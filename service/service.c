@@ -250,6 +250,16 @@ uint64_t px_service_read_timeout_ms(const px_service_t *svc) {
 
 px_kb_t *px_service_kb(px_service_t *svc) { return svc->kb; }
 
+int px_service_would_admit(px_service_t *svc) {
+  px_status_info_t st;
+  uint64_t queued = 0;
+  int p;
+  px_engine_status(svc->eng, &st);
+  for (p = 0; p < PX_PRIO_COUNT; p++)
+    queued += st.queue[p];
+  return !st.paused && (st.queue_max == 0 || queued < st.queue_max);
+}
+
 void px_service_set_cluster(px_service_t *svc, px_cluster_status_fn fn,
                             void *ctx) {
   px_mutex_lock(&svc->cluster_lock);

@@ -399,7 +399,7 @@ static int may_fetch(px_cluster_worker_t *w, int ok) {
   px_mutex_lock(&w->lock);
   yes = ok && w->accept && w->link.ready && w->njobs < w->cfg->cluster.slots;
   px_mutex_unlock(&w->lock);
-  return yes && px__svc_cl_link_connected(&w->link);
+  return yes && px__svc_cl_link_connected(&w->link) && px_service_would_admit(w->svc);
 }
 
 typedef struct {

@@ -125,6 +125,17 @@ expect "$st" '{"mode":"worker","connected":true,"pool":"linux-x64","in_flight":0
 st=$("$ctl" --socket "$tmp/w1/s.sock" status) || fail "phoenixctl status"
 expect "$st" 'cluster      worker, pool linux-x64, connected, 0 in flight' "phoenixctl status"
 
+echo "== scram: a paused worker fetches nothing until resume"
+"$ctl" --socket "$tmp/w1/s.sock" scram >/dev/null || fail "scram"
+job sc.json sc1 'echo after-resume'
+sub publish sc1 "$tmp/sc.json" 2>/dev/null || fail "publish sc1"
+sleep 1
+c=$(sub consumer linux-x64 normal) || fail "consumer info"
+expect "$c" 'ack_pending=0 pending=1' "sc1 waits in the stream while paused"
+"$ctl" --socket "$tmp/w1/s.sock" resume >/dev/null || fail "resume"
+r=$(sub result sc1 -w 20000) || fail "sc1: no result after resume"
+expect "$r" '"status":"ok"' sc1
+
 echo "== duplicate submission runs once"
 job dup.json dup1 'echo dup-run'
 sub publish dup1 "$tmp/dup.json" 2>/dev/null || fail "publish dup1"

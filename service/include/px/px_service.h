@@ -114,6 +114,11 @@ typedef void (*px_cluster_status_fn)(void *ctx, px_cluster_status_t *out);
 void px_service_set_cluster(px_service_t *svc, px_cluster_status_fn fn,
                             void *ctx);
 
+/* 1 when the engine would take a `run` now: not paused (scram), and its
+ * queue below the maximum depth. A pulling transport
+ * (the cluster worker) fetches nothing otherwise. Thread-safe. */
+int px_service_would_admit(px_service_t *svc);
+
 /* The knowledge-base layer, or NULL when no KB roots are configured. */
 struct px_kb_s *px_service_kb(px_service_t *svc);
 
