@@ -97,6 +97,10 @@ int px__svc_cl_link_open(const px_config_t *cfg, const char *name,
   if (s == NATS_NOT_YET_CONNECTED) {
     PX_LOG(PX_LOG_WARN, "cluster: NATS not reachable yet; retrying in the background");
     s = NATS_OK;
+  } else if (s == NATS_OK) {
+    char url[256] = "";
+    natsConnection_GetConnectedUrl(l->nc, url, sizeof url);
+    PX_LOG(PX_LOG_INFO, "cluster: NATS connection up at %s", url);
   }
   if (s != NATS_OK)
     rc = nats_fail(s, "natsConnection_Connect");

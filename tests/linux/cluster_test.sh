@@ -122,6 +122,10 @@ expect "$r" '"limit":"wall_time"' wall1
 for id in ok1 nz1 wall1; do count_is $id 1; done
 st=$(status_cluster "$tmp/w1/s.sock") || fail "status"
 expect "$st" '{"mode":"worker","connected":true,"pool":"linux-x64","in_flight":0}' status
+hb=$(sub node w1) || fail "no heartbeat of w1 in PX_NODES"
+expect "$hb" '"pool":"linux-x64","slots":2,"running":0,"attestation":"' heartbeat
+printf '%s' "$hb" | grep -Eq '"attestation":"(enforced|degraded)","ts_ms":[0-9]+' ||
+  fail "heartbeat: $hb"
 st=$("$ctl" --socket "$tmp/w1/s.sock" status) || fail "phoenixctl status"
 expect "$st" 'cluster      worker, pool linux-x64, connected, 0 in flight' "phoenixctl status"
 
@@ -180,7 +184,18 @@ expect "$r" 'runtime' bad2
 sleep 2.5 # > ack_wait: a message not terminated would be redelivered by now
 c=$(sub consumer linux-x64 normal) || fail "consumer info"
 expect "$c" 'ack_pending=0 pending=0 redelivered=0' "terminated, not redelivered"
-count_is _invalid 1
+printf '{"type":"run","id":"bad3","runtime":"sh","code":"echo x","retry":"always"}' >"$tmp/bad3.json"
+sub publish bad3 "$tmp/bad3.json" 2>/dev/null || fail "publish bad3"
+r=$(sub result bad3 -w 20000) || fail "bad3: no error result"
+expect "$r" '"code":"bad_request","message":"retry' bad3
+printf '{"type":"ping","id":"bad4"}' >"$tmp/bad4.json"
+sub publish bad4 "$tmp/bad4.json" 2>/dev/null || fail "publish bad4"
+r=$(sub result bad4 -w 20000) || fail "bad4: no error result"
+expect "$r" '"code":"bad_request","message":"type' bad4
+printf '{"type":"run","id":"no spaces","runtime":"sh","code":"echo x"}' >"$tmp/bad5.json"
+sub publish bad5 "$tmp/bad5.json" 2>/dev/null || fail "publish bad5"
+sleep 0.5
+count_is _invalid 2 # "not json at all" and the id with a space
 count_is bad2 1
 
 echo "== a KB capability is refused for cluster jobs"

@@ -14,6 +14,7 @@
  *     result ID [-w MS]   the result stored on px.results.ID (waits)
  *     count ID            how many results PX_RESULTS holds for ID
  *     started ID [-w MS]  the worker name in PX_STARTED/ID (waits)
+ *     node NAME [-w MS]   the heartbeat of worker NAME in PX_NODES (waits)
  *     cancel ID           publish on px.cancel.ID
  *     consumer POOL PRIO  "ack_pending=N pending=N redelivered=N" of
  *                         the consumer px-POOL-PRIO
@@ -152,18 +153,19 @@ static int count(opts_t *o, const char *id) {
   return 0;
 }
 
-static int started(opts_t *o, const char *id) {
+/* The value of KEY in the KV bucket BUCKET, waiting for it. */
+static int kv_get(opts_t *o, const char *bucket, const char *key) {
   kvStore *kv = NULL;
   kvEntry *e = NULL;
   int64_t deadline = now_ms() + o->wait_ms;
   natsStatus s;
-  while ((s = js_KeyValue(&kv, o->js, "PX_STARTED")) != NATS_OK) {
+  while ((s = js_KeyValue(&kv, o->js, bucket)) != NATS_OK) {
     if (now_ms() >= deadline)
-      return fail(s, "PX_STARTED");
+      return fail(s, bucket);
     usleep(50000);
   }
   for (;;) {
-    if (kvStore_Get(&e, kv, id) == NATS_OK) {
+    if (kvStore_Get(&e, kv, key) == NATS_OK) {
       printf("%s\n", kvEntry_ValueString(e));
       kvEntry_Destroy(e);
       kvStore_Destroy(kv);
@@ -171,7 +173,7 @@ static int started(opts_t *o, const char *id) {
     }
     if (now_ms() >= deadline) {
       kvStore_Destroy(kv);
-      return fprintf(stderr, "px_cl_submit: %s not started\n", id), 1;
+      return fprintf(stderr, "px_cl_submit: no %s in %s\n", key, bucket), 1;
     }
     usleep(50000);
   }
@@ -238,7 +240,8 @@ static int dispatch(opts_t *o, int argc, char **argv) {
   if (!strcmp(cmd, "run") && argc == 3) return run(o, argv[1], argv[2]);
   if (!strcmp(cmd, "result") && argc == 2) return result(o, argv[1]);
   if (!strcmp(cmd, "count") && argc == 2) return count(o, argv[1]);
-  if (!strcmp(cmd, "started") && argc == 2) return started(o, argv[1]);
+  if (!strcmp(cmd, "started") && argc == 2) return kv_get(o, "PX_STARTED", argv[1]);
+  if (!strcmp(cmd, "node") && argc == 2) return kv_get(o, "PX_NODES", argv[1]);
   if (!strcmp(cmd, "cancel") && argc == 2) return cancel(o, argv[1]);
   if (!strcmp(cmd, "consumer") && argc == 3) return consumer(o, argv[1], argv[2]);
   fprintf(stderr, "px_cl_submit: bad command (see the file's head)\n");
