@@ -15,7 +15,8 @@
  * session or the service.
  *
  *   fetch -> check (bad: Term + error result) -> KV create PX_STARTED/<id>
- *     (exists: executor_lost result + ack, unless retry idempotent)
+ *     (exists, on a redelivery: executor_lost result + ack, unless retry
+ *     idempotent; on a first delivery: left to its redelivery)
  *     -> table -> px_session_on_payload
  *   on_send(result) -> queue -> JetStream publish (Nats-Msg-Id) -> ack
  */
@@ -42,6 +43,7 @@ typedef struct {
   char id[PX__CL_ID_MAX + 1];
   natsMsg *msg; /* owned: the job message, acked after its result */
   uint64_t seq; /* its sequence in PX_JOBS */
+  int lost;     /* its answer could not be queued (out of memory) */
   char submitter[PX__CL_SUBMITTER_MAX + 1];
 } job_t;
 
@@ -94,10 +96,15 @@ static natsMsg *take_job(px_cluster_worker_t *w, const char *id, char *submitter
 static void push_item(px_cluster_worker_t *w, const char *id, const char *json,
                       size_t len) {
   item_t *it = calloc(1, sizeof *it);
+  job_t *j;
   if (!it || (json && !(it->json = malloc(len + 1)))) {
     free(it);
     PX_LOG(PX_LOG_ERROR, "cluster: out of memory: the answer of job %s is lost "
                          "(its redelivery answers executor_lost)", id);
+    px_mutex_lock(&w->lock);
+    if (json && (j = find_job(w, id)) != NULL)
+      j->lost = 1; /* no more InProgress: dropped, then redelivered */
+    px_mutex_unlock(&w->lock);
     return;
   }
   px_strlcpy(it->id, id, sizeof it->id);
@@ -372,11 +379,20 @@ static int attested(px_cluster_worker_t *w, px_attest_report_t *rep, int *logged
   return ok;
 }
 
+/* InProgress for every job held; a job whose answer was lost is dropped
+ * (not acked: redelivered after the ack wait, answered executor_lost). */
 static void progress(px_cluster_worker_t *w) {
-  size_t i;
+  size_t i = 0;
   px_mutex_lock(&w->lock); /* natsMsg_InProgress does not block */
-  for (i = 0; i < w->njobs; i++)
+  while (i < w->njobs) {
+    if (w->jobs[i].lost) {
+      natsMsg_Destroy(w->jobs[i].msg);
+      w->jobs[i] = w->jobs[--w->njobs];
+      continue;
+    }
     natsMsg_InProgress(w->jobs[i].msg, NULL);
+    i++;
+  }
   px_mutex_unlock(&w->lock);
 }
 
