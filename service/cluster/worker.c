@@ -457,7 +457,12 @@ static void worker_main(void *arg) {
     tick(w, &d, rep, &ok, &logged);
     if ((fetched = may_fetch(w, ok)) != 0 &&
         px__svc_cl_link_fetch(&w->link, &m) == 0 && m) {
-      take_message(w, m);
+      if (px_service_would_admit(w->svc)) {
+        take_message(w, m);
+      } else { /* paused (scram) during the pull request: back at once */
+        natsMsg_Nak(m, NULL);
+        natsMsg_Destroy(m);
+      }
       continue;
     }
     px_mutex_lock(&w->lock);
