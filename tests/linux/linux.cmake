@@ -124,6 +124,10 @@ target_include_directories(px_hide_landlock PRIVATE ${PX_SECCOMP_INCLUDE})
 set_target_properties(px_hide_landlock PROPERTIES
   RUNTIME_OUTPUT_DIRECTORY $<TARGET_FILE_DIR:px_tests_linux>)
 add_dependencies(px_tests_linux px_cl_submit px_hide_landlock)
+if(PX_WERROR)
+  target_compile_options(px_cl_submit PRIVATE ${PX_WERROR_FLAG})
+  target_compile_options(px_hide_landlock PRIVATE ${PX_WERROR_FLAG})
+endif()
 add_test(NAME linux.cluster COMMAND bash
   ${PROJECT_SOURCE_DIR}/tests/linux/cluster_test.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(linux.cluster PROPERTIES LABELS "linux;integ;cluster"
