@@ -304,6 +304,38 @@ static const field_t request_fields[] = {
     SIZ("max_env_value_bytes", request.max_env_value_bytes, 1, 1024 * KiB),
     END};
 
+static const char *const cluster_mode_names[] = {"off", "worker", "submit",
+                                                 NULL};
+
+/* A NATS server URL: nats://HOST:PORT or tls://HOST:PORT (libnats' own
+ * schemes), no spaces or commas (libnats splits a list on commas). */
+static int nats_url_ok(const char *s) {
+  size_t n = strncmp(s, "nats://", 7) == 0 ? 7 : strncmp(s, "tls://", 6) == 0 ? 6 : 0;
+  return n && s[n] && strcspn(s, " ,\t\r\n") == strlen(s);
+}
+
+/* [A-Za-z0-9_-]{1,64}: a cluster pool or job id is a subject token. */
+static int cluster_token_ok(const char *s) {
+  size_t n = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                       "0123456789_-");
+  return n >= 1 && n <= 64 && s[n] == 0;
+}
+
+static const field_t cluster_fields[] = {
+    ENUM("mode", cluster.mode, cluster_mode_names),
+    LIST("servers", cluster.servers, cluster.nservers, nats_url_ok,
+         "must be a nats:// or tls:// URL"),
+    STRN("credentials", cluster.credentials),
+    BOOL("tls", cluster.tls),
+    STRN("tls_ca_file", cluster.tls_ca_file),
+    STRC("pool", cluster.pool, cluster_token_ok,
+         "must be 1-64 characters of A-Z a-z 0-9 _ -"),
+    U32("slots", cluster.slots, 1, 1024),
+    U32("replicas", cluster.replicas, 1, 3),
+    U64("ack_wait_ms", cluster.ack_wait_ms, 1000, DAY_MS),
+    STRN("name", cluster.name),
+    END};
+
 static const field_t root_fields[] = {
     ENUM("log_level", log_level, log_names),
     OBJ("transports", transport_fields),
@@ -321,6 +353,7 @@ static const field_t root_fields[] = {
     OBJ("linux", linux_fields),
     OBJ("request", request_fields),
     OBJ("containers", containers_fields),
+    OBJ("cluster", cluster_fields),
     END};
 
 /* ---- parse ---- */
@@ -525,6 +558,51 @@ static int check_zmq(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
   return 0;
 }
 
+static int check_cluster_paths(px__cfg_ctx_t *ctx, const px_cluster_config_t *c) {
+  if (c->credentials && !px__cfg_path_absolute(c->credentials))
+    return px__cfg_fail(ctx, "cluster.credentials", "must be an absolute path");
+  if (c->tls_ca_file && !px__cfg_path_absolute(c->tls_ca_file))
+    return px__cfg_fail(ctx, "cluster.tls_ca_file", "must be an absolute path");
+  if (c->tls_ca_file && !c->tls)
+    return px__cfg_fail(ctx, "cluster.tls_ca_file", "needs \"tls\": true");
+  return 0;
+}
+
+/* The cluster block: "off" needs nothing; "submit" is not built; worker
+ * mode needs the NATS client, which only the Linux daemon links. */
+static int check_cluster(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
+  const px_cluster_config_t *c = &cfg->cluster;
+  size_t i;
+  int rc;
+  if ((rc = check_cluster_paths(ctx, c)) != 0)
+    return rc;
+  if (c->replicas != 1 && c->replicas != 3)
+    return px__cfg_fail(ctx, "cluster.replicas", "must be 1 or 3");
+  if (c->name && (strspn(c->name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklm"
+                                  "nopqrstuvwxyz0123456789_-.") != strlen(c->name) ||
+                  strlen(c->name) > 64 || c->name[0] == '.'))
+    return px__cfg_fail(ctx, "cluster.name",
+                        "must be 1-64 characters of A-Z a-z 0-9 _ - .");
+  if (c->mode == PX_CLUSTER_OFF)
+    return 0;
+  if (c->mode == PX_CLUSTER_SUBMIT)
+    return px__cfg_fail(ctx, "cluster.mode", "\"submit\" (the cluster "
+                        "gateway) is not built yet; use \"off\" or \"worker\"");
+#ifdef _WIN32
+  return px__cfg_fail(ctx, "cluster.mode", "cluster workers run on Linux only "
+                      "for now: the Windows service is built without the "
+                      "NATS client; use \"off\"");
+#endif
+  if (c->nservers == 0)
+    return px__cfg_fail(ctx, "cluster.servers",
+                        "at least one server is required in worker mode");
+  for (i = 0; i < c->nservers; i++)
+    if (!c->tls && strncmp(c->servers[i], "tls://", 6) == 0)
+      return px__cfg_fail(ctx, "cluster.servers", "a tls:// URL needs "
+                          "\"tls\": true");
+  return 0;
+}
+
 /* A Docker Engine on plain TCP answers whoever reaches its port, with no
  * authentication, and whoever drives the engine is root on its host. Jobs
  * of host runtimes granted net:egress share the host's network namespace,
@@ -655,7 +733,8 @@ static int check_config(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
   if ((rc = check_binds(ctx, cfg)) != 0)
     return rc;
   if ((rc = check_limits(ctx, cfg)) != 0 || (rc = check_zmq(ctx, cfg)) != 0 ||
-      (rc = check_ctr_endpoint(ctx, cfg)) != 0)
+      (rc = check_ctr_endpoint(ctx, cfg)) != 0 ||
+      (rc = check_cluster(ctx, cfg)) != 0)
     return rc;
   /* The KB owner on disk must not be the jobs' own uid: the idmapped KB
    * mount would then be the identity, and every process of that uid on the
@@ -750,6 +829,11 @@ void px__cfg_release(px_config_t *cfg) {
   free(cfg->containers.endpoint);
   free(cfg->containers.gate);
   free(cfg->containers.user);
+  px__cfg_free_strv(cfg->cluster.servers, cfg->cluster.nservers);
+  free(cfg->cluster.credentials);
+  free(cfg->cluster.tls_ca_file);
+  free(cfg->cluster.pool);
+  free(cfg->cluster.name);
   memset(cfg, 0, sizeof *cfg);
 }
 

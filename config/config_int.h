@@ -42,6 +42,13 @@ void px__cfg_free_client(px_client_policy_t *c);
 void px__cfg_free_ruleset(px_audit_ruleset_t *set);
 void px__cfg_free_strv(char **v, size_t n);
 
+/* cluster.pool's default: this platform's pool. */
+#ifdef _WIN32
+#define PX__CFG_DEFAULT_POOL "windows-x64"
+#else
+#define PX__CFG_DEFAULT_POOL "linux-x64"
+#endif
+
 /* Fill cfg with the built-in defaults (defaults.c). 0 or PX_ENOMEM; on
  * failure cfg holds what was built (px__cfg_release frees it). */
 int px__cfg_defaults(px_config_t *cfg);

@@ -308,13 +308,13 @@ static int parse_match(px__cfg_ctx_t *ctx, const cJSON *m, const char *path,
   int rc, i;
   static const char *const keys[] = {"windows_sid", "windows_group_sid",
                                      "unix_uid",    "unix_gid",
-                                     "zmq_key",     "any"};
+                                     "zmq_key",     "any", "cluster"};
   if ((rc = px__cfg_expect_object(ctx, m, path)) != 0)
     return rc;
   cJSON_ArrayForEach(it, m) {
-    for (i = 0; i < 6 && strcmp(it->string, keys[i]) != 0; i++)
+    for (i = 0; i < 7 && strcmp(it->string, keys[i]) != 0; i++)
       ;
-    if (i == 6) {
+    if (i == 7) {
       px__cfg_join(child, sizeof child, path, it->string);
       return px__cfg_fail(ctx, child, "unknown key");
     }
@@ -322,7 +322,8 @@ static int parse_match(px__cfg_ctx_t *ctx, const cJSON *m, const char *path,
   if (cJSON_GetArraySize(m) != 1)
     return px__cfg_fail(ctx, path,
                         "must have exactly one of windows_sid, "
-                        "windows_group_sid, unix_uid, unix_gid, zmq_key, any");
+                        "windows_group_sid, unix_uid, unix_gid, zmq_key, any, "
+                        "cluster");
   it = m->child;
   px__cfg_join(child, sizeof child, path, it->string);
   if (strcmp(it->string, "unix_uid") == 0 ||
@@ -358,6 +359,14 @@ static int parse_match(px__cfg_ctx_t *ctx, const cJSON *m, const char *path,
         return 0;
       }
     return px__cfg_fail(ctx, child, "must be \"local\", \"zmq\" or \"all\"");
+  }
+  if (strcmp(it->string, "cluster") == 0) {
+    /* Jobs pulled from the NATS cluster (worker mode): only this entry
+     * matches them, never "any" (the cluster account is its own client). */
+    if (!cJSON_IsTrue(it))
+      return px__cfg_fail(ctx, child, "must be true");
+    c->match = PX_MATCH_CLUSTER;
+    return 0;
   }
   return px__cfg_fail(ctx, child, "unknown key");
 }
@@ -495,6 +504,9 @@ static cJSON *emit_match(const px_client_policy_t *c) {
   case PX_MATCH_ZMQ_KEY:
     key = "zmq_key";
     break;
+  case PX_MATCH_CLUSTER:
+    cJSON_AddBoolToObject(m, "cluster", 1);
+    return m;
   case PX_MATCH_UNIX_UID:
   case PX_MATCH_UNIX_GID:
     cJSON_AddItemToObject(

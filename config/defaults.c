@@ -194,7 +194,11 @@ static int default_strings(px_config_t *cfg) {
 #endif
   cfg->containers.user = px_strdup("65534:65534"); /* nobody:nogroup */
   cfg->containers.pool = 1;
-  if (!t->pipe_name || !t->pipe_client_group || !t->socket_path ||
+  cfg->cluster.pool = px_strdup(PX__CFG_DEFAULT_POOL);
+  cfg->cluster.slots = 1;
+  cfg->cluster.replicas = 1;
+  cfg->cluster.ack_wait_ms = 30000;
+  if (!cfg->cluster.pool || !t->pipe_name || !t->pipe_client_group || !t->socket_path ||
       !cfg->work_root || !cfg->kb.store || !cfg->containers.endpoint ||
       !cfg->containers.user)
     return PX_ENOMEM;

@@ -103,8 +103,11 @@ static int matches(const px_client_policy_t *c, const px_client_id_t *id) {
     return id->kind == PX_CLIENT_UNIX || id->kind == PX_CLIENT_WINDOWS;
   case PX_MATCH_ANY_ZMQ:
     return id->kind == PX_CLIENT_ZMQ;
-  case PX_MATCH_ANY:
-    return 1;
+  case PX_MATCH_ANY: /* anybody local or remote; a cluster job matches
+                       only a "cluster" entry */
+    return id->kind != PX_CLIENT_CLUSTER;
+  case PX_MATCH_CLUSTER:
+    return id->kind == PX_CLIENT_CLUSTER;
   }
   return 0;
 }

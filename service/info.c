@@ -322,7 +322,17 @@ static int add_containers(cJSON *o, const px_status_info_t *s) {
   return bad;
 }
 
-char *px__svc_encode_status(const px_status_info_t *s) {
+static int add_cluster(cJSON *o, const px_cluster_status_t *cl) {
+  cJSON *c = add_object(o, "cluster");
+  if (!c)
+    return 1;
+  return add_str(c, "mode", cl->mode ? cl->mode : "") |
+         add_bool(c, "connected", cl->connected) | add_str(c, "pool", cl->pool) |
+         add_u64(c, "in_flight", cl->in_flight);
+}
+
+char *px__svc_encode_status(const px_status_info_t *s,
+                            const px_cluster_status_t *cl) {
   cJSON *o = cJSON_CreateObject();
   int bad;
   if (!o)
@@ -350,5 +360,7 @@ char *px__svc_encode_status(const px_status_info_t *s) {
     bad |= add_containers(o, s);
   if (s->attestation)
     bad |= add_attestation(o, "attestation", s->attestation);
+  if (cl)
+    bad |= add_cluster(o, cl);
   return finish(o, bad);
 }

@@ -183,6 +183,7 @@ int px_service_open(const px_service_opts_t *so, px_service_t **out) {
   svc->cfg = so->config;
   px_mutex_init(&svc->attest_lock);
   px_mutex_init(&svc->attest_run);
+  px_mutex_init(&svc->cluster_lock);
 #ifdef PX_TEST_SEAMS
   svc->attest_exempt = so->attest_exempt;
 #endif
@@ -215,6 +216,7 @@ fail:
   free(svc->image_runtimes);
   px_mutex_destroy(&svc->attest_run);
   px_mutex_destroy(&svc->attest_lock);
+  px_mutex_destroy(&svc->cluster_lock);
   free(svc);
   return rc;
 }
@@ -234,6 +236,7 @@ void px_service_free(px_service_t *svc) {
   free(svc->image_runtimes);
   px_mutex_destroy(&svc->attest_run);
   px_mutex_destroy(&svc->attest_lock);
+  px_mutex_destroy(&svc->cluster_lock);
   free(svc);
 }
 
@@ -246,3 +249,21 @@ uint64_t px_service_read_timeout_ms(const px_service_t *svc) {
 }
 
 px_kb_t *px_service_kb(px_service_t *svc) { return svc->kb; }
+
+int px_service_would_admit(px_service_t *svc) {
+  px_status_info_t st;
+  uint64_t queued = 0;
+  int p;
+  px_engine_status(svc->eng, &st);
+  for (p = 0; p < PX_PRIO_COUNT; p++)
+    queued += st.queue[p];
+  return !st.paused && (st.queue_max == 0 || queued < st.queue_max);
+}
+
+void px_service_set_cluster(px_service_t *svc, px_cluster_status_fn fn,
+                            void *ctx) {
+  px_mutex_lock(&svc->cluster_lock);
+  svc->cluster_fn = fn;
+  svc->cluster_ctx = ctx;
+  px_mutex_unlock(&svc->cluster_lock);
+}

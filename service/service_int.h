@@ -23,6 +23,9 @@ struct px_service_s {
   int attest_exempt;        /* px_service_opts_t.attest_exempt */
 #endif
   int allow_degraded;       /* windows./linux.allow_degraded or opts */
+  px_mutex_t cluster_lock;  /* guards cluster_fn, cluster_ctx */
+  px_cluster_status_fn cluster_fn; /* NULL: no cluster worker */
+  void *cluster_ctx;        /* the worker's, borrowed */
 };
 
 struct px_session_s {
@@ -48,7 +51,8 @@ char *px__svc_encode_metrics(const px_metrics_t *m, const px_status_info_t *st);
 /* The `status` answer (info.c): enforcement_available as a list of names,
  * queue as {critical, high, normal, low, max}, counters as {accepted, ok,
  * ...}. malloc'd JSON, NULL on OOM. */
-char *px__svc_encode_status(const px_status_info_t *s);
+char *px__svc_encode_status(const px_status_info_t *s,
+                            const px_cluster_status_t *cl);
 
 /* The engine event callback of every session (session.c). */
 void px__svc_session_on_event(void *ctx, const px_engine_event_t *ev);

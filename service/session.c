@@ -85,18 +85,38 @@ static void on_parse_error(px_session_t *s, const px_parse_error_t *e) {
     send_error(s, e->id[0] ? e->id : NULL, e->code, e->message);
 }
 
+/* A cluster job may not ask for the knowledge base: it lives on the
+ * agent's disk, not on the worker's (docs/cluster-protocol.md). NULL, or
+ * the first kb capability asked for. */
+static const char *cluster_kb_cap(const px_session_t *s,
+                                  const px_run_request_t *run) {
+  size_t i;
+  for (i = 0; s->peer.kind == PX_PEER_CLUSTER && i < run->ncapabilities; i++)
+    if (strncmp(run->capabilities[i], "kb:", 3) == 0)
+      return run->capabilities[i];
+  return NULL;
+}
+
 static void handle_run(px_session_t *s, px_run_request_t *run) {
   const px_config_t *cfg = s->svc->cfg;
   px_engine_job_t job;
   px_result_t r;
   px_code_t refusal = PX_CODE_NONE;
   char why[256];
+  const char *kbcap;
   int rc;
 
   memset(&job, 0, sizeof job);
   memset(&r, 0, sizeof r);
   if (!s->policy) {
     reject(s, run->id, PX_CODE_FORBIDDEN, "this client may not run jobs", NULL);
+    return;
+  }
+  if ((kbcap = cluster_kb_cap(s, run)) != NULL) {
+    px_snprintf(why, sizeof why, "capability %.64s refused: cluster jobs get "
+                "no knowledge-base access (the KB lives on the agent's disk)",
+                kbcap);
+    reject(s, run->id, PX_CODE_CAPABILITY_DENIED, why, NULL);
     return;
   }
   /* Fail closed: no job runs in a sandbox the attestation did not verify
@@ -133,13 +153,20 @@ static void handle_run(px_session_t *s, px_run_request_t *run) {
 
 static void send_status(px_session_t *s) {
   px_status_info_t st;
+  px_cluster_status_t cl;
+  int has_cluster;
   px_attest_report_t *a = malloc(sizeof *a);
   px_engine_status(s->svc->eng, &st);
   if (a) {
     px_service_attestation(s->svc, a);
     st.attestation = a;
   }
-  send_locked(s, px__svc_encode_status(&st));
+  memset(&cl, 0, sizeof cl);
+  px_mutex_lock(&s->svc->cluster_lock);
+  if ((has_cluster = s->svc->cluster_fn != NULL) != 0)
+    s->svc->cluster_fn(s->svc->cluster_ctx, &cl);
+  px_mutex_unlock(&s->svc->cluster_lock);
+  send_locked(s, px__svc_encode_status(&st, has_cluster ? &cl : NULL));
   free(a);
 }
 
@@ -329,6 +356,9 @@ static void peer_to_client_id(const px_peer_t *p, px_client_id_t *id,
     id->kind = PX_CLIENT_ZMQ;
     id->zmq_key = p->zmq_key;
     break;
+  case PX_PEER_CLUSTER:
+    id->kind = PX_CLIENT_CLUSTER;
+    break;
   }
 }
 
@@ -355,6 +385,8 @@ static void client_name(const px_peer_t *p, char *out, size_t outsz) {
     px_snprintf(out, outsz, "uid %u pid %lu", (unsigned)p->uid, p->pid);
   else if (p->kind == PX_PEER_WINDOWS)
     px_snprintf(out, outsz, "%s pid %lu", p->user_sid, p->pid);
+  else if (p->kind == PX_PEER_CLUSTER)
+    px_snprintf(out, outsz, "cluster");
   else
     px_snprintf(out, outsz, "zmq %.8s...", p->zmq_key);
 }
@@ -406,6 +438,8 @@ void px_peer_identity(const px_peer_t *p, char *out, size_t outsz) {
     px_snprintf(out, outsz, "uid:%u", (unsigned)p->uid);
   else if (p->kind == PX_PEER_WINDOWS)
     px_snprintf(out, outsz, "sid:%s", p->user_sid);
+  else if (p->kind == PX_PEER_CLUSTER)
+    px_snprintf(out, outsz, "cluster");
   else
     px_snprintf(out, outsz, "zmq:%s", p->zmq_key);
 }

@@ -18,6 +18,7 @@
  * SIGTERM/SIGINT start an orderly stop in which every job is answered and
  * no job process is left behind.
  */
+#include "cluster/cluster.h"
 #include "linux/daemon.h"
 #include "linux/server.h"
 
@@ -254,6 +255,27 @@ static int cmd_attest(const args_t *a, px_service_t *svc, const px_config_t *cfg
   return rc;
 }
 
+/* The host name as a cluster worker name ([A-Za-z0-9_.-], 64 chars at
+ * most): cluster.name's default. */
+static void host_name(char *out, size_t outsz) {
+  char h[256] = "";
+  size_t i;
+  if (gethostname(h, sizeof h - 1) != 0 || !h[0])
+    px_strlcpy(h, "worker", sizeof h);
+  h[64] = '\0';
+  for (i = 0; h[i]; i++)
+    if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.", h[i]))
+      h[i] = '_';
+  px_strlcpy(out, h, outsz);
+}
+
+static int open_cluster(const px_config_t *cfg, px_service_t *svc,
+                        px_cluster_worker_t **cw) {
+  char name[65];
+  host_name(name, sizeof name);
+  return px_cluster_worker_open(cfg, svc, name, cw);
+}
+
 static int wait_for_stop_signal(const sigset_t *set) {
   struct signalfd_siginfo si;
   int fd = signalfd(-1, set, SFD_CLOEXEC);
@@ -275,6 +297,7 @@ int main(int argc, char **argv) {
   px_service_t *svc = NULL;
   px_unix_server_t *srv = NULL;
   px_zmq_endpoint_t *zep = NULL; /* NULL when no endpoint is configured */
+  px_cluster_worker_t *cw = NULL; /* NULL unless cluster.mode is worker */
   px_log_file_t *logf = NULL;
   px_service_opts_t so;
   int rc = 1;
@@ -326,7 +349,8 @@ int main(int argc, char **argv) {
    * keeps the daemon up, refusing every run, so status can say why). */
   if (px_service_open(&so, &svc) != 0 || px_service_attest(svc, NULL) != 0 ||
       open_server(&a, cfg, svc, &srv) != 0 ||
-      px_zmq_endpoint_open(cfg, svc, &zep) != 0)
+      px_zmq_endpoint_open(cfg, svc, &zep) != 0 ||
+      open_cluster(cfg, svc, &cw) != 0)
     goto cleanup;
   px_sd_notify("READY=1");
   PX_LOG(PX_LOG_INFO, "phoenix-executor %s ready", PX_VERSION_STRING);
@@ -339,12 +363,14 @@ cleanup:
     px_unix_server_stop_accept(srv);
   if (zep)
     px_zmq_endpoint_stop_accept(zep);
+  px_cluster_worker_stop_accept(cw);
   if (svc)
     px_service_stop(svc); /* every job answered into the sessions */
   if (srv)
     px_unix_server_close(srv, 5000); /* flush them, close sessions */
   if (zep)
     px_zmq_endpoint_close(zep, 5000);
+  px_cluster_worker_close(cw, 5000); /* publish the last results */
   px_service_free(svc);
   PX_LOG(PX_LOG_INFO, "phoenix-executor stopped");
   px_log_clear_sinks();

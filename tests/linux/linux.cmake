@@ -105,3 +105,30 @@ set_property(SOURCE ${PROJECT_SOURCE_DIR}/tests/linux/test_container.c
   "PX_TEST_DOCKER_PORT=\"${PX_TEST_DOCKER_PORT}\"")
 add_dependencies(px_tests_linux px-ctr-gate)
 px_add_dockerd_fixture(px_dockerd 900)
+
+# ---- the cluster worker (service/cluster/) ----
+# Real daemons in worker mode against a real nats-server on loopback
+# (tests/linux/cluster_test.sh), driven by px_cl_submit, a submitter on
+# libnats alone. SKIPs (77) without nats-server or root.
+add_executable(px_cl_submit ${PROJECT_SOURCE_DIR}/tests/linux/px_cl_submit.c)
+target_compile_options(px_cl_submit PRIVATE ${PX_WARNINGS})
+target_compile_definitions(px_cl_submit PRIVATE _GNU_SOURCE)
+target_link_libraries(px_cl_submit PRIVATE PkgConfig::PX_NATS)
+set_target_properties(px_cl_submit PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY $<TARGET_FILE_DIR:px_tests_linux>)
+# A daemon under it sees no Landlock: its attestation fails.
+add_executable(px_hide_landlock ${PROJECT_SOURCE_DIR}/tests/linux/px_hide_landlock.c)
+target_compile_options(px_hide_landlock PRIVATE ${PX_WARNINGS})
+target_link_libraries(px_hide_landlock PRIVATE ${PX_SECCOMP_LIB})
+target_include_directories(px_hide_landlock PRIVATE ${PX_SECCOMP_INCLUDE})
+set_target_properties(px_hide_landlock PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY $<TARGET_FILE_DIR:px_tests_linux>)
+add_dependencies(px_tests_linux px_cl_submit px_hide_landlock)
+if(PX_WERROR)
+  target_compile_options(px_cl_submit PRIVATE ${PX_WERROR_FLAG})
+  target_compile_options(px_hide_landlock PRIVATE ${PX_WERROR_FLAG})
+endif()
+add_test(NAME linux.cluster COMMAND bash
+  ${PROJECT_SOURCE_DIR}/tests/linux/cluster_test.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(linux.cluster PROPERTIES LABELS "linux;integ;cluster"
+  TIMEOUT 180 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)

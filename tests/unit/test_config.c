@@ -634,3 +634,79 @@ TEST_IMPL(config_roundtrip_after_merge) {
   }
   return 0;
 }
+
+/* The cluster block: off by default and then nothing is checked but the
+ * types; each bad value names its field; "submit" is refused as not built;
+ * on Windows every mode but "off" (the service has no NATS client). */
+TEST_IMPL(config_cluster_rules) {
+  px_config_t *cfg;
+  cfg = parse_ok("{}");
+  ASSERT_EQ(cfg->cluster.mode, PX_CLUSTER_OFF);
+  ASSERT_UINT_EQ(cfg->cluster.nservers, 0);
+  ASSERT_UINT_EQ(cfg->cluster.slots, 1);
+  ASSERT_UINT_EQ(cfg->cluster.replicas, 1);
+  ASSERT_UINT_EQ(cfg->cluster.ack_wait_ms, 30000);
+  ASSERT_NULL(cfg->cluster.name);
+  px_config_free(cfg);
+  EXPECT_ERR("{\"cluster\":{\"mode\":\"both\"}}", "cluster.mode", NULL);
+  EXPECT_ERR("{\"cluster\":{\"servers\":[\"http://x:4222\"]}}",
+             "cluster.servers[0]", "nats://");
+  EXPECT_ERR("{\"cluster\":{\"servers\":[\"nats://a:1,nats://b:2\"]}}",
+             "cluster.servers[0]", "nats://");
+  EXPECT_ERR("{\"cluster\":{\"pool\":\"linux x64\"}}", "cluster.pool", "A-Z");
+  EXPECT_ERR("{\"cluster\":{\"pool\":\"\"}}", "cluster.pool", NULL);
+  EXPECT_ERR("{\"cluster\":{\"slots\":0}}", "cluster.slots", NULL);
+  EXPECT_ERR("{\"cluster\":{\"replicas\":2}}", "cluster.replicas", "1 or 3");
+  EXPECT_ERR("{\"cluster\":{\"ack_wait_ms\":10}}", "cluster.ack_wait_ms", NULL);
+  EXPECT_ERR("{\"cluster\":{\"name\":\"a/b\"}}", "cluster.name", "A-Z");
+  EXPECT_ERR("{\"cluster\":{\"credentials\":\"rel/x.creds\"}}",
+             "cluster.credentials", "absolute");
+  EXPECT_ERR("{\"cluster\":{\"tls\":\"yes\"}}", "cluster.tls", NULL);
+  EXPECT_ERR("{\"cluster\":{\"mode\":\"submit\","
+             "\"servers\":[\"nats://127.0.0.1:4222\"]}}",
+             "cluster.mode", "not built");
+#ifdef _WIN32
+  EXPECT_ERR("{\"cluster\":{\"mode\":\"worker\","
+             "\"servers\":[\"nats://127.0.0.1:4222\"]}}",
+             "cluster.mode", "Linux only");
+#else
+  EXPECT_ERR("{\"cluster\":{\"mode\":\"worker\"}}", "cluster.servers",
+             "at least one");
+  EXPECT_ERR("{\"cluster\":{\"mode\":\"worker\","
+             "\"servers\":[\"tls://127.0.0.1:4222\"]}}",
+             "cluster.servers", "tls");
+  cfg = parse_ok("{\"cluster\":{\"mode\":\"worker\",\"servers\":"
+                 "[\"nats://10.0.0.1:4222\",\"nats://10.0.0.2:4222\"],"
+                 "\"pool\":\"gpu_a-1\",\"slots\":4,\"replicas\":3,"
+                 "\"ack_wait_ms\":5000,\"name\":\"node-1.lab\"}}");
+  ASSERT_EQ(cfg->cluster.mode, PX_CLUSTER_WORKER);
+  ASSERT_UINT_EQ(cfg->cluster.nservers, 2);
+  ASSERT_STR_EQ(cfg->cluster.pool, "gpu_a-1");
+  ASSERT_UINT_EQ(cfg->cluster.replicas, 3);
+  ASSERT_STR_EQ(cfg->cluster.name, "node-1.lab");
+  px_config_free(cfg);
+#endif
+  return 0;
+}
+
+/* A cluster job matches only a {"cluster": true} entry, never "any". */
+TEST_IMPL(config_cluster_client_match) {
+  px_config_t *cfg;
+  px_client_id_t id;
+  EXPECT_ERR("{\"clients\":[{\"name\":\"c\",\"match\":{\"cluster\":false}}]}",
+             "clients[0].match.cluster", "true");
+  cfg = parse_ok("{\"clients\":[{\"name\":\"all\",\"match\":{\"any\":\"all\"}}]}");
+  memset(&id, 0, sizeof id);
+  id.kind = PX_CLIENT_CLUSTER;
+  ASSERT_NULL(px_config_match_client(cfg, &id));
+  id.kind = PX_CLIENT_ZMQ; /* the control: "all" matches the others */
+  ASSERT_NOT_NULL(px_config_match_client(cfg, &id));
+  px_config_free(cfg);
+  cfg = parse_ok("{\"clients\":[{\"name\":\"all\",\"match\":{\"any\":\"all\"}},"
+                 "{\"name\":\"farm\",\"match\":{\"cluster\":true},"
+                 "\"capabilities\":[\"runtimes\"]}]}");
+  id.kind = PX_CLIENT_CLUSTER;
+  ASSERT_STR_EQ(px_config_match_client(cfg, &id)->name, "farm");
+  px_config_free(cfg);
+  return 0;
+}

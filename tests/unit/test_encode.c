@@ -200,7 +200,7 @@ TEST_IMPL(encode_status_shape) {
   st.counters[PX_STATUS_OK] = 7;
   st.counters[PX_STATUS_ABORTED] = 1;
   st.uptime_ms = UINT64_C(1) << 60;
-  s = px__svc_encode_status(&st);
+  s = px__svc_encode_status(&st, NULL);
   o = parsed(s);
   assert_keys(o, "type,version,backend,enforcement_available,queue,running,"
                  "workers,paused,counters,uptime_ms");
@@ -284,10 +284,35 @@ TEST_IMPL(code_names_stable) {
                                      "internal", "kb_unavailable",
                                      "unknown_snapshot", "kb_failed",
                                      "sandbox_unverified",
-                                     "process_create_failed"};
+                                     "process_create_failed",
+                                     "executor_lost"};
   size_t i;
   ASSERT_UINT_EQ(PX_CODE_COUNT_, sizeof want / sizeof want[0]);
   for (i = 0; i < sizeof want / sizeof want[0]; i++)
     ASSERT_STR_EQ(px_code_name((px_code_t)i), want[i]);
+  return 0;
+}
+
+/* status.cluster: present with a cluster worker, absent without one
+ * (cluster.mode off changes nothing). */
+TEST_IMPL(encode_status_cluster) {
+  px_status_info_t st;
+  px_cluster_status_t cl;
+  char *s;
+  memset(&st, 0, sizeof st);
+  memset(&cl, 0, sizeof cl);
+  cl.mode = "worker";
+  cl.connected = 1;
+  px_strlcpy(cl.pool, "linux-x64", sizeof cl.pool);
+  cl.in_flight = 2;
+  s = px__svc_encode_status(&st, &cl);
+  ASSERT_NOT_NULL(s);
+  ASSERT_STR_CONTAINS(s, "\"cluster\":{\"mode\":\"worker\",\"connected\":true,"
+                         "\"pool\":\"linux-x64\",\"in_flight\":2}");
+  free(s);
+  s = px__svc_encode_status(&st, NULL);
+  ASSERT_NOT_NULL(s);
+  ASSERT_NULL(strstr(s, "cluster"));
+  free(s);
   return 0;
 }

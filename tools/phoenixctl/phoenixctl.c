@@ -262,6 +262,17 @@ static void print_containers(const cJSON *c) {
   }
 }
 
+/* A cluster worker (status.cluster; absent with cluster.mode off). */
+static void print_cluster(const cJSON *c) {
+  if (!c)
+    return;
+  printf("%-12s %s, pool %s, %s, %.0f in flight\n", "cluster", strf(c, "mode", "?"),
+         strf(c, "pool", "?"),
+         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "connected"))
+             ? "connected" : "DISCONNECTED (reconnecting)",
+         num(c, "in_flight"));
+}
+
 static void print_status_table(const cJSON *st) {
   const cJSON *q = cJSON_GetObjectItemCaseSensitive(st, "queue");
   const cJSON *cn = cJSON_GetObjectItemCaseSensitive(st, "counters");
@@ -294,6 +305,7 @@ static void print_status_table(const cJSON *st) {
   }
   printf("\n");
   print_containers(cJSON_GetObjectItemCaseSensitive(st, "containers"));
+  print_cluster(cJSON_GetObjectItemCaseSensitive(st, "cluster"));
   print_attestation(att);
 }
 

@@ -139,6 +139,13 @@ class SandboxUnverified(ExecutorError):
     code = "sandbox_unverified"
 
 
+class ExecutorLost(ExecutorError):
+    """A cluster job whose worker was lost after it started: it was not run
+    again (docs/cluster-protocol.md; ``retry: "idempotent"`` allows that)."""
+
+    code = "executor_lost"
+
+
 class JobFailed(ExecutorError):
     """A job that ran but did not succeed: ``nonzero_exit``, ``killed``,
     ``cancelled`` or ``aborted`` (from :meth:`Result.raise_for_status`)."""
@@ -155,7 +162,7 @@ _BY_CODE: Dict[str, Type[ExecutorError]] = {
               UnknownId, Forbidden, UnknownRuntime, LimitExceedsPolicy, CapabilityDenied,
               AuditRejected, ArgvTooLong, QueueFull, Paused, SpawnFailed, SandboxFailed,
               Internal, KbUnavailable, UnknownSnapshot, KbFailed, SandboxUnverified,
-              ProcessCreateFailed)
+              ProcessCreateFailed, ExecutorLost)
 }
 
 

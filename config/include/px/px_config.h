@@ -97,7 +97,8 @@ typedef enum {
   PX_MATCH_ZMQ_KEY,
   PX_MATCH_ANY_LOCAL, /* any pipe or Unix-socket client */
   PX_MATCH_ANY_ZMQ,   /* any authenticated ZeroMQ client */
-  PX_MATCH_ANY        /* anybody */
+  PX_MATCH_ANY,       /* anybody (cluster jobs excepted) */
+  PX_MATCH_CLUSTER    /* jobs pulled from the NATS cluster ("cluster": true) */
 } px_match_kind_t;
 
 /* One `clients` entry: what a matching client may do. */
@@ -212,6 +213,29 @@ typedef struct {
                          back from this kernel (reported "degraded") */
 } px_containers_config_t;
 
+/* "cluster": a NATS JetStream cluster (docs/cluster-protocol.md). Worker
+ * mode is built on Linux only; the load refuses "submit" (not built) and,
+ * on Windows, any mode but "off". */
+typedef enum {
+  PX_CLUSTER_OFF = 0, /* default: nothing changes */
+  PX_CLUSTER_WORKER,  /* pull jobs of `pool` from the stream and run them */
+  PX_CLUSTER_SUBMIT   /* the gateway: parsed, refused at load */
+} px_cluster_mode_t;
+
+typedef struct {
+  px_cluster_mode_t mode;
+  char **servers;     /* nats:// or tls:// URLs; at least one unless off */
+  size_t nservers;
+  char *credentials;  /* NKey/JWT .creds file (secrets file check); NULL */
+  int tls;            /* 1: TLS to the servers, verified */
+  char *tls_ca_file;  /* CA bundle for tls; NULL: the system's */
+  char *pool;         /* [A-Za-z0-9_-]{1,64}: px.jobs.<pool>.<prio> */
+  uint32_t slots;     /* cluster jobs in flight at once [1] */
+  uint32_t replicas;  /* 1 or 3: the streams' and buckets' replicas [1] */
+  uint64_t ack_wait_ms; /* the consumers' ack wait [30000] */
+  char *name;         /* this worker's name; NULL: the host name */
+} px_cluster_config_t;
+
 /* The whole configuration. Immutable once returned. */
 struct px_config_s {
   px_log_level_t log_level;
@@ -232,6 +256,7 @@ struct px_config_s {
   px_linux_config_t linux_; /* "linux" (a predefined macro in GNU C) */
   px_request_limits_t request;
   px_containers_config_t containers;
+  px_cluster_config_t cluster;
 };
 typedef struct px_config_s px_config_t;
 
@@ -297,7 +322,8 @@ const px_runtime_t *px_config_runtime(const px_config_t *cfg, const char *name);
 typedef enum {
   PX_CLIENT_UNIX = 1,
   PX_CLIENT_WINDOWS,
-  PX_CLIENT_ZMQ
+  PX_CLIENT_ZMQ,
+  PX_CLIENT_CLUSTER /* a job pulled from the NATS cluster (worker mode) */
 } px_client_kind_t;
 
 typedef struct {

@@ -36,7 +36,9 @@ typedef struct px_config_s px_config_t;
 typedef enum {
   PX_PEER_UNIX = 1, /* SO_PEERCRED */
   PX_PEER_WINDOWS,  /* named-pipe client token */
-  PX_PEER_ZMQ       /* CURVE public key (Z85) */
+  PX_PEER_ZMQ,      /* CURVE public key (Z85) */
+  PX_PEER_CLUSTER   /* jobs pulled from the NATS cluster (worker mode):
+                       the `clients` entry {"cluster": true}; no KB */
 } px_peer_kind_t;
 
 #define PX_PEER_MAX_GROUPS 64
@@ -96,6 +98,27 @@ int px_service_attest(px_service_t *svc, px_attest_report_t *out);
 /* A copy of the current report (state pending before the first run). */
 void px_service_attestation(px_service_t *svc, px_attest_report_t *out);
 
+/* What `status` shows of a cluster worker (status.cluster). */
+typedef struct {
+  const char *mode;   /* "worker" (static) */
+  int connected;      /* 1 while the NATS connection is up */
+  char pool[65];
+  unsigned in_flight; /* cluster jobs fetched and not yet answered */
+} px_cluster_status_t;
+/* Fills *out; called with the service's cluster lock held, from a
+ * session's thread. Must not call back into the service. */
+typedef void (*px_cluster_status_fn)(void *ctx, px_cluster_status_t *out);
+/* Register (fn non-NULL) or remove (NULL) the cluster worker whose state
+ * `status` reports; after a removal returns, fn is not called again.
+ * Without one (cluster.mode off), status has no `cluster` key. */
+void px_service_set_cluster(px_service_t *svc, px_cluster_status_fn fn,
+                            void *ctx);
+
+/* 1 when the engine would take a `run` now: not paused (scram), and its
+ * queue below the maximum depth. A pulling transport
+ * (the cluster worker) fetches nothing otherwise. Thread-safe. */
+int px_service_would_admit(px_service_t *svc);
+
 /* The knowledge-base layer, or NULL when no KB roots are configured. */
 struct px_kb_s *px_service_kb(px_service_t *svc);
 
@@ -117,7 +140,7 @@ int px_session_is_admin(const px_session_t *s);
 /* Its jobs in flight (accepted, result not yet delivered). */
 unsigned px_session_jobs(px_session_t *s);
 /* The identity caps count by: "uid:N" (Unix), "sid:S-1-..." (Windows
- * user SID), "zmq:KEY". */
+ * user SID), "zmq:KEY", "cluster". */
 void px_peer_identity(const px_peer_t *p, char *out, size_t outsz);
 
 /* The client went away (or the transport drops it). Its running jobs are

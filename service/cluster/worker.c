@@ -1,0 +1,591 @@
+/* worker.c - the cluster worker: one session, a job table, one thread
+ * (cluster.h; docs/cluster-protocol.md, "Worker loop").
+ *
+ * DESIGN
+ * One worker thread owns the link's JetStream side: it fetches job
+ * messages, writes the PX_STARTED marker, feeds each `run` to the session,
+ * publishes results and acks, sends InProgress, writes the heartbeat. The
+ * session answers from the engine's threads through on_send(): `started`
+ * and `output` go out at once as core publishes (thread-safe, buffered in
+ * libnats); a final answer (`result`, or an `error` naming a job) is
+ * queued for the worker thread, which publishes it through JetStream, acks
+ * the job message and frees its slot. A cancel (px.cancel.<id>, on a NATS
+ * thread) is queued the same way. Lock order: the session's lock, then
+ * w->lock; the worker thread never holds w->lock while it calls into the
+ * session or the service.
+ *
+ *   fetch -> check (bad: Term + error result) -> KV create PX_STARTED/<id>
+ *     (exists, on a redelivery: executor_lost result + ack, unless retry
+ *     idempotent; on a first delivery: left to its redelivery)
+ *     -> table -> px_session_on_payload
+ *   on_send(result) -> queue -> JetStream publish (Nats-Msg-Id) -> ack
+ */
+#include "cluster/cluster.h"
+#include "cluster/cluster_int.h"
+
+#include "px/px_encode.h"
+#include "px/px_error.h"
+#include "px/px_log.h"
+#include "px/px_os.h"
+#include "px/px_util.h"
+
+#include <cjson/cJSON.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#define IDLE_WAIT_MS 20       /* nothing to fetch: wait this (or a wake-up) */
+#define SETUP_RETRY_MS 1000
+#define HEARTBEAT_MS 5000
+#define ATTEST_CHECK_MS 1000
+
+typedef struct {
+  char id[PX__CL_ID_MAX + 1];
+  natsMsg *msg; /* owned: the job message, acked after its result */
+  uint64_t seq; /* its sequence in PX_JOBS */
+  int lost;     /* its answer could not be queued (out of memory) */
+  char submitter[PX__CL_SUBMITTER_MAX + 1];
+} job_t;
+
+typedef struct item_s {
+  struct item_s *next;
+  char id[PX__CL_ID_MAX + 1];
+  char *json; /* owned; NULL for a cancel */
+  size_t len;
+} item_t;
+
+struct px_cluster_worker_s {
+  const px_config_t *cfg; /* borrowed */
+  px_service_t *svc;      /* borrowed */
+  char name[PX__CL_ID_MAX + 1];
+  px__svc_cl_link_t link;
+  px_session_t *sess;     /* owned */
+  px_thread_t thread;
+  px_mutex_t lock;        /* guards all below */
+  px_cond_t wake;
+  job_t *jobs;            /* cluster.slots entries, njobs used */
+  size_t njobs;
+  item_t *head, *tail;    /* answers and cancels for the worker thread */
+  int accept;             /* fetch new jobs */
+  int stop;               /* the thread ends */
+  uint64_t flush_until;   /* while stopping: give up publishing after */
+};
+
+/* ---- the table (w->lock held) ---- */
+
+static job_t *find_job(px_cluster_worker_t *w, const char *id) {
+  size_t i;
+  for (i = 0; i < w->njobs; i++)
+    if (strcmp(w->jobs[i].id, id) == 0)
+      return &w->jobs[i];
+  return NULL;
+}
+
+/* Take the job out of the table; its message moves to the caller. */
+static natsMsg *take_job(px_cluster_worker_t *w, const char *id, char *submitter) {
+  job_t *j = find_job(w, id);
+  natsMsg *m;
+  if (!j)
+    return NULL;
+  m = j->msg;
+  px_strlcpy(submitter, j->submitter, PX__CL_SUBMITTER_MAX + 1);
+  *j = w->jobs[--w->njobs];
+  return m;
+}
+
+static void push_item(px_cluster_worker_t *w, const char *id, const char *json,
+                      size_t len) {
+  item_t *it = calloc(1, sizeof *it);
+  job_t *j;
+  if (!it || (json && !(it->json = malloc(len + 1)))) {
+    free(it);
+    PX_LOG(PX_LOG_ERROR, "cluster: out of memory: the answer of job %s is lost "
+                         "(its redelivery answers executor_lost)", id);
+    px_mutex_lock(&w->lock);
+    if (json && (j = find_job(w, id)) != NULL)
+      j->lost = 1; /* no more InProgress: dropped, then redelivered */
+    px_mutex_unlock(&w->lock);
+    return;
+  }
+  px_strlcpy(it->id, id, sizeof it->id);
+  if (json) {
+    memcpy(it->json, json, len);
+    it->json[len] = '\0';
+    it->len = len;
+  }
+  px_mutex_lock(&w->lock);
+  if (w->tail)
+    w->tail->next = it;
+  else
+    w->head = it;
+  w->tail = it;
+  px_cond_signal(&w->wake);
+  px_mutex_unlock(&w->lock);
+}
+
+/* ---- the session's answers (engine threads, session lock held) ---- */
+
+static void publish_event(px_cluster_worker_t *w, const char *id, const char *json,
+                          size_t len) {
+  char subject[96];
+  natsStatus s;
+  px_snprintf(subject, sizeof subject, "px.events.%s", id);
+  if ((s = natsConnection_Publish(w->link.nc, subject, json, (int)len)) != NATS_OK)
+    PX_LOG(PX_LOG_DEBUG, "cluster: event of job %s not published: %s", id,
+           natsStatus_GetText(s));
+}
+
+static int on_send(void *ctx, const char *json, size_t len) {
+  px_cluster_worker_t *w = ctx;
+  cJSON *o = cJSON_ParseWithLength(json, len);
+  const cJSON *type = cJSON_GetObjectItemCaseSensitive(o, "type");
+  const cJSON *id = cJSON_GetObjectItemCaseSensitive(o, "id");
+  const char *t = cJSON_IsString(type) ? type->valuestring : "";
+  if (!cJSON_IsString(id) || !px__svc_cl_id_ok(id->valuestring)) {
+    if (strcmp(t, "error") == 0)
+      PX_LOG(PX_LOG_WARN, "cluster: the session answered an error naming no job");
+  } else if (strcmp(t, "started") == 0 || strcmp(t, "output") == 0) {
+    publish_event(w, id->valuestring, json, len);
+  } else if (strcmp(t, "result") == 0 || strcmp(t, "error") == 0) {
+    push_item(w, id->valuestring, json, len); /* final */
+  } /* accepted: a local client's queue position; not a cluster event */
+  cJSON_Delete(o);
+  return 0;
+}
+
+static void on_cancel(void *ctx, const char *id) {
+  push_item(ctx, id, NULL, 0);
+}
+
+/* ---- results (worker thread) ---- */
+
+/* Publish the final answer json of job id (NULL: an invalid message
+ * without one), stamped with this worker; 0 once the stream has it. */
+static int publish_final(px_cluster_worker_t *w, const char *id, const char *json,
+                         const char *submitter) {
+  char *result = px__svc_cl_final_result(json, strlen(json)), *stamped = NULL;
+  int dup = 0, rc;
+  if (result)
+    stamped = px__svc_cl_stamp(result, strlen(result), w->name, submitter);
+  free(result);
+  if (!stamped)
+    return PX_ENOMEM;
+  rc = px__svc_cl_link_result(&w->link, id, stamped, &dup);
+  free(stamped);
+  if (rc == 0 && dup)
+    PX_LOG(PX_LOG_INFO, "cluster: job %s: the stream already had a result; "
+                        "this one was dropped as a duplicate", id);
+  return rc;
+}
+
+/* A result this worker makes itself (bad message, executor_lost). */
+static int publish_error(px_cluster_worker_t *w, const char *id, px_code_t code,
+                         const char *why, const char *submitter) {
+  px_result_t r;
+  char *json;
+  int rc;
+  memset(&r, 0, sizeof r);
+  px_strlcpy(r.id, id ? id : "", sizeof r.id);
+  r.status = PX_STATUS_ERROR;
+  r.exit_code = -1;
+  r.error_code = code;
+  r.error_message = (char *)why; /* borrowed: not freed here */
+  if (!(json = px_encode_result(&r)))
+    return PX_ENOMEM;
+  rc = publish_final(w, id, json, submitter);
+  free(json);
+  return rc;
+}
+
+static void finish_item(px_cluster_worker_t *w, item_t *it) {
+  char submitter[PX__CL_SUBMITTER_MAX + 1] = "";
+  natsMsg *m;
+  px_mutex_lock(&w->lock);
+  m = take_job(w, it->id, submitter);
+  px_mutex_unlock(&w->lock);
+  if (!m) { /* answered already (a cancel's unknown_id after the result) */
+    PX_LOG(PX_LOG_DEBUG, "cluster: answer for job %s, which is not held", it->id);
+    return;
+  }
+  if (publish_final(w, it->id, it->json, submitter) == 0)
+    natsMsg_Ack(m, NULL);
+  else /* not acked: the redelivery answers executor_lost (or dedupes) */
+    PX_LOG(PX_LOG_ERROR, "cluster: the result of job %s was not published; "
+                         "its message is left to redelivery", it->id);
+  natsMsg_Destroy(m);
+}
+
+static void cancel_item(px_cluster_worker_t *w, const char *id) {
+  char req[128];
+  int held;
+  px_mutex_lock(&w->lock);
+  held = find_job(w, id) != NULL;
+  px_mutex_unlock(&w->lock);
+  if (!held)
+    return;
+  PX_LOG(PX_LOG_INFO, "cluster: cancel of job %s", id);
+  px_snprintf(req, sizeof req, "{\"type\":\"cancel\",\"id\":\"%s\"}", id);
+  px_session_on_payload(w->sess, req, strlen(req));
+}
+
+/* Everything queued; 1 if there was something. */
+static int drain(px_cluster_worker_t *w) {
+  item_t *it;
+  int any = 0;
+  for (;;) {
+    px_mutex_lock(&w->lock);
+    if ((it = w->head) != NULL && !(w->head = it->next))
+      w->tail = NULL;
+    px_mutex_unlock(&w->lock);
+    if (!it)
+      return any;
+    any = 1;
+    if (it->json)
+      finish_item(w, it);
+    else
+      cancel_item(w, it->id);
+    free(it->json);
+    free(it);
+  }
+}
+
+/* ---- intake (worker thread) ---- */
+
+/* Invalid job: Term (never redelivered), then its error result. */
+static void refuse_message(px_cluster_worker_t *w, natsMsg *m,
+                           const px__svc_cl_job_t *j) {
+  const char *id = j->id[0] ? j->id : NULL;
+  PX_LOG(PX_LOG_WARN, "cluster: invalid job message%s%s terminated: %s",
+         id ? " " : "", id ? id : "", j->why);
+  natsMsg_Term(m, NULL);
+  if (publish_error(w, id, j->code, j->why, j->submitter) != 0)
+    PX_LOG(PX_LOG_ERROR, "cluster: the error result of an invalid job "
+                         "message was not published");
+}
+
+/* KV create PX_STARTED/<id>: 0 created; PX_EEXIST already started by
+ * some worker; PX_EIO could not tell. */
+static int mark_started(px_cluster_worker_t *w, const char *id) {
+  kvEntry *e = NULL;
+  natsStatus s = kvStore_Create(NULL, w->link.started, id, w->name, (int)strlen(w->name));
+  if (s == NATS_OK)
+    return 0;
+  if (kvStore_Get(&e, w->link.started, id) == NATS_OK) {
+    kvEntry_Destroy(e);
+    return PX_EEXIST;
+  }
+  PX_LOG(PX_LOG_ERROR, "cluster: job %s: PX_STARTED not written: %s", id,
+         natsStatus_GetText(s));
+  return PX_EIO;
+}
+
+/* A job a worker started before and did not finish: answered, acked. */
+static void answer_lost(px_cluster_worker_t *w, natsMsg *m, const px__svc_cl_job_t *j) {
+  PX_LOG(PX_LOG_WARN, "cluster: job %s was started before by a worker that did "
+                      "not answer: executor_lost", j->id);
+  if (publish_error(w, j->id, PX_CODE_EXECUTOR_LOST,
+                    "the worker running this job was lost; it was not run again "
+                    "(retry: \"idempotent\" allows that)", j->submitter) == 0)
+    natsMsg_Ack(m, NULL);
+}
+
+/* The marker exists but this is the message's first delivery (or the job
+ * is held here under another message): not the redelivery of a job whose
+ * worker was lost, but a second message with the same job id, or a copy the server delivered after our pull request had
+ * expired on our side (libnats keeps it until the next fetch, which can
+ * come after its ack wait: it was then redelivered to another worker,
+ * which may be running it now). Neither is answered here: not acked, the
+ * message comes back after the ack wait, and that redelivery answers
+ * executor_lost (or the stream drops that answer as a duplicate). */
+static void left_for_redelivery(const px__svc_cl_job_t *j) {
+  PX_LOG(PX_LOG_INFO, "cluster: job %s: started already (another message "
+                      "with this id, or a late copy): left to its redelivery", j->id);
+}
+
+/* Into the table and the session (the caller checked it is not held). */
+static void admit(px_cluster_worker_t *w, natsMsg **m, const px__svc_cl_job_t *j,
+                  uint64_t seq) {
+  job_t *held;
+  px_mutex_lock(&w->lock);
+  held = &w->jobs[w->njobs++];
+  px_strlcpy(held->id, j->id, sizeof held->id);
+  px_strlcpy(held->submitter, j->submitter, sizeof held->submitter);
+  held->msg = *m;
+  held->seq = seq;
+  *m = NULL;
+  px_mutex_unlock(&w->lock);
+  PX_LOG(PX_LOG_INFO, "cluster: job %s taken (submitter \"%.64s\")", j->id, j->submitter);
+  px_session_on_payload(w->sess, j->payload, j->len);
+}
+
+/* What to do with a job message whose job this worker holds already: the
+ * same message again (its ack wait ran out while the job ran here: keep
+ * the newer delivery, whose reply subject the server now expects) or
+ * another message with the same job id (left to its redelivery). */
+static void held_again(px_cluster_worker_t *w, natsMsg **m, const px__svc_cl_job_t *j,
+                       uint64_t seq) {
+  job_t *held;
+  px_mutex_lock(&w->lock);
+  if ((held = find_job(w, j->id)) != NULL && held->seq == seq) {
+    natsMsg_Destroy(held->msg);
+    held->msg = *m;
+    *m = NULL;
+  }
+  px_mutex_unlock(&w->lock);
+  if (*m)
+    left_for_redelivery(j);
+}
+
+static void take_message(px_cluster_worker_t *w, natsMsg *m) {
+  px__svc_cl_job_t j;
+  uint64_t seq = 0, n;
+  int rc, held;
+  rc = px__svc_cl_job_parse(natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m),
+                            &w->cfg->request, &j);
+  n = px__svc_cl_deliveries(m, &seq);
+  if (rc == PX_EINVAL) {
+    refuse_message(w, m, &j);
+  } else if (rc != 0) {
+    PX_LOG(PX_LOG_ERROR, "cluster: out of memory reading a job message");
+  } else {
+    px_mutex_lock(&w->lock);
+    held = find_job(w, j.id) != NULL;
+    px_mutex_unlock(&w->lock);
+    rc = held ? PX_EBUSY : mark_started(w, j.id);
+    if (rc == PX_EBUSY)
+      held_again(w, &m, &j, seq);
+    else if (rc == PX_EEXIST && !j.idempotent && n <= 1)
+      left_for_redelivery(&j);
+    else if (rc == PX_EEXIST && !j.idempotent)
+      answer_lost(w, m, &j);
+    else if (rc == 0 || rc == PX_EEXIST) /* idempotent: run again */
+      admit(w, &m, &j, seq);
+    /* PX_EIO: not acked; redelivered after the ack wait */
+  }
+  px__svc_cl_job_free(&j);
+  natsMsg_Destroy(m);
+}
+
+/* ---- periodic work (worker thread) ---- */
+
+static int attested(px_cluster_worker_t *w, px_attest_report_t *rep, int *logged) {
+  int ok;
+  px_service_attestation(w->svc, rep);
+  ok = rep->state == PX_ATTEST_ENFORCED || rep->state == PX_ATTEST_DEGRADED;
+  if (!ok && !*logged)
+    PX_LOG(PX_LOG_ERROR, "cluster: the sandbox attestation did not pass: this "
+                         "worker takes no cluster jobs");
+  *logged = !ok;
+  return ok;
+}
+
+/* InProgress for every job held; a job whose answer was lost is dropped
+ * (not acked: redelivered after the ack wait, answered executor_lost). */
+static void progress(px_cluster_worker_t *w) {
+  size_t i = 0;
+  px_mutex_lock(&w->lock); /* natsMsg_InProgress does not block */
+  while (i < w->njobs) {
+    if (w->jobs[i].lost) {
+      natsMsg_Destroy(w->jobs[i].msg);
+      w->jobs[i] = w->jobs[--w->njobs];
+      continue;
+    }
+    natsMsg_InProgress(w->jobs[i].msg, NULL);
+    i++;
+  }
+  px_mutex_unlock(&w->lock);
+}
+
+static void heartbeat(px_cluster_worker_t *w, const px_attest_report_t *rep) {
+  char json[384];
+  size_t n;
+  px_mutex_lock(&w->lock);
+  n = w->njobs;
+  px_mutex_unlock(&w->lock);
+  px_snprintf(json, sizeof json,
+              "{\"pool\":\"%s\",\"slots\":%u,\"running\":%zu,\"attestation\":\"%s\","
+              "\"ts_ms\":%llu}", w->cfg->cluster.pool, (unsigned)w->cfg->cluster.slots,
+              n, px_attest_state_name(rep->state), (unsigned long long)px_wall_ms());
+  if (kvStore_PutString(NULL, w->link.nodes, w->name, json) != NATS_OK)
+    PX_LOG(PX_LOG_DEBUG, "cluster: heartbeat not written");
+}
+
+static int may_fetch(px_cluster_worker_t *w, int ok) {
+  int yes;
+  px_mutex_lock(&w->lock);
+  yes = ok && w->accept && w->link.ready && w->njobs < w->cfg->cluster.slots;
+  px_mutex_unlock(&w->lock);
+  return yes && px__svc_cl_link_connected(&w->link) && px_service_would_admit(w->svc);
+}
+
+typedef struct {
+  uint64_t setup, progress, beat, attest;
+} due_t;
+
+static void tick(px_cluster_worker_t *w, due_t *d, px_attest_report_t *rep,
+                 int *ok, int *logged) {
+  uint64_t now = px_now_ms();
+  int up = px__svc_cl_link_connected(&w->link);
+  if (!up)
+    w->link.ready = 0; /* set up again once reconnected */
+  if (!w->link.ready && now >= d->setup && up) {
+    if (px__svc_cl_link_setup(w->cfg, &w->link) != 0)
+      d->setup = now + SETUP_RETRY_MS;
+  }
+  if (now >= d->attest) {
+    *ok = attested(w, rep, logged);
+    d->attest = now + ATTEST_CHECK_MS;
+  }
+  if (now >= d->progress) {
+    progress(w);
+    d->progress = now + w->cfg->cluster.ack_wait_ms / 3;
+  }
+  if (w->link.ready && now >= d->beat) {
+    heartbeat(w, rep);
+    d->beat = now + HEARTBEAT_MS;
+  }
+}
+
+static void worker_main(void *arg) {
+  px_cluster_worker_t *w = arg;
+  px_attest_report_t *rep = calloc(1, sizeof *rep);
+  due_t d = {0, 0, 0, 0};
+  natsMsg *m = NULL;
+  int ok = 0, logged = 0, stop = 0;
+  while (rep && !stop) {
+    int busy = drain(w), fetched = 0;
+    tick(w, &d, rep, &ok, &logged);
+    if ((fetched = may_fetch(w, ok)) != 0 &&
+        px__svc_cl_link_fetch(&w->link, &m) == 0 && m) {
+      if (px_service_would_admit(w->svc)) {
+        take_message(w, m);
+      } else { /* paused (scram) during the pull request: back at once */
+        natsMsg_Nak(m, NULL);
+        natsMsg_Destroy(m);
+      }
+      continue;
+    }
+    px_mutex_lock(&w->lock);
+    stop = w->stop && (!w->head || px_now_ms() >= w->flush_until);
+    if (!stop && !busy && !fetched && !w->head) /* a fetch waited already */
+      px_cond_timedwait(&w->wake, &w->lock, IDLE_WAIT_MS);
+    px_mutex_unlock(&w->lock);
+  }
+  free(rep);
+}
+
+/* ---- status, open, close ---- */
+
+static void status_fn(void *ctx, px_cluster_status_t *out) {
+  px_cluster_worker_t *w = ctx;
+  out->mode = "worker";
+  out->connected = px__svc_cl_link_connected(&w->link);
+  px_strlcpy(out->pool, w->cfg->cluster.pool, sizeof out->pool);
+  px_mutex_lock(&w->lock);
+  out->in_flight = (unsigned)w->njobs;
+  px_mutex_unlock(&w->lock);
+}
+
+static int check_credentials(const px_cluster_config_t *c) {
+  char err[256] = "";
+  int rc;
+  if (!c->credentials)
+    return 0;
+  /* libnats reads the file itself, at each (re)connect: the check is at
+   * start, as for every secrets file. */
+  if ((rc = px_config_check_file(c->credentials, PX_FILECHECK_SECRET, err, sizeof err)) != 0)
+    PX_LOG(PX_LOG_ERROR, "cluster.credentials %s refused: %s", c->credentials,
+           err[0] ? err : px_strerror(rc));
+  return rc;
+}
+
+static px_cluster_worker_t *worker_new(const px_config_t *cfg, px_service_t *svc,
+                                       const char *host_name) {
+  px_cluster_worker_t *w = calloc(1, sizeof *w);
+  if (!w || !(w->jobs = calloc(cfg->cluster.slots, sizeof *w->jobs))) {
+    free(w);
+    return NULL;
+  }
+  w->cfg = cfg;
+  w->svc = svc;
+  w->accept = 1;
+  px_strlcpy(w->name, cfg->cluster.name ? cfg->cluster.name : host_name, sizeof w->name);
+  px_mutex_init(&w->lock);
+  px_cond_init(&w->wake);
+  return w;
+}
+
+static void worker_free(px_cluster_worker_t *w) {
+  item_t *it;
+  size_t i;
+  px_session_close(w->sess); /* no on_send after this */
+  px__svc_cl_link_close(&w->link);
+  while ((it = w->head) != NULL) {
+    w->head = it->next;
+    free(it->json);
+    free(it);
+  }
+  for (i = 0; i < w->njobs; i++) /* not acked: redelivered */
+    natsMsg_Destroy(w->jobs[i].msg);
+  free(w->jobs);
+  px_cond_destroy(&w->wake);
+  px_mutex_destroy(&w->lock);
+  free(w);
+}
+
+int px_cluster_worker_open(const px_config_t *cfg, px_service_t *svc,
+                           const char *host_name, px_cluster_worker_t **out) {
+  px_cluster_worker_t *w = NULL;
+  px_peer_t peer;
+  int rc;
+  *out = NULL;
+  if (cfg->cluster.mode != PX_CLUSTER_WORKER)
+    return 0;
+  if ((rc = check_credentials(&cfg->cluster)) != 0)
+    return rc;
+  if (!(w = worker_new(cfg, svc, host_name)))
+    return PX_ENOMEM;
+  memset(&peer, 0, sizeof peer);
+  peer.kind = PX_PEER_CLUSTER;
+  if (!(w->sess = px_session_open(svc, &peer, on_send, w))) {
+    rc = PX_ENOMEM;
+    goto fail;
+  }
+  if ((rc = px__svc_cl_link_open(cfg, w->name, &w->link)) != 0)
+    goto fail;
+  w->link.on_cancel = on_cancel;
+  w->link.cancel_ctx = w;
+  if ((rc = px_thread_create(&w->thread, worker_main, w)) != 0)
+    goto fail;
+  px_service_set_cluster(svc, status_fn, w);
+  PX_LOG(PX_LOG_INFO, "cluster: worker %s of pool %s started (%u slots)", w->name,
+         cfg->cluster.pool, (unsigned)cfg->cluster.slots);
+  *out = w;
+  return 0;
+fail:
+  worker_free(w);
+  return rc;
+}
+
+void px_cluster_worker_stop_accept(px_cluster_worker_t *w) {
+  if (!w)
+    return;
+  px_mutex_lock(&w->lock);
+  w->accept = 0;
+  px_mutex_unlock(&w->lock);
+}
+
+void px_cluster_worker_close(px_cluster_worker_t *w, uint64_t flush_timeout_ms) {
+  if (!w)
+    return;
+  px_service_set_cluster(w->svc, NULL, NULL);
+  px_mutex_lock(&w->lock);
+  w->accept = 0;
+  w->stop = 1;
+  w->flush_until = px_now_ms() + flush_timeout_ms;
+  px_cond_signal(&w->wake);
+  px_mutex_unlock(&w->lock);
+  px_thread_join(w->thread);
+  worker_free(w);
+  nats_Close(); /* libnats' own threads and memory: one worker per process */
+}
