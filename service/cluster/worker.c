@@ -4,7 +4,13 @@
  * DESIGN
  * One worker thread owns the link's JetStream side: it fetches job
  * messages, writes the PX_STARTED marker, feeds each `run` to the session,
- * publishes results and acks, sends InProgress, writes the heartbeat. The
+ * publishes results and acks, writes the heartbeat. A second thread, the
+ * keeper, only sends InProgress for every job held, every ack_wait/3: the
+ * worker thread can wait seconds in a JetStream request while the cluster
+ * elects a leader, and a job must not be redelivered (and answered
+ * executor_lost elsewhere) because of that. A result that cannot be
+ * published is retried (same message id: the stream keeps one) for up to
+ * RESULT_RETRY_MS, its job still held and kept in progress meanwhile. The
  * session answers from the engine's threads through on_send(): `started`
  * and `output` go out at once as core publishes (thread-safe, buffered in
  * libnats); a final answer (`result`, or an `error` naming a job) is
@@ -38,12 +44,15 @@
 #define SETUP_RETRY_MS 1000
 #define HEARTBEAT_MS 5000
 #define ATTEST_CHECK_MS 1000
+#define RESULT_RETRY_MS 30000 /* a result not published: retry this long */
+#define RESULT_RETRY_WAIT_MS 250
 
 typedef struct {
   char id[PX__CL_ID_MAX + 1];
   natsMsg *msg; /* owned: the job message, acked after its result */
   uint64_t seq; /* its sequence in PX_JOBS */
   int lost;     /* its answer could not be queued (out of memory) */
+  int answering; /* its result is being published (worker thread) */
   char submitter[PX__CL_SUBMITTER_MAX + 1];
 } job_t;
 
@@ -61,8 +70,11 @@ struct px_cluster_worker_s {
   px__svc_cl_link_t link;
   px_session_t *sess;     /* owned */
   px_thread_t thread;
+  px_thread_t keeper;     /* InProgress for the jobs held */
+  int keeper_started;
   px_mutex_t lock;        /* guards all below */
   px_cond_t wake;
+  px_cond_t keeper_wake;
   job_t *jobs;            /* cluster.slots entries, njobs used */
   size_t njobs;
   item_t *head, *tail;    /* answers and cancels for the worker thread */
@@ -197,17 +209,52 @@ static int publish_error(px_cluster_worker_t *w, const char *id, px_code_t code,
   return rc;
 }
 
+/* Publish until the stream has it, a failure that is not the cluster's
+ * (out of memory), RESULT_RETRY_MS, or the stop's flush deadline. */
+static int publish_retrying(px_cluster_worker_t *w, const char *id,
+                            const char *json, const char *submitter) {
+  uint64_t give_up = px_now_ms() + RESULT_RETRY_MS;
+  int rc, stopping;
+  for (;;) {
+    if ((rc = publish_final(w, id, json, submitter)) != PX_EIO)
+      return rc;
+    px_mutex_lock(&w->lock);
+    stopping = w->stop && px_now_ms() >= w->flush_until;
+    px_mutex_unlock(&w->lock);
+    if (stopping || px_now_ms() >= give_up)
+      return rc;
+    PX_LOG(PX_LOG_WARN, "cluster: the result of job %s is not published yet; "
+                        "retrying (the job is kept in progress)", id);
+    px_sleep_ms(RESULT_RETRY_WAIT_MS);
+  }
+}
+
+/* The job stays in the table (and in progress: the keeper) while its
+ * result is published; then out, and acked. */
 static void finish_item(px_cluster_worker_t *w, item_t *it) {
   char submitter[PX__CL_SUBMITTER_MAX + 1] = "";
+  job_t *j;
   natsMsg *m;
+  int rc;
   px_mutex_lock(&w->lock);
-  m = take_job(w, it->id, submitter);
+  if ((j = find_job(w, it->id)) != NULL && !j->answering) {
+    j->answering = 1;
+    px_strlcpy(submitter, j->submitter, sizeof submitter);
+  } else {
+    j = NULL;
+  }
   px_mutex_unlock(&w->lock);
-  if (!m) { /* answered already (a cancel's unknown_id after the result) */
+  if (!j) { /* answered already (a cancel's unknown_id after the result) */
     PX_LOG(PX_LOG_DEBUG, "cluster: answer for job %s, which is not held", it->id);
     return;
   }
-  if (publish_final(w, it->id, it->json, submitter) == 0)
+  rc = publish_retrying(w, it->id, it->json, submitter);
+  px_mutex_lock(&w->lock);
+  m = take_job(w, it->id, submitter);
+  px_mutex_unlock(&w->lock);
+  if (!m)
+    return;
+  if (rc == 0)
     natsMsg_Ack(m, NULL);
   else /* not acked: the redelivery answers executor_lost (or dedupes) */
     PX_LOG(PX_LOG_ERROR, "cluster: the result of job %s was not published; "
@@ -308,6 +355,7 @@ static void admit(px_cluster_worker_t *w, natsMsg **m, const px__svc_cl_job_t *j
   job_t *held;
   px_mutex_lock(&w->lock);
   held = &w->jobs[w->njobs++];
+  memset(held, 0, sizeof *held); /* a slot reused: no flag of its last job */
   px_strlcpy(held->id, j->id, sizeof held->id);
   px_strlcpy(held->submitter, j->submitter, sizeof held->submitter);
   held->msg = *m;
@@ -396,6 +444,23 @@ static void progress(px_cluster_worker_t *w) {
   px_mutex_unlock(&w->lock);
 }
 
+/* The keeper: InProgress every ack_wait/3 until the worker stops. */
+static void keeper_main(void *arg) {
+  px_cluster_worker_t *w = arg;
+  uint64_t every = w->cfg->cluster.ack_wait_ms / 3;
+  int stop;
+  for (;;) {
+    px_mutex_lock(&w->lock);
+    if (!(stop = w->stop))
+      px_cond_timedwait(&w->keeper_wake, &w->lock, every ? every : 1);
+    stop = stop || w->stop;
+    px_mutex_unlock(&w->lock);
+    if (stop)
+      return;
+    progress(w);
+  }
+}
+
 static void heartbeat(px_cluster_worker_t *w, const px_attest_report_t *rep) {
   char json[384];
   size_t n;
@@ -419,7 +484,7 @@ static int may_fetch(px_cluster_worker_t *w, int ok) {
 }
 
 typedef struct {
-  uint64_t setup, progress, beat, attest;
+  uint64_t setup, beat, attest;
 } due_t;
 
 static void tick(px_cluster_worker_t *w, due_t *d, px_attest_report_t *rep,
@@ -436,10 +501,6 @@ static void tick(px_cluster_worker_t *w, due_t *d, px_attest_report_t *rep,
     *ok = attested(w, rep, logged);
     d->attest = now + ATTEST_CHECK_MS;
   }
-  if (now >= d->progress) {
-    progress(w);
-    d->progress = now + w->cfg->cluster.ack_wait_ms / 3;
-  }
   if (w->link.ready && now >= d->beat) {
     heartbeat(w, rep);
     d->beat = now + HEARTBEAT_MS;
@@ -449,7 +510,7 @@ static void tick(px_cluster_worker_t *w, due_t *d, px_attest_report_t *rep,
 static void worker_main(void *arg) {
   px_cluster_worker_t *w = arg;
   px_attest_report_t *rep = calloc(1, sizeof *rep);
-  due_t d = {0, 0, 0, 0};
+  due_t d = {0, 0, 0};
   natsMsg *m = NULL;
   int ok = 0, logged = 0, stop = 0;
   while (rep && !stop) {
@@ -512,6 +573,7 @@ static px_cluster_worker_t *worker_new(const px_config_t *cfg, px_service_t *svc
   px_strlcpy(w->name, cfg->cluster.name ? cfg->cluster.name : host_name, sizeof w->name);
   px_mutex_init(&w->lock);
   px_cond_init(&w->wake);
+  px_cond_init(&w->keeper_wake);
   return w;
 }
 
@@ -528,9 +590,21 @@ static void worker_free(px_cluster_worker_t *w) {
   for (i = 0; i < w->njobs; i++) /* not acked: redelivered */
     natsMsg_Destroy(w->jobs[i].msg);
   free(w->jobs);
+  px_cond_destroy(&w->keeper_wake);
   px_cond_destroy(&w->wake);
   px_mutex_destroy(&w->lock);
   free(w);
+}
+
+static void stop_keeper(px_cluster_worker_t *w) {
+  if (!w->keeper_started)
+    return;
+  px_mutex_lock(&w->lock);
+  w->stop = 1;
+  px_cond_signal(&w->keeper_wake);
+  px_mutex_unlock(&w->lock);
+  px_thread_join(w->keeper);
+  w->keeper_started = 0;
 }
 
 int px_cluster_worker_open(const px_config_t *cfg, px_service_t *svc,
@@ -555,6 +629,9 @@ int px_cluster_worker_open(const px_config_t *cfg, px_service_t *svc,
     goto fail;
   w->link.on_cancel = on_cancel;
   w->link.cancel_ctx = w;
+  if ((rc = px_thread_create(&w->keeper, keeper_main, w)) != 0)
+    goto fail;
+  w->keeper_started = 1;
   if ((rc = px_thread_create(&w->thread, worker_main, w)) != 0)
     goto fail;
   px_service_set_cluster(svc, status_fn, w);
@@ -563,6 +640,7 @@ int px_cluster_worker_open(const px_config_t *cfg, px_service_t *svc,
   *out = w;
   return 0;
 fail:
+  stop_keeper(w);
   worker_free(w);
   return rc;
 }
@@ -586,6 +664,7 @@ void px_cluster_worker_close(px_cluster_worker_t *w, uint64_t flush_timeout_ms) 
   px_cond_signal(&w->wake);
   px_mutex_unlock(&w->lock);
   px_thread_join(w->thread);
+  stop_keeper(w);
   worker_free(w);
   nats_Close(); /* libnats' own threads and memory: one worker per process */
 }

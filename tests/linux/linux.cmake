@@ -132,3 +132,21 @@ add_test(NAME linux.cluster COMMAND bash
   ${PROJECT_SOURCE_DIR}/tests/linux/cluster_test.sh ${PROJECT_BINARY_DIR})
 set_tests_properties(linux.cluster PROPERTIES LABELS "linux;integ;cluster"
   TIMEOUT 180 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+
+# ---- the cluster under faults (issue 27) ----
+# Three nats-server nodes in network namespaces (nats_cluster.sh), three
+# worker daemons, 1,000 mixed jobs from px_cl_load while a node is killed
+# and restarted, a node's link is cut and restored and a worker is killed
+# mid-job (tests/linux/cluster_net_test.sh). SKIPs (77) without root,
+# nats-server or network namespaces.
+add_executable(px_cl_load ${PROJECT_SOURCE_DIR}/tests/linux/px_cl_load.c)
+target_compile_options(px_cl_load PRIVATE ${PX_WARNINGS})
+target_compile_definitions(px_cl_load PRIVATE _GNU_SOURCE)
+target_link_libraries(px_cl_load PRIVATE PkgConfig::PX_NATS Threads::Threads)
+set_target_properties(px_cl_load PROPERTIES
+  RUNTIME_OUTPUT_DIRECTORY $<TARGET_FILE_DIR:px_tests_linux>)
+add_dependencies(px_tests_linux px_cl_load)
+add_test(NAME linux.cluster_net COMMAND bash
+  ${PROJECT_SOURCE_DIR}/tests/linux/cluster_net_test.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(linux.cluster_net PROPERTIES LABELS "linux;integ;cluster"
+  TIMEOUT 300 SKIP_RETURN_CODE 77)
