@@ -15,7 +15,7 @@ packages=(
     docker.io busybox-static curl                      # container backend tests
     libpython3.11-testsuite python3-venv nodejs sqlite3 # tests/compat
     yamllint                                           # workflow YAML (checksrc)
-    libnats-dev nats-server                            # cluster worker and its tests
+    libnats-dev nats-server jq                         # cluster worker and its tests
 )
 
 # Node.js and npm for the MCP tests (tests/mcp: the official MCP SDK client,

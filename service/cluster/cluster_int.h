@@ -26,9 +26,14 @@ typedef struct {
   kvStore *nodes;                           /* PX_NODES, owned */
   natsSubscription *pull[PX__CL_NPRIO];     /* px-<pool>-<prio>, owned */
   natsSubscription *cancel;                 /* px.cancel.*, owned */
+  natsSubscription *bell;                   /* px.jobs.<pool>.*, owned */
   int ready;                                /* streams etc. are set up */
   void (*on_cancel)(void *ctx, const char *id); /* from a NATS thread */
   void *cancel_ctx;                         /* borrowed */
+  /* The doorbell: a job was published on priority prio (0 high .. 2 low)
+   * of the pool (a core subscription sees every publish on the stream's
+   * subjects); from a NATS thread; ctx is cancel_ctx. */
+  void (*on_bell)(void *ctx, int prio);
 } px__svc_cl_link_t;
 
 /* Connect to cfg->cluster.servers (credentials, TLS, reconnect forever
@@ -49,6 +54,8 @@ int px__svc_cl_link_setup(const px_config_t *cfg, px__svc_cl_link_t *l);
  * waiting at most PX__CL_FETCH_WAIT_MS. 0 with *msg (owned by the caller)
  * or NULL when none is pending; PX_EIO. */
 int px__svc_cl_link_fetch(px__svc_cl_link_t *l, natsMsg **msg);
+/* The same for one priority (0 high .. 2 low). */
+int px__svc_cl_link_fetch_prio(px__svc_cl_link_t *l, int prio, natsMsg **msg);
 /* Publish json on px.results.<id> through JetStream with Nats-Msg-Id id
  * (NULL: px.results._invalid, no id) and wait for the stream's ack.
  * *duplicate = 1 when the stream dropped it as a repeat. 0 or PX_EIO. */

@@ -219,6 +219,20 @@ static void on_cancel_msg(natsConnection *nc, natsSubscription *sub, natsMsg *ms
   natsMsg_Destroy(msg);
 }
 
+static void on_bell_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg,
+                        void *closure) {
+  px__svc_cl_link_t *l = closure;
+  const char *subj = natsMsg_GetSubject(msg), *last;
+  int i;
+  (void)nc;
+  (void)sub;
+  last = subj ? strrchr(subj, '.') : NULL;
+  for (i = 0; last && i < PX__CL_NPRIO; i++)
+    if (strcmp(last + 1, prio_names[i]) == 0 && l->on_bell)
+      l->on_bell(l->cancel_ctx, i);
+  natsMsg_Destroy(msg);
+}
+
 int px__svc_cl_link_setup(const px_config_t *cfg, px__svc_cl_link_t *l) {
   const px_cluster_config_t *c = &cfg->cluster;
   int r = (int)c->replicas, rc;
@@ -235,6 +249,13 @@ int px__svc_cl_link_setup(const px_config_t *cfg, px__svc_cl_link_t *l) {
     if ((s = natsConnection_Subscribe(&l->cancel, l->nc, "px.cancel.*", on_cancel_msg,
                                       l)) != NATS_OK)
       return nats_fail(s, "subscribe px.cancel.*");
+  }
+  if (!l->bell) {
+    char bell[96];
+    px_snprintf(bell, sizeof bell, "px.jobs.%s.*", c->pool);
+    if ((s = natsConnection_Subscribe(&l->bell, l->nc, bell, on_bell_msg, l)) !=
+        NATS_OK)
+      return nats_fail(s, "subscribe px.jobs.<pool>.*");
   }
   l->ready = 1;
   PX_LOG(PX_LOG_INFO, "cluster: streams, buckets and consumers of pool %s ready", c->pool);
@@ -259,6 +280,11 @@ static int fetch_one(natsSubscription *sub, int64_t wait_ms, natsMsg **msg) {
   natsMsgList_Destroy(&list);
   return s == NATS_OK || s == NATS_TIMEOUT || s == NATS_NOT_FOUND ? 0
                                                                   : nats_fail(s, "fetch");
+}
+
+int px__svc_cl_link_fetch_prio(px__svc_cl_link_t *l, int prio, natsMsg **msg) {
+  *msg = NULL;
+  return fetch_one(l->pull[prio], PX__CL_FETCH_WAIT_MS, msg);
 }
 
 int px__svc_cl_link_fetch(px__svc_cl_link_t *l, natsMsg **msg) {
@@ -312,6 +338,11 @@ void px__svc_cl_link_close(px__svc_cl_link_t *l) {
     natsSubscription_Unsubscribe(l->cancel);
     natsSubscription_Destroy(l->cancel);
     l->cancel = NULL;
+  }
+  if (l->bell) {
+    natsSubscription_Unsubscribe(l->bell);
+    natsSubscription_Destroy(l->bell);
+    l->bell = NULL;
   }
   kvStore_Destroy(l->started);
   kvStore_Destroy(l->nodes);

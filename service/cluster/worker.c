@@ -40,7 +40,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define IDLE_WAIT_MS 20       /* nothing to fetch: wait this (or a wake-up) */
+#define IDLE_WAIT_MS 20       /* no slot free: wait this (or a wake-up) */
+#define SCAN_EVERY_MS 250     /* pull every priority (redeliveries, and jobs
+                                 whose doorbell was missed) this often */
+#define BELL_TRIES 3          /* pull requests owed to a doorbell: a job is
+                                 announced before the stream has stored it
+                                 (replicas 3), or another worker took it */
 #define SETUP_RETRY_MS 1000
 #define HEARTBEAT_MS 5000
 #define ATTEST_CHECK_MS 1000
@@ -79,6 +84,8 @@ struct px_cluster_worker_s {
   size_t njobs;
   item_t *head, *tail;    /* answers and cancels for the worker thread */
   int accept;             /* fetch new jobs */
+  int bell[PX__CL_NPRIO]; /* pull requests owed to each priority's doorbell */
+  uint64_t next_scan;     /* worker thread only: the next full pull */
   int stop;               /* the thread ends */
   uint64_t flush_until;   /* while stopping: give up publishing after */
 };
@@ -167,6 +174,15 @@ static int on_send(void *ctx, const char *json, size_t len) {
 
 static void on_cancel(void *ctx, const char *id) {
   push_item(ctx, id, NULL, 0);
+}
+
+/* A job was published on priority prio of the pool (a NATS thread). */
+static void on_bell(void *ctx, int prio) {
+  px_cluster_worker_t *w = ctx;
+  px_mutex_lock(&w->lock);
+  w->bell[prio] = BELL_TRIES;
+  px_cond_signal(&w->wake);
+  px_mutex_unlock(&w->lock);
 }
 
 /* ---- results (worker thread) ---- */
@@ -326,6 +342,31 @@ static int mark_started(px_cluster_worker_t *w, const char *id) {
   return PX_EIO;
 }
 
+/* Is the job's PX_STARTED marker renewed recently (its worker alive and
+ * holding it: a consumer whose leader changed redelivers messages that
+ * are still being run, and such a copy must not be answered
+ * executor_lost)? The marker is renewed every ack_wait/3 while the job is
+ * held; older than two thirds of the ack wait, its worker is gone. (The
+ * marker's time is the server's: clocks are assumed synchronised to well
+ * under the ack wait.) */
+static int marker_alive(px_cluster_worker_t *w, const char *id) {
+  kvEntry *e = NULL;
+  int64_t age_ms;
+  if (kvStore_Get(&e, w->link.started, id) != NATS_OK)
+    return 0;
+  age_ms = (int64_t)px_wall_ms() - kvEntry_Created(e) / 1000000;
+  kvEntry_Destroy(e);
+  return age_ms < (int64_t)(w->cfg->cluster.ack_wait_ms * 2 / 3);
+}
+
+/* A redelivered job whose worker still runs it: not answered, not acked;
+ * it comes back after the ack wait (and is acked by its worker before,
+ * with its result). */
+static void held_elsewhere(const px__svc_cl_job_t *j) {
+  PX_LOG(PX_LOG_INFO, "cluster: job %s: redelivered while its worker still "
+                      "holds it (its marker is fresh): left to that worker", j->id);
+}
+
 /* A job a worker started before and did not finish: answered, acked. */
 static void answer_lost(px_cluster_worker_t *w, natsMsg *m, const px__svc_cl_job_t *j) {
   PX_LOG(PX_LOG_WARN, "cluster: job %s was started before by a worker that did "
@@ -404,6 +445,8 @@ static void take_message(px_cluster_worker_t *w, natsMsg *m) {
       held_again(w, &m, &j, seq);
     else if (rc == PX_EEXIST && !j.idempotent && n <= 1)
       left_for_redelivery(&j);
+    else if (rc == PX_EEXIST && !j.idempotent && marker_alive(w, j.id))
+      held_elsewhere(&j);
     else if (rc == PX_EEXIST && !j.idempotent)
       answer_lost(w, m, &j);
     else if (rc == 0 || rc == PX_EEXIST) /* idempotent: run again */
@@ -427,10 +470,14 @@ static int attested(px_cluster_worker_t *w, px_attest_report_t *rep, int *logged
   return ok;
 }
 
-/* InProgress for every job held; a job whose answer was lost is dropped
- * (not acked: redelivered after the ack wait, answered executor_lost). */
+/* InProgress for every job held, then its PX_STARTED marker written
+ * again (the lease: a redelivery that finds a marker renewed within
+ * LEASE_FRESH knows its worker is alive and holding the job); a job whose
+ * answer was lost is dropped (not acked: redelivered after the ack wait,
+ * answered executor_lost). */
 static void progress(px_cluster_worker_t *w) {
-  size_t i = 0;
+  size_t i = 0, n = 0;
+  char (*ids)[PX__CL_ID_MAX + 1] = calloc(w->cfg->cluster.slots, sizeof *ids);
   px_mutex_lock(&w->lock); /* natsMsg_InProgress does not block */
   while (i < w->njobs) {
     if (w->jobs[i].lost) {
@@ -439,9 +486,16 @@ static void progress(px_cluster_worker_t *w) {
       continue;
     }
     natsMsg_InProgress(w->jobs[i].msg, NULL);
+    if (ids)
+      px_strlcpy(ids[n++], w->jobs[i].id, sizeof ids[0]);
     i++;
   }
   px_mutex_unlock(&w->lock);
+  for (i = 0; i < n; i++) /* may wait on the cluster: not under the lock */
+    if (kvStore_Put(NULL, w->link.started, ids[i], w->name,
+                    (int)strlen(w->name)) != NATS_OK)
+      PX_LOG(PX_LOG_DEBUG, "cluster: job %s: marker not renewed", ids[i]);
+  free(ids);
 }
 
 /* The keeper: InProgress every ack_wait/3 until the worker stops. */
@@ -507,6 +561,41 @@ static void tick(px_cluster_worker_t *w, due_t *d, px_attest_report_t *rep,
   }
 }
 
+/* Pull requests owed to a doorbell (w->lock held). */
+static int bells(const px_cluster_worker_t *w) {
+  int p, n = 0;
+  for (p = 0; p < PX__CL_NPRIO; p++)
+    n += w->bell[p];
+  return n;
+}
+
+/* One pull: every priority when a scan is due, else the highest one whose
+ * doorbell rang (an idle worker sleeps between scans instead of sending
+ * pull requests that wait out their expiry). 0 with *m or NULL; PX_EIO. */
+static int fetch_next(px_cluster_worker_t *w, natsMsg **m) {
+  uint64_t now = px_now_ms();
+  int p, owed = 0, rc;
+  *m = NULL;
+  if (now >= w->next_scan) {
+    w->next_scan = now + SCAN_EVERY_MS;
+    return px__svc_cl_link_fetch(&w->link, m);
+  }
+  px_mutex_lock(&w->lock);
+  for (p = 0; p < PX__CL_NPRIO && !owed; p++)
+    if ((owed = w->bell[p]) != 0)
+      w->bell[p]--;
+  px_mutex_unlock(&w->lock);
+  if (!owed)
+    return 0;
+  rc = px__svc_cl_link_fetch_prio(&w->link, p - 1, m);
+  if (*m) { /* more may be waiting there */
+    px_mutex_lock(&w->lock);
+    w->bell[p - 1] = BELL_TRIES;
+    px_mutex_unlock(&w->lock);
+  }
+  return rc;
+}
+
 static void worker_main(void *arg) {
   px_cluster_worker_t *w = arg;
   px_attest_report_t *rep = calloc(1, sizeof *rep);
@@ -514,10 +603,9 @@ static void worker_main(void *arg) {
   natsMsg *m = NULL;
   int ok = 0, logged = 0, stop = 0;
   while (rep && !stop) {
-    int busy = drain(w), fetched = 0;
+    int busy = drain(w), fetching;
     tick(w, &d, rep, &ok, &logged);
-    if ((fetched = may_fetch(w, ok)) != 0 &&
-        px__svc_cl_link_fetch(&w->link, &m) == 0 && m) {
+    if ((fetching = may_fetch(w, ok)) != 0 && fetch_next(w, &m) == 0 && m) {
       if (px_service_would_admit(w->svc)) {
         take_message(w, m);
       } else { /* paused (scram) during the pull request: back at once */
@@ -528,8 +616,15 @@ static void worker_main(void *arg) {
     }
     px_mutex_lock(&w->lock);
     stop = w->stop && (!w->head || px_now_ms() >= w->flush_until);
-    if (!stop && !busy && !fetched && !w->head) /* a fetch waited already */
-      px_cond_timedwait(&w->wake, &w->lock, IDLE_WAIT_MS);
+    if (!stop && !busy && !w->head && !(fetching && bells(w))) {
+      /* Idle: until a doorbell, an answer or the next scan; with no slot
+       * free (or no attestation), until an answer or a short while. */
+      uint64_t now = px_now_ms(), wait = IDLE_WAIT_MS;
+      if (fetching)
+        wait = w->next_scan > now ? w->next_scan - now : 0;
+      if (wait)
+        px_cond_timedwait(&w->wake, &w->lock, wait);
+    }
     px_mutex_unlock(&w->lock);
   }
   free(rep);
@@ -628,6 +723,7 @@ int px_cluster_worker_open(const px_config_t *cfg, px_service_t *svc,
   if ((rc = px__svc_cl_link_open(cfg, w->name, &w->link)) != 0)
     goto fail;
   w->link.on_cancel = on_cancel;
+  w->link.on_bell = on_bell;
   w->link.cancel_ctx = w;
   if ((rc = px_thread_create(&w->keeper, keeper_main, w)) != 0)
     goto fail;

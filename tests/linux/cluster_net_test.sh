@@ -109,12 +109,37 @@ pids+=("$load_pid")
 t0=$(date +%s)
 at() { while [ $(( $(date +%s) - t0 )) -lt "$1" ]; do sleep 0.2; done; }
 
+# One failure at a time, as replicas 3 promise: a node that comes back
+# must have caught up before the next one fails. (A killed node loses
+# what it had not synced to disk - nats-server syncs every 2 minutes by
+# default; the two others hold it - so cutting a second node before the
+# first caught up can lose acknowledged messages: that is past what R3
+# tolerates, and this test once lost a job that way.)
+streams_current() { # every replica of the three streams current (30 s)
+    local s ok
+    for _ in $(seq 60); do
+        ok=1
+        for s in PX_JOBS PX_RESULTS KV_PX_STARTED; do
+            bash "$harness" req "$dir" 3 "\$JS.API.STREAM.INFO.$s" "" 2> /dev/null |
+                jq -e '.cluster.leader != null and
+                       ((.cluster.replicas // []) | length) == 2 and
+                       all(.cluster.replicas[]; .current == true)' > /dev/null ||
+                { ok=0; break; }
+        done
+        [ "$ok" = 1 ] && return 0
+        sleep 0.5
+    done
+    return 1
+}
+
 at 2;  echo "   t+2 s: kill -9 node 1"; bash "$harness" kill-node "$dir" 1 || fail "kill-node 1"
 at 5;  echo "   t+5 s: node 1 back";   bash "$harness" start-node "$dir" 1 || fail "start-node 1"
 bash "$harness" wait "$dir" 30 || fail "the cluster did not form again after node 1's restart"
+streams_current || fail "node 1's replicas did not catch up in 30 s"
 at 8;  echo "   t+8 s: node 2's cable cut"; bash "$harness" link-down "$dir" 2 || fail "link-down 2"
 at 11; echo "   t+11 s: node 2's cable back"; bash "$harness" link-up "$dir" 2 || fail "link-up 2"
 bash "$harness" wait "$dir" 30 || fail "the cluster did not form again after the link came back"
+streams_current || fail "node 2's replicas did not catch up in 30 s"
 
 echo "-- kill -9 a worker in the middle of a job"
 printf '{"type":"run","id":"mid-1","runtime":"sh","code":"sleep 4.321"}' > "$dir/mid.json"

@@ -159,14 +159,20 @@ static int run_mkfs(const px__lnx_backend_t *be, const char *img,
 
 /* Bind the image to a free loop device: its fd (O_CLOEXEC), or PX_E*. A
  * device another process claims between GET_FREE and CONFIGURE answers
- * EBUSY: take the next one. */
+ * EBUSY: take the next one, after a millisecond from the second try on
+ * (GET_FREE hands every racer the same number until one has configured
+ * it; three daemons and other tests attaching at once used up 16 tries
+ * in a tight loop: a job failed sandbox_failed). At most LOOP_TRIES. */
+#define LOOP_TRIES 1000
 static int loop_attach(int img_fd, char *dev, size_t devsz) {
   struct loop_config cfg;
   int ctl, lfd = -1, tries, num;
   ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
   if (ctl < 0)
     return PX_LOG_ERRNO(PX_ESANDBOX, errno, "open(/dev/loop-control)");
-  for (tries = 0; tries < 16; tries++) {
+  for (tries = 0; tries < LOOP_TRIES; tries++) {
+    if (tries > 0)
+      px_sleep_ms(1);
     if ((num = ioctl(ctl, LOOP_CTL_GET_FREE)) < 0) {
       close(ctl);
       return PX_LOG_ERRNO(PX_ESANDBOX, errno, "ioctl(LOOP_CTL_GET_FREE)");
@@ -191,7 +197,7 @@ static int loop_attach(int img_fd, char *dev, size_t devsz) {
   }
   close(ctl);
   if (lfd < 0)
-    PX_LOG(PX_LOG_ERROR, "no free loop device after 16 tries");
+    PX_LOG(PX_LOG_ERROR, "no free loop device after %d tries", LOOP_TRIES);
   return lfd >= 0 ? lfd : PX_ESANDBOX;
 }
 
