@@ -159,11 +159,13 @@ if [ "${PX_QUICK:-0}" != 1 ]; then
     # (CPython's own test modules inside and outside the sandbox: it
     # compares their behaviour, and the daemon paths it takes are those of
     # linux.daemon, which runs here); linux.nats_cluster runs only
-    # nats-server and shell, nothing built.
+    # nats-server and shell, nothing built; linux.cluster_net is a load
+    # (1,000 jobs through three workers under faults) whose worker paths
+    # linux.cluster takes here.
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
         UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
         ctest --test-dir build/linux-asan --output-on-failure -j "$jobs" \
-        -LE soak -E '^(tools\..*|linux\.compat|linux\.nats_cluster)$' 2>&1 | tee build/linux-asan/ctest-summary.log
+        -LE soak -E '^(tools\..*|linux\.compat|linux\.nats_cluster|linux\.cluster_net)$' 2>&1 | tee build/linux-asan/ctest-summary.log
     rc=${PIPESTATUS[0]}
     summary+=("asan: $(grep -E 'tests passed|tests failed' build/linux-asan/ctest-summary.log | tail -1)")
     echo "ASan+UBSan step: $(( $(date +%s) - t0 )) s"
