@@ -50,6 +50,9 @@ int px__svc_cl_link_connected(const px__svc_cl_link_t *l);
  * until it returns 0, and again after each reconnect (l->ready = 0: the
  * server may have lost its store). 0 or PX_EIO. */
 int px__svc_cl_link_setup(const px_config_t *cfg, px__svc_cl_link_t *l);
+/* Add (or check) the two streams PX_JOBS and PX_RESULTS alone: what the
+ * gateway needs. Idempotent. 0 or PX_EIO. */
+int px__svc_cl_link_streams(const px_config_t *cfg, px__svc_cl_link_t *l);
 /* One job message, highest priority first, each priority's request
  * waiting at most PX__CL_FETCH_WAIT_MS. 0 with *msg (owned by the caller)
  * or NULL when none is pending; PX_EIO. */

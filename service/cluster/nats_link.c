@@ -233,14 +233,21 @@ static void on_bell_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg,
   natsMsg_Destroy(msg);
 }
 
+int px__svc_cl_link_streams(const px_config_t *cfg, px__svc_cl_link_t *l) {
+  int r = (int)cfg->cluster.replicas, rc;
+  if ((rc = add_stream(l->js, "PX_JOBS", "px.jobs.>", 1, 0, r)) != 0 ||
+      (rc = add_stream(l->js, "PX_RESULTS", "px.results.>", 0, RESULTS_AGE_NS, r)) != 0)
+    return rc;
+  return 0;
+}
+
 int px__svc_cl_link_setup(const px_config_t *cfg, px__svc_cl_link_t *l) {
   const px_cluster_config_t *c = &cfg->cluster;
   int r = (int)c->replicas, rc;
   natsStatus s;
   if (l->ready)
     return 0;
-  if ((rc = add_stream(l->js, "PX_JOBS", "px.jobs.>", 1, 0, r)) != 0 ||
-      (rc = add_stream(l->js, "PX_RESULTS", "px.results.>", 0, RESULTS_AGE_NS, r)) != 0 ||
+  if ((rc = px__svc_cl_link_streams(cfg, l)) != 0 ||
       (rc = open_bucket(l->js, "PX_STARTED", STARTED_TTL_NS, r, &l->started)) != 0 ||
       (rc = open_bucket(l->js, "PX_NODES", NODES_TTL_NS, r, &l->nodes)) != 0 ||
       (rc = subscribe_pulls(c, l)) != 0)

@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# cluster_gateway_test.sh BUILD_DIR - the cluster gateway (cluster.mode
+# submit, service/cluster/gateway.c, docs/cluster-protocol.md "Gateway")
+# against a real nats-server with JetStream on a free loopback port (its
+# max_payload lowered to 64 KiB), one real worker daemon and one real
+# gateway daemon. Clients talk to the gateway's Unix socket
+# (tests/linux/gw_client.py on the Python client's framing); px_cl_submit
+# reads PX_RESULTS. ctest: linux.cluster_gateway (SKIP 77 without
+# nats-server or root). The first failure stops the script with the logs.
+set -u
+build=${1:?usage: cluster_gateway_test.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd)
+exe=$build/service/phoenix-executor
+sub_bin=$build/tests/px_cl_submit
+client=$here/gw_client.py
+
+[ "$(id -u)" = 0 ] || { echo "SKIP: the daemon's sandbox needs root"; exit 77; }
+command -v nats-server >/dev/null ||
+  { echo "SKIP: nats-server is not installed (tools/setup.sh installs it)"; exit 77; }
+for f in "$exe" "$sub_bin"; do
+  [ -x "$f" ] || { echo "FAIL: $f is not built"; exit 1; }
+done
+
+tmp=$(mktemp -d /tmp/px-clgw.XXXXXX)
+chmod 755 "$tmp"
+nats_pid=
+declare -A dpid
+cleanup() {
+  local n
+  for n in "${!dpid[@]}"; do
+    kill -TERM "${dpid[$n]}" 2>/dev/null && wait "${dpid[$n]}" 2>/dev/null
+  done
+  [ -n "$nats_pid" ] && kill "$nats_pid" 2>/dev/null && wait "$nats_pid" 2>/dev/null
+  findmnt -rn -o TARGET | grep "^$tmp/" | sort -r | xargs -r -n1 umount -l
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() {
+  local f
+  echo "FAIL: $*"
+  for f in "$tmp"/*/daemon.log "$tmp/nats.log"; do
+    [ -f "$f" ] && { echo "--- $f (tail)"; tail -30 "$f"; }
+  done
+  exit 1
+}
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+url=nats://127.0.0.1:$port
+sub() { "$sub_bin" -s "$url" "$@"; }
+max_payload=65536
+
+start_nats() {
+  cat >"$tmp/nats.conf" <<CONF
+listen: 127.0.0.1:$port
+max_payload: $max_payload
+jetstream { store_dir: "$tmp/js" }
+CONF
+  nats-server -c "$tmp/nats.conf" >>"$tmp/nats.log" 2>&1 &
+  nats_pid=$!
+  local i
+  for i in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  fail "nats-server did not listen on $port"
+}
+
+# start_daemon NAME MODE READY_PATTERN [EXTRA_TOP_LEVEL_JSON]: a daemon of
+# its own (socket, work root, log); root is a plain client (max_concurrent
+# 2: the cap a forwarded job counts against), the cluster account may run.
+start_daemon() {
+  local n=$1 mode=$2 ready=$3 extra=${4-} d=$tmp/$1 i
+  mkdir -p "$d/jobs"
+  cat >"$d/executor.json" <<JSON
+{"transports":{"socket_path":"$d/s.sock","socket_group":"nogroup"},
+ "work_root":"$d/jobs",$extra
+ "clients":[{"name":"root","match":{"unix_uid":0},"capabilities":["*"],"max_concurrent":2},
+            {"name":"farm","match":{"cluster":true},"capabilities":["*"],"max_priority":"high"}],
+ "cluster":{"mode":"$mode","servers":["$url"],"name":"$n","ack_wait_ms":1500}}
+JSON
+  "$exe" --config "$d/executor.json" --log-level debug >"$d/daemon.log" 2>&1 &
+  dpid[$n]=$!
+  for i in $(seq 300); do
+    grep -q "$ready" "$d/daemon.log" && return 0
+    kill -0 "${dpid[$n]}" 2>/dev/null || fail "daemon $n died at start"
+    sleep 0.05
+  done
+  fail "daemon $n not ready"
+}
+
+gw() { python3 "$client" "$tmp/gw/s.sock" "$@"; }
+run_json() { # run_json ID CODE PLACEMENT [EXTRA_MEMBERS]
+  printf '{"type":"run","id":"%s","runtime":"sh","code":"%s","placement":"%s"%s}' \
+    "$1" "$2" "$3" "${4-}"
+}
+expect() { # expect TEXT PATTERN WHAT
+  printf '%s' "$1" | grep -q -- "$2" || fail "$3: no $2 in: ${1:0:900}"
+}
+absent() { # absent TEXT PATTERN WHAT
+  printf '%s' "$1" | grep -q -- "$2" && fail "$3: $2 in: ${1:0:900}"
+  return 0
+}
+lines_of() { # lines_of TEXT PATTERN: how many lines match
+  printf '%s\n' "$1" | grep -c -- "$2"
+}
+cid_of() { # cid_of ID: the cluster id the gateway gave the client's job ID
+  sed -n "s/.*cluster: job $1 forwarded as \([A-Za-z0-9_-]*\).*/\1/p" "$tmp/gw/daemon.log" | tail -1
+}
+
+start_nats
+start_daemon w1 worker "consumers of pool"
+start_daemon gw submit "gateway of pool" '"queue":{"workers":1},'
+
+echo "== placement cluster: runs on the worker; events and one result relayed under the client's id"
+out=$(gw "$(run_json c1 'echo gw-marker' cluster ',"stream":true')" --linger 1) || fail "c1: no result: $out"
+expect "$out" '"type":"accepted","id":"c1","queue_position":0' "c1 accepted first"
+[ "$(printf '%s\n' "$out" | head -1 | grep -c accepted)" = 1 ] || fail "c1: accepted is not first: $out"
+expect "$out" '"type":"started","id":"c1"' "c1 started relayed"
+expect "$out" '"type":"output","id":"c1".*gw-marker' "c1 output relayed"
+expect "$out" '"type":"result","id":"c1".*"status":"ok"' "c1 result"
+expect "$out" '"worker":"w1"' "c1 ran on the worker"
+[ "$(lines_of "$out" '"type":"result"')" = 1 ] || fail "c1: not exactly one result: $out"
+absent "$out" '"submitter"' "c1: the gateway's submitter stamp is not the client's"
+cid=$(cid_of c1)
+[ -n "$cid" ] || fail "c1: no cluster id in the gateway's log"
+case $cid in gw-[0-9a-f]*) ;; *) fail "c1: cluster id $cid is not <node>-<hex>" ;; esac
+grep -q "cluster: job $cid taken (submitter \"uid:0@gw\")" "$tmp/w1/daemon.log" ||
+  fail "c1: the worker did not take $cid with the gateway's submitter"
+[ "$(sub count "$cid")" = 1 ] || fail "c1: PX_RESULTS holds $(sub count "$cid") results"
+
+echo "== placement any: local while the engine has a free slot, the cluster when not"
+out=$(gw "$(run_json a1 'echo any-local' any)") || fail "a1: no result"
+expect "$out" '"type":"result","id":"a1".*"status":"ok"' a1
+absent "$out" '"worker"' "a1 ran locally"
+[ -z "$(cid_of a1)" ] || fail "a1 was forwarded"
+out=$(gw "$(run_json a2 'sleep 1' local)" --second "$(run_json a3 'echo any-spill' any)") ||
+  fail "a2/a3: no result"
+expect "$out" '"type":"result","id":"a3".*"status":"ok"' a3
+expect "$out" '"type":"result","id":"a3".*"worker":"w1"' "a3 spilled to the cluster"
+expect "$out" '"type":"result","id":"a2".*"status":"ok"' a2
+
+echo "== refusals: bad placement, kb capability, duplicate id, the client's cap, max_payload"
+out=$(gw "$(run_json p1 'echo x' remote)") || fail "p1: no result"
+expect "$out" '"status":"rejected".*"code":"bad_request".*placement: must be one of local|cluster|any' p1
+out=$(gw "$(run_json k1 'echo x' cluster ',"capabilities":["kb:read"]')") || fail "k1: no result"
+expect "$out" '"status":"rejected".*"code":"capability_denied".*knowledge-base' k1
+[ -z "$(cid_of k1)" ] || fail "k1 was forwarded"
+out=$(gw "$(run_json d1 'sleep 1' cluster)" --second "$(run_json d1 'echo dup' local)") ||
+  fail "d1: no result"
+expect "$out" '"type":"error","id":"d1","code":"duplicate_id"' "d1 local after cluster"
+[ "$(lines_of "$out" '"type":"result"')" = 1 ] || fail "d1: not exactly one result: $out"
+out=$(gw "$(run_json q1 'sleep 1' cluster)" --second "$(run_json q2 'sleep 1' cluster)" \
+  --second "$(run_json q3 'echo over' cluster)") || fail "q1: no result"
+expect "$out" '"type":"result","id":"q3".*"code":"queue_full".*max_concurrent is 2' "q3 over the cap"
+expect "$out" '"type":"accepted","id":"q2"' "q2 under the cap"
+[ -z "$(cid_of q3)" ] || fail "q3 was forwarded"
+big=$(head -c 70000 /dev/zero | tr '\0' 'x')
+out=$(gw "$(run_json b1 "echo $big" cluster)") || fail "b1: no result"
+expect "$out" '"status":"rejected".*"code":"bad_request".*max_payload of 65536 bytes' b1
+out=$(gw "$(run_json b2 "echo $big | wc -c" local)") || fail "b2: no result"
+expect "$out" '"status":"ok"' "b2: the same job runs locally"
+
+echo "== cancel: by the client, and by its disconnect (on_disconnect cancel)"
+out=$(gw "$(run_json x1 'sleep 20' cluster)" --cancel-after-started) || fail "x1: no result"
+expect "$out" '"type":"result","id":"x1".*"status":"cancelled"' x1
+expect "$out" '"worker":"w1"' "x1 cancelled on the worker"
+gw "$(run_json x2 'sleep 20' cluster)" --until started >/dev/null || fail "x2 not started"
+cid=$(cid_of x2)
+r=$(sub result "$cid" -w 10000) || fail "x2 ($cid): no result after the disconnect"
+expect "$r" '"status":"cancelled"' "x2 cancelled after its client left"
+
+echo "== NATS stopped: cluster_unavailable; back: forwarded again"
+kill "$nats_pid"; wait "$nats_pid" 2>/dev/null; nats_pid=
+for i in $(seq 100); do
+  grep -q "disconnected from NATS" "$tmp/gw/daemon.log" && break; sleep 0.05
+done
+out=$(gw "$(run_json u1 'echo x' cluster)") || fail "u1: no result"
+expect "$out" '"status":"rejected".*"code":"cluster_unavailable"' u1
+[ "$(lines_of "$out" '"type":"result"')" = 1 ] || fail "u1: not exactly one result: $out"
+out=$(gw "$(run_json u2 'echo still-local' any)") || fail "u2: no result"
+expect "$out" '"status":"ok"' "u2: any runs locally with a free slot"
+start_nats
+for i in $(seq 200); do
+  [ "$(grep -c "gateway of pool" "$tmp/gw/daemon.log")" -ge 2 ] &&
+    [ "$(grep -c "consumers of pool" "$tmp/w1/daemon.log")" -ge 2 ] && break
+  sleep 0.05
+done
+out=$(gw "$(run_json u3 'echo back' cluster)") || fail "u3: no result"
+expect "$out" '"type":"result","id":"u3".*"status":"ok".*"worker":"w1"' "u3 after NATS came back"
+
+echo "== placement cluster on a daemon without a gateway (worker mode): refused typed"
+out=$(python3 "$client" "$tmp/w1/s.sock" "$(run_json m1 'echo x' cluster)") || fail "m1: no result"
+expect "$out" '"status":"rejected".*"code":"cluster_unavailable".*cluster.mode' m1
+
+echo "== the gateway stops with a job in flight: its client gets aborted"
+gw "$(run_json s1 'sleep 20' cluster)" >"$tmp/s1.out" &
+cpid=$!
+for i in $(seq 200); do grep -q '"started"' "$tmp/s1.out" && break; sleep 0.05; done
+grep -q '"started"' "$tmp/s1.out" || fail "s1 not started: $(cat "$tmp/s1.out")"
+kill -TERM "${dpid[gw]}"; wait "${dpid[gw]}" 2>/dev/null; unset "dpid[gw]"
+wait "$cpid" || fail "s1: no result: $(cat "$tmp/s1.out")"
+expect "$(cat "$tmp/s1.out")" '"type":"result","id":"s1".*"status":"aborted"' s1
+cid=$(cid_of s1)
+r=$(sub result "$cid" -w 10000) || fail "s1 ($cid): no result on the worker"
+expect "$r" '"status":"cancelled"' "s1 cancelled on the worker"
+
+echo "PASS: cluster gateway"
