@@ -2,7 +2,8 @@
 # cluster_gateway_test.sh BUILD_DIR - the cluster gateway (cluster.mode
 # submit, service/cluster/gateway.c, docs/cluster-protocol.md "Gateway")
 # against a real nats-server with JetStream on a free loopback port (its
-# max_payload lowered to 64 KiB), one real worker daemon and one real
+# max_payload lowered to 64 KiB, a client that stops answering its pings
+# dropped after about 2 s), one real worker daemon and one real
 # gateway daemon. Clients talk to the gateway's Unix socket
 # (tests/linux/gw_client.py on the Python client's framing); px_cl_submit
 # reads PX_RESULTS. ctest: linux.cluster_gateway (SKIP 77 without
@@ -54,6 +55,9 @@ start_nats() {
   cat >"$tmp/nats.conf" <<CONF
 listen: 127.0.0.1:$port
 max_payload: $max_payload
+ping_interval: "1s"
+ping_max: 1
+debug: true # "Stale Client Connection" is logged at debug level
 jetstream { store_dir: "$tmp/js" }
 CONF
   nats-server -c "$tmp/nats.conf" >>"$tmp/nats.log" 2>&1 &
@@ -169,6 +173,23 @@ gw "$(run_json x2 'sleep 20' cluster)" --until started >/dev/null || fail "x2 no
 cid=$(cid_of x2)
 r=$(sub result "$cid" -w 10000) || fail "x2 ($cid): no result after the disconnect"
 expect "$r" '"status":"cancelled"' "x2 cancelled after its client left"
+
+echo "== the gateway's connection dropped while the result came: found in PX_RESULTS, relayed once"
+gw "$(run_json r1 'sleep 4; echo after-the-drop' cluster)" --linger 1 >"$tmp/r1.out" &
+cpid=$!
+for i in $(seq 200); do grep -q '"started"' "$tmp/r1.out" && break; sleep 0.05; done
+grep -q '"started"' "$tmp/r1.out" || fail "r1 not started: $(cat "$tmp/r1.out")"
+kill -STOP "${dpid[gw]}" # no pongs: the server drops its connection
+for i in $(seq 100); do grep -q "Stale Client Connection" "$tmp/nats.log" && break; sleep 0.05; done
+grep -q "Stale Client Connection" "$tmp/nats.log" || { kill -CONT "${dpid[gw]}"; fail "r1: the server kept the stopped gateway"; }
+cid=$(cid_of r1)
+sub result "$cid" -w 10000 >/dev/null || { kill -CONT "${dpid[gw]}"; fail "r1 ($cid): no result stored"; }
+kill -CONT "${dpid[gw]}"
+wait "$cpid" || fail "r1: no result relayed: $(cat "$tmp/r1.out")"
+out=$(cat "$tmp/r1.out")
+expect "$out" '"type":"result","id":"r1".*"status":"ok".*after-the-drop' r1
+[ "$(lines_of "$out" '"type":"result"')" = 1 ] || fail "r1: not exactly one result: $out"
+grep -q "the result of $cid found in PX_RESULTS" "$tmp/gw/daemon.log" || fail "r1: not from PX_RESULTS"
 
 echo "== NATS stopped: cluster_unavailable; back: forwarded again"
 kill "$nats_pid"; wait "$nats_pid" 2>/dev/null; nats_pid=
