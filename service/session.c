@@ -100,7 +100,8 @@ static const char *cluster_kb_cap(const px_session_t *s,
 }
 
 /* "any": 1 when the engine could start a job of this client now (a free
- * worker, nothing queued, the client under its max_concurrent). */
+ * worker, nothing queued, the client under its max_concurrent) or is
+ * paused (scram, stop: the run is refused `paused` here, not spilled). */
 static int local_slot_free(px_session_t *s) {
   px_status_info_t st;
   uint64_t queued = 0;
@@ -109,8 +110,14 @@ static int local_slot_free(px_session_t *s) {
   px_engine_status(s->svc->eng, &st);
   for (i = 0; i < PX_PRIO_COUNT; i++)
     queued += st.queue[i];
-  return !st.paused && st.running < st.workers && queued == 0 &&
-         (cap == 0 || px_session_jobs(s) < cap);
+  return st.paused || (st.running < st.workers && queued == 0 &&
+                       (cap == 0 || px_session_jobs(s) < cap));
+}
+
+static int engine_paused(px_session_t *s) {
+  px_status_info_t st;
+  px_engine_status(s->svc->eng, &st);
+  return st.paused;
 }
 
 /* Where the run goes: 0 local, 1 the cluster (through the gateway), -1
@@ -135,6 +142,10 @@ static void forward(px_session_t *s, const px_run_request_t *run,
                     const char *payload, size_t len) {
   if (px_engine_client_has(s->svc->eng, s->ec, run->id)) {
     send_error(s, run->id, PX_CODE_DUPLICATE_ID, "a job with this id is still in flight");
+    return;
+  }
+  if (engine_paused(s)) { /* scram stops forwarding too */
+    reject(s, run->id, PX_CODE_PAUSED, "the executor is paused or stopping", NULL);
     return;
   }
   s->svc->gw->submit(s->svc->gw_ctx, s, run->id, run->priority, payload, len);

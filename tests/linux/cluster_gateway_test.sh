@@ -12,13 +12,14 @@ set -u
 build=${1:?usage: cluster_gateway_test.sh BUILD_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
 exe=$build/service/phoenix-executor
+ctl=$build/tools/phoenixctl
 sub_bin=$build/tests/px_cl_submit
 client=$here/gw_client.py
 
 [ "$(id -u)" = 0 ] || { echo "SKIP: the daemon's sandbox needs root"; exit 77; }
 command -v nats-server >/dev/null ||
   { echo "SKIP: nats-server is not installed (tools/setup.sh installs it)"; exit 77; }
-for f in "$exe" "$sub_bin"; do
+for f in "$exe" "$ctl" "$sub_bin"; do
   [ -x "$f" ] || { echo "FAIL: $f is not built"; exit 1; }
 done
 
@@ -132,6 +133,36 @@ case $cid in gw-[0-9a-f]*) ;; *) fail "c1: cluster id $cid is not <node>-<hex>" 
 grep -q "cluster: job $cid taken (submitter \"uid:0@gw\")" "$tmp/w1/daemon.log" ||
   fail "c1: the worker did not take $cid with the gateway's submitter"
 [ "$(sub count "$cid")" = 1 ] || fail "c1: PX_RESULTS holds $(sub count "$cid") results"
+
+echo "== phoenixctl run --placement cluster, the MCP run_code tool's placement"
+printf 'echo ctl-marker\n' >"$tmp/ctl.sh"
+out=$("$ctl" --socket "$tmp/gw/s.sock" run --runtime sh --id ctl1 --placement cluster --json "$tmp/ctl.sh") ||
+  fail "phoenixctl: $out"
+expect "$out" '"status":[[:space:]]*"ok"' "phoenixctl ctl1"
+expect "$out" '"worker":[[:space:]]*"w1"' "phoenixctl ctl1 ran on the worker"
+[ -n "$(cid_of ctl1)" ] || fail "ctl1 was not forwarded"
+out=$(python3 - "$ctl" "$tmp/gw/s.sock" <<'PY'
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "--socket", sys.argv[2], "mcp"], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, text=True)
+def ask(m):
+    p.stdin.write(json.dumps(m) + "\n"); p.stdin.flush()
+    while "id" in m:
+        r = json.loads(p.stdout.readline())
+        if r.get("id") == m["id"]:
+            return r
+ask({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+     "capabilities": {}, "clientInfo": {"name": "gw-test", "version": "1"}}})
+ask({"jsonrpc": "2.0", "method": "notifications/initialized"})
+r = ask({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "run_code",
+        "arguments": {"runtime": "sh", "code": "echo mcp-marker", "placement": "cluster",
+                      "job_id": "mcp1"}}})
+print(json.dumps(r))
+p.stdin.close(); p.wait(10)
+PY
+) || fail "mcp: $out"
+expect "$out" 'mcp-marker' "mcp run_code placement cluster"
+[ -n "$(cid_of mcp1)" ] || fail "mcp1 was not forwarded: $out"
 
 echo "== placement any: local while the engine has a free slot, the cluster when not"
 out=$(gw "$(run_json a1 'echo any-local' any)") || fail "a1: no result"
