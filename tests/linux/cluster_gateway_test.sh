@@ -71,18 +71,18 @@ CONF
   fail "nats-server did not listen on $port"
 }
 
-# start_daemon NAME MODE READY_PATTERN [EXTRA_TOP_LEVEL_JSON]: a daemon of
+# start_daemon NAME MODE READY_PATTERN [EXTRA_TOP_LEVEL_JSON [POOL]]: a daemon of
 # its own (socket, work root, log); root is a plain client (max_concurrent
 # 2: the cap a forwarded job counts against), the cluster account may run.
 start_daemon() {
-  local n=$1 mode=$2 ready=$3 extra=${4-} d=$tmp/$1 i
+  local n=$1 mode=$2 ready=$3 extra=${4-} pool=${5:-linux-x64} d=$tmp/$1 i
   mkdir -p "$d/jobs"
   cat >"$d/executor.json" <<JSON
 {"transports":{"socket_path":"$d/s.sock","socket_group":"nogroup"},
  "work_root":"$d/jobs",$extra
  "clients":[{"name":"root","match":{"unix_uid":0},"capabilities":["*"],"max_concurrent":2},
             {"name":"farm","match":{"cluster":true},"capabilities":["*"],"max_priority":"high"}],
- "cluster":{"mode":"$mode","servers":["$url"],"name":"$n","ack_wait_ms":1500}}
+ "cluster":{"mode":"$mode","servers":["$url"],"name":"$n","ack_wait_ms":1500,"pool":"$pool"}}
 JSON
   "$exe" --config "$d/executor.json" --log-level debug >"$d/daemon.log" 2>&1 &
   dpid[$n]=$!
@@ -109,6 +109,10 @@ absent() { # absent TEXT PATTERN WHAT
 lines_of() { # lines_of TEXT PATTERN: how many lines match
   printf '%s\n' "$1" | grep -c -- "$2"
 }
+status_cluster() { # status.cluster of the daemon at socket $1, compact
+  "$ctl" --socket "$1" status --json |
+    python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin).get("cluster"), separators=(",",":")))'
+}
 cid_of() { # cid_of ID: the cluster id the gateway gave the client's job ID
   sed -n "s/.*cluster: job $1 forwarded as \([A-Za-z0-9_-]*\).*/\1/p" "$tmp/gw/daemon.log" | tail -1
 }
@@ -133,6 +137,9 @@ case $cid in gw-[0-9a-f]*) ;; *) fail "c1: cluster id $cid is not <node>-<hex>" 
 grep -q "cluster: job $cid taken (submitter \"uid:0@gw\")" "$tmp/w1/daemon.log" ||
   fail "c1: the worker did not take $cid with the gateway's submitter"
 [ "$(sub count "$cid")" = 1 ] || fail "c1: PX_RESULTS holds $(sub count "$cid") results"
+
+st=$(status_cluster "$tmp/gw/s.sock") || fail "status"
+expect "$st" '{"mode":"submit","connected":true,"pool":"linux-x64","in_flight":0}' "gateway status.cluster"
 
 echo "== phoenixctl run --placement cluster, the MCP run_code tool's placement"
 printf 'echo ctl-marker\n' >"$tmp/ctl.sh"
@@ -223,6 +230,8 @@ expect "$out" '"type":"result","id":"r1".*"status":"ok".*after-the-drop' r1
 grep -q "the result of $cid found in PX_RESULTS" "$tmp/gw/daemon.log" || fail "r1: not from PX_RESULTS"
 
 echo "== NATS stopped: cluster_unavailable; back: forwarded again"
+ready_gw=$(grep -c "gateway of pool" "$tmp/gw/daemon.log")
+ready_w1=$(grep -c "consumers of pool" "$tmp/w1/daemon.log")
 kill "$nats_pid"; wait "$nats_pid" 2>/dev/null; nats_pid=
 for i in $(seq 100); do
   grep -q "disconnected from NATS" "$tmp/gw/daemon.log" && break; sleep 0.05
@@ -234,8 +243,8 @@ out=$(gw "$(run_json u2 'echo still-local' any)") || fail "u2: no result"
 expect "$out" '"status":"ok"' "u2: any runs locally with a free slot"
 start_nats
 for i in $(seq 200); do
-  [ "$(grep -c "gateway of pool" "$tmp/gw/daemon.log")" -ge 2 ] &&
-    [ "$(grep -c "consumers of pool" "$tmp/w1/daemon.log")" -ge 2 ] && break
+  [ "$(grep -c "gateway of pool" "$tmp/gw/daemon.log")" -gt "$ready_gw" ] &&
+    [ "$(grep -c "consumers of pool" "$tmp/w1/daemon.log")" -gt "$ready_w1" ] && break
   sleep 0.05
 done
 out=$(gw "$(run_json u3 'echo back' cluster)") || fail "u3: no result"
@@ -256,5 +265,13 @@ expect "$(cat "$tmp/s1.out")" '"type":"result","id":"s1".*"status":"aborted"' s1
 cid=$(cid_of s1)
 r=$(sub result "$cid" -w 10000) || fail "s1 ($cid): no result on the worker"
 expect "$r" '"status":"cancelled"' "s1 cancelled on the worker"
+
+echo "== mode both: one daemon, gateway and worker of its own pool"
+start_daemon bo both "consumers of pool" '' solo
+for i in $(seq 100); do grep -q "gateway of pool" "$tmp/bo/daemon.log" && break; sleep 0.05; done
+out=$(python3 "$client" "$tmp/bo/s.sock" "$(run_json o1 'echo both-marker' cluster)") || fail "o1: no result"
+expect "$out" '"type":"result","id":"o1".*"status":"ok".*both-marker.*"worker":"bo"' "o1 ran on itself"
+st=$(status_cluster "$tmp/bo/s.sock") || fail "status of bo"
+expect "$st" '"mode":"both","connected":true,"pool":"solo"' "mode both status.cluster"
 
 echo "PASS: cluster gateway"
