@@ -396,8 +396,13 @@ static void accept_job(px_cluster_gateway_t *g, const char *cid, uint64_t seq, u
     if ((json = px_encode_accepted(j->id, pos)) != NULL)
       px_session_send_json(j->sess, json);
     free(json);
-    for (f = j->early; f; f = f->next)
+    while ((f = j->early) != NULL) { /* in their order, then freed */
+      j->early = f->next;
       px_session_send_json(j->sess, f->json);
+      free(f->json);
+      free(f);
+    }
+    j->early_tail = NULL;
     if (j->done || g->stopping)
       done = unlink_job(g, pp);
     if (!j->done && g->stopping) {

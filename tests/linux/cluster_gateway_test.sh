@@ -259,7 +259,8 @@ gw "$(run_json s1 'sleep 20' cluster)" >"$tmp/s1.out" &
 cpid=$!
 for i in $(seq 200); do grep -q '"started"' "$tmp/s1.out" && break; sleep 0.05; done
 grep -q '"started"' "$tmp/s1.out" || fail "s1 not started: $(cat "$tmp/s1.out")"
-kill -TERM "${dpid[gw]}"; wait "${dpid[gw]}" 2>/dev/null; unset "dpid[gw]"
+kill -TERM "${dpid[gw]}"; wait "${dpid[gw]}"; rc=$?; unset "dpid[gw]"
+[ "$rc" = 0 ] || fail "the gateway stopped with $rc"
 wait "$cpid" || fail "s1: no result: $(cat "$tmp/s1.out")"
 expect "$(cat "$tmp/s1.out")" '"type":"result","id":"s1".*"status":"aborted"' s1
 cid=$(cid_of s1)
@@ -273,5 +274,11 @@ out=$(python3 "$client" "$tmp/bo/s.sock" "$(run_json o1 'echo both-marker' clust
 expect "$out" '"type":"result","id":"o1".*"status":"ok".*both-marker.*"worker":"bo"' "o1 ran on itself"
 st=$(status_cluster "$tmp/bo/s.sock") || fail "status of bo"
 expect "$st" '"mode":"both","connected":true,"pool":"solo"' "mode both status.cluster"
+
+echo "== every daemon stops with 0 (under ASan: no leak, no error)"
+for n in "${!dpid[@]}"; do
+  kill -TERM "${dpid[$n]}"; wait "${dpid[$n]}"; rc=$?; unset "dpid[$n]"
+  [ "$rc" = 0 ] || fail "daemon $n stopped with $rc"
+done
 
 echo "PASS: cluster gateway"
