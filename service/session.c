@@ -99,19 +99,21 @@ static const char *cluster_kb_cap(const px_session_t *s,
   return NULL;
 }
 
-/* "any": 1 when the engine could start a job of this client now (a free
- * worker, nothing queued, the client under its max_concurrent) or is
- * paused (scram, stop: the run is refused `paused` here, not spilled). */
+/* "any" (a gateway is registered): 1 when the engine could start a job now (a free worker, nothing
+ * queued) or is paused (scram, stop: the run is refused `paused` here, not
+ * spilled), or when the client is at its max_concurrent (the gateway would
+ * refuse it queue_full: it waits here instead). */
 static int local_slot_free(px_session_t *s) {
   px_status_info_t st;
   uint64_t queued = 0;
   int i;
   unsigned cap = s->policy ? s->policy->max_concurrent : 0;
+  if (cap && px_session_jobs(s) + s->svc->gw->jobs(s->svc->gw_ctx, s) >= cap)
+    return 1;
   px_engine_status(s->svc->eng, &st);
   for (i = 0; i < PX_PRIO_COUNT; i++)
     queued += st.queue[i];
-  return st.paused || (st.running < st.workers && queued == 0 &&
-                       (cap == 0 || px_session_jobs(s) < cap));
+  return st.paused || (st.running < st.workers && queued == 0);
 }
 
 static int engine_paused(px_session_t *s) {

@@ -442,6 +442,15 @@ static void gw_submit(void *ctx, px_session_t *s, const char *id, px_priority_t 
 
 /* ---- holds, cancel, detach (the session's thread) ---- */
 
+static unsigned gw_jobs(void *ctx, px_session_t *s) {
+  px_cluster_gateway_t *g = ctx;
+  unsigned n;
+  px_mutex_lock(&g->lock);
+  n = session_jobs(g, s);
+  px_mutex_unlock(&g->lock);
+  return n;
+}
+
 static int gw_holds(void *ctx, px_session_t *s, const char *id) {
   px_cluster_gateway_t *g = ctx;
   int yes;
@@ -623,6 +632,7 @@ static px_cluster_gateway_t *gateway_new(const px_config_t *cfg, px_service_t *s
   node_name(cfg->cluster.name ? cfg->cluster.name : host_name, g->node, sizeof g->node);
   g->ops.submit = gw_submit;
   g->ops.holds = gw_holds;
+  g->ops.jobs = gw_jobs;
   g->ops.cancel = gw_cancel;
   g->ops.detach = gw_detach;
   px_mutex_init(&g->lock);

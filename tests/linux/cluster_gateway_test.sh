@@ -181,6 +181,13 @@ out=$(gw "$(run_json a2 'sleep 1' local)" --second "$(run_json a3 'echo any-spil
 expect "$out" '"type":"result","id":"a3".*"status":"ok"' a3
 expect "$out" '"type":"result","id":"a3".*"worker":"w1"' "a3 spilled to the cluster"
 expect "$out" '"type":"result","id":"a2".*"status":"ok"' a2
+# At its max_concurrent (2: a local and a forwarded job in flight) the
+# client's "any" job waits here, queued, rather than be refused queue_full.
+out=$(gw "$(run_json a4 'sleep 1' local)" --second "$(run_json a5 'sleep 1' cluster)" \
+  --second "$(run_json a6 'echo any-at-cap' any)" --linger 2) || fail "a4-a6: no result"
+expect "$out" '"type":"result","id":"a6".*"status":"ok"' "a6 ran"
+absent "$out" '"id":"a6".*"worker"' "a6 waited locally at the cap"
+expect "$out" '"type":"result","id":"a5".*"worker":"w1"' "a5 forwarded"
 
 echo "== refusals: bad placement, kb capability, duplicate id, the client's cap, max_payload"
 out=$(gw "$(run_json p1 'echo x' remote)") || fail "p1: no result"

@@ -135,6 +135,9 @@ typedef struct {
   /* 1 when s has a cluster job id in flight (duplicate_id for a local run
    * of the same id). */
   int (*holds)(void *ctx, px_session_t *s, const char *id);
+  /* How many cluster jobs of s are in flight (they count against its
+   * max_concurrent). */
+  unsigned (*jobs)(void *ctx, px_session_t *s);
   /* Cancel s's cluster job id: 0, or PX_ENOENT when s has none. */
   int (*cancel)(void *ctx, px_session_t *s, const char *id);
   /* s is closing: its relays end; cancel_jobs (on_disconnect "cancel")
