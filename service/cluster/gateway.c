@@ -358,6 +358,11 @@ static px_code_t publish_job(px_cluster_gateway_t *g, const char *cid, px_priori
   po.MsgId = cid;
   po.MaxWait = PUB_WAIT_MS;
   st = js_Publish(&pa, g->link.js, subj, body, (int)strlen(body), &po, &jerr);
+  if (st == NATS_TIMEOUT) { /* stored or not: the same Nats-Msg-Id again is
+                             * deduplicated, and its ack says where it is */
+    PX_LOG(PX_LOG_WARN, "cluster: %s: no ack from PX_JOBS; published again", cid);
+    st = js_Publish(&pa, g->link.js, subj, body, (int)strlen(body), &po, &jerr);
+  }
   if (st != NATS_OK) {
     px_snprintf(why, whysz, "the stream PX_JOBS did not take the job: %s",
                 natsStatus_GetText(st));

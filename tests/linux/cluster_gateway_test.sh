@@ -195,12 +195,24 @@ expect "$out" '"status":"rejected".*"code":"bad_request".*placement: must be one
 out=$(gw "$(run_json k1 'echo x' cluster ',"capabilities":["kb:read"]')") || fail "k1: no result"
 expect "$out" '"status":"rejected".*"code":"capability_denied".*knowledge-base' k1
 [ -z "$(cid_of k1)" ] || fail "k1 was forwarded"
-out=$(gw "$(run_json d1 'sleep 1' cluster)" --second "$(run_json d1 'echo dup' local)") ||
-  fail "d1: no result"
-expect "$out" '"type":"error","id":"d1","code":"duplicate_id"' "d1 local after cluster"
+out=$(gw "$(run_json d1 'sleep 1' cluster)" --second "$(run_json d1 'echo dup' local)" \
+  --second "$(run_json d1 'echo dup' cluster)") || fail "d1: no result"
+[ "$(lines_of "$out" '"type":"error","id":"d1","code":"duplicate_id"')" = 2 ] ||
+  fail "d1: local and cluster after cluster are not both duplicate_id: $out"
 [ "$(lines_of "$out" '"type":"result"')" = 1 ] || fail "d1: not exactly one result: $out"
-out=$(gw "$(run_json q1 'sleep 1' cluster)" --second "$(run_json q2 'sleep 1' cluster)" \
-  --second "$(run_json q3 'echo over' cluster)") || fail "q1: no result"
+out=$(gw "$(run_json d2 'sleep 1' local)" --second "$(run_json d2 'echo dup' cluster)") ||
+  fail "d2: no result"
+expect "$out" '"type":"error","id":"d2","code":"duplicate_id"' "d2 cluster after local"
+[ -z "$(cid_of d2)" ] || fail "d2 was forwarded"
+gw "$(run_json q1 'sleep 1' cluster)" --second "$(run_json q2 'sleep 1' cluster)" \
+  --second "$(run_json q3 'echo over' cluster)" >"$tmp/q.out" &
+cpid=$!
+for i in $(seq 200); do grep -q '"accepted","id":"q2"' "$tmp/q.out" && break; sleep 0.02; done
+# The worker (1 slot) runs q1; q2 waits in the stream: one job ahead.
+out=$(gw "$(run_json q4 'echo behind' cluster)") || fail "q4: no result"
+expect "$out" '"type":"accepted","id":"q4","queue_position":1' "q4 behind q2"
+wait "$cpid" || fail "q1: no result"
+out=$(cat "$tmp/q.out")
 expect "$out" '"type":"result","id":"q3".*"code":"queue_full".*max_concurrent is 2' "q3 over the cap"
 expect "$out" '"type":"accepted","id":"q2"' "q2 under the cap"
 [ -z "$(cid_of q3)" ] || fail "q3 was forwarded"
