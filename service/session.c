@@ -128,11 +128,12 @@ static int engine_paused(px_session_t *s) {
 static int placement(px_session_t *s, const px_run_request_t *run) {
   if (run->placement == PX_PLACEMENT_LOCAL || s->peer.kind == PX_PEER_CLUSTER)
     return 0;
-  if (!s->svc->gw) {
-    if (run->placement == PX_PLACEMENT_ANY)
-      return 0; /* no cluster to spill to */
-    reject(s, run->id, PX_CODE_CLUSTER_UNAVAILABLE, "placement \"cluster\" "
-           "needs cluster.mode \"submit\" or \"both\" on this daemon", NULL);
+  if (!s->svc->gw) { /* "any" too: the client asked for a cluster */
+    reject(s, run->id, PX_CODE_CLUSTER_UNAVAILABLE,
+           run->placement == PX_PLACEMENT_ANY
+               ? "placement \"any\" needs cluster.mode \"submit\" or \"both\" on this daemon"
+               : "placement \"cluster\" needs cluster.mode \"submit\" or \"both\" on this daemon",
+           NULL);
     return -1;
   }
   return run->placement == PX_PLACEMENT_CLUSTER || !local_slot_free(s);

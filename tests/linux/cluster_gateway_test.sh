@@ -269,9 +269,11 @@ done
 out=$(gw "$(run_json u3 'echo back' cluster)") || fail "u3: no result"
 expect "$out" '"type":"result","id":"u3".*"status":"ok".*"worker":"w1"' "u3 after NATS came back"
 
-echo "== placement cluster on a daemon without a gateway (worker mode): refused typed"
+echo "== placement cluster or any on a daemon without a gateway (worker mode): refused typed"
 out=$(python3 "$client" "$tmp/w1/s.sock" "$(run_json m1 'echo x' cluster)") || fail "m1: no result"
 expect "$out" '"status":"rejected".*"code":"cluster_unavailable".*cluster.mode' m1
+out=$(python3 "$client" "$tmp/w1/s.sock" "$(run_json m2 'echo x' any)") || fail "m2: no result"
+expect "$out" '"status":"rejected".*"code":"cluster_unavailable".*placement .*any.* needs cluster.mode' m2
 
 echo "== the gateway stops with a job in flight: its client gets aborted"
 gw "$(run_json s1 'sleep 20' cluster)" >"$tmp/s1.out" &

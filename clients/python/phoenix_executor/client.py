@@ -132,7 +132,7 @@ class Executor:
         max_bytes. placement: "local" (the default), "cluster" (run on the
         executor's NATS cluster: the daemon needs cluster.mode submit or
         both, else the Result is rejected with cluster_unavailable) or "any"
-        (the cluster only when no local slot is free)."""
+        (the cluster only when no local slot is free; also needs a gateway)."""
         jid = job_id or f"py-{os.getpid()}-{next(_ids)}"
         msg: Dict[str, Any] = {"type": "run", "id": jid, "runtime": runtime, "code": code}
         if args is not None:

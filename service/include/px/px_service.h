@@ -147,8 +147,7 @@ typedef struct {
 
 /* Register the gateway (ops and ctx borrowed) before any session opens;
  * remove it (NULL) after every session is closed. Without one, a run with
- * placement cluster or any is refused cluster_unavailable (cluster) or
- * runs locally (any). */
+ * placement cluster or any is refused cluster_unavailable. */
 void px_service_set_gateway(px_service_t *svc, const px_gateway_ops_t *ops,
                             void *ctx);
 
