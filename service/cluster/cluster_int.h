@@ -39,8 +39,10 @@ typedef struct {
 /* Connect to cfg->cluster.servers (credentials, TLS, reconnect forever
  * with backoff, every state change logged). A server that is down at start
  * is retried in the background: 0 then, with the link not yet connected.
+ * shared_delivery: async subscriptions use libnats' shared delivery
+ * threads (the gateway's one per job), not a thread each.
  * 0, PX_EIO or PX_ENOMEM (logged). */
-int px__svc_cl_link_open(const px_config_t *cfg, const char *name,
+int px__svc_cl_link_open(const px_config_t *cfg, const char *name, int shared_delivery,
                          px__svc_cl_link_t *l);
 /* 1 while connected. */
 int px__svc_cl_link_connected(const px__svc_cl_link_t *l);

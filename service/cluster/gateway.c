@@ -675,7 +675,7 @@ int px_cluster_gateway_open(const px_config_t *cfg, px_service_t *svc,
   if (!(g = gateway_new(cfg, svc, host_name)))
     return PX_ENOMEM;
   px_snprintf(name, sizeof name, "%s-gateway", g->node);
-  if ((rc = px__svc_cl_link_open(cfg, name, &g->link)) != 0 ||
+  if ((rc = px__svc_cl_link_open(cfg, name, 1, &g->link)) != 0 ||
       (rc = px_thread_create(&g->thread, gateway_main, g)) != 0) {
     gateway_free(g);
     return rc;

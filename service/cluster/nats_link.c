@@ -66,8 +66,12 @@ static int64_t reconnect_delay(natsConnection *nc, int attempts, void *ctx) {
 }
 
 static natsStatus set_options(natsOptions *o, const px_cluster_config_t *c,
-                              const char *name) {
+                              const char *name, int shared_delivery) {
   natsStatus s = natsOptions_SetServers(o, (const char **)c->servers, (int)c->nservers);
+  /* A subscriber per job (the gateway): libnats' shared delivery threads,
+   * not a thread each; the order per subscription is kept. */
+  if (s == NATS_OK && shared_delivery)
+    s = natsOptions_UseGlobalMessageDelivery(o, true);
   if (s == NATS_OK) s = natsOptions_SetName(o, name);
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(o, -1);
   if (s == NATS_OK) s = natsOptions_SetCustomReconnectDelay(o, reconnect_delay, NULL);
@@ -83,13 +87,13 @@ static natsStatus set_options(natsOptions *o, const px_cluster_config_t *c,
   return s;
 }
 
-int px__svc_cl_link_open(const px_config_t *cfg, const char *name,
+int px__svc_cl_link_open(const px_config_t *cfg, const char *name, int shared_delivery,
                          px__svc_cl_link_t *l) {
   natsOptions *o = NULL;
   natsStatus s;
   int rc = 0;
   memset(l, 0, sizeof *l);
-  if ((s = natsOptions_Create(&o)) != NATS_OK || (s = set_options(o, &cfg->cluster, name)) != NATS_OK) {
+  if ((s = natsOptions_Create(&o)) != NATS_OK || (s = set_options(o, &cfg->cluster, name, shared_delivery)) != NATS_OK) {
     rc = nats_fail(s, "NATS options");
     goto cleanup;
   }

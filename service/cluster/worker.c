@@ -720,7 +720,7 @@ int px_cluster_worker_open(const px_config_t *cfg, px_service_t *svc,
     rc = PX_ENOMEM;
     goto fail;
   }
-  if ((rc = px__svc_cl_link_open(cfg, w->name, &w->link)) != 0)
+  if ((rc = px__svc_cl_link_open(cfg, w->name, 0, &w->link)) != 0)
     goto fail;
   w->link.on_cancel = on_cancel;
   w->link.on_bell = on_bell;
