@@ -99,10 +99,11 @@ static const char *cluster_kb_cap(const px_session_t *s,
   return NULL;
 }
 
-/* "any" (a gateway is registered): 1 when the engine could start a job now (a free worker, nothing
- * queued) or is paused (scram, stop: the run is refused `paused` here, not
- * spilled), or when the client is at its max_concurrent (the gateway would
- * refuse it queue_full: it waits here instead). */
+/* "any" (a gateway is registered): 1 when the engine could start a job
+ * now (a free worker, nothing queued) or is paused (scram, stop: the run
+ * is refused `paused` here, not spilled), or when the client is at its
+ * max_concurrent (the gateway would refuse it queue_full: it waits here
+ * instead). */
 static int local_slot_free(px_session_t *s) {
   px_status_info_t st;
   uint64_t queued = 0;
@@ -124,7 +125,8 @@ static int engine_paused(px_session_t *s) {
 
 /* Where the run goes: 0 local, 1 the cluster (through the gateway), -1
  * refused here (cluster_unavailable: no gateway in this daemon). A job a
- * worker took from the cluster always runs here. */
+ * worker took from the cluster always runs here; so does an "any" run
+ * that asks for a kb: capability (the KB is on this host only). */
 static int placement(px_session_t *s, const px_run_request_t *run) {
   if (run->placement == PX_PLACEMENT_LOCAL || s->peer.kind == PX_PEER_CLUSTER)
     return 0;
@@ -136,6 +138,8 @@ static int placement(px_session_t *s, const px_run_request_t *run) {
            NULL);
     return -1;
   }
+  if (run->placement == PX_PLACEMENT_ANY && cluster_kb_cap(s, run, 1))
+    return 0;
   return run->placement == PX_PLACEMENT_CLUSTER || !local_slot_free(s);
 }
 

@@ -176,8 +176,12 @@ out=$(gw "$(run_json a1 'echo any-local' any)") || fail "a1: no result"
 expect "$out" '"type":"result","id":"a1".*"status":"ok"' a1
 absent "$out" '"worker"' "a1 ran locally"
 [ -z "$(cid_of a1)" ] || fail "a1 was forwarded"
-out=$(gw "$(run_json a2 'sleep 1' local)" --second "$(run_json a3 'echo any-spill' any)") ||
+out=$(gw "$(run_json a2 'sleep 1' local)" --second "$(run_json a3 'echo any-spill' any)" \
+  --second "$(run_json a7 'echo kb' any ',"capabilities":["kb:read"]')" --linger 2) ||
   fail "a2/a3: no result"
+expect "$out" '"type":"result","id":"a7"' "a7 answered"
+absent "$out" '"id":"a7".*"worker"' "a7 (a kb: capability) stayed local"
+[ -z "$(cid_of a7)" ] || fail "a7 was forwarded"
 expect "$out" '"type":"result","id":"a3".*"status":"ok"' a3
 expect "$out" '"type":"result","id":"a3".*"worker":"w1"' "a3 spilled to the cluster"
 expect "$out" '"type":"result","id":"a2".*"status":"ok"' a2
@@ -204,18 +208,23 @@ out=$(gw "$(run_json d2 'sleep 1' local)" --second "$(run_json d2 'echo dup' clu
   fail "d2: no result"
 expect "$out" '"type":"error","id":"d2","code":"duplicate_id"' "d2 cluster after local"
 [ -z "$(cid_of d2)" ] || fail "d2 was forwarded"
-gw "$(run_json q1 'sleep 1' cluster)" --second "$(run_json q2 'sleep 1' cluster)" \
-  --second "$(run_json q3 'echo over' cluster)" >"$tmp/q.out" &
-cpid=$!
-for i in $(seq 200); do grep -q '"accepted","id":"q2"' "$tmp/q.out" && break; sleep 0.02; done
-# The worker (1 slot) runs q1; q2 waits in the stream: one job ahead.
-out=$(gw "$(run_json q4 'echo behind' cluster)") || fail "q4: no result"
-expect "$out" '"type":"accepted","id":"q4","queue_position":1' "q4 behind q2"
-wait "$cpid" || fail "q1: no result"
-out=$(cat "$tmp/q.out")
+out=$(gw "$(run_json q1 'sleep 1' cluster)" --second "$(run_json q2 'sleep 1' cluster)" \
+  --second "$(run_json q3 'echo over' cluster)") || fail "q1: no result"
 expect "$out" '"type":"result","id":"q3".*"code":"queue_full".*max_concurrent is 2' "q3 over the cap"
 expect "$out" '"type":"accepted","id":"q2"' "q2 under the cap"
 [ -z "$(cid_of q3)" ] || fail "q3 was forwarded"
+# The queue position: with the worker stopped (no pull request open after
+# its 10 ms expiry), the second job has one ahead of it in the stream.
+kill -STOP "${dpid[w1]}"; sleep 0.1
+gw "$(run_json p1 'echo first' cluster)" --second "$(run_json p2 'echo second' cluster)" \
+  --linger 1 >"$tmp/p.out" &
+cpid=$!
+for i in $(seq 100); do grep -q '"accepted","id":"p2"' "$tmp/p.out" && break; sleep 0.02; done
+kill -CONT "${dpid[w1]}"
+wait "$cpid" || fail "p1: no result: $(cat "$tmp/p.out")"
+out=$(cat "$tmp/p.out")
+expect "$out" '"type":"accepted","id":"p1","queue_position":0' "p1 first in the stream"
+expect "$out" '"type":"accepted","id":"p2","queue_position":1' "p2 behind p1"
 big=$(head -c 70000 /dev/zero | tr '\0' 'x')
 out=$(gw "$(run_json b1 "echo $big" cluster)") || fail "b1: no result"
 expect "$out" '"status":"rejected".*"code":"bad_request".*max_payload of 65536 bytes' b1
