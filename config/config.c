@@ -304,7 +304,7 @@ static const field_t request_fields[] = {
     SIZ("max_env_value_bytes", request.max_env_value_bytes, 1, 1024 * KiB),
     END};
 
-static const char *const cluster_mode_names[] = {"off", "worker", "submit",
+static const char *const cluster_mode_names[] = {"off", "worker", "submit", "both",
                                                  NULL};
 
 /* A NATS server URL: nats://HOST:PORT or tls://HOST:PORT (libnats' own
@@ -568,8 +568,8 @@ static int check_cluster_paths(px__cfg_ctx_t *ctx, const px_cluster_config_t *c)
   return 0;
 }
 
-/* The cluster block: "off" needs nothing; "submit" is not built; worker
- * mode needs the NATS client, which only the Linux daemon links. */
+/* The cluster block: "off" needs nothing; worker, submit and both need
+ * the NATS client, which only the Linux daemon links. */
 static int check_cluster(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
   const px_cluster_config_t *c = &cfg->cluster;
   size_t i;
@@ -585,17 +585,14 @@ static int check_cluster(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
                         "must be 1-64 characters of A-Z a-z 0-9 _ - .");
   if (c->mode == PX_CLUSTER_OFF)
     return 0;
-  if (c->mode == PX_CLUSTER_SUBMIT)
-    return px__cfg_fail(ctx, "cluster.mode", "\"submit\" (the cluster "
-                        "gateway) is not built yet; use \"off\" or \"worker\"");
 #ifdef _WIN32
-  return px__cfg_fail(ctx, "cluster.mode", "cluster workers run on Linux only "
+  return px__cfg_fail(ctx, "cluster.mode", "cluster modes run on Linux only "
                       "for now: the Windows service is built without the "
                       "NATS client; use \"off\"");
 #endif
   if (c->nservers == 0)
     return px__cfg_fail(ctx, "cluster.servers",
-                        "at least one server is required in worker mode");
+                        "at least one server is required unless the mode is off");
   for (i = 0; i < c->nservers; i++)
     if (!c->tls && strncmp(c->servers[i], "tls://", 6) == 0)
       return px__cfg_fail(ctx, "cluster.servers", "a tls:// URL needs "

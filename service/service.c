@@ -260,6 +260,12 @@ int px_service_would_admit(px_service_t *svc) {
   return !st.paused && (st.queue_max == 0 || queued < st.queue_max);
 }
 
+void px_service_set_gateway(px_service_t *svc, const px_gateway_ops_t *ops,
+                            void *ctx) {
+  svc->gw = ops; /* before any session opens, after the last one closed */
+  svc->gw_ctx = ops ? ctx : NULL;
+}
+
 void px_service_set_cluster(px_service_t *svc, px_cluster_status_fn fn,
                             void *ctx) {
   px_mutex_lock(&svc->cluster_lock);

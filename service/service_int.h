@@ -26,6 +26,8 @@ struct px_service_s {
   px_mutex_t cluster_lock;  /* guards cluster_fn, cluster_ctx */
   px_cluster_status_fn cluster_fn; /* NULL: no cluster worker */
   void *cluster_ctx;        /* the worker's, borrowed */
+  const px_gateway_ops_t *gw; /* NULL: no gateway; set before sessions */
+  void *gw_ctx;             /* the gateway's, borrowed */
 };
 
 struct px_session_s {

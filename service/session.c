@@ -86,25 +86,87 @@ static void on_parse_error(px_session_t *s, const px_parse_error_t *e) {
 }
 
 /* A cluster job may not ask for the knowledge base: it lives on the
- * agent's disk, not on the worker's (docs/cluster-protocol.md). NULL, or
- * the first kb capability asked for. */
+ * agent's disk, not on the worker's (docs/cluster-protocol.md). That holds
+ * for a job this worker took from the cluster and for a run this gateway
+ * would forward (remote). NULL, or the first kb capability asked for. */
 static const char *cluster_kb_cap(const px_session_t *s,
-                                  const px_run_request_t *run) {
+                                  const px_run_request_t *run, int remote) {
   size_t i;
-  for (i = 0; s->peer.kind == PX_PEER_CLUSTER && i < run->ncapabilities; i++)
+  int cluster = remote || s->peer.kind == PX_PEER_CLUSTER;
+  for (i = 0; cluster && i < run->ncapabilities; i++)
     if (strncmp(run->capabilities[i], "kb:", 3) == 0)
       return run->capabilities[i];
   return NULL;
 }
 
-static void handle_run(px_session_t *s, px_run_request_t *run) {
+/* "any" (a gateway is registered): 1 when the engine could start a job
+ * now (a free worker, nothing queued) or is paused (scram, stop: the run
+ * is refused `paused` here, not spilled), or when the client is at its
+ * max_concurrent (the gateway would refuse it queue_full: it waits here
+ * instead). */
+static int local_slot_free(px_session_t *s) {
+  px_status_info_t st;
+  uint64_t queued = 0;
+  int i;
+  unsigned cap = s->policy ? s->policy->max_concurrent : 0;
+  if (cap && px_session_jobs(s) + s->svc->gw->jobs(s->svc->gw_ctx, s) >= cap)
+    return 1;
+  px_engine_status(s->svc->eng, &st);
+  for (i = 0; i < PX_PRIO_COUNT; i++)
+    queued += st.queue[i];
+  return st.paused || (st.running < st.workers && queued == 0);
+}
+
+static int engine_paused(px_session_t *s) {
+  px_status_info_t st;
+  px_engine_status(s->svc->eng, &st);
+  return st.paused;
+}
+
+/* Where the run goes: 0 local, 1 the cluster (through the gateway), -1
+ * refused here (cluster_unavailable: no gateway in this daemon). A job a
+ * worker took from the cluster always runs here; so does an "any" run
+ * that asks for a kb: capability (the KB is on this host only). */
+static int placement(px_session_t *s, const px_run_request_t *run) {
+  if (run->placement == PX_PLACEMENT_LOCAL || s->peer.kind == PX_PEER_CLUSTER)
+    return 0;
+  if (!s->svc->gw) { /* "any" too: the client asked for a cluster */
+    reject(s, run->id, PX_CODE_CLUSTER_UNAVAILABLE,
+           run->placement == PX_PLACEMENT_ANY
+               ? "placement \"any\" needs cluster.mode \"submit\" or \"both\" on this daemon"
+               : "placement \"cluster\" needs cluster.mode \"submit\" or \"both\" on this daemon",
+           NULL);
+    return -1;
+  }
+  if (run->placement == PX_PLACEMENT_ANY && cluster_kb_cap(s, run, 1))
+    return 0;
+  return run->placement == PX_PLACEMENT_CLUSTER || !local_slot_free(s);
+}
+
+/* A run that passed policy and audit goes to the gateway; an id the
+ * client has in flight locally is a duplicate, as between local jobs. */
+static void forward(px_session_t *s, const px_run_request_t *run,
+                    const char *payload, size_t len) {
+  if (px_engine_client_has(s->svc->eng, s->ec, run->id)) {
+    send_error(s, run->id, PX_CODE_DUPLICATE_ID, "a job with this id is still in flight");
+    return;
+  }
+  if (engine_paused(s)) { /* scram stops forwarding too */
+    reject(s, run->id, PX_CODE_PAUSED, "the executor is paused or stopping", NULL);
+    return;
+  }
+  s->svc->gw->submit(s->svc->gw_ctx, s, run->id, run->priority, payload, len);
+}
+
+static void handle_run(px_session_t *s, px_run_request_t *run,
+                       const char *payload, size_t len) {
   const px_config_t *cfg = s->svc->cfg;
   px_engine_job_t job;
   px_result_t r;
   px_code_t refusal = PX_CODE_NONE;
   char why[256];
   const char *kbcap;
-  int rc;
+  int rc, remote;
 
   memset(&job, 0, sizeof job);
   memset(&r, 0, sizeof r);
@@ -112,7 +174,14 @@ static void handle_run(px_session_t *s, px_run_request_t *run) {
     reject(s, run->id, PX_CODE_FORBIDDEN, "this client may not run jobs", NULL);
     return;
   }
-  if ((kbcap = cluster_kb_cap(s, run)) != NULL) {
+  if ((remote = placement(s, run)) < 0)
+    return;
+  if (s->svc->gw && s->svc->gw->holds(s->svc->gw_ctx, s, run->id)) {
+    send_error(s, run->id, PX_CODE_DUPLICATE_ID,
+               "a cluster job with this id is still in flight");
+    return;
+  }
+  if ((kbcap = cluster_kb_cap(s, run, remote)) != NULL) {
     px_snprintf(why, sizeof why, "capability %.64s refused: cluster jobs get "
                 "no knowledge-base access (the KB lives on the agent's disk)",
                 kbcap);
@@ -120,8 +189,8 @@ static void handle_run(px_session_t *s, px_run_request_t *run) {
     return;
   }
   /* Fail closed: no job runs in a sandbox the attestation did not verify
-   * (px_attest.h). */
-  if (px__svc_service_may_run(s->svc, why, sizeof why) != 0) {
+   * (px_attest.h); a forwarded job runs under its worker's. */
+  if (!remote && px__svc_service_may_run(s->svc, why, sizeof why) != 0) {
     reject(s, run->id, PX_CODE_SANDBOX_UNVERIFIED, why, NULL);
     return;
   }
@@ -133,6 +202,8 @@ static void handle_run(px_session_t *s, px_run_request_t *run) {
     reject(s, run->id, r.error_code, r.error_message ? r.error_message : "", &r);
   } else if (rc != 0) {
     reject(s, run->id, PX_CODE_INTERNAL, px_strerror(rc), &r);
+  } else if (remote) {
+    forward(s, run, payload, len);
   } else {
     job.stream = run->stream;
     job.kb_rollback = run->kb_rollback;
@@ -264,7 +335,16 @@ static void handle_attest(px_session_t *s) {
   free(r);
 }
 
-static void dispatch(px_session_t *s, px_request_t *req) {
+static void handle_cancel(px_session_t *s, const char *id) {
+  if (px_engine_cancel(s->svc->eng, s->ec, id) == 0)
+    return;
+  if (s->svc->gw && s->svc->gw->cancel(s->svc->gw_ctx, s, id) == 0)
+    return; /* a cluster job: its result says cancelled */
+  send_error(s, id, PX_CODE_UNKNOWN_ID, "no job with this id in flight");
+}
+
+static void dispatch(px_session_t *s, px_request_t *req, const char *payload,
+                     size_t len) {
   switch (req->type) {
   case PX_MSG_PING:
     send_locked(s, px_encode_pong());
@@ -279,11 +359,10 @@ static void dispatch(px_session_t *s, px_request_t *req) {
     send_metrics(s);
     break;
   case PX_MSG_RUN:
-    handle_run(s, &req->run);
+    handle_run(s, &req->run, payload, len);
     break;
   case PX_MSG_CANCEL:
-    if (px_engine_cancel(s->svc->eng, s->ec, req->id) != 0)
-      send_error(s, req->id, PX_CODE_UNKNOWN_ID, "no job with this id in flight");
+    handle_cancel(s, req->id);
     break;
   case PX_MSG_KB_LIST:
   case PX_MSG_KB_DIFF:
@@ -321,7 +400,7 @@ void px_session_on_payload(px_session_t *s, const char *payload, size_t len) {
     on_parse_error(s, &err);
     return;
   }
-  dispatch(s, &req);
+  dispatch(s, &req, payload, len);
   px_request_free(&req);
 }
 
@@ -429,6 +508,24 @@ px_session_t *px_session_open(px_service_t *svc, const px_peer_t *peer,
 
 int px_session_is_admin(const px_session_t *s) { return is_admin(s); }
 
+void px_session_send_json(px_session_t *s, const char *json) {
+  px_mutex_lock(&s->lock);
+  if (!s->closing && s->send(s->ctx, json, strlen(json)) != 0)
+    PX_LOG(PX_LOG_DEBUG, "client gone: a message was dropped");
+  px_mutex_unlock(&s->lock);
+}
+
+void px_session_reject(px_session_t *s, const char *id, px_code_t code,
+                       const char *msg) {
+  reject(s, id, code, msg, NULL);
+}
+
+const px_peer_t *px_session_peer(const px_session_t *s) { return &s->peer; }
+
+unsigned px_session_max_concurrent(const px_session_t *s) {
+  return s->policy ? s->policy->max_concurrent : 0;
+}
+
 unsigned px_session_jobs(px_session_t *s) {
   return px_engine_client_jobs(s->svc->eng, s->ec);
 }
@@ -449,6 +546,8 @@ void px_session_close(px_session_t *s) {
   if (!s)
     return;
   cancel = s->svc->cfg->transports.on_disconnect == PX_DISCONNECT_CANCEL;
+  if (s->svc->gw) /* its relays end before the session does */
+    s->svc->gw->detach(s->svc->gw_ctx, s, cancel);
   /* After this returns the engine never calls on_event for s again. */
   px_engine_client_close(s->svc->eng, s->ec, cancel);
   px_mutex_lock(&s->lock);

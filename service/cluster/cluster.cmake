@@ -8,6 +8,7 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(PX_NATS REQUIRED IMPORTED_TARGET GLOBAL libnats)
 add_library(px_svc_cluster STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/cluster/worker.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/cluster/gateway.c
   ${CMAKE_CURRENT_SOURCE_DIR}/cluster/nats_link.c
   ${CMAKE_CURRENT_SOURCE_DIR}/cluster/job_msg.c)
 target_include_directories(px_svc_cluster PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})

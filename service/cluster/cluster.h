@@ -43,4 +43,29 @@ void px_cluster_worker_stop_accept(px_cluster_worker_t *w);
  * redelivery answers executor_lost). NULL is fine. */
 void px_cluster_worker_close(px_cluster_worker_t *w, uint64_t flush_timeout_ms);
 
+/* ---- the gateway (gateway.c) ---- */
+
+typedef struct px_cluster_gateway_s px_cluster_gateway_t;
+
+/* Start the gateway when cfg->cluster.mode is "submit" or "both": check
+ * the credentials file, start connecting (retried with backoff), start
+ * its thread and register it with svc (px_service_set_gateway; status.
+ * cluster too in submit mode). Call before any session opens. host_name
+ * names the cluster ids ("<name>-<16 hex>") when cluster.name is null.
+ * cfg and svc are borrowed. 0 with *out (NULL when the mode has no
+ * gateway); PX_ECONFIG / PX_EACCES / PX_ENOENT / PX_ELOOP (credentials),
+ * PX_EIO, PX_ENOMEM. Logged. */
+int px_cluster_gateway_open(const px_config_t *cfg, px_service_t *svc,
+                            const char *host_name, px_cluster_gateway_t **out);
+
+/* The service stops: every forwarded job still in flight gets its result
+ * `aborted` on its client's connection and its cancel is published; new
+ * forwards are refused `paused`. Call after px_service_stop, before the
+ * transports close their sessions. Idempotent; NULL is fine. */
+void px_cluster_gateway_stop(px_cluster_gateway_t *g);
+
+/* After every session is closed: stop (if not yet), unregister, close the
+ * connection, free. NULL is fine. */
+void px_cluster_gateway_close(px_cluster_gateway_t *g);
+
 #endif /* PX_SVC_CLUSTER_H */

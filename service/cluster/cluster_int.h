@@ -39,8 +39,10 @@ typedef struct {
 /* Connect to cfg->cluster.servers (credentials, TLS, reconnect forever
  * with backoff, every state change logged). A server that is down at start
  * is retried in the background: 0 then, with the link not yet connected.
+ * shared_delivery: async subscriptions use libnats' shared delivery
+ * threads (the gateway's one per job), not a thread each.
  * 0, PX_EIO or PX_ENOMEM (logged). */
-int px__svc_cl_link_open(const px_config_t *cfg, const char *name,
+int px__svc_cl_link_open(const px_config_t *cfg, const char *name, int shared_delivery,
                          px__svc_cl_link_t *l);
 /* 1 while connected. */
 int px__svc_cl_link_connected(const px__svc_cl_link_t *l);
@@ -50,6 +52,9 @@ int px__svc_cl_link_connected(const px__svc_cl_link_t *l);
  * until it returns 0, and again after each reconnect (l->ready = 0: the
  * server may have lost its store). 0 or PX_EIO. */
 int px__svc_cl_link_setup(const px_config_t *cfg, px__svc_cl_link_t *l);
+/* Add (or check) the two streams PX_JOBS and PX_RESULTS alone: what the
+ * gateway needs. Idempotent. 0 or PX_EIO. */
+int px__svc_cl_link_streams(const px_config_t *cfg, px__svc_cl_link_t *l);
 /* One job message, highest priority first, each priority's request
  * waiting at most PX__CL_FETCH_WAIT_MS. 0 with *msg (owned by the caller)
  * or NULL when none is pending; PX_EIO. */

@@ -66,8 +66,12 @@ static int64_t reconnect_delay(natsConnection *nc, int attempts, void *ctx) {
 }
 
 static natsStatus set_options(natsOptions *o, const px_cluster_config_t *c,
-                              const char *name) {
+                              const char *name, int shared_delivery) {
   natsStatus s = natsOptions_SetServers(o, (const char **)c->servers, (int)c->nservers);
+  /* A subscriber per job (the gateway): libnats' shared delivery threads,
+   * not a thread each; the order per subscription is kept. */
+  if (s == NATS_OK && shared_delivery)
+    s = natsOptions_UseGlobalMessageDelivery(o, true);
   if (s == NATS_OK) s = natsOptions_SetName(o, name);
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(o, -1);
   if (s == NATS_OK) s = natsOptions_SetCustomReconnectDelay(o, reconnect_delay, NULL);
@@ -83,13 +87,13 @@ static natsStatus set_options(natsOptions *o, const px_cluster_config_t *c,
   return s;
 }
 
-int px__svc_cl_link_open(const px_config_t *cfg, const char *name,
+int px__svc_cl_link_open(const px_config_t *cfg, const char *name, int shared_delivery,
                          px__svc_cl_link_t *l) {
   natsOptions *o = NULL;
   natsStatus s;
   int rc = 0;
   memset(l, 0, sizeof *l);
-  if ((s = natsOptions_Create(&o)) != NATS_OK || (s = set_options(o, &cfg->cluster, name)) != NATS_OK) {
+  if ((s = natsOptions_Create(&o)) != NATS_OK || (s = set_options(o, &cfg->cluster, name, shared_delivery)) != NATS_OK) {
     rc = nats_fail(s, "NATS options");
     goto cleanup;
   }
@@ -233,14 +237,21 @@ static void on_bell_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg,
   natsMsg_Destroy(msg);
 }
 
+int px__svc_cl_link_streams(const px_config_t *cfg, px__svc_cl_link_t *l) {
+  int r = (int)cfg->cluster.replicas, rc;
+  if ((rc = add_stream(l->js, "PX_JOBS", "px.jobs.>", 1, 0, r)) != 0 ||
+      (rc = add_stream(l->js, "PX_RESULTS", "px.results.>", 0, RESULTS_AGE_NS, r)) != 0)
+    return rc;
+  return 0;
+}
+
 int px__svc_cl_link_setup(const px_config_t *cfg, px__svc_cl_link_t *l) {
   const px_cluster_config_t *c = &cfg->cluster;
   int r = (int)c->replicas, rc;
   natsStatus s;
   if (l->ready)
     return 0;
-  if ((rc = add_stream(l->js, "PX_JOBS", "px.jobs.>", 1, 0, r)) != 0 ||
-      (rc = add_stream(l->js, "PX_RESULTS", "px.results.>", 0, RESULTS_AGE_NS, r)) != 0 ||
+  if ((rc = px__svc_cl_link_streams(cfg, l)) != 0 ||
       (rc = open_bucket(l->js, "PX_STARTED", STARTED_TTL_NS, r, &l->started)) != 0 ||
       (rc = open_bucket(l->js, "PX_NODES", NODES_TTL_NS, r, &l->nodes)) != 0 ||
       (rc = subscribe_pulls(c, l)) != 0)

@@ -634,7 +634,7 @@ static void worker_main(void *arg) {
 
 static void status_fn(void *ctx, px_cluster_status_t *out) {
   px_cluster_worker_t *w = ctx;
-  out->mode = "worker";
+  out->mode = w->cfg->cluster.mode == PX_CLUSTER_BOTH ? "both" : "worker";
   out->connected = px__svc_cl_link_connected(&w->link);
   px_strlcpy(out->pool, w->cfg->cluster.pool, sizeof out->pool);
   px_mutex_lock(&w->lock);
@@ -708,7 +708,7 @@ int px_cluster_worker_open(const px_config_t *cfg, px_service_t *svc,
   px_peer_t peer;
   int rc;
   *out = NULL;
-  if (cfg->cluster.mode != PX_CLUSTER_WORKER)
+  if (cfg->cluster.mode != PX_CLUSTER_WORKER && cfg->cluster.mode != PX_CLUSTER_BOTH)
     return 0;
   if ((rc = check_credentials(&cfg->cluster)) != 0)
     return rc;
@@ -720,7 +720,7 @@ int px_cluster_worker_open(const px_config_t *cfg, px_service_t *svc,
     rc = PX_ENOMEM;
     goto fail;
   }
-  if ((rc = px__svc_cl_link_open(cfg, w->name, &w->link)) != 0)
+  if ((rc = px__svc_cl_link_open(cfg, w->name, 0, &w->link)) != 0)
     goto fail;
   w->link.on_cancel = on_cancel;
   w->link.on_bell = on_bell;

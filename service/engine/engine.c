@@ -317,6 +317,15 @@ static int in_flight(px_engine_t *eng, px_engine_client_t *c,
   return 0;
 }
 
+int px_engine_client_has(px_engine_t *eng, px_engine_client_t *c,
+                         const char *id) {
+  int yes;
+  px_mutex_lock(&eng->lock);
+  yes = in_flight(eng, c, id);
+  px_mutex_unlock(&eng->lock);
+  return yes;
+}
+
 static void fill_key(px_engine_t *eng, px__engine_job_t *job) {
   uint32_t rnd = 0;
   if (job->j.spec.key[0])

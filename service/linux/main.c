@@ -276,6 +276,14 @@ static int open_cluster(const px_config_t *cfg, px_service_t *svc,
   return px_cluster_worker_open(cfg, svc, name, cw);
 }
 
+/* The gateway registers with the service before any session opens. */
+static int open_gateway(const px_config_t *cfg, px_service_t *svc,
+                        px_cluster_gateway_t **gw) {
+  char name[65];
+  host_name(name, sizeof name);
+  return px_cluster_gateway_open(cfg, svc, name, gw);
+}
+
 static int wait_for_stop_signal(const sigset_t *set) {
   struct signalfd_siginfo si;
   int fd = signalfd(-1, set, SFD_CLOEXEC);
@@ -298,6 +306,7 @@ int main(int argc, char **argv) {
   px_unix_server_t *srv = NULL;
   px_zmq_endpoint_t *zep = NULL; /* NULL when no endpoint is configured */
   px_cluster_worker_t *cw = NULL; /* NULL unless cluster.mode is worker */
+  px_cluster_gateway_t *gw = NULL; /* NULL unless cluster.mode is submit/both */
   px_log_file_t *logf = NULL;
   px_service_opts_t so;
   int rc = 1;
@@ -348,7 +357,7 @@ int main(int argc, char **argv) {
   /* Before any client can connect: attest the sandbox (a failed verdict
    * keeps the daemon up, refusing every run, so status can say why). */
   if (px_service_open(&so, &svc) != 0 || px_service_attest(svc, NULL) != 0 ||
-      open_server(&a, cfg, svc, &srv) != 0 ||
+      open_gateway(cfg, svc, &gw) != 0 || open_server(&a, cfg, svc, &srv) != 0 ||
       px_zmq_endpoint_open(cfg, svc, &zep) != 0 ||
       open_cluster(cfg, svc, &cw) != 0)
     goto cleanup;
@@ -366,11 +375,13 @@ cleanup:
   px_cluster_worker_stop_accept(cw);
   if (svc)
     px_service_stop(svc); /* every job answered into the sessions */
+  px_cluster_gateway_stop(gw); /* forwarded jobs: aborted, cancelled */
   if (srv)
     px_unix_server_close(srv, 5000); /* flush them, close sessions */
   if (zep)
     px_zmq_endpoint_close(zep, 5000);
   px_cluster_worker_close(cw, 5000); /* publish the last results */
+  px_cluster_gateway_close(gw); /* every session is closed */
   px_service_free(svc);
   PX_LOG(PX_LOG_INFO, "phoenix-executor stopped");
   px_log_clear_sinks();

@@ -463,9 +463,13 @@ static int parse_options(ctx_t *c, px_run_request_t *r) {
                                       NULL};
   static const char *const rollbacks[] = {"on_violation", "always", "never",
                                           NULL};
+  static const char *const placements[] = {"local", "cluster", "any", NULL};
   int prio = PX_PRIO_NORMAL, kb = PX_KB_ROLLBACK_ON_VIOLATION, rc;
+  int where = PX_PLACEMENT_LOCAL;
   if ((rc = get_enum(c, "priority", prios, "critical|high|normal|low",
                      &prio)) != 0 ||
+      (rc = get_enum(c, "placement", placements, "local|cluster|any",
+                     &where)) != 0 ||
       (rc = get_enum(c, "kb_rollback", rollbacks, "on_violation|always|never",
                      &kb)) != 0 ||
       (rc = get_bool(c, "stream", &r->stream)) != 0 ||
@@ -473,6 +477,7 @@ static int parse_options(ctx_t *c, px_run_request_t *r) {
     return rc;
   r->priority = (px_priority_t)prio;
   r->kb_rollback = (px_kb_rollback_t)kb;
+  r->placement = (px_placement_t)where;
   return 0;
 }
 
@@ -568,7 +573,8 @@ static int parse_root(ctx_t *c, px_request_t *req) {
   static const char *const run_keys[] = {
       "type",     "id",     "runtime",    "code",        "args",
       "stdin",    "env",    "files",      "limits",      "capabilities",
-      "priority", "stream", "high_trust", "kb_rollback", "collect", NULL};
+      "priority", "stream", "high_trust", "kb_rollback", "collect",
+      "placement", NULL};
   static const char *const id_keys[] = {"type", "id", NULL};
   static const char *const bare_keys[] = {"type", NULL};
   static const char *const snap_keys[] = {"type", "snapshot", NULL};

@@ -152,3 +152,11 @@ add_test(NAME linux.cluster_net COMMAND bash
 # the tests that check the host has none left.
 set_tests_properties(linux.cluster_net PROPERTIES LABELS "linux;integ;cluster"
   TIMEOUT 300 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)
+
+# ---- the cluster gateway (cluster.mode submit) ----
+# A worker and a gateway daemon,
+# clients on the gateway's socket (tests/linux/cluster_gateway_test.sh).
+add_test(NAME linux.cluster_gateway COMMAND bash
+  ${PROJECT_SOURCE_DIR}/tests/linux/cluster_gateway_test.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(linux.cluster_gateway PROPERTIES LABELS "linux;integ;cluster"
+  TIMEOUT 120 SKIP_RETURN_CODE 77 RUN_SERIAL TRUE)

@@ -636,8 +636,8 @@ TEST_IMPL(config_roundtrip_after_merge) {
 }
 
 /* The cluster block: off by default and then nothing is checked but the
- * types; each bad value names its field; "submit" is refused as not built;
- * on Windows every mode but "off" (the service has no NATS client). */
+ * types; each bad value names its field; on Windows every mode but "off"
+ * is refused (the service has no NATS client). */
 TEST_IMPL(config_cluster_rules) {
   px_config_t *cfg;
   cfg = parse_ok("{}");
@@ -648,7 +648,7 @@ TEST_IMPL(config_cluster_rules) {
   ASSERT_UINT_EQ(cfg->cluster.ack_wait_ms, 30000);
   ASSERT_NULL(cfg->cluster.name);
   px_config_free(cfg);
-  EXPECT_ERR("{\"cluster\":{\"mode\":\"both\"}}", "cluster.mode", NULL);
+  EXPECT_ERR("{\"cluster\":{\"mode\":\"all\"}}", "cluster.mode", NULL);
   EXPECT_ERR("{\"cluster\":{\"servers\":[\"http://x:4222\"]}}",
              "cluster.servers[0]", "nats://");
   EXPECT_ERR("{\"cluster\":{\"servers\":[\"nats://a:1,nats://b:2\"]}}",
@@ -662,10 +662,10 @@ TEST_IMPL(config_cluster_rules) {
   EXPECT_ERR("{\"cluster\":{\"credentials\":\"rel/x.creds\"}}",
              "cluster.credentials", "absolute");
   EXPECT_ERR("{\"cluster\":{\"tls\":\"yes\"}}", "cluster.tls", NULL);
+#ifdef _WIN32
   EXPECT_ERR("{\"cluster\":{\"mode\":\"submit\","
              "\"servers\":[\"nats://127.0.0.1:4222\"]}}",
-             "cluster.mode", "not built");
-#ifdef _WIN32
+             "cluster.mode", "Linux only");
   EXPECT_ERR("{\"cluster\":{\"mode\":\"worker\","
              "\"servers\":[\"nats://127.0.0.1:4222\"]}}",
              "cluster.mode", "Linux only");
@@ -684,6 +684,16 @@ TEST_IMPL(config_cluster_rules) {
   ASSERT_STR_EQ(cfg->cluster.pool, "gpu_a-1");
   ASSERT_UINT_EQ(cfg->cluster.replicas, 3);
   ASSERT_STR_EQ(cfg->cluster.name, "node-1.lab");
+  px_config_free(cfg);
+  EXPECT_ERR("{\"cluster\":{\"mode\":\"submit\"}}", "cluster.servers",
+             "at least one");
+  cfg = parse_ok("{\"cluster\":{\"mode\":\"submit\",\"servers\":"
+                 "[\"nats://127.0.0.1:4222\"]}}");
+  ASSERT_EQ(cfg->cluster.mode, PX_CLUSTER_SUBMIT);
+  px_config_free(cfg);
+  cfg = parse_ok("{\"cluster\":{\"mode\":\"both\",\"servers\":"
+                 "[\"nats://127.0.0.1:4222\"]}}");
+  ASSERT_EQ(cfg->cluster.mode, PX_CLUSTER_BOTH);
   px_config_free(cfg);
 #endif
   return 0;

@@ -285,7 +285,7 @@ TEST_IMPL(code_names_stable) {
                                      "unknown_snapshot", "kb_failed",
                                      "sandbox_unverified",
                                      "process_create_failed",
-                                     "executor_lost"};
+                                     "executor_lost", "cluster_unavailable"};
   size_t i;
   ASSERT_UINT_EQ(PX_CODE_COUNT_, sizeof want / sizeof want[0]);
   for (i = 0; i < sizeof want / sizeof want[0]; i++)

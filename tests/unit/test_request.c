@@ -344,6 +344,27 @@ TEST_IMPL(request_run_options) {
   return 0;
 }
 
+/* placement: local (default) | cluster | any; anything else is a typed
+ * bad_request naming the field (issue 27, submit mode). */
+TEST_IMPL(request_run_placement) {
+  static const char *const names[] = {"local", "cluster", "any"};
+  char buf[160];
+  int i;
+  ASSERT_OK(parse(RUN "}"));
+  ASSERT_EQ(req.run.placement, PX_PLACEMENT_LOCAL);
+  px_request_free(&req);
+  for (i = 0; i < 3; i++) {
+    snprintf(buf, sizeof buf, RUN ",\"placement\":\"%s\"}", names[i]);
+    ASSERT_OK(parse(buf));
+    ASSERT_EQ(req.run.placement, i);
+    px_request_free(&req);
+  }
+  refused(RUN ",\"placement\":\"remote\"}", PX_CODE_BAD_REQUEST, 1,
+          "placement: must be one of local|cluster|any");
+  refused(RUN ",\"placement\":1}", PX_CODE_BAD_REQUEST, 1, "placement");
+  return 0;
+}
+
 TEST_IMPL(request_run_env) {
   char name[200];
   char buf[400];

@@ -82,6 +82,7 @@ static int run_option(ctl_args_t *a, const char *o, const char *v) {
   else if (!strcmp(o, "--priority")) a->priority = v;
   else if (!strcmp(o, "--id")) a->id = v;
   else if (!strcmp(o, "--kb-rollback")) a->kb_rollback = v;
+  else if (!strcmp(o, "--placement")) a->placement = v;
   else if (!strcmp(o, "--memory")) rc = ctl_parse_size(v, &a->memory);
   else if (!strcmp(o, "--output")) rc = ctl_parse_size(v, &a->output);
   else if (!strcmp(o, "--cpu")) rc = ctl_parse_duration(v, &a->cpu_ms);
@@ -247,6 +248,8 @@ int ctl_build_run(const ctl_args_t *a, char **json) {
     cJSON_AddStringToObject(o, "priority", a->priority);
   if (a->kb_rollback)
     cJSON_AddStringToObject(o, "kb_rollback", a->kb_rollback);
+  if (a->placement) /* checked by the service: a typed bad_request */
+    cJSON_AddStringToObject(o, "placement", a->placement);
   if (a->stream)
     cJSON_AddBoolToObject(o, "stream", 1);
   if (a->high_trust)

@@ -15,7 +15,7 @@ typedef struct {
   const char *operand; /* FILE for run, ID for cancel, JSON for send,
                           the subcommand of kb */
   const char *extra;   /* kb diff/restore: the snapshot */
-  const char *runtime, *priority, *id, *kb_rollback;
+  const char *runtime, *priority, *id, *kb_rollback, *placement;
   uint64_t memory, cpu_ms, wall_ms, procs, output;
   const char *caps[CTL_MAX_LIST];
   int ncaps;

@@ -65,6 +65,9 @@ static const char run_in_schema[] =
     "{\"type\":\"object\",\"properties\":{\"patterns\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}},"
     "\"max_files\":{\"type\":\"integer\",\"minimum\":1},\"max_bytes\":{\"type\":\"integer\",\"minimum\":1}},"
     "\"required\":[\"patterns\"],\"additionalProperties\":false}]},"
+    "\"placement\":{\"type\":\"string\",\"enum\":[\"local\",\"cluster\",\"any\"],"
+    "\"description\":\"Where it runs: here (local, the default), on the executor's NATS cluster "
+    "(cluster), or there only when no local slot is free (any)\"},"
     "\"job_id\":{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9._-]{1,64}$\",\"description\":\"Optional id, for cancel_job\"}},"
     "\"required\":[\"runtime\",\"code\"],\"additionalProperties\":false}";
 
@@ -701,7 +704,7 @@ static int files_ok(const cJSON *files) {
 static cJSON *build_run(const cJSON *a, const char *job, int stream, const char **why) {
   static const char *const keys[] = {"runtime", "code", "args", "stdin", "env", "files",
                                      "limits", "capabilities", "timeout", "job_id",
-                                     "collect", NULL};
+                                     "collect", "placement", NULL};
   cJSON *run;
   const cJSON *it;
   int i;
@@ -740,6 +743,11 @@ static cJSON *build_run(const cJSON *a, const char *job, int stream, const char 
     *why = is_string_array(it) || cJSON_IsObject(it)
                ? (cJSON_AddItemToObject(run, "collect", cJSON_Duplicate(it, 1)), NULL)
                : "collect must be an array of patterns or {patterns, max_files, max_bytes}";
+  /* placement: a string here, its value checked by the service. */
+  if (!*why && (it = cJSON_GetObjectItemCaseSensitive(a, "placement")) != NULL)
+    *why = cJSON_IsString(it)
+               ? (cJSON_AddItemToObject(run, "placement", cJSON_Duplicate(it, 1)), NULL)
+               : "placement must be \"local\", \"cluster\" or \"any\"";
   if (!*why)
     *why = add_limits(run, cJSON_GetObjectItemCaseSensitive(a, "limits"),
                       cJSON_GetObjectItemCaseSensitive(a, "timeout"));

@@ -528,13 +528,16 @@ static const command_t commands[] = {
      "run [--runtime NAME] [--memory 256M] [--cpu 2s] [--wall 10s] [--procs 8]\n"
      "        [--output 1M] [--cap CAP]... [--priority P] [--stream] [--id ID]\n"
      "        [--arg A]... [--env K=V]... [--json] [--high-trust]\n"
-     "        [--kb-rollback on_violation|always|never]\n"
+     "        [--kb-rollback on_violation|always|never] [--placement local|cluster|any]\n"
      "        [--collect PATTERN]... [--out DIR [--force]] FILE|-",
      "run FILE in the sandbox; without --runtime, the runtime the service has\n"
      "        for FILE's extension. Output, then a one-line verdict on stderr.\n"
      "        --collect asks back the files the job made that match PATTERN\n"
      "        (\"*.png\", \"out/**\"); --out writes them below DIR (never over\n"
      "        an existing file unless --force).\n"
+     "        --placement cluster runs it on the NATS cluster through this\n"
+     "        daemon (cluster.mode submit or both); any: there when no local\n"
+     "        slot is free (docs/cluster.md).\n"
      "        Exit: the job's code; 124 limit kill; 125 rejected; 126 service\n"
      "        error, cancelled or aborted; 2 usage or connection error",
      cmd_run},

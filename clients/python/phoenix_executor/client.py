@@ -121,6 +121,7 @@ class Executor:
                capabilities: Optional[Sequence[str]] = None, priority: Optional[str] = None,
                job_id: Optional[str] = None, kb_rollback: Optional[str] = None,
                high_trust: bool = False, collect: Optional[Any] = None,
+               placement: Optional[str] = None,
                _stream_output: bool = True) -> Iterator[Event]:
         """Run code and yield its events as they arrive: Accepted, Started,
         Output chunks, and the Result last. limits: any of cpu_ms, wall_ms,
@@ -128,7 +129,10 @@ class Executor:
         with path, content and optionally encoding ("utf-8" or "base64").
         collect: the files to return (Result.files): a list of patterns
         ("*.png", "out/**"), or a dict with patterns, max_files and
-        max_bytes."""
+        max_bytes. placement: "local" (the default), "cluster" (run on the
+        executor's NATS cluster: the daemon needs cluster.mode submit or
+        both, else the Result is rejected with cluster_unavailable) or "any"
+        (the cluster only when no local slot is free; also needs a gateway)."""
         jid = job_id or f"py-{os.getpid()}-{next(_ids)}"
         msg: Dict[str, Any] = {"type": "run", "id": jid, "runtime": runtime, "code": code}
         if args is not None:
@@ -152,6 +156,8 @@ class Executor:
             msg["kb_rollback"] = kb_rollback
         if high_trust:
             msg["high_trust"] = True
+        if placement is not None:
+            msg["placement"] = placement
         if collect is not None:
             msg["collect"] = dict(collect) if isinstance(collect, Mapping) else list(collect)
         if _stream_output:

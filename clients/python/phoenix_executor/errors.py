@@ -146,6 +146,14 @@ class ExecutorLost(ExecutorError):
     code = "executor_lost"
 
 
+class ClusterUnavailable(ExecutorError):
+    """A run with placement "cluster" that could not be forwarded: this
+    daemon has no cluster gateway (cluster.mode submit or both), or NATS is
+    not reachable (docs/cluster.md)."""
+
+    code = "cluster_unavailable"
+
+
 class JobFailed(ExecutorError):
     """A job that ran but did not succeed: ``nonzero_exit``, ``killed``,
     ``cancelled`` or ``aborted`` (from :meth:`Result.raise_for_status`)."""
@@ -162,7 +170,7 @@ _BY_CODE: Dict[str, Type[ExecutorError]] = {
               UnknownId, Forbidden, UnknownRuntime, LimitExceedsPolicy, CapabilityDenied,
               AuditRejected, ArgvTooLong, QueueFull, Paused, SpawnFailed, SandboxFailed,
               Internal, KbUnavailable, UnknownSnapshot, KbFailed, SandboxUnverified,
-              ProcessCreateFailed, ExecutorLost)
+              ProcessCreateFailed, ExecutorLost, ClusterUnavailable)
 }
 
 

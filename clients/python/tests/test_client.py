@@ -283,6 +283,21 @@ class DaemonTest(unittest.TestCase):
         with self.assertRaises(px.UnknownRuntime):
             r.raise_for_status()
 
+    def test_placement(self):
+        # The test daemon has no cluster gateway (cluster.mode off): "cluster"
+        # and "any" are refused typed, "local" runs; a bad value names the field.
+        r = self.ex.run("sh", "echo here", placement="local")
+        self.assertEqual((r.status, r.stdout), ("ok", "here\n"))
+        for where in ("cluster", "any"):
+            r = self.ex.run("sh", "true", placement=where)
+            self.assertEqual((r.status, r.error_code), ("rejected", "cluster_unavailable"))
+            self.assertIn(where, r.error_message)
+            with self.assertRaises(px.ClusterUnavailable):
+                r.raise_for_status()
+        r = self.ex.run("sh", "true", placement="mars")
+        self.assertEqual((r.status, r.error_code), ("rejected", "bad_request"))
+        self.assertIn("placement", r.error_message)
+
     def test_bad_request_error(self):
         self.ex.send({"type": "status", "colour": "red"})
         m = self.ex.receive(10)

@@ -213,13 +213,13 @@ typedef struct {
                          back from this kernel (reported "degraded") */
 } px_containers_config_t;
 
-/* "cluster": a NATS JetStream cluster (docs/cluster-protocol.md). Worker
- * mode is built on Linux only; the load refuses "submit" (not built) and,
- * on Windows, any mode but "off". */
+/* "cluster": a NATS JetStream cluster (docs/cluster-protocol.md). Built
+ * on Linux only; on Windows the load refuses any mode but "off". */
 typedef enum {
   PX_CLUSTER_OFF = 0, /* default: nothing changes */
   PX_CLUSTER_WORKER,  /* pull jobs of `pool` from the stream and run them */
-  PX_CLUSTER_SUBMIT   /* the gateway: parsed, refused at load */
+  PX_CLUSTER_SUBMIT,  /* the gateway: forward placement cluster/any runs */
+  PX_CLUSTER_BOTH     /* worker and gateway */
 } px_cluster_mode_t;
 
 typedef struct {

@@ -119,6 +119,52 @@ void px_service_set_cluster(px_service_t *svc, px_cluster_status_fn fn,
  * (the cluster worker) fetches nothing otherwise. Thread-safe. */
 int px_service_would_admit(px_service_t *svc);
 
+/* The cluster gateway (cluster.mode submit or both; service/cluster/
+ * gateway.c): the sessions hand it the runs with placement cluster (or
+ * any, when the engine has no free slot for the client) after the
+ * client's policy, the code audit and the attestation gate passed. Every
+ * function is called from a session's transport thread, never with a lock
+ * of the session held. */
+typedef struct {
+  /* Forward the run (its payload as the client sent it; id, priority the
+   * parsed ones). The gateway answers it on the session: `accepted` and
+   * later the relayed events and its one `result`, or one rejection
+   * (px_session_reject). */
+  void (*submit)(void *ctx, px_session_t *s, const char *id, px_priority_t prio,
+                 const char *payload, size_t len);
+  /* 1 when s has a cluster job id in flight (duplicate_id for a local run
+   * of the same id). */
+  int (*holds)(void *ctx, px_session_t *s, const char *id);
+  /* How many cluster jobs of s are in flight (they count against its
+   * max_concurrent). */
+  unsigned (*jobs)(void *ctx, px_session_t *s);
+  /* Cancel s's cluster job id: 0, or PX_ENOENT when s has none. */
+  int (*cancel)(void *ctx, px_session_t *s, const char *id);
+  /* s is closing: its relays end; cancel_jobs (on_disconnect "cancel")
+   * cancels its cluster jobs. Nothing is sent on s after this returns. */
+  void (*detach)(void *ctx, px_session_t *s, int cancel_jobs);
+} px_gateway_ops_t;
+
+/* Register the gateway (ops and ctx borrowed) before any session opens;
+ * remove it (NULL) after every session is closed. Without one, a run with
+ * placement cluster or any is refused cluster_unavailable. */
+void px_service_set_gateway(px_service_t *svc, const px_gateway_ops_t *ops,
+                            void *ctx);
+
+/* For the gateway: send one JSON frame to the session's client (dropped
+ * once the session is closing); json is not retained. */
+void px_session_send_json(px_session_t *s, const char *json);
+/* For the gateway: the one `result` (status rejected, code and message)
+ * of a run refused before it left, delivered and counted by the engine as
+ * for a local refusal (duplicate_id instead when the client has a local
+ * job with this id in flight). */
+void px_session_reject(px_session_t *s, const char *id, px_code_t code,
+                       const char *msg);
+/* The session's client: its peer, and its policy's max_concurrent (0:
+ * none). */
+const px_peer_t *px_session_peer(const px_session_t *s);
+unsigned px_session_max_concurrent(const px_session_t *s);
+
 /* The knowledge-base layer, or NULL when no KB roots are configured. */
 struct px_kb_s *px_service_kb(px_service_t *svc);
 

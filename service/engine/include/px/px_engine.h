@@ -178,6 +178,11 @@ int px_engine_client_open(px_engine_t *eng, const px_engine_client_opts_t *o,
  * delivered). */
 unsigned px_engine_client_jobs(px_engine_t *eng, px_engine_client_t *c);
 
+/* 1 when client c has a job `id` queued or running (the cluster gateway
+ * checks a forwarded id against the client's local jobs). */
+int px_engine_client_has(px_engine_t *eng, px_engine_client_t *c,
+                         const char *id);
+
 /* The client went away. cancel_jobs = 1: its queued and running jobs are
  * cancelled; 0: they run to the end. Either way their events are dropped
  * from now on (results are still counted and logged). Returns after any

@@ -47,6 +47,16 @@ enum {
   PX_LIMSET_DISK = 1u << 5
 };
 
+/* Where a `run` goes (docs/protocol.md 3.1, docs/cluster.md): "local"
+ * (the default), "cluster" (forwarded to the NATS cluster by a daemon
+ * with cluster.mode submit or both), "any" (the cluster when the engine
+ * has no free slot for this client right now, else local). */
+typedef enum {
+  PX_PLACEMENT_LOCAL = 0,
+  PX_PLACEMENT_CLUSTER,
+  PX_PLACEMENT_ANY
+} px_placement_t;
+
 /* A parsed, shape-checked `run` (policy not yet applied). Owns all its
  * memory; px_request_free releases it. */
 typedef struct {
@@ -70,6 +80,7 @@ typedef struct {
   int stream;
   int high_trust;
   px_kb_rollback_t kb_rollback;
+  px_placement_t placement;
   /* `collect` (px_collect.h): patterns validated; max_files/max_bytes 0
    * when the request left them to the policy's defaults. */
   px_collect_spec_t collect;
