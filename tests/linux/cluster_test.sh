@@ -135,7 +135,15 @@ job sc.json sc1 'echo after-resume'
 sub publish sc1 "$tmp/sc.json" 2>/dev/null || fail "publish sc1"
 sleep 1
 c=$(sub consumer linux-x64 normal) || fail "consumer info"
-expect "$c" 'ack_pending=0 pending=1' "sc1 waits in the stream while paused"
+# Waiting in the stream, or (rarely) delivered to a pull request that
+# expired on the worker's side just as the scram came: libnats keeps that
+# copy unread until the next pull, which a paused worker does not make.
+# Either way it is not run while paused.
+case "$c" in
+  *'ack_pending=0 pending=1'* | *'ack_pending=1 pending=0'*) ;;
+  *) fail "sc1 waits in the stream while paused: $c" ;;
+esac
+if sub result sc1 -w 300 >/dev/null 2>&1; then fail "sc1 was answered while paused"; fi
 "$ctl" --socket "$tmp/w1/s.sock" resume >/dev/null || fail "resume"
 r=$(sub result sc1 -w 20000) || fail "sc1: no result after resume"
 expect "$r" '"status":"ok"' sc1
