@@ -16,40 +16,8 @@ ctl=$build/tools/phoenixctl
 sub_bin=$build/tests/px_cl_submit
 client=$here/gw_client.py
 
-[ "$(id -u)" = 0 ] || { echo "SKIP: the daemon's sandbox needs root"; exit 77; }
-command -v nats-server >/dev/null ||
-  { echo "SKIP: nats-server is not installed (tools/setup.sh installs it)"; exit 77; }
-for f in "$exe" "$ctl" "$sub_bin"; do
-  [ -x "$f" ] || { echo "FAIL: $f is not built"; exit 1; }
-done
-
-tmp=$(mktemp -d /tmp/px-clgw.XXXXXX)
-chmod 755 "$tmp"
-nats_pid=
-declare -A dpid
-cleanup() {
-  local n
-  for n in "${!dpid[@]}"; do
-    kill -TERM "${dpid[$n]}" 2>/dev/null && wait "${dpid[$n]}" 2>/dev/null
-  done
-  [ -n "$nats_pid" ] && kill "$nats_pid" 2>/dev/null && wait "$nats_pid" 2>/dev/null
-  findmnt -rn -o TARGET | grep "^$tmp/" | sort -r | xargs -r -n1 umount -l
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-  local f
-  echo "FAIL: $*"
-  for f in "$tmp"/*/daemon.log "$tmp/nats.log"; do
-    [ -f "$f" ] && { echo "--- $f (tail)"; tail -30 "$f"; }
-  done
-  exit 1
-}
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-url=nats://127.0.0.1:$port
-sub() { "$sub_bin" -s "$url" "$@"; }
+. "$here/cluster_lib.sh"
+cl_init px-clgw "$exe" "$ctl" "$sub_bin"
 max_payload=65536
 
 start_nats() {
@@ -63,12 +31,7 @@ jetstream { store_dir: "$tmp/js" }
 CONF
   nats-server -c "$tmp/nats.conf" >>"$tmp/nats.log" 2>&1 &
   nats_pid=$!
-  local i
-  for i in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  fail "nats-server did not listen on $port"
+  cl_wait_nats
 }
 
 # start_daemon NAME MODE READY_PATTERN [EXTRA_TOP_LEVEL_JSON [POOL]]: a daemon of
@@ -98,9 +61,6 @@ gw() { python3 "$client" "$tmp/gw/s.sock" "$@"; }
 run_json() { # run_json ID CODE PLACEMENT [EXTRA_MEMBERS]
   printf '{"type":"run","id":"%s","runtime":"sh","code":"%s","placement":"%s"%s}' \
     "$1" "$2" "$3" "${4-}"
-}
-expect() { # expect TEXT PATTERN WHAT
-  printf '%s' "$1" | grep -q -- "$2" || fail "$3: no $2 in: ${1:0:900}"
 }
 absent() { # absent TEXT PATTERN WHAT
   printf '%s' "$1" | grep -q -- "$2" && fail "$3: $2 in: ${1:0:900}"

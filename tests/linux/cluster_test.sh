@@ -13,53 +13,16 @@ ctl=$build/tools/phoenixctl
 sub_bin=$build/tests/px_cl_submit
 hide_landlock=$build/tests/px_hide_landlock
 
-[ "$(id -u)" = 0 ] || { echo "SKIP: the daemon's sandbox needs root"; exit 77; }
-command -v nats-server >/dev/null ||
-  { echo "SKIP: nats-server is not installed (tools/setup.sh installs it)"; exit 77; }
-for f in "$exe" "$ctl" "$sub_bin" "$hide_landlock"; do
-  [ -x "$f" ] || { echo "FAIL: $f is not built"; exit 1; }
-done
-
-tmp=$(mktemp -d /tmp/px-cluster.XXXXXX)
-chmod 755 "$tmp"
-nats_pid=
-declare -A dpid
-cleanup() {
-  local n
-  for n in "${!dpid[@]}"; do
-    kill -TERM "${dpid[$n]}" 2>/dev/null && wait "${dpid[$n]}" 2>/dev/null
-  done
-  [ -n "$nats_pid" ] && kill "$nats_pid" 2>/dev/null && wait "$nats_pid" 2>/dev/null
-  # A daemon that died (a failed run) leaves its job directories mounted.
-  findmnt -rn -o TARGET | grep "^$tmp/" | sort -r | xargs -r -n1 umount -l
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-  local f
-  echo "FAIL: $*"
-  for f in "$tmp"/*/daemon.log "$tmp/nats.log"; do
-    [ -f "$f" ] && { echo "--- $f (tail)"; tail -25 "$f"; }
-  done
-  exit 1
-}
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-url=nats://127.0.0.1:$port
-sub() { "$sub_bin" -s "$url" "$@"; }
+. "$(dirname "$0")/cluster_lib.sh"
+CL_TAIL=25
+cl_init px-cluster "$exe" "$ctl" "$sub_bin" "$hide_landlock"
 
 start_nats() { # start_nats [STORE]
   # --name px-nats-...: tools/leftovers.py finds it if it outlives a run
   nats-server -js -a 127.0.0.1 -p "$port" -sd "$tmp/${1:-js}" --name "px-nats-cltest-$$" \
     >>"$tmp/nats.log" 2>&1 &
   nats_pid=$!
-  local i
-  for i in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  fail "nats-server did not listen on $port"
+  cl_wait_nats
 }
 
 # start_worker NAME CLUSTER_JSON [CLIENTS_JSON]: a daemon of its own (socket,
@@ -87,9 +50,6 @@ JSON
 
 job() { # job FILE ID CODE [EXTRA_JSON_MEMBERS]
   printf '{"type":"run","id":"%s","runtime":"sh","code":"%s"%s}\n' "$2" "$3" "${4-}" >"$tmp/$1"
-}
-expect() { # expect TEXT PATTERN WHAT
-  printf '%s' "$1" | grep -q -- "$2" || fail "$3: no $2 in: ${1:0:600}"
 }
 count_is() { # count_is ID N
   local c

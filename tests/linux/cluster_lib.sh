@@ -1,0 +1,69 @@
+# cluster_lib.sh - what the single-server cluster tests share
+# (cluster_test.sh, cluster_gateway_test.sh; sourced, not run): the skip
+# rules, a scratch directory, the cleanup of daemons, nats-server and the
+# job mounts a dead daemon leaves, the failure report with the logs, a
+# free loopback port for nats-server and the submitter on it.
+#
+#   cl_init PREFIX FILE...   SKIP (77) without root or nats-server, FAIL
+#                            without a built FILE; sets tmp (mode 755),
+#                            port, url; the cleanup runs at exit
+#   cl_wait_nats             wait (5 s) until nats-server listens on $port
+#   fail MESSAGE             print it and every log's tail ($CL_TAIL lines,
+#                            default 30), exit 1
+#   sub ARGS...              px_cl_submit on $url ($sub_bin)
+#   expect TEXT PATTERN WHAT fail unless TEXT matches PATTERN
+# The test keeps its daemons' pids in dpid[NAME] and nats-server's in
+# nats_pid.
+nats_pid=
+declare -A dpid
+
+cl_cleanup() {
+  local n
+  for n in "${!dpid[@]}"; do
+    kill -TERM "${dpid[$n]}" 2>/dev/null && wait "${dpid[$n]}" 2>/dev/null
+  done
+  [ -n "$nats_pid" ] && kill "$nats_pid" 2>/dev/null && wait "$nats_pid" 2>/dev/null
+  # A daemon that died (a failed run) leaves its job directories mounted.
+  findmnt -rn -o TARGET | grep "^$tmp/" | sort -r | xargs -r -n1 umount -l
+  rm -rf "$tmp"
+}
+
+cl_init() { # cl_init PREFIX FILE...
+  local prefix=$1 f
+  shift
+  [ "$(id -u)" = 0 ] || { echo "SKIP: the daemon's sandbox needs root"; exit 77; }
+  command -v nats-server >/dev/null ||
+    { echo "SKIP: nats-server is not installed (tools/setup.sh installs it)"; exit 77; }
+  for f in "$@"; do
+    [ -x "$f" ] || { echo "FAIL: $f is not built"; exit 1; }
+  done
+  tmp=$(mktemp -d "/tmp/$prefix.XXXXXX")
+  chmod 755 "$tmp"
+  trap cl_cleanup EXIT
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  url=nats://127.0.0.1:$port
+}
+
+fail() {
+  local f
+  echo "FAIL: $*"
+  for f in "$tmp"/*/daemon.log "$tmp/nats.log"; do
+    [ -f "$f" ] && { echo "--- $f (tail)"; tail -"${CL_TAIL:-30}" "$f"; }
+  done
+  exit 1
+}
+
+cl_wait_nats() {
+  local i
+  for i in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  fail "nats-server did not listen on $port"
+}
+
+sub() { "$sub_bin" -s "$url" "$@"; }
+
+expect() { # expect TEXT PATTERN WHAT
+  printf '%s' "$1" | grep -q -- "$2" || fail "$3: no $2 in: ${1:0:900}"
+}
