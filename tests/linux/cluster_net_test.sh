@@ -52,7 +52,11 @@ cleanup() {
     for p in "${pids[@]}"; do kill -TERM "$p" 2> /dev/null; done
     for p in "${pids[@]}"; do wait "$p" 2> /dev/null; done
     bash "$harness" down "$dir" > /dev/null 2>&1
-    # A worker killed with SIGKILL leaves its job mounts: none may stay.
+    # A worker killed with SIGKILL leaves its pool slots' cgroups (empty:
+    # its jobs died with it) and its job mounts: none may stay.
+    for p in ${killed_pid:-}; do
+        for m in /sys/fs/cgroup/*/px-slot-*-"$p"-*; do rmdir "$m" 2> /dev/null; done
+    done
     grep -o " $dir[^ ]*" /proc/mounts | sort -r | while read -r m; do
         umount -l "$m" 2> /dev/null
     done
@@ -158,6 +162,7 @@ case "$k" in 1|2|3) ;; *) fail "mid-1 is held by '$holder', not a worker of this
 sleep 0.5
 echo "   $holder holds mid-1: kill -9 (pid ${wpid[$k]})"
 echo "$holder" >> "$dir/killed" # before the kill: px_cl_load reads it later
+killed_pid=${wpid[$k]}
 kill -KILL "${wpid[$k]}"
 wait "${wpid[$k]}" 2> /dev/null
 

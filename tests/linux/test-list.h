@@ -103,6 +103,7 @@ PX_TEST_ENTRY(cgroup, cgroup_none_degraded, 30)
 PX_TEST_ENTRY(faults, faults_every_step_fails_closed, 120)
 PX_TEST_ENTRY(faults, faults_unknown_step_rejected, 30)
 PX_TEST_ENTRY(faults, faults_clone_refused_is_eprocess, 60)
+PX_TEST_ENTRY(faults, faults_parked_child_dies_with_daemon, 60)
 /* watchdog/linux: tests/linux/test_job_pool.c */
 PX_TEST_ENTRY(pool, pool_jobs_use_slots, 60)
 PX_TEST_ENTRY(pool, pool_nothing_leaks_between_jobs, 60)

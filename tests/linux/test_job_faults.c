@@ -4,10 +4,14 @@
 
 #include "px/px_fault.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "watchdog/linux/linux_int.h"
@@ -149,5 +153,108 @@ TEST_IMPL(faults_clone_refused_is_eprocess) {
   ASSERT_STR_CONTAINS(r.out.data, "ran");
   th_free(&r);
   th_close(&b);
+  return 0;
+}
+
+/* A child of process d, or 0 (from /proc). */
+static pid_t child_of(pid_t d) {
+  DIR *dir = opendir("/proc");
+  struct dirent *e;
+  pid_t found = 0;
+  while (dir && !found && (e = readdir(dir)) != NULL) {
+    char path[300], buf[512], *p;
+    FILE *f;
+    long ppid = 0;
+    if (e->d_name[0] < '0' || e->d_name[0] > '9')
+      continue;
+    snprintf(path, sizeof path, "/proc/%.255s/stat", e->d_name);
+    if (!(f = fopen(path, "r")))
+      continue;
+    if (fgets(buf, sizeof buf, f) && (p = strrchr(buf, ')')) &&
+        sscanf(p + 2, "%*c %ld", &ppid) == 1 && ppid == (long)d)
+      found = (pid_t)strtol(e->d_name, NULL, 10);
+    fclose(f);
+  }
+  if (dir)
+    closedir(dir);
+  return found;
+}
+
+/* Gone: no such process, or a zombie (reaped here if it is ours). */
+static int gone(pid_t c) {
+  char path[64], buf[512], *p;
+  FILE *f;
+  int z = 0;
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)c);
+  if (!(f = fopen(path, "r")))
+    return 1;
+  if (fgets(buf, sizeof buf, f) && (p = strrchr(buf, ')')))
+    z = p[2] == 'Z' || p[2] == 'X';
+  fclose(f);
+  if (z)
+    waitpid(c, NULL, WNOHANG);
+  return z;
+}
+
+/* A job child parked before its cgroups are set (the daemon has not sent
+ * the go byte yet) dies when the daemon dies. PDEATHSIG is not set at that
+ * point (the uid change clears it: it is set after), and the child's copy
+ * of the daemon's descriptor table holds its own sync pipe's write end, so
+ * it never read EOF: a worker killed with SIGKILL at that moment left its
+ * job child behind (seen once in linux.cluster_net). It polls the daemon's
+ * pidfd too now. The "daemon" here is a forked process holding the
+ * backend, stopped by a test-only hold just before the go byte. */
+TEST_IMPL(faults_parked_child_dies_with_daemon) {
+  const char *argv[] = {"/bin/sh", "-c", "echo ran", NULL};
+  char cg[700] = "", line[600];
+  pid_t d, c = 0;
+  int i;
+  FILE *f;
+  TH_REQUIRE_ROOT();
+  d = fork();
+  ASSERT(d >= 0);
+  if (d == 0) {
+    th_backend_t b;
+    px_job_spec_t s;
+    th_run_t r = {0};
+    px_sandbox_t *sb = NULL;
+    if (th_open(&b, NULL, 0) != 0 ||
+        px_fault_arm("linux.hold_before_sync", 1, 1) != 0)
+      _exit(2);
+    th_spec(&s, argv);
+    th_begin(&b, &s, &r, &sb); /* held: killed by the test meanwhile */
+    _exit(3);
+  }
+  for (i = 0; i < 400 && !c; i++) { /* 20 s */
+    px_sleep_ms(50);
+    c = child_of(d);
+  }
+  if (!c) {
+    kill(d, SIGKILL); /* checksrc: allow - the test's own helper */
+    waitpid(d, NULL, 0);
+    px__test_fail(__FILE__, __LINE__, "no job child appeared");
+  }
+  px_sleep_ms(300); /* parked now, waiting for the go byte */
+  snprintf(line, sizeof line, "/proc/%d/cgroup", (int)c);
+  if ((f = fopen(line, "r"))) { /* its cgroup, to remove after */
+    while (fgets(line, sizeof line, f))
+      if (strncmp(line, "0::", 3) == 0)
+        snprintf(cg, sizeof cg, "/sys/fs/cgroup/unified%s", line + 3);
+    fclose(f);
+  }
+  cg[strcspn(cg, "\n")] = '\0';
+  kill(d, SIGKILL); /* checksrc: allow - the daemon dies */
+  waitpid(d, NULL, 0);
+  for (i = 0; i < 100 && !gone(c); i++) /* 5 s */
+    px_sleep_ms(50);
+  if (!gone(c)) {
+    kill(c, SIGKILL); /* checksrc: allow - cleanup of what failed */
+    px_sleep_ms(100);
+    gone(c);
+    px__test_fail(__FILE__, __LINE__, "the parked job child %d outlived "
+                  "its daemon", (int)c);
+  }
+  if (cg[0] && strstr(cg, "/px-"))
+    rmdir(cg);
   return 0;
 }

@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -187,6 +188,14 @@ static int lnx_open(const px_backend_opts_t *opts, void **state) {
     return PX_ENOMEM;
   be->work_root_fd = -1;
   be->idmap_fd = -1;
+  /* A job child parked before its cgroups holds a copy of every
+   * descriptor the daemon had, its sync pipe's write end included: only
+   * this tells it the daemon died (spawn.c, child_park). */
+  be->self_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+  if (be->self_pidfd < 0)
+    PX_LOG(PX_LOG_WARN, "pidfd_open(self) failed (%s): a job child parked when "
+                        "the daemon is killed may outlive it",
+           strerror(errno));
   be->tick_ms = opts->tick_ms ? opts->tick_ms : 50;
   be->tmpfs_bytes = opts->tmpfs_bytes ? opts->tmpfs_bytes : 64u << 20;
   be->allow_degraded = opts->allow_degraded;
@@ -284,6 +293,8 @@ static void lnx_close(void *state) {
     close(be->work_root_fd);
   if (be->idmap_fd >= 0)
     close(be->idmap_fd);
+  if (be->self_pidfd >= 0)
+    close(be->self_pidfd);
   free(be->stage);
   free(be->work_root);
   free(be);

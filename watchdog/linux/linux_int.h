@@ -330,6 +330,8 @@ struct px__lnx_backend_s {
   gid_t run_gid, outer_gid;
   int cap_last;
   int landlock_abi;
+  int self_pidfd;            /* owned: a pidfd of the daemon itself, or -1:
+                                a parked job child polls it (spawn.c) */
   int idmap_fd;              /* owned: userns mapping the KB owner uid to
                                 the job uid (KB mounts), or -1 */
   px__lnx_cg_host_t cg;

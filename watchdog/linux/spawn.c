@@ -24,6 +24,7 @@
 #include "linux_int.h"
 
 #include "px/px_error.h"
+#include "px/px_fault.h"
 #include "px/px_log.h"
 #include "px/px_util.h"
 
@@ -307,6 +308,29 @@ static int child_bounding(int cap_last) {
   return 0;
 }
 
+/* Wait for the go byte on sync_rd, or for the daemon's end (its pidfd
+ * readable). 0 with the byte read; -1 when the daemon gave up or died. */
+static int child_park(const px__lnx_plan_t *p, char *go) {
+  struct pollfd f[2];
+  int n = p->be->self_pidfd >= 0 ? 2 : 1;
+  f[0].fd = p->sync_rd;
+  f[0].events = POLLIN;
+  f[1].fd = p->be->self_pidfd;
+  f[1].events = POLLIN;
+  for (;;) {
+    f[0].revents = f[1].revents = 0;
+    if (poll(f, (nfds_t)n, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    if (n == 2 && f[1].revents)
+      return -1; /* the daemon is gone */
+    if (f[0].revents)
+      return read(p->sync_rd, go, 1) == 1 ? 0 : -1;
+  }
+}
+
 static int child_pdeathsig(int err_wr) {
   struct pollfd pfd;
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
@@ -371,8 +395,11 @@ child_main(const px__lnx_plan_t *p) {
   char go;
   int step = 0, rc;
 
-  /* Parked until the parent placed us in our cgroups (EOF: it gave up). */
-  if (read(p->sync_rd, &go, 1) != 1)
+  /* Parked until the parent placed us in our cgroups (EOF: it gave up),
+   * or until the daemon dies: PDEATHSIG is not set yet (the uid change
+   * below clears it), and this copy of the daemon's descriptor table
+   * holds the sync pipe's write end, so EOF would never come. */
+  if (child_park(p, &go) != 0)
     _exit(127);
   CHILD_STEP(p, PX_STEP_SYNC, 1);
   child_signals();
@@ -618,6 +645,12 @@ static int release_child(px_sandbox_t *sb, int fds[P_COUNT][2]) {
     return rc;
   sb->start_ms = px_now_ms();
   PX__STAMP(sb, PX_T_PLACED);
+#ifdef PX_TEST_SEAMS
+  /* Tests: the daemon is held here, its job child parked, to be killed
+   * (faults_parked_child_dies_with_daemon). */
+  if (px_fault_hit("linux.hold_before_sync"))
+    px_sleep_ms(60000);
+#endif
   if (write(fds[P_SYNC][1], "g", 1) != 1)
     return PX_LOG_ERRNO(PX_ESPAWN, errno, "write(sync)");
   close_fd(&fds[P_SYNC][1]);
