@@ -159,7 +159,7 @@ static int open_bucket(jsCtx *js, const char *bucket, int64_t ttl, int replicas,
   kc.TTL = ttl;
   kc.Replicas = replicas;
   kc.StorageType = js_FileStorage;
-  if ((s = js_CreateKeyValue(kv, js, &kc)) == NATS_OK)
+  if (js_CreateKeyValue(kv, js, &kc) == NATS_OK)
     return 0;
   /* Created elsewhere with other settings: use it as it is. */
   if ((s = js_KeyValue(kv, js, bucket)) == NATS_OK) {

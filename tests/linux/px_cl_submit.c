@@ -57,8 +57,16 @@ static char *slurp(const char *path, size_t *len) {
   if (!f)
     return NULL;
   do {
-    if (n + 4096 > cap && !(buf = realloc(buf, cap = cap * 2 + 8192)))
-      return NULL;
+    if (n + 4096 > cap) {
+      char *bigger = realloc(buf, cap = cap * 2 + 8192);
+      if (!bigger) {
+        free(buf);
+        if (f != stdin)
+          fclose(f);
+        return NULL;
+      }
+      buf = bigger;
+    }
     r = fread(buf + n, 1, cap - n, f);
     n += r;
   } while (r > 0);
