@@ -31,6 +31,7 @@
 
 #include "px/px_encode.h"
 #include "px/px_error.h"
+#include "px/px_fault.h"
 #include "px/px_log.h"
 #include "px/px_os.h"
 #include "px/px_util.h"
@@ -51,6 +52,9 @@
 #define ATTEST_CHECK_MS 1000
 #define RESULT_RETRY_MS 30000 /* a result not published: retry this long */
 #define RESULT_RETRY_WAIT_MS 250
+#define MARK_RETRY_MS 10000   /* a marker's create not answered: retry this long */
+#define MARK_RETRY_WAIT_MS 250
+#define MARKER_MAX (PX__CL_ID_MAX + 18) /* "<worker name> <16 hex>" */
 
 typedef struct {
   char id[PX__CL_ID_MAX + 1];
@@ -59,6 +63,7 @@ typedef struct {
   int lost;     /* its answer could not be queued (out of memory) */
   int answering; /* its result is being published (worker thread) */
   char submitter[PX__CL_SUBMITTER_MAX + 1];
+  char marker[MARKER_MAX + 1]; /* its PX_STARTED value: renewed as it is */
 } job_t;
 
 typedef struct item_s {
@@ -326,19 +331,53 @@ static void refuse_message(px_cluster_worker_t *w, natsMsg *m,
                          "message was not published");
 }
 
-/* KV create PX_STARTED/<id>: 0 created; PX_EEXIST already started by
- * some worker; PX_EIO could not tell. */
-static int mark_started(px_cluster_worker_t *w, const char *id) {
-  kvEntry *e = NULL;
-  natsStatus s = kvStore_Create(NULL, w->link.started, id, w->name, (int)strlen(w->name));
-  if (s == NATS_OK)
-    return 0;
-  if (kvStore_Get(&e, w->link.started, id) == NATS_OK) {
-    kvEntry_Destroy(e);
-    return PX_EEXIST;
+/* A marker value of this take: "<worker name> <16 hex>", unique, so that
+ * a create whose answer was lost can be told from another's. */
+static void new_marker(const px_cluster_worker_t *w, char *out) {
+  unsigned char r[8] = {0};
+  size_t i, n;
+  px_random_bytes(r, sizeof r);
+  px_snprintf(out, MARKER_MAX + 1, "%s ", w->name);
+  n = strlen(out);
+  for (i = 0; i < sizeof r && n + 2 * i + 2 < MARKER_MAX + 1; i++)
+    px_snprintf(out + n + 2 * i, 3, "%02x", r[i]);
+}
+
+/* KV create PX_STARTED/<id> = marker: 0 created; PX_EEXIST already
+ * started by some worker (or by this one, on an earlier take); PX_EIO
+ * could not tell. A create that fails is told apart by reading the key:
+ * our own value means it was written though its answer was lost (a
+ * stream leader's election: the create, stored, is then not run a second
+ * time by anyone, and not answered executor_lost for a job that never
+ * ran); absent, the create is tried again (InProgress keeps the message
+ * meanwhile). */
+static int mark_started(px_cluster_worker_t *w, natsMsg *m, const char *id,
+                        const char *marker) {
+  uint64_t t0 = px_now_ms();
+  natsStatus s, g = NATS_OK;
+  int len = (int)strlen(marker), ours;
+  for (;;) {
+    kvEntry *e = NULL;
+    s = kvStore_Create(NULL, w->link.started, id, marker, len);
+    if (s == NATS_OK && px_fault_hit("cluster.marker_answer_lost"))
+      s = NATS_TIMEOUT; /* test seam: written, its answer lost */
+    if (s == NATS_OK)
+      return 0;
+    if ((g = kvStore_Get(&e, w->link.started, id)) == NATS_OK) {
+      ours = kvEntry_ValueLen(e) == len && memcmp(kvEntry_Value(e), marker, (size_t)len) == 0;
+      kvEntry_Destroy(e);
+      if (ours)
+        PX_LOG(PX_LOG_INFO, "cluster: job %s: PX_STARTED written by this take, though "
+                            "the create was not answered (%s)", id, natsStatus_GetText(s));
+      return ours ? 0 : PX_EEXIST;
+    }
+    if (px_now_ms() - t0 >= MARK_RETRY_MS)
+      break;
+    natsMsg_InProgress(m, NULL);
+    px_sleep_ms(MARK_RETRY_WAIT_MS);
   }
-  PX_LOG(PX_LOG_ERROR, "cluster: job %s: PX_STARTED not written: %s", id,
-         natsStatus_GetText(s));
+  PX_LOG(PX_LOG_ERROR, "cluster: job %s: PX_STARTED not written: %s (read: %s)", id,
+         natsStatus_GetText(s), natsStatus_GetText(g));
   return PX_EIO;
 }
 
@@ -392,13 +431,14 @@ static void left_for_redelivery(const px__svc_cl_job_t *j) {
 
 /* Into the table and the session (the caller checked it is not held). */
 static void admit(px_cluster_worker_t *w, natsMsg **m, const px__svc_cl_job_t *j,
-                  uint64_t seq) {
+                  uint64_t seq, const char *marker) {
   job_t *held;
   px_mutex_lock(&w->lock);
   held = &w->jobs[w->njobs++];
   memset(held, 0, sizeof *held); /* a slot reused: no flag of its last job */
   px_strlcpy(held->id, j->id, sizeof held->id);
   px_strlcpy(held->submitter, j->submitter, sizeof held->submitter);
+  px_strlcpy(held->marker, marker, sizeof held->marker);
   held->msg = *m;
   held->seq = seq;
   *m = NULL;
@@ -427,6 +467,7 @@ static void held_again(px_cluster_worker_t *w, natsMsg **m, const px__svc_cl_job
 
 static void take_message(px_cluster_worker_t *w, natsMsg *m) {
   px__svc_cl_job_t j;
+  char marker[MARKER_MAX + 1];
   uint64_t seq = 0, n;
   int rc, held;
   rc = px__svc_cl_job_parse(natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m),
@@ -440,7 +481,8 @@ static void take_message(px_cluster_worker_t *w, natsMsg *m) {
     px_mutex_lock(&w->lock);
     held = find_job(w, j.id) != NULL;
     px_mutex_unlock(&w->lock);
-    rc = held ? PX_EBUSY : mark_started(w, j.id);
+    new_marker(w, marker);
+    rc = held ? PX_EBUSY : mark_started(w, m, j.id, marker);
     if (rc == PX_EBUSY)
       held_again(w, &m, &j, seq);
     else if (rc == PX_EEXIST && !j.idempotent && n <= 1)
@@ -450,7 +492,7 @@ static void take_message(px_cluster_worker_t *w, natsMsg *m) {
     else if (rc == PX_EEXIST && !j.idempotent)
       answer_lost(w, m, &j);
     else if (rc == 0 || rc == PX_EEXIST) /* idempotent: run again */
-      admit(w, &m, &j, seq);
+      admit(w, &m, &j, seq, marker);
     /* PX_EIO: not acked; redelivered after the ack wait */
   }
   px__svc_cl_job_free(&j);
@@ -476,8 +518,12 @@ static int attested(px_cluster_worker_t *w, px_attest_report_t *rep, int *logged
  * answer was lost is dropped (not acked: redelivered after the ack wait,
  * answered executor_lost). */
 static void progress(px_cluster_worker_t *w) {
+  typedef struct {
+    char id[PX__CL_ID_MAX + 1];
+    char marker[MARKER_MAX + 1];
+  } lease_t;
   size_t i = 0, n = 0;
-  char (*ids)[PX__CL_ID_MAX + 1] = calloc(w->cfg->cluster.slots, sizeof *ids);
+  lease_t *ls = calloc(w->cfg->cluster.slots, sizeof *ls);
   px_mutex_lock(&w->lock); /* natsMsg_InProgress does not block */
   while (i < w->njobs) {
     if (w->jobs[i].lost) {
@@ -486,16 +532,18 @@ static void progress(px_cluster_worker_t *w) {
       continue;
     }
     natsMsg_InProgress(w->jobs[i].msg, NULL);
-    if (ids)
-      px_strlcpy(ids[n++], w->jobs[i].id, sizeof ids[0]);
+    if (ls) {
+      px_strlcpy(ls[n].id, w->jobs[i].id, sizeof ls[n].id);
+      px_strlcpy(ls[n++].marker, w->jobs[i].marker, sizeof ls[0].marker);
+    }
     i++;
   }
   px_mutex_unlock(&w->lock);
   for (i = 0; i < n; i++) /* may wait on the cluster: not under the lock */
-    if (kvStore_Put(NULL, w->link.started, ids[i], w->name,
-                    (int)strlen(w->name)) != NATS_OK)
-      PX_LOG(PX_LOG_DEBUG, "cluster: job %s: marker not renewed", ids[i]);
-  free(ids);
+    if (kvStore_Put(NULL, w->link.started, ls[i].id, ls[i].marker,
+                    (int)strlen(ls[i].marker)) != NATS_OK)
+      PX_LOG(PX_LOG_DEBUG, "cluster: job %s: marker not renewed", ls[i].id);
+  free(ls);
 }
 
 /* The keeper: InProgress every ack_wait/3 until the worker stops. */

@@ -24,6 +24,7 @@
 
 #include "px/px_config.h"
 #include "px/px_error.h"
+#include "px/px_fault.h"
 #include "px/px_log.h"
 #include "px/px_log_file.h"
 #include "px/px_service.h"
@@ -179,6 +180,32 @@ static int setup_logging(const args_t *a, const px_config_t *cfg,
   }
   return 0;
 }
+
+#ifdef PX_TEST_SEAMS
+/* Test builds only: PX_TEST_FAULTS="site:nth:err[,site:nth:err...]" arms
+ * px_fault.h sites in the daemon, for a script's test of a failure it
+ * cannot cause from outside (tests/linux/cluster_test.sh). A release
+ * build has no registry and ignores the variable. */
+static int arm_test_faults(void) {
+  const char *env = getenv("PX_TEST_FAULTS");
+  char buf[512], *save = NULL, *tok;
+  if (!env || !*env)
+    return 0;
+  if (px_strlcpy(buf, env, sizeof buf) != 0)
+    return -1;
+  for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char site[64];
+    unsigned nth;
+    int err;
+    if (sscanf(tok, "%63[^:]:%u:%d", site, &nth, &err) != 3 || px_fault_arm(site, nth, err) != 0) {
+      PX_LOG(PX_LOG_ERROR, "PX_TEST_FAULTS: bad entry '%s' (site:nth:err)", tok);
+      return -1;
+    }
+    PX_LOG(PX_LOG_WARN, "test fault armed: %s, hit %u, error %d", site, nth, err);
+  }
+  return 0;
+}
+#endif
 
 /* The directory holding the socket is created 0755 if missing. */
 static void ensure_socket_dir(const char *path) {
@@ -340,6 +367,10 @@ int main(int argc, char **argv) {
   }
   if (px_linux_state_dirs(cfg, a.log_file) != 0 || setup_logging(&a, cfg, &logf) != 0)
     goto cleanup;
+#ifdef PX_TEST_SEAMS
+  if (arm_test_faults() != 0)
+    goto cleanup;
+#endif
   memset(&so, 0, sizeof so);
   so.config = cfg;
   so.version = PX_VERSION_STRING;

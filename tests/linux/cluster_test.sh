@@ -208,6 +208,25 @@ start_worker "$who" '{"slots":1}'
 grep -q "recovered 1 leftover job" "$tmp/$who/daemon.log" ||
   fail "$who: the orphaned job of the killed daemon was not recovered"
 
+echo "== a marker written though its create was not answered: the job runs, once"
+# (An election after a node's death can store the create and lose its
+# answer. Read back, the marker holds this take's value: the job is the
+# worker's own. Before, it counted as started by another worker: left
+# unacked, answered executor_lost after the ack wait, never run.)
+PX_TEST_FAULTS=cluster.marker_answer_lost:1:1 start_worker w6 '{"slots":1,"pool":"lostpool"}'
+grep -q "test fault armed: cluster.marker_answer_lost" "$tmp/w6/daemon.log" ||
+  fail "w6: the test fault was not armed (a build without PX_TEST_SEAMS?)"
+job ml.json ml1 'echo marker-lost-ran'
+r=$(sub run ml1 "$tmp/ml.json" -p lostpool -w 20000 2>/dev/null) || fail "ml1: no result"
+expect "$r" '"status":"ok"' ml1
+expect "$r" 'marker-lost-ran' ml1
+grep -q "job ml1: PX_STARTED written by this take" "$tmp/w6/daemon.log" ||
+  fail "ml1: the lost answer was not the path taken"
+[ "$(sub started ml1)" = w6 ] || fail "ml1: PX_STARTED does not name w6"
+sleep 2 # past the ack wait: no redelivery answers it again
+count_is ml1 1
+[ "$(taken w6 ml1)" = 1 ] || fail "ml1 ran $(taken w6 ml1) times"
+
 echo "== no {\"cluster\": true} client: cluster jobs are refused by policy"
 start_worker w3 '{"pool":"nopolicy"}' ''
 job np.json np1 'echo np'

@@ -13,7 +13,8 @@
  *                      the result on stdout
  *     result ID [-w MS]   the result stored on px.results.ID (waits)
  *     count ID            how many results PX_RESULTS holds for ID
- *     started ID [-w MS]  the worker name in PX_STARTED/ID (waits)
+ *     started ID [-w MS]  the worker name in PX_STARTED/ID (waits; the
+ *                         value's first word: "<name> <take's 16 hex>")
  *     node NAME [-w MS]   the heartbeat of worker NAME in PX_NODES (waits)
  *     cancel ID           publish on px.cancel.ID
  *     consumer POOL PRIO  "ack_pending=N pending=N redelivered=N" of
@@ -162,7 +163,8 @@ static int count(opts_t *o, const char *id) {
 }
 
 /* The value of KEY in the KV bucket BUCKET, waiting for it. */
-static int kv_get(opts_t *o, const char *bucket, const char *key) {
+/* The value of key in bucket, printed (word: up to its first space). */
+static int kv_get(opts_t *o, const char *bucket, const char *key, int word) {
   kvStore *kv = NULL;
   kvEntry *e = NULL;
   int64_t deadline = now_ms() + o->wait_ms;
@@ -174,7 +176,8 @@ static int kv_get(opts_t *o, const char *bucket, const char *key) {
   }
   for (;;) {
     if (kvStore_Get(&e, kv, key) == NATS_OK) {
-      printf("%s\n", kvEntry_ValueString(e));
+      const char *v = kvEntry_ValueString(e);
+      printf("%.*s\n", (int)(word ? strcspn(v, " ") : strlen(v)), v);
       kvEntry_Destroy(e);
       kvStore_Destroy(kv);
       return 0;
@@ -248,8 +251,8 @@ static int dispatch(opts_t *o, int argc, char **argv) {
   if (!strcmp(cmd, "run") && argc == 3) return run(o, argv[1], argv[2]);
   if (!strcmp(cmd, "result") && argc == 2) return result(o, argv[1]);
   if (!strcmp(cmd, "count") && argc == 2) return count(o, argv[1]);
-  if (!strcmp(cmd, "started") && argc == 2) return kv_get(o, "PX_STARTED", argv[1]);
-  if (!strcmp(cmd, "node") && argc == 2) return kv_get(o, "PX_NODES", argv[1]);
+  if (!strcmp(cmd, "started") && argc == 2) return kv_get(o, "PX_STARTED", argv[1], 1);
+  if (!strcmp(cmd, "node") && argc == 2) return kv_get(o, "PX_NODES", argv[1], 0);
   if (!strcmp(cmd, "cancel") && argc == 2) return cancel(o, argv[1]);
   if (!strcmp(cmd, "consumer") && argc == 3) return consumer(o, argv[1], argv[2]);
   fprintf(stderr, "px_cl_submit: bad command (see the file's head)\n");
