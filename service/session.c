@@ -445,7 +445,7 @@ void px__svc_session_on_event(void *ctx, const px_engine_event_t *ev) {
   px_session_t *s = ctx;
   switch (ev->type) {
   case PX_ENGINE_EV_ACCEPTED:
-    send_locked(s, px_encode_accepted(ev->id, ev->queue_position));
+    send_locked(s, px_encode_accepted(ev->id, ev->queue_position, NULL));
     break;
   case PX_ENGINE_EV_STARTED:
     send_locked(s, px_encode_started(ev->id));

@@ -43,7 +43,10 @@
 
 #define TICK_MS 50
 #define SWEEP_MS 5000
-#define PUB_WAIT_MS 5000
+#define PUB_WAIT_MS 5000        /* one publish's wait for the stream's ack */
+#define PUB_RETRY_MS 15000      /* publishing again for up to this */
+#define PUB_RETRY_PAUSE_MS 250
+#define PENDING_WAIT_MS 1000
 
 typedef struct frame_s { /* an event that came before `accepted` went out */
   struct frame_s *next;
@@ -344,8 +347,23 @@ static void drop_job(px_cluster_gateway_t *g, const char *cid) {
   job_free(j);
 }
 
+static int stopping(px_cluster_gateway_t *g) {
+  int yes;
+  px_mutex_lock(&g->lock);
+  yes = g->stopping;
+  px_mutex_unlock(&g->lock);
+  return yes;
+}
+
 /* JetStream publish on px.jobs.<pool>.<prio>, Nats-Msg-Id = cid: *seq
- * its sequence in PX_JOBS. */
+ * its sequence in PX_JOBS. Retried for up to PUB_RETRY_MS while the
+ * cluster elects a stream leader after a node died ("no responders") or
+ * the connection moves to another server (no ack): stored or not, the
+ * same Nats-Msg-Id again is deduplicated within the stream's window, and
+ * its ack says where the job is. Without an ack in that time the job is
+ * refused (cluster_unavailable), which says it was not forwarded; docs/
+ * cluster.md states the one case where that may not hold (every attempt
+ * stored but not acked). */
 static px_code_t publish_job(px_cluster_gateway_t *g, const char *cid, px_priority_t prio,
                              const char *body, uint64_t *seq, char *why, size_t whysz) {
   char subj[128];
@@ -353,34 +371,50 @@ static px_code_t publish_job(px_cluster_gateway_t *g, const char *cid, px_priori
   jsPubAck *pa = NULL;
   jsErrCode jerr = 0;
   natsStatus st;
+  uint64_t t0 = px_now_ms();
+  int tries = 0;
   px_snprintf(subj, sizeof subj, "px.jobs.%s.%s", g->cfg->cluster.pool, prio_subject(prio));
   jsPubOptions_Init(&po);
   po.MsgId = cid;
   po.MaxWait = PUB_WAIT_MS;
-  st = js_Publish(&pa, g->link.js, subj, body, (int)strlen(body), &po, &jerr);
-  if (st == NATS_TIMEOUT) { /* stored or not: the same Nats-Msg-Id again is
-                             * deduplicated, and its ack says where it is */
-    PX_LOG(PX_LOG_WARN, "cluster: %s: no ack from PX_JOBS; published again", cid);
+  for (;;) {
+    jerr = 0;
     st = js_Publish(&pa, g->link.js, subj, body, (int)strlen(body), &po, &jerr);
+    tries++;
+    if (st == NATS_OK || st == NATS_CONNECTION_CLOSED || st == NATS_MAX_PAYLOAD ||
+        stopping(g) || px_now_ms() - t0 >= PUB_RETRY_MS)
+      break;
+    if (tries == 1)
+      PX_LOG(PX_LOG_WARN, "cluster: %s: PX_JOBS did not take it (%s, JetStream error %d); "
+             "publishing again for up to %d s", cid, natsStatus_GetText(st), (int)jerr,
+             PUB_RETRY_MS / 1000);
+    px_sleep_ms(PUB_RETRY_PAUSE_MS);
   }
   if (st != NATS_OK) {
-    px_snprintf(why, whysz, "the stream PX_JOBS did not take the job: %s",
-                natsStatus_GetText(st));
+    px_snprintf(why, whysz, "the stream PX_JOBS did not take the job (%d attempts in %llu ms): %s",
+                tries, (unsigned long long)(px_now_ms() - t0), natsStatus_GetText(st));
     return PX_CODE_CLUSTER_UNAVAILABLE;
   }
+  if (tries > 1)
+    PX_LOG(PX_LOG_INFO, "cluster: %s: PX_JOBS took it at attempt %d", cid, tries);
   *seq = pa->Sequence;
   jsPubAck_Destroy(pa);
   return PX_CODE_NONE;
 }
 
 /* The queue position: messages of this pool and priority not yet
- * delivered to a worker, ours excluded (0 when it cannot be read). */
+ * delivered to a worker, ours excluded (0 when it cannot be read within
+ * PENDING_WAIT_MS: `accepted` is not held back by a stream leader's
+ * election). */
 static uint64_t pending(px_cluster_gateway_t *g, px_priority_t prio) {
   char durable[96];
   jsConsumerInfo *ci = NULL;
+  jsOptions o;
   uint64_t n = 0;
   px_snprintf(durable, sizeof durable, "px-%s-%s", g->cfg->cluster.pool, prio_subject(prio));
-  if (js_GetConsumerInfo(&ci, g->link.js, "PX_JOBS", durable, NULL, NULL) == NATS_OK) {
+  jsOptions_Init(&o);
+  o.Wait = PENDING_WAIT_MS;
+  if (js_GetConsumerInfo(&ci, g->link.js, "PX_JOBS", durable, &o, NULL) == NATS_OK) {
     n = ci->NumPending > 0 ? ci->NumPending - 1 : 0;
     jsConsumerInfo_Destroy(ci);
   }
@@ -398,7 +432,7 @@ static void accept_job(px_cluster_gateway_t *g, const char *cid, uint64_t seq, u
     j = *pp;
     j->seq = seq;
     j->accepted = 1;
-    if ((json = px_encode_accepted(j->id, pos)) != NULL)
+    if ((json = px_encode_accepted(j->id, pos, cid)) != NULL)
       px_session_send_json(j->sess, json);
     free(json);
     while ((f = j->early) != NULL) { /* in their order, then freed */

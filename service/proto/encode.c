@@ -112,11 +112,14 @@ static cJSON *start(const char *type, int with_id, const char *id, int *bad) {
   return o;
 }
 
-char *px_encode_accepted(const char *id, uint64_t queue_position) {
+char *px_encode_accepted(const char *id, uint64_t queue_position,
+                         const char *cluster_id) {
   int bad;
   cJSON *o = start("accepted", 1, id, &bad);
   if (o)
     bad |= add_u64(o, "queue_position", queue_position);
+  if (o && cluster_id)
+    bad |= add_str(o, "cluster_id", cluster_id);
   return finish(o, bad);
 }
 

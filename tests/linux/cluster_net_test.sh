@@ -3,18 +3,25 @@
 # mock: three nats-server nodes in network namespaces
 # (tests/linux/nats_cluster.sh) holding the streams at replicas 3, three
 # phoenix-executor workers of one pool (each its own socket, work root and
-# config; in the host namespace, each preferring another node), and
-# px_cl_load publishing 1,000 mixed jobs (ok, failing, memory, wall, fork
-# bomb; ten submitted twice) at a bounded rate. While they arrive:
-#   t+2 s   node 1 is killed (SIGKILL); t+5 s it is started again
-#   t+8 s   node 2's cable is cut; t+11 s it is back
+# config; in the host namespace, each given the three nodes), a
+# phoenix-executor gateway (cluster.mode submit, given the three nodes;
+# the node it connected to is the one killed, so its reconnect and its
+# sweep of PX_RESULTS are under test too), and px_cl_load submitting 1,000 mixed jobs (ok, failing, memory,
+# wall, fork bomb; ten sent twice with one id) through the gateway's
+# socket at a bounded rate, as a client of the local protocol. While they
+# arrive:
+#   t+2 s   node G, the gateway's, is killed (SIGKILL); t+5 s it is
+#           started again
+#   t+8 s   node C, the next one, has its cable cut; t+11 s it is back
 #   then    a worker is killed (SIGKILL) in the middle of a job it holds
 #           (a `sleep 4.321` published on its own, whose PX_STARTED marker
 #           names the worker)
-# and then, for every job: exactly one stored result, no job started
-# twice, each verdict the one a local job gets, `executor_lost` only for a
-# job the killed worker held; the killed worker's job answered `executor_lost`
-# exactly once; no job process outlives the test.
+# and then, for every job: exactly one answer on the client's connection
+# and one stored result, no job started twice, each verdict the one a
+# local job gets, `executor_lost` only for a job the killed worker held,
+# each duplicate refused (px_cl_load's header has the details); the killed
+# worker's job answered `executor_lost` exactly once; no job process
+# outlives the test.
 # Exit 0 pass, 1 fail, 77 skip (no root, nats-server or network
 # namespaces).
 set -u
@@ -39,16 +46,16 @@ pids=()
 fail() {
     local k
     echo "FAIL: $*"
-    for k in 1 2 3; do # what the workers said, for whoever reads the failure
-        [ -f "$dir/w$k/daemon.log" ] || continue
-        echo "---- worker w$k, its log's warnings and errors (last 25):"
-        grep -aE " (warn|error) " "$dir/w$k/daemon.log" | tail -25
+    for k in w1 w2 w3 gw; do # what the daemons said, for whoever reads the failure
+        [ -f "$dir/$k/daemon.log" ] || continue
+        echo "---- daemon $k, its log's warnings and errors (last 25):"
+        grep -aE " (warn|error) " "$dir/$k/daemon.log" | tail -25
     done
-    [ -n "${PX_CLNET_KEEP:-}" ] && cp -r "$dir" "$PX_CLNET_KEEP" 2> /dev/null
     exit 1
 }
 cleanup() {
     local p m
+    [ -n "${PX_CLNET_KEEP:-}" ] && cp -r "$dir" "$PX_CLNET_KEEP" 2> /dev/null
     for p in "${pids[@]}"; do kill -TERM "$p" 2> /dev/null; done
     for p in "${pids[@]}"; do wait "$p" 2> /dev/null; done
     bash "$harness" down "$dir" > /dev/null 2>&1
@@ -68,7 +75,8 @@ echo "-- the cluster: three nodes, network namespaces"
 bash "$harness" up "$dir" || fail "the NATS cluster did not form"
 for n in 1 2 3; do url[$n]=$(bash "$harness" url "$dir" "$n"); done
 
-# Worker K prefers node K (then the others: they reconnect there). The
+# Each worker is given the three nodes (libnats connects to one at random,
+# and reconnects to the others). The
 # ack wait (8 s) is longer than the cut (3 s): a worker behind the cut
 # link keeps its jobs (a longer cut is answered executor_lost by design:
 # docs/cluster.md), and shorter than the default, so that the killed
@@ -91,11 +99,38 @@ EOF
     wpid[$k]=$!
     pids+=("$!")
 }
+# The gateway: its node dies at t+2 s: it must reconnect to another and
+# find the results it missed. The root client may forward without a cap.
+start_gateway() {
+    local g="$dir/gw"
+    mkdir -p "$g/jobs"
+    cat > "$g/executor.json" <<EOF
+{"transports": {"socket_path": "$g/s.sock"}, "work_root": "$g/jobs",
+ "log_level": "info",
+ "clients": [{"name": "root", "match": {"unix_uid": 0}, "capabilities": ["*"],
+              "max_priority": "critical", "max_concurrent": 0, "admin": true}],
+ "cluster": {"mode": "submit", "servers": ["${url[1]}", "${url[2]}", "${url[3]}"],
+             "pool": "netpool", "replicas": 3, "name": "gw"}}
+EOF
+    "$daemon" --config "$g/executor.json" > "$g/daemon.log" 2>&1 &
+    pids+=("$!")
+}
 for k in 1 2 3; do start_worker "$k"; done
-for k in 1 2 3; do
-    for _ in $(seq 100); do [ -S "$dir/w$k/s.sock" ] && break; sleep 0.1; done
-    [ -S "$dir/w$k/s.sock" ] || { cat "$dir/w$k/daemon.log"; fail "worker $k did not start"; }
+start_gateway
+for k in w1 w2 w3 gw; do
+    for _ in $(seq 100); do [ -S "$dir/$k/s.sock" ] && break; sleep 0.1; done
+    [ -S "$dir/$k/s.sock" ] || { cat "$dir/$k/daemon.log"; fail "daemon $k did not start"; }
 done
+
+# The gateway's node (libnats picked one of the three): the one to kill.
+for _ in $(seq 100); do
+    G=$(sed -n 's|.*NATS connection up at nats://10\.213\.[0-9]*\.\([123]\):.*|\1|p' \
+        "$dir/gw/daemon.log" | head -1)
+    [ -n "$G" ] && break
+    sleep 0.1
+done
+[ -n "$G" ] || fail "the gateway logged no connection to a node"
+C=$(( G % 3 + 1 ))
 
 # The workers make the streams and their consumers when they connect.
 for _ in $(seq 150); do
@@ -105,8 +140,8 @@ done
 "$submit" -s "${url[3]}" consumer netpool normal > /dev/null ||
     fail "the workers made no consumer px-netpool-normal in 30 s"
 
-echo "-- 1,000 mixed jobs at 60/s, faults while they arrive"
-"$load" -s "${url[3]}" -n 1000 -d 10 -r 60 -p netpool -w 180 -m "$dir/mark" -k "$dir/killed" \
+echo "-- 1,000 mixed jobs at 60/s through the gateway, faults while they arrive"
+"$load" -g "$dir/gw/s.sock" -s "${url[1]},${url[2]},${url[3]}" -n 1000 -d 100 -r 60 -w 180 -k "$dir/killed" \
     > "$dir/load.out" 2> "$dir/load.err" &
 load_pid=$!
 pids+=("$load_pid")
@@ -136,14 +171,15 @@ streams_current() { # every replica of the three streams current (30 s)
     return 1
 }
 
-at 2;  echo "   t+2 s: kill -9 node 1"; bash "$harness" kill-node "$dir" 1 || fail "kill-node 1"
-at 5;  echo "   t+5 s: node 1 back";   bash "$harness" start-node "$dir" 1 || fail "start-node 1"
-bash "$harness" wait "$dir" 30 || fail "the cluster did not form again after node 1's restart"
-streams_current || fail "node 1's replicas did not catch up in 30 s"
-at 8;  echo "   t+8 s: node 2's cable cut"; bash "$harness" link-down "$dir" 2 || fail "link-down 2"
-at 11; echo "   t+11 s: node 2's cable back"; bash "$harness" link-up "$dir" 2 || fail "link-up 2"
+at 2;  echo "   t+2 s: kill -9 node $G (the gateway's)"
+bash "$harness" kill-node "$dir" "$G" || fail "kill-node $G"
+at 5;  echo "   t+5 s: node $G back"; bash "$harness" start-node "$dir" "$G" || fail "start-node $G"
+bash "$harness" wait "$dir" 30 || fail "the cluster did not form again after node $G's restart"
+streams_current || fail "node $G's replicas did not catch up in 30 s"
+at 8;  echo "   t+8 s: node $C's cable cut"; bash "$harness" link-down "$dir" "$C" || fail "link-down $C"
+at 11; echo "   t+11 s: node $C's cable back"; bash "$harness" link-up "$dir" "$C" || fail "link-up $C"
 bash "$harness" wait "$dir" 30 || fail "the cluster did not form again after the link came back"
-streams_current || fail "node 2's replicas did not catch up in 30 s"
+streams_current || fail "node $C's replicas did not catch up in 30 s"
 
 echo "-- kill -9 a worker in the middle of a job"
 printf '{"type":"run","id":"mid-1","runtime":"sh","code":"sleep 4.321"}' > "$dir/mid.json"
@@ -171,6 +207,10 @@ wait "$load_pid" || rc=$?
 cat "$dir/load.out"
 [ "$rc" = 0 ] || { tail -20 "$dir/load.err"; fail "px_cl_load found violations (exit $rc)"; }
 grep -q "answered 1000;" "$dir/load.out" || fail "not every job was answered"
+grep -q "disconnected from NATS" "$dir/gw/daemon.log" ||
+    fail "the gateway was not cut off by node $G's death: its reconnect was not tested"
+grep -Eq "connected to NATS at nats://10\.213\.[0-9]+\.[^$G]:" "$dir/gw/daemon.log" ||
+    fail "the gateway did not move to another node while node $G was down"
 
 res=$("$submit" -s "${url[3]}" result mid-1 -w 60000) || fail "mid-1 got no result"
 echo "   mid-1: $res"

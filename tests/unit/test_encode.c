@@ -41,9 +41,13 @@ TEST_IMPL(encode_small_messages_exact) {
   s = px_encode_pong();
   ASSERT_STR_EQ(s, "{\"type\":\"pong\"}");
   free(s);
-  s = px_encode_accepted("j1", 3);
+  s = px_encode_accepted("j1", 3, NULL);
   ASSERT_STR_EQ(s,
                 "{\"type\":\"accepted\",\"id\":\"j1\",\"queue_position\":3}");
+  free(s);
+  s = px_encode_accepted("j1", 0, "gw1-00ff00ff00ff00ff");
+  ASSERT_STR_EQ(s, "{\"type\":\"accepted\",\"id\":\"j1\",\"queue_position\":0,"
+                   "\"cluster_id\":\"gw1-00ff00ff00ff00ff\"}");
   free(s);
   s = px_encode_started("j1");
   ASSERT_STR_EQ(s, "{\"type\":\"started\",\"id\":\"j1\"}");

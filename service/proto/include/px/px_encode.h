@@ -23,7 +23,10 @@ extern "C" {
  * written as exact decimal text (not through a double), strings are
  * escaped, and any invalid UTF-8 in them is replaced by U+FFFD, so the
  * output is always valid UTF-8. */
-char *px_encode_accepted(const char *id, uint64_t queue_position);
+/* cluster_id: the id a forwarded job has in the cluster (the gateway's);
+ * NULL for a local job, whose `accepted` has no such member. */
+char *px_encode_accepted(const char *id, uint64_t queue_position,
+                         const char *cluster_id);
 char *px_encode_started(const char *id);
 /* stream: 1 stdout, 2 stderr (px_stream_t); data must already be valid
  * UTF-8 (the output guard sanitizes and never splits a character). */
