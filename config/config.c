@@ -568,6 +568,17 @@ static int check_cluster_paths(px__cfg_ctx_t *ctx, const px_cluster_config_t *c)
   return 0;
 }
 
+/* The credentials file passes the secrets check at load, so that
+ * --check-config refuses what the start would (the worker and gateway
+ * check it again at start: libnats reads it by path at each connect). */
+static int check_cluster_secret(px__cfg_ctx_t *ctx, const px_cluster_config_t *c) {
+  char why[300] = "";
+  if (!c->credentials ||
+      px_config_check_file(c->credentials, PX_FILECHECK_SECRET, why, sizeof why) == 0)
+    return 0;
+  return px__cfg_fail(ctx, "cluster.credentials", "%s", why);
+}
+
 /* The cluster block: "off" needs nothing; worker, submit and both need
  * the NATS client, which only the Linux daemon links. */
 static int check_cluster(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
@@ -597,7 +608,7 @@ static int check_cluster(px__cfg_ctx_t *ctx, const px_config_t *cfg) {
     if (!c->tls && strncmp(c->servers[i], "tls://", 6) == 0)
       return px__cfg_fail(ctx, "cluster.servers", "a tls:// URL needs "
                           "\"tls\": true");
-  return 0;
+  return check_cluster_secret(ctx, c);
 }
 
 /* A Docker Engine on plain TCP answers whoever reaches its port, with no

@@ -49,18 +49,46 @@ static void on_connected(natsConnection *nc, void *ctx) {
   PX_LOG(PX_LOG_WARN, "cluster: connected to NATS at %s", url);
 }
 
+/* A connection closed for good: libnats gives up reconnecting when a
+ * server refuses the same credentials twice in a row (an auth violation
+ * is not a passing fault). Nothing is fetched or published after this;
+ * status.cluster says disconnected until the daemon is restarted. Also
+ * called at our own close, where a connection that was failing logs its
+ * last error once more. */
+static void on_closed(natsConnection *nc, void *ctx) {
+  const char *why = NULL;
+  (void)ctx; /* none: this may run after px__svc_cl_link_close returned */
+  if (natsConnection_GetLastError(nc, &why) == NATS_OK || !why)
+    return; /* our own close of a healthy connection */
+  PX_LOG(PX_LOG_ERROR, "cluster: the NATS connection is closed (last error: %s); it "
+                       "is not retried: no cluster work until a restart", why);
+}
+
 /* Backoff: 250 ms doubling to RECONNECT_MAX_MS (libnats adds no jitter to
- * a custom delay: the random part is ours). Attempt 1, 10, 100... logged. */
+ * a custom delay: the random part is ours). Logged: attempts 1, 2, 10,
+ * 100, 200..., and any attempt whose error differs from the last one
+ * logged, with that error: libnats calls this on its reconnect thread
+ * (one per outage), unlocked, right after a failed attempt, so that
+ * thread's last error is the attempt's (a refused connection, a TLS
+ * verification, a refused credential). Attempt 1 has none yet. */
 static int64_t reconnect_delay(natsConnection *nc, int attempts, void *ctx) {
+  static _Thread_local char logged[256]; /* this outage's last logged error */
   unsigned char r = 0;
+  const char *why = nats_GetLastError(NULL);
   int64_t d = attempts >= 6 ? RECONNECT_MAX_MS
                             : (int64_t)250 << (attempts > 1 ? attempts - 1 : 0);
   (void)nc;
   (void)ctx;
+  if (!why)
+    why = "";
   if (d > RECONNECT_MAX_MS)
     d = RECONNECT_MAX_MS;
-  if (attempts == 1 || attempts == 10 || attempts % 100 == 0)
-    PX_LOG(PX_LOG_WARN, "cluster: NATS unreachable, reconnect attempt %d", attempts);
+  if (attempts <= 2 || attempts == 10 || attempts % 100 == 0 ||
+      strncmp(why, logged, sizeof logged - 1) != 0) {
+    PX_LOG(PX_LOG_WARN, "cluster: NATS unreachable, reconnect attempt %d%s%s", attempts,
+           why[0] ? "; last error: " : "", why);
+    px_strlcpy(logged, why, sizeof logged);
+  }
   px_random_bytes(&r, 1);
   return d + r;
 }
@@ -77,13 +105,50 @@ static natsStatus set_options(natsOptions *o, const px_cluster_config_t *c,
   if (s == NATS_OK) s = natsOptions_SetCustomReconnectDelay(o, reconnect_delay, NULL);
   if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(o, on_disconnected, NULL);
   if (s == NATS_OK) s = natsOptions_SetReconnectedCB(o, on_connected, NULL);
-  if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(o, true, on_connected, NULL);
+  if (s == NATS_OK) s = natsOptions_SetClosedCB(o, on_closed, NULL);
   if (s == NATS_OK && c->credentials)
     s = natsOptions_SetUserCredentialsFromFiles(o, c->credentials, NULL);
   if (s == NATS_OK && c->tls)
     s = natsOptions_SetSecure(o, true);
   if (s == NATS_OK && c->tls_ca_file)
     s = natsOptions_LoadCATrustedCertificates(o, c->tls_ca_file);
+  return s;
+}
+
+/* The first connection. One pass over the servers first, without
+ * libnats' retry: a server that answered and refused us (its certificate
+ * not verified by tls_ca_file or the system's store, its host not in the
+ * certificate, no TLS where tls is on, credentials refused or unreadable)
+ * is a configuration fault, not an outage: its reason (libnats' error,
+ * which the retrying connect clears) is logged and the link is not opened,
+ * so the daemon does not start (fail closed). libnats 3.4 would not retry
+ * such a failure anyway: it closes the connection at once. Servers that
+ * cannot be reached (refused, timed out): connect again, retried in the
+ * background forever (reconnect_delay logs each attempt's reason); a
+ * server that times out (2 s, libnats' default) costs that twice at
+ * start. */
+static natsStatus connect_first(natsOptions *o, natsConnection **nc) {
+  natsStatus s = natsOptions_SetRetryOnFailedConnect(o, false, NULL, NULL);
+  if (s == NATS_OK)
+    s = natsConnection_Connect(nc, o);
+  if (s == NATS_NO_SERVER || s == NATS_TIMEOUT || s == NATS_IO_ERROR) {
+    if ((s = natsOptions_SetRetryOnFailedConnect(o, true, on_connected, NULL)) == NATS_OK)
+      s = natsConnection_Connect(nc, o);
+    if (s == NATS_NOT_YET_CONNECTED) {
+      PX_LOG(PX_LOG_WARN, "cluster: NATS not reachable yet; retrying in the background");
+      return NATS_OK;
+    }
+  }
+  if (s == NATS_OK) {
+    char url[256] = "";
+    natsConnection_GetConnectedUrl(*nc, url, sizeof url);
+    PX_LOG(PX_LOG_INFO, "cluster: NATS connection up at %s", url);
+  } else {
+    PX_LOG(PX_LOG_ERROR, "cluster: the NATS servers refused this executor: %s (%s); "
+                         "check cluster.tls, tls_ca_file, the servers' host names "
+                         "and credentials",
+           natsStatus_GetText(s), nats_GetLastError(NULL) ? nats_GetLastError(NULL) : "");
+  }
   return s;
 }
 
@@ -97,17 +162,8 @@ int px__svc_cl_link_open(const px_config_t *cfg, const char *name, int shared_de
     rc = nats_fail(s, "NATS options");
     goto cleanup;
   }
-  s = natsConnection_Connect(&l->nc, o);
-  if (s == NATS_NOT_YET_CONNECTED) {
-    PX_LOG(PX_LOG_WARN, "cluster: NATS not reachable yet; retrying in the background");
-    s = NATS_OK;
-  } else if (s == NATS_OK) {
-    char url[256] = "";
-    natsConnection_GetConnectedUrl(l->nc, url, sizeof url);
-    PX_LOG(PX_LOG_INFO, "cluster: NATS connection up at %s", url);
-  }
-  if (s != NATS_OK)
-    rc = nats_fail(s, "natsConnection_Connect");
+  if ((s = connect_first(o, &l->nc)) != NATS_OK)
+    rc = s == NATS_NO_MEMORY ? PX_ENOMEM : PX_EIO; /* logged */
   else if ((s = natsConnection_JetStream(&l->js, l->nc, NULL)) != NATS_OK)
     rc = nats_fail(s, "natsConnection_JetStream");
 cleanup:
