@@ -275,7 +275,8 @@ int px_config_load(const char *path, px_config_t **out, char *err,
  * px_config_load does. */
 int px_config_load_default(px_config_t **out, char *err, size_t errsz);
 /* Parse JSON text (len bytes, may lack a NUL) over the built-in defaults.
- * No file checks. Same returns as px_config_load. */
+ * No check of a config file (a cluster.credentials file is checked as a
+ * secret, as at every load). Same returns as px_config_load. */
 int px_config_from_json(const char *text, size_t len, px_config_t **out,
                         char *err, size_t errsz);
 /* Release a configuration (NULL is fine). */
