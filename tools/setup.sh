@@ -16,6 +16,7 @@ packages=(
     libpython3.11-testsuite python3-venv nodejs sqlite3 # tests/compat
     yamllint                                           # workflow YAML (checksrc)
     libnats-dev nats-server jq                         # cluster worker and its tests
+    openssl python3-cryptography                       # cluster TLS/creds test keys
 )
 
 # Node.js and npm for the MCP tests (tests/mcp: the official MCP SDK client,

@@ -135,6 +135,17 @@ add_test(NAME linux.cluster COMMAND bash
 set_tests_properties(linux.cluster PROPERTIES LABELS "linux;integ;cluster"
   TIMEOUT 180 SKIP_RETURN_CODE 77)
 
+# ---- the cluster link's TLS and credentials ----
+# A TLS nats-server (a CA and certificate made by openssl at test time) and
+# an operator-mode one (JWTs and NKeys made by tests/linux/nats_creds.py),
+# workers and a gateway with tls, tls_ca_file and credentials, and the
+# refusals (tests/linux/cluster_auth_test.sh). SKIPs (77) without root,
+# nats-server, openssl or python3-cryptography.
+add_test(NAME linux.cluster_auth COMMAND bash
+  ${PROJECT_SOURCE_DIR}/tests/linux/cluster_auth_test.sh ${PROJECT_BINARY_DIR})
+set_tests_properties(linux.cluster_auth PROPERTIES LABELS "linux;integ;cluster"
+  TIMEOUT 120 SKIP_RETURN_CODE 77)
+
 # ---- the cluster under faults (issue 27) ----
 # Three nats-server nodes in network namespaces (nats_cluster.sh), three
 # worker daemons and a gateway daemon; px_cl_load submits 1,000 mixed jobs

@@ -2,7 +2,8 @@
  * trying a worker by hand): it speaks docs/cluster-protocol.md from the
  * submitting side with libnats, nothing of the project linked.
  *
- *   px_cl_submit -s URL [-r REPLICAS] COMMAND ...
+ *   px_cl_submit -s URL [-r REPLICAS] [-c CREDS] [-t CA_FILE] COMMAND ...
+ *     (-c: a .creds file; -t: TLS, the server verified against CA_FILE)
  *     publish ID FILE [-p POOL] [-q PRIO] [-m MSGID | -n]
  *                      the job in FILE ("-": stdin) on px.jobs.POOL.PRIO
  *                      through JetStream, Nats-Msg-Id ID (or MSGID; -n:
@@ -32,7 +33,7 @@
 #define NS_PER_MS INT64_C(1000000)
 
 typedef struct {
-  const char *server, *pool, *prio, *msg_id;
+  const char *server, *pool, *prio, *msg_id, *creds, *ca_file;
   int replicas, no_msg_id;
   long wait_ms;
   natsConnection *nc;
@@ -260,14 +261,15 @@ static int dispatch(opts_t *o, int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-  opts_t o = {NULL, "linux-x64", "normal", NULL, 1, 0, 10000, NULL, NULL};
+  opts_t o = {NULL, "linux-x64", "normal", NULL, NULL, NULL, 1, 0, 10000, NULL, NULL};
+  natsOptions *no = NULL;
   char *pos[8];
   int npos = 0, i, rc;
   natsStatus s;
   for (i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-n")) o.no_msg_id = 1;
-    else if (a[0] == '-' && a[1] && !a[2] && strchr("srpqmw", a[1]) && i + 1 < argc) {
+    else if (a[0] == '-' && a[1] && !a[2] && strchr("srpqmwct", a[1]) && i + 1 < argc) {
       const char *v = argv[++i];
       switch (a[1]) {
       case 's': o.server = v; break;
@@ -275,6 +277,8 @@ int main(int argc, char **argv) {
       case 'p': o.pool = v; break;
       case 'q': o.prio = v; break;
       case 'm': o.msg_id = v; break;
+      case 'c': o.creds = v; break;
+      case 't': o.ca_file = v; break;
       default: o.wait_ms = strtol(v, NULL, 10); break;
       }
     } else if (npos < 8)
@@ -282,7 +286,15 @@ int main(int argc, char **argv) {
   }
   if (!o.server || npos < 1)
     return fprintf(stderr, "usage: px_cl_submit -s URL COMMAND ...\n"), 2;
-  if ((s = natsConnection_ConnectTo(&o.nc, o.server)) != NATS_OK)
+  if ((s = natsOptions_Create(&no)) != NATS_OK ||
+      (s = natsOptions_SetURL(no, o.server)) != NATS_OK ||
+      (o.creds && (s = natsOptions_SetUserCredentialsFromFiles(no, o.creds, NULL)) != NATS_OK) ||
+      (o.ca_file && ((s = natsOptions_SetSecure(no, true)) != NATS_OK ||
+                     (s = natsOptions_LoadCATrustedCertificates(no, o.ca_file)) != NATS_OK)))
+    return fail(s, "options");
+  s = natsConnection_Connect(&o.nc, no);
+  natsOptions_Destroy(no);
+  if (s != NATS_OK)
     return fail(s, "connect");
   if ((s = natsConnection_JetStream(&o.js, o.nc, NULL)) != NATS_OK)
     return fail(s, "jetstream");
