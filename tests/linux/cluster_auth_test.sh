@@ -29,6 +29,7 @@ tls_port=$port
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 op_port=$port
 op_pid=
+trap '[ -n "$op_pid" ] && kill "$op_pid" 2>/dev/null && wait "$op_pid" 2>/dev/null; cl_cleanup' EXIT
 
 # ---- the keys: a CA, the server's certificate (SAN IP:127.0.0.1 only),
 # another CA that signed nothing of the server's; the operator's JWTs ----
@@ -79,7 +80,6 @@ start_op_nats() { # start_op_nats SERVER_CONF
   port=$op_port cl_wait_nats
 }
 start_op_nats "$auth/server.conf"
-trap 'kill "$op_pid" 2>/dev/null && wait "$op_pid" 2>/dev/null; cl_cleanup' EXIT
 tls_url=tls://127.0.0.1:$tls_port
 op_url=nats://127.0.0.1:$op_port
 subt() { "$sub_bin" -s "$tls_url" -t "$pki/ca.pem" "$@"; }
@@ -103,7 +103,7 @@ JSON
 }
 wait_log() { # wait_log NAME PATTERN [TENTHS]: until the daemon's log matches
   local i
-  for i in $(seq "${3:-100}"); do
+  for i in $(seq "${3:-150}"); do
     grep -q -- "$2" "$tmp/$1/daemon.log" && return 0
     sleep 0.1
   done
@@ -111,7 +111,7 @@ wait_log() { # wait_log NAME PATTERN [TENTHS]: until the daemon's log matches
 }
 exited() { # exited NAME: the daemon exited at start with 1 (not a crash, not a sanitizer's code)
   local i rc
-  for i in $(seq 100); do kill -0 "${dpid[$1]}" 2>/dev/null || break; sleep 0.05; done
+  for i in $(seq 300); do kill -0 "${dpid[$1]}" 2>/dev/null || break; sleep 0.05; done
   kill -0 "${dpid[$1]}" 2>/dev/null && fail "$1 still runs: it should have refused to start"
   wait "${dpid[$1]}"
   rc=$?
