@@ -137,21 +137,29 @@ start_daemon cr-none "{\"servers\":[\"$op_url\"]}"
 start_daemon cr-garbage "{\"servers\":[\"$op_url\"],\"credentials\":\"$auth/garbage.creds\"}"
 start_daemon cr-open "{\"servers\":[\"$op_url\"],\"credentials\":\"$auth/open.creds\"}"
 
+# end_to_end DAEMON SUBMITTER PREFIX: daemon DAEMON (mode both) runs a job
+# published with SUBMITTER (PREFIX1) and one through its own gateway
+# (PREFIX2, phoenixctl run --placement cluster).
+end_to_end() {
+  local d=$1 submitter=$2 p=$3 r out
+  wait_log "$d" "consumers of pool"
+  wait_log "$d" "gateway of pool"
+  job "${p}1.json" "${p}1" "echo $d-marker"
+  r=$("$submitter" run "${p}1" "$tmp/${p}1.json" -p "$d" -w 20000 2>/dev/null) || fail "${p}1: no result"
+  expect "$r" '"status":"ok"' "${p}1"
+  expect "$r" "$d-marker" "${p}1"
+  expect "$r" "\"worker\":\"$d\"" "${p}1"
+  printf 'echo %s-gw-marker\n' "$d" >"$tmp/${p}2.sh"
+  out=$("$ctl" --socket "$tmp/$d/s.sock" run --runtime sh --id "${p}2" --placement cluster --json \
+    "$tmp/${p}2.sh") || fail "${p}2 through the gateway: $out"
+  expect "$out" '"status":[[:space:]]*"ok"' "${p}2 through the gateway"
+  expect "$out" "$d-gw-marker" "${p}2 through the gateway"
+  grep -q "cluster: job ${p}2 forwarded as" "$tmp/$d/daemon.log" || fail "${p}2 was not forwarded"
+  expect "$(status_cluster "$d")" '"connected":true' "$d status.cluster"
+}
+
 echo "== TLS: a worker and a gateway with tls + tls_ca_file run a job end to end"
-wait_log tls-ok "consumers of pool"
-wait_log tls-ok "gateway of pool"
-job t1.json t1 'echo tls-marker'
-r=$(subt run t1 "$tmp/t1.json" -p tls-ok -w 20000 2>/dev/null) || fail "t1: no result"
-expect "$r" '"status":"ok"' t1
-expect "$r" 'tls-marker' t1
-expect "$r" '"worker":"tls-ok"' t1
-printf 'echo tls-gw-marker\n' >"$tmp/t2.sh"
-out=$("$ctl" --socket "$tmp/tls-ok/s.sock" run --runtime sh --id t2 --placement cluster --json "$tmp/t2.sh") ||
-  fail "t2 through the gateway: $out"
-expect "$out" '"status":[[:space:]]*"ok"' "t2 through the gateway"
-expect "$out" 'tls-gw-marker' "t2 through the gateway"
-grep -q "cluster: job t2 forwarded as" "$tmp/tls-ok/daemon.log" || fail "t2 was not forwarded"
-expect "$(status_cluster tls-ok)" '"connected":true' "tls-ok status.cluster"
+end_to_end tls-ok subt t
 
 echo "== TLS refused, the daemon does not start, its log says why: wrong CA, tls false, a host the certificate does not name, a server without TLS, a CA file that is no PEM"
 refused() { # refused NAME PATTERN: exited at start, the reason logged
@@ -167,20 +175,7 @@ refused tls-plain "the NATS servers refused this executor: Secure Connection not
 refused tls-garbage "NATS options failed: SSL Error (.*Error loading trusted certificates"
 
 echo "== credentials: a worker and a gateway, users of the server's operator, run a job end to end"
-wait_log cr-ok "consumers of pool"
-wait_log cr-ok "gateway of pool"
-job c1.json c1 'echo creds-marker'
-r=$(subo run c1 "$tmp/c1.json" -p cr-ok -w 20000 2>/dev/null) || fail "c1: no result"
-expect "$r" '"status":"ok"' c1
-expect "$r" 'creds-marker' c1
-expect "$r" '"worker":"cr-ok"' c1
-printf 'echo creds-gw-marker\n' >"$tmp/c2.sh"
-out=$("$ctl" --socket "$tmp/cr-ok/s.sock" run --runtime sh --id c2 --placement cluster --json "$tmp/c2.sh") ||
-  fail "c2 through the gateway: $out"
-expect "$out" '"status":[[:space:]]*"ok"' "c2 through the gateway"
-expect "$out" 'creds-gw-marker' "c2 through the gateway"
-grep -q "cluster: job c2 forwarded as" "$tmp/cr-ok/daemon.log" || fail "c2 was not forwarded"
-expect "$(status_cluster cr-ok)" '"connected":true' "cr-ok status.cluster"
+end_to_end cr-ok subo c
 
 echo "== credentials refused, the daemon does not start, its log says why: an unknown account's user, none, a file that is no creds"
 refused cr-stranger "the NATS servers refused this executor: Authentication Violation (.*Authorization Violation"
@@ -219,12 +214,6 @@ start_op_nats "$auth/server-nopx.conf"
 wait_log cr-ok "reconnect attempt [0-9]*; last error: .*Authorization Violation"
 wait_log cr-ok "the NATS connection is closed (last error: .*Authorization Violation"
 expect "$(status_cluster cr-ok)" '"connected":false' "cr-ok status.cluster once closed"
-kill -TERM "${dpid[cr-ok]}"
-for i in $(seq 200); do kill -0 "${dpid[cr-ok]}" 2>/dev/null || break; sleep 0.05; done
-kill -0 "${dpid[cr-ok]}" 2>/dev/null && fail "cr-ok still running 10 s after SIGTERM"
-wait "${dpid[cr-ok]}"
-rc=$?
-unset "dpid[cr-ok]"
-[ "$rc" = 0 ] || fail "cr-ok exited $rc"
+cl_stop cr-ok
 
 echo "PASS: cluster TLS and credentials"

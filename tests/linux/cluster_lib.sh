@@ -67,3 +67,14 @@ sub() { "$sub_bin" -s "$url" "$@"; }
 expect() { # expect TEXT PATTERN WHAT
   printf '%s' "$1" | grep -q -- "$2" || fail "$3: no $2 in: ${1:0:900}"
 }
+
+cl_stop() { # cl_stop NAME: SIGTERM to daemon NAME ($dpid), exit 0 within 10 s
+  local n=$1 i rc
+  kill -TERM "${dpid[$n]}"
+  for i in $(seq 200); do kill -0 "${dpid[$n]}" 2>/dev/null || break; sleep 0.05; done
+  kill -0 "${dpid[$n]}" 2>/dev/null && fail "daemon $n still running 10 s after SIGTERM"
+  wait "${dpid[$n]}"
+  rc=$?
+  unset "dpid[$n]"
+  [ "$rc" = 0 ] || fail "daemon $n exited $rc"
+}

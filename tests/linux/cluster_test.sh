@@ -277,14 +277,6 @@ expect "$st" '"connected":true' "w3 status after the reconnect"
 grep -q "connected to NATS" "$tmp/w3/daemon.log" || fail "no reconnect logged"
 
 echo "== stop: every worker exits 0 on SIGTERM"
-for n in "${!dpid[@]}"; do
-  kill -TERM "${dpid[$n]}"
-  for i in $(seq 200); do kill -0 "${dpid[$n]}" 2>/dev/null || break; sleep 0.05; done
-  kill -0 "${dpid[$n]}" 2>/dev/null && fail "worker $n still running 10 s after SIGTERM"
-  wait "${dpid[$n]}"
-  rc=$?
-  unset "dpid[$n]"
-  [ "$rc" = 0 ] || fail "worker $n exited $rc"
-done
+for n in "${!dpid[@]}"; do cl_stop "$n"; done
 
 echo "PASS: cluster worker"
