@@ -333,6 +333,7 @@ static const field_t cluster_fields[] = {
     U32("slots", cluster.slots, 1, 1024),
     U32("replicas", cluster.replicas, 1, 3),
     U64("ack_wait_ms", cluster.ack_wait_ms, 1000, DAY_MS),
+    U64("heartbeat_ms", cluster.heartbeat_ms, 250, 5000),
     STRN("name", cluster.name),
     END};
 

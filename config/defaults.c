@@ -198,6 +198,7 @@ static int default_strings(px_config_t *cfg) {
   cfg->cluster.slots = 1;
   cfg->cluster.replicas = 1;
   cfg->cluster.ack_wait_ms = 30000;
+  cfg->cluster.heartbeat_ms = 5000;
   if (!cfg->cluster.pool || !t->pipe_name || !t->pipe_client_group || !t->socket_path ||
       !cfg->work_root || !cfg->kb.store || !cfg->containers.endpoint ||
       !cfg->containers.user)

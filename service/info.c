@@ -217,8 +217,57 @@ static int add_by_name(cJSON *o, const char *name, const uint64_t *v, unsigned n
 static const char *status_namer(unsigned i) { return px_status_name((px_status_t)i); }
 static const char *limit_namer(unsigned i) { return px_limit_name((px_limit_t)i); }
 
-char *px__svc_encode_metrics(const px_metrics_t *m,
-                             const px_status_info_t *st) {
+/* metrics.cluster.worker: the worker's counters (docs/protocol.md 4.6). */
+static int add_cluster_worker(cJSON *c, const px_cluster_metrics_t *m) {
+  cJSON *w = add_object(c, "worker");
+  if (!w)
+    return 1;
+  return add_bool(w, "connected", m->worker_connected) ||
+         add_u64(w, "reconnects", m->worker_reconnects) ||
+         add_u64(w, "in_flight", m->worker_in_flight) ||
+         add_u64(w, "jobs_taken", m->jobs_taken) ||
+         add_u64(w, "results_published", m->results_published) ||
+         add_u64(w, "results_duplicate", m->results_duplicate) ||
+         add_u64(w, "result_retries", m->result_retries) ||
+         add_u64(w, "results_unpublished", m->results_unpublished) ||
+         add_u64(w, "executor_lost", m->executor_lost) ||
+         add_u64(w, "invalid_terminated", m->invalid_terminated);
+}
+
+/* metrics.cluster.gateway: the gateway's counters. */
+static int add_cluster_gateway(cJSON *c, const px_cluster_metrics_t *m) {
+  cJSON *g = add_object(c, "gateway"), *r;
+  if (!g)
+    return 1;
+  return add_bool(g, "connected", m->gateway_connected) ||
+         add_u64(g, "reconnects", m->gateway_reconnects) ||
+         add_u64(g, "in_flight", m->gateway_in_flight) ||
+         add_u64(g, "forwarded", m->forwarded) ||
+         add_u64(g, "publish_retries", m->publish_retries) ||
+         add_u64(g, "results_relayed", m->results_relayed) ||
+         add_u64(g, "results_recovered", m->results_recovered) ||
+         !(r = add_object(g, "refused")) ||
+         add_u64(r, "cluster_unavailable", m->refused_unavailable) ||
+         add_u64(r, "bad_request", m->refused_too_large) ||
+         add_u64(r, "queue_full", m->refused_queue_full) ||
+         add_u64(r, "other", m->refused_other);
+}
+
+/* "cluster": {"worker": {...}, "gateway": {...}}, the parts there are;
+ * nothing at all without one (cluster.mode off: the answer is a single
+ * host's, byte for byte as before). */
+static int add_cluster_metrics(cJSON *o, const px_cluster_metrics_t *m) {
+  cJSON *c;
+  if (!m || (!m->has_worker && !m->has_gateway))
+    return 0;
+  if (!(c = add_object(o, "cluster")))
+    return 1;
+  return (m->has_worker && add_cluster_worker(c, m)) ||
+         (m->has_gateway && add_cluster_gateway(c, m));
+}
+
+char *px__svc_encode_metrics(const px_metrics_t *m, const px_status_info_t *st,
+                             const px_cluster_metrics_t *cl) {
   static const char *const prio[PX_PRIO_COUNT] = {"critical", "high", "normal", "low"};
   cJSON *o = cJSON_CreateObject(), *q, *kb;
   unsigned i;
@@ -237,7 +286,60 @@ char *px__svc_encode_metrics(const px_metrics_t *m,
           !(kb = add_object(o, "kb")) || add_u64(kb, "rollbacks", m->kb_rollbacks) ||
           add_u64(kb, "rollback_failures", m->kb_rollback_failures) ||
           add_histogram(o, "queue_wait", &m->queue_wait) ||
-          add_histogram(o, "run_wall", &m->run_wall);
+          add_histogram(o, "run_wall", &m->run_wall) || add_cluster_metrics(o, cl);
+  return finish(o, bad);
+}
+
+/* ---- cluster_status ---- */
+
+/* An integer the heartbeat may lack: null then. */
+static int add_i64_or_null(cJSON *o, const char *name, int64_t v) {
+  return v < 0 ? (cJSON_AddRawToObject(o, name, "null") ? 0 : 1)
+               : add_u64(o, name, (uint64_t)v);
+}
+
+static int add_str_or_null(cJSON *o, const char *name, const char *s) {
+  return s[0] ? add_str(o, name, s) : (cJSON_AddRawToObject(o, name, "null") ? 0 : 1);
+}
+
+/* {name, pool, slots, in_flight, free, attestation, accepting, version,
+ * heartbeat_ms, age_ms, stale}: stale after PX__CL_STALE_BEATS of the
+ * worker's heartbeat periods without one. */
+static int add_node(cJSON *arr, const px_cluster_node_t *nd) {
+  cJSON *w = cJSON_CreateObject();
+  int64_t beat = nd->heartbeat_ms > 0 ? nd->heartbeat_ms : PX__CL_DEFAULT_HEARTBEAT_MS;
+  int64_t free_slots = -1;
+  if (!w || !cJSON_AddItemToArray(arr, w)) {
+    cJSON_Delete(w);
+    return 1;
+  }
+  if (nd->slots >= 0 && nd->in_flight >= 0)
+    free_slots = nd->slots > nd->in_flight ? nd->slots - nd->in_flight : 0;
+  return add_str(w, "name", nd->name) || add_str_or_null(w, "pool", nd->pool) ||
+         add_i64_or_null(w, "slots", nd->slots) ||
+         add_i64_or_null(w, "in_flight", nd->in_flight) ||
+         add_i64_or_null(w, "free", free_slots) ||
+         add_str_or_null(w, "attestation", nd->attestation) ||
+         (nd->accepting < 0 ? !cJSON_AddRawToObject(w, "accepting", "null")
+                            : add_bool(w, "accepting", nd->accepting)) ||
+         add_str_or_null(w, "version", nd->version) ||
+         add_i64_or_null(w, "heartbeat_ms", nd->heartbeat_ms) ||
+         add_u64(w, "age_ms", nd->age_ms) ||
+         add_bool(w, "stale", nd->age_ms > (uint64_t)beat * PX__CL_STALE_BEATS);
+}
+
+char *px__svc_encode_cluster_status(const px_cluster_status_t *self,
+                                    const px_cluster_node_t *nodes, size_t n) {
+  cJSON *o = cJSON_CreateObject(), *arr = NULL;
+  size_t i;
+  int bad = !o;
+  if (!bad)
+    bad = add_str(o, "type", "cluster_status") ||
+          add_str(o, "mode", self->mode ? self->mode : "") ||
+          add_bool(o, "connected", self->connected) || add_str(o, "pool", self->pool) ||
+          !(arr = cJSON_AddArrayToObject(o, "workers"));
+  for (i = 0; !bad && i < n; i++)
+    bad = add_node(arr, &nodes[i]);
   return finish(o, bad);
 }
 

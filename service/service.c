@@ -184,6 +184,7 @@ int px_service_open(const px_service_opts_t *so, px_service_t **out) {
   px_mutex_init(&svc->attest_lock);
   px_mutex_init(&svc->attest_run);
   px_mutex_init(&svc->cluster_lock);
+  px_mutex_init(&svc->nodes_lock);
 #ifdef PX_TEST_SEAMS
   svc->attest_exempt = so->attest_exempt;
 #endif
@@ -216,6 +217,7 @@ fail:
   free(svc->image_runtimes);
   px_mutex_destroy(&svc->attest_run);
   px_mutex_destroy(&svc->attest_lock);
+  px_mutex_destroy(&svc->nodes_lock);
   px_mutex_destroy(&svc->cluster_lock);
   free(svc);
   return rc;
@@ -236,6 +238,7 @@ void px_service_free(px_service_t *svc) {
   free(svc->image_runtimes);
   px_mutex_destroy(&svc->attest_run);
   px_mutex_destroy(&svc->attest_lock);
+  px_mutex_destroy(&svc->nodes_lock);
   px_mutex_destroy(&svc->cluster_lock);
   free(svc);
 }
@@ -273,3 +276,20 @@ void px_service_set_cluster(px_service_t *svc, px_cluster_status_fn fn,
   svc->cluster_ctx = ctx;
   px_mutex_unlock(&svc->cluster_lock);
 }
+
+void px_service_set_cluster_metrics(px_service_t *svc, int gateway,
+                                    px_cluster_metrics_fn fn, void *ctx) {
+  px_mutex_lock(&svc->cluster_lock);
+  svc->cl_metrics[gateway ? 1 : 0] = fn;
+  svc->cl_metrics_ctx[gateway ? 1 : 0] = fn ? ctx : NULL;
+  px_mutex_unlock(&svc->cluster_lock);
+}
+
+void px_service_set_cluster_nodes(px_service_t *svc, px_cluster_nodes_fn fn, void *ctx) {
+  px_mutex_lock(&svc->nodes_lock); /* waits for a read in progress */
+  svc->nodes_fn = fn;
+  svc->nodes_ctx = fn ? ctx : NULL;
+  px_mutex_unlock(&svc->nodes_lock);
+}
+
+const char *px_service_version(const px_service_t *svc) { return svc->version; }

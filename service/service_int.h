@@ -26,6 +26,11 @@ struct px_service_s {
   px_mutex_t cluster_lock;  /* guards cluster_fn, cluster_ctx */
   px_cluster_status_fn cluster_fn; /* NULL: no cluster worker */
   void *cluster_ctx;        /* the worker's, borrowed */
+  px_cluster_metrics_fn cl_metrics[2]; /* worker, gateway; cluster_lock */
+  void *cl_metrics_ctx[2];
+  px_mutex_t nodes_lock;    /* guards nodes_fn, nodes_ctx; held while reading */
+  px_cluster_nodes_fn nodes_fn; /* NULL: cluster_status answers cluster_off */
+  void *nodes_ctx;
   const px_gateway_ops_t *gw; /* NULL: no gateway; set before sessions */
   void *gw_ctx;             /* the gateway's, borrowed */
 };
@@ -49,7 +54,18 @@ int px__svc_service_may_run(px_service_t *svc, char *why, size_t whysz);
 char *px__svc_encode_describe(const px_service_t *svc,
                               const px_client_policy_t *pol,
                               const char *backend);
-char *px__svc_encode_metrics(const px_metrics_t *m, const px_status_info_t *st);
+/* cl: the cluster block (NULL, or neither half there: no `cluster` key,
+ * so a single host's answer is as before). */
+char *px__svc_encode_metrics(const px_metrics_t *m, const px_status_info_t *st,
+                             const px_cluster_metrics_t *cl);
+/* The `cluster_status` answer (info.c): this executor's cluster state
+ * (self) and the workers. malloc'd JSON, NULL on OOM. */
+char *px__svc_encode_cluster_status(const px_cluster_status_t *self,
+                                    const px_cluster_node_t *nodes, size_t n);
+/* A worker is stale after this many of its heartbeat periods without one
+ * (PX__CL_DEFAULT_HEARTBEAT_MS when its entry does not say). */
+#define PX__CL_STALE_BEATS 3
+#define PX__CL_DEFAULT_HEARTBEAT_MS 5000
 /* The `status` answer (info.c): enforcement_available as a list of names,
  * queue as {critical, high, normal, low, max}, counters as {accepted, ok,
  * ...}. malloc'd JSON, NULL on OOM. */

@@ -253,9 +253,47 @@ static void send_describe(px_session_t *s) {
 static void send_metrics(px_session_t *s) {
   px_status_info_t st;
   px_metrics_t m;
+  px_cluster_metrics_t cl;
+  int i;
   px_engine_status(s->svc->eng, &st);
   px_engine_metrics(s->svc->eng, &m);
-  send_locked(s, px__svc_encode_metrics(&m, &st));
+  memset(&cl, 0, sizeof cl);
+  px_mutex_lock(&s->svc->cluster_lock);
+  for (i = 0; i < 2; i++)
+    if (s->svc->cl_metrics[i])
+      s->svc->cl_metrics[i](s->svc->cl_metrics_ctx[i], &cl);
+  px_mutex_unlock(&s->svc->cluster_lock);
+  send_locked(s, px__svc_encode_metrics(&m, &st, &cl));
+}
+
+/* cluster_status: any client, as status. The workers' heartbeats read
+ * from PX_NODES (one read at a time, bounded by the reader's deadline);
+ * cluster_off without a cluster (mode off; always on Windows). */
+static void send_cluster_status(px_session_t *s) {
+  px_cluster_status_t self;
+  px_cluster_node_t *nodes = NULL;
+  size_t n = 0;
+  char why[200] = "";
+  int has_self, rc = PX_ENOTSUP;
+  memset(&self, 0, sizeof self);
+  px_mutex_lock(&s->svc->cluster_lock);
+  if ((has_self = s->svc->cluster_fn != NULL) != 0)
+    s->svc->cluster_fn(s->svc->cluster_ctx, &self);
+  px_mutex_unlock(&s->svc->cluster_lock);
+  px_mutex_lock(&s->svc->nodes_lock);
+  if (has_self && s->svc->nodes_fn)
+    rc = s->svc->nodes_fn(s->svc->nodes_ctx, &nodes, &n, why, sizeof why);
+  px_mutex_unlock(&s->svc->nodes_lock);
+  if (rc == PX_ENOTSUP)
+    send_error(s, NULL, PX_CODE_CLUSTER_OFF,
+               "this executor is not in a cluster (cluster.mode is off)");
+  else if (rc == PX_EIO)
+    send_error(s, NULL, PX_CODE_CLUSTER_UNAVAILABLE, why[0] ? why : "NATS is not reachable");
+  else if (rc != 0)
+    send_error(s, NULL, PX_CODE_INTERNAL, px_strerror(rc));
+  else
+    send_locked(s, px__svc_encode_cluster_status(&self, nodes, n));
+  free(nodes);
 }
 
 static void kb_error(px_session_t *s, int rc, const char *what) {
@@ -357,6 +395,9 @@ static void dispatch(px_session_t *s, px_request_t *req, const char *payload,
     break;
   case PX_MSG_METRICS:
     send_metrics(s);
+    break;
+  case PX_MSG_CLUSTER_STATUS:
+    send_cluster_status(s);
     break;
   case PX_MSG_RUN:
     handle_run(s, &req->run, payload, len);

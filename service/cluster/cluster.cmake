@@ -10,7 +10,8 @@ add_library(px_svc_cluster STATIC
   ${CMAKE_CURRENT_SOURCE_DIR}/cluster/worker.c
   ${CMAKE_CURRENT_SOURCE_DIR}/cluster/gateway.c
   ${CMAKE_CURRENT_SOURCE_DIR}/cluster/nats_link.c
-  ${CMAKE_CURRENT_SOURCE_DIR}/cluster/job_msg.c)
+  ${CMAKE_CURRENT_SOURCE_DIR}/cluster/job_msg.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/cluster/nodes.c)
 target_include_directories(px_svc_cluster PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
 target_link_libraries(px_svc_cluster PUBLIC px_service PkgConfig::PX_NATS)
 px_target_defaults(px_svc_cluster)

@@ -7,6 +7,7 @@
 
 #include "px/px_config.h"
 #include "px/px_result.h"
+#include "px/px_service.h"
 
 #include <nats/nats.h>
 
@@ -104,5 +105,19 @@ char *px__svc_cl_final_result(const char *json, size_t len);
  * is not "", "submitter" added. malloc'd; NULL on a bad frame or OOM. */
 char *px__svc_cl_stamp(const char *json, size_t len, const char *name,
                        const char *submitter);
+
+/* ---- PX_NODES and connection counts (nodes.c) ---- */
+
+/* Every worker's heartbeat in PX_NODES, read through js (thread-safe)
+ * within a 2 s deadline: 0 with *nodes (malloc'd, sorted by name; NULL
+ * and 0 when the bucket is missing or empty); PX_EIO with why; PX_ENOMEM. */
+int px__svc_cl_read_nodes(jsCtx *js, px_cluster_node_t **nodes, size_t *n, char *why,
+                          size_t whysz);
+/* One heartbeat (JSON, the worker's) of worker name stored age_ms ago
+ * into *nd; a field missing or of the wrong type reads as unknown. */
+void px__svc_cl_node_parse(const char *name, const char *data, size_t len,
+                           uint64_t age_ms, px_cluster_node_t *nd);
+/* libnats' count of the connection's reconnects (0 when unknown). */
+uint64_t px__svc_cl_reconnects(natsConnection *nc);
 
 #endif /* PX_SVC_CLUSTER_INT_H */

@@ -79,6 +79,7 @@ struct px_cluster_gateway_s {
   unsigned njobs;
   int stopping;           /* no new forwards; relays ended */
   int stop;               /* the thread ends */
+  px_cluster_metrics_t ctr; /* its gateway half: metrics.cluster.gateway */
 };
 
 static const char *prio_subject(px_priority_t p) {
@@ -193,12 +194,14 @@ static void send_own_result(gjob_t *j, px_status_t st, px_code_t code, const cha
   }
 }
 
-/* A frame from the cluster for job cid (NATS thread or the sweep). */
-static void relay(px_cluster_gateway_t *g, const char *cid, const char *data, int len) {
+/* A frame from the cluster for job cid (NATS thread or the sweep). 1
+ * when it was the job's result (relayed now or once `accepted` is out). */
+static int relay(px_cluster_gateway_t *g, const char *cid, const char *data, int len) {
   gjob_t **pp, *done = NULL;
   const char *type;
   char *json;
   gjob_t *j;
+  int answered = 0;
   px_mutex_lock(&g->lock);
   if ((pp = find_cid(g, cid)) != NULL &&
       (json = client_frame(data, len, (*pp)->id, &type)) != NULL) {
@@ -211,6 +214,8 @@ static void relay(px_cluster_gateway_t *g, const char *cid, const char *data, in
         done = unlink_job(g, pp); /* exactly once: whoever unlinks answers */
       else if (strcmp(type, "result") == 0)
         j->done = 1; /* the submit thread unlinks it after `accepted` */
+      if ((answered = strcmp(type, "result") == 0) != 0)
+        g->ctr.results_relayed++;
       if (done)
         PX_LOG(PX_LOG_INFO, "cluster: job %s (cluster %s) answered", j->id, cid);
       send_frame(j, json);
@@ -218,6 +223,7 @@ static void relay(px_cluster_gateway_t *g, const char *cid, const char *data, in
   }
   px_mutex_unlock(&g->lock);
   job_free(done);
+  return answered;
 }
 
 static void on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure) {
@@ -388,6 +394,9 @@ static px_code_t publish_job(px_cluster_gateway_t *g, const char *cid, px_priori
       PX_LOG(PX_LOG_WARN, "cluster: %s: PX_JOBS did not take it (%s, JetStream error %d); "
              "publishing again for up to %d s", cid, natsStatus_GetText(st), (int)jerr,
              PUB_RETRY_MS / 1000);
+    px_mutex_lock(&g->lock);
+    g->ctr.publish_retries++; /* the next attempt */
+    px_mutex_unlock(&g->lock);
     px_sleep_ms(PUB_RETRY_PAUSE_MS);
   }
   if (st != NATS_OK) {
@@ -453,6 +462,22 @@ static void accept_job(px_cluster_gateway_t *g, const char *cid, uint64_t seq, u
   job_free(done);
 }
 
+/* A forward, or its refusal by code, counted. */
+static void count_submit(px_cluster_gateway_t *g, px_code_t code) {
+  px_mutex_lock(&g->lock);
+  if (code == PX_CODE_NONE)
+    g->ctr.forwarded++;
+  else if (code == PX_CODE_CLUSTER_UNAVAILABLE)
+    g->ctr.refused_unavailable++;
+  else if (code == PX_CODE_BAD_REQUEST)
+    g->ctr.refused_too_large++;
+  else if (code == PX_CODE_QUEUE_FULL)
+    g->ctr.refused_queue_full++;
+  else
+    g->ctr.refused_other++;
+  px_mutex_unlock(&g->lock);
+}
+
 static void gw_submit(void *ctx, px_session_t *s, const char *id, px_priority_t prio,
                       const char *payload, size_t len) {
   px_cluster_gateway_t *g = ctx;
@@ -470,6 +495,7 @@ static void gw_submit(void *ctx, px_session_t *s, const char *id, px_priority_t 
       (code = publish_job(g, cid, prio, body, &seq, why, sizeof why)) != PX_CODE_NONE)
     drop_job(g, cid);
   free(body);
+  count_submit(g, code);
   if (code != PX_CODE_NONE) {
     PX_LOG(PX_LOG_WARN, "cluster: job %s not forwarded: %s", id, why);
     px_session_reject(s, id, code, why);
@@ -581,7 +607,11 @@ static void sweep(px_cluster_gateway_t *g, uint64_t older) {
     px_snprintf(subj, sizeof subj, "px.results.%s", cids[i]);
     if (js_GetLastMsg(&m, g->link.js, "PX_RESULTS", subj, NULL, &jerr) == NATS_OK) {
       PX_LOG(PX_LOG_INFO, "cluster: the result of %s found in PX_RESULTS", cids[i]);
-      relay(g, cids[i], natsMsg_GetData(m), natsMsg_GetDataLength(m));
+      if (relay(g, cids[i], natsMsg_GetData(m), natsMsg_GetDataLength(m))) {
+        px_mutex_lock(&g->lock);
+        g->ctr.results_recovered++;
+        px_mutex_unlock(&g->lock);
+      }
     }
     natsMsg_Destroy(m);
   }
@@ -589,13 +619,7 @@ static void sweep(px_cluster_gateway_t *g, uint64_t older) {
 }
 
 static uint64_t reconnects(px_cluster_gateway_t *g) {
-  natsStatistics *st = NULL;
-  uint64_t n = 0;
-  if (natsStatistics_Create(&st) == NATS_OK &&
-      natsConnection_GetStats(g->link.nc, st) == NATS_OK)
-    natsStatistics_GetCounts(st, NULL, NULL, NULL, NULL, &n);
-  natsStatistics_Destroy(st);
-  return n;
+  return px__svc_cl_reconnects(g->link.nc);
 }
 
 /* Streams after each (re)connect; a sweep of all outstanding jobs after
@@ -650,6 +674,38 @@ static void status_fn(void *ctx, px_cluster_status_t *out) {
   px_mutex_lock(&g->lock);
   out->in_flight = g->njobs;
   px_mutex_unlock(&g->lock);
+}
+
+/* metrics.cluster.gateway (the service's cluster lock held). */
+static void metrics_fn(void *ctx, px_cluster_metrics_t *m) {
+  px_cluster_gateway_t *g = ctx;
+  px_mutex_lock(&g->lock);
+  m->has_gateway = 1;
+  m->gateway_in_flight = g->njobs;
+  m->forwarded = g->ctr.forwarded;
+  m->publish_retries = g->ctr.publish_retries;
+  m->results_relayed = g->ctr.results_relayed;
+  m->results_recovered = g->ctr.results_recovered;
+  m->refused_unavailable = g->ctr.refused_unavailable;
+  m->refused_too_large = g->ctr.refused_too_large;
+  m->refused_queue_full = g->ctr.refused_queue_full;
+  m->refused_other = g->ctr.refused_other;
+  px_mutex_unlock(&g->lock);
+  m->gateway_connected = px__svc_cl_link_connected(&g->link);
+  m->gateway_reconnects = px__svc_cl_reconnects(g->link.nc);
+}
+
+/* cluster_status's reader in submit mode (in both, the worker's). */
+static int nodes_fn(void *ctx, px_cluster_node_t **nodes, size_t *n, char *why,
+                    size_t whysz) {
+  px_cluster_gateway_t *g = ctx;
+  *nodes = NULL;
+  *n = 0;
+  if (!px__svc_cl_link_connected(&g->link)) {
+    px_snprintf(why, whysz, "the NATS cluster is not reachable (cluster.servers)");
+    return PX_EIO;
+  }
+  return px__svc_cl_read_nodes(g->link.js, nodes, n, why, whysz);
 }
 
 /* The cluster id's prefix: the name, only [A-Za-z0-9_-], 40 at most. */
@@ -715,8 +771,11 @@ int px_cluster_gateway_open(const px_config_t *cfg, px_service_t *svc,
     return rc;
   }
   px_service_set_gateway(svc, &g->ops, g);
-  if (cfg->cluster.mode == PX_CLUSTER_SUBMIT) /* both: the worker reports */
+  if (cfg->cluster.mode == PX_CLUSTER_SUBMIT) { /* both: the worker reports */
     px_service_set_cluster(svc, status_fn, g);
+    px_service_set_cluster_nodes(svc, nodes_fn, g);
+  }
+  px_service_set_cluster_metrics(svc, 1, metrics_fn, g);
   PX_LOG(PX_LOG_INFO, "cluster: gateway %s for pool %s started", g->node, cfg->cluster.pool);
   *out = g;
   return 0;
@@ -753,8 +812,11 @@ void px_cluster_gateway_close(px_cluster_gateway_t *g) {
   if (!g)
     return;
   px_cluster_gateway_stop(g);
-  if (g->cfg->cluster.mode == PX_CLUSTER_SUBMIT)
+  if (g->cfg->cluster.mode == PX_CLUSTER_SUBMIT) {
     px_service_set_cluster(g->svc, NULL, NULL);
+    px_service_set_cluster_nodes(g->svc, NULL, NULL);
+  }
+  px_service_set_cluster_metrics(g->svc, 1, NULL, NULL);
   px_service_set_gateway(g->svc, NULL, NULL);
   px_mutex_lock(&g->lock);
   g->stop = 1;

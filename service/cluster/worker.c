@@ -48,7 +48,6 @@
                                  announced before the stream has stored it
                                  (replicas 3), or another worker took it */
 #define SETUP_RETRY_MS 1000
-#define HEARTBEAT_MS 5000
 #define ATTEST_CHECK_MS 1000
 #define RESULT_RETRY_MS 30000 /* a result not published: retry this long */
 #define RESULT_RETRY_WAIT_MS 250
@@ -93,7 +92,15 @@ struct px_cluster_worker_s {
   uint64_t next_scan;     /* worker thread only: the next full pull */
   int stop;               /* the thread ends */
   uint64_t flush_until;   /* while stopping: give up publishing after */
+  px_cluster_metrics_t ctr; /* its worker half: metrics.cluster.worker */
 };
+
+/* One more of a counter of w->ctr. */
+static void count(px_cluster_worker_t *w, uint64_t *c) {
+  px_mutex_lock(&w->lock);
+  (*c)++;
+  px_mutex_unlock(&w->lock);
+}
 
 /* ---- the table (w->lock held) ---- */
 
@@ -208,6 +215,8 @@ static int publish_final(px_cluster_worker_t *w, const char *id, const char *jso
   if (rc == 0 && dup)
     PX_LOG(PX_LOG_INFO, "cluster: job %s: the stream already had a result; "
                         "this one was dropped as a duplicate", id);
+  if (rc == 0)
+    count(w, dup ? &w->ctr.results_duplicate : &w->ctr.results_published);
   return rc;
 }
 
@@ -246,6 +255,7 @@ static int publish_retrying(px_cluster_worker_t *w, const char *id,
       return rc;
     PX_LOG(PX_LOG_WARN, "cluster: the result of job %s is not published yet; "
                         "retrying (the job is kept in progress)", id);
+    count(w, &w->ctr.result_retries);
     px_sleep_ms(RESULT_RETRY_WAIT_MS);
   }
 }
@@ -280,6 +290,8 @@ static void finish_item(px_cluster_worker_t *w, item_t *it) {
   else /* not acked: the redelivery answers executor_lost (or dedupes) */
     PX_LOG(PX_LOG_ERROR, "cluster: the result of job %s was not published; "
                          "its message is left to redelivery", it->id);
+  if (rc != 0)
+    count(w, &w->ctr.results_unpublished);
   natsMsg_Destroy(m);
 }
 
@@ -326,6 +338,7 @@ static void refuse_message(px_cluster_worker_t *w, natsMsg *m,
   PX_LOG(PX_LOG_WARN, "cluster: invalid job message%s%s terminated: %s",
          id ? " " : "", id ? id : "", j->why);
   natsMsg_Term(m, NULL);
+  count(w, &w->ctr.invalid_terminated);
   if (publish_error(w, id, j->code, j->why, j->submitter) != 0)
     PX_LOG(PX_LOG_ERROR, "cluster: the error result of an invalid job "
                          "message was not published");
@@ -412,8 +425,10 @@ static void answer_lost(px_cluster_worker_t *w, natsMsg *m, const px__svc_cl_job
                       "not answer: executor_lost", j->id);
   if (publish_error(w, j->id, PX_CODE_EXECUTOR_LOST,
                     "the worker running this job was lost; it was not run again "
-                    "(retry: \"idempotent\" allows that)", j->submitter) == 0)
+                    "(retry: \"idempotent\" allows that)", j->submitter) == 0) {
     natsMsg_Ack(m, NULL);
+    count(w, &w->ctr.executor_lost);
+  }
 }
 
 /* The marker exists but this is the message's first delivery (or the job
@@ -442,6 +457,7 @@ static void admit(px_cluster_worker_t *w, natsMsg **m, const px__svc_cl_job_t *j
   held->msg = *m;
   held->seq = seq;
   *m = NULL;
+  w->ctr.jobs_taken++;
   px_mutex_unlock(&w->lock);
   PX_LOG(PX_LOG_INFO, "cluster: job %s taken (submitter \"%.64s\")", j->id, j->submitter);
   px_session_on_payload(w->sess, j->payload, j->len);
@@ -563,16 +579,25 @@ static void keeper_main(void *arg) {
   }
 }
 
-static void heartbeat(px_cluster_worker_t *w, const px_attest_report_t *rep) {
-  char json[384];
+/* PX_NODES/<name> (docs/cluster-protocol.md "Heartbeats"); accepting:
+ * this worker fetches jobs now (attested, not stopping or paused). The
+ * version is the daemon's, a token ([A-Za-z0-9.+-~]). */
+static void heartbeat(px_cluster_worker_t *w, const px_attest_report_t *rep, int ok) {
+  char json[512];
   size_t n;
+  int accepting;
   px_mutex_lock(&w->lock);
   n = w->njobs;
+  accepting = ok && w->accept;
   px_mutex_unlock(&w->lock);
+  accepting = accepting && px_service_would_admit(w->svc);
   px_snprintf(json, sizeof json,
               "{\"pool\":\"%s\",\"slots\":%u,\"running\":%zu,\"attestation\":\"%s\","
-              "\"ts_ms\":%llu}", w->cfg->cluster.pool, (unsigned)w->cfg->cluster.slots,
-              n, px_attest_state_name(rep->state), (unsigned long long)px_wall_ms());
+              "\"ts_ms\":%llu,\"heartbeat_ms\":%llu,\"accepting\":%s,\"version\":\"%s\"}",
+              w->cfg->cluster.pool, (unsigned)w->cfg->cluster.slots, n,
+              px_attest_state_name(rep->state), (unsigned long long)px_wall_ms(),
+              (unsigned long long)w->cfg->cluster.heartbeat_ms,
+              accepting ? "true" : "false", px_service_version(w->svc));
   if (kvStore_PutString(NULL, w->link.nodes, w->name, json) != NATS_OK)
     PX_LOG(PX_LOG_DEBUG, "cluster: heartbeat not written");
 }
@@ -604,8 +629,8 @@ static void tick(px_cluster_worker_t *w, due_t *d, px_attest_report_t *rep,
     d->attest = now + ATTEST_CHECK_MS;
   }
   if (w->link.ready && now >= d->beat) {
-    heartbeat(w, rep);
-    d->beat = now + HEARTBEAT_MS;
+    heartbeat(w, rep, *ok);
+    d->beat = now + w->cfg->cluster.heartbeat_ms;
   }
 }
 
@@ -688,6 +713,37 @@ static void status_fn(void *ctx, px_cluster_status_t *out) {
   px_mutex_lock(&w->lock);
   out->in_flight = (unsigned)w->njobs;
   px_mutex_unlock(&w->lock);
+}
+
+/* metrics.cluster.worker (the service's cluster lock held). */
+static void metrics_fn(void *ctx, px_cluster_metrics_t *m) {
+  px_cluster_worker_t *w = ctx;
+  px_mutex_lock(&w->lock);
+  m->has_worker = 1;
+  m->worker_in_flight = (unsigned)w->njobs;
+  m->jobs_taken = w->ctr.jobs_taken;
+  m->results_published = w->ctr.results_published;
+  m->results_duplicate = w->ctr.results_duplicate;
+  m->result_retries = w->ctr.result_retries;
+  m->results_unpublished = w->ctr.results_unpublished;
+  m->executor_lost = w->ctr.executor_lost;
+  m->invalid_terminated = w->ctr.invalid_terminated;
+  px_mutex_unlock(&w->lock);
+  m->worker_connected = px__svc_cl_link_connected(&w->link);
+  m->worker_reconnects = px__svc_cl_reconnects(w->link.nc);
+}
+
+/* cluster_status's reader: PX_NODES through the worker's connection. */
+static int nodes_fn(void *ctx, px_cluster_node_t **nodes, size_t *n, char *why,
+                    size_t whysz) {
+  px_cluster_worker_t *w = ctx;
+  *nodes = NULL;
+  *n = 0;
+  if (!px__svc_cl_link_connected(&w->link)) {
+    px_snprintf(why, whysz, "the NATS cluster is not reachable (cluster.servers)");
+    return PX_EIO;
+  }
+  return px__svc_cl_read_nodes(w->link.js, nodes, n, why, whysz);
 }
 
 static int check_credentials(const px_cluster_config_t *c) {
@@ -779,6 +835,8 @@ int px_cluster_worker_open(const px_config_t *cfg, px_service_t *svc,
   if ((rc = px_thread_create(&w->thread, worker_main, w)) != 0)
     goto fail;
   px_service_set_cluster(svc, status_fn, w);
+  px_service_set_cluster_metrics(svc, 0, metrics_fn, w);
+  px_service_set_cluster_nodes(svc, nodes_fn, w);
   PX_LOG(PX_LOG_INFO, "cluster: worker %s of pool %s started (%u slots)", w->name,
          cfg->cluster.pool, (unsigned)cfg->cluster.slots);
   *out = w;
@@ -801,6 +859,8 @@ void px_cluster_worker_close(px_cluster_worker_t *w, uint64_t flush_timeout_ms) 
   if (!w)
     return;
   px_service_set_cluster(w->svc, NULL, NULL);
+  px_service_set_cluster_metrics(w->svc, 0, NULL, NULL);
+  px_service_set_cluster_nodes(w->svc, NULL, NULL);
   px_mutex_lock(&w->lock);
   w->accept = 0;
   w->stop = 1;

@@ -525,7 +525,7 @@ static int read_type(ctx_t *c, px_msg_type_t *type) {
   static const char *const names[] = {
       "run",     "cancel",  "status",     "ping",  "scram",
       "resume",  "kb_list", "kb_diff",    "kb_restore", "kb_gc",
-      "attest",  "describe", "metrics", NULL};
+      "attest",  "describe", "metrics", "cluster_status", NULL};
   const cJSON *it = cJSON_GetObjectItemCaseSensitive(c->root, "type");
   char buf[MAX_FIELD_SHOWN + 8];
   int i;

@@ -646,6 +646,7 @@ TEST_IMPL(config_cluster_rules) {
   ASSERT_UINT_EQ(cfg->cluster.slots, 1);
   ASSERT_UINT_EQ(cfg->cluster.replicas, 1);
   ASSERT_UINT_EQ(cfg->cluster.ack_wait_ms, 30000);
+  ASSERT_UINT_EQ(cfg->cluster.heartbeat_ms, 5000);
   ASSERT_NULL(cfg->cluster.name);
   px_config_free(cfg);
   EXPECT_ERR("{\"cluster\":{\"mode\":\"all\"}}", "cluster.mode", NULL);
@@ -658,6 +659,8 @@ TEST_IMPL(config_cluster_rules) {
   EXPECT_ERR("{\"cluster\":{\"slots\":0}}", "cluster.slots", NULL);
   EXPECT_ERR("{\"cluster\":{\"replicas\":2}}", "cluster.replicas", "1 or 3");
   EXPECT_ERR("{\"cluster\":{\"ack_wait_ms\":10}}", "cluster.ack_wait_ms", NULL);
+  EXPECT_ERR("{\"cluster\":{\"heartbeat_ms\":100}}", "cluster.heartbeat_ms", NULL);
+  EXPECT_ERR("{\"cluster\":{\"heartbeat_ms\":6000}}", "cluster.heartbeat_ms", NULL);
   EXPECT_ERR("{\"cluster\":{\"name\":\"a/b\"}}", "cluster.name", "A-Z");
   EXPECT_ERR("{\"cluster\":{\"credentials\":\"rel/x.creds\"}}",
              "cluster.credentials", "absolute");
@@ -678,11 +681,12 @@ TEST_IMPL(config_cluster_rules) {
   cfg = parse_ok("{\"cluster\":{\"mode\":\"worker\",\"servers\":"
                  "[\"nats://10.0.0.1:4222\",\"nats://10.0.0.2:4222\"],"
                  "\"pool\":\"gpu_a-1\",\"slots\":4,\"replicas\":3,"
-                 "\"ack_wait_ms\":5000,\"name\":\"node-1.lab\"}}");
+                 "\"ack_wait_ms\":5000,\"heartbeat_ms\":250,\"name\":\"node-1.lab\"}}");
   ASSERT_EQ(cfg->cluster.mode, PX_CLUSTER_WORKER);
   ASSERT_UINT_EQ(cfg->cluster.nservers, 2);
   ASSERT_STR_EQ(cfg->cluster.pool, "gpu_a-1");
   ASSERT_UINT_EQ(cfg->cluster.replicas, 3);
+  ASSERT_UINT_EQ(cfg->cluster.heartbeat_ms, 250);
   ASSERT_STR_EQ(cfg->cluster.name, "node-1.lab");
   px_config_free(cfg);
   EXPECT_ERR("{\"cluster\":{\"mode\":\"submit\"}}", "cluster.servers",

@@ -289,7 +289,8 @@ TEST_IMPL(code_names_stable) {
                                      "unknown_snapshot", "kb_failed",
                                      "sandbox_unverified",
                                      "process_create_failed",
-                                     "executor_lost", "cluster_unavailable"};
+                                     "executor_lost", "cluster_unavailable",
+                                     "cluster_off"};
   size_t i;
   ASSERT_UINT_EQ(PX_CODE_COUNT_, sizeof want / sizeof want[0]);
   for (i = 0; i < sizeof want / sizeof want[0]; i++)
@@ -317,6 +318,123 @@ TEST_IMPL(encode_status_cluster) {
   s = px__svc_encode_status(&st, NULL);
   ASSERT_NOT_NULL(s);
   ASSERT_NULL(strstr(s, "cluster"));
+  free(s);
+  return 0;
+}
+
+/* metrics.cluster: nothing without a cluster part (cluster.mode off: the
+ * answer is byte for byte the single host's), the worker's and the
+ * gateway's counters in their order when registered. */
+TEST_IMPL(encode_metrics_cluster) {
+  px_metrics_t m;
+  px_status_info_t st;
+  px_cluster_metrics_t cl;
+  char *plain, *off, *s;
+  cJSON *o;
+  memset(&m, 0, sizeof m);
+  memset(&st, 0, sizeof st);
+  memset(&cl, 0, sizeof cl);
+  st.accepted = 3;
+  plain = px__svc_encode_metrics(&m, &st, NULL);
+  off = px__svc_encode_metrics(&m, &st, &cl);
+  ASSERT_NOT_NULL(plain);
+  ASSERT_NOT_NULL(off);
+  ASSERT_STR_EQ(off, plain);
+  ASSERT_NULL(strstr(plain, "cluster"));
+  o = parsed(plain);
+  assert_keys(o, "type,uptime_ms,accepted,results,kills,queue,running,workers,paused,"
+                 "kb,queue_wait,run_wall");
+  cJSON_Delete(o);
+  cl.has_worker = 1;
+  cl.worker_connected = 1;
+  cl.jobs_taken = 7;
+  cl.results_published = 6;
+  cl.invalid_terminated = 1;
+  cl.executor_lost = UINT64_C(18446744073709551615);
+  s = px__svc_encode_metrics(&m, &st, &cl);
+  ASSERT_NOT_NULL(s);
+  ASSERT_STR_EQ(strstr(s, ",\"cluster\":"),
+                ",\"cluster\":{\"worker\":{\"connected\":true,\"reconnects\":0,"
+                "\"in_flight\":0,\"jobs_taken\":7,\"results_published\":6,"
+                "\"results_duplicate\":0,\"result_retries\":0,\"results_unpublished\":0,"
+                "\"executor_lost\":18446744073709551615,\"invalid_terminated\":1}}}");
+  ASSERT_MEM_EQ(s, plain, strlen(plain) - 1); /* the single host's part first */
+  free(s);
+  cl.has_gateway = 1;
+  cl.forwarded = 4;
+  cl.refused_unavailable = 2;
+  cl.gateway_in_flight = 1;
+  s = px__svc_encode_metrics(&m, &st, &cl);
+  ASSERT_NOT_NULL(s);
+  ASSERT_STR_CONTAINS(s, ",\"gateway\":{\"connected\":false,\"reconnects\":0,"
+                         "\"in_flight\":1,\"forwarded\":4,\"publish_retries\":0,"
+                         "\"results_relayed\":0,\"results_recovered\":0,\"refused\":"
+                         "{\"cluster_unavailable\":2,\"bad_request\":0,\"queue_full\":0,"
+                         "\"other\":0}}}}");
+  free(s);
+  free(plain);
+  free(off);
+  return 0;
+}
+
+/* cluster_status: the fields of each worker, null for what its heartbeat
+ * lacks, free slots, and stale after three of its heartbeat periods
+ * (exactly three is not stale; the default period when it does not say). */
+TEST_IMPL(encode_cluster_status) {
+  px_cluster_status_t self;
+  px_cluster_node_t nd[3];
+  char *s;
+  cJSON *o, *w;
+  memset(&self, 0, sizeof self);
+  memset(nd, 0, sizeof nd);
+  self.mode = "submit";
+  self.connected = 1;
+  px_strlcpy(self.pool, "linux-x64", sizeof self.pool);
+  px_strlcpy(nd[0].name, "w1", sizeof nd[0].name);
+  px_strlcpy(nd[0].pool, "linux-x64", sizeof nd[0].pool);
+  px_strlcpy(nd[0].attestation, "enforced", sizeof nd[0].attestation);
+  px_strlcpy(nd[0].version, "0.1.0", sizeof nd[0].version);
+  nd[0].slots = 2;
+  nd[0].in_flight = 1;
+  nd[0].heartbeat_ms = 300;
+  nd[0].accepting = 1;
+  nd[0].age_ms = 900;
+  nd[1] = nd[0];
+  px_strlcpy(nd[1].name, "w2", sizeof nd[1].name);
+  nd[1].in_flight = 5; /* more than slots: free is 0, not negative */
+  nd[1].age_ms = 901;
+  px_strlcpy(nd[2].name, "old", sizeof nd[2].name);
+  nd[2].slots = nd[2].in_flight = nd[2].heartbeat_ms = -1;
+  nd[2].accepting = -1;
+  nd[2].age_ms = 15000;
+  s = px__svc_encode_cluster_status(&self, nd, 3);
+  ASSERT_NOT_NULL(s);
+  ASSERT_STR_CONTAINS(s, "{\"type\":\"cluster_status\",\"mode\":\"submit\","
+                         "\"connected\":true,\"pool\":\"linux-x64\",\"workers\":[");
+  ASSERT_STR_CONTAINS(s, "{\"name\":\"w1\",\"pool\":\"linux-x64\",\"slots\":2,"
+                         "\"in_flight\":1,\"free\":1,\"attestation\":\"enforced\","
+                         "\"accepting\":true,\"version\":\"0.1.0\",\"heartbeat_ms\":300,"
+                         "\"age_ms\":900,\"stale\":false}");
+  ASSERT_STR_CONTAINS(s, "\"name\":\"w2\",\"pool\":\"linux-x64\",\"slots\":2,"
+                         "\"in_flight\":5,\"free\":0,");
+  ASSERT_STR_CONTAINS(s, "\"age_ms\":901,\"stale\":true}");
+  ASSERT_STR_CONTAINS(s, "{\"name\":\"old\",\"pool\":null,\"slots\":null,"
+                         "\"in_flight\":null,\"free\":null,\"attestation\":null,"
+                         "\"accepting\":null,\"version\":null,\"heartbeat_ms\":null,"
+                         "\"age_ms\":15000,\"stale\":false}");
+  o = parsed(s);
+  w = cJSON_GetObjectItemCaseSensitive(o, "workers");
+  ASSERT_EQ(cJSON_GetArraySize(w), 3);
+  cJSON_Delete(o);
+  free(s);
+  nd[2].age_ms = 15001;
+  s = px__svc_encode_cluster_status(&self, nd + 2, 1);
+  ASSERT_NOT_NULL(s);
+  ASSERT_STR_CONTAINS(s, "\"age_ms\":15001,\"stale\":true}");
+  free(s);
+  s = px__svc_encode_cluster_status(&self, NULL, 0);
+  ASSERT_NOT_NULL(s);
+  ASSERT_STR_CONTAINS(s, "\"workers\":[]}");
   free(s);
   return 0;
 }

@@ -170,7 +170,8 @@ TEST_IMPL(request_simple_messages) {
   } ok[] = {{"{\"type\":\"ping\"}", PX_MSG_PING},
             {"{\"type\":\"status\"}", PX_MSG_STATUS},
             {"{\"type\":\"scram\"}", PX_MSG_SCRAM},
-            {"{\"type\":\"resume\"}", PX_MSG_RESUME}};
+            {"{\"type\":\"resume\"}", PX_MSG_RESUME},
+            {"{\"type\":\"cluster_status\"}", PX_MSG_CLUSTER_STATUS}};
   size_t i;
   for (i = 0; i < sizeof ok / sizeof ok[0]; i++) {
     ASSERT_OK(parse(ok[i].json));
@@ -181,6 +182,8 @@ TEST_IMPL(request_simple_messages) {
           "unknown field 'id'");
   refused("{\"type\":\"status\",\"verbose\":true}", PX_CODE_BAD_REQUEST, 0,
           "unknown field 'verbose'");
+  refused("{\"type\":\"cluster_status\",\"pool\":\"x\"}", PX_CODE_BAD_REQUEST, 0,
+          "unknown field 'pool'");
   return 0;
 }
 

@@ -53,7 +53,8 @@ typedef enum {
   X(PX_CODE_SANDBOX_UNVERIFIED, "sandbox_unverified")                        \
   X(PX_CODE_PROCESS_CREATE_FAILED, "process_create_failed")                  \
   X(PX_CODE_EXECUTOR_LOST, "executor_lost")                                  \
-  X(PX_CODE_CLUSTER_UNAVAILABLE, "cluster_unavailable")
+  X(PX_CODE_CLUSTER_UNAVAILABLE, "cluster_unavailable")                      \
+  X(PX_CODE_CLUSTER_OFF, "cluster_off")
 
 typedef enum {
 #define PX_CODE_ENUM_(name, str) name,

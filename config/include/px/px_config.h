@@ -233,6 +233,7 @@ typedef struct {
   uint32_t slots;     /* cluster jobs in flight at once [1] */
   uint32_t replicas;  /* 1 or 3: the streams' and buckets' replicas [1] */
   uint64_t ack_wait_ms; /* the consumers' ack wait [30000] */
+  uint64_t heartbeat_ms; /* PX_NODES heartbeat period [5000] */
   char *name;         /* this worker's name; NULL: the host name */
 } px_cluster_config_t;
 

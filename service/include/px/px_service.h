@@ -114,6 +114,70 @@ typedef void (*px_cluster_status_fn)(void *ctx, px_cluster_status_t *out);
 void px_service_set_cluster(px_service_t *svc, px_cluster_status_fn fn,
                             void *ctx);
 
+/* The cluster counters of `metrics` (metrics.cluster, docs/protocol.md
+ * 4.6). Each part (the worker, the gateway) fills its own half; has_*
+ * says which are there. Counted where the event happens, since start. */
+typedef struct {
+  int has_worker;
+  int worker_connected;          /* its NATS connection is up now */
+  uint64_t worker_reconnects;    /* libnats' reconnects of that connection */
+  unsigned worker_in_flight;     /* cluster jobs held now */
+  uint64_t jobs_taken;           /* job messages handed to the engine */
+  uint64_t results_published;    /* final results PX_RESULTS stored */
+  uint64_t results_duplicate;    /* ... that it dropped as a repeat */
+  uint64_t result_retries;       /* result publishes tried again */
+  uint64_t results_unpublished;  /* given up: left to redelivery */
+  uint64_t executor_lost;        /* redeliveries answered executor_lost */
+  uint64_t invalid_terminated;   /* invalid job messages terminated */
+  int has_gateway;
+  int gateway_connected;
+  uint64_t gateway_reconnects;
+  unsigned gateway_in_flight;    /* forwarded jobs not yet answered */
+  uint64_t forwarded;            /* runs PX_JOBS stored (accepted) */
+  uint64_t publish_retries;      /* job publishes sent again (no ack) */
+  uint64_t results_relayed;      /* results relayed to their client */
+  uint64_t results_recovered;    /* ... of those, found in PX_RESULTS */
+  uint64_t refused_unavailable;  /* forwards refused cluster_unavailable */
+  uint64_t refused_too_large;    /* ... bad_request (over max_payload) */
+  uint64_t refused_queue_full;   /* ... queue_full (max_concurrent) */
+  uint64_t refused_other;        /* ... paused, internal */
+} px_cluster_metrics_t;
+/* Adds its half to *m (service's cluster lock held, a session's thread).
+ * Must not block or call back into the service. */
+typedef void (*px_cluster_metrics_fn)(void *ctx, px_cluster_metrics_t *m);
+/* Register (fn non-NULL) or remove (NULL) the worker's (gateway 0) or
+ * the gateway's (gateway 1) counters; after a removal returns, fn is not
+ * called again. None registered (cluster.mode off): `metrics` has no
+ * `cluster` key. */
+void px_service_set_cluster_metrics(px_service_t *svc, int gateway,
+                                    px_cluster_metrics_fn fn, void *ctx);
+
+/* One worker as its PX_NODES heartbeat says (`cluster_status`). */
+typedef struct {
+  char name[65];
+  char pool[65];        /* "" when the entry has none */
+  char attestation[16]; /* "" when the entry has none */
+  char version[32];     /* "" when the entry has none */
+  int64_t slots;        /* -1 when the entry has none (as below) */
+  int64_t in_flight;
+  int64_t heartbeat_ms; /* the worker's heartbeat period */
+  int accepting;        /* 1/0: it takes cluster jobs; -1 unknown */
+  uint64_t age_ms;      /* since the entry was stored (server's time) */
+} px_cluster_node_t;
+/* Read every worker's heartbeat (a session's thread, the service's nodes
+ * lock held: one read at a time; bounded by its own deadline). 0 with
+ * *nodes (malloc'd, sorted by name; NULL when none) and *n; PX_EIO with
+ * why (NATS unreachable, or no answer in time); PX_ENOMEM. */
+typedef int (*px_cluster_nodes_fn)(void *ctx, px_cluster_node_t **nodes, size_t *n,
+                                   char *why, size_t whysz);
+/* Register (fn non-NULL) or remove (NULL) the reader `cluster_status`
+ * uses; after a removal returns, fn is not called again. None
+ * (cluster.mode off, and always on Windows): `cluster_status` is
+ * answered with the error cluster_off. */
+void px_service_set_cluster_nodes(px_service_t *svc, px_cluster_nodes_fn fn, void *ctx);
+/* The version this service reports (`status`); for the heartbeat. */
+const char *px_service_version(const px_service_t *svc);
+
 /* 1 when the engine would take a `run` now: not paused (scram), and its
  * queue below the maximum depth. A pulling transport
  * (the cluster worker) fetches nothing otherwise. Thread-safe. */

@@ -34,7 +34,8 @@ typedef enum {
   PX_MSG_KB_GC,      /* admin: retention and unreferenced objects */
   PX_MSG_ATTEST,     /* admin: rerun the sandbox attestation */
   PX_MSG_DESCRIBE,   /* runtimes, limits, what this client may do */
-  PX_MSG_METRICS     /* the engine's counters and histograms */
+  PX_MSG_METRICS,    /* the engine's counters and histograms */
+  PX_MSG_CLUSTER_STATUS /* the cluster's workers (PX_NODES) */
 } px_msg_type_t;
 
 /* Which limits the request set explicitly (the rest default from policy). */
