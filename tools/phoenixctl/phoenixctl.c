@@ -376,6 +376,74 @@ static void prom_attestation(const cJSON *st) {
          cJSON_IsString(state) ? state->valuestring : cJSON_IsNull(att) ? "none" : "unknown");
 }
 
+/* metrics.cluster (absent with cluster.mode off: nothing printed, so a
+ * single host's text is as before): one table per part, JSON key ->
+ * metric. A key the service does not send prints nothing. */
+typedef struct {
+  const char *key, *name, *type, *help;
+} prom_key_t;
+
+static const prom_key_t prom_worker[] = {
+    {"connected", "cluster_worker_connected", "gauge",
+     "1 while the worker's NATS connection is up."},
+    {"reconnects", "cluster_worker_reconnects_total", "counter",
+     "Reconnects of the worker's NATS connection."},
+    {"in_flight", "cluster_worker_in_flight", "gauge", "Cluster jobs this worker holds now."},
+    {"jobs_taken", "cluster_jobs_taken_total", "counter",
+     "Cluster jobs this worker pulled and handed to its engine."},
+    {"results_published", "cluster_results_published_total", "counter",
+     "Results this worker stored in PX_RESULTS."},
+    {"results_duplicate", "cluster_results_duplicate_total", "counter",
+     "Results PX_RESULTS dropped as a repeat of one it had."},
+    {"result_retries", "cluster_result_retries_total", "counter",
+     "Result publishes tried again."},
+    {"results_unpublished", "cluster_results_unpublished_total", "counter",
+     "Results given up on (their job is left to redelivery)."},
+    {"executor_lost", "cluster_executor_lost_total", "counter",
+     "Redelivered jobs this worker answered executor_lost."},
+    {"invalid_terminated", "cluster_invalid_messages_total", "counter",
+     "Invalid job messages terminated and answered with an error."},
+    {NULL, NULL, NULL, NULL}};
+
+static const prom_key_t prom_gateway[] = {
+    {"connected", "cluster_gateway_connected", "gauge",
+     "1 while the gateway's NATS connection is up."},
+    {"reconnects", "cluster_gateway_reconnects_total", "counter",
+     "Reconnects of the gateway's NATS connection."},
+    {"in_flight", "cluster_gateway_in_flight", "gauge",
+     "Forwarded jobs whose result is not relayed yet."},
+    {"forwarded", "cluster_forwarded_total", "counter", "Runs forwarded to the cluster."},
+    {"publish_retries", "cluster_publish_retries_total", "counter",
+     "Job publishes sent again after no ack."},
+    {"results_relayed", "cluster_results_relayed_total", "counter",
+     "Results of forwarded jobs relayed to their client."},
+    {"results_recovered", "cluster_results_recovered_total", "counter",
+     "Of those, results found in PX_RESULTS after a gap."},
+    {NULL, NULL, NULL, NULL}};
+
+static void prom_keys(const cJSON *o, const prom_key_t *k) {
+  for (; o && k->key; k++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k->key);
+    if (!cJSON_IsNumber(v) && !cJSON_IsBool(v))
+      continue;
+    prom_head(k->name, k->type, k->help);
+    printf("phoenix_executor_%s %.0f\n", k->name,
+           cJSON_IsBool(v) ? (double)cJSON_IsTrue(v) : v->valuedouble);
+  }
+}
+
+static void prom_cluster(const cJSON *c) {
+  const cJSON *gw = cJSON_GetObjectItemCaseSensitive(c, "gateway");
+  const cJSON *ref = cJSON_GetObjectItemCaseSensitive(gw, "refused");
+  if (!c)
+    return;
+  prom_keys(cJSON_GetObjectItemCaseSensitive(c, "worker"), prom_worker);
+  prom_keys(gw, prom_gateway);
+  if (ref)
+    prom_by_label(ref, "cluster_forward_refused_total", "code",
+                  "Runs the gateway refused to forward, by error code.");
+}
+
 static void print_prometheus(const cJSON *m, const cJSON *st) {
   const cJSON *q = cJSON_GetObjectItemCaseSensitive(m, "queue"), *it;
   const cJSON *kb = cJSON_GetObjectItemCaseSensitive(m, "kb");
@@ -412,6 +480,7 @@ static void print_prometheus(const cJSON *m, const cJSON *st) {
   prom_histogram(cJSON_GetObjectItemCaseSensitive(m, "run_wall"), "run_seconds",
                  "Wall-clock run time of jobs that started.");
   prom_attestation(st);
+  prom_cluster(cJSON_GetObjectItemCaseSensitive(m, "cluster"));
 }
 
 static int cmd_metrics(ctl_args_t *a) {
@@ -434,6 +503,71 @@ static int cmd_metrics(ctl_args_t *a) {
   cJSON_Delete(m);
   cJSON_Delete(st);
   return 0;
+}
+
+/* ---- cluster status ---- */
+
+/* "12" or "-" for a field the worker's heartbeat did not carry. */
+static const char *num_or_dash(const cJSON *o, const char *name, char *buf, size_t bufsz) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+  if (!cJSON_IsNumber(v))
+    return "-";
+  snprintf(buf, bufsz, "%.0f", v->valuedouble);
+  return buf;
+}
+
+static void print_worker_row(const cJSON *w) {
+  const cJSON *acc = cJSON_GetObjectItemCaseSensitive(w, "accepting");
+  char slots[24], fl[24], fr[24];
+  printf("%-20s %-12s %5s %9s %4s  %-11s %-9s %-10s %6.1f s ago%s\n", strf(w, "name", "?"),
+         strf(w, "pool", "-"), num_or_dash(w, "slots", slots, sizeof slots),
+         num_or_dash(w, "in_flight", fl, sizeof fl), num_or_dash(w, "free", fr, sizeof fr),
+         strf(w, "attestation", "-"),
+         cJSON_IsBool(acc) ? (cJSON_IsTrue(acc) ? "yes" : "no") : "-", strf(w, "version", "-"),
+         num(w, "age_ms") / 1000.0,
+         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(w, "stale")) ? "  STALE" : "");
+}
+
+/* The workers of the cluster as this daemon reads them from PX_NODES, one
+ * a line; a worker silent for three heartbeat periods is marked STALE. */
+static void print_cluster_table(const cJSON *r) {
+  const cJSON *ws = cJSON_GetObjectItemCaseSensitive(r, "workers"), *w;
+  int n = 0, stale = 0;
+  printf("this executor: %s, pool %s, %s\n", strf(r, "mode", "?"), strf(r, "pool", "?"),
+         cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "connected"))
+             ? "connected" : "DISCONNECTED (reconnecting)");
+  printf("%-20s %-12s %5s %9s %4s  %-11s %-9s %-10s %s\n", "WORKER", "POOL", "SLOTS",
+         "IN FLIGHT", "FREE", "ATTESTATION", "ACCEPTING", "VERSION", "HEARTBEAT");
+  cJSON_ArrayForEach(w, ws) {
+    print_worker_row(w);
+    n++;
+    stale += cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(w, "stale"));
+  }
+  printf("%d worker%s, %d stale\n", n, n == 1 ? "" : "s", stale);
+}
+
+/* phoenixctl cluster status [--json]: exit 0, or 1 on an error answer
+ * (cluster_off: this daemon is not in a cluster; cluster_unavailable). */
+static int cmd_cluster(ctl_args_t *a) {
+  static const char req[] = "{\"type\":\"cluster_status\"}";
+  cJSON *r = NULL;
+  int rc;
+  if (!a->operand || strcmp(a->operand, "status") != 0) {
+    print_usage(stderr, find_command("cluster"));
+    return EXIT_USAGE;
+  }
+  if (a->json)
+    return print_reply(req, "cluster_status", a);
+  if ((rc = ask(a, req, "cluster_status", &r)) != 0)
+    return rc;
+  if (is_error_reply(r)) {
+    fprintf(stderr, "phoenixctl: %s: %s\n", strf(r, "code", "error"), strf(r, "message", ""));
+    rc = 1;
+  } else {
+    print_cluster_table(r);
+  }
+  cJSON_Delete(r);
+  return rc;
 }
 
 /* ---- the small commands ---- */
@@ -544,6 +678,10 @@ static const command_t commands[] = {
     {"status", "status [--json]", "the service's state as a table (or its JSON)", cmd_status},
     {"metrics", "metrics [--json]",
      "the service's counters in the Prometheus text format", cmd_metrics},
+    {"cluster", "cluster status [--json]",
+     "the cluster's workers as this daemon reads them (cluster.mode not off):\n"
+     "        pool, slots, jobs in flight, attestation, version, the age of\n"
+     "        the last heartbeat (STALE: none for three heartbeat periods)", cmd_cluster},
     {"describe", "describe", "runtimes, limits and what this client may use (JSON)",
      cmd_describe},
     {"ping", "ping", "check that the service answers", cmd_ping},

@@ -96,6 +96,14 @@ class Executor:
         """The engine's counters and latency histograms as a dict."""
         return self._ask({"type": "metrics"}, "metrics")
 
+    def cluster_status(self) -> Dict[str, Any]:
+        """The cluster's workers as this daemon reads them from PX_NODES
+        (``workers``: name, pool, slots, in_flight, free, attestation,
+        accepting, version, heartbeat_ms, age_ms, stale) and this daemon's
+        own mode and connection. Raises ClusterOff when cluster.mode is
+        off, ClusterUnavailable when NATS cannot be reached."""
+        return self._ask({"type": "cluster_status"}, "cluster_status")
+
     def describe(self) -> Description:
         """Runtimes, the limit policy and what this client may use."""
         return Description.from_message(self._ask({"type": "describe"}, "describe"))

@@ -154,6 +154,13 @@ class ClusterUnavailable(ExecutorError):
     code = "cluster_unavailable"
 
 
+class ClusterOff(ExecutorError):
+    """``cluster_status`` on a daemon that is not in a cluster (cluster.mode
+    off; the Windows service always)."""
+
+    code = "cluster_off"
+
+
 class JobFailed(ExecutorError):
     """A job that ran but did not succeed: ``nonzero_exit``, ``killed``,
     ``cancelled`` or ``aborted`` (from :meth:`Result.raise_for_status`)."""
@@ -170,7 +177,7 @@ _BY_CODE: Dict[str, Type[ExecutorError]] = {
               UnknownId, Forbidden, UnknownRuntime, LimitExceedsPolicy, CapabilityDenied,
               AuditRejected, ArgvTooLong, QueueFull, Paused, SpawnFailed, SandboxFailed,
               Internal, KbUnavailable, UnknownSnapshot, KbFailed, SandboxUnverified,
-              ProcessCreateFailed, ExecutorLost, ClusterUnavailable)
+              ProcessCreateFailed, ExecutorLost, ClusterUnavailable, ClusterOff)
 }
 
 

@@ -206,6 +206,12 @@ class DaemonTest(unittest.TestCase):
         self.assertIn("queue", st)
         m = self.ex.metrics()
         self.assertIn("results", m)
+        # cluster.mode off: no cluster block, and cluster_status is refused typed.
+        self.assertNotIn("cluster", m)
+        self.assertNotIn("cluster", st)
+        with self.assertRaises(px.ClusterOff) as cm:
+            self.ex.cluster_status()
+        self.assertIn("not in a cluster", str(cm.exception))
 
     def test_describe(self):
         d = self.ex.describe()
