@@ -100,6 +100,14 @@ grep -q "cluster: job $cid taken (submitter \"uid:0@gw\")" "$tmp/w1/daemon.log" 
 
 st=$(status_cluster "$tmp/gw/s.sock") || fail "status"
 expect "$st" '{"mode":"submit","connected":true,"pool":"linux-x64","in_flight":0}' "gateway status.cluster"
+# The gateway reads the workers from PX_NODES with its own connection.
+ws=$(workers gw) || fail "cluster status of the gateway"
+printf '%s\n' "$ws" | grep -Eqx 'w1 linux-x64 1 [01] [01] (enforced|degraded) true [^ ]+ 5000 false' ||
+  fail "the gateway's cluster status: $ws"
+wait_metric gw gateway.forwarded 1
+wait_metric gw gateway.results_relayed 1
+wait_metric w1 worker.jobs_taken 1
+[ "$(metric gw worker)" = null ] || fail "a gateway in submit mode reports worker counters"
 
 echo "== phoenixctl run --placement cluster, the MCP run_code tool's placement"
 printf 'echo ctl-marker\n' >"$tmp/ctl.sh"
@@ -190,6 +198,11 @@ out=$(gw "$(run_json b1 "echo $big" cluster)") || fail "b1: no result"
 expect "$out" '"status":"rejected".*"code":"bad_request".*max_payload of 65536 bytes' b1
 out=$(gw "$(run_json b2 "echo $big | wc -c" local)") || fail "b2: no result"
 expect "$out" '"status":"ok"' "b2: the same job runs locally"
+wait_metric gw gateway.refused.queue_full 1 # q3
+wait_metric gw gateway.refused.bad_request 1 # b1
+wait_metric gw gateway.refused.cluster_unavailable 0
+m=$("$ctl" --socket "$tmp/gw/s.sock" metrics) || fail "phoenixctl metrics of the gateway"
+expect "$m" $'\nphoenix_executor_cluster_forward_refused_total{code="queue_full"} 1\n' "Prometheus text"
 
 echo "== cancel: by the client, and by its disconnect (on_disconnect cancel)"
 out=$(gw "$(run_json x1 'sleep 20' cluster)" --cancel-after-started) || fail "x1: no result"
@@ -216,6 +229,8 @@ out=$(cat "$tmp/r1.out")
 expect "$out" '"type":"result","id":"r1".*"status":"ok".*after-the-drop' r1
 [ "$(lines_of "$out" '"type":"result"')" = 1 ] || fail "r1: not exactly one result: $out"
 grep -q "the result of $cid found in PX_RESULTS" "$tmp/gw/daemon.log" || fail "r1: not from PX_RESULTS"
+wait_metric gw gateway.results_recovered 1
+[ "$(metric gw gateway.reconnects)" -ge 1 ] || fail "gateway reconnects: $(metric gw gateway.reconnects)"
 
 echo "== NATS stopped: cluster_unavailable; back: forwarded again"
 ready_gw=$(grep -c "gateway of pool" "$tmp/gw/daemon.log")
@@ -226,6 +241,8 @@ for i in $(seq 100); do
 done
 out=$(gw "$(run_json u1 'echo x' cluster)") || fail "u1: no result"
 expect "$out" '"status":"rejected".*"code":"cluster_unavailable"' u1
+wait_metric gw gateway.refused.cluster_unavailable 1
+[ "$(metric gw gateway.connected)" = false ] || fail "metrics: the gateway connected while NATS is down"
 [ "$(lines_of "$out" '"type":"result"')" = 1 ] || fail "u1: not exactly one result: $out"
 out=$(gw "$(run_json u2 'echo still-local' any)") || fail "u2: no result"
 expect "$out" '"status":"ok"' "u2: any runs locally with a free slot"
@@ -264,6 +281,10 @@ out=$(python3 "$client" "$tmp/bo/s.sock" "$(run_json o1 'echo both-marker' clust
 expect "$out" '"type":"result","id":"o1".*"status":"ok".*both-marker.*"worker":"bo"' "o1 ran on itself"
 st=$(status_cluster "$tmp/bo/s.sock") || fail "status of bo"
 expect "$st" '"mode":"both","connected":true,"pool":"solo"' "mode both status.cluster"
+wait_metric bo gateway.forwarded 1
+wait_metric bo worker.jobs_taken 1
+ws=$(workers bo) || fail "cluster status of bo"
+expect "$ws" '^bo solo 1 ' "bo lists itself"
 
 echo "== every daemon stops with 0 (under ASan: no leak, no error)"
 for n in "${!dpid[@]}"; do

@@ -12,6 +12,12 @@
 #                            default 30), exit 1
 #   sub ARGS...              px_cl_submit on $url ($sub_bin)
 #   expect TEXT PATTERN WHAT fail unless TEXT matches PATTERN
+#   jpath PATH               the JSON on stdin at PATH (a.b.0.c), compact
+#   metric DAEMON PATH       metrics.cluster.PATH of daemon DAEMON ($tmp/DAEMON/s.sock)
+#   wait_metric DAEMON PATH N   until that is N (5 s), else fail
+#   workers DAEMON           its `phoenixctl cluster status --json`, one worker
+#                            a line: name pool slots in_flight free
+#                            attestation accepting version heartbeat_ms stale
 # The test keeps its daemons' pids in dpid[NAME] and nats-server's in
 # nats_pid.
 nats_pid=
@@ -77,4 +83,31 @@ cl_stop() { # cl_stop NAME: SIGTERM to daemon NAME ($dpid), exit 0 within 10 s
   rc=$?
   unset "dpid[$n]"
   [ "$rc" = 0 ] || fail "daemon $n exited $rc"
+}
+
+jpath() {
+  python3 -c 'import json,sys
+v=json.load(sys.stdin)
+for k in sys.argv[1].split("."):
+    v=v[int(k)] if isinstance(v,list) else v.get(k)
+print(json.dumps(v,separators=(",",":")))' "$1"
+}
+
+metric() { "$ctl" --socket "$tmp/$1/s.sock" metrics --json | jpath "cluster.$2"; }
+
+wait_metric() { # wait_metric DAEMON PATH N
+  local i v
+  for i in $(seq 100); do
+    v=$(metric "$1" "$2")
+    [ "$v" = "$3" ] && return 0
+    sleep 0.05
+  done
+  fail "$1: metrics.cluster.$2 is $v, expected $3"
+}
+
+workers() {
+  "$ctl" --socket "$tmp/$1/s.sock" cluster status --json | python3 -c 'import json,sys
+for w in json.load(sys.stdin)["workers"]:
+    print(" ".join(json.dumps(w[k]).strip("\"") for k in ("name","pool","slots","in_flight",
+          "free","attestation","accepting","version","heartbeat_ms","stale")))'
 }

@@ -36,7 +36,7 @@ start_worker() {
 {"transports":{"socket_path":"$d/s.sock","socket_group":"nogroup"},
  "work_root":"$d/jobs",
  "clients":[{"name":"root","match":{"unix_uid":0},"capabilities":["*"],"admin":true}${clients:+,$clients}],
- "cluster":$(python3 -c 'import json,sys; c={"mode":"worker","servers":[sys.argv[1]],"name":sys.argv[2],"ack_wait_ms":1500}; c.update(json.loads(sys.argv[3])); print(json.dumps(c))' "$url" "$n" "$extra")}
+ "cluster":$(python3 -c 'import json,sys; c={"mode":"worker","servers":[sys.argv[1]],"name":sys.argv[2],"ack_wait_ms":1500,"heartbeat_ms":250}; c.update(json.loads(sys.argv[3])); print(json.dumps(c))' "$url" "$n" "$extra")}
 JSON
   ${WRAP:+"$WRAP"} "$exe" --config "$d/executor.json" --log-level debug >"$d/daemon.log" 2>&1 &
   dpid[$n]=$!
@@ -86,8 +86,30 @@ hb=$(sub node w1) || fail "no heartbeat of w1 in PX_NODES"
 expect "$hb" '"pool":"linux-x64","slots":2,"running":0,"attestation":"' heartbeat
 printf '%s' "$hb" | grep -Eq '"attestation":"(enforced|degraded)","ts_ms":[0-9]+' ||
   fail "heartbeat: $hb"
+expect "$hb" '"heartbeat_ms":250,"accepting":true,"version":"' heartbeat
 st=$("$ctl" --socket "$tmp/w1/s.sock" status) || fail "phoenixctl status"
 expect "$st" 'cluster      worker, pool linux-x64, connected, 0 in flight' "phoenixctl status"
+
+echo "== metrics.cluster counts the worker's jobs; phoenixctl cluster status lists it"
+wait_metric w1 worker.jobs_taken 3
+wait_metric w1 worker.results_published 3
+[ "$(metric w1 worker.connected)" = true ] || fail "metrics: w1 not connected"
+m=$("$ctl" --socket "$tmp/w1/s.sock" metrics) || fail "phoenixctl metrics"
+expect "$m" $'\nphoenix_executor_cluster_jobs_taken_total 3\n' "Prometheus text"
+expect "$m" $'\nphoenix_executor_cluster_worker_connected 1\n' "Prometheus text"
+promtool=$(command -v promtool || echo "${XDG_CACHE_HOME:-$HOME/.cache}/phoenix-executor/bin/promtool")
+if [ -x "$promtool" ]; then # the linter tests/agents/promtool.sh uses
+  out=$(printf '%s\n' "$m" | "$promtool" check metrics 2>&1) || fail "promtool check metrics: $out"
+else
+  echo "(promtool absent: the cluster metrics' text is not linted)"
+fi
+ver=$("$ctl" --socket "$tmp/w1/s.sock" status --json | jpath version | tr -d '"')
+ws=$(workers w1) || fail "cluster status"
+printf '%s\n' "$ws" | grep -Eqx "w1 linux-x64 2 0 2 (enforced|degraded) true $ver 250 false" ||
+  fail "cluster status of w1 (version $ver): $ws"
+t=$("$ctl" --socket "$tmp/w1/s.sock" cluster status) || fail "phoenixctl cluster status"
+expect "$t" 'this executor: worker, pool linux-x64, connected' "cluster status table"
+expect "$t" '1 worker, 0 stale' "cluster status table"
 
 echo "== scram: a paused worker fetches nothing until resume"
 "$ctl" --socket "$tmp/w1/s.sock" scram >/dev/null || fail "scram"
@@ -165,6 +187,9 @@ sub publish bad5 "$tmp/bad5.json" 2>/dev/null || fail "publish bad5"
 sleep 0.5
 count_is _invalid 2 # "not json at all" and the id with a space
 count_is bad2 1
+wait_metric w1 worker.invalid_terminated 5 # bad, bad2 .. bad5
+wait_metric w1 worker.executor_lost 1      # dup1's second message
+wait_metric w1 worker.results_duplicate 2  # that answer, idem1's second run
 
 echo "== a KB capability is refused for cluster jobs"
 job kb.json kb1 'echo kb' ',"capabilities":["kb:read"]'
@@ -189,13 +214,39 @@ sub publish lost1 "$tmp/lost.json" 2>/dev/null || fail "publish lost1"
 who=$(sub started lost1 -w 20000) || fail "lost1 not started"
 case $who in w1) other=w2 ;; w2) other=w1 ;; *) fail "lost1 started by '$who'" ;; esac
 sleep 0.3 # running in the sandbox now
+# Both listed by the other, $who with lost1 in flight (its next heartbeat).
+for i in $(seq 40); do
+  ws=$(workers "$other") || fail "cluster status of $other"
+  printf '%s\n' "$ws" | grep -Eq "^$who linux-x64 [12] 1 [01] .* false$" && break
+  sleep 0.05
+done
+printf '%s\n' "$ws" | grep -Eq "^$who linux-x64 [12] 1 [01] .* false$" ||
+  fail "cluster status: $who with 1 in flight, not stale: $ws"
+printf '%s\n' "$ws" | grep -Eq "^$other linux-x64 .* false$" || fail "cluster status: $other: $ws"
+lost_before=$(metric "$other" worker.executor_lost)
 kill -0 "${dpid[$who]}" 2>/dev/null || fail "worker $who died before the kill"
 kill -KILL "${dpid[$who]}"
 wait "${dpid[$who]}" 2>/dev/null
 unset "dpid[$who]"
+# No heartbeat for three of its periods (750 ms): stale, still listed. The
+# wait is by the clock (each look takes a while under load): stale within
+# 3 s of the kill, not merely at some point.
+until=$((${EPOCHREALTIME/./} / 1000 + 3000))
+while :; do
+  ws=$(workers "$other") || fail "cluster status of $other"
+  printf '%s\n' "$ws" | grep -Eq "^$who .* true$" && break
+  [ $((${EPOCHREALTIME/./} / 1000)) -lt $until ] || break
+  sleep 0.05
+done
+printf '%s\n' "$ws" | grep -Eq "^$who .* true$" || fail "cluster status: the killed $who is not stale 3 s after: $ws"
+printf '%s\n' "$ws" | grep -Eq "^$other .* false$" || fail "cluster status: $other stale too: $ws"
+t=$("$ctl" --socket "$tmp/$other/s.sock" cluster status) || fail "phoenixctl cluster status"
+printf '%s\n' "$t" | grep -Eq "^$who .*  STALE$" || fail "cluster status table: $who not STALE: $t"
+expect "$t" '2 workers, 1 stale' "cluster status table"
 r=$(sub result lost1 -w 30000) || fail "lost1: no result after the kill"
 expect "$r" '"code":"executor_lost"' lost1
 expect "$r" "\"worker\":\"$other\"" lost1
+wait_metric "$other" worker.executor_lost $((lost_before + 1))
 job after.json after1 'echo after-kill'
 sub publish after1 "$tmp/after.json" 2>/dev/null || fail "publish after1"
 r=$(sub result after1 -w 20000) || fail "after1: no result"
@@ -207,6 +258,13 @@ count_is lost1 1
 start_worker "$who" '{"slots":1}'
 grep -q "recovered 1 leftover job" "$tmp/$who/daemon.log" ||
   fail "$who: the orphaned job of the killed daemon was not recovered"
+# Its heartbeat again: not stale any more (the control of the stale mark).
+for i in $(seq 60); do
+  ws=$(workers "$other") || fail "cluster status of $other"
+  printf '%s\n' "$ws" | grep -Eq "^$who .* false$" && break
+  sleep 0.05
+done
+printf '%s\n' "$ws" | grep -Eq "^$who .* false$" || fail "cluster status: restarted $who still stale: $ws"
 
 echo "== a marker written though its create was not answered: the job runs, once"
 # (An election after a node's death can store the create and lose its
@@ -263,6 +321,10 @@ st=$(status_cluster "$tmp/w3/s.sock") || fail "status while down"
 expect "$st" '"connected":false' "status while NATS is down"
 st=$("$ctl" --socket "$tmp/w3/s.sock" status) || fail "phoenixctl status while down"
 expect "$st" 'DISCONNECTED (reconnecting)' "phoenixctl status while NATS is down"
+"$ctl" --socket "$tmp/w3/s.sock" cluster status >"$tmp/cs.out" 2>&1 &&
+  fail "cluster status answered while NATS is down: $(cat "$tmp/cs.out")"
+expect "$(cat "$tmp/cs.out")" 'phoenixctl: cluster_unavailable: ' "cluster status while NATS is down"
+[ "$(metric w3 worker.connected)" = false ] || fail "metrics: w3 connected while NATS is down"
 start_nats js-new # streams, consumers and buckets are gone
 job re.json re1 'echo reconnected'
 sub publish re1 "$tmp/re.json" 2>/dev/null || fail "publish re1"
@@ -275,6 +337,7 @@ for i in $(seq 100); do
 done
 expect "$st" '"connected":true' "w3 status after the reconnect"
 grep -q "connected to NATS" "$tmp/w3/daemon.log" || fail "no reconnect logged"
+[ "$(metric w3 worker.reconnects)" -ge 1 ] || fail "metrics: w3 reconnects $(metric w3 worker.reconnects)"
 
 echo "== stop: every worker exits 0 on SIGTERM"
 for n in "${!dpid[@]}"; do cl_stop "$n"; done
