@@ -430,7 +430,7 @@ static int add_cluster(cJSON *o, const px_cluster_status_t *cl) {
     return 1;
   return add_str(c, "mode", cl->mode ? cl->mode : "") |
          add_bool(c, "connected", cl->connected) | add_str(c, "pool", cl->pool) |
-         add_u64(c, "in_flight", cl->in_flight);
+         add_i64_or_null(c, "pending", cl->pending) | add_u64(c, "in_flight", cl->in_flight);
 }
 
 char *px__svc_encode_status(const px_status_info_t *s,

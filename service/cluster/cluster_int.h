@@ -67,6 +67,15 @@ int px__svc_cl_link_fetch_prio(px__svc_cl_link_t *l, int prio, natsMsg **msg);
  * *duplicate = 1 when the stream dropped it as a repeat. 0 or PX_EIO. */
 int px__svc_cl_link_result(px__svc_cl_link_t *l, const char *id,
                            const char *json, int *duplicate);
+/* The consumer px-<pool>-<prio>'s jobs not yet delivered to a worker
+ * (num_pending), waiting at most wait_ms: 0 or PX_EIO. */
+int px__svc_cl_consumer_pending(jsCtx *js, const char *pool, const char *prio,
+                                int64_t wait_ms, uint64_t *n);
+/* The same summed over the pool's three priorities: the number a status
+ * shows, or -1 when a consumer could not be read. */
+int64_t px__svc_cl_pool_pending(jsCtx *js, const char *pool, int64_t wait_ms);
+#define PX__CL_PENDING_EVERY_MS 2000 /* status.cluster.pending is this fresh */
+
 /* How many times this message was delivered (1 the first time, 0 when
  * its metadata cannot be read); *stream_seq its sequence in PX_JOBS. */
 uint64_t px__svc_cl_deliveries(natsMsg *m, uint64_t *stream_seq);

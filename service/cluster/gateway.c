@@ -78,6 +78,7 @@ struct px_cluster_gateway_s {
   gjob_t *jobs;
   unsigned njobs;
   int stopping;           /* no new forwards; relays ended */
+  int64_t pool_pending;   /* status.cluster.pending; -1 unknown */
   int stop;               /* the thread ends */
   px_cluster_metrics_t ctr; /* its gateway half: metrics.cluster.gateway */
 };
@@ -416,18 +417,11 @@ static px_code_t publish_job(px_cluster_gateway_t *g, const char *cid, px_priori
  * PENDING_WAIT_MS: `accepted` is not held back by a stream leader's
  * election). */
 static uint64_t pending(px_cluster_gateway_t *g, px_priority_t prio) {
-  char durable[96];
-  jsConsumerInfo *ci = NULL;
-  jsOptions o;
   uint64_t n = 0;
-  px_snprintf(durable, sizeof durable, "px-%s-%s", g->cfg->cluster.pool, prio_subject(prio));
-  jsOptions_Init(&o);
-  o.Wait = PENDING_WAIT_MS;
-  if (js_GetConsumerInfo(&ci, g->link.js, "PX_JOBS", durable, &o, NULL) == NATS_OK) {
-    n = ci->NumPending > 0 ? ci->NumPending - 1 : 0;
-    jsConsumerInfo_Destroy(ci);
-  }
-  return n;
+  if (px__svc_cl_consumer_pending(g->link.js, g->cfg->cluster.pool, prio_subject(prio),
+                                  PENDING_WAIT_MS, &n) != 0)
+    return 0;
+  return n > 0 ? n - 1 : 0;
 }
 
 /* `accepted`, then whatever came before it; a job answered meanwhile (or
@@ -624,10 +618,19 @@ static uint64_t reconnects(px_cluster_gateway_t *g) {
 
 /* Streams after each (re)connect; a sweep of all outstanding jobs after
  * a reconnect, of those older than SWEEP_MS every SWEEP_MS. */
-static void tick(px_cluster_gateway_t *g, uint64_t *last_rc, uint64_t *next_sweep) {
+static void tick(px_cluster_gateway_t *g, uint64_t *last_rc, uint64_t *next_sweep,
+                 uint64_t *next_pending) {
   uint64_t now = px_now_ms(), rc;
   int up = px__svc_cl_link_connected(&g->link), ready;
+  int64_t pend = -1;
+  int read = up && g->link.ready && now >= *next_pending; /* ready: this thread's */
+  if (read) { /* for status: -1 when it cannot be read */
+    *next_pending = now + PX__CL_PENDING_EVERY_MS;
+    pend = px__svc_cl_pool_pending(g->link.js, g->cfg->cluster.pool, PENDING_WAIT_MS);
+  }
   px_mutex_lock(&g->lock);
+  if (read || !up)
+    g->pool_pending = pend;
   if (!up)
     g->link.ready = 0;
   ready = g->link.ready;
@@ -653,10 +656,10 @@ static void tick(px_cluster_gateway_t *g, uint64_t *last_rc, uint64_t *next_swee
 
 static void gateway_main(void *arg) {
   px_cluster_gateway_t *g = arg;
-  uint64_t last_rc = 0, next_sweep = px_now_ms() + SWEEP_MS;
+  uint64_t last_rc = 0, next_sweep = px_now_ms() + SWEEP_MS, next_pending = 0;
   int stop = 0;
   while (!stop) {
-    tick(g, &last_rc, &next_sweep);
+    tick(g, &last_rc, &next_sweep, &next_pending);
     px_mutex_lock(&g->lock);
     if (!(stop = g->stop))
       px_cond_timedwait(&g->wake, &g->lock, TICK_MS);
@@ -673,6 +676,7 @@ static void status_fn(void *ctx, px_cluster_status_t *out) {
   px_strlcpy(out->pool, g->cfg->cluster.pool, sizeof out->pool);
   px_mutex_lock(&g->lock);
   out->in_flight = g->njobs;
+  out->pending = out->connected ? g->pool_pending : -1;
   px_mutex_unlock(&g->lock);
 }
 
@@ -722,6 +726,7 @@ static px_cluster_gateway_t *gateway_new(const px_config_t *cfg, px_service_t *s
   px_cluster_gateway_t *g = calloc(1, sizeof *g);
   if (!g)
     return NULL;
+  g->pool_pending = -1;
   g->cfg = cfg;
   g->svc = svc;
   node_name(cfg->cluster.name ? cfg->cluster.name : host_name, g->node, sizeof g->node);

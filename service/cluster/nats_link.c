@@ -423,3 +423,30 @@ void px__svc_cl_link_close(px__svc_cl_link_t *l) {
   l->nc = NULL;
   l->ready = 0;
 }
+
+int px__svc_cl_consumer_pending(jsCtx *js, const char *pool, const char *prio,
+                                int64_t wait_ms, uint64_t *n) {
+  char durable[96];
+  jsConsumerInfo *ci = NULL;
+  jsOptions o;
+  px_snprintf(durable, sizeof durable, "px-%s-%s", pool, prio);
+  jsOptions_Init(&o);
+  o.Wait = wait_ms;
+  *n = 0;
+  if (js_GetConsumerInfo(&ci, js, "PX_JOBS", durable, &o, NULL) != NATS_OK)
+    return PX_EIO;
+  *n = ci->NumPending;
+  jsConsumerInfo_Destroy(ci);
+  return 0;
+}
+
+int64_t px__svc_cl_pool_pending(jsCtx *js, const char *pool, int64_t wait_ms) {
+  uint64_t n, sum = 0;
+  int p;
+  for (p = 0; p < PX__CL_NPRIO; p++) {
+    if (px__svc_cl_consumer_pending(js, pool, prio_names[p], wait_ms, &n) != 0)
+      return -1;
+    sum += n;
+  }
+  return (int64_t)sum;
+}

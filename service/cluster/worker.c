@@ -51,6 +51,7 @@
 #define ATTEST_CHECK_MS 1000
 #define RESULT_RETRY_MS 30000 /* a result not published: retry this long */
 #define RESULT_RETRY_WAIT_MS 250
+#define PENDING_WAIT_MS 500     /* a status figure: never wait long for it */
 #define MARK_RETRY_MS 10000   /* a marker's create not answered: retry this long */
 #define MARK_RETRY_WAIT_MS 250
 #define MARKER_MAX (PX__CL_ID_MAX + 18) /* "<worker name> <16 hex>" */
@@ -86,6 +87,7 @@ struct px_cluster_worker_s {
   px_cond_t keeper_wake;
   job_t *jobs;            /* cluster.slots entries, njobs used */
   size_t njobs;
+  int64_t pool_pending;   /* status.cluster.pending; -1 unknown */
   item_t *head, *tail;    /* answers and cancels for the worker thread */
   int accept;             /* fetch new jobs */
   int bell[PX__CL_NPRIO]; /* pull requests owed to each priority's doorbell */
@@ -611,7 +613,7 @@ static int may_fetch(px_cluster_worker_t *w, int ok) {
 }
 
 typedef struct {
-  uint64_t setup, beat, attest;
+  uint64_t setup, beat, attest, pending;
 } due_t;
 
 static void tick(px_cluster_worker_t *w, due_t *d, px_attest_report_t *rep,
@@ -631,6 +633,14 @@ static void tick(px_cluster_worker_t *w, due_t *d, px_attest_report_t *rep,
   if (w->link.ready && now >= d->beat) {
     heartbeat(w, rep, *ok);
     d->beat = now + w->cfg->cluster.heartbeat_ms;
+  }
+  if (!up || (w->link.ready && now >= d->pending)) { /* for status */
+    int64_t n = up ? px__svc_cl_pool_pending(w->link.js, w->cfg->cluster.pool,
+                                             PENDING_WAIT_MS) : -1;
+    d->pending = now + PX__CL_PENDING_EVERY_MS;
+    px_mutex_lock(&w->lock);
+    w->pool_pending = n;
+    px_mutex_unlock(&w->lock);
   }
 }
 
@@ -672,7 +682,7 @@ static int fetch_next(px_cluster_worker_t *w, natsMsg **m) {
 static void worker_main(void *arg) {
   px_cluster_worker_t *w = arg;
   px_attest_report_t *rep = calloc(1, sizeof *rep);
-  due_t d = {0, 0, 0};
+  due_t d = {0, 0, 0, 0};
   natsMsg *m = NULL;
   int ok = 0, logged = 0, stop = 0;
   while (rep && !stop) {
@@ -712,6 +722,7 @@ static void status_fn(void *ctx, px_cluster_status_t *out) {
   px_strlcpy(out->pool, w->cfg->cluster.pool, sizeof out->pool);
   px_mutex_lock(&w->lock);
   out->in_flight = (unsigned)w->njobs;
+  out->pending = out->connected ? w->pool_pending : -1;
   px_mutex_unlock(&w->lock);
 }
 
@@ -766,6 +777,7 @@ static px_cluster_worker_t *worker_new(const px_config_t *cfg, px_service_t *svc
     free(w);
     return NULL;
   }
+  w->pool_pending = -1;
   w->cfg = cfg;
   w->svc = svc;
   w->accept = 1;

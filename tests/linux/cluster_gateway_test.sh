@@ -99,7 +99,7 @@ grep -q "cluster: job $cid taken (submitter \"uid:0@gw\")" "$tmp/w1/daemon.log" 
 [ "$(sub count "$cid")" = 1 ] || fail "c1: PX_RESULTS holds $(sub count "$cid") results"
 
 st=$(status_cluster "$tmp/gw/s.sock") || fail "status"
-expect "$st" '{"mode":"submit","connected":true,"pool":"linux-x64","in_flight":0}' "gateway status.cluster"
+expect "$st" '{"mode":"submit","connected":true,"pool":"linux-x64","pending":0,"in_flight":0}' "gateway status.cluster"
 # The gateway reads the workers from PX_NODES with its own connection.
 ws=$(workers gw) || fail "cluster status of the gateway"
 printf '%s\n' "$ws" | grep -Eqx 'w1 linux-x64 1 [01] [01] (enforced|degraded) true [^ ]+ 5000 false' ||

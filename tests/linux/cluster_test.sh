@@ -81,14 +81,14 @@ expect "$r" '"status":"killed"' wall1
 expect "$r" '"limit":"wall_time"' wall1
 for id in ok1 nz1 wall1; do count_is $id 1; done
 st=$(status_cluster "$tmp/w1/s.sock") || fail "status"
-expect "$st" '{"mode":"worker","connected":true,"pool":"linux-x64","in_flight":0}' status
+expect "$st" '{"mode":"worker","connected":true,"pool":"linux-x64","pending":0,"in_flight":0}' status
 hb=$(sub node w1) || fail "no heartbeat of w1 in PX_NODES"
 expect "$hb" '"pool":"linux-x64","slots":2,"running":0,"attestation":"' heartbeat
 printf '%s' "$hb" | grep -Eq '"attestation":"(enforced|degraded)","ts_ms":[0-9]+' ||
   fail "heartbeat: $hb"
 expect "$hb" '"heartbeat_ms":250,"accepting":true,"version":"' heartbeat
 st=$("$ctl" --socket "$tmp/w1/s.sock" status) || fail "phoenixctl status"
-expect "$st" 'cluster      worker, pool linux-x64, connected, 0 in flight' "phoenixctl status"
+expect "$st" 'cluster      worker, pool linux-x64, connected, 0 pending, 0 in flight' "phoenixctl status"
 
 echo "== metrics.cluster counts the worker's jobs; phoenixctl cluster status lists it"
 wait_metric w1 worker.jobs_taken 3
@@ -122,7 +122,14 @@ c=$(sub consumer linux-x64 normal) || fail "consumer info"
 # copy unread until the next pull, which a paused worker does not make.
 # Either way it is not run while paused.
 case "$c" in
-  *'ack_pending=0 pending=1'* | *'ack_pending=1 pending=0'*) ;;
+  *'ack_pending=0 pending=1'*) # status.cluster.pending counts it (read every 2 s)
+    for i in $(seq 40); do
+      st=$(status_cluster "$tmp/w1/s.sock") || fail "status while paused"
+      case $st in *'"pending":1,'*) break ;; esac
+      sleep 0.1
+    done
+    expect "$st" '"pending":1,' "status.cluster.pending with sc1 waiting" ;;
+  *'ack_pending=1 pending=0'*) ;;
   *) fail "sc1 waits in the stream while paused: $c" ;;
 esac
 if sub result sc1 -w 300 >/dev/null 2>&1; then fail "sc1 was answered while paused"; fi

@@ -310,10 +310,16 @@ TEST_IMPL(encode_status_cluster) {
   cl.connected = 1;
   px_strlcpy(cl.pool, "linux-x64", sizeof cl.pool);
   cl.in_flight = 2;
+  cl.pending = 7;
   s = px__svc_encode_status(&st, &cl);
   ASSERT_NOT_NULL(s);
   ASSERT_STR_CONTAINS(s, "\"cluster\":{\"mode\":\"worker\",\"connected\":true,"
-                         "\"pool\":\"linux-x64\",\"in_flight\":2}");
+                         "\"pool\":\"linux-x64\",\"pending\":7,\"in_flight\":2}");
+  free(s);
+  cl.pending = -1; /* not read yet, or NATS not reachable */
+  s = px__svc_encode_status(&st, &cl);
+  ASSERT_NOT_NULL(s);
+  ASSERT_STR_CONTAINS(s, "\"pool\":\"linux-x64\",\"pending\":null,\"in_flight\":2}");
   free(s);
   s = px__svc_encode_status(&st, NULL);
   ASSERT_NOT_NULL(s);

@@ -266,11 +266,17 @@ static void print_containers(const cJSON *c) {
 static void print_cluster(const cJSON *c) {
   if (!c)
     return;
-  printf("%-12s %s, pool %s, %s, %.0f in flight\n", "cluster", strf(c, "mode", "?"),
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(c, "pending");
+  char pend[32];
+  if (cJSON_IsNumber(p))
+    px_snprintf(pend, sizeof pend, "%.0f pending", p->valuedouble);
+  else
+    px_strlcpy(pend, "pending unknown", sizeof pend);
+  printf("%-12s %s, pool %s, %s, %s, %.0f in flight\n", "cluster", strf(c, "mode", "?"),
          strf(c, "pool", "?"),
          cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "connected"))
              ? "connected" : "DISCONNECTED (reconnecting)",
-         num(c, "in_flight"));
+         pend, num(c, "in_flight"));
 }
 
 static void print_status_table(const cJSON *st) {

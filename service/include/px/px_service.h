@@ -103,6 +103,8 @@ typedef struct {
   const char *mode;   /* "worker" (static) */
   int connected;      /* 1 while the NATS connection is up */
   char pool[65];
+  int64_t pending;    /* the pool's jobs not yet delivered to a worker, all
+                         priorities, as read every 2 s; -1 unknown */
   unsigned in_flight; /* cluster jobs fetched and not yet answered */
 } px_cluster_status_t;
 /* Fills *out; called with the service's cluster lock held, from a
