@@ -292,6 +292,28 @@ sleep 2 # past the ack wait: no redelivery answers it again
 count_is ml1 1
 [ "$(taken w6 ml1)" = 1 ] || fail "ml1 ran $(taken w6 ml1) times"
 
+echo "== a live worker's job redelivered: its marker is fresh, the copy is left alone, one result"
+# (A consumer whose leader changed redelivers jobs still being run; here
+# w7's InProgress is left out by a test fault, so the server redelivers
+# its job after each ack wait (1.5 s) while w7 still runs it and renews
+# its marker. w8 gets the copies: it must leave them to w7, not answer
+# executor_lost, which would have the stream drop w7's real result.)
+PX_TEST_FAULTS=cluster.in_progress_skipped:0:1 start_worker w7 '{"slots":1,"pool":"leasepool"}'
+job lease.json lease1 'sleep 4; echo lease-ran'
+sub publish lease1 "$tmp/lease.json" -p leasepool 2>/dev/null || fail "publish lease1"
+[ "$(sub started lease1 -w 20000)" = w7 ] || fail "lease1 was not started by w7"
+start_worker w8 '{"slots":1,"pool":"leasepool"}'
+r=$(sub result lease1 -w 20000) || fail "lease1: no result"
+expect "$r" '"status":"ok"' lease1
+expect "$r" 'lease-ran' lease1
+expect "$r" '"worker":"w7"' lease1
+grep -q "job lease1: redelivered while its worker still holds it" "$tmp/w8/daemon.log" ||
+  fail "lease1 was never redelivered to w8: the case was not tested"
+grep -q "job lease1 taken" "$tmp/w8/daemon.log" && fail "w8 ran lease1 too"
+count_is lease1 1
+cl_stop w7
+cl_stop w8
+
 echo "== no {\"cluster\": true} client: cluster jobs are refused by policy"
 start_worker w3 '{"pool":"nopolicy"}' ''
 job np.json np1 'echo np'
