@@ -14,7 +14,7 @@
 #           started again
 #   t+8 s   node C, the next one, has its cable cut; t+11 s it is back
 #   then    a worker is killed (SIGKILL) in the middle of a job it holds
-#           (a `sleep 4.321` published on its own, whose PX_STARTED marker
+#           (a `sleep 4.321TAG` published on its own, whose PX_STARTED marker
 #           names the worker)
 # and then, for every job: exactly one answer on the client's connection
 # and one stored result, no job started twice, each verdict the one a
@@ -42,6 +42,9 @@ ip netns list > /dev/null 2>&1 || skip "ip netns is not available"
     { echo "FAIL: px_cl_load, px_cl_submit or phoenix-executor not built"; exit 1; }
 
 dir=$(mktemp -d /tmp/px-test-clnet-XXXXXX)
+# Digits after the sleeps' own in this run's jobs: the check that no job
+# process outlived its job finds this run's, not another's.
+tag=$(( $$ % 9000 + 1000 ))
 pids=()
 fail() {
     local k
@@ -141,7 +144,7 @@ done
     fail "the workers made no consumer px-netpool-normal in 30 s"
 
 echo "-- 1,000 mixed jobs at 60/s through the gateway, faults while they arrive"
-"$load" -g "$dir/gw/s.sock" -s "${url[1]},${url[2]},${url[3]}" -n 1000 -d 100 -r 60 -w 180 -k "$dir/killed" \
+"$load" -t "$tag" -g "$dir/gw/s.sock" -s "${url[1]},${url[2]},${url[3]}" -n 1000 -d 100 -r 60 -w 180 -k "$dir/killed" \
     > "$dir/load.out" 2> "$dir/load.err" &
 load_pid=$!
 pids+=("$load_pid")
@@ -182,7 +185,7 @@ bash "$harness" wait "$dir" 30 || fail "the cluster did not form again after the
 streams_current || fail "node $C's replicas did not catch up in 30 s"
 
 echo "-- kill -9 a worker in the middle of a job"
-printf '{"type":"run","id":"mid-1","runtime":"sh","code":"sleep 4.321"}' > "$dir/mid.json"
+printf '{"type":"run","id":"mid-1","runtime":"sh","code":"sleep 4.321%s"}' "$tag" > "$dir/mid.json"
 # (Retried as any client must while the streams elect their leaders
 # again after the faults: the same message id makes a retry harmless.)
 published=0
@@ -220,8 +223,8 @@ n=$("$submit" -s "${url[3]}" count mid-1) || fail "cannot count mid-1's results"
 
 echo "-- no job process outlives its worker"
 sleep 1
-if pgrep -f "sleep (4\.321|5\.43[23])" > /dev/null; then
-    ps -ef | grep -E "sleep (4\.321|5\.43[23])" | grep -v grep
+if pgrep -f "sleep (4\.321|5\.43[23]|2\.5)$tag" > /dev/null; then
+    ps -ef | grep -E "sleep (4\.321|5\.43[23]|2\.5)$tag" | grep -v grep
     fail "a job process outlived its job"
 fi
 echo "PASS"

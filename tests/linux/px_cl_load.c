@@ -10,17 +10,17 @@
  * `accepted` carries it).
  *
  *   px_cl_load -g SOCKET -s URL[,URL...] -n N [-d EVERY] [-r RATE]
- *              [-w SECONDS] [-k KILLED_FILE]
+ *              [-w SECONDS] [-k KILLED_FILE] [-t TAG]
  *
  * Jobs ld-0 .. ld-(N-1), kinds by index (i % 20):
  *   0-13 ok        sh `exit 0`                          ok
  *   14-15 fail     sh `exit 3`                          nonzero_exit, 3
  *   16 memory      python allocating 512 MiB, 64 MiB   killed, memory
- *   17 wall        sh `sleep 5.432`, wall 300 ms        killed, wall_time
- *   18 bomb        sh spawning forever, 8 processes     killed, processes
+ *   17 wall        sh `sleep 5.432TAG`, wall 300 ms     killed, wall_time
+ *   18 bomb        sh spawning `sleep 5.433TAG`, 8 processes   killed, processes
  *   19 ok (python) python `pass`                        ok
  * -d EVERY: every EVERY-th job (i % EVERY == EVERY - 1) is instead a
- * `sleep 2.5` (ok) whose `run` is sent twice, back to back. The protocol
+ * `sleep 2.5TAG` (ok) whose `run` is sent twice, back to back. The protocol
  * makes ids unique among the jobs in flight, so the second is refused
  * `duplicate_id` while the first is in flight; if the first was answered
  * before the gateway read the second (possible when a stream election
@@ -82,14 +82,16 @@ static const kind_t kinds[] = {
     {"killed", "memory", 0, "python",
      "b = bytearray(512 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1",
      "{\"memory_bytes\": 67108864}"},
-    {"killed", "wall_time", 0, "sh", "sleep 5.432", "{\"wall_ms\": 300}"},
-    {"killed", "processes", 0, "sh", "while :; do sleep 5.433 & done",
+    {"killed", "wall_time", 0, "sh", "sleep 5.432%s", "{\"wall_ms\": 300}"},
+    {"killed", "processes", 0, "sh", "while :; do sleep 5.433%s & done",
      "{\"processes\": 8}"},
     {"ok", NULL, 0, "python", "pass", NULL},
 };
-static const kind_t held_kind = {"ok", NULL, 0, "sh", "sleep 2.5", NULL};
+static const kind_t held_kind = {"ok", NULL, 0, "sh", "sleep 2.5%s", NULL};
 
-static long dup_every; /* -d */
+static long dup_every;       /* -d */
+static const char *tag = ""; /* -t: digits after the sleeps' own, so that a
+                                script finds this run's job processes */
 
 static int is_dup(long i) { return dup_every > 0 && i % dup_every == dup_every - 1; }
 
@@ -220,12 +222,17 @@ static natsStatus connect_nats(const char *urls, natsConnection **nc) {
 static void submit(px_client_t *c, long i) {
   const kind_t *k = kind_of(i);
   cJSON *o = cJSON_CreateObject();
-  char id[32], *json;
+  char id[32], code[256], *json;
   snprintf(id, sizeof id, "ld-%ld", i);
+  const char *at = strstr(k->code, "%s"); /* where the tag goes */
+  if (at)
+    snprintf(code, sizeof code, "%.*s%s%s", (int)(at - k->code), k->code, tag, at + 2);
+  else
+    snprintf(code, sizeof code, "%s", k->code);
   cJSON_AddStringToObject(o, "type", "run");
   cJSON_AddStringToObject(o, "id", id);
   cJSON_AddStringToObject(o, "runtime", k->runtime);
-  cJSON_AddStringToObject(o, "code", k->code);
+  cJSON_AddStringToObject(o, "code", code);
   cJSON_AddStringToObject(o, "placement", "cluster");
   if (k->limits)
     cJSON_AddItemToObject(o, "limits", cJSON_Parse(k->limits));
@@ -430,7 +437,7 @@ int main(int argc, char **argv) {
   tally_t t = {0};
   char err[256];
   int opt;
-  while ((opt = getopt(argc, argv, "g:s:n:d:r:w:k:")) != -1) {
+  while ((opt = getopt(argc, argv, "g:s:n:d:r:w:k:t:")) != -1) {
     switch (opt) {
     case 'g': sock = optarg; break;
     case 's': urls = optarg; break;
@@ -439,12 +446,14 @@ int main(int argc, char **argv) {
     case 'r': rate = strtol(optarg, NULL, 10); break;
     case 'w': wait_s = strtol(optarg, NULL, 10); break;
     case 'k': killed_file = optarg; break;
+    case 't': tag = optarg; break;
     default: return 2;
     }
   }
-  if (!sock || !urls || n <= 0 || n > MAX_JOBS || dup_every < 0) {
+  if (!sock || !urls || n <= 0 || n > MAX_JOBS || dup_every < 0 ||
+      strspn(tag, "0123456789") != strlen(tag) || strlen(tag) > 8) {
     fprintf(stderr, "usage: px_cl_load -g SOCKET -s URLS -n N [-d EVERY] [-r RATE] "
-                    "[-w SECONDS] [-k KILLED_FILE]\n");
+                    "[-w SECONDS] [-k KILLED_FILE] [-t DIGITS]\n");
     return 2;
   }
   if (connect_nats(urls, &nc) != NATS_OK || natsConnection_JetStream(&js, nc, NULL) != NATS_OK ||
