@@ -117,11 +117,12 @@ char *px__svc_cl_stamp(const char *json, size_t len, const char *name,
 
 /* ---- PX_NODES and connection counts (nodes.c) ---- */
 
-/* Every worker's heartbeat in PX_NODES, read through js (thread-safe)
- * within a 2 s deadline: 0 with *nodes (malloc'd, sorted by name; NULL
- * and 0 when the bucket is missing or empty); PX_EIO with why; PX_ENOMEM. */
-int px__svc_cl_read_nodes(jsCtx *js, px_cluster_node_t **nodes, size_t *n, char *why,
-                          size_t whysz);
+/* Every worker's heartbeat in PX_NODES, read through l's connection
+ * (thread-safe) within a 2 s deadline: 0 with *nodes (malloc'd, sorted by
+ * name; NULL and 0 when the bucket is missing or empty); PX_EIO with why
+ * (not connected, or no answer); PX_ENOMEM. */
+int px__svc_cl_read_nodes(const px__svc_cl_link_t *l, px_cluster_node_t **nodes, size_t *n,
+                          char *why, size_t whysz);
 /* One heartbeat (JSON, the worker's) of worker name stored age_ms ago
  * into *nd; a field missing or of the wrong type reads as unknown. */
 void px__svc_cl_node_parse(const char *name, const char *data, size_t len,

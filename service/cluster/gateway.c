@@ -703,13 +703,7 @@ static void metrics_fn(void *ctx, px_cluster_metrics_t *m) {
 static int nodes_fn(void *ctx, px_cluster_node_t **nodes, size_t *n, char *why,
                     size_t whysz) {
   px_cluster_gateway_t *g = ctx;
-  *nodes = NULL;
-  *n = 0;
-  if (!px__svc_cl_link_connected(&g->link)) {
-    px_snprintf(why, whysz, "the NATS cluster is not reachable (cluster.servers)");
-    return PX_EIO;
-  }
-  return px__svc_cl_read_nodes(g->link.js, nodes, n, why, whysz);
+  return px__svc_cl_read_nodes(&g->link, nodes, n, why, whysz);
 }
 
 /* The cluster id's prefix: the name, only [A-Za-z0-9_-], 40 at most. */

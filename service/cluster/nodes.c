@@ -122,8 +122,9 @@ static int read_all(jsCtx *js, const jsStreamStateSubjects *subj, uint64_t until
   return rc;
 }
 
-int px__svc_cl_read_nodes(jsCtx *js, px_cluster_node_t **nodes, size_t *n, char *why,
-                          size_t whysz) {
+int px__svc_cl_read_nodes(const px__svc_cl_link_t *l, px_cluster_node_t **nodes, size_t *n,
+                          char *why, size_t whysz) {
+  jsCtx *js = l->js;
   jsOptions o;
   jsStreamInfo *si = NULL;
   jsErrCode jerr = 0;
@@ -132,6 +133,10 @@ int px__svc_cl_read_nodes(jsCtx *js, px_cluster_node_t **nodes, size_t *n, char 
   int rc;
   *nodes = NULL;
   *n = 0;
+  if (!px__svc_cl_link_connected(l)) {
+    px_snprintf(why, whysz, "the NATS cluster is not reachable (cluster.servers)");
+    return PX_EIO;
+  }
   jsOptions_Init(&o);
   o.Wait = READ_DEADLINE_MS;
   o.Stream.Info.SubjectsFilter = NODES_SUBJECT_PREFIX ">";

@@ -770,13 +770,7 @@ static void metrics_fn(void *ctx, px_cluster_metrics_t *m) {
 static int nodes_fn(void *ctx, px_cluster_node_t **nodes, size_t *n, char *why,
                     size_t whysz) {
   px_cluster_worker_t *w = ctx;
-  *nodes = NULL;
-  *n = 0;
-  if (!px__svc_cl_link_connected(&w->link)) {
-    px_snprintf(why, whysz, "the NATS cluster is not reachable (cluster.servers)");
-    return PX_EIO;
-  }
-  return px__svc_cl_read_nodes(w->link.js, nodes, n, why, whysz);
+  return px__svc_cl_read_nodes(&w->link, nodes, n, why, whysz);
 }
 
 static int check_credentials(const px_cluster_config_t *c) {
