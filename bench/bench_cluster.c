@@ -4,7 +4,7 @@
  * together mean anything).
  *
  *   px_bench_cluster [--rounds N] [--seconds S] [--ack-wait-ms MS]
- *                    [--json FILE]
+ *                    [--json FILE] [--trace FILE]
  *
  * It starts its own nats-server (JetStream, one node on loopback, file
  * storage, replicas 1), a local phoenix-executor (the baseline) and up to
@@ -19,6 +19,9 @@
  *   redelivery  a worker killed (SIGKILL) mid-job: the time from the kill
  *               to the job's one `executor_lost` result, against the ack
  *               wait it is bound by
+ * --trace FILE: the submit, publish-ack and result times of each measured
+ * cluster job; with PX_BENCH_LOG_LEVEL=trace, bench/cluster_lat.py joins
+ * them with the workers' step stamps (where the added time goes).
  * Prints a table and writes JSON. Needs root (the sandbox does) and
  * nats-server on PATH.
  */
@@ -63,7 +66,13 @@ typedef struct {
   double seconds;
   int ack_wait_ms;
   const char *json_path;
+  const char *trace_path; /* --trace: per job stamps, for the breakdown */
 } opts_t;
+
+/* --trace: one line per measured cluster job, "id submit puback result"
+ * in monotonic ns, to join with the workers' `cluster-lat` stamps
+ * (PX_BENCH_LOG_LEVEL=trace; bench/cluster_lat.py). */
+static FILE *trace_out;
 
 #define CK(call)                                                             \
   do {                                                                       \
@@ -254,10 +263,13 @@ static cJSON *cluster_wait(cluster_t *c, const char *id, int timeout_ms) {
 }
 
 static double cluster_job_ms(cluster_t *c, const char *id) {
-  double t0 = now_ms();
+  double t0 = now_ms(), t1;
   cJSON *r;
   cluster_submit(c, id, "true", "");
+  t1 = now_ms();
   r = cluster_wait(c, id, 30000);
+  if (trace_out)
+    fprintf(trace_out, "%s %.0f %.0f %.0f\n", id, t0 * 1e6, t1 * 1e6, now_ms() * 1e6);
   if (strcmp(str_of(r, "status"), "ok") != 0) {
     fprintf(stderr, "bench: cluster job %s ended %s (%s)\n", id,
             str_of(r, "status"), code_of(r));
@@ -353,45 +365,63 @@ static void bench_rtt(const daemon_t *local, cluster_t *cl, const opts_t *o,
   free(clu.v);
 }
 
-/* Jobs/s through the local daemon, WINDOW outstanding on one connection. */
-static double local_throughput(const daemon_t *d, double seconds) {
-  px_client_t *c = connect_daemon(d);
+/* One way to send a trivial job and read a result: through the local
+ * daemon or through the cluster. */
+typedef struct {
+  void (*send)(void *ctx, const char *id);
+  cJSON *(*recv)(void *ctx); /* the next result; exits when none comes */
+  void *ctx;
+} path_t;
+
+static void local_path_send(void *ctx, const char *id) { local_send(ctx, id); }
+
+static cJSON *local_path_recv(void *ctx) { return local_recv(ctx, "result"); }
+
+static void cluster_path_send(void *ctx, const char *id) {
+  cluster_submit(ctx, id, "true", "");
+}
+
+static cJSON *cluster_path_recv(void *ctx) {
+  cJSON *r = cluster_result(ctx, 30000);
+  if (!r) {
+    fprintf(stderr, "bench: the cluster's results stopped\n");
+    exit(1);
+  }
+  return r;
+}
+
+/* Jobs/s through path p, WINDOW outstanding; ids "<tag><n>". */
+static double throughput(const path_t *p, const char *tag, double seconds) {
   double t0 = now_ms(), end = t0 + seconds * 1000.0;
   long sent = 0, done = 0;
   char id[48];
   while (now_ms() < end || done < sent) {
-    cJSON *r;
     while (sent - done < WINDOW && now_ms() < end) {
-      snprintf(id, sizeof id, "tl%ld", sent++);
-      local_send(c, id);
+      snprintf(id, sizeof id, "%s%ld", tag, sent++);
+      p->send(p->ctx, id);
     }
-    r = local_recv(c, "result");
+    cJSON_Delete(p->recv(p->ctx));
     done++;
-    cJSON_Delete(r);
   }
-  px_client_close(c);
   return (double)done / ((now_ms() - t0) / 1000.0);
 }
 
-/* Jobs/s through the workers, WINDOW outstanding. */
+static double local_throughput(const daemon_t *d, double seconds) {
+  px_client_t *c = connect_daemon(d);
+  path_t p = {local_path_send, local_path_recv, NULL};
+  double r;
+  p.ctx = c;
+  r = throughput(&p, "tl", seconds);
+  px_client_close(c);
+  return r;
+}
+
 static double cluster_throughput(cluster_t *cl, double seconds, int round) {
-  double t0 = now_ms(), end = t0 + seconds * 1000.0;
-  long sent = 0, done = 0;
-  char id[48];
-  while (now_ms() < end || done < sent) {
-    cJSON *r;
-    while (sent - done < WINDOW && now_ms() < end) {
-      snprintf(id, sizeof id, "tc%d-%ld", round, sent++);
-      cluster_submit(cl, id, "true", "");
-    }
-    if (!(r = cluster_result(cl, 30000))) {
-      fprintf(stderr, "bench: results stopped (%ld of %ld)\n", done, sent);
-      exit(1);
-    }
-    done++;
-    cJSON_Delete(r);
-  }
-  return (double)done / ((now_ms() - t0) / 1000.0);
+  path_t p = {cluster_path_send, cluster_path_recv, NULL};
+  char tag[16];
+  p.ctx = cl;
+  snprintf(tag, sizeof tag, "tc%d-", round);
+  return throughput(&p, tag, seconds);
 }
 
 /* Which worker holds job id: the PX_STARTED marker's value. */
@@ -451,7 +481,7 @@ static void write_json(const char *path, cJSON *out) {
 }
 
 int main(int argc, char **argv) {
-  opts_t o = {300, 10.0, 3000, "bench-cluster.json"};
+  opts_t o = {300, 10.0, 3000, "bench-cluster.json", NULL};
   nats_t srv;
   daemon_t local, w[MAX_WORKERS];
   int alive[MAX_WORKERS] = {0}, i;
@@ -466,9 +496,11 @@ int main(int argc, char **argv) {
       o.ack_wait_ms = (int)strtol(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--json") && i + 1 < argc)
       o.json_path = argv[++i];
+    else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
+      o.trace_path = argv[++i];
     else {
       fprintf(stderr, "usage: %s [--rounds N] [--seconds S] [--ack-wait-ms MS]"
-                      " [--json FILE]\n", argv[0]);
+                      " [--json FILE] [--trace FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -477,6 +509,10 @@ int main(int argc, char **argv) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN); /* checksrc: allow - benchmark harness */
+  if (o.trace_path && !(trace_out = fopen(o.trace_path, "w"))) {
+    fprintf(stderr, "bench: cannot write %s\n", o.trace_path);
+    return 2;
+  }
   nats_start(&srv);
   local_start(&local);
   printf("nats-server %s (JetStream, 1 node, file storage, R1); %d rounds, "
@@ -520,6 +556,8 @@ int main(int argc, char **argv) {
   daemon_stop(&local);
   nats_stop(&srv);
   write_json(o.json_path, out);
+  if (trace_out)
+    fclose(trace_out);
   cJSON_Delete(out);
   nats_Close();
   return 0;

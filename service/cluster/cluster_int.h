@@ -6,6 +6,8 @@
 #define PX_SVC_CLUSTER_INT_H
 
 #include "px/px_config.h"
+#include "px/px_log.h"
+#include "px/px_os.h"
 #include "px/px_result.h"
 #include "px/px_service.h"
 
@@ -18,6 +20,14 @@
 #define PX__CL_SUBMITTER_MAX 128
 #define PX__CL_NPRIO 3 /* high, normal, low: fetched in this order */
 #define PX__CL_FETCH_WAIT_MS 10 /* a pull request's expiry */
+
+/* Latency stamps of a cluster job's steps (monotonic ns, comparable across
+ * processes of one host), at log level trace only: the level test comes
+ * first, so they cost nothing by default. bench/bench_cluster.c --trace
+ * joins them with the submitter's own (bench/README.md, cluster). */
+#define PX__CL_LAT(id, step)                                                 \
+  PX_LOG(PX_LOG_TRACE, "cluster-lat %s %s %llu", (id), (step),              \
+         (unsigned long long)px_now_ns())
 
 /* The connection and everything bound on it. */
 typedef struct {

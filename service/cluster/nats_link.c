@@ -287,6 +287,11 @@ static void on_bell_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg,
   (void)nc;
   (void)sub;
   last = subj ? strrchr(subj, '.') : NULL;
+  if ((int)PX_LOG_TRACE >= px_log_threshold) {
+    const char *cid = NULL;
+    natsMsgHeader_Get(msg, "Nats-Msg-Id", &cid);
+    PX__CL_LAT(cid ? cid : "?", "bell");
+  }
   for (i = 0; last && i < PX__CL_NPRIO; i++)
     if (strcmp(last + 1, prio_names[i]) == 0 && l->on_bell)
       l->on_bell(l->cancel_ctx, i);

@@ -2,29 +2,36 @@
  * (cluster.h; docs/cluster-protocol.md, "Worker loop").
  *
  * DESIGN
- * One worker thread owns the link's JetStream side: it fetches job
- * messages, writes the PX_STARTED marker, feeds each `run` to the session,
- * publishes results and acks, writes the heartbeat. A second thread, the
- * keeper, only sends InProgress for every job held, every ack_wait/3: the
- * worker thread can wait seconds in a JetStream request while the cluster
- * elects a leader, and a job must not be redelivered (and answered
- * executor_lost elsewhere) because of that. A result that cannot be
- * published is retried (same message id: the stream keeps one) for up to
+ * The worker thread fetches job messages, writes the PX_STARTED marker,
+ * feeds each `run` to the session, handles cancels, writes the heartbeat.
+ * The answerer thread publishes results and acks. They are two because a
+ * pull request blocks its thread until a message comes or it expires
+ * (libnats 3.4.1 has no asynchronous pull): a result queued behind an
+ * empty pull waited out its expiry, about 4 ms of the 6 ms a cluster job
+ * added (bench/README.md, cluster). A third thread, the keeper, only
+ * sends InProgress for every job held, every ack_wait/3: a thread can
+ * wait seconds in a JetStream request while the cluster elects a leader,
+ * and a job must not be redelivered (and answered executor_lost
+ * elsewhere) because of that. A result that cannot be published is
+ * retried (same message id: the stream keeps one) for up to
  * RESULT_RETRY_MS, its job still held and kept in progress meanwhile. The
  * session answers from the engine's threads through on_send(): `started`
  * and `output` go out at once as core publishes (thread-safe, buffered in
  * libnats); a final answer (`result`, or an `error` naming a job) is
- * queued for the worker thread, which publishes it through JetStream, acks
- * the job message and frees its slot. A cancel (px.cancel.<id>, on a NATS
- * thread) is queued the same way. Lock order: the session's lock, then
- * w->lock; the worker thread never holds w->lock while it calls into the
- * session or the service.
+ * queued for the answerer, which publishes it through JetStream, acks the
+ * job message and frees its slot. A cancel (px.cancel.<id>, on a NATS
+ * thread) is queued for the worker thread: the thread that admits a job
+ * (table, then session) is the one that cancels it, so a cancel never
+ * reaches the session between the two. Lock order: the session's lock,
+ * then w->lock; no thread holds w->lock while it calls into the session
+ * or the service.
  *
  *   fetch -> check (bad: Term + error result) -> KV create PX_STARTED/<id>
  *     (exists, on a redelivery: executor_lost result + ack, unless retry
  *     idempotent; on a first delivery: left to its redelivery)
  *     -> table -> px_session_on_payload
- *   on_send(result) -> queue -> JetStream publish (Nats-Msg-Id) -> ack
+ *   on_send(result) -> answer queue -> (answerer) JetStream publish
+ *     (Nats-Msg-Id) -> ack
  */
 #include "cluster/cluster.h"
 #include "cluster/cluster_int.h"
@@ -61,7 +68,7 @@ typedef struct {
   natsMsg *msg; /* owned: the job message, acked after its result */
   uint64_t seq; /* its sequence in PX_JOBS */
   int lost;     /* its answer could not be queued (out of memory) */
-  int answering; /* its result is being published (worker thread) */
+  int answering; /* its result is being published (answerer) */
   char submitter[PX__CL_SUBMITTER_MAX + 1];
   char marker[MARKER_MAX + 1]; /* its PX_STARTED value: renewed as it is */
 } job_t;
@@ -73,6 +80,10 @@ typedef struct item_s {
   size_t len;
 } item_t;
 
+typedef struct {
+  item_t *head, *tail;
+} queue_t;
+
 struct px_cluster_worker_s {
   const px_config_t *cfg; /* borrowed */
   px_service_t *svc;      /* borrowed */
@@ -81,14 +92,17 @@ struct px_cluster_worker_s {
   px_session_t *sess;     /* owned */
   px_thread_t thread;
   px_thread_t keeper;     /* InProgress for the jobs held */
-  int keeper_started;
+  px_thread_t answerer;   /* publishes results, acks */
+  int keeper_started, answerer_started;
   px_mutex_t lock;        /* guards all below */
-  px_cond_t wake;
+  px_cond_t wake;         /* the worker thread */
   px_cond_t keeper_wake;
+  px_cond_t answer_wake;  /* the answerer */
   job_t *jobs;            /* cluster.slots entries, njobs used */
   size_t njobs;
   int64_t pool_pending;   /* status.cluster.pending; -1 unknown */
-  item_t *head, *tail;    /* answers and cancels for the worker thread */
+  queue_t cancels;        /* for the worker thread */
+  queue_t answers;        /* final answers, for the answerer */
   int accept;             /* fetch new jobs */
   int bell[PX__CL_NPRIO]; /* pull requests owed to each priority's doorbell */
   uint64_t next_scan;     /* worker thread only: the next full pull */
@@ -126,6 +140,33 @@ static natsMsg *take_job(px_cluster_worker_t *w, const char *id, char *submitter
   return m;
 }
 
+/* ---- the queues (w->lock held) ---- */
+
+static void q_push(queue_t *q, item_t *it) {
+  if (q->tail)
+    q->tail->next = it;
+  else
+    q->head = it;
+  q->tail = it;
+}
+
+static item_t *q_pop(queue_t *q) {
+  item_t *it = q->head;
+  if (it && !(q->head = it->next))
+    q->tail = NULL;
+  return it;
+}
+
+static void q_free(queue_t *q) {
+  item_t *it;
+  while ((it = q_pop(q)) != NULL) {
+    free(it->json);
+    free(it);
+  }
+}
+
+/* A final answer (json) for the answerer, or a cancel (json NULL) for the
+ * worker thread. */
 static void push_item(px_cluster_worker_t *w, const char *id, const char *json,
                       size_t len) {
   item_t *it = calloc(1, sizeof *it);
@@ -147,12 +188,8 @@ static void push_item(px_cluster_worker_t *w, const char *id, const char *json,
     it->len = len;
   }
   px_mutex_lock(&w->lock);
-  if (w->tail)
-    w->tail->next = it;
-  else
-    w->head = it;
-  w->tail = it;
-  px_cond_signal(&w->wake);
+  q_push(json ? &w->answers : &w->cancels, it);
+  px_cond_signal(json ? &w->answer_wake : &w->wake);
   px_mutex_unlock(&w->lock);
 }
 
@@ -178,8 +215,10 @@ static int on_send(void *ctx, const char *json, size_t len) {
     if (strcmp(t, "error") == 0)
       PX_LOG(PX_LOG_WARN, "cluster: the session answered an error naming no job");
   } else if (strcmp(t, "started") == 0 || strcmp(t, "output") == 0) {
+    PX__CL_LAT(id->valuestring, t);
     publish_event(w, id->valuestring, json, len);
   } else if (strcmp(t, "result") == 0 || strcmp(t, "error") == 0) {
+    PX__CL_LAT(id->valuestring, "answer");
     push_item(w, id->valuestring, json, len); /* final */
   } /* accepted: a local client's queue position; not a cluster event */
   cJSON_Delete(o);
@@ -281,15 +320,19 @@ static void finish_item(px_cluster_worker_t *w, item_t *it) {
     PX_LOG(PX_LOG_DEBUG, "cluster: answer for job %s, which is not held", it->id);
     return;
   }
+  PX__CL_LAT(it->id, "drained");
   rc = publish_retrying(w, it->id, it->json, submitter);
+  PX__CL_LAT(it->id, "published");
   px_mutex_lock(&w->lock);
   m = take_job(w, it->id, submitter);
+  px_cond_signal(&w->wake); /* a slot is free: fetch */
   px_mutex_unlock(&w->lock);
   if (!m)
     return;
-  if (rc == 0)
+  if (rc == 0) {
     natsMsg_Ack(m, NULL);
-  else /* not acked: the redelivery answers executor_lost (or dedupes) */
+    PX__CL_LAT(it->id, "acked");
+  } else /* not acked: the redelivery answers executor_lost (or dedupes) */
     PX_LOG(PX_LOG_ERROR, "cluster: the result of job %s was not published; "
                          "its message is left to redelivery", it->id);
   if (rc != 0)
@@ -310,22 +353,36 @@ static void cancel_item(px_cluster_worker_t *w, const char *id) {
   px_session_on_payload(w->sess, req, strlen(req));
 }
 
-/* Everything queued; 1 if there was something. */
-static int drain(px_cluster_worker_t *w) {
+/* Every cancel queued (worker thread); 1 if there was one. */
+static int drain_cancels(px_cluster_worker_t *w) {
   item_t *it;
   int any = 0;
   for (;;) {
     px_mutex_lock(&w->lock);
-    if ((it = w->head) != NULL && !(w->head = it->next))
-      w->tail = NULL;
+    it = q_pop(&w->cancels);
     px_mutex_unlock(&w->lock);
     if (!it)
       return any;
     any = 1;
-    if (it->json)
-      finish_item(w, it);
-    else
-      cancel_item(w, it->id);
+    cancel_item(w, it->id);
+    free(it);
+  }
+}
+
+/* The answerer: each final answer published and acked, in order, until
+ * the worker stops and its answers are out (or the flush deadline). */
+static void answerer_main(void *arg) {
+  px_cluster_worker_t *w = arg;
+  item_t *it;
+  for (;;) {
+    px_mutex_lock(&w->lock);
+    while (!w->answers.head && !w->stop)
+      px_cond_wait(&w->answer_wake, &w->lock);
+    it = w->stop && px_now_ms() >= w->flush_until ? NULL : q_pop(&w->answers);
+    px_mutex_unlock(&w->lock);
+    if (!it)
+      return; /* stopping: what is left is not acked, so redelivered */
+    finish_item(w, it);
     free(it->json);
     free(it);
   }
@@ -483,6 +540,7 @@ static void admit(px_cluster_worker_t *w, natsMsg **m, const px__svc_cl_job_t *j
   w->ctr.jobs_taken++;
   px_mutex_unlock(&w->lock);
   PX_LOG(PX_LOG_INFO, "cluster: job %s taken (submitter \"%.64s\")", j->id, j->submitter);
+  PX__CL_LAT(j->id, "admit");
   px_session_on_payload(w->sess, j->payload, j->len);
 }
 
@@ -512,6 +570,8 @@ static void take_message(px_cluster_worker_t *w, natsMsg *m) {
   rc = px__svc_cl_job_parse(natsMsg_GetData(m), (size_t)natsMsg_GetDataLength(m),
                             &w->cfg->request, &j);
   n = px__svc_cl_deliveries(m, &seq);
+  if (rc == 0)
+    PX__CL_LAT(j.id, "fetched");
   if (rc == PX_EINVAL) {
     refuse_message(w, m, &j);
   } else if (rc != 0) {
@@ -522,6 +582,7 @@ static void take_message(px_cluster_worker_t *w, natsMsg *m) {
     px_mutex_unlock(&w->lock);
     new_marker(w, marker);
     rc = held ? PX_EBUSY : mark_started(w, m, j.id, marker);
+    PX__CL_LAT(j.id, "marked");
     if (rc == PX_EBUSY)
       held_again(w, &m, &j, seq);
     else if (rc == PX_EEXIST && !j.idempotent && n <= 1)
@@ -708,7 +769,7 @@ static void worker_main(void *arg) {
   natsMsg *m = NULL;
   int ok = 0, logged = 0, stop = 0;
   while (rep && !stop) {
-    int busy = drain(w), fetching;
+    int busy = drain_cancels(w), fetching;
     tick(w, &d, rep, &ok, &logged);
     if ((fetching = may_fetch(w, ok)) != 0 && fetch_next(w, &m) == 0 && m) {
       if (px_service_would_admit(w->svc)) {
@@ -720,10 +781,11 @@ static void worker_main(void *arg) {
       continue;
     }
     px_mutex_lock(&w->lock);
-    stop = w->stop && (!w->head || px_now_ms() >= w->flush_until);
-    if (!stop && !busy && !w->head && !(fetching && bells(w))) {
-      /* Idle: until a doorbell, an answer or the next scan; with no slot
-       * free (or no attestation), until an answer or a short while. */
+    stop = w->stop; /* the answerer publishes what is left */
+    if (!stop && !busy && !w->cancels.head && !(fetching && bells(w))) {
+      /* Idle: until a doorbell, a cancel, a freed slot or the next scan;
+       * with no slot free (or no attestation), until a slot frees or a
+       * short while. */
       uint64_t now = px_now_ms(), wait = IDLE_WAIT_MS;
       if (fetching)
         wait = w->next_scan > now ? w->next_scan - now : 0;
@@ -801,33 +863,38 @@ static px_cluster_worker_t *worker_new(const px_config_t *cfg, px_service_t *svc
   px_mutex_init(&w->lock);
   px_cond_init(&w->wake);
   px_cond_init(&w->keeper_wake);
+  px_cond_init(&w->answer_wake);
   return w;
 }
 
 static void worker_free(px_cluster_worker_t *w) {
-  item_t *it;
   size_t i;
   px_session_close(w->sess); /* no on_send after this */
   px__svc_cl_link_close(&w->link);
-  while ((it = w->head) != NULL) {
-    w->head = it->next;
-    free(it->json);
-    free(it);
-  }
+  q_free(&w->cancels);
+  q_free(&w->answers);
   for (i = 0; i < w->njobs; i++) /* not acked: redelivered */
     natsMsg_Destroy(w->jobs[i].msg);
   free(w->jobs);
+  px_cond_destroy(&w->answer_wake);
   px_cond_destroy(&w->keeper_wake);
   px_cond_destroy(&w->wake);
   px_mutex_destroy(&w->lock);
   free(w);
 }
 
-static void stop_keeper(px_cluster_worker_t *w) {
+/* The answerer (after its flush: w->flush_until), then the keeper. */
+static void stop_helpers(px_cluster_worker_t *w) {
+  px_mutex_lock(&w->lock);
+  w->stop = 1;
+  px_cond_signal(&w->answer_wake);
+  px_mutex_unlock(&w->lock);
+  if (w->answerer_started)
+    px_thread_join(w->answerer);
+  w->answerer_started = 0;
   if (!w->keeper_started)
     return;
   px_mutex_lock(&w->lock);
-  w->stop = 1;
   px_cond_signal(&w->keeper_wake);
   px_mutex_unlock(&w->lock);
   px_thread_join(w->keeper);
@@ -860,6 +927,9 @@ int px_cluster_worker_open(const px_config_t *cfg, px_service_t *svc,
   if ((rc = px_thread_create(&w->keeper, keeper_main, w)) != 0)
     goto fail;
   w->keeper_started = 1;
+  if ((rc = px_thread_create(&w->answerer, answerer_main, w)) != 0)
+    goto fail;
+  w->answerer_started = 1;
   if ((rc = px_thread_create(&w->thread, worker_main, w)) != 0)
     goto fail;
   px_service_set_cluster(svc, status_fn, w);
@@ -870,7 +940,7 @@ int px_cluster_worker_open(const px_config_t *cfg, px_service_t *svc,
   *out = w;
   return 0;
 fail:
-  stop_keeper(w);
+  stop_helpers(w);
   worker_free(w);
   return rc;
 }
@@ -896,7 +966,7 @@ void px_cluster_worker_close(px_cluster_worker_t *w, uint64_t flush_timeout_ms) 
   px_cond_signal(&w->wake);
   px_mutex_unlock(&w->lock);
   px_thread_join(w->thread);
-  stop_keeper(w);
+  stop_helpers(w);
   worker_free(w);
   nats_Close(); /* libnats' own threads and memory: one worker per process */
 }
