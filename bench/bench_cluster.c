@@ -3,8 +3,8 @@
  * in the same run (these machines are noisy: only ratios measured
  * together mean anything).
  *
- *   px_bench_cluster [--rounds N] [--seconds S] [--ack-wait-ms MS]
- *                    [--json FILE] [--trace FILE]
+ *   px_bench_cluster [--rounds N] [--idle-rounds N] [--seconds S]
+ *                    [--ack-wait-ms MS] [--json FILE] [--trace FILE]
  *
  * It starts its own nats-server (JetStream, one node on loopback, file
  * storage, replicas 1), a local phoenix-executor (the baseline) and up to
@@ -12,7 +12,13 @@
  * and work root, then measures:
  *   rtt         one client, one trivial job at a time (`true`), alternating
  *               local and cluster jobs: p50 and p99 of each, and what the
- *               cluster adds
+ *               cluster adds; each job 50 ms after the last one's answer
+ *               (the workers that lost the job have ended their pull
+ *               requests by then, so neither figure carries the other's
+ *               aftermath)
+ *   idle        the same, each job after 1 s of idle (--idle-rounds, 20
+ *               by default): the sporadic job users meet, the workers
+ *               asleep between their 250 ms scans
  *   throughput  jobs/s with the queue kept full (32 outstanding), local
  *               daemon vs 1, 2 and 3 workers (this machine has 2 cores:
  *               three workers share them with nats-server and the client)
@@ -62,7 +68,7 @@
   " \"max_concurrent\": 0}]"
 
 typedef struct {
-  int rounds;
+  int rounds, idle_rounds;
   double seconds;
   int ack_wait_ms;
   const char *json_path;
@@ -331,9 +337,45 @@ static void add_row(cJSON *out, const char *key, series_t *s) {
   cJSON_AddNumberToObject(o, "n", (double)s->n);
 }
 
+#define SETTLE_MS 50 /* before each rtt job: the last one's aftermath is over */
+
+/* rounds of (pause, local job, pause, cluster job); the rows printed and
+ * put into out as <key>_local, <key>_cluster, <key>_added_p50_ms/p99. */
+static void rtt_series(px_client_t *c, cluster_t *cl, int rounds, int pause_ms,
+                       const char *key, const char *what, cJSON *out) {
+  series_t loc = {0}, clu = {0};
+  char id[48], name[64];
+  int i;
+  for (i = 0; i < rounds; i++) {
+    usleep((useconds_t)pause_ms * 1000);
+    snprintf(id, sizeof id, "%s-l%d", key, i);
+    push(&loc, local_job_ms(c, id));
+    usleep((useconds_t)pause_ms * 1000);
+    snprintf(id, sizeof id, "%s-c%d", key, i);
+    push(&clu, cluster_job_ms(cl, id));
+  }
+  printf("%s:\n", what);
+  printf("%-46s %9.2f ms %9.2f ms\n", "  trivial job, local daemon", pct(&loc, 0.5),
+         pct(&loc, 0.99));
+  printf("%-46s %9.2f ms %9.2f ms\n", "  trivial job, through one of 3 workers",
+         pct(&clu, 0.5), pct(&clu, 0.99));
+  printf("%-46s %+9.2f ms %+9.2f ms   (target: at most +2 ms p50)\n",
+         "  added by the cluster", pct(&clu, 0.5) - pct(&loc, 0.5),
+         pct(&clu, 0.99) - pct(&loc, 0.99));
+  snprintf(name, sizeof name, "%s_local", key);
+  add_row(out, name, &loc);
+  snprintf(name, sizeof name, "%s_cluster", key);
+  add_row(out, name, &clu);
+  snprintf(name, sizeof name, "%s_added_p50_ms", key);
+  cJSON_AddNumberToObject(out, name, pct(&clu, 0.5) - pct(&loc, 0.5));
+  snprintf(name, sizeof name, "%s_added_p99_ms", key);
+  cJSON_AddNumberToObject(out, name, pct(&clu, 0.99) - pct(&loc, 0.99));
+  free(loc.v);
+  free(clu.v);
+}
+
 static void bench_rtt(const daemon_t *local, cluster_t *cl, const opts_t *o,
                       cJSON *out) {
-  series_t loc = {0}, clu = {0};
   px_client_t *c = connect_daemon(local);
   char id[48];
   int i;
@@ -343,26 +385,12 @@ static void bench_rtt(const daemon_t *local, cluster_t *cl, const opts_t *o,
     snprintf(id, sizeof id, "warm-c%d", i);
     cluster_job_ms(cl, id);
   }
-  for (i = 0; i < o->rounds; i++) {
-    snprintf(id, sizeof id, "rtt-l%d", i);
-    push(&loc, local_job_ms(c, id));
-    snprintf(id, sizeof id, "rtt-c%d", i);
-    push(&clu, cluster_job_ms(cl, id));
-  }
+  rtt_series(c, cl, o->rounds, SETTLE_MS, "rtt",
+             "one job at a time, 50 ms after the last answer", out);
+  if (o->idle_rounds > 0)
+    rtt_series(c, cl, o->idle_rounds, 1000, "idle",
+               "a sporadic job: each after 1 s of idle", out);
   px_client_close(c);
-  printf("%-46s %9.2f ms %9.2f ms\n", "trivial job, local daemon", pct(&loc, 0.5),
-         pct(&loc, 0.99));
-  printf("%-46s %9.2f ms %9.2f ms\n", "trivial job, through one of 3 workers",
-         pct(&clu, 0.5), pct(&clu, 0.99));
-  printf("%-46s %+9.2f ms %+9.2f ms   (target: at most +2 ms p50)\n",
-         "added by the cluster", pct(&clu, 0.5) - pct(&loc, 0.5),
-         pct(&clu, 0.99) - pct(&loc, 0.99));
-  add_row(out, "rtt_local", &loc);
-  add_row(out, "rtt_cluster", &clu);
-  cJSON_AddNumberToObject(out, "rtt_added_p50_ms", pct(&clu, 0.5) - pct(&loc, 0.5));
-  cJSON_AddNumberToObject(out, "rtt_added_p99_ms", pct(&clu, 0.99) - pct(&loc, 0.99));
-  free(loc.v);
-  free(clu.v);
 }
 
 /* One way to send a trivial job and read a result: through the local
@@ -481,7 +509,7 @@ static void write_json(const char *path, cJSON *out) {
 }
 
 int main(int argc, char **argv) {
-  opts_t o = {300, 10.0, 3000, "bench-cluster.json", NULL};
+  opts_t o = {300, 20, 10.0, 3000, "bench-cluster.json", NULL};
   nats_t srv;
   daemon_t local, w[MAX_WORKERS];
   int alive[MAX_WORKERS] = {0}, i;
@@ -490,6 +518,8 @@ int main(int argc, char **argv) {
   for (i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
       o.rounds = (int)strtol(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--idle-rounds") && i + 1 < argc)
+      o.idle_rounds = (int)strtol(argv[++i], NULL, 10);
     else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
       o.seconds = strtod(argv[++i], NULL);
     else if (!strcmp(argv[i], "--ack-wait-ms") && i + 1 < argc)
@@ -499,8 +529,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--trace") && i + 1 < argc)
       o.trace_path = argv[++i];
     else {
-      fprintf(stderr, "usage: %s [--rounds N] [--seconds S] [--ack-wait-ms MS]"
-                      " [--json FILE] [--trace FILE]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--rounds N] [--idle-rounds N] [--seconds S]"
+                      " [--ack-wait-ms MS] [--json FILE] [--trace FILE]\n", argv[0]);
       return 2;
     }
   }

@@ -23,7 +23,9 @@ document of every *.yaml:
 - every *.json key of a ConfigMap is a JSON object with cluster.mode
   "worker" and a pool.
 With --daemon (a phoenix-executor whose defaults have a `cluster` block),
-each Linux config (a key ending -linux.json) must pass its --check-config.
+each Linux config (a key ending -linux.json) must pass its --check-config
+(the files it names under cluster.credentials and cluster.tls_ca_file,
+which a Secret provides at run time, replaced by stand-ins).
 Exit status: 0 clean; 1 findings (each printed); 2 usage or no PyYAML.
 """
 import json
@@ -192,9 +194,23 @@ def check_configs(configmaps, daemon):
 
 def check_with_daemon(where, text, daemon):
     # The daemon's file check wants a root-owned file, not group/other
-    # writable, in a directory of the same kind: a private temp dir.
+    # writable, in a directory of the same kind: a private temp dir. The
+    # files the config names under cluster.credentials and
+    # cluster.tls_ca_file come from a Secret at run time: stand-ins (the
+    # credentials 0600, as the daemon's secret check requires) take their
+    # place here, so that what is checked is the config around them.
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)
+        cfg = json.loads(text)
+        cl = cfg.get("cluster") if isinstance(cfg, dict) else None
+        for key, mode in (("credentials", 0o600), ("tls_ca_file", 0o644)):
+            if isinstance(cl, dict) and isinstance(cl.get(key), str):
+                stand_in = os.path.join(tmp, key)
+                with open(stand_in, "w", encoding="utf-8"):
+                    pass
+                os.chmod(stand_in, mode)
+                cl[key] = stand_in
+        text = json.dumps(cfg)
         path = os.path.join(tmp, "executor.json")
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
