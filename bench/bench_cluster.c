@@ -38,6 +38,7 @@
 #include <nats/nats.h>
 
 #include <arpa/inet.h>
+#include <glob.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -473,6 +474,21 @@ static int holder_of(cluster_t *cl, const char *id) {
   return w;
 }
 
+/* A daemon killed with SIGKILL leaves its warm pool's slot cgroups
+ * (px-slot-<tag>-<pid>-<n>, empty: their stubs died with it); the next
+ * daemon of that work root would remove them, but none comes. */
+static void remove_slot_cgroups(pid_t pid) {
+  char pat[128];
+  glob_t g;
+  size_t i;
+  snprintf(pat, sizeof pat, "/sys/fs/cgroup/*/px-slot-*-%d-*", (int)pid);
+  if (glob(pat, 0, NULL, &g) != 0)
+    return;
+  for (i = 0; i < g.gl_pathc; i++)
+    rmdir(g.gl_pathv[i]);
+  globfree(&g);
+}
+
 static void bench_redelivery(cluster_t *cl, daemon_t *w, int *alive,
                              const opts_t *o, cJSON *out) {
   double t_kill;
@@ -488,6 +504,7 @@ static void bench_redelivery(cluster_t *cl, daemon_t *w, int *alive,
   t_kill = now_ms();
   waitpid(w[k].pid, NULL, 0);
   alive[k] = 0;
+  remove_slot_cgroups(w[k].pid);
   r = cluster_wait(cl, id, o->ack_wait_ms * 4 + 30000);
   printf("%-46s %9.0f ms   (%s %s; ack wait %d ms)\n",
          "worker killed mid-job -> its one result", now_ms() - t_kill,
