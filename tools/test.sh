@@ -16,7 +16,9 @@
 # in the CPU the Linux and Windows tests leave idle (a third or more: they
 # wait on processes, pipes and timers). From the Linux build on, at nice
 # 19: the ASan and fuzz builds, then cppcheck and clang-tidy, then the
-# fuzzers (time-bounded: they make fewer runs, not longer). From the end
+# fuzzers (time-bounded: they make fewer runs, not longer). During the
+# Linux tests, at nice 10: the Windows cross build (its long tail is tests
+# that run alone, mostly on one core). From the end
 # of the Linux tests on, at nice 5: Valgrind over the unit suite, whose
 # tests wait on timers of their own and so get a share (about a quarter
 # of the CPU when the Windows tests want all of it) and scaled runner
@@ -128,18 +130,30 @@ bg_builds_analysis() {
 bg_memcheck_unit() {
     PX_MEMCHECK_ONLY=unit tools/memcheck.sh build/linux-native
 }
+# The Windows cross build (its mingw dependencies first on a fresh
+# machine), during the Linux tests: their last five minutes are tests that
+# must run alone (they count the host's job cgroups and processes, or
+# use the private dockerd), mostly on one core.
+bg_windows_build() {
+    set -e
+    local t0
+    t0=$(date +%s)
+    cmake --preset windows-mingw -DPX_WERROR=ON >/dev/null
+    cmake --build build/windows-mingw -j "$jobs"
+    echo "-- Windows build done after $(( $(date +%s) - t0 )) s"
+}
 if [ "${PX_QUICK:-0}" != 1 ]; then
     rm -f build/analysis.rc build/fuzz.rc
     bg_start builds-analysis 19 bg_builds_analysis
 fi
 
 step "Linux: tests"
+bg_start windows-build 10 bg_windows_build
 run_ctest linux build/linux-native || fail "Linux tests"
 [ "${PX_QUICK:-0}" != 1 ] && bg_start memcheck-unit 5 bg_memcheck_unit
 
-step "Windows (mingw-w64): dependencies, configure and build"
-cmake --preset windows-mingw -DPX_WERROR=ON >/dev/null || fail "Windows configure"
-cmake --build build/windows-mingw -j "$jobs" || fail "Windows build"
+step "Windows (mingw-w64): dependencies, configure and build (ran in the background)"
+bg_wait windows-build || fail "Windows configure or build (in the background)"
 
 step "Windows: tests under Wine"
 run_ctest windows build/windows-mingw tools/wine-env.sh run || fail "Windows tests"
