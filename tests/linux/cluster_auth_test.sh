@@ -110,13 +110,7 @@ wait_log() { # wait_log NAME PATTERN [TENTHS]: until the daemon's log matches
   fail "$1: no \"$2\" in its log"
 }
 exited() { # exited NAME: the daemon exited at start with 1 (not a crash, not a sanitizer's code)
-  local i rc
-  for i in $(seq 300); do kill -0 "${dpid[$1]}" 2>/dev/null || break; sleep 0.05; done
-  kill -0 "${dpid[$1]}" 2>/dev/null && fail "$1 still runs: it should have refused to start"
-  wait "${dpid[$1]}"
-  rc=$?
-  unset "dpid[$1]"
-  [ "$rc" = 1 ] || fail "$1 exited $rc, expected 1"
+  cl_exited "$1" 1 "it should have refused to start"
 }
 job() { # job FILE ID CODE
   printf '{"type":"run","id":"%s","runtime":"sh","code":"%s"}\n' "$2" "$3" >"$tmp/$1"

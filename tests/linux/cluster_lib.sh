@@ -74,15 +74,20 @@ expect() { # expect TEXT PATTERN WHAT
   printf '%s' "$1" | grep -q -- "$2" || fail "$3: no $2 in: ${1:0:900}"
 }
 
-cl_stop() { # cl_stop NAME: SIGTERM to daemon NAME ($dpid), exit 0 within 10 s
-  local n=$1 i rc
-  kill -TERM "${dpid[$n]}"
-  for i in $(seq 200); do kill -0 "${dpid[$n]}" 2>/dev/null || break; sleep 0.05; done
-  kill -0 "${dpid[$n]}" 2>/dev/null && fail "daemon $n still running 10 s after SIGTERM"
+# cl_exited NAME RC WHY: daemon NAME ($dpid) gone within 15 s with exit
+# status RC; WHY names what a daemon still running means.
+cl_exited() {
+  local n=$1 want=$2 i rc
+  for i in $(seq 300); do kill -0 "${dpid[$n]}" 2>/dev/null || break; sleep 0.05; done
+  kill -0 "${dpid[$n]}" 2>/dev/null && fail "daemon $n still runs after 15 s: $3"
   wait "${dpid[$n]}"
   rc=$?
   unset "dpid[$n]"
-  [ "$rc" = 0 ] || fail "daemon $n exited $rc"
+  [ "$rc" = "$want" ] || fail "daemon $n exited $rc, expected $want"
+}
+cl_stop() { # cl_stop NAME: SIGTERM to daemon NAME, exit 0
+  kill -TERM "${dpid[$1]}"
+  cl_exited "$1" 0 "SIGTERM did not stop it"
 }
 
 jpath() {
