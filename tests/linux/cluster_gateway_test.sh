@@ -38,7 +38,7 @@ CONF
 # its own (socket, work root, log); root is a plain client (max_concurrent
 # 2: the cap a forwarded job counts against), the cluster account may run.
 start_daemon() {
-  local n=$1 mode=$2 ready=$3 extra=${4-} pool=${5:-linux-x64} d=$tmp/$1 i
+  local n=$1 mode=$2 ready=$3 extra=${4-} pool=${5:-linux-x64} d=$tmp/$1
   mkdir -p "$d/jobs"
   cat >"$d/executor.json" <<JSON
 {"transports":{"socket_path":"$d/s.sock","socket_group":"nogroup"},
@@ -49,12 +49,7 @@ start_daemon() {
 JSON
   "$exe" --config "$d/executor.json" --log-level debug >"$d/daemon.log" 2>&1 &
   dpid[$n]=$!
-  for i in $(seq 300); do
-    grep -q "$ready" "$d/daemon.log" && return 0
-    kill -0 "${dpid[$n]}" 2>/dev/null || fail "daemon $n died at start"
-    sleep 0.05
-  done
-  fail "daemon $n not ready"
+  cl_ready "$n" "$ready"
 }
 
 gw() { python3 "$client" "$tmp/gw/s.sock" "$@"; }

@@ -74,6 +74,18 @@ expect() { # expect TEXT PATTERN WHAT
   printf '%s' "$1" | grep -q -- "$2" || fail "$3: no $2 in: ${1:0:900}"
 }
 
+# cl_ready NAME PATTERN: daemon NAME ($dpid, log $tmp/NAME/daemon.log)
+# logged PATTERN within 15 s, and did not die first.
+cl_ready() {
+  local n=$1 i
+  for i in $(seq 300); do
+    grep -q -- "$2" "$tmp/$n/daemon.log" && return 0
+    kill -0 "${dpid[$n]}" 2>/dev/null || fail "daemon $n died at start"
+    sleep 0.05
+  done
+  fail "daemon $n not ready: no \"$2\" in its log"
+}
+
 # cl_exited NAME RC WHY: daemon NAME ($dpid) gone within 15 s with exit
 # status RC; WHY names what a daemon still running means.
 cl_exited() {

@@ -30,7 +30,7 @@ start_nats() { # start_nats [STORE]
 # mode on $url; ready once its streams, buckets and consumers are.
 cluster_client='{"name":"farm","match":{"cluster":true},"capabilities":["*"],"max_priority":"high"}'
 start_worker() {
-  local n=$1 extra=$2 clients=${3-$cluster_client} d=$tmp/$1 i
+  local n=$1 extra=$2 clients=${3-$cluster_client} d=$tmp/$1
   mkdir -p "$d/jobs"
   cat >"$d/executor.json" <<JSON
 {"transports":{"socket_path":"$d/s.sock","socket_group":"nogroup"},
@@ -40,12 +40,7 @@ start_worker() {
 JSON
   ${WRAP:+"$WRAP"} "$exe" --config "$d/executor.json" --log-level debug >"$d/daemon.log" 2>&1 &
   dpid[$n]=$!
-  for i in $(seq 300); do
-    grep -q "consumers of pool" "$d/daemon.log" && return 0
-    kill -0 "${dpid[$n]}" 2>/dev/null || fail "worker $n died at start"
-    sleep 0.05
-  done
-  fail "worker $n not ready"
+  cl_ready "$n" "consumers of pool"
 }
 
 job() { # job FILE ID CODE [EXTRA_JSON_MEMBERS]
